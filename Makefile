@@ -1,0 +1,28 @@
+# the two commands of the README: `make run` and `make test`, each installing what it needs
+PYTHON ?= python3
+
+.PHONY: run test install install-dev chromium lint bench
+
+run: install
+	$(PYTHON) app.py
+
+test: install-dev chromium
+	$(PYTHON) -m pytest
+
+install:
+	$(PYTHON) -m pip install -q -r requirements.txt
+
+install-dev:
+	$(PYTHON) -m pip install -q -r requirements-dev.txt
+
+# browser tests drive Debian's chromium; installing it needs root (CI and Spaces builders are)
+chromium:
+	@command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || \
+	  { if [ "$$(id -u)" = 0 ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
+	    else echo "chromium is missing: install it with 'sudo apt-get install chromium' (browser tests skip locally without it)"; fi; }
+
+lint:
+	$(PYTHON) -m ruff check .
+
+bench:
+	$(PYTHON) bench/update_latency.py

@@ -1,0 +1,117 @@
+"""BertEmbedding: the listing's layer, its five components and its error messages."""
+
+import math
+
+import pytest
+import torch
+
+from core.embedding import COMPONENTS, BertEmbedding, EmbeddingConfig, trainable_parameters
+
+
+def layer(**kwargs) -> BertEmbedding:
+    torch.manual_seed(0)
+    return BertEmbedding(**kwargs).eval()
+
+
+def test_listing_test_every_output_row_is_a_minus_a():
+    # the first document's test: vocab 10, d_model 2, batch 2, length 3
+    torch.manual_seed(1)
+    model = BertEmbedding(vocab_size=10, d_model=2, maxlen=512, n_segments=2)
+    x = torch.randint(0, 10, (2, 3))
+    seg = torch.randint(0, 2, (2, 3))
+    parts = model.components(x, seg)
+    out = model(x, seg)
+    assert out.shape == (2, 3, 2)
+    # layernorm of (u, v) is (h, -h) / sqrt(h^2 + eps) with h = (u - v) / 2
+    h = (parts["sum"][..., 0] - parts["sum"][..., 1]) / 2
+    a = h / torch.sqrt(h**2 + 1e-5)
+    assert torch.allclose(out[..., 0], a, atol=1e-6)
+    assert torch.allclose(out[..., 1], -a, atol=1e-6)
+    assert (out.abs() <= 1).all()
+
+
+def test_listing_minus_0_9996_comes_from_eps():
+    # when the two summed values nearly coincide, eps shrinks |a| below 1: the printed -0.9996
+    model = BertEmbedding(vocab_size=10, d_model=2)
+    h = 0.1118  # half the gap between the two summed values
+    with torch.no_grad():
+        for table in (model.tok_embed, model.pos_embed, model.seg_embed):
+            table.weight.zero_()
+        model.tok_embed.weight[3] = torch.tensor([-h, h])
+        model.tok_embed.weight[4] = torch.tensor([5.0, -5.0])
+    out = model(torch.tensor([[3, 4]]), torch.tensor([[0, 0]]))
+    expected = h / math.sqrt(h * h + 1e-5)
+    assert out[0, 0].tolist() == pytest.approx([-expected, expected], abs=1e-6)
+    assert round(out[0, 0, 0].item(), 4) == -0.9996
+    assert out[0, 1].tolist() == pytest.approx([1.0, -1.0], abs=1e-6)  # a wide gap: |a| = 1
+
+
+def test_components_identities():
+    model = layer(vocab_size=50, d_model=8, maxlen=16, n_segments=2)
+    x = torch.randint(0, 50, (3, 7))
+    seg = torch.randint(0, 2, (3, 7))
+    parts = model.components(x, seg)
+    assert tuple(parts) == COMPONENTS
+    for value in parts.values():
+        assert value.shape == (3, 7, 8)
+    # summed in Hugging Face's order, so this identity is exact
+    assert torch.equal(parts["sum"], parts["token"] + parts["segment"] + parts["position"])
+    assert torch.allclose(parts["sum"], parts["token"] + parts["position"] + parts["segment"])
+    assert torch.equal(parts["output"], model.norm(parts["sum"]))
+    assert torch.equal(model(x, seg), parts["output"])
+    assert torch.equal(parts["token"], model.tok_embed.weight[x])
+    assert torch.equal(parts["segment"], model.seg_embed.weight[seg])
+
+
+def test_positions_use_the_position_table_not_the_token_table():
+    # the listing's bug embedded positions with tok_embed(pos); ours must read pos_embed
+    model = layer(vocab_size=20, d_model=4, maxlen=8)
+    x = torch.tensor([[5, 5, 5]])
+    parts = model.components(x, torch.zeros_like(x))
+    assert torch.equal(parts["position"][0], model.pos_embed.weight[:3])
+    assert not torch.equal(parts["position"][0], model.tok_embed.weight[:3])
+
+
+def test_a_single_sequence_is_a_batch_of_one():
+    model = layer(vocab_size=10, d_model=4)
+    assert model(torch.tensor([1, 2, 3]), torch.tensor([0, 0, 1])).shape == (1, 3, 4)
+
+
+@pytest.mark.parametrize(
+    ("x", "seg", "message"),
+    [
+        (torch.tensor([[1, 2, 10]]), torch.tensor([[0, 0, 0]]), "token id 10 is out of range"),
+        (torch.tensor([[-1, 2]]), torch.tensor([[0, 0]]), "token id -1 is out of range"),
+        (torch.tensor([[1, 2]]), torch.tensor([[0, 2]]), "segment id 2 is out of range"),
+        (torch.tensor([[1, 2]]), torch.tensor([[0, 0, 0]]), "must match"),
+        (torch.tensor([[1.0, 2.0]]), torch.tensor([[0, 0]]), "must be integers"),
+        (torch.zeros(1, 1, 2, dtype=torch.long), torch.zeros(1, 1, 2, dtype=torch.long), "(batch, length)"),
+        ([[1, 2]], torch.tensor([[0, 0]]), "must be a torch tensor"),
+        (torch.zeros(1, 6, dtype=torch.long), torch.zeros(1, 6, dtype=torch.long), "5 positions"),
+    ],
+)
+def test_bad_arguments_say_what_is_allowed(x, seg, message):
+    model = layer(vocab_size=10, d_model=2, maxlen=5)
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        model.components(x, seg)
+
+
+def test_out_of_range_message_names_the_allowed_range():
+    model = layer(vocab_size=10, d_model=2)
+    with pytest.raises(ValueError, match=r"ids 0 to 9 are allowed"):
+        model(torch.tensor([[10]]), torch.tensor([[0]]))
+
+
+@pytest.mark.parametrize("field", ["vocab_size", "d_model", "maxlen", "n_segments"])
+@pytest.mark.parametrize("value", [0, -3, 2.5, True])
+def test_config_rejects_nonsense(field, value):
+    with pytest.raises(ValueError, match=field):
+        EmbeddingConfig(**{field: value})
+
+
+def test_eps_reaches_layernorm_and_counts():
+    model = BertEmbedding(vocab_size=10, d_model=4, maxlen=6, n_segments=2, eps=1e-12)
+    assert model.norm.eps == 1e-12
+    assert trainable_parameters(model) == (40 + 24 + 8 + 8, 40 + 24 + 8 + 8)
+    model.tok_embed.weight.requires_grad_(False)
+    assert trainable_parameters(model) == (40, 80)
