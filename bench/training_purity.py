@@ -1,0 +1,132 @@
+"""Does training gather related words, how fast, and why the softmax is corpus-sized.
+
+Part 1 is the classroom demonstration: a random N(0, 1) layer shaped like BERT's
+(WordPiece, 30,522 rows) trained with the default `TrainConfig` on the built-in corpus.
+It prints steps per second, the time until category purity reaches 0.9, the final purity
+and the chance level (a table without structure). Purity is evaluated every 5% of the
+steps through the progress callback, with the clock paused meanwhile. Rows at other widths
+and with the word-level tokenizer show where the demonstration stops working (d = 2).
+
+Part 2 is why `train` works on a corpus-sized copy of the token table: it times a step of
+the same objective with the softmax over every row of the table (the baseline) against
+ours, on the table shapes the app offers, and prints the ratio.
+
+The first backward pass in a process imports a large part of torch (a few seconds); it is
+timed once on its own and kept out of the other numbers. On a machine whose cores are busy
+with other work, PyTorch's thread pool waits on itself at every small operation: run with
+``OMP_NUM_THREADS=1`` for steady numbers there.
+
+Run: ``python bench/training_purity.py``
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+# run as a plain script from anywhere: make the project's packages importable
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from core.embedding import BertEmbedding  # noqa: E402
+from core.session import Settings, random_embedding, wordpiece  # noqa: E402
+from core.tokenizer import WordLevelTokenizer  # noqa: E402
+from core.training import (  # noqa: E402
+    Corpus,
+    Tokenizer,
+    TrainConfig,
+    _Examples,  # the baseline samples the very batches `train` does
+    masked_token_loss,
+    purity,
+    train,
+    trainable_copy,
+)
+
+TARGET = 0.9  # the purity the demonstration must reach
+# (rows, width, timed baseline steps) of the tables the app offers: random, MiniLM, GloVe;
+# a baseline step at GloVe's size takes seconds and 2 GB, so it is timed twice only
+SHAPES = ((30522, 32, 20), (30522, 384, 5), (400003, 50, 2))
+OUR_STEPS = 200  # enough that tokenizing the corpus and measuring purity hardly count
+
+
+def demonstration(model: BertEmbedding, corpus: Corpus, tokenizer: Tokenizer) -> tuple[str, ...]:
+    """Train with the defaults; return steps/s, time and steps to TARGET, final purity."""
+    config = TrainConfig()
+    paused, reached = 0.0, None
+
+    def evaluate(step: int, steps: int) -> None:
+        nonlocal paused, reached
+        pause = time.perf_counter()
+        if reached is None and purity(model, corpus, tokenizer) >= TARGET:
+            reached = (step, pause - start - paused)
+        paused += time.perf_counter() - pause
+
+    start = time.perf_counter()
+    result = train(model, corpus, tokenizer, config, progress=evaluate)
+    seconds = result.seconds - paused
+    to_target = ("never", "") if reached is None else (f"{reached[1]:.2f} s", f"{reached[0]}")
+    return (f"{config.steps / seconds:.0f}", *to_target, f"{result.purity_after:.3f}")
+
+
+def ms_per_step(
+    model: BertEmbedding, corpus: Corpus, tokenizer: Tokenizer, steps: int
+) -> tuple[float, float]:
+    """Milliseconds per step: ours (corpus-sized softmax) and the full-table baseline."""
+    ours = train(trainable_copy(model), corpus, tokenizer, TrainConfig(steps=OUR_STEPS)).seconds / OUR_STEPS
+
+    config = TrainConfig()
+    examples = _Examples.encode(corpus, tokenizer, model.config)
+    full = trainable_copy(model)
+    optimizer = torch.optim.Adam(full.parameters(), lr=config.lr)
+    generator = torch.Generator().manual_seed(config.seed)
+    start = time.perf_counter()
+    for _ in range(steps):
+        x, seg, keep, target = examples.sample(config.batch_size, generator)
+        # the same batch in the model's own ids: the softmax covers all of its rows
+        loss = masked_token_loss(full, examples.rows[x], seg, keep, target, config.window)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+    return 1e3 * ours, 1e3 * (time.perf_counter() - start) / steps
+
+
+def table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+    widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
+    for row in (header, *rows):
+        print("  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True)))
+    print()
+
+
+def main() -> None:
+    corpus, tokenizer = Corpus.builtin(), wordpiece()
+    words = sum(len(w) for w in corpus.categories.values())
+    start = time.perf_counter()
+    train(trainable_copy(random_embedding(Settings(d_model=2))), corpus, tokenizer, TrainConfig(steps=1))
+    print(f"{len(corpus.sentences)} sentences, {words} category words in {len(corpus.categories)} "
+          f"categories; {torch.get_num_threads()} threads; first backward in this process: "
+          f"{time.perf_counter() - start:.1f} s (excluded below)\n")
+
+    word_level = WordLevelTokenizer.from_text(" ".join(corpus.sentences))
+    layers = [(f"WordPiece, d {d}", Settings(d_model=d), tokenizer) for d in (32, 2, 16, 64)]
+    layers.append(("word-level, d 32", Settings("word", word_level.vocab_size, 32), word_level))
+    rows = []
+    for name, settings, layer_tokenizer in layers:
+        model = trainable_copy(random_embedding(settings))
+        before = purity(model, corpus, layer_tokenizer)
+        rows.append((name, f"{before:.3f}", *demonstration(model, corpus, layer_tokenizer)))
+    print(f"1. default TrainConfig() on the built-in corpus; chance purity {corpus.chance_purity():.3f}")
+    table(("layer", "purity at start", "steps/s", f"to {TARGET}", "steps", "final purity"), rows)
+
+    rows = []
+    for vocab_size, d_model, steps in SHAPES:
+        model = BertEmbedding(vocab_size, d_model)  # values do not matter for timing
+        ours, full = ms_per_step(model, corpus, tokenizer, steps)
+        rows.append((f"{vocab_size:,} x {d_model}", f"{ours:.1f}", f"{full:.1f}", f"{full / ours:.0f}x"))
+    print("2. ms per training step, WordPiece ids; ratio = full softmax / corpus-sized")
+    table(("token table", "corpus-sized", "full softmax", "ratio"), rows)
+
+
+if __name__ == "__main__":
+    main()
