@@ -1,0 +1,104 @@
+"""Which scikit-learn PCA solver should the projection use?
+
+The app refits the 2-D basis on every keystroke, so the solver is on the hot path. This
+script times each solver on the largest picture the app draws (512 tokens × 5 groups,
+384 features: BERT MiniLM's width) and prints ratios against scikit-learn's default
+``PCA(n_components=2)`` measured in the same run, so the numbers compare like with like
+on whatever machine runs it.
+
+Two inputs, because iterative solvers are only as fast as the spectrum lets them be:
+
+- ``MiniLM``: the real embedding layer the app shows (512 random word pieces, sentence A
+  then B), whose leading directions stand out clearly;
+- ``noise``: isotropic Gaussian noise, the worst case (no direction stands out).
+
+``default`` and ``auto`` run the same code (only the seed differs), so the gap between
+them shows how much noise the machine adds to the timings. The Δ columns are how far
+each solver's explained-variance ratios are from the exact answer (LAPACK's full SVD):
+a fast but approximate solver would make the axis labels and the picture wobble.
+
+Run: ``python bench/projection_solvers.py``
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+from sklearn.decomposition import PCA
+
+# run as a plain script from anywhere: make the project's packages importable
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from core.embedding import COMPONENTS  # noqa: E402
+from core.projection import PCAProjection  # noqa: E402
+from core.tables import bert_preset  # noqa: E402
+
+TOKENS = 512
+SOLVERS = ("auto", "full", "covariance_eigh", "randomized", "arpack")
+ROUNDS = 31  # timed runs per solver; the median shrugs off a busy neighbour
+
+
+def minilm(rng: np.random.Generator) -> np.ndarray:
+    """The five components of MiniLM's embedding layer for 512 tokens, stacked, float32."""
+    ids = torch.from_numpy(rng.integers(1000, 30522, (1, TOKENS)))
+    segments = (torch.arange(TOKENS) >= TOKENS // 2).long().unsqueeze(0)
+    with torch.no_grad():
+        parts = bert_preset().components(ids, segments)
+    return torch.cat([parts[group][0] for group in COMPONENTS]).numpy()
+
+
+def noise(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def median_ms(fits: dict[str, Callable[[], object]]) -> dict[str, float]:
+    """Median wall time of each fit, interleaved so that load spikes hit all alike."""
+    for fit in fits.values():  # warm up caches, thread pools and lazy imports
+        fit()
+    times: dict[str, list[float]] = {name: [] for name in fits}
+    order = list(fits)
+    for _ in range(ROUNDS):
+        random.shuffle(order)  # no fit always runs first, right after another's work
+        for name in order:
+            start = time.perf_counter()
+            fits[name]()
+            times[name].append(time.perf_counter() - start)
+    return {name: 1e3 * statistics.median(t) for name, t in times.items()}
+
+
+def main() -> None:
+    random.seed(0)
+    rng = np.random.default_rng(0)
+    real = minilm(rng)
+    inputs = {"MiniLM": real, "noise": noise(rng, real.shape)}
+    estimators: dict[str, Callable[[], PCA | PCAProjection]] = {
+        "default": lambda: PCA(n_components=2),
+        **{s: lambda s=s: PCA(2, svd_solver=s, random_state=0) for s in SOLVERS},
+        f"PCAProjection ({PCAProjection().svd_solver})": PCAProjection,
+    }
+
+    print(f"PCA to 2-D of a {real.shape[0]} × {real.shape[1]} float32 matrix, median of "
+          f"{ROUNDS} runs in ms; ratio = time / default's time; Δ = largest "
+          f"explained-variance ratio error\n")
+    print(f"{'':<30}" + "".join(f"{name:>10}{'ratio':>7}{'Δ':>9}" for name in inputs))
+    cells: dict[str, str] = dict.fromkeys(estimators, "")
+    for X in inputs.values():
+        ms = median_ms({name: lambda make=make, X=X: make().fit(X)
+                        for name, make in estimators.items()})
+        exact = PCA(2, svd_solver="full").fit(X).explained_variance_ratio_
+        for name, make in estimators.items():
+            error = np.max(np.abs(make().fit(X).explained_variance_ratio_ - exact))
+            cells[name] += f"{ms[name]:10.1f}{ms[name] / ms['default']:7.2f}{error:9.0e}"
+    for name, row in cells.items():
+        print(f"{name:<30}{row}")
+
+
+if __name__ == "__main__":
+    main()

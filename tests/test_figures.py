@@ -1,0 +1,248 @@
+"""embedding_figure, checked through the figure's data rather than its pixels."""
+
+import base64
+import json
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+import pytest
+
+from core.figures import ADDITION_PATH, COLOURS, GROUPS, Scene, embedding_figure
+from core.projection import PCAProjection
+
+ROOT = Path(__file__).resolve().parents[1]
+TOKENS = ("[CLS]", "the", "embed", "##ding", "<img src=x onerror=alert(1)>", "[SEP]",
+          "tom & jerry", "[SEP]")
+SEGMENTS = (0, 0, 0, 0, 0, 0, 1, 1)
+
+
+def make_scene(groups=GROUPS, tokens=TOKENS, message="", d=6, seed=0) -> Scene:
+    """A scene built the way the app builds it: real vectors, projected with PCA."""
+    rng = np.random.default_rng(seed)
+    length = len(tokens)
+    segments = (SEGMENTS * length)[:length]
+    token, position = rng.standard_normal((2, length, d))
+    segment = np.where(np.array(segments)[:, None] == 1, 0.5, -0.5) * np.ones(d)
+    total = token + position + segment
+    output = (total - total.mean(1, keepdims=True)) / total.std(1, keepdims=True)
+    vectors = {"token": token, "position": position, "segment": segment, "sum": total,
+               "output": output}
+    vectors = {group: vectors[group] for group in groups}
+    projection = PCAProjection().fit(np.vstack(list(vectors.values())))
+    return Scene(
+        tokens=tuple(tokens),
+        ids=tuple(range(100, 100 + length)),
+        positions=tuple(range(length)),
+        segment_ids=segments,
+        special_mask=tuple(t in ("[CLS]", "[SEP]") for t in tokens),
+        continuation_mask=tuple(t.startswith("##") for t in tokens),
+        points={group: projection.transform(v) for group, v in vectors.items()},
+        norms={group: np.linalg.norm(v, axis=1) for group, v in vectors.items()},
+        explained=tuple(projection.explained_variance_ratio_),
+        origin=projection.origin(),
+        message=message,
+    )
+
+
+def group_traces(figure: go.Figure) -> list:
+    return [trace for trace in figure.data if trace.name in GROUPS]
+
+
+def by_token(trace) -> dict[str, tuple]:
+    """Each hover token mapped to its (x, y, symbol, customdata row), whatever the order."""
+    return {token: (x, y, symbol, tuple(row))
+            for token, x, y, symbol, row in zip(trace.hovertext, trace.x, trace.y,
+                                                trace.marker.symbol, trace.customdata,
+                                                strict=True)}
+
+
+def test_one_trace_per_group_in_display_order():
+    figure = embedding_figure(make_scene())
+    traces = group_traces(figure)
+    assert [trace.name for trace in traces] == list(GROUPS)
+    assert [trace.legendgroup for trace in traces] == list(GROUPS)
+    assert [trace.marker.color for trace in traces] == [COLOURS[g] for g in GROUPS]
+    assert len(set(COLOURS.values())) == len(GROUPS)
+    assert all(len(trace.x) == len(trace.y) == len(TOKENS) for trace in traces)
+
+
+def test_only_the_groups_given_are_drawn_still_in_display_order():
+    figure = embedding_figure(make_scene(groups=("output", "token")))
+    assert [trace.name for trace in figure.data] == ["token", "output"]
+
+
+def test_points_and_hover_data_belong_to_their_token():
+    scene = make_scene()
+    trace = group_traces(embedding_figure(scene))[3]  # sum
+    rows = by_token(trace)
+    for i, token in enumerate(TOKENS[:5]):  # the first five tokens are unique
+        x, y, _, (token_id, position, segment, norm) = rows[escaped(token)]
+        assert (x, y) == pytest.approx(tuple(scene.points["sum"][i]), rel=1e-6)
+        assert (token_id, position, segment) == (100 + i, i, SEGMENTS[i])
+        assert norm == pytest.approx(scene.norms["sum"][i], rel=1e-6)
+    assert "%{customdata[3]:.3f}" in trace.hovertemplate and "sum" in trace.hovertemplate
+
+
+def test_coordinates_and_hover_numbers_are_sent_as_compact_float32():
+    trace = embedding_figure(make_scene()).data[0]
+    assert trace.x.dtype == trace.y.dtype == trace.customdata.dtype == np.float32
+    assert trace.customdata.shape == (len(TOKENS), 4)
+    sent = json.loads(embedding_figure(make_scene()).to_json())["data"][0]
+    assert sent["x"]["dtype"] == "f4" and "bdata" in sent["x"]  # base64, not a list
+
+
+def test_special_tokens_and_word_pieces_have_their_own_shapes():
+    rows = by_token(embedding_figure(make_scene()).data[0])
+    assert rows["[CLS]"][2] == rows["[SEP]"][2] == 2  # plotly's code for a diamond
+    assert rows["##ding"][2] == "circle-open"
+    assert rows["the"][2] == rows["embed"][2] == 0  # circle
+    note = embedding_figure(make_scene()).layout.annotations[0].text
+    assert "[CLS]" in note and "##" in note
+
+
+def test_legend_shows_a_plain_circle():
+    # plotly's legend copies the first point's shape, so a plain word must come first
+    for trace in group_traces(embedding_figure(make_scene())):
+        assert trace.marker.symbol[0] == 0
+
+
+def test_no_shape_note_without_special_tokens_or_pieces():
+    figure = embedding_figure(make_scene(tokens=("a", "b", "c")))
+    assert figure.layout.annotations == ()
+
+
+def test_axis_titles_carry_the_explained_variance():
+    figure = embedding_figure(replace(make_scene(), explained=(0.412, 0.0789)))
+    assert figure.layout.xaxis.title.text == "PC1 · 41.2%"
+    assert figure.layout.yaxis.title.text == "PC2 · 7.9%"
+    assert figure.layout.yaxis.scaleanchor == "x"  # equal scales: honest distances
+
+
+def test_layout_keeps_user_state_across_updates():
+    figure = embedding_figure(make_scene(), uirevision="session-1")
+    assert figure.layout.uirevision == "session-1"
+    assert figure.layout.legend.orientation == "h"
+    assert figure.layout.template.layout.plot_bgcolor == "white"  # plotly_white
+
+
+def test_user_text_is_escaped_in_labels_hover_and_json():
+    figure = embedding_figure(make_scene())
+    trace = figure.data[0]
+    escaped = "&lt;img src=x onerror=alert(1)&gt;"
+    assert escaped in trace.text and escaped in trace.hovertext
+    assert "tom &amp; jerry" in trace.text
+    payload = figure.to_json()
+    assert "<img" not in payload and "onerror=alert(1)>" not in payload
+    assert payload.count(escaped) == 2 * len(GROUPS)  # labels and hover of each group
+
+
+def test_webgl_labels_are_plain_text_but_hover_staysescaped():
+    # WebGL draws labels as plain text, so escaping them would show "&lt;" on screen
+    trace = embedding_figure(make_scene(), webgl_above=0).data[0]
+    assert "<img src=x onerror=alert(1)>" in trace.text
+    assert "&lt;img src=x onerror=alert(1)&gt;" in trace.hovertext
+
+
+def test_labels_switch():
+    with_labels = embedding_figure(make_scene(), labels=True).data[0]
+    without = embedding_figure(make_scene(), labels=False).data[0]
+    assert with_labels.mode == "markers+text" and len(with_labels.text) == len(TOKENS)
+    assert without.mode == "markers" and without.text is None
+    assert len(without.hovertext) == len(TOKENS)  # hover still names the token
+
+
+def test_webgl_above_the_threshold():
+    points = len(GROUPS) * len(TOKENS)
+    assert {t.type for t in embedding_figure(make_scene(), webgl_above=points).data} == {
+        "scatter"}
+    assert {t.type for t in embedding_figure(make_scene(), webgl_above=points - 1).data} == {
+        "scattergl"}
+
+
+def test_message_is_shown_as_an_annotation():
+    figure = embedding_figure(make_scene(message="All 4 vectors are identical & dull."))
+    texts = [annotation.text for annotation in figure.layout.annotations]
+    assert "All 4 vectors are identical &amp; dull." in texts
+
+
+def test_addition_path_ends_on_the_sum_then_goes_to_the_output():
+    scene = make_scene()
+    figure = embedding_figure(scene, arrows=True)
+    assert [trace.name for trace in figure.data] == [*GROUPS, ADDITION_PATH]
+    path = figure.data[-1]
+    assert path.mode == "lines+markers" and path.marker.symbol == "arrow"
+    assert path.marker.angleref == "previous"
+
+    # one path per token: token, + position, + segment, output, then a gap
+    xy = np.column_stack([path.x, path.y]).reshape(len(TOKENS), 5, 2)
+    origin = scene.origin
+    assert np.allclose(xy[:, 0], scene.points["token"], atol=1e-5)
+    assert np.allclose(xy[:, 1], scene.points["token"] + scene.points["position"] - origin,
+                       atol=1e-5)
+    assert np.allclose(xy[:, 2], scene.points["sum"], atol=1e-5)  # PCA is affine
+    assert np.allclose(xy[:, 3], scene.points["output"], atol=1e-5)
+    assert np.isnan(xy[:, 4]).all()
+    # an arrow head on each step, none where a path starts or breaks
+    heads = np.asarray(path.marker.size).reshape(len(TOKENS), 5)
+    assert (heads[:, [0, 4]] == 0).all() and (heads[:, 1:4] > 0).all()
+
+
+def test_addition_path_without_output_stops_at_the_sum():
+    scene = make_scene(groups=("token", "position", "segment", "sum"))
+    path = embedding_figure(scene, arrows=True).data[-1]
+    xy = np.column_stack([path.x, path.y]).reshape(len(TOKENS), 4, 2)
+    assert np.allclose(xy[:, 2], scene.points["sum"], atol=1e-5)
+
+
+def test_no_addition_path_when_a_summand_is_missing_or_arrows_are_off():
+    partial = make_scene(groups=("token", "position", "sum", "output"))
+    assert ADDITION_PATH not in [t.name for t in embedding_figure(partial, arrows=True).data]
+    assert ADDITION_PATH not in [t.name for t in embedding_figure(make_scene()).data]
+
+
+def test_json_round_trip_passes_plotly_validation():
+    # the figure is built unvalidated for speed; from_json validates every property
+    figure = embedding_figure(make_scene(message="hello"), arrows=True)
+    again = pio.from_json(figure.to_json())
+    assert [trace.name for trace in again.data] == [trace.name for trace in figure.data]
+    assert np.array_equal(decoded(again.data[0].x), figure.data[0].x)
+    assert np.array_equal(decoded(again.data[0].customdata), figure.data[0].customdata)
+    assert again.layout.xaxis.title.text == figure.layout.xaxis.title.text
+
+
+def test_a_mismatched_scene_is_refused():
+    scene = make_scene()
+    with pytest.raises(ValueError, match="ids has 2 entries but there are 8 tokens"):
+        replace(scene, ids=(1, 2))
+    with pytest.raises(ValueError, match="unknown group 'glove'"):
+        replace(scene, points={"glove": np.zeros((8, 2))})
+    with pytest.raises(ValueError, match=r"points\['sum'\] has shape \(7, 2\)"):
+        replace(scene, points={"sum": np.zeros((7, 2))})
+
+
+def test_groups_are_the_embedding_layers_components():
+    from core.embedding import COMPONENTS
+
+    assert GROUPS == COMPONENTS
+
+
+def test_figures_import_neither_torch_nor_gradio():
+    check = ("import core.figures, sys; "
+             "assert 'torch' not in sys.modules and 'gradio' not in sys.modules")
+    subprocess.run([sys.executable, "-c", check], cwd=ROOT, check=True)
+
+
+def decoded(spec: dict) -> np.ndarray:
+    """A typed array as plotly sends it (base64 bytes, dtype, shape) back in numpy."""
+    array = np.frombuffer(base64.b64decode(spec["bdata"]), dtype=spec["dtype"])
+    shape = spec.get("shape")
+    return array.reshape([int(n) for n in shape.split(",")]) if shape else array
+
+
+def escaped(token: str) -> str:
+    return token.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
