@@ -31,7 +31,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from core.embedding import BertEmbedding  # noqa: E402
-from core.session import Settings, random_embedding, wordpiece  # noqa: E402
+from core.presets import Settings, random_source, wordpiece  # noqa: E402
 from core.tokenizer import WordLevelTokenizer  # noqa: E402
 from core.training import (  # noqa: E402
     Corpus,
@@ -103,7 +103,7 @@ def main() -> None:
     corpus, tokenizer = Corpus.builtin(), wordpiece()
     words = sum(len(w) for w in corpus.categories.values())
     start = time.perf_counter()
-    train(trainable_copy(random_embedding(Settings(d_model=2))), corpus, tokenizer, TrainConfig(steps=1))
+    train(trainable_copy(random_source(Settings(d_model=2)).model), corpus, tokenizer, TrainConfig(steps=1))
     print(f"{len(corpus.sentences)} sentences, {words} category words in {len(corpus.categories)} "
           f"categories; {torch.get_num_threads()} threads; first backward in this process: "
           f"{time.perf_counter() - start:.1f} s (excluded below)\n")
@@ -113,7 +113,7 @@ def main() -> None:
     layers.append(("word-level, d 32", Settings("word", word_level.vocab_size, 32), word_level))
     rows = []
     for name, settings, layer_tokenizer in layers:
-        model = trainable_copy(random_embedding(settings))
+        model = trainable_copy(random_source(settings).model)
         before = purity(model, corpus, layer_tokenizer)
         rows.append((name, f"{before:.3f}", *demonstration(model, corpus, layer_tokenizer)))
     print(f"1. default TrainConfig() on the built-in corpus; chance purity {corpus.chance_purity():.3f}")

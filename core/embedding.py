@@ -63,6 +63,31 @@ class BertEmbedding(nn.Module):
     def from_config(cls, config: EmbeddingConfig) -> BertEmbedding:
         return cls(**asdict(config))
 
+    @classmethod
+    def from_modules(
+        cls, tok_embed: nn.Embedding, pos_embed: nn.Embedding, seg_embed: nn.Embedding, norm: nn.LayerNorm
+    ) -> BertEmbedding:
+        """Assemble a layer from existing tables without copying them.
+
+        Presets mix tables (BERT's tokens with sinusoidal positions, an uploaded token table
+        with the current segments); sharing the modules keeps one copy of each in memory.
+        """
+        widths = {m.embedding_dim for m in (tok_embed, pos_embed, seg_embed)} | {norm.normalized_shape[0]}
+        if len(widths) != 1:
+            raise ValueError(f"all tables must have the same width; these have widths {sorted(widths)}.")
+        # skip __init__: it would draw throwaway tables from torch's global random state
+        model = cls.__new__(cls)
+        nn.Module.__init__(model)
+        model.config = EmbeddingConfig(
+            tok_embed.num_embeddings,
+            tok_embed.embedding_dim,
+            pos_embed.num_embeddings,
+            seg_embed.num_embeddings,
+            norm.eps,
+        )
+        model.tok_embed, model.pos_embed, model.seg_embed, model.norm = tok_embed, pos_embed, seg_embed, norm
+        return model
+
     def forward(self, x: torch.Tensor, seg: torch.Tensor) -> torch.Tensor:
         return self.components(x, seg)["output"]
 
@@ -122,9 +147,7 @@ def _check_range(ids: torch.Tensor, size: int, what: str, owner: str) -> None:
     low, high = int(ids.min()), int(ids.max())
     if low < 0 or high >= size:
         bad = low if low < 0 else high
-        raise ValueError(
-            f"{what} {bad} is out of range: {owner} {size} rows, so ids 0 to {size - 1} are allowed."
-        )
+        raise ValueError(f"{what} {bad} is out of range: {owner} {size} rows, so ids 0 to {size - 1} are allowed.")
 
 
 def trainable_parameters(module: nn.Module) -> tuple[int, int]:

@@ -115,3 +115,15 @@ def test_eps_reaches_layernorm_and_counts():
     assert trainable_parameters(model) == (40 + 24 + 8 + 8, 40 + 24 + 8 + 8)
     model.tok_embed.weight.requires_grad_(False)
     assert trainable_parameters(model) == (40, 80)
+
+
+def test_from_modules_shares_tables_and_checks_widths():
+    donor = layer(vocab_size=12, d_model=4, maxlen=9, n_segments=3)
+    other_positions = torch.nn.Embedding(20, 4)
+    model = BertEmbedding.from_modules(donor.tok_embed, other_positions, donor.seg_embed, donor.norm)
+    assert model.tok_embed is donor.tok_embed  # shared, not copied
+    assert model.config == EmbeddingConfig(12, 4, 20, 3, donor.norm.eps)
+    x = torch.tensor([[1, 2]])
+    assert torch.equal(model.components(x, torch.zeros_like(x))["position"][0], other_positions.weight[:2])
+    with pytest.raises(ValueError, match=r"same width; these have widths \[4, 5\]"):
+        BertEmbedding.from_modules(donor.tok_embed, torch.nn.Embedding(9, 5), donor.seg_embed, donor.norm)

