@@ -87,8 +87,10 @@ def choose_source(source: str, session: Session):
     try:
         new = session.with_source(source)
     except ValueError as error:
-        raise _refuse(error) from None
-    return new, *table_panels(new)
+        # put the radio back on the tables still in use, so page and session agree
+        gr.Warning(str(error))
+        new = session
+    return new, new.source.key, *table_panels(new)
 
 
 def upload_table(path: str | None, session: Session):
@@ -342,7 +344,7 @@ def build_demo() -> gr.Blocks:
             )
         )
         listing.click(listing_defaults, None, [source, *settings, sentence_a, sentence_b], api_name="listing")
-        then_embed(source.change(choose_source, [source, session], [session, *panels], api_name="source"))
+        then_embed(source.change(choose_source, [source, session], [session, source, *panels], api_name="source"))
         then_embed(
             upload.upload(
                 upload_table,

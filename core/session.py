@@ -79,6 +79,8 @@ class Session:
     def with_source(self, key: str) -> Session:
         if key not in SOURCES:
             raise ValueError(f"the table source must be one of {', '.join(SOURCES)}, not {key!r}.")
+        if key == self.base.key:
+            return self  # re-choosing the current tables keeps any training
         if key == "upload":
             if self.uploaded is None:
                 raise ValueError("No file uploaded yet: upload a table first, then choose 'Uploaded file'.")

@@ -144,3 +144,10 @@ def test_bad_training_steps_explain_the_range(client, steps, message):
 def test_huge_training_steps_are_capped(client):
     _, summary = client.predict(10**9, "mine", "a tiny corpus", "of two lines", api_name="/train")
     assert "Trained 2000 steps" in summary
+
+
+def test_choosing_upload_without_a_file_keeps_the_tables(client):
+    before = embed(client, "kept as it was")[2]
+    source, info, *_ = client.predict("upload", api_name="/source")
+    assert source == "random" and info.startswith("**Random")
+    assert embed(client, "kept as it was")[2] == before

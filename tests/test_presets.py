@@ -100,6 +100,7 @@ def test_upload_with_words_keeps_current_tables_when_widths_match():
 def test_choosing_upload_without_a_file_explains(bert):
     with pytest.raises(ValueError, match="No file uploaded yet"):
         bert.with_source("upload")
+    assert bert.with_source("bert") is bert  # re-choosing keeps the session (and any training)
     with pytest.raises(ValueError, match="the table source must be one of"):
         bert.with_source("word2vec")
 
