@@ -14,9 +14,11 @@ from pathlib import Path
 
 import gradio as gr
 import torch
+from gradio.components.plot import PlotData
+from threadpoolctl import threadpool_limits
 
 from core.embedding import COMPONENTS
-from core.figures import embedding_figure, loss_figure
+from core.figures import embedding_spec, figure_json, loss_figure
 from core.presets import LIMITS, LISTING_SETTINGS, POSITIONS, SOURCES, Settings
 from core.session import Session
 from core.training import PARTS, Corpus, TrainConfig
@@ -24,8 +26,10 @@ from core.uploads import UploadLimits, read_upload
 from core.view import TABLE_HEADERS, Exploration, explore
 
 # a Space has 2 cores shared by every visitor: one thread per request serves a class in
-# parallel, where torch's default pool makes small requests wait on each other
+# parallel, where torch's and BLAS's default pools make small requests wait on each other
+# (PCA of a 512-token pair: 8.6 ms on one BLAS thread, 13 ms on two)
 torch.set_num_threads(1)
+threadpool_limits(1)
 
 ASSETS = Path(__file__).parent / "assets"
 EXAMPLES = json.loads((ASSETS / "examples.json").read_text())
@@ -61,7 +65,8 @@ def embed(sentence_a: str, sentence_b: str, groups: list[str], labels: bool, arr
         result = explore(session, sentence_a or "", sentence_b or "", groups or [])
     except ValueError as error:
         raise _refuse(error) from None
-    figure = embedding_figure(result.scene, labels=labels, arrows=arrows)
+    # the figure's JSON straight from its dict: building a go.Figure costs more than the math
+    figure = PlotData(type="plotly", plot=figure_json(embedding_spec(result.scene, labels=labels, arrows=arrows)))
     return figure, summary(result, session), result.rows
 
 
@@ -193,6 +198,24 @@ def training_summary(session: Session) -> str:
     return line
 
 
+def _setting_slider(name: str, label: str, defaults: Settings) -> gr.Slider:
+    low, high = LIMITS[name]
+    return gr.Slider(low, high, value=getattr(defaults, name), step=1, label=label, elem_id=name.replace("_", "-"))
+
+
+def _setting_number(name: str, label: str, defaults: Settings, **extra) -> gr.Number:
+    low, high = LIMITS[name]
+    return gr.Number(
+        getattr(defaults, name),
+        label=label,
+        precision=0,
+        minimum=low,
+        maximum=high,
+        elem_id=name.replace("_", "-"),
+        **extra,
+    )
+
+
 def build_demo() -> gr.Blocks:
     defaults = Settings()
     with gr.Blocks(title="Embedding Explorer") as demo:
@@ -255,45 +278,17 @@ def build_demo() -> gr.Blocks:
                         tokenizer = gr.Radio(
                             TOKENIZER_CHOICES, value=defaults.tokenizer, label="Tokenizer", elem_id="tokenizer"
                         )
-                        vocab_size = gr.Number(
-                            defaults.vocab_size,
-                            label="Vocabulary size (words)",
-                            precision=0,
-                            minimum=LIMITS["vocab_size"][0],
-                            maximum=LIMITS["vocab_size"][1],
+                        vocab_size = _setting_number(
+                            "vocab_size",
+                            "Vocabulary size (words)",
+                            defaults,
                             visible=False,
-                            elem_id="vocab-size",
                             info="Most frequent words kept; the rest become [UNK].",
                         )
-                        d_model = gr.Slider(
-                            *LIMITS["d_model"],
-                            value=defaults.d_model,
-                            step=1,
-                            label="d_model (vector width)",
-                            elem_id="d-model",
-                        )
-                        maxlen = gr.Slider(
-                            *LIMITS["maxlen"],
-                            value=defaults.maxlen,
-                            step=1,
-                            label="maxlen (positions)",
-                            elem_id="maxlen",
-                        )
-                        n_segments = gr.Slider(
-                            *LIMITS["n_segments"],
-                            value=defaults.n_segments,
-                            step=1,
-                            label="Segments",
-                            elem_id="n-segments",
-                        )
-                        seed = gr.Number(
-                            defaults.seed,
-                            label="Seed",
-                            precision=0,
-                            minimum=LIMITS["seed"][0],
-                            maximum=LIMITS["seed"][1],
-                            elem_id="seed",
-                        )
+                        d_model = _setting_slider("d_model", "d_model (vector width)", defaults)
+                        maxlen = _setting_slider("maxlen", "maxlen (positions)", defaults)
+                        n_segments = _setting_slider("n_segments", "Segments", defaults)
+                        seed = _setting_number("seed", "Seed", defaults)
                         listing = gr.Button(
                             "The listing's layer: vocab 10, d_model 2", elem_id="listing-defaults", size="sm"
                         )

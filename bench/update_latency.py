@@ -10,6 +10,7 @@ For sentence pairs of 16, 128 and 512 tokens on the BERT (MiniLM, d=384) tables 
 - bare:  the least work that gives the same points — fast tokenizer, table lookups, a
          covariance eigendecomposition in numpy; no figure at all.
 
+All three run with the app's thread settings (one torch and one BLAS thread per request).
 Timings are medians over interleaved repeats, so a noisy neighbour slows all three alike;
 the ratios are the result, the milliseconds are for context.
 """
@@ -28,12 +29,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
 
 from core.embedding import COMPONENTS  # noqa: E402
-from core.figures import embedding_figure  # noqa: E402
-from core.presets import Settings, wordpiece  # noqa: E402
+from core.figures import embedding_spec, figure_json  # noqa: E402
+from core.presets import wordpiece  # noqa: E402
 from core.session import Session  # noqa: E402
-from core.tables import bert_preset, minilm_dir  # noqa: E402
+from core.tables import minilm_dir  # noqa: E402
 from core.view import explore  # noqa: E402
 
 TEXT = (
@@ -58,7 +60,7 @@ def pair_of(n_tokens: int) -> tuple[str, str]:
 def ours(session: Session):
     def run(a: str, b: str) -> int:
         scene = explore(session, a, b).scene
-        return len(embedding_figure(scene).to_json())
+        return len(figure_json(embedding_spec(scene)))
 
     return run
 
@@ -135,11 +137,14 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=30)
     args = parser.parse_args()
 
-    model = bert_preset()
-    session = Session(Settings(d_model=384), model)
+    # the app's thread settings (app.py), applied to all three paths alike
+    torch.set_num_threads(1)
+    threadpool_limits(1)
+    session = Session.create(source="bert")
+    model = session.model
     paths = {"ours": ours(session), "naive": naive(), "bare": bare(model)}
 
-    print(f"torch threads: {torch.get_num_threads()}, repeats: {args.repeats}")
+    print(f"torch and BLAS threads: 1 (as in app.py), repeats: {args.repeats}")
     print(
         f"{'tokens':>6}  {'ours ms':>8}  {'naive ms':>8}  {'bare ms':>8}  "
         f"{'naive/ours':>10}  {'ours/bare':>9}  {'figure JSON':>11}"

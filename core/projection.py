@@ -113,7 +113,10 @@ class PCAProjection(TransformerMixin, BaseEstimator):
         if X.shape[1] != self.n_features_:
             raise ValueError(f"X has {X.shape[1]} features, but the projection was fitted "
                              f"on {self.n_features_}")
-        return (X - self.mean_) @ self.components_.T
+        # project, then shift: the same numbers as centring first, without a centred
+        # float64 copy of X (most of the cost at 512 tokens)
+        components = self.components_.T.astype(X.dtype)
+        return X @ components - (self.mean_ @ self.components_.T).astype(X.dtype)
 
     def origin(self) -> np.ndarray:
         """Where the zero vector lands in the plane, shape (n_components,).

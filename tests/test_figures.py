@@ -12,12 +12,21 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 
-from core.figures import ADDITION_PATH, COLOURS, GROUPS, Scene, embedding_figure
+from core.figures import (
+    ADDITION_PATH,
+    COLOURS,
+    GROUPS,
+    MOVEMENT,
+    Scene,
+    embedding_figure,
+    embedding_spec,
+    figure_json,
+    loss_figure,
+)
 from core.projection import PCAProjection
 
 ROOT = Path(__file__).resolve().parents[1]
-TOKENS = ("[CLS]", "the", "embed", "##ding", "<img src=x onerror=alert(1)>", "[SEP]",
-          "tom & jerry", "[SEP]")
+TOKENS = ("[CLS]", "the", "embed", "##ding", "<img src=x onerror=alert(1)>", "[SEP]", "tom & jerry", "[SEP]")
 SEGMENTS = (0, 0, 0, 0, 0, 0, 1, 1)
 
 
@@ -30,8 +39,7 @@ def make_scene(groups=GROUPS, tokens=TOKENS, message="", d=6, seed=0) -> Scene:
     segment = np.where(np.array(segments)[:, None] == 1, 0.5, -0.5) * np.ones(d)
     total = token + position + segment
     output = (total - total.mean(1, keepdims=True)) / total.std(1, keepdims=True)
-    vectors = {"token": token, "position": position, "segment": segment, "sum": total,
-               "output": output}
+    vectors = {"token": token, "position": position, "segment": segment, "sum": total, "output": output}
     vectors = {group: vectors[group] for group in groups}
     projection = PCAProjection().fit(np.vstack(list(vectors.values())))
     return Scene(
@@ -55,10 +63,12 @@ def group_traces(figure: go.Figure) -> list:
 
 def by_token(trace) -> dict[str, tuple]:
     """Each hover token mapped to its (x, y, symbol, customdata row), whatever the order."""
-    return {token: (x, y, symbol, tuple(row))
-            for token, x, y, symbol, row in zip(trace.hovertext, trace.x, trace.y,
-                                                trace.marker.symbol, trace.customdata,
-                                                strict=True)}
+    return {
+        token: (x, y, symbol, tuple(row))
+        for token, x, y, symbol, row in zip(
+            trace.hovertext, trace.x, trace.y, trace.marker.symbol, trace.customdata, strict=True
+        )
+    }
 
 
 def test_one_trace_per_group_in_display_order():
@@ -158,10 +168,8 @@ def test_labels_switch():
 
 def test_webgl_above_the_threshold():
     points = len(GROUPS) * len(TOKENS)
-    assert {t.type for t in embedding_figure(make_scene(), webgl_above=points).data} == {
-        "scatter"}
-    assert {t.type for t in embedding_figure(make_scene(), webgl_above=points - 1).data} == {
-        "scattergl"}
+    assert {t.type for t in embedding_figure(make_scene(), webgl_above=points).data} == {"scatter"}
+    assert {t.type for t in embedding_figure(make_scene(), webgl_above=points - 1).data} == {"scattergl"}
 
 
 def test_message_is_shown_as_an_annotation():
@@ -182,8 +190,7 @@ def test_addition_path_ends_on_the_sum_then_goes_to_the_output():
     xy = np.column_stack([path.x, path.y]).reshape(len(TOKENS), 5, 2)
     origin = scene.origin
     assert np.allclose(xy[:, 0], scene.points["token"], atol=1e-5)
-    assert np.allclose(xy[:, 1], scene.points["token"] + scene.points["position"] - origin,
-                       atol=1e-5)
+    assert np.allclose(xy[:, 1], scene.points["token"] + scene.points["position"] - origin, atol=1e-5)
     assert np.allclose(xy[:, 2], scene.points["sum"], atol=1e-5)  # PCA is affine
     assert np.allclose(xy[:, 3], scene.points["output"], atol=1e-5)
     assert np.isnan(xy[:, 4]).all()
@@ -232,8 +239,7 @@ def test_groups_are_the_embedding_layers_components():
 
 
 def test_figures_import_neither_torch_nor_gradio():
-    check = ("import core.figures, sys; "
-             "assert 'torch' not in sys.modules and 'gradio' not in sys.modules")
+    check = "import core.figures, sys; assert 'torch' not in sys.modules and 'gradio' not in sys.modules"
     subprocess.run([sys.executable, "-c", check], cwd=ROOT, check=True)
 
 
@@ -246,3 +252,34 @@ def decoded(spec: dict) -> np.ndarray:
 
 def escaped(token: str) -> str:
     return token.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"arrows": True}, {"labels": False}, {"webgl_above": 10}],
+    ids=["plain", "arrows", "no-labels", "webgl"],
+)
+def test_fast_json_equals_the_figure_objects_json(options):
+    scene = make_scene()
+    previous = {g: p + 0.5 for g, p in scene.points.items()}
+    for s in (scene, replace(scene, previous=previous)):
+        assert json.loads(figure_json(embedding_spec(s, **options))) == json.loads(
+            embedding_figure(s, **options).to_json()
+        )
+
+
+def test_movement_since_training_draws_before_points_and_lines():
+    scene = make_scene()
+    previous = {g: p + 1.0 for g, p in scene.points.items()}
+    figure = embedding_figure(replace(scene, previous=previous))
+    moved = next(t for t in figure.data if t.name == MOVEMENT)
+    n = len(GROUPS) * len(scene.tokens)
+    x = np.asarray(moved.x).reshape(n, 3)
+    assert np.allclose(x[:, 0] - x[:, 1], 1.0) and np.isnan(x[:, 2]).all()  # from before to now
+    with pytest.raises(ValueError, match="same groups and shapes"):
+        replace(scene, previous={"token": previous["token"]})
+
+
+def test_loss_figure_has_one_point_per_step():
+    figure = loss_figure([3.0, 2.5, 2.0])
+    assert list(figure.data[0].x) == [1, 2, 3] and np.allclose(figure.data[0].y, [3.0, 2.5, 2.0])
