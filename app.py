@@ -146,6 +146,10 @@ def reset_tables(session: Session):
     return new, None, "Tables reset to the source; nothing is trained."
 
 
+def fingerprint(session: Session) -> str:
+    return session.fingerprint()
+
+
 def listing_defaults():
     """The first listing's layer (vocab 10, d_model 2) on the second document's sentence."""
     s = LISTING_SETTINGS
@@ -218,7 +222,8 @@ def _setting_number(name: str, label: str, defaults: Settings, **extra) -> gr.Nu
 
 def build_demo() -> gr.Blocks:
     defaults = Settings()
-    with gr.Blocks(title="Embedding Explorer") as demo:
+    # uploaded files are deleted an hour after they arrive (checked every 10 minutes)
+    with gr.Blocks(title="Embedding Explorer", delete_cache=(600, 3600)) as demo:
         session = gr.State(Session.create, time_to_live=3600)
         gr.Markdown(INTRO, elem_id="intro")
         with gr.Row(equal_height=False):
@@ -347,7 +352,7 @@ def build_demo() -> gr.Blocks:
                 [session, source, *panels],
                 api_name="upload",
                 concurrency_id="heavy",
-                concurrency_limit=2,
+                concurrency_limit=1,
             )
         )
         then_embed(positions.input(choose_positions, [positions, session], [session, *panels], api_name="positions"))
@@ -361,10 +366,21 @@ def build_demo() -> gr.Blocks:
                 [session, losses, trained],
                 api_name="train",
                 concurrency_id="heavy",
-                concurrency_limit=2,
+                concurrency_limit=1,
             )
         )
         then_embed(reset_button.click(reset_tables, session, [session, losses, trained], api_name="reset"))
+
+        # for tests: a hash of the session, to show a refused request changed nothing
+        with gr.Row(visible=False):
+            fingerprint_button = gr.Button("fingerprint")
+            fingerprint_box = gr.Textbox()
+        fingerprint_button.click(fingerprint, session, fingerprint_box, api_name="fingerprint")
+
+    # two quick updates at a time (one per core, one thread each) and one training or upload
+    # in its own "heavy" group, so a class pressing Train never holds up live typing; the
+    # queue itself is unbounded, so no update is turned away as "queue full"
+    demo.queue(default_concurrency_limit=2, max_size=None)
     return demo
 
 

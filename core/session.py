@@ -8,6 +8,7 @@ the copy it trained.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 
@@ -119,6 +120,19 @@ class Session:
     def reset(self) -> Session:
         """Back to the source tables, as they were before any training."""
         return replace(self, trained=None, trained_tokenizer=None, training=None)
+
+    def fingerprint(self) -> str:
+        """A short hash of everything that decides what this session shows.
+
+        Tests compare it before and after a refused request: equal means the request
+        changed nothing. Tables are hashed by content, so a silent edit would show.
+        """
+        digest = hashlib.sha256()
+        digest.update(repr((self.settings, self.base.key, self.positions, sorted(self.frozen))).encode())
+        digest.update(repr(self.training.losses if self.training else None).encode())
+        for tensor in self.model.state_dict().values():
+            digest.update(tensor.detach().contiguous().numpy().tobytes())
+        return digest.hexdigest()[:16]
 
     def parameter_counts(self) -> tuple[int, int]:
         """(trainable, total) parameters under the current freeze toggles."""

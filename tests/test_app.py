@@ -1,6 +1,7 @@
 """The launched app through its API, as gradio_client sees it."""
 
 import json
+from pathlib import Path
 
 import pytest
 from gradio_client.exceptions import AppError
@@ -151,3 +152,30 @@ def test_choosing_upload_without_a_file_keeps_the_tables(client):
     source, info, *_ = client.predict("upload", api_name="/source")
     assert source == "random" and info.startswith("**Random")
     assert embed(client, "kept as it was")[2] == before
+
+
+def test_fingerprint_changes_with_the_tables_and_only_then(client):
+    first = client.predict(api_name="/fingerprint")
+    assert client.predict(api_name="/fingerprint") == first
+    client.predict("wordpiece", 1000, 16, 512, 2, 0, api_name="/settings")
+    assert client.predict(api_name="/fingerprint") != first
+
+
+def test_files_outside_the_app_are_not_served(app_url):
+    import httpx
+
+    app_file = str(Path(__file__).resolve().parents[1] / "app.py")
+    for path in ("/etc/passwd", app_file):
+        response = httpx.get(f"{app_url}gradio_api/file={path}")
+        assert response.status_code == 403, (path, response.status_code)
+    response = httpx.get(f"{app_url}gradio_api/file=../../../../etc/passwd")
+    assert response.status_code in (403, 404) and "root:" not in response.text
+
+
+def test_installed_versions_carry_the_security_fixes():
+    from importlib.metadata import version
+
+    from packaging.version import Version
+
+    assert Version(version("torch").split("+")[0]) >= Version("2.10")
+    assert Version(version("gradio")) >= Version("6.25")
