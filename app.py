@@ -9,6 +9,7 @@ a Hugging Face Space need.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -55,36 +56,37 @@ LAUNCH_OPTIONS = {
 }
 
 
-def _refuse(error: Exception) -> gr.Error:
-    return gr.Error(str(error))
+def refusing(callback):
+    """Turn core's ValueError/TypeError into a gr.Error: the user reads its sentence, and
+    since the callback raised before returning, the session is left exactly as it was."""
+
+    @functools.wraps(callback)
+    def wrapper(*args, **kwargs):
+        try:
+            return callback(*args, **kwargs)
+        except (ValueError, TypeError) as error:
+            raise gr.Error(str(error)) from None
+
+    return wrapper
 
 
+@refusing
 def embed(sentence_a: str, sentence_b: str, groups: list[str], labels: bool, arrows: bool, session: Session):
     """The main update: two sentences in, the plot, a summary line and the token table out."""
-    try:
-        result = explore(session, sentence_a or "", sentence_b or "", groups or [])
-    except ValueError as error:
-        raise _refuse(error) from None
+    result = explore(session, sentence_a or "", sentence_b or "", groups or [])
     # the figure's JSON straight from its dict: building a go.Figure costs more than the math
     figure = PlotData(type="plotly", plot=figure_json(embedding_spec(result.scene, labels=labels, arrows=arrows)))
     return figure, summary(result, session), result.rows
 
 
+@refusing
 def apply_settings(
     tokenizer: str, vocab_size: float, d_model: float, maxlen: float, n_segments: float, seed: float, session: Session
 ):
     """Swap in a session with the new random-table settings; on bad values keep the old one."""
-    try:
-        new = session.with_settings(
-            tokenizer=tokenizer,
-            vocab_size=vocab_size,
-            d_model=d_model,
-            maxlen=maxlen,
-            n_segments=n_segments,
-            seed=seed,
-        )
-    except (TypeError, ValueError) as error:
-        raise _refuse(error) from None
+    new = session.with_settings(
+        tokenizer=tokenizer, vocab_size=vocab_size, d_model=d_model, maxlen=maxlen, n_segments=n_segments, seed=seed
+    )
     return new, gr.update(visible=new.settings.tokenizer == "word"), *table_panels(new)
 
 
@@ -98,31 +100,36 @@ def choose_source(source: str, session: Session):
     return new, new.source.key, *table_panels(new)
 
 
+@refusing
 def upload_table(path: str | None, session: Session):
     if not path:
         raise gr.Error("No file arrived; choose a table file to upload.")
-    try:
-        new = session.with_upload(read_upload(path, UPLOAD_LIMITS))
-    except ValueError as error:
-        raise _refuse(error) from None
+    new = session.with_upload(read_upload(path, UPLOAD_LIMITS))
     return new, "upload", *table_panels(new)
 
 
+@refusing
 def choose_positions(kind: str, session: Session):
-    try:
-        new = session.with_positions(kind)
-    except ValueError as error:
-        raise _refuse(error) from None
+    new = session.with_positions(kind)
     return new, *table_panels(new)
 
 
+@refusing
 def freeze(token: bool, position: bool, segment: bool, norm: bool, session: Session):
     flags = dict(zip(PARTS, (token, position, segment, norm), strict=True))
     new = session.with_frozen({part for part, frozen in flags.items() if frozen})
     return new, parameter_status(new)
 
 
-def train(steps: float, corpus: str, sentence_a: str, sentence_b: str, session: Session, progress=gr.Progress()):  # noqa: B008 - gradio injects progress through this default
+@refusing
+def train(
+    steps: float,
+    corpus: str,
+    sentence_a: str,
+    sentence_b: str,
+    session: Session,
+    progress=gr.Progress(),  # noqa: B008 - gradio injects its progress bar through this default
+):
     """A few gradient steps on a private copy of the tables; the old session stays on error."""
     try:
         steps = int(steps)
@@ -133,11 +140,11 @@ def train(steps: float, corpus: str, sentence_a: str, sentence_b: str, session: 
     if steps > TrainConfig.MAX_STEPS:
         gr.Warning(f"{steps:,} steps is more than this page runs at once; training {TrainConfig.MAX_STEPS:,}.")
         steps = TrainConfig.MAX_STEPS
-    text = Corpus.builtin() if corpus == "builtin" else Corpus.from_text(f"{sentence_a}\n{sentence_b}")
-    try:
-        new = session.trained_on(text, TrainConfig(steps=steps), lambda i, n: progress(i / n, desc="training"))
-    except ValueError as error:
-        raise _refuse(error) from None
+    if corpus not in {value for _, value in CORPUS_CHOICES}:
+        raise gr.Error(f"Train on 'builtin' or 'mine', not {corpus!r}.")
+    mine = f"{sentence_a or ''}\n{sentence_b or ''}"
+    text = Corpus.builtin() if corpus == "builtin" else Corpus.from_text(mine)
+    new = session.trained_on(text, TrainConfig(steps=steps), lambda i, n: progress(i / n, desc="training"))
     return new, loss_figure(new.training.losses), training_summary(new)
 
 
@@ -160,7 +167,7 @@ def listing_defaults():
 
 
 def summary(result: Exploration, session: Session) -> str:
-    encoding, scene, _config = result.encoding, result.scene, session.model.config
+    encoding, scene = result.encoding, result.scene
     markers = sum(encoding.special_mask)
     in_b = sum(1 for s, special in zip(encoding.segment_ids, encoding.special_mask, strict=True) if s and not special)
     line = (
