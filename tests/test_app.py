@@ -179,3 +179,26 @@ def test_installed_versions_carry_the_security_fixes():
 
     assert Version(version("torch").split("+")[0]) >= Version("2.10")
     assert Version(version("gradio")) >= Version("6.25")
+
+
+def test_a_crashing_callback_leaves_every_session_working(app_url, client, monkeypatch):
+    import app
+    from gradio_client import Client
+
+    real = app.explore
+
+    def flaky(session, a, b, groups):
+        if a == "boom":
+            raise RuntimeError("an unexpected fault inside the update")
+        return real(session, a, b, groups)
+
+    monkeypatch.setattr(app, "explore", flaky)
+    other = Client(app_url, verbose=False)
+    before = client.predict(api_name="/fingerprint")
+    with pytest.raises(AppError) as refused:
+        embed(client, "boom")
+    # the user sees no stack trace and no internals, only that it failed
+    assert "Traceback" not in str(refused.value) and "unexpected fault" not in str(refused.value)
+    assert client.predict(api_name="/fingerprint") == before
+    assert "calm" in tokens_in(embed(client, "calm again")[0])
+    assert "others" in tokens_in(embed(other, "others carry on")[0])
