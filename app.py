@@ -306,10 +306,10 @@ def build_demo() -> gr.Blocks:
                         )
                 with gr.Tab("Train", elem_id="tab-train"):
                     gr.Markdown("**Freeze** a table to keep it out of training:")
-                    with gr.Row():
-                        freezes = [
-                            gr.Checkbox(False, label=part, elem_id=f"freeze-{part}", min_width=100) for part in PARTS
-                        ]
+                    freezes = []
+                    for row in (tuple(PARTS)[:2], tuple(PARTS)[2:]):  # two by two: the labels fit
+                        with gr.Row():
+                            freezes += [gr.Checkbox(False, label=part, elem_id=f"freeze-{part}") for part in row]
                     params = gr.Markdown(elem_id="param-status")
                     corpus = gr.Radio(CORPUS_CHOICES, value="builtin", label="Train on", elem_id="corpus")
                     with gr.Row():
