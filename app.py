@@ -64,6 +64,8 @@ def refusing(callback):
     def wrapper(*args, **kwargs):
         try:
             return callback(*args, **kwargs)
+        except gr.Error:
+            raise  # already the user's sentence (gr.Error is itself a ValueError)
         except (ValueError, TypeError) as error:
             raise gr.Error(str(error)) from None
 

