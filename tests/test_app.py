@@ -183,8 +183,9 @@ def test_installed_versions_carry_the_security_fixes():
 
 
 def test_a_crashing_callback_leaves_every_session_working(app_url, client, monkeypatch):
-    import app
     from gradio_client import Client
+
+    import app
 
     real = app.explore
 
