@@ -18,6 +18,7 @@ import torch
 from gradio.components.plot import PlotData
 from threadpoolctl import threadpool_limits
 
+import widgets
 from core.embedding import COMPONENTS
 from core.figures import embedding_spec, figure_json, loss_figure
 from core.presets import LIMITS, LISTING_SETTINGS, POSITIONS, SOURCES, Settings
@@ -213,12 +214,12 @@ def training_summary(session: Session) -> str:
 
 def _setting_slider(name: str, label: str, defaults: Settings) -> gr.Slider:
     low, high = LIMITS[name]
-    return gr.Slider(low, high, value=getattr(defaults, name), step=1, label=label, elem_id=name.replace("_", "-"))
+    return widgets.Slider(low, high, value=getattr(defaults, name), step=1, label=label, elem_id=name.replace("_", "-"))
 
 
 def _setting_number(name: str, label: str, defaults: Settings, **extra) -> gr.Number:
     low, high = LIMITS[name]
-    return gr.Number(
+    return widgets.Number(
         getattr(defaults, name),
         label=label,
         precision=0,
@@ -259,11 +260,11 @@ def build_demo() -> gr.Blocks:
                 )
             with gr.Column(scale=1, min_width=320), gr.Tabs():
                 with gr.Tab("View", elem_id="tab-view"):
-                    groups = gr.CheckboxGroup(
+                    groups = widgets.CheckboxGroup(
                         list(COMPONENTS), value=list(COMPONENTS), label="Groups to plot", elem_id="groups"
                     )
-                    labels = gr.Checkbox(True, label="Show token labels", elem_id="show-labels")
-                    arrows = gr.Checkbox(
+                    labels = widgets.Checkbox(True, label="Show token labels", elem_id="show-labels")
+                    arrows = widgets.Checkbox(
                         False,
                         label="Show the addition tip to tail",
                         elem_id="show-arrows",
@@ -311,11 +312,11 @@ def build_demo() -> gr.Blocks:
                     freezes = []
                     for row in (tuple(PARTS)[:2], tuple(PARTS)[2:]):  # two by two: the labels fit
                         with gr.Row():
-                            freezes += [gr.Checkbox(False, label=part, elem_id=f"freeze-{part}") for part in row]
+                            freezes += [widgets.Checkbox(False, label=part, elem_id=f"freeze-{part}") for part in row]
                     params = gr.Markdown(elem_id="param-status")
                     corpus = gr.Radio(CORPUS_CHOICES, value="builtin", label="Train on", elem_id="corpus")
                     with gr.Row():
-                        steps = gr.Number(100, label="Steps", precision=0, elem_id="train-steps", min_width=90)
+                        steps = widgets.Number(100, label="Steps", precision=0, elem_id="train-steps", min_width=90)
                         train_button = gr.Button("Train", variant="primary", elem_id="train-button")
                     reset_button = gr.Button("Reset tables", elem_id="reset-button", size="sm")
                     trained = gr.Markdown(elem_id="train-summary")

@@ -1,0 +1,56 @@
+"""Gradio inputs that answer a malformed value with a sentence instead of a generic error.
+
+The page only ever sends well-formed values, but the API takes anything: a string for a
+slider, None for a checkbox group. Gradio's own preprocessing then fails with a TypeError
+before any callback runs, and with `show_error` off the user reads only "the app has
+raised an exception". These subclasses turn that failure into a `gr.Error` naming the
+control, the value and what it accepts. `is_template` keeps the stock frontend.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+
+def _checked(preprocess, component: gr.components.Component, payload: Any, allowed: str) -> Any:
+    try:
+        return preprocess(payload)
+    except gr.Error:
+        raise
+    except (TypeError, ValueError):
+        raise gr.Error(f"{component.label} must be {allowed}, not {payload!r}.") from None
+
+
+class Slider(gr.Slider):
+    is_template = True
+
+    def preprocess(self, payload: Any) -> Any:
+        return _checked(super().preprocess, self, payload, f"a number from {self.minimum:g} to {self.maximum:g}")
+
+
+class Number(gr.Number):
+    is_template = True
+
+    def preprocess(self, payload: Any) -> Any:
+        return _checked(super().preprocess, self, payload, "a number")
+
+
+class CheckboxGroup(gr.CheckboxGroup):
+    is_template = True
+
+    def preprocess(self, payload: Any) -> Any:
+        choices = ", ".join(str(value) for _, value in self.choices)
+        return _checked(super().preprocess, self, [] if payload is None else payload, f"a list drawn from {choices}")
+
+
+class Checkbox(gr.Checkbox):
+    """A checkbox that refuses anything but true or false: the string "false" is truthy."""
+
+    is_template = True
+
+    def preprocess(self, payload: Any) -> Any:
+        if not isinstance(payload, bool):
+            raise gr.Error(f"{self.label} must be true or false, not {payload!r}.")
+        return super().preprocess(payload)
