@@ -32,9 +32,7 @@ import argparse
 import contextlib
 import json
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -49,20 +47,11 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.appserver import launched_app, mib  # noqa: E402
 from core.presets import wordpiece  # noqa: E402
 
 GROUPS = ["token", "position", "segment", "sum", "output"]
 FILLER = "the {word} is here for update {update}", "and the {word} stays"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def mib(process: psutil.Process) -> float:
-    return process.memory_info().rss / 2**20
 
 
 def cpu_seconds(process: psutil.Process) -> float:
@@ -261,24 +250,10 @@ class Crowd:
         return time.perf_counter() - began
 
 
-def start_server(port: int) -> subprocess.Popen:
-    env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port)}
-    return subprocess.Popen(
-        [sys.executable, "app.py"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-
-
-def endpoints_of(url: str, server: subprocess.Popen) -> dict[str, int]:
-    """Wait for the app to answer, then map each api_name to its fn_index."""
-    for _ in range(240):
-        if server.poll() is not None:
-            raise SystemExit(f"the app exited with code {server.returncode}")
-        try:
-            config = httpx.get(f"{url}config", timeout=10).raise_for_status().json()
-            return {d["api_name"]: d["id"] for d in config["dependencies"] if d.get("api_name")}
-        except httpx.HTTPError:
-            time.sleep(0.5)
-    raise SystemExit("the app did not start within 120 s")
+def endpoints_of(url: str) -> dict[str, int]:
+    """Map each api_name to its fn_index."""
+    config = httpx.get(f"{url}config", timeout=10).raise_for_status().json()
+    return {d["api_name"]: d["id"] for d in config["dependencies"] if d.get("api_name")}
 
 
 def main() -> None:
@@ -295,12 +270,8 @@ def main() -> None:
 
     words = client_words(args.clients + 1)
     alone_word, words = words[0], words[1:]
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/"
-    server = start_server(port)
-    try:
-        endpoints = endpoints_of(url, server)
-        process = psutil.Process(server.pid)
+    with launched_app() as (url, process):
+        endpoints = endpoints_of(url)
         first = SESSIONS[args.via](url, endpoints, args.call_timeout)
         first.predict(*sentences(alone_word, -1), GROUPS, True, False, api_name="embed")  # warm up
         rss_idle = mib(process)
@@ -336,13 +307,6 @@ def main() -> None:
         sampling.set()
         sampler.join(timeout=5)
         rss_after = mib(process)
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=30)
 
     print(
         f"{args.clients} clients x {args.updates} updates + {len(crowd.train_at)} trainings of {args.steps} steps"

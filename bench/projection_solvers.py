@@ -84,14 +84,15 @@ def main() -> None:
         f"PCAProjection ({PCAProjection().svd_solver})": PCAProjection,
     }
 
-    print(f"PCA to 2-D of a {real.shape[0]} × {real.shape[1]} float32 matrix, median of "
-          f"{ROUNDS} runs in ms; ratio = time / default's time; Δ = largest "
-          f"explained-variance ratio error\n")
+    print(
+        f"PCA to 2-D of a {real.shape[0]} × {real.shape[1]} float32 matrix, median of "
+        f"{ROUNDS} runs in ms; ratio = time / default's time; Δ = largest "
+        f"explained-variance ratio error\n"
+    )
     print(f"{'':<30}" + "".join(f"{name:>10}{'ratio':>7}{'Δ':>9}" for name in inputs))
     cells: dict[str, str] = dict.fromkeys(estimators, "")
     for X in inputs.values():
-        ms = median_ms({name: lambda make=make, X=X: make().fit(X)
-                        for name, make in estimators.items()})
+        ms = median_ms({name: lambda make=make, X=X: make().fit(X) for name, make in estimators.items()})
         exact = PCA(2, svd_solver="full").fit(X).explained_variance_ratio_
         for name, make in estimators.items():
             error = np.max(np.abs(make().fit(X).explained_variance_ratio_ - exact))

@@ -70,9 +70,7 @@ def demonstration(model: BertEmbedding, corpus: Corpus, tokenizer: Tokenizer) ->
     return (f"{config.steps / seconds:.0f}", *to_target, f"{result.purity_after:.3f}")
 
 
-def ms_per_step(
-    model: BertEmbedding, corpus: Corpus, tokenizer: Tokenizer, steps: int
-) -> tuple[float, float]:
+def ms_per_step(model: BertEmbedding, corpus: Corpus, tokenizer: Tokenizer, steps: int) -> tuple[float, float]:
     """Milliseconds per step: ours (corpus-sized softmax) and the full-table baseline."""
     ours = train(trainable_copy(model), corpus, tokenizer, TrainConfig(steps=OUR_STEPS)).seconds / OUR_STEPS
 
@@ -104,9 +102,11 @@ def main() -> None:
     words = sum(len(w) for w in corpus.categories.values())
     start = time.perf_counter()
     train(trainable_copy(random_source(Settings(d_model=2)).model), corpus, tokenizer, TrainConfig(steps=1))
-    print(f"{len(corpus.sentences)} sentences, {words} category words in {len(corpus.categories)} "
-          f"categories; {torch.get_num_threads()} threads; first backward in this process: "
-          f"{time.perf_counter() - start:.1f} s (excluded below)\n")
+    print(
+        f"{len(corpus.sentences)} sentences, {words} category words in {len(corpus.categories)} "
+        f"categories; {torch.get_num_threads()} threads; first backward in this process: "
+        f"{time.perf_counter() - start:.1f} s (excluded below)\n"
+    )
 
     word_level = WordLevelTokenizer.from_text(" ".join(corpus.sentences))
     layers = [(f"WordPiece, d {d}", Settings(d_model=d), tokenizer) for d in (32, 2, 16, 64)]

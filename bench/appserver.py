@@ -1,0 +1,59 @@
+"""The app in a child process on a free loopback port, for benchmarks that measure the server."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def mib(process: psutil.Process) -> float:
+    """Resident memory in MiB."""
+    return process.memory_info().rss / 2**20
+
+
+@contextmanager
+def launched_app(start_timeout: float = 120) -> Iterator[tuple[str, psutil.Process]]:
+    """`python app.py` until the block ends: yields its URL, once it answers, and its process."""
+    port = free_port()
+    env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port)}
+    server = subprocess.Popen(
+        [sys.executable, "app.py"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.monotonic() + start_timeout
+        while True:
+            if server.poll() is not None:
+                raise SystemExit(f"the app exited with code {server.returncode}")
+            try:
+                httpx.get(f"{url}config", timeout=10).raise_for_status()
+                break
+            except httpx.HTTPError:
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"the app did not start within {start_timeout:.0f} s") from None
+                time.sleep(0.5)
+        yield url, psutil.Process(server.pid)
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=30)
