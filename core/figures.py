@@ -241,18 +241,14 @@ def _addition_path(scene: Scene) -> dict:
     vertices = [points["token"], step, step + (points["segment"] - origin)]
     if "output" in points:
         vertices.append(points["output"])
-    gap = np.full_like(vertices[0], np.nan)  # NaN ends a line, like None in a list
-    path = np.stack([*vertices, gap], axis=1).astype(np.float32)  # (L, vertices + 1, 2)
-
     # an arrow head on every vertex but the first: that one is where a path starts
-    heads = np.full(path.shape[:2], 10, dtype=np.uint8)
+    heads = np.full((len(vertices[0]), len(vertices) + 1), 10, dtype=np.uint8)
     heads[:, [0, -1]] = 0
     return {
         "type": "scatter",  # WebGL has no arrow heads that follow the line
         "name": ADDITION_PATH,
         "legendgroup": ADDITION_PATH,
-        "x": path[..., 0].ravel(),
-        "y": path[..., 1].ravel(),
+        **_polylines(vertices),
         "mode": "lines+markers",
         "line": {"color": "#9a9a9a", "width": 1},
         "marker": {"symbol": "arrow", "angleref": "previous", "size": heads.ravel(),
@@ -261,19 +257,26 @@ def _addition_path(scene: Scene) -> dict:
     }
 
 
+def _polylines(vertices: list[np.ndarray]) -> dict[str, np.ndarray]:
+    """One line per row through vertices[0][i], vertices[1][i], …, all in one trace's x and y.
+
+    Each vertex array is (n, 2); a NaN after each line ends it, like None in a list.
+    """
+    gap = np.full_like(vertices[0], np.nan)
+    path = np.stack([*vertices, gap], axis=1).astype(np.float32)  # (n, vertices + 1, 2)
+    return {"x": path[..., 0].ravel(), "y": path[..., 1].ravel()}
+
+
 def _movement(scene: Scene, groups: list[str]) -> dict:
     """Where training moved each point: a faint line from before to now, in one trace."""
     before = np.concatenate([scene.previous[g] for g in groups])
     after = np.concatenate([scene.points[g] for g in groups])
-    gap = np.full_like(before, np.nan)
-    path = np.stack([before, after, gap], axis=1).astype(np.float32)  # (n, 3, 2)
     sizes = np.tile(np.array([5, 0, 0], dtype=np.uint8), len(before))  # a dot where it was
     return {
         "type": "scattergl" if len(before) > 1500 else "scatter",
         "name": MOVEMENT,
         "legendgroup": MOVEMENT,
-        "x": path[..., 0].ravel(),
-        "y": path[..., 1].ravel(),
+        **_polylines([before, after]),
         "mode": "lines+markers",
         "line": {"color": "rgba(120,120,120,0.45)", "width": 1},
         "marker": {"color": "rgba(120,120,120,0.45)", "size": sizes},
