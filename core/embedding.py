@@ -148,10 +148,3 @@ def _check_range(ids: torch.Tensor, size: int, what: str, owner: str) -> None:
     if low < 0 or high >= size:
         bad = low if low < 0 else high
         raise ValueError(f"{what} {bad} is out of range: {owner} {size} rows, so ids 0 to {size - 1} are allowed.")
-
-
-def trainable_parameters(module: nn.Module) -> tuple[int, int]:
-    """(trainable, total) parameter counts, for the freeze status line."""
-    total = sum(p.numel() for p in module.parameters())
-    trainable = sum(p.numel() for p in module.parameters() if p.requires_grad)
-    return trainable, total

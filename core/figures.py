@@ -46,8 +46,9 @@ COLOURS = {
 WORD, SPECIAL, CONTINUATION = 0, 2, "circle-open"  # circle, diamond, open circle
 SYMBOL_NOTE = "◆ [CLS] / [SEP]    ○ ## word piece"
 
-# numpy dtype -> plotly.js typed-array name (little-endian, as numpy stores them here)
-TYPED_ARRAY_CODES = {"f4": "f4", "f8": "f8", "i1": "i1", "u1": "u1", "i2": "i2", "u2": "u2", "i4": "i4", "u4": "u4"}
+# numpy dtypes plotly.js reads as typed arrays, by numpy's code (little-endian, as stored here);
+# others (int64) go as plain lists, as go.Figure would send them
+TYPED_ARRAYS = frozenset({"f4", "f8", "i1", "u1", "i2", "u2", "i4", "u4"})
 
 ADDITION_PATH = "addition path"
 MOVEMENT = "before training"
@@ -120,9 +121,9 @@ def figure_json(spec: Mapping) -> str:
 
 
 def _typed(value):
-    """numpy arrays -> plotly.js typed-array specs, inside dicts and lists."""
-    if isinstance(value, np.ndarray) and value.dtype.kind in "fiu":
-        return {"dtype": TYPED_ARRAY_CODES[value.dtype.str[1:]], "bdata": base64.b64encode(
+    """numpy arrays -> plotly.js typed-array specs, inside (nested) dicts."""
+    if isinstance(value, np.ndarray) and value.dtype.str[1:] in TYPED_ARRAYS:
+        return {"dtype": value.dtype.str[1:], "bdata": base64.b64encode(
             np.ascontiguousarray(value).tobytes()).decode("ascii"), **(
             {"shape": ", ".join(map(str, value.shape))} if value.ndim > 1 else {})}
     if isinstance(value, dict):

@@ -283,3 +283,9 @@ def test_movement_since_training_draws_before_points_and_lines():
 def test_loss_figure_has_one_point_per_step():
     figure = loss_figure([3.0, 2.5, 2.0])
     assert list(figure.data[0].x) == [1, 2, 3] and np.allclose(figure.data[0].y, [3.0, 2.5, 2.0])
+
+
+def test_fast_json_sends_arrays_without_a_typed_array_as_lists():
+    spec = {"data": [{"type": "scatter", "x": np.arange(3, dtype=np.int64), "y": np.ones(3, np.float32)}], "layout": {}}
+    trace = json.loads(figure_json(spec))["data"][0]
+    assert trace["x"] == [0, 1, 2] and trace["y"]["dtype"] == "f4"
