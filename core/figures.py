@@ -52,6 +52,10 @@ TYPED_ARRAYS = frozenset({"f4", "f8", "i1", "u1", "i2", "u2", "i4", "u4"})
 
 ADDITION_PATH = "addition path"
 MOVEMENT = "before training"
+SEGMENT_SHIFT = "segment shift"
+NEIGHBOURS = {"token": "nearest by token vector", "output": "nearest by output vector"}
+SELECTED = "selected token"
+BACKGROUND = "vocabulary"
 
 # plotly_white's look for a 2-D scatter plot only: the full template also styles
 # heatmaps, maps, 3-D scenes, …, which would add kilobytes to every update and, since
@@ -60,6 +64,20 @@ TEMPLATE = {"layout": {key: value for key, value in
                        pio.templates["plotly_white"].layout.to_plotly_json().items()
                        if key in ("font", "hovermode", "hoverlabel", "paper_bgcolor",
                                   "plot_bgcolor", "xaxis", "yaxis")}}
+
+
+@dataclass(frozen=True)
+class Neighbourhood:
+    """A selected token and its nearest vocabulary entries, placed in the scene's plane.
+
+    ``points`` maps "token" and/or "output" to the neighbours' own vectors of that kind,
+    projected: (k, 2) each, with ``labels`` (k,) and cosine similarities (k,).
+    """
+
+    selected: int  # the selected token's index in the scene
+    points: Mapping[str, np.ndarray]
+    labels: Mapping[str, tuple[str, ...]]
+    cosines: Mapping[str, np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -83,6 +101,11 @@ class Scene:
     message: str = ""
     # after training: the same groups' points before it, in the same plane, to show movement
     previous: Mapping[str, np.ndarray] | None = None
+    plane: str = ""  # whose variance the axes explain, when not the points' own ("vocabulary")
+    # where each token's sum would be with its reference segment (NaN rows: no arrow); the
+    # arrow from there to the sum is the shift the segment row adds
+    shift_from: np.ndarray | None = None
+    neighbourhood: Neighbourhood | None = None
 
     def __post_init__(self) -> None:
         # a mismatch here is a bug upstream; name it now rather than draw a wrong picture
@@ -100,6 +123,10 @@ class Scene:
             if np.shape(self.norms.get(group)) != (length,):
                 raise ValueError(f"norms[{group!r}] has shape "
                                  f"{np.shape(self.norms.get(group))}, expected ({length},)")
+        if self.shift_from is not None and np.shape(self.shift_from) != (length, 2):
+            raise ValueError(f"Scene.shift_from has shape {np.shape(self.shift_from)}, expected ({length}, 2)")
+        if self.neighbourhood is not None and not 0 <= self.neighbourhood.selected < length:
+            raise ValueError(f"the selected token {self.neighbourhood.selected} is not one of the {length} tokens")
         if self.previous is not None and {g: np.shape(p) for g, p in self.previous.items()} != {
                 g: np.shape(p) for g, p in self.points.items()}:
             raise ValueError("Scene.previous must hold the same groups and shapes as points")
@@ -117,7 +144,37 @@ def figure_json(spec: Mapping) -> str:
     without the figure object, whose construction and deep copies cost more than the rest
     of a 512-token update put together.
     """
-    return to_json_plotly({"data": [_typed(trace) for trace in spec["data"]], "layout": spec["layout"]})
+    figure = {"data": [_typed(trace) for trace in spec["data"]], "layout": spec["layout"]}
+    if "config" in spec:
+        figure["config"] = spec["config"]  # plotly.js options the page passes on, e.g. no mode bar
+    return to_json_plotly(figure)
+
+
+def background_trace(points: np.ndarray, labels: Sequence[str]) -> dict:
+    """The vocabulary drawn faintly behind the tokens, in WebGL: it can be 400,000 points.
+
+    Sent to the browser once per basis, not with every update (see assets/explorer.js), so it
+    is a trace of its own rather than part of ``embedding_spec``.
+    """
+    points = np.asarray(points, dtype=np.float32)
+    if points.ndim != 2 or points.shape[1:] != (2,) or len(points) != len(labels):
+        raise ValueError(f"the background needs (N, 2) points and N labels, not {points.shape} and {len(labels)}")
+    return {
+        "type": "scattergl",
+        "name": BACKGROUND,
+        "legendgroup": BACKGROUND,
+        "x": points[:, 0],
+        "y": points[:, 1],
+        "mode": "markers",
+        "marker": {"size": 3, "color": "rgba(110,110,110,0.3)"},
+        "hovertext": [html.escape(label, quote=False) for label in labels],
+        "hoverinfo": "text",
+    }
+
+
+def trace_json(trace: Mapping) -> str:
+    """One trace's JSON, with numpy arrays as typed arrays, as ``figure_json`` writes them."""
+    return to_json_plotly(_typed(dict(trace)))
 
 
 def _typed(value):
@@ -131,8 +188,8 @@ def _typed(value):
     return value
 
 
-def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False,
-                   webgl_above: int = 1500, uirevision: str = "embed") -> dict:
+def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, shift: bool = False,
+                   presenter: bool = False, webgl_above: int = 1500, uirevision: str = "embed") -> dict:
     """The embedding layer's vectors in the PCA plane, one coloured trace per group.
 
     labels: write each token beside its point.
@@ -140,33 +197,56 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False,
         LayerNorm to output); needs the token, position, segment and sum groups.
     webgl_above: switch to WebGL once more points than this are drawn; SVG slows down
         with thousands of points, WebGL does not.
+    shift: draw the shift each segment row adds, as an arrow ending on each shifted sum.
+    presenter: large fonts and thick markers, readable from the back of a lecture hall.
     uirevision: kept constant across updates so the user's zoom and hidden legend
         entries survive while they type.
     """
     groups = [group for group in GROUPS if group in scene.points]
     webgl = len(groups) * len(scene.tokens) > webgl_above
     columns = _TokenColumns.of(scene, labels=labels, webgl=webgl)
+    scale = PRESENTER if presenter else NORMAL
 
-    data = [_group_trace(group, scene, columns, webgl=webgl) for group in groups]
+    data = [_group_trace(group, scene, columns, webgl=webgl, scale=scale) for group in groups]
     if scene.previous is not None and groups:
         data.append(_movement(scene, groups))
     if arrows and {"token", "position", "segment", "sum"} <= set(groups):
-        data.append(_addition_path(scene))
+        data.append(_addition_path(scene, scale))
+    if shift and scene.shift_from is not None and "sum" in groups:
+        data += _segment_shift(scene, scale)
+    if scene.neighbourhood is not None:
+        data += _neighbourhood(scene, groups, scale)
 
-    explained = [f"PC{axis} · {ratio:.1%}" for axis, ratio in enumerate(scene.explained, 1)]
+    of = f" of the {scene.plane}" if scene.plane else ""
+    explained = [f"PC{axis} · {ratio:.1%}{of}" for axis, ratio in enumerate(scene.explained, 1)]
     layout = {
         "template": TEMPLATE,
+        "font": {"size": scale.font},
         "uirevision": uirevision,
         "xaxis": {"title": {"text": explained[0]}, "zeroline": False},
         # equal scales, so a distance on screen is the same distance along either axis
         "yaxis": {"title": {"text": explained[1]}, "zeroline": False,
                   "scaleanchor": "x", "scaleratio": 1},
         "legend": {"orientation": "h", "x": 0, "xanchor": "left", "y": 1.02,
-                   "yanchor": "bottom"},
+                   "yanchor": "bottom", "font": {"size": scale.font}},
         "margin": {"l": 50, "r": 10, "t": 40, "b": 50},
-        "annotations": _annotations(scene),
+        "annotations": _annotations(scene, scale),
     }
     return {"data": data, "layout": layout}
+
+
+@dataclass(frozen=True)
+class _Scale:
+    """Sizes that differ between a laptop screen and a projector at the back of a hall."""
+
+    marker: int
+    text: int
+    font: int
+    line: float
+
+
+NORMAL = _Scale(marker=8, text=10, font=12, line=1)
+PRESENTER = _Scale(marker=15, text=18, font=20, line=2.5)
 
 
 @dataclass(frozen=True)
@@ -201,7 +281,7 @@ class _TokenColumns:
         )
 
 
-def _group_trace(group: str, scene: Scene, columns: _TokenColumns, *, webgl: bool) -> dict:
+def _group_trace(group: str, scene: Scene, columns: _TokenColumns, *, webgl: bool, scale: _Scale) -> dict:
     """One group's points: colour by group, shape by kind of token, hover by token."""
     points = np.asarray(scene.points[group], dtype=np.float32)[columns.order]
     customdata = columns.customdata.copy()
@@ -213,8 +293,8 @@ def _group_trace(group: str, scene: Scene, columns: _TokenColumns, *, webgl: boo
         "x": points[:, 0],
         "y": points[:, 1],
         "mode": "markers",
-        "marker": {"color": COLOURS[group], "symbol": columns.symbol, "size": 8,
-                   "line": {"color": COLOURS[group], "width": 1}},
+        "marker": {"color": COLOURS[group], "symbol": columns.symbol, "size": scale.marker,
+                   "line": {"color": COLOURS[group], "width": scale.line}},
         "hovertext": columns.hovertext,
         "customdata": customdata,
         "hovertemplate": (
@@ -225,11 +305,11 @@ def _group_trace(group: str, scene: Scene, columns: _TokenColumns, *, webgl: boo
     }
     if columns.text is not None:
         trace.update(mode="markers+text", text=columns.text, textposition="top center",
-                     textfont={"size": 10, "color": COLOURS[group]})
+                     textfont={"size": scale.text, "color": COLOURS[group]})
     return trace
 
 
-def _addition_path(scene: Scene) -> dict:
+def _addition_path(scene: Scene, scale: _Scale) -> dict:
     """Each token's sum drawn as arrows laid tip to tail, in one trace.
 
     A vector v is drawn from the origin ``o`` to its point ``P(v)``; since the projection
@@ -243,7 +323,7 @@ def _addition_path(scene: Scene) -> dict:
     if "output" in points:
         vertices.append(points["output"])
     # an arrow head on every vertex but the first: that one is where a path starts
-    heads = np.full((len(vertices[0]), len(vertices) + 1), 10, dtype=np.uint8)
+    heads = np.full((len(vertices[0]), len(vertices) + 1), scale.marker + 2, dtype=np.uint8)
     heads[:, [0, -1]] = 0
     return {
         "type": "scatter",  # WebGL has no arrow heads that follow the line
@@ -251,11 +331,75 @@ def _addition_path(scene: Scene) -> dict:
         "legendgroup": ADDITION_PATH,
         **_polylines(vertices),
         "mode": "lines+markers",
-        "line": {"color": "#9a9a9a", "width": 1},
+        "line": {"color": "#9a9a9a", "width": scale.line},
         "marker": {"symbol": "arrow", "angleref": "previous", "size": heads.ravel(),
                    "color": "#9a9a9a"},
         "hoverinfo": "skip",
     }
+
+
+def _segment_shift(scene: Scene, scale: _Scale) -> list[dict]:
+    """An arrow from where each shifted sum would be with its reference segment to where it is.
+
+    Segment B adds one and the same vector, seg[1] − seg[0], to every one of its tokens;
+    in a fixed plane every arrow is therefore the same arrow, which is the point.
+    """
+    rows = np.flatnonzero(~np.isnan(scene.shift_from).any(axis=1))
+    if not len(rows):
+        return []
+    ends = np.asarray(scene.points["sum"], dtype=np.float32)[rows]
+    heads = np.tile(np.array([0, scale.marker + 4, 0], dtype=np.uint8), len(rows))
+    return [{
+        "type": "scatter",
+        "name": SEGMENT_SHIFT,
+        "legendgroup": SEGMENT_SHIFT,
+        **_polylines([scene.shift_from[rows], ends]),
+        "mode": "lines+markers",
+        "line": {"color": COLOURS["segment"], "width": scale.line + 1, "dash": "dot"},
+        "marker": {"symbol": "arrow", "angleref": "previous", "size": heads, "color": COLOURS["segment"]},
+        "hoverinfo": "skip",
+    }]
+
+
+def _neighbourhood(scene: Scene, groups: list[str], scale: _Scale) -> list[dict]:
+    """The selected token ringed, and its nearest vocabulary entries beside it, labelled."""
+    near = scene.neighbourhood
+    traces = []
+    for kind, points in near.points.items():
+        if kind not in groups or not len(points):
+            continue
+        labels = [html.escape(label, quote=False) for label in near.labels[kind]]
+        traces.append({
+            "type": "scatter",
+            "name": NEIGHBOURS[kind],
+            "legendgroup": NEIGHBOURS[kind],
+            "x": np.asarray(points[:, 0], dtype=np.float32),
+            "y": np.asarray(points[:, 1], dtype=np.float32),
+            "mode": "markers+text",
+            "text": labels,
+            "textposition": "bottom center",
+            "textfont": {"size": scale.text, "color": COLOURS[kind]},
+            "marker": {"symbol": "star", "size": scale.marker + 2, "color": "white",
+                       "line": {"color": COLOURS[kind], "width": scale.line + 1}},
+            "customdata": np.asarray(near.cosines[kind], dtype=np.float32),
+            "hovertext": labels,
+            "hovertemplate": f"<b>%{{hovertext}}</b> · {NEIGHBOURS[kind]}<br>cosine %{{customdata:.3f}}<extra></extra>",
+        })
+    rings = [g for g in groups if g in ("token", "output")]
+    if rings:
+        points = np.concatenate([scene.points[g][[near.selected]] for g in rings]).astype(np.float32)
+        traces.append({
+            "type": "scatter",
+            "name": SELECTED,
+            "legendgroup": SELECTED,
+            "x": points[:, 0],
+            "y": points[:, 1],
+            "mode": "markers",
+            "marker": {"symbol": "circle-open", "size": scale.marker * 3, "color": "#222",
+                       "line": {"width": scale.line + 1}},
+            "hoverinfo": "skip",
+        })
+    return traces
 
 
 def _polylines(vertices: list[np.ndarray]) -> dict[str, np.ndarray]:
@@ -297,16 +441,16 @@ def loss_figure(losses: Sequence[float]) -> go.Figure:
     return go.Figure({"data": data, "layout": layout}, _validate=False)
 
 
-def _annotations(scene: Scene) -> list[dict]:
+def _annotations(scene: Scene, scale: _Scale = NORMAL) -> list[dict]:
     """The key to the marker shapes, and the projection's message, if any."""
     notes = []
     if scene.points and (any(scene.special_mask) or any(scene.continuation_mask)):
         notes.append({"text": SYMBOL_NOTE, "xref": "paper", "yref": "paper", "x": 1,
                       "y": 0, "xanchor": "right", "yanchor": "bottom", "showarrow": False,
-                      "font": {"size": 11, "color": "#666"}})
+                      "font": {"size": scale.font - 1, "color": "#666"}})
     if scene.message:
         notes.append({"text": html.escape(scene.message, quote=False), "xref": "paper",
                       "yref": "paper", "x": 0, "y": 1, "xanchor": "left", "yanchor": "top",
                       "showarrow": False, "align": "left", "bgcolor": "rgba(255,255,255,0.85)",
-                      "font": {"size": 13}})
+                      "font": {"size": scale.font + 1}})
     return notes

@@ -54,15 +54,18 @@ class PCAProjection(TransformerMixin, BaseEstimator):
     components_ : (n_components, d) orthonormal axes; an axis along which the data has
         no spread is all zeros, so every point lies at 0 on it.
     explained_variance_ratio_ : (n_components,) share of the total variance on each axis.
+    spectrum_ : (up to n_spectrum,) the shares of the leading components beyond the plane
+        too, for the page's explained-variance bar: how much of the picture two axes miss.
     message_ : a sentence about anything unusual in the fit, "" when all is normal.
     n_samples_, n_features_ : the shape of the fitted data.
     """
 
     def __init__(self, n_components: int = 2, svd_solver: str = SVD_SOLVER,
-                 random_state: int = 0):
+                 random_state: int = 0, n_spectrum: int = 0):
         self.n_components = n_components
         self.svd_solver = svd_solver
         self.random_state = random_state
+        self.n_spectrum = n_spectrum
 
     def fit(self, X: np.ndarray, y: None = None) -> PCAProjection:
         """Fit the plane to the rows of ``X`` (n vectors × d features)."""
@@ -74,22 +77,25 @@ class PCAProjection(TransformerMixin, BaseEstimator):
         mean = X.mean(axis=0)
         components = np.zeros((k, d))  # axes without spread stay all zeros
         ratio = np.zeros(k)
+        spectrum = np.zeros(0)
 
         # PCA divides by the total variance: with one vector, or identical ones, there
         # is none (the test is exact: max - min is zero only when all values are equal)
         if n > 1 and np.ptp(X, axis=0).any():
             # the data cannot have more axes than samples or features
-            fitted = min(k, n, d)
+            fitted = min(max(k, self.n_spectrum), n, d)
             # arpack needs fitted < min(n, d); at that size any exact solver is instant
             solver = self.svd_solver if fitted < min(n, d) else "full"
             pca = PCA(fitted, svd_solver=solver, random_state=self.random_state).fit(X)
+            spectrum = np.clip(pca.explained_variance_ratio_[: self.n_spectrum], 0.0, 1.0)
+            plane = min(k, fitted)
             # an axis whose variance is rounding noise points in an arbitrary direction
             # that could change on every keystroke: leave it empty. centring values of
             # size `scale` leaves an error of about eps * scale in each of the n × d
             # entries, at most n d (eps scale)² / (n - 1) of variance; 10× is a margin
             eps, scale = np.finfo(pca.components_.dtype).eps, np.abs(X).max()
             floor = n * d / (n - 1) * (10 * eps * scale) ** 2
-            axes = np.flatnonzero(pca.explained_variance_ > floor)
+            axes = np.flatnonzero(pca.explained_variance_[:plane] > floor)
             components[axes] = pca.components_[axes]
             ratio[axes] = np.clip(pca.explained_variance_ratio_[axes], 0.0, 1.0)
 
@@ -102,6 +108,7 @@ class PCAProjection(TransformerMixin, BaseEstimator):
         self.mean_ = np.asarray(mean, dtype=np.float64)
         self.components_ = components
         self.explained_variance_ratio_ = ratio
+        self.spectrum_ = spectrum
         self.message_ = _describe(n, d, rank=int(np.count_nonzero(ratio)))
         self.n_samples_, self.n_features_ = n, d
         return self

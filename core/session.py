@@ -12,6 +12,7 @@ import hashlib
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 
+from core.basis import BASES
 from core.embedding import BertEmbedding
 from core.presets import (
     POSITIONS,
@@ -24,6 +25,7 @@ from core.presets import (
     upload_source,
     with_positions,
 )
+from core.projection import PCAProjection
 from core.tokenizer import Encoding, WordLevelTokenizer, WordPieceTokenizer
 from core.training import PARTS, Corpus, TrainConfig, TrainResult, train, trainable_copy
 from core.uploads import UploadedTable
@@ -41,6 +43,8 @@ class Session:
     # random word tables have no vocabulary of their own: training fixes one from the corpus
     trained_tokenizer: WordLevelTokenizer | None = field(default=None, repr=False)
     training: TrainResult | None = None
+    basis: str = "sentence"  # a key of BASES: which plane the vectors are drawn in
+    frozen_basis: PCAProjection | None = field(default=None, repr=False)  # the plane kept while typing
 
     @classmethod
     def create(cls, settings: Settings | None = None, source: str = "random") -> Session:
@@ -95,6 +99,14 @@ class Session:
     def with_positions(self, kind: str) -> Session:
         return self._with_tables(self.base, positions=kind)
 
+    def with_basis(self, basis: str, frozen: PCAProjection | None = None) -> Session:
+        """Draw in another plane; "frozen" keeps ``frozen``, the plane of the moment it was chosen."""
+        if basis not in BASES:
+            raise ValueError(f"the basis must be one of {', '.join(BASES)}, not {basis!r}.")
+        if basis == "frozen" and frozen is None:
+            raise ValueError("a frozen basis needs the plane to keep; fit one on the current sentence first.")
+        return replace(self, basis=basis, frozen_basis=frozen if basis == "frozen" else None)
+
     def with_frozen(self, parts: Collection[str]) -> Session:
         unknown = [p for p in parts if p not in PARTS]
         if unknown:
@@ -128,7 +140,9 @@ class Session:
         changed nothing. Tables are hashed by content, so a silent edit would show.
         """
         digest = hashlib.sha256()
-        digest.update(repr((self.settings, self.base.key, self.positions, sorted(self.frozen))).encode())
+        digest.update(repr((self.settings, self.base.key, self.positions, sorted(self.frozen), self.basis)).encode())
+        if self.frozen_basis is not None:
+            digest.update(self.frozen_basis.components_.tobytes())
         digest.update(repr(self.training.losses if self.training else None).encode())
         for tensor in self.model.state_dict().values():
             digest.update(tensor.detach().contiguous().numpy().tobytes())
@@ -144,13 +158,17 @@ class Session:
         positions = positions or self.positions
         if positions not in POSITIONS:
             raise ValueError(f"positions must be one of {', '.join(POSITIONS)}, not {positions!r}.")
-        return replace(
+        new = replace(
             self.reset(),
             settings=settings,
             base=base,
             positions=positions,
             source=with_positions(base, positions, settings.seed),
         )
+        if new.frozen_basis is not None and new.frozen_basis.n_features_ != new.model.config.d_model:
+            # a plane of another width cannot hold these vectors: back to the sentence's own
+            new = replace(new, basis="sentence", frozen_basis=None)
+        return new
 
 
 def _preset(key: str, settings: Settings) -> Source:

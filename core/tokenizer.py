@@ -36,6 +36,7 @@ Decisions that apply to both:
 
 from __future__ import annotations
 
+import functools
 import operator
 import re
 from collections import Counter
@@ -280,6 +281,27 @@ class WordPieceTokenizer(_PairTokenizer):
     def token_to_id(self, token: str) -> int | None:
         return self._tokenizer.token_to_id(token)
 
+    @functools.cached_property
+    def tokens_by_id(self) -> tuple[str, ...]:
+        """Every entry's string, indexed by id."""
+        vocab = self._tokenizer.get_vocab()
+        return tuple(sorted(vocab, key=vocab.__getitem__))
+
+    def ranked_ids(self) -> list[int]:
+        """Ids of real vocabulary entries, most frequent first, as far as the file tells.
+
+        BERT's file keeps ids 0-998 for [PAD], the markers and [unused…] slots, then single
+        characters, then whole words roughly from most to least frequent ("the" is 1996),
+        with ## pieces among them. Words come first here, then pieces, then characters;
+        reserved slots and markers never: they are not words anyone types.
+        """
+        words, pieces, characters = [], [], []
+        for id_, token in enumerate(self.tokens_by_id):
+            if token.startswith("[") and token.endswith("]"):
+                continue
+            (characters if len(token) == 1 else pieces if token.startswith("##") else words).append(id_)
+        return words + pieces + characters
+
     def _split(self, text: str) -> tuple[list[str], list[int]]:
         encoded = self._tokenizer.encode(text, add_special_tokens=False)
         return encoded.tokens, encoded.ids
@@ -349,6 +371,15 @@ class WordLevelTokenizer(_PairTokenizer):
 
     def token_to_id(self, token: str) -> int | None:
         return self.vocab.get(token)
+
+    @functools.cached_property
+    def tokens_by_id(self) -> tuple[str, ...]:
+        """Every entry's string, indexed by id (words, then the three markers)."""
+        return tuple(self.vocab)
+
+    def ranked_ids(self) -> list[int]:
+        """The words' ids, most frequent first: their ids are already in that order."""
+        return list(range(len(self.vocab) - 3))
 
     def _split(self, text: str) -> tuple[list[str], list[int]]:
         lookup, unk = self._index.get, self._unk_id

@@ -7,17 +7,21 @@ run exactly what a user sees.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from core.basis import sentence_projection, vocabulary_basis
 from core.embedding import COMPONENTS, BertEmbedding
-from core.figures import Scene
+from core.figures import Neighbourhood, Scene
+from core.neighbours import Neighbour, nearest, output_neighbours
 from core.projection import PCAProjection
 from core.session import Session
-from core.tokenizer import Encoding
+from core.tokenizer import CLS, SEP, UNK, Encoding
+
+MAX_NEIGHBOURS = 50
 
 # columns of the token table shown under the plot
 TABLE_HEADERS = ("token", "id", "position", "segment") + tuple(f"|{g}|" for g in COMPONENTS)
@@ -31,6 +35,10 @@ class Exploration:
     scene: Scene
     rows: list[list]  # one row per token, columns TABLE_HEADERS
     notes: tuple[str, ...]  # plain sentences: truncation, unknown words, projection caveats
+    vectors: Mapping[str, np.ndarray]  # group -> (L, d) float32: every vector, full width
+    projection: PCAProjection | None  # the plane drawn in (None when no group is ticked)
+    # the selected token's nearest vocabulary entries: kind ("token"/"output") -> (word, cosine)
+    neighbours: Mapping[str, tuple[tuple[str, float], ...]] | None = None
 
 
 def _vectors(model: BertEmbedding, ids: torch.Tensor, segments: torch.Tensor) -> dict[str, np.ndarray]:
@@ -39,41 +47,65 @@ def _vectors(model: BertEmbedding, ids: torch.Tensor, segments: torch.Tensor) ->
     return {g: parts[g][0].numpy() for g in COMPONENTS}
 
 
-def explore(session: Session, a: str, b: str, groups: Sequence[str] = COMPONENTS) -> Exploration:
-    """Tokenize, embed and project; raises ValueError with a readable message on bad input."""
+def explore(
+    session: Session,
+    a: str,
+    b: str,
+    groups: Sequence[str] = COMPONENTS,
+    *,
+    selected: int | None = None,
+    k: int = 10,
+    flipped: Mapping[int, str] | None = None,
+) -> Exploration:
+    """Tokenize, embed and project; raises ValueError with a readable message on bad input.
+
+    selected: a token's index whose nearest vocabulary entries to find and highlight.
+    flipped: tokens to give the other segment id (A <-> B), to see the shift it adds, as
+        {index: token}; an entry whose index no longer holds that token (the text was edited
+        since) is ignored.
+    """
     unknown = [g for g in groups if g not in COMPONENTS]
     if unknown:
         raise ValueError(f"unknown group {unknown[0]!r}; the groups are {', '.join(COMPONENTS)}.")
     shown = [g for g in COMPONENTS if g in groups]  # keep the display order whatever was ticked
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_NEIGHBOURS:
+        raise ValueError(f"the number of neighbours is {k!r}; choose 1 to {MAX_NEIGHBOURS}.")
 
     encoding = session.encode(a, b)
-    notes = [encoding.truncation.describe(session.model.config.maxlen)]
-    segment_ids = encoding.segment_ids
-    n_segments = session.model.config.n_segments
-    if max(segment_ids) >= n_segments:
+    model = session.model
+    notes = [encoding.truncation.describe(model.config.maxlen)]
+    n_segments = model.config.n_segments
+    reference = tuple(min(s, n_segments - 1) for s in encoding.segment_ids)
+    if reference != encoding.segment_ids:
         # a one-row segment table cannot tell B from A; say so rather than refuse
-        segment_ids = tuple(min(s, n_segments - 1) for s in segment_ids)
         notes.append(f"This table has {n_segments} segment row, so sentence B uses segment 0 like A.")
+    flipped = [i for i, token in (flipped or {}).items() if 0 <= i < len(encoding) and encoding.tokens[i] == token]
+    segment_ids, flip_note = _flip(encoding, reference, flipped, n_segments)
+    notes.append(flip_note)
     if encoding.n_unknown:
         notes.append(f"{encoding.n_unknown} token(s) are not in the vocabulary and became [UNK].")
 
     ids, segments = torch.tensor([encoding.ids]), torch.tensor([segment_ids])
-    vectors = _vectors(session.model, ids, segments)  # (L, d) each
+    vectors = _vectors(model, ids, segments)  # (L, d) each
     norms = {g: np.linalg.norm(v, axis=1) for g, v in vectors.items()}
 
-    previous = None
+    projection, plane, previous, shift_from, neighbourhood, neighbours = None, "", None, None, None, None
     if shown:
-        projection = PCAProjection()
-        flat = projection.fit_transform(np.concatenate([vectors[g] for g in shown]))
-        points = dict(zip(shown, np.split(flat, len(shown)), strict=True))
+        projection, plane, basis_note = _plane(session, [vectors[g] for g in shown])
+        notes.append(basis_note)
+        points = {g: projection.transform(vectors[g]) for g in shown}
         if session.trained is not None:
-            # the untrained tables in the trained plane: how far training moved each point
+            # the untrained tables in the same plane: how far training moved each point
             before = _vectors(session.source.model, ids, segments)
-            flat = projection.transform(np.concatenate([before[g] for g in shown]))
-            previous = dict(zip(shown, np.split(flat, len(shown)), strict=True))
+            previous = {g: projection.transform(before[g]) for g in shown}
         explained = tuple(float(r) for r in projection.explained_variance_ratio_)
         origin = projection.origin()
         plot_message = projection.message_
+        shift_from = _shift_from(model, projection, points, segment_ids, reference, flipped) if "sum" in shown else None
+        if selected is not None:
+            neighbourhood, neighbours, note = _neighbours(session, encoding, vectors, segment_ids, projection,
+                                                          selected, k)
+            notes.append(note)
     else:
         points, explained, origin = {}, (0.0, 0.0), np.zeros(2)
         plot_message = "No group is ticked: tick token, position, segment, sum or output."
@@ -93,6 +125,9 @@ def explore(session: Session, a: str, b: str, groups: Sequence[str] = COMPONENTS
         origin=origin,
         message=plot_message,
         previous=previous,
+        plane=plane,
+        shift_from=shift_from,
+        neighbourhood=neighbourhood,
     )
     rows = [
         [tok, i, p, s, *(round(float(norms[g][k]), 3) for g in COMPONENTS)]
@@ -100,4 +135,125 @@ def explore(session: Session, a: str, b: str, groups: Sequence[str] = COMPONENTS
             zip(encoding.tokens, encoding.ids, encoding.positions, segment_ids, strict=True)
         )
     ]
-    return Exploration(encoding, scene, rows, notes)
+    return Exploration(encoding, scene, rows, notes, vectors, projection, neighbours)
+
+
+def fit_sentence_basis(session: Session, a: str, b: str, groups: Sequence[str] = COMPONENTS) -> PCAProjection:
+    """The plane "this sentence" shows right now, to keep as the frozen basis."""
+    result = explore(session.with_basis("sentence"), a, b, groups)
+    if result.projection is None:
+        raise ValueError("No group is ticked, so there is no plane to keep: tick at least one group.")
+    return result.projection
+
+
+def _plane(session: Session, shown: list[np.ndarray]) -> tuple[PCAProjection, str, str]:
+    """The projection for this update, whose variance its axes explain, and a note if any."""
+    if session.basis == "vocabulary":
+        return vocabulary_basis(session.model.tok_embed).projection, "vocabulary", ""
+    if session.basis == "frozen" and session.frozen_basis is not None:
+        return session.frozen_basis, "frozen view", ""
+    return sentence_projection().fit(np.concatenate(shown)), "", ""
+
+
+def _flip(
+    encoding: Encoding, reference: tuple[int, ...], flipped: Collection[int], n_segments: int
+) -> tuple[tuple[int, ...], str]:
+    """The segment ids with the chosen tokens moved to the other segment, and what was done."""
+    if not flipped:
+        return reference, ""
+    if n_segments < 2:
+        return reference, "This table has one segment row, so no token can change segment."
+    segment_ids, done = list(reference), []
+    for index in sorted(flipped):
+        segment_ids[index] = 1 - min(reference[index], 1)
+        done.append(f"'{encoding.tokens[index]}' ({index}) now uses segment {segment_ids[index]}")
+    return tuple(segment_ids), f"Segment flipped: {', '.join(done)}."
+
+
+def _shift_from(
+    model: BertEmbedding,
+    projection: PCAProjection,
+    points: Mapping[str, np.ndarray],
+    segment_ids: tuple[int, ...],
+    reference: tuple[int, ...],
+    flipped: Collection[int],
+) -> np.ndarray | None:
+    """Where each sum would be in its reference segment: A's row for B tokens, the old row for
+    flipped ones (NaN where the two agree). The projection is affine, so moving a vector by
+    seg[s] − seg[r] moves its point by P(seg[s]) − P(seg[r])."""
+    if model.config.n_segments < 2:
+        return None
+    rows = projection.transform(model.seg_embed.weight.detach().numpy())  # (n_segments, 2)
+    now = np.asarray(segment_ids)
+    was = np.where(np.isin(np.arange(len(now)), list(flipped)), np.asarray(reference), 0)
+    start = points["sum"] - (rows[now] - rows[was])
+    start[now == was] = np.nan
+    return start
+
+
+def _names(session: Session, encoding: Encoding) -> Sequence[str] | Mapping[int, str]:
+    """What each row of the token table stands for, for listing neighbours."""
+    if session.tokenizer is not None:
+        return session.tokenizer.tokens_by_id
+    # a random word-level table: the typed text's vocabulary names some rows, the rest are rows
+    words = {id_: word for word, id_ in (encoding.vocab or {}).items()}
+    return _RowNames(words)
+
+
+class _RowNames(dict):
+    def __missing__(self, id_: int) -> str:
+        return f"row {id_}"
+
+
+def _neighbours(
+    session: Session,
+    encoding: Encoding,
+    vectors: Mapping[str, np.ndarray],
+    segment_ids: tuple[int, ...],
+    projection: PCAProjection,
+    selected: int,
+    k: int,
+) -> tuple[Neighbourhood | None, dict | None, str]:
+    """The selected token's k nearest vocabulary entries, by token vector and by output vector.
+
+    Markers and the token itself are left out: "the" is trivially closest to "the".
+    """
+    if isinstance(selected, bool) or not isinstance(selected, int) or not 0 <= selected < len(encoding):
+        return None, None, f"Token {selected!r} is not in this sentence pair, so no neighbours are shown."
+    model, names = session.model, _names(session, encoding)
+    table = model.tok_embed.weight.detach().numpy()  # (V, d), shared: read only
+    # a random word table has no tokenizer of its own: its markers' ids are in the encoding's vocabulary
+    lookup = session.tokenizer.token_to_id if session.tokenizer is not None else (encoding.vocab or {}).get
+    markers = {lookup(t) for t in (CLS, SEP, UNK)}
+    exclude = {encoding.ids[selected]} | (markers - {None})
+    position = model.pos_embed.weight[selected].detach().numpy()
+    segment = model.seg_embed.weight[segment_ids[selected]].detach().numpy()
+    norm = model.norm
+    found: dict[str, tuple[Neighbour, ...]] = {
+        "token": nearest(table, vectors["token"][selected], k, exclude=exclude),
+        "output": output_neighbours(
+            table,
+            position,
+            segment,
+            norm.weight.detach().numpy(),
+            norm.bias.detach().numpy(),
+            norm.eps,
+            vectors["output"][selected],
+            k,
+            exclude=exclude,
+        ),
+    }
+    with torch.no_grad():
+        token_rows = {kind: torch.tensor([n.id for n in near], dtype=torch.long) for kind, near in found.items()}
+        own = {
+            "token": model.tok_embed(token_rows["token"]),  # (k, d)
+            "output": norm(model.tok_embed(token_rows["output"]) + torch.from_numpy(position + segment)),  # (k, d)
+        }
+    neighbourhood = Neighbourhood(
+        selected=selected,
+        points={kind: projection.transform(own[kind].numpy()) for kind in found},
+        labels={kind: tuple(names[n.id] for n in near) for kind, near in found.items()},
+        cosines={kind: np.asarray([n.cosine for n in near], dtype=np.float32) for kind, near in found.items()},
+    )
+    listed = {kind: tuple((names[n.id], round(n.cosine, 3)) for n in near) for kind, near in found.items()}
+    return neighbourhood, listed, ""

@@ -33,7 +33,7 @@ def test_fit_returns_self_and_learns_attributes(rng):
 def test_init_only_stores_parameters():
     projection = PCAProjection(n_components=2, svd_solver="full", random_state=3)
     assert projection.get_params() == {"n_components": 2, "svd_solver": "full",
-                                       "random_state": 3}
+                                       "random_state": 3, "n_spectrum": 0}
     assert not hasattr(projection, "components_")
 
 
@@ -209,3 +209,17 @@ def test_transform_checks_the_width(rng):
     projection = PCAProjection().fit(rng.standard_normal((5, 4)))
     with pytest.raises(ValueError, match="3 features, but the projection was fitted on 4"):
         projection.transform(np.zeros((2, 3)))
+
+
+@pytest.mark.parametrize("solver", ["arpack", "full", "covariance_eigh"])
+def test_spectrum_lists_the_leading_components_and_keeps_the_plane(rng, solver):
+    X = rng.standard_normal((300, 20)) * np.linspace(5, 1, 20)
+    plane = PCAProjection().fit(X)
+    wide = PCAProjection(n_spectrum=10, svd_solver=solver).fit(X)
+    exact = np.linalg.svd(X - X.mean(0), compute_uv=False) ** 2
+    assert wide.spectrum_.shape == (10,)
+    assert np.allclose(wide.spectrum_, exact[:10] / exact.sum(), atol=1e-8)
+    assert np.allclose(wide.spectrum_[:2], wide.explained_variance_ratio_)
+    # the plane itself does not depend on how many components were measured
+    assert np.allclose(np.abs(wide.transform(X)), np.abs(plane.transform(X)), atol=1e-8)
+    assert PCAProjection(n_spectrum=10).fit(X[:4]).spectrum_.shape == (4,)  # no more axes than samples

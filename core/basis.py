@@ -1,0 +1,116 @@
+"""Which plane the vectors are drawn in, and the vocabulary drawn faintly behind them.
+
+Three bases, because each answers a different question:
+
+* **this sentence** — PCA of the vectors on screen, refitted on every keystroke: the plane
+  that spreads *these* tokens best, but points jump as the text changes;
+* **whole vocabulary** — PCA of every row of the token table: fitted once per table and
+  cached, so typing only adds and moves the typed tokens, and the vocabulary can be drawn
+  behind them in the same plane;
+* **frozen** — the sentence plane of one moment, kept while the lecturer types on.
+
+A vocabulary basis is fitted on the token table (BERT's 30,522 × 384, GloVe's 400,003 × 50)
+with the covariance solver: one pass over the table and an eigendecomposition of d × d,
+0.1 s for either table here, where arpack takes a second on BERT's. Tables are shared
+between sessions, so the cache is keyed by the table itself and forgets it when the last
+session using it is gone (a weak reference: trained tables come and go).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+from torch import nn
+
+from core.projection import PCAProjection
+from core.tokenizer import WordLevelTokenizer, WordPieceTokenizer
+
+BASES = {
+    "sentence": "this sentence",
+    "vocabulary": "whole vocabulary",
+    "frozen": "frozen (keep while typing)",
+}
+SPECTRUM = 10  # components the explained-variance bar shows
+
+
+@dataclass(frozen=True)
+class VocabularyBasis:
+    projection: PCAProjection
+    seconds: float  # how long the fit took, for the page: it is the one slow step
+
+
+_CACHE: weakref.WeakKeyDictionary[nn.Embedding, VocabularyBasis] = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()  # a class choosing "whole vocabulary" at once fits each table once
+
+
+def sentence_projection() -> PCAProjection:
+    """A fresh projection for the vectors of one update (plus the bar's spectrum)."""
+    return PCAProjection(n_spectrum=SPECTRUM)
+
+
+def vocabulary_basis(table: nn.Embedding, *, refit: bool = False) -> VocabularyBasis:
+    """PCA of every row of ``table``, fitted once per table and then cached.
+
+    ``refit`` fits again even when cached, for the page's Refit button: the answer is the
+    same (the fit is deterministic), but the page reports the time it takes.
+    """
+    with _LOCK:
+        if not refit and table in _CACHE:
+            return _CACHE[table]
+        start = time.perf_counter()
+        rows = table.weight.detach().numpy()  # (V, d), shared: read, never written
+        projection = PCAProjection(svd_solver="covariance_eigh", n_spectrum=SPECTRUM).fit(rows)
+        basis = VocabularyBasis(projection, time.perf_counter() - start)
+        _CACHE[table] = basis
+        return basis
+
+
+def is_cached(table: nn.Embedding) -> bool:
+    return table in _CACHE
+
+
+@dataclass(frozen=True)
+class Background:
+    """The vocabulary's most frequent entries, placed in one plane."""
+
+    ids: np.ndarray  # (N,) int32 rows of the token table
+    labels: tuple[str, ...]  # (N,) what each row stands for
+    points: np.ndarray  # (N, 2) float32
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+def ranked_vocabulary(
+    tokenizer: WordPieceTokenizer | WordLevelTokenizer | None, rows: int
+) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Row ids of the table, most frequent first, and the word each one is.
+
+    A random word-level table has no vocabulary of its own (the typed text assigns its rows),
+    so its rows are labelled by number.
+    """
+    if tokenizer is None:
+        return np.arange(rows, dtype=np.int32), tuple(f"row {i}" for i in range(rows))
+    ids = np.asarray([i for i in tokenizer.ranked_ids() if i < rows], dtype=np.int32)
+    names = tokenizer.tokens_by_id
+    return ids, tuple(names[i] for i in ids)
+
+
+def background(
+    tokenizer: WordPieceTokenizer | WordLevelTokenizer | None,
+    table: nn.Embedding,
+    projection: PCAProjection,
+    n: int,
+) -> Background:
+    """The ``n`` most frequent vocabulary entries' token vectors in ``projection``'s plane."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"the background shows a whole number of words, 0 or more, not {n!r}.")
+    ids, labels = ranked_vocabulary(tokenizer, table.num_embeddings)
+    ids, labels = ids[:n], labels[:n]
+    rows = table.weight.detach().numpy()[ids]  # (N, d)
+    points = projection.transform(rows).astype(np.float32) if len(ids) else np.zeros((0, 2), np.float32)
+    return Background(ids, labels, points)

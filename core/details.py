@@ -1,0 +1,95 @@
+"""The side views of one sentence pair: positions, LayerNorm and token-to-token similarity.
+
+Each takes the same inputs as the main plane (`core.view.explore`) and returns a figure dict
+plus what the page lists beside it, so what a side tab shows is always the sentence the
+plane shows. They run only when their tab is open: a 512 × 512 heatmap is not worth sending
+on every keystroke to a student who is looking at the plane.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from core.charts import collapse_figure, layernorm_figure, positions_figure, similarity_figure
+from core.measures import RepeatedToken, cosine_matrix, layernorm_stats, repeated_tokens
+from core.presets import POSITIONS, sinusoidal_table
+from core.projection import PCAProjection
+from core.session import Session
+from core.view import explore
+
+PATH_POSITIONS = 64  # positions drawn at least: a path needs a few dozen steps to show its shape
+
+COLLAPSE = (
+    "With d_model = 2 a vector (a, b) has mean (a + b)/2; subtracting it leaves ±(a − b)/2 in the two "
+    "places, and dividing by the standard deviation |a − b|/2 leaves **(+1, −1) or (−1, +1)**. Every output "
+    "lands on one of two points (times γ, plus β): the vector's size and direction are lost, only which "
+    "entry was larger survives. This is why the first listing prints only ±1."
+)
+
+
+@dataclass(frozen=True)
+class PositionsDetail:
+    figure: dict
+    repeated: tuple[RepeatedToken, ...]  # same word at two positions: cosine of its output vectors
+    tokens: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LayerNormDetail:
+    figure: dict
+    summary: str  # markdown for the page
+
+
+def positions_detail(
+    session: Session, a: str, b: str, flipped: Mapping[int, str] | None = None, *, presenter: bool = False
+) -> PositionsDetail:
+    """This table's position vectors as a path in order, beside fixed sinusoidal ones.
+
+    Both paths cover at least PATH_POSITIONS positions (or the table's length), each in its
+    own PCA plane, because the shape of the path is the lesson: learned positions drift
+    smoothly, sinusoidal ones circle; random ones jump.
+    """
+    result = explore(session, a, b, groups=[], flipped=flipped)
+    config = session.model.config
+    n = min(config.maxlen, max(len(result.encoding), PATH_POSITIONS))
+    tables = {
+        f"this table ({POSITIONS[session.positions].split(' (')[0]})": session.model.pos_embed.weight[:n],
+        "sinusoidal": sinusoidal_table(n, config.d_model).weight,
+    }
+    paths, explained = {}, {}
+    for name, table in tables.items():
+        projection = PCAProjection().fit(table.detach().numpy())
+        paths[name] = projection.transform(table.detach().numpy())
+        explained[name] = projection.explained_variance_ratio_
+    skip = result.encoding.special_mask
+    repeated = repeated_tokens(result.encoding.tokens, result.vectors["output"], skip=skip)
+    return PositionsDetail(positions_figure(paths, explained, presenter=presenter), repeated, result.encoding.tokens)
+
+
+def layernorm_detail(
+    session: Session, a: str, b: str, flipped: Mapping[int, str] | None = None, *, presenter: bool = False
+) -> LayerNormDetail:
+    """What LayerNorm did to each token; with d_model = 2, the collapse to two points."""
+    result = explore(session, a, b, groups=[], flipped=flipped)
+    norm, tokens = session.model.norm, result.encoding.tokens
+    summed, output = result.vectors["sum"], result.vectors["output"]
+    stats = layernorm_stats(summed, output, norm.weight.detach().numpy(), norm.bias.detach().numpy())
+    summary = f"Per token, across its {summed.shape[1]} dimensions — {stats.describe()}."
+    if summed.shape[1] == 2:
+        figure = collapse_figure(summed, output, tokens, presenter=presenter)
+        summary += "\n\n" + COLLAPSE
+    else:
+        figure = layernorm_figure(stats, tokens, presenter=presenter)
+    return LayerNormDetail(figure, summary)
+
+
+def similarity_detail(
+    session: Session, a: str, b: str, flipped: Mapping[int, str] | None = None, *, presenter: bool = False
+) -> dict:
+    """Cosine similarity of every pair of output vectors, token × token."""
+    result = explore(session, a, b, groups=[], flipped=flipped)
+    matrix = cosine_matrix(np.asarray(result.vectors["output"]))
+    return similarity_figure(result.encoding.tokens, matrix, presenter=presenter)
