@@ -1,0 +1,155 @@
+"""Exports: each file read back with an ordinary reader holds exactly what the page showed."""
+
+import csv
+import io
+import json
+import re
+
+import numpy as np
+import plotly
+import pytest
+import torch
+from safetensors.numpy import load
+
+from core.embedding import COMPONENTS
+from core.export import (
+    CSV_HEADER,
+    coordinates_csv,
+    export_files,
+    figure_html,
+    vectors_safetensors,
+)
+from core.figures import ADDITION_PATH, Scene, embedding_spec
+from core.session import Session
+from core.view import _vectors, explore
+
+
+@pytest.fixture(scope="module")
+def view():
+    """A real update's scene and full vectors, computed as explore computes them."""
+    session = Session.create()
+    result = explore(session, "the cat sat", "on the mat")
+    ids = torch.tensor([result.scene.ids])
+    segments = torch.tensor([result.scene.segment_ids])
+    return result.scene, _vectors(session.model, ids, segments)
+
+
+def _scene_with_tokens(tokens: tuple[str, ...]) -> Scene:
+    n = len(tokens)
+    rng = np.random.default_rng(0)
+    return Scene(
+        tokens=tokens,
+        ids=tuple(range(n)),
+        positions=tuple(range(n)),
+        segment_ids=(0,) * n,
+        special_mask=(False,) * n,
+        continuation_mask=(False,) * n,
+        points={"token": rng.normal(size=(n, 2)).astype(np.float32)},
+        norms={"token": np.ones(n, dtype=np.float32)},
+        explained=(0.5, 0.25),
+        origin=np.zeros(2),
+    )
+
+
+def test_csv_has_one_row_per_plotted_point(view):
+    scene, _ = view
+    rows = list(csv.DictReader(io.StringIO(coordinates_csv(scene))))
+    assert tuple(rows[0]) == CSV_HEADER
+    assert len(rows) == len(scene.points) * len(scene.tokens) == 5 * len(scene.tokens)
+    for group in COMPONENTS:
+        mine = [row for row in rows if row["group"] == group]
+        assert [row["token"] for row in mine] == list(scene.tokens)
+        assert [int(row["id"]) for row in mine] == list(scene.ids)
+        assert [int(row["position"]) for row in mine] == list(scene.positions)
+        assert [int(row["segment"]) for row in mine] == list(scene.segment_ids)
+        xy = np.array([[float(row["x"]), float(row["y"])] for row in mine], dtype=np.float32)
+        # the shortest float32 text reads back as exactly the same float32
+        assert np.array_equal(xy, np.asarray(scene.points[group], dtype=np.float32))
+
+
+def test_csv_keeps_tokens_with_commas_quotes_and_line_breaks():
+    tokens = ("a,b", 'say "hi"', "two\nlines", "=1+1", "中文")
+    text = coordinates_csv(_scene_with_tokens(tokens))
+    assert [row["token"] for row in csv.DictReader(io.StringIO(text))] == list(tokens)
+
+
+def test_csv_of_a_scene_with_no_groups_is_just_the_header():
+    scene = _scene_with_tokens(("x",))
+    empty = Scene(**{**scene.__dict__, "points": {}, "norms": {}})
+    assert coordinates_csv(empty).strip() == ",".join(CSV_HEADER)
+
+
+def test_safetensors_reads_back_the_full_vectors(view):
+    scene, vectors = view
+    loaded = load(vectors_safetensors(vectors, scene))
+    assert set(loaded) == set(COMPONENTS) | {"ids", "positions", "segment_ids"}
+    for group in COMPONENTS:
+        assert loaded[group].dtype == np.float32 and loaded[group].shape == vectors[group].shape
+        assert np.array_equal(loaded[group], vectors[group])
+    for name in ("ids", "positions", "segment_ids"):
+        assert loaded[name].dtype == np.int64
+        assert loaded[name].tolist() == list(getattr(scene, name))
+
+
+def test_safetensors_metadata_holds_the_tokens(view, tmp_path):
+    safetensors = pytest.importorskip("safetensors")
+    scene, vectors = view
+    path = tmp_path / "v.safetensors"
+    path.write_bytes(vectors_safetensors(vectors, scene))
+    with safetensors.safe_open(str(path), framework="numpy") as f:
+        metadata = f.metadata()
+    assert tuple(json.loads(metadata["tokens"])) == scene.tokens
+    assert json.loads(metadata["groups"]) == list(COMPONENTS)
+
+
+def test_safetensors_refuses_vectors_that_do_not_fit_the_scene(view):
+    scene, vectors = view
+    with pytest.raises(ValueError, match=r"vectors\['sum'\] has shape \(3, 32\); expected \(9, d\)"):
+        vectors_safetensors({**vectors, "sum": vectors["sum"][:3]}, scene)
+    with pytest.raises(ValueError, match="unknown group 'ids'"):
+        vectors_safetensors({"ids": vectors["sum"]}, scene)
+
+
+def test_html_opens_offline_with_the_figure(view):
+    scene, _ = view
+    page = figure_html(embedding_spec(scene, arrows=True))
+    assert page.lstrip().lower().startswith("<!doctype html>")
+    assert f"plotly.js v{plotly.offline.get_plotlyjs_version()}" in page  # the bundle is inlined
+    # nothing is fetched: no script is loaded from a network address (the bundle itself only
+    # names plotly's map-data server, which this figure never uses)
+    assert '<script src="http' not in page
+    assert not re.search(r"<script[^>]*\ssrc=", page)
+    for name in (*COMPONENTS, ADDITION_PATH):
+        assert f'"name":"{name}"' in page
+    assert re.search(r'"toImageButtonOptions": ?\{"scale": ?3\}', page)
+
+
+def test_html_cannot_be_broken_out_of_by_a_token():
+    scene = _scene_with_tokens(("</script><script>alert(1)</script>",))
+    page = figure_html(embedding_spec(scene))
+    assert "<script>alert(1)" not in page
+
+
+def test_export_files_writes_three_files(view, tmp_path):
+    scene, vectors = view
+    spec = embedding_spec(scene)
+    paths = export_files(tmp_path / "out", scene, vectors, spec, stem="cat-sat")
+    assert [p.name for p in paths] == ["cat-sat.csv", "cat-sat.safetensors", "cat-sat.html"]
+    assert paths[0].read_bytes() == coordinates_csv(scene).encode("utf-8")
+    assert np.array_equal(load(paths[1].read_bytes())["output"], vectors["output"])
+    assert paths[2].read_bytes() == figure_html(spec).encode("utf-8")
+
+
+@pytest.mark.parametrize("stem", ["", "../x", "a/b", ".hidden", "x" * 101, None])
+def test_export_files_refuses_names_that_leave_the_directory(view, tmp_path, stem):
+    scene, vectors = view
+    with pytest.raises(ValueError, match="is not allowed; use 1 to 100 letters"):
+        export_files(tmp_path, scene, vectors, embedding_spec(scene), stem=stem)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_refused_export_writes_nothing(view, tmp_path):
+    scene, vectors = view
+    with pytest.raises(ValueError):
+        export_files(tmp_path, scene, {"sum": vectors["sum"][:2]}, embedding_spec(scene))
+    assert list(tmp_path.iterdir()) == []
