@@ -41,7 +41,7 @@ def visitor(app_url):
 
 
 def embed(client, a, b="", groups=ALL, labels=True, arrows=False):
-    return client.predict(a, b, groups, labels, arrows, api_name="/embed")
+    return client.predict(a, b, groups, labels, arrows, api_name="/embed")[:3]  # plot, summary, token table
 
 
 def fingerprint(client) -> str:

@@ -62,7 +62,7 @@ class Record:
 
 
 def read(client: int, update: int, result) -> Response:
-    plot, _info, table = result
+    plot, _info, table = result[:3]
     traces = json.loads(plot["plot"])["data"]
     return Response(
         client=client,

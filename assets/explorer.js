@@ -1,0 +1,77 @@
+// What the page does in the browser that no Gradio component does:
+//  - the vocabulary background: thousands of faint points sent once per basis and merged
+//    into every redraw of the main plot, so a keystroke never sends them again;
+//  - a click on a point selects its token for the nearest-neighbour panel;
+//  - presenter mode's large type across the whole page;
+//  - PNG export at three times the screen's resolution.
+(() => {
+  const MAIN = "#embed-plot";
+  const BACKGROUND = "vocabulary";
+  const GROUPS = new Set(["token", "position", "segment", "sum", "output"]);
+  let background = null; // the background trace, or null when it is off
+
+  const mainPlot = () => document.querySelector(`${MAIN} .js-plotly-plot`);
+  const isMain = (gd) => gd instanceof Element && gd.closest(MAIN) !== null;
+
+  // the background goes first, so it is drawn behind the tokens; a stale copy is replaced
+  const withBackground = (data) => {
+    const rest = (data || []).filter((trace) => trace.name !== BACKGROUND);
+    return background ? [background, ...rest] : rest;
+  };
+
+  function onClick(event) {
+    const point = event.points && event.points[0];
+    if (!point || !GROUPS.has(point.data.legendgroup) || !point.customdata) return;
+    const box = document.querySelector("#picked-token textarea, #picked-token input");
+    if (!box) return;
+    // the token's position in the sequence, made unique so a second click on it still counts
+    box.value = `${point.customdata[1]}@${Date.now()}`;
+    box.dispatchEvent(new Event("input", { bubbles: true }));
+  }
+
+  // Gradio redraws its plots with Plotly.react; wrapping it (once Plotly exists) lets the
+  // background ride along with each redraw of the main plot
+  function patch(Plotly) {
+    if (!Plotly || Plotly.embeddingExplorer) return;
+    const react = Plotly.react;
+    Plotly.react = function (gd, data, layout, config) {
+      if (!isMain(gd)) return react.call(this, gd, data, layout, config);
+      return react.call(this, gd, withBackground(data), layout, config).then((div) => {
+        div.removeListener?.("plotly_click", onClick);
+        div.on?.("plotly_click", onClick);
+        return div;
+      });
+    };
+    Plotly.embeddingExplorer = true;
+  }
+  let plotly = window.Plotly;
+  patch(plotly);
+  Object.defineProperty(window, "Plotly", {
+    configurable: true,
+    get: () => plotly,
+    set: (value) => {
+      plotly = value;
+      patch(value);
+    },
+  });
+
+  window.embeddingExplorer = {
+    // called with the JSON of one scattergl trace, or "" to remove the layer
+    setBackground(json) {
+      background = json ? JSON.parse(json) : null;
+      const gd = mainPlot();
+      if (gd && plotly) plotly.react(gd, gd.data, gd.layout);
+      return [];
+    },
+    presenter(on) {
+      document.body.classList.toggle("presenter", Boolean(on));
+      return [];
+    },
+    downloadPNG() {
+      const gd = mainPlot();
+      if (gd && plotly) plotly.downloadImage(gd, { format: "png", scale: 3, filename: "embedding" });
+      return [];
+    },
+    hasBackground: () => background !== null,
+  };
+})();
