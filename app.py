@@ -107,10 +107,7 @@ def embed(
 ):
     """The main update: two sentences in; the plot, a summary, the token table, the token
     picker, the selected token's neighbours and the explained-variance bar out."""
-    token = _token(token)
-    result = explore(session, sentence_a or "", sentence_b or "", groups or [], selected=token,
-                     k=_whole(k, "The number of neighbours"), flipped=flips)
-    spec = embedding_spec(result.scene, labels=labels, arrows=arrows, shift=shift, presenter=presenter)
+    result, spec = _view(sentence_a, sentence_b, groups, labels, arrows, shift, presenter, token, k, flips, session)
     near = result.neighbours or {}
     listed = [[[i, *pair] for i, pair in enumerate(near.get(kind, ()), 1)] for kind in ("token", "output")]
     spectrum = result.projection.spectrum_ if result.projection is not None else []
@@ -125,6 +122,13 @@ def embed(
         *listed,
         plot_data(variance_figure(spectrum, presenter=presenter, title=title)),
     )
+
+
+def _view(sentence_a, sentence_b, groups, labels, arrows, shift, presenter, token, k, flips, session: Session):
+    """What the plane shows for these controls: the exploration and its figure dict."""
+    result = explore(session, sentence_a or "", sentence_b or "", groups or [], selected=_token(token),
+                     k=_whole(k, "The number of neighbours"), flipped=flips)
+    return result, embedding_spec(result.scene, labels=labels, arrows=arrows, shift=shift, presenter=presenter)
 
 
 def plot_data(spec: dict) -> PlotData:
@@ -355,10 +359,11 @@ def reset_tables(session: Session):
 def apply_view(state: ViewState, session: Session, notes: tuple[str, ...] = ()) -> tuple:
     """Every control set as ``state`` says, and the session to match: a link or a tour step.
 
-    The session is built first and swapped in last, as everywhere: a link that names GloVe
-    on a machine that cannot load it leaves the page as it was.
+    The tables are the source's, untrained, as the view describes them. The session is built
+    first and swapped in last, as everywhere: a link that names GloVe on a machine that
+    cannot load it leaves the page as it was.
     """
-    new = session.with_source(state.source).with_positions(state.positions).with_frozen(state.frozen)
+    new = session.reset().with_source(state.source).with_positions(state.positions).with_frozen(state.frozen)
     frozen = None
     if state.basis == "frozen":
         frozen = fit_sentence_basis(new, state.sentence_a, state.sentence_b, state.groups)
@@ -393,6 +398,8 @@ def apply_view(state: ViewState, session: Session, notes: tuple[str, ...] = ()) 
         *table_panels(new),
         # what a link asked for but could not have: kept on the page, a toast would be gone too soon
         gr.update(value="\n".join(f"⚠️ {note}" for note in notes), visible=bool(notes)),
+        # the loss curve and summary of a training the view has just undone
+        *((None, "") if session.training is not None else (gr.skip(), gr.skip())),
     )
 
 
@@ -455,9 +462,7 @@ def export_view(
     sentence_a, sentence_b, groups, labels, arrows, shift, presenter, token, k, flips, session: Session
 ) -> gr.File:
     """The current view as files: coordinates (CSV), raw vectors (safetensors), the figure (HTML)."""
-    result = explore(session, sentence_a or "", sentence_b or "", groups or [], selected=_token(token),
-                     k=_whole(k, "The number of neighbours"), flipped=flips)
-    spec = embedding_spec(result.scene, labels=labels, arrows=arrows, shift=shift, presenter=presenter)
+    result, spec = _view(sentence_a, sentence_b, groups, labels, arrows, shift, presenter, token, k, flips, session)
     directory = Path(tempfile.mkdtemp(prefix="embedding-"))
     files = [str(path) for path in export_files(directory, result.scene, result.vectors, spec)]
     return gr.File(value=files, visible=True)
@@ -777,17 +782,17 @@ def build_demo() -> gr.Blocks:
             tab.select(functools.partial(str, key), None, view, api_name=False, queue=False).then(
                 show_details, detail_inputs, detail_outputs, api_name=False, **quiet
             )
-        gr.on([demo.load, listing_seed.change, listing_bug.change], show_listing, [listing_seed, listing_bug],
+        # the two documents run when their tab opens, not for every visitor who never opens it
+        gr.on([listing_tab.select, listing_seed.change, listing_bug.change], show_listing, [listing_seed, listing_bug],
               [listing_output, listing_facts, listing_plot], api_name="listing_run", **quiet)
-        gr.on([demo.load, lookup_sentence.change, lookup_dim.change, lookup_grad.change], show_lookup,
+        gr.on([lookup_tab.select, lookup_sentence.change, lookup_dim.change, lookup_grad.change], show_lookup,
               [lookup_sentence, lookup_dim, lookup_grad], [lookup_vocab, lookup_code, lookup_output, lookup_info],
               api_name="lookup", trigger_mode="always_last", **quiet)
 
         # a page opened from a link shows the link's view; the tour sets views the same way
-        freeze_flags = freezes
         applied = [session, flips, sentence_a, sentence_b, source, positions, groups, labels, arrows, shift, basis,
-                   background_n, *freeze_flags, token, k, presenter, step, tour_box, views, view, controls, *panels,
-                   link_notes]
+                   background_n, *freezes, token, k, presenter, step, tour_box, views, view, controls, *panels,
+                   link_notes, losses, trained]
         loaded = demo.load(restore, session, applied, api_name=False)
         for button, move in ((next_button, next_step), (previous_button, previous_step)):
             redraw(button.click(move, [step, session], applied, api_name=move.__name__), tables=True)

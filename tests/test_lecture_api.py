@@ -33,7 +33,7 @@ RANDOM_OUTPUT_NORM = 32**0.5  # |output| = sqrt(d_model) under a fresh LayerNorm
 TOUR_OUTPUTS = (
     "sentence_a", "sentence_b", "source", "positions", "groups", "labels", "arrows", "shift", "basis",
     "background", "freeze_token", "freeze_position", "freeze_segment", "freeze_norm", "token", "k", "presenter",
-    "tour_text", "tables_info", "params", "link_notes",
+    "tour_text", "tables_info", "params", "link_notes", "loss_plot", "train_summary",
 )
 
 
@@ -518,3 +518,11 @@ def test_one_clients_plane_and_flips_stay_in_its_session(app_url, client):
     assert segments(theirs[2]) == segments(theirs_before[2]) and segments(theirs[2])[warm] == 1
     assert axis_titles(theirs[0]) == axis_titles(theirs_before[0])
     assert fingerprint(client) != fingerprint(other)
+
+
+def test_a_tour_step_shows_the_source_tables_untrained(client):
+    client.predict(20, "builtin", "", "", api_name="/train")
+    assert "before training" in names(embed(client)[0])
+    step = tour_view(client.predict(api_name="/next_step"))
+    assert step["loss_plot"] is None and step["train_summary"] == ""
+    assert "before training" not in names(embed(client, step["sentence_a"], step["sentence_b"])[0])
