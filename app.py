@@ -110,7 +110,10 @@ def embed(
     result, spec = _view(sentence_a, sentence_b, groups, labels, arrows, shift, presenter, token, k, flips, session)
     near = result.neighbours or {}
     listed = [[[i, *pair] for i, pair in enumerate(near.get(kind, ()), 1)] for kind in ("token", "output")]
-    spectrum = result.projection.spectrum_ if result.projection is not None else []
+    projection = result.projection
+    spectrum = [] if projection is None else projection.spectrum_
+    if projection is not None and len(spectrum) == 0:
+        spectrum = projection.explained_variance_ratio_  # a long input: its two axes only
     title = f"Explained variance · {BASES[session.basis].split(' (')[0]}"
     return (
         # the figure's JSON straight from its dict: building a go.Figure costs more than the math

@@ -35,6 +35,10 @@ BASES = {
     "frozen": "frozen (keep while typing)",
 }
 SPECTRUM = 10  # components the explained-variance bar shows
+# vectors (5 per token) up to which a sentence's plane also measures those ten components:
+# arpack finds 2 components of 2,560 × 384 (512 tokens) in ~10 ms but 10 in ~30–50 ms,
+# a cost paid on every keystroke; below ~1,000 vectors the difference is a few ms
+SPECTRUM_ROWS = 1_000
 
 
 @dataclass(frozen=True)
@@ -47,9 +51,10 @@ _CACHE: weakref.WeakKeyDictionary[nn.Embedding, VocabularyBasis] = weakref.WeakK
 _LOCK = threading.Lock()  # a class choosing "whole vocabulary" at once fits each table once
 
 
-def sentence_projection() -> PCAProjection:
-    """A fresh projection for the vectors of one update (plus the bar's spectrum)."""
-    return PCAProjection(n_spectrum=SPECTRUM)
+def sentence_projection(rows: int) -> PCAProjection:
+    """A fresh projection for the ``rows`` vectors of one update, with the bar's spectrum
+    when measuring it costs little (long inputs: the two axes' shares only)."""
+    return PCAProjection(n_spectrum=SPECTRUM if rows <= SPECTRUM_ROWS else 0)
 
 
 def vocabulary_basis(table: nn.Embedding, *, refit: bool = False) -> VocabularyBasis:

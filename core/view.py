@@ -129,10 +129,12 @@ def explore(
         shift_from=shift_from,
         neighbourhood=neighbourhood,
     )
+    # rounded as one array: per-cell round(float(...)) was a sixth of a 512-token update
+    rounded = np.round(np.column_stack([norms[g] for g in COMPONENTS]).astype(np.float64), 3).tolist()
     rows = [
-        [tok, i, p, s, *(round(float(norms[g][k]), 3) for g in COMPONENTS)]
-        for k, (tok, i, p, s) in enumerate(
-            zip(encoding.tokens, encoding.ids, encoding.positions, segment_ids, strict=True)
+        [tok, i, p, s, *row]
+        for tok, i, p, s, row in zip(
+            encoding.tokens, encoding.ids, encoding.positions, segment_ids, rounded, strict=True
         )
     ]
     return Exploration(encoding, scene, rows, notes, vectors, projection, neighbours)
@@ -152,7 +154,8 @@ def _plane(session: Session, shown: list[np.ndarray]) -> tuple[PCAProjection, st
         return vocabulary_basis(session.model.tok_embed).projection, "vocabulary", ""
     if session.basis == "frozen" and session.frozen_basis is not None:
         return session.frozen_basis, "frozen view", ""
-    return sentence_projection().fit(np.concatenate(shown)), "", ""
+    vectors = np.concatenate(shown)
+    return sentence_projection(len(vectors)).fit(vectors), "", ""
 
 
 def _flip(

@@ -240,3 +240,13 @@ def test_background_refuses_a_count_that_is_not_a_whole_number(n):
     projection = PCAProjection().fit(table.weight.numpy())
     with pytest.raises(ValueError, match="whole number of words"):
         background(None, table, projection, n)
+
+
+def test_a_sentence_plane_measures_the_spectrum_only_while_it_is_cheap():
+    from core.basis import SPECTRUM_ROWS, sentence_projection
+
+    rng = np.random.default_rng(0)
+    short = sentence_projection(SPECTRUM_ROWS).fit(rng.standard_normal((SPECTRUM_ROWS, 12)))
+    long = sentence_projection(SPECTRUM_ROWS + 1).fit(rng.standard_normal((SPECTRUM_ROWS + 1, 12)))
+    assert len(short.spectrum_) == 10 and len(long.spectrum_) == 0
+    assert np.allclose(short.spectrum_[:2], short.explained_variance_ratio_)
