@@ -1,7 +1,7 @@
 # the two commands of the README: `make run` and `make test`, each installing what it needs
 PYTHON ?= python3
 
-.PHONY: run test install install-dev chromium lint bench
+.PHONY: run test install install-dev chromium lint bench bench-quick
 
 run: install
 	$(PYTHON) app.py
@@ -24,5 +24,9 @@ chromium:
 lint:
 	$(PYTHON) -m ruff check .
 
-bench:
-	$(PYTHON) bench/update_latency.py
+# every performance target in one table (10-15 minutes); bench-quick is a rough two-minute pass
+bench: install-dev chromium
+	$(PYTHON) bench/run.py
+
+bench-quick: install-dev chromium
+	$(PYTHON) bench/run.py --quick

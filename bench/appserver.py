@@ -51,9 +51,16 @@ def launched_app(start_timeout: float = 120) -> Iterator[tuple[str, psutil.Proce
                 time.sleep(0.5)
         yield url, psutil.Process(server.pid)
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=30)
+        stop(server)
+
+
+def stop(process: subprocess.Popen) -> None:
+    """End a child process: politely, then for sure."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=30)

@@ -190,7 +190,7 @@ class Crowd:
 
     def check(self, index: int, trained: bool, result) -> None:
         """Cross-talk: another client's word, our own missing, or training we never did."""
-        plot, _info, table = result
+        plot, _info, table = result[:3]  # /embed's plot, summary and token table
         traces = json.loads(plot["plot"])["data"]
         tokens = {t for trace in traces for t in trace.get("hovertext") or ()} | {row[0] for row in table["data"]}
         own = self.words[index]

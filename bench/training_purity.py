@@ -51,8 +51,8 @@ SHAPES = ((30522, 32, 20), (30522, 384, 5), (400003, 50, 2))
 OUR_STEPS = 200  # enough that tokenizing the corpus and measuring purity hardly count
 
 
-def demonstration(model: BertEmbedding, corpus: Corpus, tokenizer: Tokenizer) -> tuple[str, ...]:
-    """Train with the defaults; return steps/s, time and steps to TARGET, final purity."""
+def demonstration(model: BertEmbedding, corpus: Corpus, tokenizer: Tokenizer) -> dict:
+    """Train with the defaults: steps/s, seconds and steps to TARGET (None: never), final purity."""
     config = TrainConfig()
     paused, reached = 0.0, None
 
@@ -66,8 +66,20 @@ def demonstration(model: BertEmbedding, corpus: Corpus, tokenizer: Tokenizer) ->
     start = time.perf_counter()
     result = train(model, corpus, tokenizer, config, progress=evaluate)
     seconds = result.seconds - paused
-    to_target = ("never", "") if reached is None else (f"{reached[1]:.2f} s", f"{reached[0]}")
-    return (f"{config.steps / seconds:.0f}", *to_target, f"{result.purity_after:.3f}")
+    return {
+        "steps_per_s": config.steps / seconds,
+        "seconds_to_target": None if reached is None else reached[1],
+        "steps_to_target": None if reached is None else reached[0],
+        "final_purity": result.purity_after,
+    }
+
+
+def demonstration_cells(found: dict) -> tuple[str, ...]:
+    to_target = (
+        ("never", "") if found["steps_to_target"] is None
+        else (f"{found['seconds_to_target']:.2f} s", f"{found['steps_to_target']}")
+    )
+    return (f"{found['steps_per_s']:.0f}", *to_target, f"{found['final_purity']:.3f}")
 
 
 def ms_per_step(model: BertEmbedding, corpus: Corpus, tokenizer: Tokenizer, steps: int) -> tuple[float, float]:
@@ -97,15 +109,44 @@ def table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
     print()
 
 
+def first_backward(corpus: Corpus, tokenizer: Tokenizer) -> float:
+    """Seconds of the process's first training call (torch's lazy imports), to keep out of the rest."""
+    start = time.perf_counter()
+    train(trainable_copy(random_source(Settings(d_model=2)).model), corpus, tokenizer, TrainConfig(steps=1))
+    return time.perf_counter() - start
+
+
+def measure(layers: tuple[int, ...] = (32,), shapes: tuple[tuple[int, int, int], ...] = SHAPES[:1]) -> dict:
+    """Part 1 on WordPiece layers of the given widths (the first is the app's default layer)
+    and part 2 on the given table shapes, as numbers, for bench/run.py."""
+    corpus, tokenizer = Corpus.builtin(), wordpiece()
+    warm_up = first_backward(corpus, tokenizer)
+    demos = []
+    for d in layers:
+        model = trainable_copy(random_source(Settings(d_model=d)).model)
+        before = purity(model, corpus, tokenizer)
+        demos.append({"d_model": d, "purity_at_start": before, **demonstration(model, corpus, tokenizer)})
+    steps = []
+    for vocab_size, d_model, baseline_steps in shapes:
+        ours, full = ms_per_step(BertEmbedding(vocab_size, d_model), corpus, tokenizer, baseline_steps)
+        steps.append({"rows": vocab_size, "d_model": d_model, "ours_ms": ours, "full_ms": full})
+    return {
+        "first_backward_s": warm_up,
+        "chance_purity": corpus.chance_purity(),
+        "threads": torch.get_num_threads(),
+        "layers": demos,
+        "steps": steps,
+    }
+
+
 def main() -> None:
     corpus, tokenizer = Corpus.builtin(), wordpiece()
     words = sum(len(w) for w in corpus.categories.values())
-    start = time.perf_counter()
-    train(trainable_copy(random_source(Settings(d_model=2)).model), corpus, tokenizer, TrainConfig(steps=1))
+    warm_up = first_backward(corpus, tokenizer)
     print(
         f"{len(corpus.sentences)} sentences, {words} category words in {len(corpus.categories)} "
         f"categories; {torch.get_num_threads()} threads; first backward in this process: "
-        f"{time.perf_counter() - start:.1f} s (excluded below)\n"
+        f"{warm_up:.1f} s (excluded below)\n"
     )
 
     word_level = WordLevelTokenizer.from_text(" ".join(corpus.sentences))
@@ -115,7 +156,8 @@ def main() -> None:
     for name, settings, layer_tokenizer in layers:
         model = trainable_copy(random_source(settings).model)
         before = purity(model, corpus, layer_tokenizer)
-        rows.append((name, f"{before:.3f}", *demonstration(model, corpus, layer_tokenizer)))
+        found = demonstration(model, corpus, layer_tokenizer)
+        rows.append((name, f"{before:.3f}", *demonstration_cells(found)))
     print(f"1. default TrainConfig() on the built-in corpus; chance purity {corpus.chance_purity():.3f}")
     table(("layer", "purity at start", "steps/s", f"to {TARGET}", "steps", "final purity"), rows)
 

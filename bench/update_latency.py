@@ -4,11 +4,17 @@
 
 For sentence pairs of 16, 128 and 512 tokens on the BERT (MiniLM, d=384) tables it times:
 
-- ours:  the app's whole update — tokenize → components → PCA → figure JSON (what gr.Plot sends);
+- ours:  the app's `/embed` callback itself, `app.embed`, as the page calls it for one
+         keystroke (default toggles, nothing selected) in a new session's "this sentence"
+         plane: `core.view.explore` (tokenize → components → PCA to 2-D, plus the spectrum of
+         the explained-variance bar where the app measures one), the plot's figure JSON
+         (`embedding_spec` + `figure_json`), the variance bar's (`variance_figure` +
+         `figure_json`) and the token table, summary and picker; calling the callback keeps
+         this in step with the app. Gradio's own pre- and postprocessing is not in it;
 - naive: what a notebook would do — transformers' BertTokenizer + BertModel embeddings,
          scikit-learn PCA() with default settings, plotly.express, figure JSON;
-- bare:  the least work that gives the same points — fast tokenizer, table lookups, a
-         covariance eigendecomposition in numpy; no figure at all.
+- bare:  the least work that gives the same numbers — fast tokenizer, table lookups, a
+         covariance eigendecomposition in numpy (the plane and the spectrum); no figure at all.
 
 All three run with the app's thread settings (one torch and one BLAS thread per request).
 Timings are medians over interleaved repeats, so a noisy neighbour slows all three alike;
@@ -32,11 +38,9 @@ import torch  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 from core.embedding import COMPONENTS  # noqa: E402
-from core.figures import embedding_spec, figure_json  # noqa: E402
 from core.presets import wordpiece  # noqa: E402
 from core.session import Session  # noqa: E402
 from core.tables import minilm_dir  # noqa: E402
-from core.view import explore  # noqa: E402
 
 TEXT = (
     "the quick brown fox jumps over the lazy dog while students watch vectors move across "
@@ -57,10 +61,28 @@ def pair_of(n_tokens: int) -> tuple[str, str]:
     return " ".join(a), " ".join(b)
 
 
+SIZES = (16, 128, 512)  # tokens per sentence pair, markers included
+GROUPS = list(COMPONENTS)  # every group ticked, as the page opens
+
+
+def embed_call(session: Session):
+    """``app.embed`` as `/embed` calls it for a keystroke with the page's default controls:
+    every group, labels on, no arrows, no shift, no presenter mode, no token selected, 10
+    neighbours, no flipped segments. Returns the callback's outputs."""
+    import app  # builds the page once; sets the app's thread settings, as serving it does
+
+    def call(a: str, b: str) -> tuple:
+        return app.embed(a, b, GROUPS, True, False, False, False, app.NO_TOKEN, 10, {}, session)
+
+    return call
+
+
 def ours(session: Session):
+    """The whole callback; returns the bytes of the figure JSON it made (the plot and the bar)."""
+    call = embed_call(session)
+
     def run(a: str, b: str) -> int:
-        scene = explore(session, a, b).scene
-        return len(figure_json(embedding_spec(scene)))
+        return sum(len(output.plot) for output in call(a, b) if hasattr(output, "plot"))
 
     return run
 
@@ -122,8 +144,9 @@ def bare(model):
         output = (summed - mean) / np.sqrt(var + eps) * gamma + beta
         x = np.concatenate([token, position, segment, summed, output])
         x = x - x.mean(0)
-        _, vecs = np.linalg.eigh(x.T @ x)
-        return (x @ vecs[:, -2:]).nbytes
+        vals, vecs = np.linalg.eigh(x.T @ x)
+        spectrum = vals[::-1][:10] / vals.sum()  # the explained-variance bar's ten shares
+        return (x @ vecs[:, -2:]).nbytes + spectrum.nbytes
 
     return run
 
@@ -132,42 +155,52 @@ def median_ms(times: list[float]) -> float:
     return statistics.median(times) * 1000
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=30)
-    args = parser.parse_args()
+def measure(repeats: int = 30, sizes: tuple[int, ...] = SIZES) -> list[dict]:
+    """Median ms of each path per pair size, interleaved, plus the JSON bytes ours makes.
 
+    Sets the app's thread settings (one torch thread, one BLAS thread) for the whole process.
+    """
     # the app's thread settings (app.py), applied to all three paths alike
     torch.set_num_threads(1)
     threadpool_limits(1)
     session = Session.create(source="bert")
-    model = session.model
-    paths = {"ours": ours(session), "naive": naive(), "bare": bare(model)}
-
-    print(f"torch and BLAS threads: 1 (as in app.py), repeats: {args.repeats}")
-    print(
-        f"{'tokens':>6}  {'ours ms':>8}  {'naive ms':>8}  {'bare ms':>8}  "
-        f"{'naive/ours':>10}  {'ours/bare':>9}  {'figure JSON':>11}"
-    )
-    for n in (16, 128, 512):
+    assert session.basis == "sentence", session.basis  # the plane a new visitor sees
+    paths = {"ours": ours(session), "naive": naive(), "bare": bare(session.model)}
+    results = []
+    for n in sizes:
         a, b = pair_of(n)
         assert len(session.encode(a, b)) == n, len(session.encode(a, b))
         times = {name: [] for name in paths}
         for run in paths.values():  # warm up caches and lazy imports
             run(a, b)
         size = 0
-        for _ in range(args.repeats):
+        for _ in range(repeats):
             for name, run in paths.items():
                 start = time.perf_counter()
                 result = run(a, b)
                 times[name].append(time.perf_counter() - start)
                 if name == "ours":
                     size = result
-        ms = {name: median_ms(t) for name, t in times.items()}
+        results.append({"tokens": n, **{f"{name}_ms": median_ms(t) for name, t in times.items()}, "json_bytes": size})
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=30)
+    args = parser.parse_args()
+
+    results = measure(args.repeats)
+    print(f"torch and BLAS threads: 1 (as in app.py), repeats: {args.repeats}")
+    print(
+        f"{'tokens':>6}  {'ours ms':>8}  {'naive ms':>8}  {'bare ms':>8}  "
+        f"{'naive/ours':>10}  {'ours/bare':>9}  {'plots JSON':>11}"
+    )
+    for r in results:
         print(
-            f"{n:>6}  {ms['ours']:>8.2f}  {ms['naive']:>8.2f}  {ms['bare']:>8.2f}  "
-            f"{ms['naive'] / ms['ours']:>9.1f}×  {ms['ours'] / ms['bare']:>8.2f}×  "
-            f"{size / 1024:>8.1f} KB"
+            f"{r['tokens']:>6}  {r['ours_ms']:>8.2f}  {r['naive_ms']:>8.2f}  {r['bare_ms']:>8.2f}  "
+            f"{r['naive_ms'] / r['ours_ms']:>9.1f}×  {r['ours_ms'] / r['bare_ms']:>8.2f}×  "
+            f"{r['json_bytes'] / 1024:>8.1f} KB"
         )
 
 

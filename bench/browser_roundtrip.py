@@ -1,0 +1,323 @@
+"""From a key press in the browser to the plot showing it, against an echo in the same page.
+
+    python bench/browser_roundtrip.py [--characters 30] [--warm-up 3]
+
+What a student feels while typing is the whole round trip: the key event, gradio sending
+the sentences, the server's update, the answer's trip back, and plotly redrawing. This
+launches the app (``app.build_demo()``, its own launch options and queue) in this process,
+with one thing added inside the same Blocks: an echo — a textbox whose ``.input`` event
+returns its text into a second textbox, through the same queue. The echo is the baseline:
+the least any event of this page can take on this machine, in this browser, in this run.
+
+In Chromium (Playwright, Debian's /usr/bin/chromium), for the page's default pair (about
+16 tokens) and a 128-token pair, each in turn:
+
+- echo: a character is typed into the echo box (real key events: ``keyboard.type``) until
+  the echo's output shows the new text;
+- plot: a character is typed at the end of ``#sentence-a`` until the main plot
+  (``#embed-plot .js-plotly-plot``) holds the new token list in its data (``gd.data``),
+  i.e. plotly has been handed the new figure.
+
+The two alternate (echo, plot, echo, plot, …), so a busy neighbour slows both alike. Each
+character typed into sentence A is taken back with Backspace, untimed, so every plot
+measurement starts from the same text; the echo's text grows by one character each time
+(gradio fires ``.input`` on key presses of characters, not on Backspace). Both times are
+taken inside the page with ``performance.now()``: from the keydown event to the first poll
+(every few ms) that sees the new state, so Playwright's own messaging is not in them.
+Reported: median and p90 of each, and plot / echo.
+
+The tables are the page's default (random, d 32, WordPiece), as a student first sees them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import html
+import io
+import os
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+# the browser and flags the page tests use: headless, and off the network
+from tests.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+
+SIZES = (16, 128)  # the page's default pair (its first example), and a 128-token pair
+KEYS = "sqxzjkvwy"  # characters to type: each must change the token list (checked below)
+TIMEOUT_MS = 60_000
+
+# in-page helpers: a keydown timestamp, and a poll that timestamps the first sight of the new state
+HELPERS = """() => {
+  const plotKey = () => {
+    const gd = document.querySelector('#embed-plot .js-plotly-plot');
+    const trace = gd && gd.data && gd.data.find(t => t.name === 'token');
+    return trace ? [...trace.hovertext].sort().join('\\u0001') : null;
+  };
+  const echoKey = () => {
+    const box = document.querySelector('#bench-echo-out textarea');
+    return box ? box.value : null;
+  };
+  const probes = {plot: plotKey, echo: echoKey};
+  window.__roundtrip = {keyAt: null, arrivedAt: null, seenAt: null, armed: false};
+  // when the answer starts to arrive: gradio reads its event stream with fetch's reader
+  const read = ReadableStreamDefaultReader.prototype.read;
+  const decoder = new TextDecoder();
+  ReadableStreamDefaultReader.prototype.read = function () {
+    return read.call(this).then((chunk) => {
+      const r = window.__roundtrip;
+      if (r.keyAt !== null && r.arrivedAt === null && chunk.value) {
+        const text = typeof chunk.value === 'string' ? chunk.value : decoder.decode(chunk.value);
+        if (text.includes('process_completed')) r.arrivedAt = performance.now();
+      }
+      return chunk;
+    });
+  };
+  document.addEventListener('keydown', () => {
+    const r = window.__roundtrip;
+    if (r.armed) { r.keyAt = performance.now(); r.armed = false; }
+  }, true);
+  window.__watch = (kind, expected) => {
+    const r = window.__roundtrip;
+    Object.assign(r, {keyAt: null, arrivedAt: null, seenAt: null, armed: true});
+    const poll = () => {
+      if (probes[kind]() === expected) { r.seenAt = performance.now(); return; }
+      setTimeout(poll, 0);
+    };
+    poll();
+  };
+  // resolves once the page has nothing left to do (the last update's drawing included)
+  window.__idle = () => new Promise(done => requestIdleCallback(() => done(), {timeout: 2000}));
+  window.__caretToEnd = (selector) => {
+    const box = document.querySelector(selector);
+    box.focus();
+    box.setSelectionRange(box.value.length, box.value.length);
+  };
+}"""
+
+
+def echo(text: str) -> str:
+    return text
+
+
+def echo_demo():
+    """The app's page with an echo event added: same Blocks, same queue, same launch options."""
+    import gradio as gr
+
+    import app
+
+    demo = app.build_demo()
+    with demo, gr.Row():
+        echo_in = gr.Textbox(label="echo (benchmark)", elem_id="bench-echo-in", max_length=20_000)
+        echo_out = gr.Textbox(label="echoed", elem_id="bench-echo-out", max_length=20_000)
+        # as the main update: queued, latest input wins, no progress overlay
+        echo_in.input(echo, echo_in, echo_out, api_name=False, trigger_mode="always_last", show_progress="hidden")
+    return demo
+
+
+class Callbacks:
+    """The server's own time in each measured event's callback, read from gradio's counters."""
+
+    def __init__(self, demo):
+        fns = demo.fns.values()
+        self.fns = {
+            "plot": next(f for f in fns if f.api_name == "embed"),
+            "echo": next(f for f in fns if f.fn is echo),
+        }
+        self.seen = {kind: (0.0, 0) for kind in self.fns}
+
+    def mark(self, kind: str) -> None:
+        fn = self.fns[kind]
+        self.seen[kind] = (fn.total_runtime, fn.total_runs)
+
+    def since(self, kind: str) -> tuple[float, int]:
+        """Seconds in the callback and calls of it since ``mark(kind)``."""
+        fn, (runtime, runs) = self.fns[kind], self.seen[kind]
+        return fn.total_runtime - runtime, fn.total_runs - runs
+
+
+def plot_key(a: str, b: str) -> str:
+    """The main plot's token list, as the in-page probe reads it, for sentences a and b."""
+    from core.presets import wordpiece
+
+    tokens = wordpiece().encode(a, b, maxlen=512).tokens
+    return "\u0001".join(sorted(html.escape(t, quote=False) for t in tokens))
+
+
+def pair(n_tokens: int) -> tuple[str, str]:
+    """The page's default pair for 16, else bench/update_latency.py's pair of n tokens."""
+    import app
+    from bench.update_latency import pair_of
+
+    return tuple(app.EXAMPLES[0]) if n_tokens == 16 else pair_of(n_tokens)
+
+
+def keys_for(a: str, b: str) -> list[str]:
+    """Characters that change the token list when typed at the end of sentence a."""
+    base = plot_key(a, b)
+    keys = [k for k in KEYS if plot_key(a + k, b) != base]
+    if not keys:
+        raise SystemExit(f"no character of {KEYS!r} changes the tokens of {a[-30:]!r}")
+    return keys
+
+
+def timed_key(page, kind: str, selector: str, key: str, expected: str, *, press: bool = False) -> dict:
+    """Seconds from the keydown of ``key`` in ``selector`` to the page showing ``expected``
+    ("total"), and to the first bytes of the answer ("arrived", None if not seen), starting
+    once the page is idle, so that no earlier update's work is counted."""
+    page.evaluate("(s) => window.__caretToEnd(s)", selector)
+    page.evaluate("() => window.__idle()")
+    page.evaluate("([kind, expected]) => window.__watch(kind, expected)", [kind, expected])
+    if press:
+        page.keyboard.press(key)
+    else:
+        page.keyboard.type(key)
+    page.wait_for_function("() => window.__roundtrip.seenAt !== null", timeout=TIMEOUT_MS)
+    r = page.evaluate("() => window.__roundtrip")
+    if r["keyAt"] is None:
+        raise RuntimeError(f"no keydown reached the page for {kind}")
+    arrived = None if r["arrivedAt"] is None else (r["arrivedAt"] - r["keyAt"]) / 1e3
+    return {"total": (r["seenAt"] - r["keyAt"]) / 1e3, "arrived": arrived}
+
+
+def show(page, kind: str, expected: str) -> None:
+    """Wait, untimed, until the page shows ``expected``."""
+    page.evaluate("([kind, expected]) => window.__watch(kind, expected)", [kind, expected])
+    page.wait_for_function("() => window.__roundtrip.seenAt !== null", timeout=TIMEOUT_MS)
+
+
+def set_pair(page, a: str, b: str) -> None:
+    """Put a and b in the sentence boxes (fill: a change event) and wait for the plot to show them."""
+    boxes = page.locator("#sentence-a textarea"), page.locator("#sentence-b textarea")
+    current_a = boxes[0].input_value()
+    if boxes[1].input_value() != b:
+        boxes[1].fill(b)
+        show(page, "plot", plot_key(current_a, b))
+    if current_a != a:
+        boxes[0].fill(a)
+        show(page, "plot", plot_key(a, b))
+
+
+def set_echo(page, text: str) -> None:
+    """Put text in the echo box: fill all but its last character, then type that one (an input event)."""
+    page.locator("#bench-echo-in textarea").fill(text[:-1])
+    timed_key(page, "echo", "#bench-echo-in textarea", text[-1], text)
+
+
+def spread(seconds: list[float]) -> dict:
+    ordered = sorted(seconds)
+    p90 = ordered[round(0.9 * (len(ordered) - 1))]
+    return {"median": statistics.median(ordered), "p90": p90, "n": len(ordered)}
+
+
+def measure_pair(page, callbacks: Callbacks, n_tokens: int, characters: int, warm_up: int) -> dict:
+    a, b = pair(n_tokens)
+    sentence, echo_box = "#sentence-a textarea", "#bench-echo-in textarea"
+    set_pair(page, a, b)
+    set_echo(page, a)  # the echo carries sentence A's text
+    keys = keys_for(a, b)
+    found: dict[str, dict[str, list]] = {kind: {"total": [], "arrived": [], "callback": [], "calls": []}
+                                         for kind in ("echo", "plot")}
+    echoed = a
+    for i in range(warm_up + characters):
+        key = keys[i % len(keys)]
+        # the echo: gradio fires .input on key presses of characters only (not Backspace), so
+        # its text grows by one character per measurement instead of being taken back
+        echoed += key
+        # the plot: the character, then Backspace (a change event), untimed, back to the same text
+        for kind, selector, expected in (("echo", echo_box, echoed), ("plot", sentence, plot_key(a + key, b))):
+            callbacks.mark(kind)
+            seconds = timed_key(page, kind, selector, key, expected)
+            runtime, runs = callbacks.since(kind)
+            if i >= warm_up:
+                for name, value in (*seconds.items(), ("callback", runtime / max(runs, 1)), ("calls", runs)):
+                    found[kind][name].append(value)
+        timed_key(page, "plot", sentence, "Backspace", plot_key(a, b), press=True)
+    result = {"tokens": n_tokens, "typed_tokens": len(plot_key(a + keys[0], b).split("\u0001"))}
+    for kind, lists in found.items():
+        arrived = [t for t in lists["arrived"] if t is not None]
+        result[kind] = {
+            **spread(lists["total"]),
+            "arrived": statistics.median(arrived) if arrived else None,
+            "callback": statistics.median(lists["callback"]),
+            "calls": sum(lists["calls"]),
+        }
+    return result
+
+
+def measure(characters: int = 30, warm_up: int = 3, sizes: tuple[int, ...] = SIZES) -> list[dict]:
+    """Median and p90 seconds, echo and plot, for each pair size, in one page of one browser."""
+    from playwright.sync_api import sync_playwright
+
+    import app
+    from bench.appserver import free_port
+
+    if CHROMIUM is None:
+        raise SystemExit("chromium is not installed (apt-get install chromium)")
+    demo = echo_demo()
+    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
+                **app.LAUNCH_OPTIONS)
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+                page.goto(demo.local_url)
+                page.evaluate(HELPERS)
+                show(page, "plot", plot_key(*app.EXAMPLES[0]))  # the first plot, drawn on load
+                callbacks = Callbacks(demo)
+                return [measure_pair(page, callbacks, n, characters, warm_up) for n in sizes]
+            finally:
+                browser.close()
+    finally:
+        with contextlib.redirect_stdout(io.StringIO()):  # "Closing server running on port …"
+            demo.close()
+
+
+def report(results: list[dict]) -> list[tuple[str, tuple[str, ...], list[tuple[str, ...]]]]:
+    def at(seconds: float | None) -> str:
+        return "—" if seconds is None else f"{seconds * 1e3:.0f}"
+
+    rows, parts = [], []
+    for r in results:
+        echo_, plot = r["echo"], r["plot"]
+        name = f"{r['tokens']} ({r['typed_tokens']} typed)"
+        rows.append((name, str(plot["n"]), at(echo_["median"]), at(echo_["p90"]), at(plot["median"]),
+                     at(plot["p90"]), f"{plot['median'] / echo_['median']:.2f}×", f"{plot['p90'] / echo_['p90']:.2f}×"))
+        for kind, m in (("echo", echo_), ("plot", plot)):
+            after = None if m["arrived"] is None else m["median"] - m["arrived"]
+            parts.append((f"{name}, {kind}", f"{m['callback'] * 1e3:.1f}", at(m["arrived"]), at(after),
+                          f"{m['calls']} for {m['n']} keys"))
+    return [
+        (
+            "browser round trip in Chromium, keydown → the new state in the page, ms; the page's default tables "
+            "(random, d 32)",
+            ("tokens", "keys", "echo median", "echo p90", "plot median", "plot p90", "plot / echo", "p90 / p90"),
+            rows,
+        ),
+        (
+            "where the round trip goes, medians in ms: the server's time in the event's function; keydown → the "
+            "answer's first bytes in the page; and from there → the new state (the page's own work)",
+            ("event", "callback", "key → answer", "answer → shown", "callback runs"),
+            parts,
+        ),
+    ]
+
+
+def main() -> None:
+    from bench.run import table
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--characters", type=int, default=30, help="timed characters per pair and kind")
+    parser.add_argument("--warm-up", type=int, default=3, help="characters typed first, untimed")
+    args = parser.parse_args()
+    for title, header, rows in report(measure(args.characters, args.warm_up)):
+        table(title, header, rows)
+
+
+if __name__ == "__main__":
+    main()

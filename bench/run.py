@@ -1,0 +1,438 @@
+"""Every performance target in one run: a table per measure, then one summary of the targets.
+
+    python bench/run.py [--quick] [--only NAME[,NAME]]
+
+Each measure times ours against a baseline measured side by side in the same run, and
+prints both with their ratio; the summary has one row per target (measure, ours, baseline,
+ratio, target, met?). The measures, by NAME:
+
+- latency:    one live update at 16, 128 and 512 tokens: ours (the `/embed` callback,
+              `app.embed`) against the notebook path and the bare compute
+              (bench/update_latency.py).
+              Targets: ≥ 8× faster than the notebook at 512 tokens, ≤ 2.5× the bare compute.
+- browser:    typing a character into sentence A until the plot shows the new token, in
+              Chromium, against an echo event in the same page (bench/browser_roundtrip.py).
+              Target: ≤ 3× the echo.
+- vocabulary: the whole-vocabulary plane's first fit and projecting an update into it,
+              against scikit-learn's PCA (bench/vocabulary_basis.py). Targets: first fit
+              ≤ 0.5 s, transform ≤ 1 ms.
+- payload:    the bytes `/embed` sends per update, read off the wire from the app launched
+              in this process, against the notebook's plotly.express figure JSON; and the
+              vocabulary background, sent once per plane. Target: ≤ 150 KB at 512 tokens.
+- training:   steps per second and time to category purity 0.9 on the built-in corpus,
+              against the full-table softmax (bench/training_purity.py). Target: ≤ 10 s.
+- cold_start: `python app.py` to the first HTTP 200, against `import gradio` and a minimal
+              Blocks app; and whether importing the app leaves the presets unloaded
+              (bench/cold_start.py). Targets: ≤ 8 s, presets loaded lazily.
+- memory:     idle server RSS and the cost of each further BERT session, against one copy of
+              the BERT tables (bench/sessions_memory.py). No target: reported only.
+
+Whatever the numbers, nothing here asserts a time: "met?" is reported, and the exit status
+is non-zero only when a measure could not run. The process takes the app's thread settings
+(one torch thread, one BLAS thread) before anything is timed. ``--quick`` runs every
+measure with few repeats (a smoke run of about two minutes: its numbers are rough); the
+full run takes about ten to fifteen minutes on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import sys
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # transformers' "Loading weights" bar
+
+
+@dataclass(frozen=True)
+class Target:
+    """One row of the summary."""
+
+    measure: str
+    ours: str
+    baseline: str
+    ratio: str
+    target: str
+    met: bool | None  # None: not measured (the measure failed or was skipped)
+
+
+def table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    """A plain-text table: the first column left-aligned, the others right-aligned."""
+    cells = [tuple(header), *(tuple(row) for row in rows)]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    print(title)
+    for row in cells:
+        padded = (cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True)))
+        print("  ".join(padded).rstrip())
+    print(flush=True)
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def times(ratio: float) -> str:
+    return f"{ratio:.2f}×"
+
+
+def kb(n_bytes: float) -> str:
+    return f"{n_bytes / 1024:.1f} KB"
+
+
+# 1. update latency
+
+
+def latency(quick: bool) -> list[Target]:
+    from bench.update_latency import measure
+
+    repeats = 5 if quick else 30
+    results = measure(repeats)
+    table(
+        f"1. update latency on BERT MiniLM (d 384), median of {repeats} interleaved repeats, ms",
+        ("tokens", "ours", "naive", "bare", "naive / ours", "ours / bare", "plots JSON"),
+        [
+            (
+                str(r["tokens"]),
+                f"{r['ours_ms']:.2f}",
+                f"{r['naive_ms']:.2f}",
+                f"{r['bare_ms']:.2f}",
+                times(r["naive_ms"] / r["ours_ms"]),
+                times(r["ours_ms"] / r["bare_ms"]),
+                kb(r["json_bytes"]),
+            )
+            for r in results
+        ],
+    )
+    targets = []
+    for r in results:
+        if r["tokens"] == 512:
+            speedup = r["naive_ms"] / r["ours_ms"]
+            targets.append(
+                Target("update 512 tokens vs notebook", f"{r['ours_ms']:.1f} ms", f"{r['naive_ms']:.1f} ms",
+                       f"{speedup:.1f}× faster", "≥ 8× faster", speedup >= 8)
+            )
+    for r in results:
+        ratio = r["ours_ms"] / r["bare_ms"]
+        targets.append(
+            Target(f"update {r['tokens']} tokens vs bare compute", f"{r['ours_ms']:.1f} ms", f"{r['bare_ms']:.1f} ms",
+                   times(ratio), "≤ 2.5×", ratio <= 2.5)
+        )
+    return targets
+
+
+# 2. browser round trip
+
+
+def browser(quick: bool) -> list[Target]:
+    from bench.browser_roundtrip import CHROMIUM, measure, report
+
+    if CHROMIUM is None:
+        print("2. browser round trip: skipped, chromium is not installed (apt-get install chromium)\n")
+        return [Target("browser round trip", "—", "—", "—", "≤ 3× echo", None)]
+    results = measure(characters=4 if quick else 30, warm_up=1 if quick else 3)
+    for title, header, rows in report(results):
+        table(f"2. {title}", header, rows)
+    targets = []
+    for r in results:
+        ratio = r["plot"]["median"] / r["echo"]["median"]
+        targets.append(
+            Target(f"browser: key to plot, {r['tokens']} tokens", ms(r["plot"]["median"]), ms(r["echo"]["median"]),
+                   times(ratio), "≤ 3× echo", ratio <= 3)
+        )
+    return targets
+
+
+# 3. vocabulary basis
+
+
+def vocabulary(quick: bool) -> list[Target]:
+    from bench.vocabulary_basis import measure, report
+
+    results = measure(fits=3 if quick else 5, transforms=50 if quick else 500)
+    for title, header, rows in report(results):
+        table(f"3. {title}", header, rows)
+    targets = []
+    for r in results:
+        fit = r["fit"]
+        targets.append(
+            Target(f"vocabulary fit, {r['name']}", ms(fit["ours"]), f"{ms(fit['default'])} (PCA)",
+                   times(fit["ours"] / fit["default"]), "≤ 0.5 s", fit["ours"] <= 0.5)
+        )
+    for r in results:
+        t = r["transform"]
+        targets.append(
+            Target(f"vocabulary transform 512 tokens, {r['name']}", f"{t['ours'] * 1e3:.3f} ms",
+                   f"{t['sklearn'] * 1e3:.3f} ms (PCA)", times(t["ours"] / t["sklearn"]), "≤ 1 ms", t["ours"] <= 1e-3)
+        )
+    return targets
+
+
+# 4. payload
+
+
+def _sent(http, url: str, fn_index: int, data: list, session_hash: str) -> tuple[int, list]:
+    """Call one event as the page does (join the queue, read the session's event stream);
+    return the bytes of the message that carries the outputs, and the outputs."""
+    join = http.post(f"{url}gradio_api/queue/join", json={"data": data, "fn_index": fn_index,
+                                                           "session_hash": session_hash})
+    join.raise_for_status()
+    event_id = join.json()["event_id"]
+    with http.stream("GET", f"{url}gradio_api/queue/data", params={"session_hash": session_hash}) as stream:
+        for line in stream.iter_lines():
+            if not line.startswith("data:"):
+                continue
+            message = json.loads(line[5:])
+            if message.get("msg") == "process_completed" and message.get("event_id") == event_id:
+                if not message.get("success"):
+                    raise RuntimeError(f"the app refused the call: {message.get('output')!r}")
+                return len(line.encode()), message["output"]["data"]
+    raise RuntimeError("the event stream closed without an answer")
+
+
+def measure_payload(sizes: tuple[int, ...] = (16, 128, 512), background: tuple[int, ...] = (2_000, 30_522)) -> dict:
+    """/embed's bytes on the wire for BERT pairs of ``sizes`` tokens, the notebook's figure
+    JSON for the same pairs, and the vocabulary background's bytes for ``background`` words."""
+    import httpx
+
+    import app
+    from bench.appserver import free_port
+    from bench.update_latency import GROUPS, embed_call, naive, pair_of
+    from core.session import Session
+
+    names = ["plot", "summary", "token table", "token picker", "neighbours (token)", "neighbours (output)",
+             "variance bar"]
+    # the callback's parameters after the two sentences, as the page sends them by default;
+    # the two gr.State inputs (flips, session) are kept on the server: the page sends null
+    defaults = [GROUPS, True, False, False, False, "", 10, None, None]
+    notebook = naive()
+    bert = Session.create(source="bert")
+    local = embed_call(bert)  # bench/update_latency.py's "ours", in this process
+    found = {"updates": [], "background": []}
+    app.demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
+                    **app.LAUNCH_OPTIONS)
+    try:
+        url = app.demo.local_url
+        with httpx.Client(timeout=httpx.Timeout(120, connect=30)) as http:
+            config = http.get(f"{url}config").raise_for_status().json()
+            fn = {d["api_name"]: d["id"] for d in config["dependencies"] if d.get("api_name")}
+            inputs = {d["api_name"]: len(d["inputs"]) for d in config["dependencies"] if d.get("api_name")}
+            if inputs["embed"] != 2 + len(defaults):
+                raise RuntimeError(f"/embed takes {inputs['embed']} inputs, this measure sends {2 + len(defaults)}: "
+                                   "update its defaults to the page's")
+            session_hash = uuid.uuid4().hex[:11]
+            _sent(http, url, fn["source"], ["bert", None], session_hash)
+            for n in sizes:
+                a, b = pair_of(n)
+                wire, outputs = _sent(http, url, fn["embed"], [a, b, *defaults], session_hash)
+                parts = {name: len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+                         for name, value in zip(names, outputs, strict=True)}
+                # the harness's check that bench/update_latency.py's "ours" makes what /embed sends
+                mine = [output.plot for output in local(a, b) if hasattr(output, "plot")]
+                same = mine == [output["plot"] for output in outputs if isinstance(output, dict) and "plot" in output]
+                found["updates"].append({"tokens": n, "wire": wire, "parts": parts, "notebook": notebook(a, b),
+                                         "same_plot": same})
+    finally:
+        with contextlib.redirect_stdout(io.StringIO()):  # "Closing server running on port …"
+            app.demo.close()
+    plane = bert.with_basis("vocabulary")
+    for n in background:
+        trace = app.draw_background(n, plane)
+        found["background"].append({"words": n, "trace": len(trace.encode()),
+                                    "sent": len(json.dumps(trace, ensure_ascii=False, separators=(",", ":")).encode())})
+    return found
+
+
+def payload(quick: bool) -> list[Target]:
+    found = measure_payload()
+    rows = []
+    for u in found["updates"]:
+        p = u["parts"]
+        rest = sum(p.values()) - p["plot"] - p["variance bar"] - p["token table"]
+        rows.append((str(u["tokens"]), kb(u["wire"]), kb(p["plot"]), kb(p["variance bar"]), kb(p["token table"]),
+                     kb(rest), kb(u["notebook"]), times(u["wire"] / u["notebook"]),
+                     "yes" if u["same_plot"] else "NO"))
+    table(
+        "4. payload of one /embed update on BERT MiniLM, bytes on the wire (one server-sent event, uncompressed); "
+        "notebook = plotly.express figure JSON",
+        ("tokens", "/embed sends", "plot", "variance bar", "token table", "the rest", "notebook", "sent / notebook",
+         "plots = ours?"),
+        rows,
+    )
+    table(
+        "4. vocabulary background, BERT MiniLM in its vocabulary plane: sent once per plane (and table), "
+        "not with each update",
+        ("words", "trace JSON", "as sent (a JSON string)"),
+        [(f"{b['words']:,}", kb(b["trace"]), kb(b["sent"])) for b in found["background"]],
+    )
+    if not all(u["same_plot"] for u in found["updates"]):
+        print("WARNING: /embed's plots differ from bench/update_latency.py's 'ours': the latency measure is stale\n")
+    last = found["updates"][-1]
+    return [
+        Target(f"payload per update, {last['tokens']} tokens", kb(last["wire"]), f"{kb(last['notebook'])} (px)",
+               times(last["wire"] / last["notebook"]), "≤ 150 KB", last["wire"] <= 150 * 1024)
+    ]
+
+
+# 5. training
+
+
+def training(quick: bool) -> list[Target]:
+    from bench.training_purity import SHAPES, TARGET, measure
+
+    layers = (32,) if quick else (32, 2, 16, 64)
+    # quick: the default table's baseline over 5 steps, not 20
+    shapes = ((SHAPES[0][0], SHAPES[0][1], 5),) if quick else SHAPES
+    found = measure(layers, shapes)
+    table(
+        f"5. training with the default TrainConfig() on the built-in corpus, random WordPiece layers; "
+        f"chance purity {found['chance_purity']:.3f}; {found['threads']} torch thread(s); first backward "
+        f"{found['first_backward_s']:.1f} s (excluded)",
+        ("layer", "purity at start", "steps/s", f"s to {TARGET}", f"steps to {TARGET}", "final purity"),
+        [
+            (
+                f"d {r['d_model']}",
+                f"{r['purity_at_start']:.3f}",
+                f"{r['steps_per_s']:.0f}",
+                "never" if r["seconds_to_target"] is None else f"{r['seconds_to_target']:.2f}",
+                "" if r["steps_to_target"] is None else str(r["steps_to_target"]),
+                f"{r['final_purity']:.3f}",
+            )
+            for r in found["layers"]
+        ],
+    )
+    table(
+        "5. ms per training step: ours (softmax over the corpus's rows) against the full-table softmax",
+        ("token table", "ours", "full softmax", "full / ours"),
+        [(f"{s['rows']:,} × {s['d_model']}", f"{s['ours_ms']:.1f}", f"{s['full_ms']:.1f}",
+          times(s["full_ms"] / s["ours_ms"])) for s in found["steps"]],
+    )
+    default, step = found["layers"][0], found["steps"][0]
+    if default["seconds_to_target"] is None:
+        return [Target(f"training to purity {TARGET}", "never", "—", "—", "≤ 10 s", False)]
+    # the baseline: the same number of steps at the full softmax's measured cost per step
+    estimate = default["steps_to_target"] * step["full_ms"] / 1e3
+    return [
+        Target(f"training to purity {TARGET} (d {default['d_model']}, {default['steps_to_target']} steps)",
+               ms(default["seconds_to_target"]), f"{ms(estimate)} (full softmax, est.)",
+               times(default["seconds_to_target"] / estimate), "≤ 10 s", default["seconds_to_target"] <= 10)
+    ]
+
+
+# 6. cold start
+
+
+def cold_start(quick: bool) -> list[Target]:
+    from bench.cold_start import measure, report
+
+    found = measure(repeats=1 if quick else 5)
+    for title, header, rows in report(found):
+        table(f"6. {title}", header, rows)
+    start, minimal = found["median"]["app"], found["median"]["minimal"]
+    lazy = found["lazy"]
+    return [
+        Target("cold start: python app.py to first 200", ms(start), f"{ms(minimal)} (minimal Blocks)",
+               times(start / minimal), "≤ 8 s", start <= 8),
+        Target("presets loaded lazily (import app)", "loaded" if lazy["loaded"] else "not loaded", "—", "—",
+               "not loaded", not lazy["loaded"]),
+    ]
+
+
+# 7. memory
+
+
+def memory(quick: bool) -> list[Target]:
+    from bench.sessions_memory import measure
+    from core.presets import bert_source
+
+    found = measure(sessions=10 if quick else 100, updates=20 if quick else 200)
+    copy = sum(t.numel() * t.element_size() for t in bert_source().model.state_dict().values()) / 2**20
+    n = found["sessions"]
+    each = (found["crowd"] - found["first_bert"]) / max(1, n - 1)
+    growth = found["after"] - found["start"]
+    table(
+        "7. server memory (RSS) of `python app.py`; baseline: one copy of the BERT tables "
+        f"({copy:.0f} MiB), which a session that copied them would add",
+        ("state", "RSS MiB", "change MiB", "change / one copy"),
+        [
+            ("idle, one plot drawn", f"{found['idle']:.0f}", "", ""),
+            ("first BERT session (loads the tables)", f"{found['first_bert']:.0f}",
+             f"{found['first_bert'] - found['idle']:+.0f}", times((found["first_bert"] - found["idle"]) / copy)),
+            (f"{n} BERT sessions", f"{found['crowd']:.0f}", f"{found['crowd'] - found['first_bert']:+.0f}", ""),
+            ("each further BERT session", "", f"{each:+.2f}", times(each / copy)),
+            (f"{found['updates']} more updates in one session", f"{found['after']:.0f}", f"{growth:+.0f}",
+             f"{growth / found['start']:+.1%} of RSS"),
+        ],
+    )
+    return []
+
+
+MEASURES: dict[str, Callable[[bool], list[Target]]] = {
+    "latency": latency,
+    "browser": browser,
+    "vocabulary": vocabulary,
+    "payload": payload,
+    "training": training,
+    "cold_start": cold_start,
+    "memory": memory,
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="few repeats: a smoke run of a minute or two")
+    parser.add_argument("--only", default="", help=f"comma-separated measures, of: {', '.join(MEASURES)}")
+    args = parser.parse_args()
+    asked = [name.strip() for name in args.only.split(",") if name.strip()] or list(MEASURES)
+    unknown = [name for name in asked if name not in MEASURES]
+    if unknown:
+        parser.error(f"unknown measure {unknown[0]!r}; the measures are {', '.join(MEASURES)}")
+    chosen = [name for name in MEASURES if name in asked]  # always in the order above
+
+    # the app's thread settings (app.py), for every measure alike
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    torch.set_num_threads(1)
+    threadpool_limits(1)
+    print(f"bench/run.py{' --quick' if args.quick else ''}: {', '.join(chosen)}; {os.cpu_count()} CPUs, "
+          f"1 torch thread, 1 BLAS thread\n", flush=True)
+
+    targets: list[Target] = []
+    failed, seconds = [], {}
+    for name in chosen:
+        began = time.perf_counter()
+        try:
+            targets += MEASURES[name](args.quick)
+        except Exception:
+            traceback.print_exc()
+            print(f"{name}: FAILED (above)\n", flush=True)
+            failed.append(name)
+            targets.append(Target(name, "—", "—", "—", "—", None))
+        seconds[name] = time.perf_counter() - began
+
+    table(
+        "summary" + (" (--quick: few repeats, rough numbers)" if args.quick else ""),
+        ("measure", "ours", "baseline", "ratio", "target", "met?"),
+        [(t.measure, t.ours, t.baseline, t.ratio, t.target, {True: "yes", False: "no", None: "not measured"}[t.met])
+         for t in targets],
+    )
+    print("wall time: " + ", ".join(f"{name} {s:.0f} s" for name, s in seconds.items())
+          + f"; total {sum(seconds.values()):.0f} s")
+    if failed:
+        print(f"failed: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
