@@ -98,7 +98,7 @@ class BertEmbedding(nn.Module):
         pos = torch.arange(seq_len, dtype=torch.long, device=x.device)
         pos = pos.unsqueeze(0).expand_as(x)  # (L,) -> (B, L)
         token = self.tok_embed(x)  # (B, L, d)
-        position = self.pos_embed(pos)  # (B, L, d)
+        position = self.embed_positions(pos)  # (B, L, d)
         segment = self.seg_embed(seg)  # (B, L, d)
         summed = token + segment + position  # (B, L, d); Hugging Face's order, for identical rounding
         output = self.norm(summed)  # (B, L, d)
@@ -109,6 +109,11 @@ class BertEmbedding(nn.Module):
             "sum": summed,
             "output": output,
         }
+
+    def embed_positions(self, pos: torch.Tensor) -> torch.Tensor:
+        """Position rows for position ids ``pos``: the one line where the listing went wrong
+        (it used ``tok_embed``), kept separate so ``core.listing`` can reproduce that."""
+        return self.pos_embed(pos)  # (B, L, d)
 
     def _check(self, x: torch.Tensor, seg: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Turn bad arguments into sentences instead of an IndexError from inside torch."""

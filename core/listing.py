@@ -54,31 +54,17 @@ class ListingEmbedding(BertEmbedding):
     tables comes from this one line.
     """
 
-    def components(self, x: torch.Tensor, seg: torch.Tensor) -> dict[str, torch.Tensor]:
-        x, seg = self._check(x, seg)
-        seq_len = x.size(1)
+    def embed_positions(self, pos: torch.Tensor) -> torch.Tensor:
         # the bug makes position p read row p of the token table, so the sequence cannot be
         # longer than the vocabulary; say so instead of letting torch raise an IndexError
+        seq_len = pos.size(-1)
         if seq_len > self.config.vocab_size:
             raise ValueError(
                 f"the sequence has {seq_len} tokens, but the listing's layer looks positions up in "
                 f"the token table, which has {self.config.vocab_size} rows; sequences of up to "
                 f"{self.config.vocab_size} tokens are allowed."
             )
-        pos = torch.arange(seq_len, dtype=torch.long, device=x.device)
-        pos = pos.unsqueeze(0).expand_as(x)  # (L,) -> (B, L)
-        token = self.tok_embed(x)  # (B, L, d)
-        position = self.tok_embed(pos)  # (B, L, d); the listing's bug: should be pos_embed
-        segment = self.seg_embed(seg)  # (B, L, d)
-        summed = token + segment + position  # (B, L, d); the same order as BertEmbedding
-        output = self.norm(summed)  # (B, L, d)
-        return {
-            "token": token,
-            "position": position,
-            "segment": segment,
-            "sum": summed,
-            "output": output,
-        }
+        return self.tok_embed(pos)  # (B, L, d); the listing's bug: should be pos_embed
 
 
 def listing_model(seed: int, position_bug: bool = False) -> BertEmbedding:
@@ -115,8 +101,8 @@ def _generator(seed: object) -> torch.Generator:
     return torch.Generator().manual_seed(number)
 
 
-def _frozen(array: np.ndarray) -> np.ndarray:
-    # a frozen dataclass should not hand out arrays that can be edited in place
+def read_only(array: np.ndarray) -> np.ndarray:
+    """A copy that cannot be edited in place: a frozen dataclass should not hand out arrays that can."""
     array = np.array(array, copy=True)
     array.setflags(write=False)
     return array
@@ -175,7 +161,7 @@ def run_listing(seed: int = 0, position_bug: bool = False) -> ListingRun:
             f"output: {out}",
         ]
     )
-    components = {name: _frozen(parts[name].detach().numpy()) for name in COMPONENTS}
+    components = {name: read_only(parts[name].detach().numpy()) for name in COMPONENTS}
     output = components["output"]  # (B, L, d)
     summed = components["sum"]  # (B, L, d)
 
@@ -194,8 +180,8 @@ def run_listing(seed: int = 0, position_bug: bool = False) -> ListingRun:
     return ListingRun(
         seed=int(seed),
         position_bug=bool(position_bug),
-        x=_frozen(x.numpy()),
-        seg=_frozen(seg.numpy()),
+        x=read_only(x.numpy()),
+        seg=read_only(seg.numpy()),
         output=output,
         components=components,
         shapes={"x": str(x.shape), "seg": str(seg.shape), "output": str(out.shape)},

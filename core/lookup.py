@@ -32,6 +32,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from core.listing import read_only
 from core.tokenizer import _check_text
 
 DOCUMENT_SENTENCE = "i am new to PyTorch i am having fun"
@@ -43,13 +44,6 @@ MAX_CHARS = 2_000  # so a single enormous "word" cannot flood the printout
 MAX_DIM = 16
 MAX_SEED = 2**32 - 1
 LEARNING_RATE = 0.1
-
-
-def _frozen(array: np.ndarray) -> np.ndarray:
-    # a frozen dataclass should not hand out arrays that can be edited in place
-    array = np.array(array, copy=True)
-    array.setflags(write=False)
-    return array
 
 
 @dataclass(frozen=True, eq=False)  # eq=False: comparing numpy fields with == is ambiguous
@@ -107,10 +101,10 @@ def walk_through(
     weight = torch.randn(len(vocab), dim, generator=generator)  # (V, dim)
     embeds = nn.Embedding(len(vocab), dim, _weight=weight)
     table_repr = str(embeds.weight)
-    table = _frozen(embeds.weight.detach().numpy())  # (V, dim)
+    table = read_only(embeds.weight.detach().numpy())  # (V, dim)
     vectors = embeds(ids)  # (n, dim)
     vectors_repr = str(vectors)
-    looked_up = _frozen(vectors.detach().numpy())  # (n, dim)
+    looked_up = read_only(vectors.detach().numpy())  # (n, dim)
 
     # freeze (or not) and take one gradient step; a frozen table gives a loss with no
     # gradient path, and calling backward on it would raise, so the step is skipped
@@ -124,7 +118,7 @@ def walk_through(
     grad = embeds.weight.grad
     grad_repr = str(grad)
     trained_repr = str(embeds.weight)
-    trained_table = _frozen(embeds.weight.detach().numpy())  # (V, dim)
+    trained_table = read_only(embeds.weight.detach().numpy())  # (V, dim)
     rows_changed = tuple(i for i in range(len(vocab)) if not np.array_equal(table[i], trained_table[i]))
 
     pretrained = nn.Embedding.from_pretrained(torch.tensor(PRETRAINED))
@@ -161,7 +155,7 @@ def walk_through(
         grad_is_none=grad is None,
         rows_changed=rows_changed,
         trained_table=trained_table,
-        pretrained_lookup=_frozen(pretrained_vectors.numpy()),
+        pretrained_lookup=read_only(pretrained_vectors.numpy()),
         pretrained_frozen=not pretrained.weight.requires_grad,
         code=_code(sentence, dim, seed, requires_grad),
         printout=printout,

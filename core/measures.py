@@ -17,8 +17,10 @@ import numpy as np
 REPEATED_LIMIT = 50  # pairs listed at most: a page lists them, and 500 "the"s make 124,750 pairs
 
 
-def _matrix(X: np.ndarray, name: str = "the vectors") -> np.ndarray:
-    """``X`` as a finite 2-D float array, or a ValueError saying what is wrong and what is allowed."""
+def checked_matrix(X: np.ndarray, name: str = "the vectors", *, finite: bool = True) -> np.ndarray:
+    """``X`` as a 2-D float array (finite unless ``finite=False``), or a ValueError saying what
+    is wrong and what is allowed. The neighbour search passes ``finite=False``: it leaves
+    rows with NaN out of its ranking instead of refusing a whole vocabulary for one row."""
     X = np.asarray(X)
     if X.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array (n vectors × d dimensions), "
@@ -27,7 +29,7 @@ def _matrix(X: np.ndarray, name: str = "the vectors") -> np.ndarray:
         raise ValueError(f"{name} must hold numbers, got dtype {X.dtype}")
     if not np.issubdtype(X.dtype, np.floating):
         X = X.astype(np.float64)
-    if not np.isfinite(X).all():
+    if finite and not np.isfinite(X).all():
         raise ValueError(f"{name} contain NaN or infinite values; only finite numbers are allowed")
     return X
 
@@ -54,7 +56,7 @@ def cosine_matrix(X: np.ndarray) -> np.ndarray:
     always identical to itself (and a heatmap with one blank diagonal cell would look like
     a bug). Values are clipped to [-1, 1], which rounding can otherwise leave by 1e-7.
     """
-    unit = unit_rows(_matrix(X))
+    unit = unit_rows(checked_matrix(X))
     cos = np.clip(unit @ unit.T, -1.0, 1.0).astype(np.float32)
     np.fill_diagonal(cos, 1.0)
     return cos
@@ -79,7 +81,7 @@ def repeated_tokens(tokens: Sequence[str], vectors: np.ndarray, skip: Sequence[b
     ``skip`` is True ([CLS], the [SEP]s) are left out, since they repeat by construction.
     Pairs come ordered by their first position, then their second; at most ``limit``.
     """
-    vectors = _matrix(vectors)
+    vectors = checked_matrix(vectors)
     if len(tokens) != len(vectors):
         raise ValueError(f"there are {len(tokens)} tokens but {len(vectors)} vectors; "
                          "each token needs exactly one vector")
@@ -159,14 +161,14 @@ def layernorm_stats(summed: np.ndarray, output: np.ndarray, gamma: np.ndarray, b
     summed, output: (L, d), the vectors LayerNorm received and returned.
     gamma, beta: (d,), its weight and bias.
     """
-    summed, output = _matrix(summed, "the summed vectors"), _matrix(output, "the outputs")
+    summed, output = checked_matrix(summed, "the summed vectors"), checked_matrix(output, "the outputs")
     if summed.shape != output.shape:
         raise ValueError(f"the summed vectors have shape {summed.shape} but the outputs {output.shape}; "
                          "LayerNorm returns one vector of the same width per input")
     d = summed.shape[1]
     if d == 0:
         raise ValueError("the vectors have 0 dimensions; LayerNorm needs at least 1")
-    gamma, beta = (_vector(value, d, name) for value, name in ((gamma, "gamma (γ)"), (beta, "beta (β)")))
+    gamma, beta = (checked_vector(value, d, name) for value, name in ((gamma, "gamma (γ)"), (beta, "beta (β)")))
     before, after = summed.astype(np.float64), output.astype(np.float64)
     return LayerNormStats(
         mean_before=before.mean(axis=1).astype(np.float32),
@@ -178,7 +180,8 @@ def layernorm_stats(summed: np.ndarray, output: np.ndarray, gamma: np.ndarray, b
     )
 
 
-def _vector(value: np.ndarray, d: int, name: str) -> np.ndarray:
+def checked_vector(value: np.ndarray, d: int, name: str) -> np.ndarray:
+    """``value`` as a finite (d,) float64 vector, or a ValueError naming the expected shape."""
     value = np.asarray(value)
     if value.shape != (d,):
         raise ValueError(f"{name} has shape {value.shape}; it must have one entry per dimension, ({d},)")

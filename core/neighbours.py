@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.measures import unit_rows
+from core.measures import checked_matrix, checked_vector, unit_rows
 
 K_MAX = 100  # neighbours per search at most: a list for people to read, not a database
 CHUNK_ROWS = 65_536  # rows per step of `nearest`: its temporaries are (rows,), the chunk itself a view
@@ -79,7 +79,7 @@ def table_norms(table: np.ndarray, chunk_rows: int = CHUNK_ROWS) -> np.ndarray:
     norms are about half of a search's work (BERT: 10.8 → 4.6 ms, GloVe: 23 → 13 ms, medians
     on a shared 2-core machine).
     """
-    table = _table(table)
+    table = checked_matrix(table, "the table", finite=False)
     norms = np.empty(len(table))
     for start in range(0, len(table), chunk_rows):
         rows = table[start:start + chunk_rows]
@@ -103,13 +103,13 @@ def output_neighbours(table: np.ndarray, position_vector: np.ndarray, segment_ve
     The outputs are built one chunk at a time (``chunk_rows`` rows, by default about
     ``CHUNK_ELEMENTS`` values), never for the whole table. Other arguments as for ``nearest``.
     """
-    d = _table(table).shape[1]
+    d = checked_matrix(table, "the table", finite=False).shape[1]
     if chunk_rows is None:
         chunk_rows = max(1, CHUNK_ELEMENTS // max(d, 1))
     table, query_output, k, chunk_rows = _checked(table, query_output, k, chunk_rows)
     if d == 0:
         raise ValueError("the table's vectors have 0 dimensions; LayerNorm needs at least 1")
-    position_vector, segment_vector, gamma, beta = (_vector(value, d, name) for value, name in (
+    position_vector, segment_vector, gamma, beta = (checked_vector(value, d, name) for value, name in (
         (position_vector, "position_vector"), (segment_vector, "segment_vector"),
         (gamma, "gamma (γ)"), (beta, "beta (β)")))
     if isinstance(eps, bool) or not isinstance(eps, int | float | np.integer | np.floating) or not 0 <= eps < np.inf:
@@ -216,32 +216,10 @@ def _working_dtype(table: np.ndarray) -> np.dtype:
     return np.dtype(np.result_type(table.dtype, np.float32))
 
 
-def _table(table: np.ndarray) -> np.ndarray:
-    table = np.asarray(table)
-    if table.ndim != 2:
-        raise ValueError(f"the table must be a 2-D array (vocabulary rows × d dimensions), "
-                         f"got {table.ndim}-D with shape {table.shape}")
-    if not (np.issubdtype(table.dtype, np.floating) or np.issubdtype(table.dtype, np.integer)):
-        raise ValueError(f"the table must hold numbers, got dtype {table.dtype}")
-    if not np.issubdtype(table.dtype, np.floating):
-        table = table.astype(np.float64)
-    return table
-
-
-def _vector(value: np.ndarray, d: int, name: str) -> np.ndarray:
-    value = np.asarray(value)
-    if value.shape != (d,):
-        raise ValueError(f"{name} has shape {value.shape}; it must have one entry per dimension, ({d},)")
-    value = value.astype(np.float64)
-    if not np.isfinite(value).all():
-        raise ValueError(f"{name} contains NaN or infinite values; only finite numbers are allowed")
-    return value
-
-
 def _checked(table: np.ndarray, query: np.ndarray, k: int, chunk_rows: int) -> tuple[np.ndarray, np.ndarray, int, int]:
     """The arguments every search shares, checked, or a ValueError saying what is allowed."""
-    table = _table(table)
-    query = _vector(query, table.shape[1], "the query vector")
+    table = checked_matrix(table, "the table", finite=False)
+    query = checked_vector(query, table.shape[1], "the query vector")
     if isinstance(k, bool) or not isinstance(k, int | np.integer) or not 1 <= k <= K_MAX:
         raise ValueError(f"k is {k!r}; ask for a whole number of neighbours from 1 to {K_MAX}")
     if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int | np.integer) or chunk_rows < 1:
