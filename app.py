@@ -103,10 +103,12 @@ def embed(
     token: int | None = None,
     k: float = 10,
     flips: dict | None = None,
+    view: str = "plane",
     session: Session | None = None,
 ):
     """The main update: two sentences in; the plot, a summary, the token table, the token
-    picker, the selected token's neighbours and the explained-variance bar out."""
+    picker, the selected token's neighbours, the explained-variance bar and, when a side
+    view is open, that view out — in one event, not a second one per keystroke."""
     result, spec = _view(sentence_a, sentence_b, groups, labels, arrows, shift, presenter, token, k, flips, session)
     near = result.neighbours or {}
     listed = [[[i, *pair] for i, pair in enumerate(near.get(kind, ()), 1)] for kind in ("token", "output")]
@@ -124,6 +126,7 @@ def embed(
         gr.update(choices=token_choices(result.encoding.tokens)),
         *listed,
         plot_data(variance_figure(spectrum, presenter=presenter, title=title)),
+        *show_details(view, sentence_a, sentence_b, flips, presenter, session),
     )
 
 
@@ -748,24 +751,23 @@ def build_demo() -> gr.Blocks:
                     trained = gr.Markdown(elem_id="train-summary")
                     losses = gr.Plot(show_label=False, elem_id="loss-plot")
 
-        view_inputs = [sentence_a, sentence_b, groups, labels, arrows, shift, presenter, token, k, flips, session]
-        view_outputs = [plot, info, table, token, near_token, near_output, variance]
         detail_inputs = [view, sentence_a, sentence_b, flips, presenter, session]
         detail_outputs = [positions_plot, repeated, layernorm_plot, layernorm_info, similarity_plot]
+        view_inputs = [sentence_a, sentence_b, groups, labels, arrows, shift, presenter, token, k, flips, view, session]
+        view_outputs = [plot, info, table, token, near_token, near_output, variance, *detail_outputs]
         panels = [tables_info, random_panel, params]
         quiet = {"show_progress": "hidden"}
 
         def redraw(event, *, tables: bool = False):
-            """After a change: the plane, the open side view and, if the tables changed, the background."""
+            """After a change: the plane and the open side view, and, if the tables changed, the background."""
             event = event.success(embed, view_inputs, view_outputs, api_name=False, **quiet)
-            event.then(show_details, detail_inputs, detail_outputs, api_name=False, **quiet)
             if tables:
                 event.then(draw_background, [background_n, session], background_json, api_name=False, **quiet)
             return event
 
         # the sentences redraw on any change: typed, pasted, or set by an example; the toggles
         # only on the user's input, since a link or a tour step sets many at once, then redraws
-        main = gr.on(
+        gr.on(
             [
                 sentence_a.change, sentence_b.change, groups.input, labels.input, arrows.input, shift.input,
                 presenter.input, token.input, k.release,
@@ -777,7 +779,6 @@ def build_demo() -> gr.Blocks:
             trigger_mode="always_last",
             **quiet,
         )
-        main.then(show_details, detail_inputs, detail_outputs, api_name=False, trigger_mode="always_last", **quiet)
 
         # side views: computed when opened, then on every change while open
         for key, tab in (("plane", plane_tab), ("positions", positions_tab), ("layernorm", layernorm_tab),

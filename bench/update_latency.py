@@ -72,7 +72,7 @@ def embed_call(session: Session):
     import app  # builds the page once; sets the app's thread settings, as serving it does
 
     def call(a: str, b: str) -> tuple:
-        return app.embed(a, b, GROUPS, True, False, False, False, app.NO_TOKEN, 10, {}, session)
+        return app.embed(a, b, GROUPS, True, False, False, False, app.NO_TOKEN, 10, {}, "plane", session)
 
     return call
 

@@ -204,3 +204,14 @@ def test_png_export_is_a_high_resolution_image(open_page):
     image = Image.open(io.BytesIO(download.value.path().read_bytes()))
     assert image.format == "PNG"
     assert image.width == 3 * width  # three times the screen's resolution
+
+
+def test_an_open_side_view_follows_the_typing(open_page):
+    page = open_page(f"a={quote('the cat sat')}&b=")
+    page.wait_for_function(f"() => {PLOT}.data[0].hovertext.length === 5", timeout=60_000)
+    page.get_by_role("tab", name="Positions").click()
+    page.wait_for_function("() => document.querySelector('#positions-plot .js-plotly-plot')", timeout=30_000)
+    page.locator("#sentence-a textarea").fill("a zebra met a zebra")
+    # the update itself redraws the open view: the repeated word appears in its table
+    page.wait_for_function("() => document.querySelector('#repeated-table').innerText.includes('zebra')",
+                           timeout=60_000)
