@@ -72,6 +72,7 @@ LAUNCH_OPTIONS = {
     "head": f"<script>{(ASSETS / 'explorer.js').read_text()}</script>",
     "show_error": False,  # users see the gr.Error sentences we write, never stack traces
     "max_file_size": UPLOAD_LIMITS.max_bytes,
+    "run_history": False,
 }
 
 
@@ -667,7 +668,7 @@ def build_demo() -> gr.Blocks:
                     groups = widgets.CheckboxGroup(
                         list(COMPONENTS), value=list(COMPONENTS), label="Groups to plot", elem_id="groups"
                     )
-                    labels = widgets.Checkbox(True, label="Show token labels", elem_id="show-labels")
+                    labels = widgets.Checkbox(True, label="Show labels", info="where they fit; hover any point", elem_id="show-labels")
                     arrows = widgets.Checkbox(
                         False,
                         label="Show the addition tip to tail",

@@ -20,6 +20,7 @@ Most of what remains is plotly's own ``to_json``, which deep-copies the figure.
 from __future__ import annotations
 
 import base64
+import functools
 import html
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.io.json import to_json_plotly
+
+from core.labels import legible
 
 GROUPS = ("token", "position", "segment", "sum", "output")  # display order
 
@@ -45,6 +48,7 @@ COLOURS = {
 # because plotly.js's WebGL renderer draws its code (100) as a filled circle
 WORD, SPECIAL, CONTINUATION = 0, 2, "circle-open"  # circle, diamond, open circle
 SYMBOL_NOTE = "◆ [CLS] / [SEP]    ○ ## word piece"
+LABELLED = "{:,} of {:,} points labelled; the rest would overlap: hover to read them"
 
 # numpy dtypes plotly.js reads as typed arrays, by numpy's code (little-endian, as stored here);
 # others (int64) go as plain lists, as go.Figure would send them
@@ -204,8 +208,8 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, s
     """
     groups = [group for group in GROUPS if group in scene.points]
     webgl = len(groups) * len(scene.tokens) > webgl_above
-    columns = _TokenColumns.of(scene, labels=labels, webgl=webgl)
     scale = PRESENTER if presenter else NORMAL
+    columns = _TokenColumns.of(scene, groups, labels=labels, webgl=webgl, font=scale.text)
 
     data = [_group_trace(group, scene, columns, webgl=webgl, scale=scale) for group in groups]
     if scene.previous is not None and groups:
@@ -230,7 +234,7 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, s
         "legend": {"orientation": "h", "x": 0, "xanchor": "left", "y": 1.02,
                    "yanchor": "bottom", "font": {"size": scale.font}},
         "margin": {"l": 50, "r": 10, "t": 40, "b": 50},
-        "annotations": _annotations(scene, scale),
+        "annotations": _annotations(scene, scale, labelled=columns.labelled),
     }
     return {"data": data, "layout": layout}
 
@@ -255,30 +259,71 @@ class _TokenColumns:
 
     order: np.ndarray            # (L,) drawing order of the tokens
     hovertext: list[str]         # escaped tokens
-    text: list[str] | None       # labels, or None when labels are off
+    labels: dict[str, list[str]]  # group -> its points' written labels ("": none), if labels are on
+    labelled: tuple[int, int]    # points labelled, of the distinct points that could be
     symbol: list[int | str]      # marker shape per token
     customdata: np.ndarray       # (L, 4) float32: id, position, segment, and 0 for the norm
 
     @classmethod
-    def of(cls, scene: Scene, *, labels: bool, webgl: bool) -> _TokenColumns:
+    def of(cls, scene: Scene, groups: Sequence[str], *, labels: bool, webgl: bool, font: float) -> _TokenColumns:
         special = np.asarray(scene.special_mask, dtype=bool)
         continuation = np.asarray(scene.continuation_mask, dtype=bool) & ~special
         # plain words first: plotly's legend copies the first point's shape, and a
         # diamond there would read as "this whole group is special"
         order = np.argsort(special | continuation, kind="stable")
         tokens = [scene.tokens[i] for i in order]
-        # plotly parses hover text (and SVG labels) as HTML-like markup: escape what
-        # users typed so "<b>" reads "<b>"; WebGL draws labels as plain text, unescaped
+        # plotly parses hover text as HTML-like markup: escape what users typed so "<b>" reads "<b>"
         escaped = [html.escape(token, quote=False) for token in tokens]
+        # plotly parses SVG labels as markup too, but WebGL draws them as plain text, unescaped
+        written, labelled = _labels(scene, order, tokens, groups, font, escape=not webgl) if labels else ({}, (0, 0))
         return cls(
             order=order,
             hovertext=escaped,
-            text=(tokens if webgl else escaped) if labels else None,
+            labels=written,
+            labelled=labelled,
             symbol=[SPECIAL if special[i] else CONTINUATION if continuation[i] else WORD
                     for i in order],
             customdata=np.column_stack([scene.ids, scene.positions, scene.segment_ids,
                                         np.zeros(len(order))])[order].astype(np.float32),
         )
+
+
+# who gets a label first where labels would collide: the two segment points (else buried
+# under a hundred others), the tokens themselves, then what the layer makes of them
+LABEL_PRIORITY = ("segment", "token", "output", "sum", "position")
+
+
+def _labels(scene: Scene, order: np.ndarray, tokens: list[str], groups: Sequence[str], font: float,
+            *, escape: bool) -> tuple[dict[str, list[str]], tuple[int, int]]:
+    """Each drawn group's labels, in drawing order, blank where they would overlap another,
+    and how many points are labelled of how many distinct points could be.
+
+    A position row belongs to a position, not to the token there, so it is labelled with its
+    index; a segment row with its letter; the other groups with their token. Points that
+    coincide within a group (a segment's row, a repeated word) are one vector, labelled once.
+    """
+    texts = {
+        "position": [str(scene.positions[i]) for i in order],
+        "segment": [_segment_name(scene.segment_ids[i]) for i in order],
+    }
+    ranked = [group for group in LABEL_PRIORITY if group in groups]
+    points = [np.ascontiguousarray(scene.points[group], dtype=np.float64)[order] for group in ranked]
+    wanted = []
+    for group, xy in zip(ranked, points, strict=True):
+        words = texts.get(group, tokens)
+        _, firsts = np.unique(xy.view(np.complex128).ravel(), return_index=True)  # (x, y) as one number
+        first = np.zeros(len(words), dtype=bool)
+        first[firsts] = True
+        wanted.append([word if keep else "" for word, keep in zip(words, first, strict=True)])
+    kept = legible(points, wanted, font)
+    write = functools.partial(html.escape, quote=False) if escape else str
+    labels = {group: [write(text) if keep else "" for text, keep in zip(words, mask, strict=True)]
+              for group, words, mask in zip(ranked, wanted, kept, strict=True)}
+    return labels, (sum(int(mask.sum()) for mask in kept), sum(sum(map(bool, words)) for words in wanted))
+
+
+def _segment_name(segment: int) -> str:
+    return chr(ord("A") + segment) if 0 <= segment < 26 else str(segment)
 
 
 def _group_trace(group: str, scene: Scene, columns: _TokenColumns, *, webgl: bool, scale: _Scale) -> dict:
@@ -303,8 +348,8 @@ def _group_trace(group: str, scene: Scene, columns: _TokenColumns, *, webgl: boo
             "‖vector‖ = %{customdata[3]:.3f}<extra></extra>"
         ),
     }
-    if columns.text is not None:
-        trace.update(mode="markers+text", text=columns.text, textposition="top center",
+    if group in columns.labels:
+        trace.update(mode="markers+text", text=columns.labels[group], textposition="top center",
                      textfont={"size": scale.text, "color": COLOURS[group]})
     return trace
 
@@ -441,11 +486,14 @@ def loss_figure(losses: Sequence[float]) -> go.Figure:
     return go.Figure({"data": data, "layout": layout}, _validate=False)
 
 
-def _annotations(scene: Scene, scale: _Scale = NORMAL) -> list[dict]:
-    """The key to the marker shapes, and the projection's message, if any."""
+def _annotations(scene: Scene, scale: _Scale = NORMAL, labelled: tuple[int, int] = (0, 0)) -> list[dict]:
+    """The key to the marker shapes, how many points are labelled, and the projection's message, if any."""
     notes = []
-    if scene.points and (any(scene.special_mask) or any(scene.continuation_mask)):
-        notes.append({"text": SYMBOL_NOTE, "xref": "paper", "yref": "paper", "x": 1,
+    key = [SYMBOL_NOTE] if any(scene.special_mask) or any(scene.continuation_mask) else []
+    if labelled[0] < labelled[1]:
+        key.append(LABELLED.format(*labelled))
+    if scene.points and key:
+        notes.append({"text": "<br>".join(key), "xref": "paper", "yref": "paper", "x": 1,
                       "y": 0, "xanchor": "right", "yanchor": "bottom", "showarrow": False,
                       "font": {"size": scale.font - 1, "color": "#666"}})
     if scene.message:

@@ -142,20 +142,21 @@ def test_layout_keeps_user_state_across_updates():
 
 def test_user_text_is_escaped_in_labels_hover_and_json():
     figure = embedding_figure(make_scene())
-    trace = figure.data[0]
     escaped = "&lt;img src=x onerror=alert(1)&gt;"
-    assert escaped in trace.text and escaped in trace.hovertext
-    assert "tom &amp; jerry" in trace.text
+    assert all(escaped in trace.hovertext for trace in group_traces(figure))
+    texts = [text for trace in group_traces(figure) for text in trace.text]
+    assert escaped in texts and "tom &amp; jerry" in texts
     payload = figure.to_json()
     assert "<img" not in payload and "onerror=alert(1)>" not in payload
-    assert payload.count(escaped) == 2 * len(GROUPS)  # labels and hover of each group
+    labelled = sum(escaped in trace.text for trace in group_traces(figure))
+    assert labelled >= 1 and payload.count(escaped) == len(GROUPS) + labelled  # every hover, and each label
 
 
 def test_webgl_labels_are_plain_text_but_hover_staysescaped():
     # WebGL draws labels as plain text, so escaping them would show "&lt;" on screen
-    trace = embedding_figure(make_scene(), webgl_above=0).data[0]
-    assert "<img src=x onerror=alert(1)>" in trace.text
-    assert "&lt;img src=x onerror=alert(1)&gt;" in trace.hovertext
+    traces = group_traces(embedding_figure(make_scene(), webgl_above=0))
+    assert "<img src=x onerror=alert(1)>" in [text for trace in traces for text in trace.text]
+    assert all("&lt;img src=x onerror=alert(1)&gt;" in trace.hovertext for trace in traces)
 
 
 def test_labels_switch():
@@ -163,6 +164,7 @@ def test_labels_switch():
     without = embedding_figure(make_scene(), labels=False).data[0]
     assert with_labels.mode == "markers+text" and len(with_labels.text) == len(TOKENS)
     assert without.mode == "markers" and without.text is None
+    assert not any("labelled" in note.text for note in embedding_figure(make_scene(), labels=False).layout.annotations)
     assert len(without.hovertext) == len(TOKENS)  # hover still names the token
 
 

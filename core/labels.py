@@ -1,0 +1,83 @@
+"""Which points of the plane get a written label: as many as the screen has room for.
+
+Writing a label beside every point buries the picture. At 128 tokens the five groups put
+640 labels on the plane, most of them on top of others (all of a segment's tokens share one
+point), and drawing them was half of the browser's work per keystroke: Plotly lays out each
+SVG label one by one (``bench/browser_roundtrip.py``: 1.25 s from key to plot with every
+label, 0.62 s with none). So a label is written only where it can be read: at the size the
+plot is drawn, each label is a box one line tall and as wide as its text, and in priority
+order a label is kept if its box overlaps no box kept before it; the others are left to the
+hover text. Coincident points (a segment's row, a repeated word) thereby get one
+label, and presenter mode's larger type gets fewer, larger labels.
+
+The screen size is an assumption (the server never learns it): the main plot's drawing area
+on a laptop. Zooming in does not bring back dropped labels; the hover shows every token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+PLOT_PX = (800.0, 420.0)  # the main plot's drawing area in a laptop browser, CSS pixels
+CHAR_EM = 0.6  # a sans-serif glyph's average width, in ems of the label's font size
+LINE_EM = 1.4  # a label's line height, in ems, with a little air between lines
+AUTORANGE_PAD = 1.1  # plotly pads the axes' range beyond the outermost points
+BUCKET = 4  # characters per cell of the grid that finds a label's neighbours
+
+
+def legible(points: Sequence[np.ndarray], texts: Sequence[Sequence[str]], font_px: float,
+            plot_px: tuple[float, float] = PLOT_PX) -> list[np.ndarray]:
+    """For each array of points (n_i, 2), in priority order, which may carry their label.
+
+    ``texts[i][j]`` is the label of ``points[i][j]``; an empty label asks for no room. Returns
+    one boolean mask (n_i,) per array; kept labels do not overlap each other on a plot of
+    ``plot_px`` pixels with equal axis scales (the main plot's ``scaleanchor``).
+    """
+    sizes = [len(p) for p in points]
+    if sum(sizes) == 0:
+        return [np.zeros(0, dtype=bool) for _ in points]
+    everything = np.concatenate([np.asarray(p, dtype=np.float64).reshape(-1, 2) for p in points])
+    finite = np.isfinite(everything).all(axis=1)
+    if not finite.any():
+        return [np.zeros(n, dtype=bool) for n in sizes]
+    span = np.ptp(everything[finite], axis=0) * AUTORANGE_PAD
+    # equal scales: the axis with more data per pixel sets the scale of both
+    scale = min(width / extent for width, extent in zip(plot_px, span, strict=True) if extent > 0) \
+        if (span > 0).any() else 1.0
+    line = font_px * LINE_EM
+    char = font_px * CHAR_EM
+    pixels = everything * scale
+    rows = np.floor(pixels[:, 1] / line)
+    lengths = np.fromiter((len(t) for group in texts for t in group), dtype=np.float64, count=len(everything))
+    wanted = finite & (lengths > 0)
+
+    # two labels of two or more characters centred within two characters of each other on
+    # one line overlap, so only the first to reach such a cell (in priority order) is a
+    # candidate: at most a screenful are left for the exact check below, however long the input
+    centre = np.floor(pixels[:, 0] / (2 * char))
+    candidates = np.flatnonzero(wanted)
+    if len(candidates):
+        keys = rows[candidates] * 1e6 + centre[candidates]  # one number per cell: rows are never 1e6 wide
+        _, firsts = np.unique(keys, return_index=True)
+        candidates = np.sort(candidates[firsts])
+
+    # the exact check: a label's box against the kept boxes near it, found through a grid of
+    # cells one line tall and BUCKET characters wide
+    bucket = BUCKET * char
+    # plain floats: numpy's scalars are slow in a Python loop
+    left = (pixels[:, 0] - lengths * char / 2).tolist()
+    right = (pixels[:, 0] + lengths * char / 2).tolist()
+    height, rows = pixels[:, 1].tolist(), rows.astype(int).tolist()
+    kept: dict[tuple[int, int], list[int]] = {}
+    keep = np.zeros(len(everything), dtype=bool)
+    for i in candidates.tolist():
+        row, columns = rows[i], range(int(left[i] // bucket), int(right[i] // bucket) + 1)
+        near = {j for r in (row - 1, row, row + 1) for c in columns for j in kept.get((r, c), ())}
+        if any(abs(height[j] - height[i]) < line and left[j] < right[i] and left[i] < right[j] for j in near):
+            continue
+        keep[i] = True
+        for c in columns:
+            kept.setdefault((row, c), []).append(i)
+    return np.split(keep, np.cumsum(sizes)[:-1])
