@@ -668,7 +668,9 @@ def build_demo() -> gr.Blocks:
                     groups = widgets.CheckboxGroup(
                         list(COMPONENTS), value=list(COMPONENTS), label="Groups to plot", elem_id="groups"
                     )
-                    labels = widgets.Checkbox(True, label="Show labels", info="where they fit; hover any point", elem_id="show-labels")
+                    labels = widgets.Checkbox(
+                        True, label="Show labels", info="where they fit; hover any point", elem_id="show-labels"
+                    )
                     arrows = widgets.Checkbox(
                         False,
                         label="Show the addition tip to tail",

@@ -7,7 +7,8 @@
 (() => {
   const MAIN = "#embed-plot";
   const BACKGROUND = "vocabulary";
-  const GROUPS = new Set(["token", "position", "segment", "sum", "output"]);
+  // the groups drawn one point per token (a segment's point is shared by all of its tokens)
+  const GROUPS = new Set(["token", "position", "sum", "output"]);
   let background = null; // the background trace, or null when it is off
 
   const mainPlot = () => document.querySelector(`${MAIN} .js-plotly-plot`);

@@ -211,10 +211,10 @@ def measure_payload(sizes: tuple[int, ...] = (16, 128, 512), background: tuple[i
     from core.session import Session
 
     names = ["plot", "summary", "token table", "token picker", "neighbours (token)", "neighbours (output)",
-             "variance bar"]
+             "variance bar", *(f"side view {i}" for i in range(1, 6))]  # the side views: closed, skipped
     # the callback's parameters after the two sentences, as the page sends them by default;
-    # the two gr.State inputs (flips, session) are kept on the server: the page sends null
-    defaults = [GROUPS, True, False, False, False, "", 10, None, None]
+    # the gr.State inputs (flips, view, session) are kept on the server: the page sends null
+    defaults = [GROUPS, True, False, False, False, "", 10, None, None, None]
     notebook = naive()
     bert = Session.create(source="bert")
     local = embed_call(bert)  # bench/update_latency.py's "ours", in this process

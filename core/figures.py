@@ -211,7 +211,8 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, s
     scale = PRESENTER if presenter else NORMAL
     columns = _TokenColumns.of(scene, groups, labels=labels, webgl=webgl, font=scale.text)
 
-    data = [_group_trace(group, scene, columns, webgl=webgl, scale=scale) for group in groups]
+    data = [(_segment_trace if group == "segment" else _group_trace)(group, scene, columns, webgl=webgl, scale=scale)
+            for group in groups]
     if scene.previous is not None and groups:
         data.append(_movement(scene, groups))
     if arrows and {"token", "position", "segment", "sum"} <= set(groups):
@@ -350,6 +351,36 @@ def _group_trace(group: str, scene: Scene, columns: _TokenColumns, *, webgl: boo
     }
     if group in columns.labels:
         trace.update(mode="markers+text", text=columns.labels[group], textposition="top center",
+                     textfont={"size": scale.text, "color": COLOURS[group]})
+    return trace
+
+
+def _segment_trace(group: str, scene: Scene, columns: _TokenColumns, *, webgl: bool, scale: _Scale) -> dict:
+    """One point per segment row, not one per token: all of a segment's tokens share its row,
+    so drawing each of them would stack hundreds of markers on two spots, send them with every
+    keystroke, and hover only the top one. Hovering a segment's point says how many tokens use it."""
+    segments = np.asarray(scene.segment_ids)[columns.order]
+    rows, first, count = np.unique(segments, return_index=True, return_counts=True)
+    points = np.asarray(scene.points[group], dtype=np.float32)[columns.order][first]
+    norms = np.asarray(scene.norms[group])[columns.order][first]
+    trace = {
+        "type": "scattergl" if webgl else "scatter",
+        "name": group,
+        "legendgroup": group,
+        "x": points[:, 0],
+        "y": points[:, 1],
+        "mode": "markers",
+        "marker": {"color": COLOURS[group], "size": scale.marker + 2, "symbol": "square"},
+        "hovertext": [_segment_name(int(row)) for row in rows],
+        "customdata": np.column_stack([rows, count, norms]).astype(np.float32),
+        "hovertemplate": (
+            "<b>segment %{hovertext}</b> · row %{customdata[0]} of the segment table<br>"
+            "shared by %{customdata[1]} tokens<br>‖vector‖ = %{customdata[2]:.3f}<extra></extra>"
+        ),
+    }
+    if group in columns.labels:
+        written = [columns.labels[group][i] for i in first]
+        trace.update(mode="markers+text", text=written, textposition="top center",
                      textfont={"size": scale.text, "color": COLOURS[group]})
     return trace
 

@@ -61,6 +61,11 @@ def group_traces(figure: go.Figure) -> list:
     return [trace for trace in figure.data if trace.name in GROUPS]
 
 
+def token_traces(figure: go.Figure) -> list:
+    """The groups drawn with one point per token: all but the segment rows."""
+    return [trace for trace in group_traces(figure) if trace.name != "segment"]
+
+
 def by_token(trace) -> dict[str, tuple]:
     """Each hover token mapped to its (x, y, symbol, customdata row), whatever the order."""
     return {
@@ -78,7 +83,20 @@ def test_one_trace_per_group_in_display_order():
     assert [trace.legendgroup for trace in traces] == list(GROUPS)
     assert [trace.marker.color for trace in traces] == [COLOURS[g] for g in GROUPS]
     assert len(set(COLOURS.values())) == len(GROUPS)
-    assert all(len(trace.x) == len(trace.y) == len(TOKENS) for trace in traces)
+    assert all(len(trace.x) == len(trace.y) == len(TOKENS) for trace in token_traces(figure))
+
+
+def test_each_segment_row_is_one_point_that_says_how_many_tokens_share_it():
+    scene = make_scene()
+    segment = next(trace for trace in embedding_figure(scene).data if trace.name == "segment")
+    assert list(segment.hovertext) == ["A", "B"] and list(segment.text) == ["A", "B"]
+    rows = np.asarray(segment.customdata)
+    assert rows[:, :2].tolist() == [[0, SEGMENTS.count(0)], [1, SEGMENTS.count(1)]]
+    for row, (x, y) in enumerate(zip(segment.x, segment.y, strict=True)):
+        i = SEGMENTS.index(row)
+        assert (x, y) == pytest.approx(tuple(scene.points["segment"][i]), rel=1e-6)
+        assert rows[row, 2] == pytest.approx(scene.norms["segment"][i], rel=1e-6)
+    assert "shared by %{customdata[1]} tokens" in segment.hovertemplate
 
 
 def test_only_the_groups_given_are_drawn_still_in_display_order():
@@ -117,7 +135,7 @@ def test_special_tokens_and_word_pieces_have_their_own_shapes():
 
 def test_legend_shows_a_plain_circle():
     # plotly's legend copies the first point's shape, so a plain word must come first
-    for trace in group_traces(embedding_figure(make_scene())):
+    for trace in token_traces(embedding_figure(make_scene())):
         assert trace.marker.symbol[0] == 0
 
 
@@ -143,18 +161,19 @@ def test_layout_keeps_user_state_across_updates():
 def test_user_text_is_escaped_in_labels_hover_and_json():
     figure = embedding_figure(make_scene())
     escaped = "&lt;img src=x onerror=alert(1)&gt;"
-    assert all(escaped in trace.hovertext for trace in group_traces(figure))
-    texts = [text for trace in group_traces(figure) for text in trace.text]
+    assert all(escaped in trace.hovertext for trace in token_traces(figure))
+    texts = [text for trace in token_traces(figure) for text in trace.text]
     assert escaped in texts and "tom &amp; jerry" in texts
     payload = figure.to_json()
     assert "<img" not in payload and "onerror=alert(1)>" not in payload
-    labelled = sum(escaped in trace.text for trace in group_traces(figure))
-    assert labelled >= 1 and payload.count(escaped) == len(GROUPS) + labelled  # every hover, and each label
+    labelled = sum(escaped in trace.text for trace in token_traces(figure))
+    # in every hover, and in each label shown
+    assert labelled >= 1 and payload.count(escaped) == len(token_traces(figure)) + labelled
 
 
 def test_webgl_labels_are_plain_text_but_hover_staysescaped():
     # WebGL draws labels as plain text, so escaping them would show "&lt;" on screen
-    traces = group_traces(embedding_figure(make_scene(), webgl_above=0))
+    traces = token_traces(embedding_figure(make_scene(), webgl_above=0))
     assert "<img src=x onerror=alert(1)>" in [text for trace in traces for text in trace.text]
     assert all("&lt;img src=x onerror=alert(1)&gt;" in trace.hovertext for trace in traces)
 

@@ -71,7 +71,15 @@ def decode(array) -> np.ndarray:
 
 
 def points_by_position(plot, group: str) -> dict[int, tuple[float, float]]:
-    """A group's points keyed by token position (customdata column 1): traces draw tokens in their own order."""
+    """A group's points keyed by token position (customdata column 1): traces draw tokens in their own order.
+
+    The segment trace has one point per segment row (customdata column 0); each position gets
+    its token's segment's point, the token's segment read from the token trace (column 2)."""
+    if group == "segment":
+        rows = trace(plot, "segment")
+        xy = zip(decode(rows["customdata"])[:, 0], decode(rows["x"]), decode(rows["y"]), strict=True)
+        shared = {int(r): (float(x), float(y)) for r, x, y in xy}
+        return {int(p): shared[int(s)] for p, s in decode(trace(plot, "token")["customdata"])[:, 1:3]}
     t = trace(plot, group)
     positions = decode(t["customdata"])[:, 1].astype(int)
     return {int(p): (float(x), float(y)) for p, x, y in zip(positions, decode(t["x"]), decode(t["y"]), strict=True)}
