@@ -10,8 +10,10 @@ a Hugging Face Space need.
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import tempfile
+import threading
 from pathlib import Path
 
 import gradio as gr
@@ -893,5 +895,8 @@ def build_demo() -> gr.Blocks:
 demo = build_demo()
 
 if __name__ == "__main__":
+    # scikit-learn (about 2 s) is left out of the start (see core/projection.py) and imported
+    # while the server comes up, so the first visitor's first plot does not wait for it
+    threading.Thread(target=importlib.import_module, args=("sklearn.decomposition",), daemon=True).start()
     # server name and port come from GRADIO_SERVER_NAME / GRADIO_SERVER_PORT when set
     demo.launch(**LAUNCH_OPTIONS)

@@ -56,6 +56,7 @@ print(json.dumps({
     "bert": presets._bert_source.cache_info().currsize,
     "glove": presets._glove_source.cache_info().currsize,
     "transformers": "transformers" in sys.modules,
+    "sklearn": "sklearn" in sys.modules,
 }))
 """
 COMMANDS = {
@@ -159,9 +160,10 @@ def report(found: dict) -> list[tuple[str, tuple[str, ...], list[tuple[str, ...]
         ),
         (
             "what a fresh `import app` loads",
-            ("import app", "BERT preset loaded", "GloVe preset loaded", "transformers imported"),
-            [(f"{lazy['import_s']:.2f} s", "yes" if lazy["bert"] else "no", "yes" if lazy["glove"] else "no",
-              "yes" if lazy["transformers"] else "no")],
+            ("import app", "BERT preset loaded", "GloVe preset loaded", "transformers imported",
+             "scikit-learn imported"),
+            [(f"{lazy['import_s']:.2f} s", *("yes" if lazy[key] else "no"
+                                             for key in ("bert", "glove", "transformers", "sklearn")))],
         ),
     ]
 

@@ -10,9 +10,6 @@ figure draw the embedding sum as vectors laid tip to tail.
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.decomposition import PCA
-from sklearn.utils.validation import check_is_fitted
 
 # the solver, measured by bench/projection_solvers.py: PCA to 2-D of a 2,560 × 384 float32
 # matrix (MiniLM's embedding layer, 512 tokens × 5 groups), median of 31 runs in one
@@ -38,12 +35,15 @@ from sklearn.utils.validation import check_is_fitted
 SVD_SOLVER = "arpack"
 
 
-class PCAProjection(TransformerMixin, BaseEstimator):
+class PCAProjection:
     """One 2-D basis fitted on all vectors shown, so groups are comparable in one plane.
 
     Follows scikit-learn's estimator conventions: ``__init__`` only stores parameters,
-    ``fit`` returns ``self``, learned attributes end in ``_``, and ``fit_transform``
-    comes from ``TransformerMixin``. Unlike a bare ``PCA`` it never fails or returns NaN
+    ``fit`` returns ``self``, learned attributes end in ``_``, and ``fit_transform`` fits
+    then transforms. It does not inherit scikit-learn's base classes, and imports its PCA
+    on the first fit, because importing scikit-learn is about 2 s of the server's start
+    (``python -X importtime -c "import app"``; app.py imports it in the background once the
+    server is up). Unlike a bare ``PCA`` it never fails or returns NaN
     on the small or degenerate inputs a student can make (one token, identical vectors,
     a one-dimensional table); it explains them in ``message_`` instead, because the app
     shows that sentence on the figure.
@@ -69,6 +69,8 @@ class PCAProjection(TransformerMixin, BaseEstimator):
 
     def fit(self, X: np.ndarray, y: None = None) -> PCAProjection:
         """Fit the plane to the rows of ``X`` (n vectors × d features)."""
+        from sklearn.decomposition import PCA  # see the class's docstring
+
         k = self.n_components
         if k < 1:
             raise ValueError(f"n_components must be at least 1, got {k}")
@@ -113,9 +115,13 @@ class PCAProjection(TransformerMixin, BaseEstimator):
         self.n_samples_, self.n_features_ = n, d
         return self
 
+    def fit_transform(self, X: np.ndarray, y: None = None) -> np.ndarray:
+        """``fit(X)``, then the coordinates of its rows in the plane."""
+        return self.fit(X).transform(X)
+
     def transform(self, X: np.ndarray) -> np.ndarray:
         """Coordinates of the rows of ``X`` in the fitted plane, shape (n, n_components)."""
-        check_is_fitted(self)
+        self._check_fitted()
         X = _checked(X)
         if X.shape[1] != self.n_features_:
             raise ValueError(f"X has {X.shape[1]} features, but the projection was fitted "
@@ -131,8 +137,17 @@ class PCAProjection(TransformerMixin, BaseEstimator):
         The plane is centred on the data's mean, not on zero, so a vector drawn as an
         arrow starts here rather than at (0, 0).
         """
-        check_is_fitted(self)
+        self._check_fitted()
         return -self.mean_ @ self.components_.T
+
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "components_"):
+            raise ValueError("This PCAProjection is not fitted yet: call fit() with the vectors first.")
+
+    def __repr__(self) -> str:
+        return (f"PCAProjection(n_components={self.n_components}, svd_solver={self.svd_solver!r}, "
+                f"random_state={self.random_state}, n_spectrum={self.n_spectrum})")
 
 
 def _checked(X: np.ndarray) -> np.ndarray:

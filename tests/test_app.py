@@ -1,6 +1,9 @@
 """The launched app through its API, as gradio_client sees it."""
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -9,6 +12,7 @@ from gradio_client.exceptions import AppError
 from core.embedding import COMPONENTS
 
 ALL = list(COMPONENTS)
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def traces(plot) -> list[dict]:
@@ -204,3 +208,12 @@ def test_a_crashing_callback_leaves_every_session_working(app_url, client, monke
     assert client.predict(api_name="/fingerprint") == before
     assert "calm" in tokens_in(embed(client, "calm again")[0])
     assert "others" in tokens_in(embed(other, "others carry on")[0])
+
+
+def test_importing_the_app_leaves_scikit_learn_and_the_presets_for_later():
+    # scikit-learn is about 2 s of the server's start: `python app.py` imports it once the server is up
+    code = ("import sys, app, core.presets as p; print('sklearn' in sys.modules, "
+            "p._bert_source.cache_info().currsize, p._glove_source.cache_info().currsize)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+                          env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"})
+    assert done.stdout.split()[-3:] == ["False", "0", "0"]

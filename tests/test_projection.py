@@ -32,9 +32,10 @@ def test_fit_returns_self_and_learns_attributes(rng):
 
 def test_init_only_stores_parameters():
     projection = PCAProjection(n_components=2, svd_solver="full", random_state=3)
-    assert projection.get_params() == {"n_components": 2, "svd_solver": "full",
-                                       "random_state": 3, "n_spectrum": 0}
+    assert vars(projection) == {"n_components": 2, "svd_solver": "full", "random_state": 3, "n_spectrum": 0}
     assert not hasattr(projection, "components_")
+    with pytest.raises(ValueError, match="not fitted yet"):
+        projection.transform(np.zeros((2, 3)))
 
 
 def test_matches_numpy_svd_up_to_sign(rng):
