@@ -24,7 +24,7 @@ from threadpoolctl import threadpool_limits
 import widgets
 from core import tour
 from core.basis import BASES, background, vocabulary_basis
-from core.charts import collapse_figure, variance_figure
+from core.charts import collapse_figure, variance_bars
 from core.details import layernorm_detail, positions_detail, similarity_detail
 from core.embedding import COMPONENTS
 from core.export import export_files
@@ -125,10 +125,11 @@ def embed(
         plot_data(spec),
         summary(result, session),
         result.rows,
-        # choices only: writing the value back would undo a newer choice still on its way
-        gr.update(choices=token_choices(result.encoding.tokens)),
+        # choices only: writing the value back would undo a newer choice still on its way;
+        # with no token selected, none at all: the picker fills its list when opened
+        gr.update(choices=token_choices(result.encoding.tokens)) if _token(token) is not None else gr.skip(),
         *listed,
-        plot_data(variance_figure(spectrum, presenter=presenter, title=title)),
+        variance_bars(spectrum, title=title),
         *show_details(view, sentence_a, sentence_b, flips, presenter, session),
     )
 
@@ -142,6 +143,18 @@ def _view(sentence_a, sentence_b, groups, labels, arrows, shift, presenter, toke
 
 def plot_data(spec: dict) -> PlotData:
     return PlotData(type="plotly", plot=figure_json(spec))
+
+
+@refusing
+def picker_choices(sentence_a: str, sentence_b: str, session: Session):
+    """The token picker's list for the current sentences, sent when the picker is opened.
+
+    While no token is selected, a keystroke leaves the list alone: a new list of every token
+    on every keystroke was a measurable share of the page's work in the browser (gradio
+    copies each component's properties several times per event); with a token selected, the
+    list follows each keystroke, since the picker shows the selected entry's text.
+    """
+    return gr.update(choices=token_choices(session.encode(sentence_a or "", sentence_b or "").tokens))
 
 
 def token_choices(tokens: tuple[str, ...]) -> list[tuple[str, int | str]]:
@@ -692,7 +705,7 @@ def build_demo() -> gr.Blocks:
                             info="most frequent first; needs the vocabulary or frozen plane",
                         )
                         refit_button = gr.Button("Refit", elem_id="refit-button", size="sm", scale=1)
-                    variance = gr.Plot(show_label=False, elem_id="variance-plot")
+                    variance = gr.HTML(elem_id="variance-bars")
                     background_json = gr.Textbox(visible="hidden", elem_id="background-data")
                     presenter = widgets.Checkbox(False, label="Presenter mode: large type for a projector",
                                                  elem_id="presenter")
@@ -818,6 +831,7 @@ def build_demo() -> gr.Blocks:
                                js="(trace) => window.embeddingExplorer.setBackground(trace)")
 
         # one token: picked by a click on the plot (the page's script fills `picked`) or the list
+        token.focus(picker_choices, [sentence_a, sentence_b, session], token, api_name="picker", **quiet)
         picked.change(pick_token, picked, token, api_name=False, queue=False).then(
             embed, view_inputs, view_outputs, api_name=False, **quiet
         )

@@ -100,7 +100,7 @@ def latency(quick: bool) -> list[Target]:
     results = measure(repeats)
     table(
         f"1. update latency on BERT MiniLM (d 384), median of {repeats} interleaved repeats, ms",
-        ("tokens", "ours", "naive", "bare", "naive / ours", "ours / bare", "plots JSON"),
+        ("tokens", "ours", "naive", "bare", "naive / ours", "ours / bare", "plot + bar"),
         [
             (
                 str(r["tokens"]),

@@ -8,8 +8,8 @@ For sentence pairs of 16, 128 and 512 tokens on the BERT (MiniLM, d=384) tables 
          keystroke (default toggles, nothing selected) in a new session's "this sentence"
          plane: `core.view.explore` (tokenize → components → PCA to 2-D, plus the spectrum of
          the explained-variance bar where the app measures one), the plot's figure JSON
-         (`embedding_spec` + `figure_json`), the variance bar's (`variance_figure` +
-         `figure_json`) and the token table, summary and picker; calling the callback keeps
+         (`embedding_spec` + `figure_json`), the variance bar's HTML (`variance_bars`) and the
+         token table and summary; calling the callback keeps
          this in step with the app. Gradio's own pre- and postprocessing is not in it;
 - naive: what a notebook would do — transformers' BertTokenizer + BertModel embeddings,
          scikit-learn PCA() with default settings, plotly.express, figure JSON;
@@ -78,11 +78,12 @@ def embed_call(session: Session):
 
 
 def ours(session: Session):
-    """The whole callback; returns the bytes of the figure JSON it made (the plot and the bar)."""
+    """The whole callback; returns the bytes of the figure JSON and HTML it made (the plot and the bar)."""
     call = embed_call(session)
 
     def run(a: str, b: str) -> int:
-        return sum(len(output.plot) for output in call(a, b) if hasattr(output, "plot"))
+        outputs = call(a, b)
+        return len(outputs[0].plot) + len(outputs[6])  # the plot's figure JSON and the bar's HTML (/embed's order)
 
     return run
 
@@ -194,7 +195,7 @@ def main() -> None:
     print(f"torch and BLAS threads: 1 (as in app.py), repeats: {args.repeats}")
     print(
         f"{'tokens':>6}  {'ours ms':>8}  {'naive ms':>8}  {'bare ms':>8}  "
-        f"{'naive/ours':>10}  {'ours/bare':>9}  {'plots JSON':>11}"
+        f"{'naive/ours':>10}  {'ours/bare':>9}  {'plot + bar':>11}"
     )
     for r in results:
         print(

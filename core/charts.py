@@ -6,7 +6,9 @@ or int32 numpy arrays so ``figure_json`` sends them as compact typed arrays and 
 validation runs on every keystroke. Plotly parses markup in text, hover text and tick
 labels, so every token a user typed is HTML-escaped before it is shown.
 
-Each function takes ``presenter=True`` for a lecture hall: larger fonts, thicker lines and
+The variance bar, redrawn on every keystroke, is plain HTML instead (``variance_bars``).
+
+Each figure function takes ``presenter=True`` for a lecture hall: larger fonts, thicker lines and
 markers, taller figures, so the back row can read them off a projector.
 """
 
@@ -29,8 +31,6 @@ VARIANCE_BARS = 10  # components shown at most: past ten the bars are too thin t
 TICK_LABELS, THINNED_LABELS = 64, 32
 HOVER_TEXT_MAX = 128  # tokens up to which each heatmap cell gets its own "a · b" hover text (L² strings)
 
-STRONG = "#0072B2"  # the components the plane shows (Okabe–Ito blue)
-GREY = "#BBBBBB"  # the components it leaves out
 FAINT = "rgba(120,120,120,0.45)"
 GAMMA, BETA = "#000000", "#56B4E9"  # Okabe–Ito black and sky blue: neither is a vector group's colour
 # ColorBrewer's RdBu turned round: −1 dark blue, 0 near-white, +1 dark red. Spelled out,
@@ -54,15 +54,19 @@ class _Style:
 _STYLES = {False: _Style(font=12, marker=7, line=1.5, scale=1.0), True: _Style(font=20, marker=12, line=3.0, scale=1.5)}
 
 
-def variance_figure(ratios: Sequence[float], shown: int = 2, title: str = "Explained variance", *,
-                    presenter: bool = False) -> dict:
-    """How much of the spread each principal component holds, the plotted ones highlighted.
+def variance_bars(ratios: Sequence[float], shown: int = 2, title: str = "Explained variance") -> str:
+    """How much of the spread each principal component holds, the plotted ones highlighted,
+    as a small HTML bar chart.
 
     The first ``shown`` bars (the plane's axes) are drawn strong, the rest grey, so the
     share of the picture the 2-D plane leaves out is visible at a glance. At most the
-    first ``VARIANCE_BARS`` ratios are drawn; before any basis is fitted the figure says so.
+    first ``VARIANCE_BARS`` ratios are drawn; before any basis is fitted the chart says so.
+
+    HTML rather than a Plotly figure because it changes on every keystroke: a second Plotly
+    redraw per keystroke cost the page about 150 ms at 128 tokens (in Chromium,
+    ``bench/browser_roundtrip.py`` with the bar left out), and ten bars need no axes, zoom or
+    hover. Its look is in assets/style.css; presenter mode enlarges it with the page's type.
     """
-    style = _STYLES[bool(presenter)]
     values = np.asarray(ratios, dtype=np.float64)
     if values.ndim != 1:
         raise ValueError(f"ratios must be a flat list of explained-variance ratios, got shape {values.shape}")
@@ -70,34 +74,26 @@ def variance_figure(ratios: Sequence[float], shown: int = 2, title: str = "Expla
         raise ValueError("explained-variance ratios must be finite numbers from 0 to 1")
     if isinstance(shown, bool) or not isinstance(shown, int | np.integer) or shown < 0:
         raise ValueError(f"shown is {shown!r}; it must be a whole number of components, 0 or more")
-    layout = _layout(style, 200, title, margin={"l": 55, "r": 10, "t": 40, "b": 40})
-    values = np.clip(values[:VARIANCE_BARS], 0.0, 1.0).astype(np.float32)  # rounding can leave 1.0000001
+    values = np.clip(values[:VARIANCE_BARS], 0.0, 1.0)  # rounding can leave 1.0000001
+    heading = f'<p class="variance-title">{html.escape(title, quote=False)}</p>'
     if not len(values):
-        layout.update(xaxis={"visible": False}, yaxis={"visible": False},
-                      annotations=[_note("no basis yet", style)])
-        return {"data": [], "layout": layout}
-
-    names = [f"PC{i}" for i in range(1, len(values) + 1)]
-    bar = {
-        "type": "bar",
-        "x": names,
-        "y": values,
-        "marker": {"color": [STRONG if i < shown else GREY for i in range(len(values))]},
-        "text": [f"{value:.0%}" if value >= 0.095 else f"{value:.1%}" for value in values],
-        "textposition": "outside",
-        "textfont": {"size": style.font - 1},
-        "cliponaxis": False,  # a full-height bar's label would be cut off by the plot area
-        "hovertemplate": "%{x}: %{y:.1%} of the variance<extra></extra>",
-    }
-    layout.update(
-        xaxis={"title": {"text": "principal component"}},
-        # headroom above the tallest bar for its label
-        yaxis={"title": {"text": "variance"}, "tickformat": ".0%", "rangemode": "tozero",
-               "range": [0.0, max(float(values.max()) * 1.25, 0.05)]},
-        showlegend=False,
-    )
-    # a small chart: the mode bar's zoom buttons would cover its title and do little here
-    return {"data": [bar], "layout": layout, "config": {"displayModeBar": False}}
+        return f'<div class="variance-bars">{heading}<p class="variance-empty">no basis yet</p></div>'
+    top = max(float(values.max()), 0.05)
+    columns = []
+    for i, value in enumerate(values):
+        label = f"{value:.0%}" if value >= 0.095 else f"{value:.1%}"
+        kind = "drawn" if i < shown else "left-out"
+        columns.append(
+            f'<div class="variance-column {kind}" title="PC{i + 1}: {value:.1%} of the variance">'
+            f'<span class="variance-value">{label}</span>'
+            f'<span class="variance-bar" style="height: {100 * value / top:.1f}%"></span>'
+            f'<span class="variance-name">PC{i + 1}</span></div>'
+        )
+    described = ", ".join(f"PC{i + 1} {value:.1%}" for i, value in enumerate(values))
+    return (f'<div class="variance-bars" role="img" aria-label="{html.escape(title)}: {described}">{heading}'
+            f'<div class="variance-columns">{"".join(columns)}</div>'
+            f'<p class="variance-key"><span class="drawn">■</span> the plane\'s {min(shown, len(values))} axes '
+            f'<span class="left-out">■</span> what it leaves out</p></div>')
 
 
 def similarity_figure(tokens: Sequence[str], matrix: np.ndarray, *, presenter: bool = False) -> dict:

@@ -183,6 +183,20 @@ def test_clicking_a_point_selects_its_token(open_page):
     assert "selected token" in page.evaluate(TRACES)
 
 
+def test_the_token_picker_lists_the_tokens_just_typed_when_opened(open_page):
+    page = open_page(f"a={quote('the cat sat')}&b=&groups=token")
+    page.wait_for_function(f"() => {PLOT}.data[0].hovertext.length === 5", timeout=60_000)
+    page.locator("#sentence-a textarea").fill("the zebra sat")
+    page.wait_for_function(f"() => {PLOT}.data[0].hovertext.includes('zebra')", timeout=30_000)
+    page.locator("#selected-token input").click()  # opening the picker fills its list
+    option = page.get_by_role("option", name="2: zebra")
+    option.wait_for(timeout=30_000)
+    option.click()
+    page.wait_for_function(f"() => {rows('neighbours-token')} === 10", timeout=30_000)
+    assert page.locator("#selected-token input").input_value() == "2: zebra"
+    assert page.evaluate(ERROR_TOASTS) == 0 and page.errors == []
+
+
 def test_presenter_mode_enlarges_type_and_markers(open_page):
     page = open_page()
     size = f"() => {PLOT}.data.find(t => t.name === 'token').marker.size"

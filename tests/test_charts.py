@@ -1,6 +1,7 @@
 """core.charts, checked through each figure's data: real plotly, escaped tokens, the right numbers."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,15 +12,13 @@ import pytest
 import torch
 
 from core.charts import (
-    GREY,
     HOVER_TEXT_MAX,
     SIMILARITY_SCALE,
-    STRONG,
     collapse_figure,
     layernorm_figure,
     positions_figure,
     similarity_figure,
-    variance_figure,
+    variance_bars,
 )
 from core.figures import COLOURS, TEMPLATE, figure_json
 from core.measures import cosine_matrix, layernorm_stats
@@ -80,31 +79,34 @@ def collapse_points():
     return sums.numpy(), torch.nn.LayerNorm(2)(sums).detach().numpy()
 
 
-# variance_figure
+# variance_bars
 
 
-def test_variance_figure_highlights_the_shown_bars_and_writes_percent(rng):
+def bars(page: str) -> list[tuple[str, str, str]]:
+    """(kind, value label, name) of each bar in variance_bars' HTML."""
+    return re.findall(r'variance-column (\w[\w-]*)".*?variance-value">([^<]*)<.*?variance-name">([^<]*)<', page)
+
+
+def test_variance_bars_highlight_the_shown_bars_and_write_percent():
     ratios = [0.41, 0.22, 0.1, 0.08, 0.05, 0.04, 0.03, 0.02, 0.02, 0.01, 0.01, 0.01]
-    spec = variance_figure(ratios)
-    data = checked(spec)["data"]
-    (bar,) = spec["data"]
-    assert bar["type"] == "bar" and data[0]["type"] == "bar"
-    assert bar["x"] == [f"PC{i}" for i in range(1, 11)]  # twelve ratios, ten bars
-    assert bar["y"].dtype == np.float32 and len(bar["y"]) == 10
-    assert bar["marker"]["color"] == [STRONG, STRONG] + [GREY] * 8
-    assert bar["text"][:3] == ["41%", "22%", "10%"] and bar["text"][3] == "8.0%"
-    assert spec["layout"]["yaxis"]["tickformat"] == ".0%"
-    assert 150 <= spec["layout"]["height"] <= 250
-    assert spec["layout"]["title"]["text"] == "Explained variance"
-    assert variance_figure(ratios[:3], shown=1)["data"][0]["marker"]["color"] == [STRONG, GREY, GREY]
-    assert variance_figure(ratios[:2], shown=5)["data"][0]["marker"]["color"] == [STRONG, STRONG]
+    page = variance_bars(ratios)
+    found = bars(page)
+    assert [name for _, _, name in found] == [f"PC{i}" for i in range(1, 11)]  # twelve ratios, ten bars
+    assert [kind for kind, _, _ in found] == ["drawn", "drawn"] + ["left-out"] * 8
+    assert [value for _, value, _ in found][:4] == ["41%", "22%", "10%", "8.0%"]
+    heights = [float(h) for h in re.findall(r"height: ([\d.]+)%", page)]
+    assert heights[0] == 100 and heights == sorted(heights, reverse=True)  # the largest fills the chart
+    assert heights[1] == pytest.approx(100 * 0.22 / 0.41, abs=0.1)
+    assert '<p class="variance-title">Explained variance</p>' in page
+    assert "PC1 41.0%" in page  # the aria-label reads every bar out
+    assert [kind for kind, _, _ in bars(variance_bars(ratios[:3], shown=1))] == ["drawn", "left-out", "left-out"]
+    assert [kind for kind, _, _ in bars(variance_bars(ratios[:2], shown=5))] == ["drawn", "drawn"]
 
 
-def test_variance_figure_without_ratios_says_there_is_no_basis():
-    spec = variance_figure([])
-    checked(spec)
-    assert spec["data"] == []
-    assert [note["text"] for note in spec["layout"]["annotations"]] == ["no basis yet"]
+def test_variance_bars_escape_the_title_and_say_when_there_is_no_basis():
+    page = variance_bars([], title="<b>mine</b>")
+    assert bars(page) == [] and "no basis yet" in page
+    assert "&lt;b&gt;mine&lt;/b&gt;" in page and "<b>" not in page
 
 
 @pytest.mark.parametrize(("ratios", "shown", "match"), [
@@ -115,9 +117,9 @@ def test_variance_figure_without_ratios_says_there_is_no_basis():
     ([0.5], -1, "shown is -1"),
     ([0.5], 1.5, "whole number"),
 ])
-def test_variance_figure_refuses_bad_input(ratios, shown, match):
+def test_variance_bars_refuse_bad_input(ratios, shown, match):
     with pytest.raises(ValueError, match=match):
-        variance_figure(ratios, shown=shown)
+        variance_bars(ratios, shown=shown)
 
 
 # similarity_figure
@@ -296,7 +298,6 @@ def test_collapse_figure_refuses_shapes_that_are_not_two_dimensional_pairs(befor
 def every_figure(presenter: bool, stats, collapse_points, rng) -> dict[str, dict]:
     matrix = cosine_matrix(rng.standard_normal((len(TOKENS), 3)))
     return {
-        "variance": variance_figure([0.5, 0.3, 0.2], presenter=presenter),
         "similarity": similarity_figure(TOKENS, matrix, presenter=presenter),
         "positions": positions_figure({"learned": rng.standard_normal((8, 2))}, presenter=presenter),
         "layernorm": layernorm_figure(stats, TOKENS, presenter=presenter),
