@@ -29,7 +29,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.io.json import to_json_plotly
 
-from core.labels import legible
+from core.labels import LINE_EM, legible
 
 GROUPS = ("token", "position", "segment", "sum", "output")  # display order
 
@@ -208,7 +208,7 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, s
     groups = [group for group in GROUPS if group in scene.points]
     webgl = len(groups) * len(scene.tokens) > webgl_above
     scale = PRESENTER if presenter else NORMAL
-    columns = _TokenColumns.of(scene, groups, labels=labels, webgl=webgl, font=scale.text)
+    columns = _TokenColumns.of(scene, groups, labels=labels, webgl=webgl, scale=scale)
 
     data = [(_segment_trace if group == "segment" else _group_trace)(group, scene, columns, webgl=webgl, scale=scale)
             for group in groups]
@@ -265,7 +265,7 @@ class _TokenColumns:
     customdata: np.ndarray       # (L, 4) float32: id, position, segment, and 0 for the norm
 
     @classmethod
-    def of(cls, scene: Scene, groups: Sequence[str], *, labels: bool, webgl: bool, font: float) -> _TokenColumns:
+    def of(cls, scene: Scene, groups: Sequence[str], *, labels: bool, webgl: bool, scale: _Scale) -> _TokenColumns:
         special = np.asarray(scene.special_mask, dtype=bool)
         continuation = np.asarray(scene.continuation_mask, dtype=bool) & ~special
         # plain words first: plotly's legend copies the first point's shape, and a
@@ -275,7 +275,7 @@ class _TokenColumns:
         # plotly parses hover text as HTML-like markup: escape what users typed so "<b>" reads "<b>"
         escaped = [html.escape(token, quote=False) for token in tokens]
         # plotly parses SVG labels as markup too, but WebGL draws them as plain text, unescaped
-        written, labelled = _labels(scene, order, tokens, groups, font, escape=not webgl) if labels else ({}, (0, 0))
+        written, labelled = _labels(scene, order, tokens, groups, scale, escape=not webgl) if labels else ({}, (0, 0))
         return cls(
             order=order,
             hovertext=escaped,
@@ -293,7 +293,7 @@ class _TokenColumns:
 LABEL_PRIORITY = ("segment", "token", "output", "sum", "position")
 
 
-def _labels(scene: Scene, order: np.ndarray, tokens: list[str], groups: Sequence[str], font: float,
+def _labels(scene: Scene, order: np.ndarray, tokens: list[str], groups: Sequence[str], scale: _Scale,
             *, escape: bool) -> tuple[dict[str, list[str]], tuple[int, int]]:
     """Each drawn group's labels, in drawing order, blank where they would overlap another,
     and how many points are labelled of how many distinct points could be.
@@ -301,6 +301,8 @@ def _labels(scene: Scene, order: np.ndarray, tokens: list[str], groups: Sequence
     A position row belongs to a position, not to the token there, so it is labelled with its
     index; a segment row with its letter; the other groups with their token. Points that
     coincide within a group (a segment's row, a repeated word) are one vector, labelled once.
+    A selected token's neighbours are always labelled (under their stars), so they take their
+    room first.
     """
     texts = {
         "position": [str(scene.positions[i]) for i in order],
@@ -315,7 +317,12 @@ def _labels(scene: Scene, order: np.ndarray, tokens: list[str], groups: Sequence
         first = np.zeros(len(words), dtype=bool)
         first[firsts] = True
         wanted.append([word if keep else "" for word, keep in zip(words, first, strict=True)])
-    kept = legible(points, wanted, font)
+    near = scene.neighbourhood
+    kinds = [kind for kind in near.points if kind in groups] if near is not None else []
+    kept = legible(points, wanted, scale.text,
+                   reserved=np.concatenate([near.points[kind] for kind in kinds]) if kinds else None,
+                   reserved_texts=[label for kind in kinds for label in near.labels[kind]],
+                   reserved_shift=-(scale.text * LINE_EM + scale.marker + 2))
     write = functools.partial(html.escape, quote=False) if escape else str
     labels = {group: [write(text) if keep else "" for text, keep in zip(words, mask, strict=True)]
               for group, words, mask in zip(ranked, wanted, kept, strict=True)}

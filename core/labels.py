@@ -28,17 +28,26 @@ BUCKET = 4  # characters per cell of the grid that finds a label's neighbours
 
 
 def legible(points: Sequence[np.ndarray], texts: Sequence[Sequence[str]], font_px: float,
-            plot_px: tuple[float, float] = PLOT_PX) -> list[np.ndarray]:
+            plot_px: tuple[float, float] = PLOT_PX, *, reserved: np.ndarray | None = None,
+            reserved_texts: Sequence[str] = (), reserved_shift: float = 0.0) -> list[np.ndarray]:
     """For each array of points (n_i, 2), in priority order, which may carry their label.
 
     ``texts[i][j]`` is the label of ``points[i][j]``; an empty label asks for no room. Returns
     one boolean mask (n_i,) per array; kept labels do not overlap each other on a plot of
     ``plot_px`` pixels with equal axis scales (the main plot's ``scaleanchor``).
+
+    ``reserved`` points (m, 2) have labels (``reserved_texts``) that are always written, so
+    they take their room first; those labels sit ``reserved_shift`` pixels above the others'
+    (negative: below, as the neighbours' labels are written under their stars).
     """
+    if not points:
+        return []
     sizes = [len(p) for p in points]
-    if sum(sizes) == 0:
+    fixed = np.zeros((0, 2)) if reserved is None else np.asarray(reserved, dtype=np.float64).reshape(-1, 2)
+    arrays = [fixed, *(np.asarray(p, dtype=np.float64).reshape(-1, 2) for p in points)]
+    everything = np.concatenate(arrays)
+    if len(everything) == 0:
         return [np.zeros(0, dtype=bool) for _ in points]
-    everything = np.concatenate([np.asarray(p, dtype=np.float64).reshape(-1, 2) for p in points])
     finite = np.isfinite(everything).all(axis=1)
     if not finite.any():
         return [np.zeros(n, dtype=bool) for n in sizes]
@@ -49,19 +58,22 @@ def legible(points: Sequence[np.ndarray], texts: Sequence[Sequence[str]], font_p
     line = font_px * LINE_EM
     char = font_px * CHAR_EM
     pixels = everything * scale
+    pixels[: len(fixed), 1] += reserved_shift
     rows = np.floor(pixels[:, 1] / line)
-    lengths = np.fromiter((len(t) for group in texts for t in group), dtype=np.float64, count=len(everything))
+    lengths = np.fromiter((len(t) for group in (reserved_texts, *texts) for t in group), dtype=np.float64,
+                          count=len(everything))
     wanted = finite & (lengths > 0)
 
     # two labels of two or more characters centred within two characters of each other on
     # one line overlap, so only the first to reach such a cell (in priority order) is a
     # candidate: at most a screenful are left for the exact check below, however long the input
     centre = np.floor(pixels[:, 0] / (2 * char))
-    candidates = np.flatnonzero(wanted)
+    candidates = np.flatnonzero(wanted[len(fixed):]) + len(fixed)
     if len(candidates):
         keys = rows[candidates] * 1e6 + centre[candidates]  # one number per cell: rows are never 1e6 wide
         _, firsts = np.unique(keys, return_index=True)
         candidates = np.sort(candidates[firsts])
+    candidates = np.concatenate([np.flatnonzero(wanted[: len(fixed)]), candidates])
 
     # the exact check: a label's box against the kept boxes near it, found through a grid of
     # cells one line tall and BUCKET characters wide
@@ -75,9 +87,10 @@ def legible(points: Sequence[np.ndarray], texts: Sequence[Sequence[str]], font_p
     for i in candidates.tolist():
         row, columns = rows[i], range(int(left[i] // bucket), int(right[i] // bucket) + 1)
         near = {j for r in (row - 1, row, row + 1) for c in columns for j in kept.get((r, c), ())}
-        if any(abs(height[j] - height[i]) < line and left[j] < right[i] and left[i] < right[j] for j in near):
+        if i >= len(fixed) and any(abs(height[j] - height[i]) < line and left[j] < right[i] and left[i] < right[j]
+                                   for j in near):
             continue
         keep[i] = True
         for c in columns:
             kept.setdefault((row, c), []).append(i)
-    return np.split(keep, np.cumsum(sizes)[:-1])
+    return np.split(keep[len(fixed):], np.cumsum(sizes)[:-1])

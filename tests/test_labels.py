@@ -79,3 +79,17 @@ def test_a_crowded_figure_says_how_many_points_are_labelled():
     # a projector's larger type has room for fewer labels
     larger = embedding_spec(make_scene(tokens=tokens), labels=True, presenter=True)
     assert sum(bool(t) for trace in larger["data"] if trace["name"] in GROUPS for t in trace["text"]) < shown
+
+
+def test_reserved_labels_take_their_room_first_and_are_not_returned():
+    star = np.array([[0.0, 0.0], [100.0, 100.0]])  # two far apart: the scale puts them ~400 px apart
+    token = np.array([[0.0, 0.0], [50.0, 50.0]])
+    # the label under the star at (0, 0) is where the token's label above (0, 0) would be, shifted down
+    line = FONT * LINE_EM
+    (mask,) = legible([token], [["queen", "far"]], FONT, reserved=star, reserved_texts=["kings", "x"],
+                      reserved_shift=0.0)
+    assert mask.tolist() == [False, True]  # the token at the star's spot gives way
+    (mask,) = legible([token], [["queen", "far"]], FONT, reserved=star, reserved_texts=["kings", "x"],
+                      reserved_shift=-2 * line)
+    assert mask.tolist() == [True, True]  # two lines below: no longer in the way
+    assert legible([], [], FONT, reserved=star, reserved_texts=["a", "b"]) == []
