@@ -335,30 +335,19 @@ def _segment_name(segment: int) -> str:
 
 def _group_trace(group: str, scene: Scene, columns: _TokenColumns, *, webgl: bool, scale: _Scale) -> dict:
     """One group's points: colour by group, shape by kind of token, hover by token."""
-    points = np.asarray(scene.points[group], dtype=np.float32)[columns.order]
     customdata = columns.customdata.copy()
     customdata[:, 3] = np.asarray(scene.norms[group])[columns.order]
-    trace = {
-        "type": "scattergl" if webgl else "scatter",
-        "name": group,
-        "legendgroup": group,
-        "x": points[:, 0],
-        "y": points[:, 1],
-        "mode": "markers",
-        "marker": {"color": COLOURS[group], "symbol": columns.symbol, "size": scale.marker,
-                   "line": {"color": COLOURS[group], "width": scale.line}},
-        "hovertext": columns.hovertext,
-        "customdata": customdata,
-        "hovertemplate": (
+    return _points_trace(
+        group, np.asarray(scene.points[group])[columns.order], columns.labels.get(group), webgl=webgl, scale=scale,
+        marker={"symbol": columns.symbol, "size": scale.marker, "line": {"color": COLOURS[group], "width": scale.line}},
+        hovertext=columns.hovertext,
+        customdata=customdata,
+        hovertemplate=(
             f"<b>%{{hovertext}}</b> · {group}<br>"
             "id %{customdata[0]} · position %{customdata[1]} · segment %{customdata[2]}<br>"
             "‖vector‖ = %{customdata[3]:.3f}<extra></extra>"
         ),
-    }
-    if group in columns.labels:
-        trace.update(mode="markers+text", text=columns.labels[group], textposition="top center",
-                     textfont={"size": scale.text, "color": COLOURS[group]})
-    return trace
+    )
 
 
 def _segment_trace(group: str, scene: Scene, columns: _TokenColumns, *, webgl: bool, scale: _Scale) -> dict:
@@ -367,8 +356,25 @@ def _segment_trace(group: str, scene: Scene, columns: _TokenColumns, *, webgl: b
     keystroke, and hover only the top one. Hovering a segment's point says how many tokens use it."""
     segments = np.asarray(scene.segment_ids)[columns.order]
     rows, first, count = np.unique(segments, return_index=True, return_counts=True)
-    points = np.asarray(scene.points[group], dtype=np.float32)[columns.order][first]
     norms = np.asarray(scene.norms[group])[columns.order][first]
+    labels = columns.labels.get(group)
+    return _points_trace(
+        group, np.asarray(scene.points[group])[columns.order][first],
+        None if labels is None else [labels[i] for i in first], webgl=webgl, scale=scale,
+        marker={"symbol": "square", "size": scale.marker + 2},
+        hovertext=[_segment_name(int(row)) for row in rows],
+        customdata=np.column_stack([rows, count, norms]).astype(np.float32),
+        hovertemplate=(
+            "<b>segment %{hovertext}</b> · row %{customdata[0]} of the segment table<br>"
+            "shared by %{customdata[1]} tokens<br>‖vector‖ = %{customdata[2]:.3f}<extra></extra>"
+        ),
+    )
+
+
+def _points_trace(group: str, points: np.ndarray, labels: list[str] | None, *, webgl: bool, scale: _Scale,
+                  marker: dict, **hover) -> dict:
+    """A group's trace: its colour, its points as float32, and its labels when they are on."""
+    points = np.asarray(points, dtype=np.float32)
     trace = {
         "type": "scattergl" if webgl else "scatter",
         "name": group,
@@ -376,17 +382,11 @@ def _segment_trace(group: str, scene: Scene, columns: _TokenColumns, *, webgl: b
         "x": points[:, 0],
         "y": points[:, 1],
         "mode": "markers",
-        "marker": {"color": COLOURS[group], "size": scale.marker + 2, "symbol": "square"},
-        "hovertext": [_segment_name(int(row)) for row in rows],
-        "customdata": np.column_stack([rows, count, norms]).astype(np.float32),
-        "hovertemplate": (
-            "<b>segment %{hovertext}</b> · row %{customdata[0]} of the segment table<br>"
-            "shared by %{customdata[1]} tokens<br>‖vector‖ = %{customdata[2]:.3f}<extra></extra>"
-        ),
+        "marker": {"color": COLOURS[group], **marker},
+        **hover,
     }
-    if group in columns.labels:
-        written = [columns.labels[group][i] for i in first]
-        trace.update(mode="markers+text", text=written, textposition="top center",
+    if labels is not None:
+        trace.update(mode="markers+text", text=labels, textposition="top center",
                      textfont={"size": scale.text, "color": COLOURS[group]})
     return trace
 

@@ -140,14 +140,9 @@ class PCAProjection:
         self._check_fitted()
         return -self.mean_ @ self.components_.T
 
-
     def _check_fitted(self) -> None:
         if not hasattr(self, "components_"):
             raise ValueError("This PCAProjection is not fitted yet: call fit() with the vectors first.")
-
-    def __repr__(self) -> str:
-        return (f"PCAProjection(n_components={self.n_components}, svd_solver={self.svd_solver!r}, "
-                f"random_state={self.random_state}, n_spectrum={self.n_spectrum})")
 
 
 def _checked(X: np.ndarray) -> np.ndarray:
