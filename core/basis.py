@@ -26,14 +26,10 @@ from dataclasses import dataclass
 import numpy as np
 from torch import nn
 
+from core.options import BASES  # noqa: F401 - re-exported
 from core.projection import PCAProjection
 from core.tokenizer import WordLevelTokenizer, WordPieceTokenizer
 
-BASES = {
-    "sentence": "this sentence",
-    "vocabulary": "whole vocabulary",
-    "frozen": "frozen (keep while typing)",
-}
 SPECTRUM = 10  # components the explained-variance bar shows
 # vectors (5 per token) up to which a sentence's plane also measures those ten components:
 # arpack finds 2 components of 2,560 × 384 (512 tokens) in ~10 ms but 10 in ~30–50 ms,

@@ -18,8 +18,7 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-# the five vectors the explorer shows for each token, in the order they are built
-COMPONENTS = ("token", "position", "segment", "sum", "output")
+from core.options import COMPONENTS  # noqa: E402,F401 - the five vectors, re-exported
 
 
 @dataclass(frozen=True)

@@ -19,71 +19,14 @@ import torch
 from torch import nn
 
 from core.embedding import BertEmbedding
+from core.options import LIMITS, POSITIONS, SOURCES, TOKENIZERS  # noqa: F401 - re-exported
+from core.state import LISTING_SETTINGS, WORDPIECE_VOCAB_SIZE, Settings  # noqa: F401 - re-exported
 from core.tables import bert_preset
 from core.tokenizer import CLS, SEP, UNK, WordLevelTokenizer, WordPieceTokenizer
 from core.uploads import UploadedTable
 
-SOURCES = {
-    "random": "Random (seeded N(0, 1))",
-    "bert": "BERT (MiniLM-L6-H384, uncased)",
-    "glove": "GloVe 6B 50-d",
-    "upload": "Uploaded file",
-}
-POSITIONS = {
-    "learned": "learned (from the source)",
-    "random": "random N(0, σ)",
-    "sinusoidal": "sinusoidal (fixed)",
-}
-TOKENIZERS = ("wordpiece", "word")
-WORDPIECE_VOCAB_SIZE = 30522
 PRESET_MAXLEN = 512  # position rows given to tables that bring none (GloVe, uploads)
-
-# allowed range of each random-table setting, inclusive; the messages quote these
-LIMITS = {
-    "vocab_size": (4, 100_000),
-    "d_model": (1, 1024),
-    "maxlen": (3, 2048),
-    "n_segments": (1, 8),
-    "seed": (0, 2**31 - 1),
-}
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What a randomly initialised embedding layer looks like.
-
-    The defaults give a first picture with some structure to see: 32 dimensions are
-    enough for the five groups to separate, few enough for LayerNorm's effect to show.
-    """
-
-    tokenizer: str = "wordpiece"  # "wordpiece" (BERT's 30,522 pieces) or "word" (Counter vocabulary)
-    vocab_size: int = 1000  # word-level only: most frequent words kept, specials included
-    d_model: int = 32  # width of every vector
-    maxlen: int = 512  # positions in the table: longer input is cut
-    n_segments: int = 2  # segment rows: sentence A and sentence B
-    seed: int = 0  # makes every random table reproducible (also random positions of presets)
-
-    def __post_init__(self) -> None:
-        if self.tokenizer not in TOKENIZERS:
-            raise ValueError(f"tokenizer must be one of {', '.join(TOKENIZERS)}, not {self.tokenizer!r}.")
-        for name, (low, high) in LIMITS.items():
-            value = getattr(self, name)
-            if isinstance(value, float) and value.is_integer():
-                object.__setattr__(self, name, int(value))  # number boxes send 32.0
-                value = int(value)
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise ValueError(f"{name} must be a whole number, not {value!r}.")
-            if not low <= value <= high:
-                raise ValueError(f"{name} is {value:,}; allowed values are {low:,} to {high:,}.")
-
-    @property
-    def table_rows(self) -> int:
-        """Rows of the token table: fixed by WordPiece, chosen by the user for words."""
-        return WORDPIECE_VOCAB_SIZE if self.tokenizer == "wordpiece" else self.vocab_size
-
-
-# the first listing's layer: a 10-word vocabulary in two dimensions
-LISTING_SETTINGS = Settings(tokenizer="word", vocab_size=10, d_model=2)
+RANDOM_POSITIONS_STREAM = 2**32  # added to the seed of "random" positions: past every table's seed
 
 
 @dataclass(frozen=True)
@@ -96,6 +39,8 @@ class Source:
     tokenizer: WordPieceTokenizer | WordLevelTokenizer | None
     vocabulary: str  # how typed text becomes ids, in a few words for the page
     notes: tuple[str, ...] = ()  # what the user should know about these tables
+    # what the source's own position table is, for the summary ("learned" positions are these)
+    own_positions: str = "its own, trainable"
 
     @property
     def label(self) -> str:
@@ -195,7 +140,8 @@ def _glove_source() -> Source:
         identity_norm(width),
     )
     notes += ("GloVe has word vectors only: its position and segment tables are random, at GloVe's scale.",)
-    return Source("glove", _shared(model), WordLevelTokenizer(words), "GloVe's 400,000 words", notes)
+    return Source("glove", _shared(model), WordLevelTokenizer(words), "GloVe's 400,000 words", notes,
+                  own_positions="random at GloVe's scale: GloVe has none")
 
 
 def _with_special_rows(vectors: torch.Tensor, seed: int) -> tuple[nn.Embedding, tuple[str, ...]]:
@@ -222,6 +168,7 @@ def upload_source(upload: UploadedTable, current: Source, seed: int) -> Source:
     else:
         table = upload.token_table
         keep = (current.model.pos_embed, current.model.seg_embed, current.model.norm)
+    own = "the file's own" if upload.embedding is not None else f"those of {current.label}: the file has none"
 
     rows, width = table.shape
     if upload.words is None and rows == WORDPIECE_VOCAB_SIZE:
@@ -246,12 +193,13 @@ def upload_source(upload: UploadedTable, current: Source, seed: int) -> Source:
             random_table(current.model.config.n_segments, width, std, seed + 2),
             identity_norm(width),
         )
+        own = "random: the file has none"
         notes.append(
             f"The file's vectors have {width} dimensions and the current tables "
             f"{current.model.config.d_model}, so new random position and segment tables were made at {width}."
         )
     model = BertEmbedding.from_modules(tokens, *keep)
-    return Source("upload", _shared(model), tokenizer, vocabulary, tuple(notes))
+    return Source("upload", _shared(model), tokenizer, vocabulary, tuple(notes), own_positions=own)
 
 
 def with_positions(source: Source, kind: str, seed: int) -> Source:
@@ -266,6 +214,9 @@ def with_positions(source: Source, kind: str, seed: int) -> Source:
         positions = sinusoidal_table(maxlen, width)
     else:
         std = float(model.tok_embed.weight.std()) if model.config.vocab_size > 1 else 1.0
-        positions = random_table(maxlen, width, std if math.isfinite(std) and std > 0 else 1.0, seed + 1)
+        # a stream of its own: the source's tables use seed, seed + 1, seed + 2, and random
+        # positions drawn from one of those would equal a table the source already has
+        scale = std if math.isfinite(std) and std > 0 else 1.0
+        positions = random_table(maxlen, width, scale, seed + RANDOM_POSITIONS_STREAM)
     swapped = BertEmbedding.from_modules(model.tok_embed, positions, model.seg_embed, model.norm)
     return replace(source, model=_shared(swapped))

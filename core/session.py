@@ -12,11 +12,9 @@ import hashlib
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 
-from core.basis import BASES
 from core.embedding import BertEmbedding
+from core.options import BASES, POSITIONS, SOURCES, Refused
 from core.presets import (
-    POSITIONS,
-    SOURCES,
     Settings,
     Source,
     bert_source,
@@ -65,6 +63,15 @@ class Session:
     def tokenizer(self) -> WordPieceTokenizer | WordLevelTokenizer | None:
         return self.trained_tokenizer or self.source.tokenizer
 
+    def tables(self) -> tuple:
+        """What decides the tables, in the terms of `core.state.View.tables`."""
+        return (self.base.key, self.settings, self.positions)
+
+    @property
+    def fixed(self) -> frozenset[str]:
+        """Parts training leaves alone: the frozen ones, and sinusoidal positions, which are fixed."""
+        return self.frozen | ({"position"} if self.positions == "sinusoidal" else set())
+
     def encode(self, a: str, b: str) -> Encoding:
         maxlen = self.model.config.maxlen
         if self.tokenizer is not None:
@@ -80,6 +87,25 @@ class Session:
         settings = replace(self.settings, **changes)
         base = random_source(settings) if self.base.key == "random" else self.base
         return self._with_tables(base, settings=settings)
+
+    def with_tables(self, source: str, settings: Settings, positions: str) -> Session:
+        """The tables a view names: a source, the random tables' settings, a position table."""
+        if source not in SOURCES:
+            raise Refused(f"the table source must be one of {', '.join(SOURCES)}, not {source!r}.")
+        if source == "upload":
+            if self.uploaded is None:
+                raise Refused("No file uploaded yet: upload a table first, then choose 'Uploaded file'.")
+            base = self.uploaded
+        else:
+            base = _preset(source, settings)
+        return self._with_tables(base, settings=settings, positions=positions)
+
+    def adopt_training(self, trained: Session) -> Session:
+        """This session with the tables `trained` learned (a training that ran beside other changes)."""
+        if trained.tables() != self.tables():
+            raise Refused("The tables changed while training ran, so its result was set aside.")
+        return replace(self, trained=trained.trained, trained_tokenizer=trained.trained_tokenizer,
+                       training=trained.training)
 
     def with_source(self, key: str) -> Session:
         if key not in SOURCES:
@@ -114,13 +140,13 @@ class Session:
         return replace(self, frozen=frozenset(parts))
 
     def trained_on(
-        self, corpus: Corpus, config: TrainConfig, progress: Callable[[int, int], None] | None = None
+        self, corpus: Corpus, config: TrainConfig, progress: Callable[[int, int, tuple[float, ...]], None] | None = None
     ) -> Session:
         """Train a private copy of the current tables (continuing any earlier training)."""
         tokenizer = self.tokenizer or WordLevelTokenizer.from_text(
             "\n".join(corpus.sentences), max_size=self.settings.vocab_size
         )
-        model = trainable_copy(self.model, self.frozen)
+        model = trainable_copy(self.model, self.fixed)
         result = train(model, corpus, tokenizer, config, progress)
         return replace(
             self,
@@ -128,6 +154,10 @@ class Session:
             trained_tokenizer=tokenizer if self.source.tokenizer is None else None,
             training=result,
         )
+
+    def restart(self) -> Session:
+        """Untrained tables and the sentence's own plane: how a link or a tour step begins."""
+        return replace(self.reset(), basis="sentence", frozen_basis=None)
 
     def reset(self) -> Session:
         """Back to the source tables, as they were before any training."""
@@ -151,7 +181,7 @@ class Session:
     def parameter_counts(self) -> tuple[int, int]:
         """(trainable, total) parameters under the current freeze toggles."""
         sizes = {part: sum(p.numel() for p in getattr(self.model, attr).parameters()) for part, attr in PARTS.items()}
-        return sum(n for part, n in sizes.items() if part not in self.frozen), sum(sizes.values())
+        return sum(n for part, n in sizes.items() if part not in self.fixed), sum(sizes.values())
 
     def _with_tables(self, base: Source, *, settings: Settings | None = None, positions: str | None = None):
         settings = settings or self.settings

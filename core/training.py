@@ -214,12 +214,12 @@ def train(
     corpus: Corpus,
     tokenizer: Tokenizer,
     config: TrainConfig = TrainConfig(),  # noqa: B008 - frozen, so one shared default is safe
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[int, int, tuple[float, ...]], None] | None = None,
 ) -> TrainResult:
     """Train `model` in place on `corpus`; callers pass a `trainable_copy`.
 
     Only parameters with `requires_grad` reach the optimizer, so a frozen table stays
-    bit-identical. `progress(step, steps)` is called about every 5% of the steps, after
+    bit-identical. `progress(step, steps, losses)` is called about every 5% of the steps, after
     the model's tables have been brought up to that step, so a caller may look at them.
     """
     start = time.perf_counter()
@@ -242,7 +242,7 @@ def train(
         losses.append(loss.item())
         if progress is not None and (step % report_every == 0 or step == config.steps):
             _write_back(model, layer, examples.rows)
-            progress(step, config.steps)
+            progress(step, config.steps, tuple(losses))
     optimizer.zero_grad(set_to_none=True)  # the shared parts keep no stale gradients
     _write_back(model, layer, examples.rows)
 

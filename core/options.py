@@ -1,0 +1,150 @@
+"""Every choice the page offers and every limit it enforces, in one place.
+
+Page, API, links and the tour all read these names and ranges, so a limit cannot differ
+between two doors into the app: a text box's `max_length` and the server's check come from
+the same number. The module imports nothing heavy (no torch, no gradio), so the link code
+and the view description can be read and tested on their own.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import MappingProxyType
+
+ASSETS = Path(__file__).resolve().parents[1] / "assets"
+
+# the five vectors the explorer shows for each token, in the order they are built
+COMPONENTS = ("token", "position", "segment", "sum", "output")
+# the four parts of the layer that training can change or leave frozen
+PARTS = ("token", "position", "segment", "norm")
+
+SOURCES = MappingProxyType({
+    "random": "Random (seeded N(0, 1))",
+    "bert": "BERT (MiniLM-L6-H384, uncased)",
+    "glove": "GloVe 6B 50-d",
+    "upload": "Uploaded file",
+})
+# a link cannot carry an uploaded file, so "upload" is not a source a link may name
+SHAREABLE_SOURCES = tuple(key for key in SOURCES if key != "upload")
+POSITIONS = MappingProxyType({
+    "learned": "learned (the source's own table)",
+    "random": "random N(0, σ) (drawn from its own seed)",
+    "sinusoidal": "sinusoidal (fixed, never trained)",
+})
+BASES = MappingProxyType({
+    "sentence": "this sentence",
+    "vocabulary": "whole vocabulary",
+    "frozen": "frozen (keep while typing)",
+})
+TOKENIZERS = MappingProxyType({"wordpiece": "WordPiece (BERT, 30,522 pieces)", "word": "Word-level (Counter)"})
+CORPORA = MappingProxyType({"builtin": "Built-in corpus: 6 word categories", "mine": "My sentences A and B"})
+# the main column's tabs: the plane and the side views beside it
+VIEWS = MappingProxyType({
+    "plane": "Plane",
+    "positions": "Positions",
+    "layernorm": "LayerNorm",
+    "similarity": "Similarity",
+    "listing": "The listing",
+    "lookup": "Lookup table",
+})
+DETAILS = ("positions", "layernorm", "similarity")  # side views drawn from the typed sentences
+# the control column's tabs
+PANELS = MappingProxyType({"tour": "Tour", "view": "View", "tables": "Tables", "train": "Train"})
+
+TOUR_STEPS = 7  # core.tour.STEPS has this many (a test checks they agree)
+
+# whole-number inputs: inclusive ranges; every message quotes these
+LIMITS = MappingProxyType({
+    # random tables: the largest is 100,000 × 512 float32 = 195 MiB, built once and cached by bytes
+    "vocab_size": (4, 100_000),
+    "d_model": (1, 512),
+    "maxlen": (3, 2048),
+    "n_segments": (1, 8),
+    "seed": (0, 2**31 - 1),  # torch's generators take 64 bits; one range for every seed on the page
+    "k": (1, 50),  # nearest neighbours listed for the selected token
+    # vocabulary words behind the tokens: enough for a lecture's picture; every visitor of a
+    # link draws them, so a link cannot ask a browser for all 400,003 of GloVe's
+    "background": (0, 5_000),
+    "token": (0, 2047),  # a selected token's position: the longest table allowed
+    "step": (1, TOUR_STEPS),
+    "steps": (1, 2000),  # training steps in one press of Train
+    "lookup_dim": (1, 16),  # the lookup walk-through's table width
+})
+
+MAX_TEXT = 10_000  # characters in one sentence: enough to fill 2,048 positions, refused beyond
+MAX_SEARCH = 100  # characters of a vocabulary search
+MAX_FLIPS = 64  # tokens given the other segment at once
+
+
+def default_pair() -> tuple[str, str]:
+    """The page's first example pair: what a fresh page and a link without sentences show."""
+    a, b = json.loads((ASSETS / "examples.json").read_text(encoding="utf-8"))[0]
+    return a, b
+
+
+class Refused(ValueError):
+    """A value outside what the app allows; its message says what was wrong and what is allowed."""
+
+
+def whole(value: object, name: str) -> int:
+    """A whole number within LIMITS[name]; number boxes send 3.0, links send "3".
+
+    The one whole-number check of the app: every boundary (page, API, link) calls it.
+    """
+    low, high = LIMITS[name]
+    label = name.replace("_", " ")
+    if isinstance(value, str):
+        text = value.strip()
+        if not (text.lstrip("+-").isascii() and text.lstrip("+-").isdigit() and len(text) <= 30):
+            raise Refused(f"{label} must be a whole number from {low:,} to {high:,}, not {_shown(value)}.")
+        value = int(text)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise Refused(f"{label} must be a whole number from {low:,} to {high:,}, not {_shown(value)}.")
+    if not low <= value <= high:
+        raise Refused(f"{label} is {value:,}; allowed values are {low:,} to {high:,}.")
+    return value
+
+
+def text(value: object, name: str, limit: int = MAX_TEXT) -> str:
+    """A piece of text no longer than `limit` characters, checked before any work is done on it."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise Refused(f"{name} must be text, not {type(value).__name__}.")
+    if len(value) > limit:
+        raise Refused(f"{name} has {len(value):,} characters; at most {limit:,} are allowed.")
+    return value
+
+
+def choice(value: object, name: str, allowed) -> str:
+    """One of `allowed`'s keys."""
+    if not isinstance(value, str) or value not in allowed:
+        raise Refused(f"{name} must be one of {', '.join(allowed)}, not {_shown(value)}.")
+    return value
+
+
+def subset(values: object, name: str, allowed) -> tuple[str, ...]:
+    """Names from `allowed`, in its order, whatever order or repeats they came in."""
+    if values is None:
+        values = ()
+    if isinstance(values, str) or not isinstance(values, list | tuple | set | frozenset):
+        raise Refused(f"{name} must be a list of names from {', '.join(allowed)}, not {_shown(values)}.")
+    unknown = [v for v in values if v not in allowed]
+    if unknown:
+        raise Refused(f"{name} may hold only {', '.join(allowed)}, not {_shown(unknown[0])}.")
+    return tuple(v for v in allowed if v in values)
+
+
+def flag(value: object, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise Refused(f"{name} must be true or false, not {_shown(value)}.")
+    return value
+
+
+def _shown(value: object, limit: int = 40) -> str:
+    """A value quoted back to the user, short enough for a sentence."""
+    shown = repr(value)
+    return shown if len(shown) <= limit else shown[:limit] + "…"

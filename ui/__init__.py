@@ -1,0 +1,1 @@
+"""The Gradio page, split by panel; see `ui.page` for how the parts fit together."""

@@ -1,0 +1,96 @@
+"""How a page event reaches a tab's state: one path for every event.
+
+Each event handler names the change it makes to the `View` (usually one field, set to the
+value its widget sent) and calls `update`. `update` finds the tab's `Live` by gradio's
+session hash, applies the change under the tab's lock (`core.live.Live.apply`), lets
+`ui.render` write what changed, and turns a refusal into a plain-text notice and a toast —
+never an error badge on other controls, and never a changed state.
+
+Limits are checked once, at this boundary, with `core.options`; the page's own widgets only
+hint at them.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable
+
+import gradio as gr
+
+from core.live import Jobs, Lives
+from core.options import Refused
+from core.session import Session
+from core.state import View
+
+# every tab's state, and the pool heavy work shares: one job at a time, eight waiting, one per tab
+LIVES = Lives()
+JOBS = Jobs(workers=1, queue=8)
+
+
+def live_of(request: gr.Request | None):
+    return LIVES.get(getattr(request, "session_hash", None))
+
+
+def update(
+    page,
+    request: gr.Request | None,
+    change: Callable[[View], View],
+    *,
+    outputs: Iterable | None = None,
+    tables: Callable[[Session], Session] | None = None,
+    whole: bool = False,
+    asked: Iterable[str] = (),
+    notes: Iterable[str] = (),
+) -> dict:
+    """Apply `change` to the tab's view and return what the page must redraw.
+
+    `asked` names the fields the user set with this event: their widgets already show the
+    new value, so they are written back only if the value had to change (or was refused).
+    `outputs`, when given, limits what is returned to the event's declared outputs.
+    """
+    from ui import render  # render imports the panels' names; events is imported by them
+
+    try:
+        live = live_of(request)
+        step, out = live.apply(change, lambda s: render.outputs(page, s, asked=asked, whole=whole, notes=notes),
+                               tables=tables, whole=whole)
+    except Refused as error:
+        gr.Warning(str(error))
+        try:
+            current = live_of(request).view
+        except Refused:
+            current = View()
+        shown = render.fields(page, current, asked)  # put the refused widgets back
+        return _within({**shown, page.notice: render.notice((str(error),))}, outputs)
+    return _within(out, outputs)
+
+
+def _within(values: dict, outputs: Iterable | None) -> dict:
+    if outputs is None:
+        return values
+    allowed = set(outputs)
+    return {component: value for component, value in values.items() if component in allowed}
+
+
+def setter(page, *names: str, outputs: Iterable | None = None):
+    """A handler that sets view fields to its widgets' values (inputs in the order of `names`).
+
+    The request comes first: gradio injects it into a positional parameter annotated
+    `gr.Request`, and the widgets' values follow.
+    """
+
+    def handler(request: gr.Request, *values):
+        changes = dict(zip(names, values, strict=True))
+        return update(page, request, lambda view: view.with_(**changes), asked=names, outputs=outputs)
+
+    return named(handler, names)
+
+
+def named(handler, names: Iterable[str]):
+    """Give a `(request, *values)` handler the parameter names the API shows for its inputs."""
+    parameters = [inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=gr.Request)]
+    parameters += [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in names]
+    handler.__signature__ = inspect.Signature(parameters)
+    handler.__annotations__ = {"request": gr.Request}
+    handler.__name__ = "_".join(names) or handler.__name__
+    return handler

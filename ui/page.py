@@ -1,0 +1,117 @@
+"""The whole page: its panels laid out, their events wired, and the options it launches with.
+
+Each panel lives in its own module (`ui.plane`, `ui.sideviews`, `ui.tourpanel`,
+`ui.viewpanel`, `ui.tablespanel`, `ui.trainpanel`) with a `layout(page)` that adds its
+components to the `Page` and a `wire(page)` that connects their events. The page's state is
+not in its components: it is the tab's `View` on the server (`ui.events`), and every event
+redraws from it (`ui.render`).
+"""
+
+from __future__ import annotations
+
+import os
+
+import gradio as gr
+
+from core.options import VIEWS
+from core.uploads import UploadLimits
+from ui import events, plane, render, sideviews, tablespanel, tourpanel, trainpanel, viewpanel
+from ui.assets import ASSETS
+
+MAX_UPLOAD_BYTES = UploadLimits().max_bytes  # the upload route refuses larger files while they stream in
+
+INTRO = """\
+# Embedding Explorer
+BERT turns each token into three vectors — its **token** row, its **position** row and its
+**segment** row (sentence A or B) — adds them into the **sum**, and normalises the sum with
+LayerNorm into the **output**. Type two sentences and see all five vectors of every token in
+one 2-D plane (PCA). Hover a point for its numbers; click a point to select its token.
+"""
+
+# passed to launch() by `python app.py` and by the tests, so both serve the same page
+LAUNCH_OPTIONS = {
+    "theme": gr.themes.Soft(),
+    "css_paths": [ASSETS / "style.css"],
+    "head": f"<script>{(ASSETS / 'explorer.js').read_text()}</script>",
+    "show_error": False,  # users see the sentences we write, never stack traces
+    "max_file_size": MAX_UPLOAD_BYTES,
+    "run_history": False,  # gradio would copy every figure into the browser's storage
+}
+
+TEST_HOOKS = "EMBEDDING_EXPLORER_TEST_HOOKS"  # set to 1 to add the tests' /fingerprint endpoint
+
+
+class Page:
+    """The page's components by name; panels add theirs in `layout` and find others' here."""
+
+    def __init__(self) -> None:
+        self.freezes: dict[str, gr.Checkbox] = {}
+
+    @property
+    def live_outputs(self) -> list:
+        """What a keystroke can change: the plane, the open side view, the picker, the notice."""
+        return [self.plot, self.info, self.table, self.token, self.near_token, self.near_output, self.variance,
+                *self.detail_outputs, self.notice]
+
+    @property
+    def detail_outputs(self) -> list:
+        return [self.positions_plot, self.repeated, self.layernorm_plot, self.layernorm_info, self.similarity_plot]
+
+    @property
+    def everything(self) -> list:
+        """Every component a change can write: a link, a tour step or a table change may set any."""
+        widgets = [getattr(self, name) for name in render._SIMPLE]
+        return [
+            *self.live_outputs, *widgets, self.vocab_size, *self.freezes.values(), self.views, self.controls,
+            self.tour_text, self.background_json, self.tables_info, self.random_panel, self.params, self.losses,
+            self.trained, self.listing_output, self.listing_facts, self.listing_plot, self.lookup_vocab,
+            self.lookup_code, self.lookup_output, self.lookup_info,
+        ]
+
+
+def build_demo(*, test_hooks: bool | None = None) -> gr.Blocks:
+    """The page. `test_hooks` (default: the EMBEDDING_EXPLORER_TEST_HOOKS variable) adds the
+    endpoints tests use to look inside a session; a public server never has them."""
+    if test_hooks is None:
+        test_hooks = os.environ.get(TEST_HOOKS) == "1"
+    page = Page()
+    # uploaded files are deleted an hour after they arrive (checked every 10 minutes)
+    with gr.Blocks(title="Embedding Explorer", delete_cache=(600, 3600)) as demo:
+        gr.Markdown(INTRO, elem_id="intro")
+        with gr.Row(equal_height=False, elem_id="main-row"):
+            with gr.Column(scale=3, elem_id="main-column"):
+                plane.layout_sentences(page)
+                with gr.Tabs(elem_id="views") as page.views:
+                    with gr.Tab(VIEWS["plane"], id="plane", elem_id="tab-plane") as page.plane_tab:
+                        plane.layout(page)
+                    sideviews.layout(page)
+            with gr.Column(scale=1, min_width=320, elem_id="control-column"), \
+                    gr.Tabs(selected="view", elem_id="controls") as page.controls:
+                tourpanel.layout(page)
+                viewpanel.layout(page)
+                tablespanel.layout(page)
+                trainpanel.layout(page)
+        for panel in (plane, sideviews, tourpanel, viewpanel, tablespanel, trainpanel):
+            panel.wire(page)
+        demo.load(events.named(lambda request: tourpanel.open_link(page, request), ()), None, page.everything,
+                  api_name=False, show_progress="hidden")
+        if test_hooks:
+            _test_hooks(page)
+    # live updates: two at a time (one per core); heavy work waits in core.live.Jobs, not here
+    demo.queue(default_concurrency_limit=2, max_size=None)
+    return demo
+
+
+def _test_hooks(page: Page) -> None:
+    """/fingerprint: a hash of the tab's view and session, to show a refused request changed nothing."""
+    with gr.Row(visible=False):
+        button, box = gr.Button("fingerprint"), gr.Textbox()
+
+    def fingerprint(request: gr.Request) -> str:
+        live = events.live_of(request)
+        return f"{hash(live.view):x}-{live.session.fingerprint()}"
+
+    button.click(fingerprint, None, box, api_name="fingerprint")
+
+
+__all__ = ["LAUNCH_OPTIONS", "Page", "build_demo", "render"]

@@ -1,0 +1,99 @@
+"""The sentences and the main plane: the plot, its summary, one token's neighbours, the token table.
+
+Typing is the live path: its event sends the two sentences and gets back only what a
+keystroke can change (`Page.live_outputs`).
+"""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from core.options import LIMITS, MAX_TEXT, Refused
+from core.view import TABLE_HEADERS
+from ui import events, render
+from ui.assets import EXAMPLES
+from ui.widgets import Slider
+
+NEIGHBOUR_HEADERS = ["#", "token", "cosine"]
+LIVE = {"concurrency_id": "live", "show_progress": "hidden"}
+
+
+def layout_sentences(page) -> None:
+    with gr.Row():
+        page.sentence_a = gr.Textbox(EXAMPLES[0][0], label="Sentence A (segment 0)", elem_id="sentence-a",
+                                     max_length=MAX_TEXT)
+        page.sentence_b = gr.Textbox(EXAMPLES[0][1], label="Sentence B (segment 1, optional)", elem_id="sentence-b",
+                                     max_length=MAX_TEXT)
+    # what was let go, refused or ignored from a link: escaped text, kept until the next change
+    page.notice = gr.HTML(elem_id="notice")
+
+
+def layout(page) -> None:
+    page.plot = gr.Plot(show_label=False, elem_id="embed-plot")
+    page.info = gr.Markdown(elem_id="embed-info")
+    with gr.Accordion("Nearest neighbours and segments of one token", open=True):
+        with gr.Row():
+            # its choices are the tab's current tokens, filled when it is opened
+            page.token = gr.Dropdown([("none", render.NO_TOKEN)], value=render.NO_TOKEN,
+                                     label="Token (or click a point)", elem_id="selected-token", scale=2,
+                                     allow_custom_value=True)
+            low, high = LIMITS["k"]
+            page.k = Slider(low, high, value=10, step=1, label="Neighbours", elem_id="neighbour-k", scale=1)
+            page.flip = gr.Button("Flip its segment (A ↔ B)", elem_id="flip-button", size="sm", scale=1)
+        page.picked = gr.Textbox(visible="hidden", elem_id="picked-token")
+        with gr.Row():
+            page.near_token = gr.Dataframe(headers=NEIGHBOUR_HEADERS, label="Nearest by token vector (the table's row)",
+                                           interactive=False, elem_id="neighbours-token", max_height=300)
+            page.near_output = gr.Dataframe(
+                headers=NEIGHBOUR_HEADERS, interactive=False, elem_id="neighbours-output", max_height=300,
+                label="Nearest by output vector (same position and segment, after LayerNorm)")
+    gr.Examples(EXAMPLES, inputs=[page.sentence_a, page.sentence_b], label="Example pairs")
+    page.table = gr.Dataframe(headers=list(TABLE_HEADERS), label="Tokens and vector norms", interactive=False,
+                              elem_id="token-table", max_height=320)
+
+
+def wire(page) -> None:
+    live = page.live_outputs
+    embed = events.setter(page, "sentence_a", "sentence_b", outputs=live)
+    gr.on([page.sentence_a.change, page.sentence_b.change], embed, [page.sentence_a, page.sentence_b], live,
+          api_name="embed", trigger_mode="always_last", **LIVE)
+    page.k.release(events.setter(page, "k", outputs=live), page.k, live, api_name="k", **LIVE)
+    page.token.input(select(page), page.token, live, api_name="select", **LIVE)
+    # the list is filled from the tab's own tokens when opened, so it never lists stale ones
+    page.token.focus(events.named(lambda request: choices(request), ()), None, page.token, api_name="picker",
+                     **LIVE)
+    page.picked.input(select(page, clicked=True), page.picked, live, api_name=False, **LIVE)
+    page.flip.click(events.named(lambda request: flip(page, request), ()), None, live, api_name="flip", **LIVE)
+
+
+def select(page, clicked: bool = False):
+    """Select a token: from the list (its index), or a click on a point ("index@time")."""
+
+    def handler(request: gr.Request, value):
+        if clicked:
+            value = str(value).split("@")[0]
+        token = None if value in (None, "", render.NO_TOKEN) else value
+        return events.update(page, request, lambda view: view.with_(token=token), asked=("token",),
+                             outputs=page.live_outputs)
+
+    return events.named(handler, ("token",))
+
+
+def choices(request: gr.Request):
+    live = events.live_of(request)
+    with live.lock:
+        tokens, token = live.tokens, live.view.token
+    return gr.update(choices=render.token_choices(tokens), value=render.NO_TOKEN if token is None else token)
+
+
+def flip(page, request: gr.Request):
+    """Give the selected token the other segment id, or give it back its own."""
+
+    def change(view):
+        if view.token is None:
+            raise Refused("Select a token first (click a point, or pick one from the list), then flip its "
+                                 "segment.")
+        return view.with_(flips=view.flips ^ {view.token})
+
+    return events.update(page, request, change, outputs=page.live_outputs)
+

@@ -1,0 +1,280 @@
+"""The page drawn from a `View`: which widgets and outputs an applied change rewrites.
+
+`outputs(page, step)` is the only place that decides what the page shows after a change:
+every field of the view has one widget writer (`fields`), and every computed output (the
+plane, the side view, the tables' summary, the background, the documents) is redrawn only
+when something it depends on changed. A link, a tour step and a keystroke all pass here, so
+they cannot render the same view two ways.
+
+Text that comes from a user or a link — sentences, tokens, notes quoting them, parameter
+names — is shown as plain text: `plain` escapes it before it meets Markdown, and notices are
+escaped HTML.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterable
+
+import gradio as gr
+from gradio.components.plot import PlotData
+
+from core import tour
+from core.basis import background, vocabulary_basis
+from core.charts import collapse_figure, variance_bars
+from core.details import layernorm_detail, positions_detail, similarity_detail
+from core.figures import background_trace, embedding_spec, figure_json, loss_figure, trace_json
+from core.listing import run_listing
+from core.live import Step
+from core.lookup import walk_through
+from core.options import BASES, DETAILS, PARTS, POSITIONS
+from core.session import Session
+from core.state import SETTINGS_FIELDS, View
+from core.view import Exploration, explore
+
+NO_TOKEN = ""  # the token picker's value when no token is selected
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>&:])")
+
+# view fields whose change redraws the main plane
+_PLANE = ("sentence_a", "sentence_b", "groups", "labels", "arrows", "shift", "presenter", "token", "k", "flips",
+          "basis", *SETTINGS_FIELDS, "source", "positions")
+
+
+def plain(text: str) -> str:
+    """Text shown literally inside Markdown: no link, image, emphasis or HTML can come of it."""
+    return _MARKDOWN.sub(r"\\\1", text)
+
+
+def notice(notes: Iterable[str]) -> str:
+    """The notice area's HTML: each note as escaped text on its own line ("" hides it)."""
+    return "".join(f"<p>⚠️ {html.escape(note)}</p>" for note in notes if note)
+
+
+def plot(figure: dict) -> PlotData:
+    # the figure's JSON straight from its dict: building a go.Figure costs more than the math
+    return PlotData(type="plotly", plot=figure_json(figure))
+
+
+def token_choices(tokens: Iterable[str]) -> list[tuple[str, int | str]]:
+    # an explicit "none" entry: the picker ignores an update to None, so "" clears it
+    return [("none", NO_TOKEN), *((f"{i}: {token}", i) for i, token in enumerate(tokens))]
+
+
+def fields(page, view: View, names: Iterable[str], tokens: tuple[str, ...] = ()) -> dict:
+    """The widgets of these view fields, set to the view's values."""
+    names = set(names)
+    out: dict = {}
+    for name in names & _SIMPLE:
+        out[getattr(page, name)] = getattr(view, name)
+    if names & {"tokenizer", "vocab_size"}:
+        out[page.vocab_size] = gr.update(value=view.vocab_size, visible=view.tokenizer == "word")
+    if names & {"frozen", "positions"}:
+        fixed = view.positions == "sinusoidal"  # fixed positions never train: shown frozen, not a choice
+        for part in PARTS:
+            frozen = part in view.frozen or (part == "position" and fixed)
+            out[page.freezes[part]] = gr.update(value=frozen, interactive=not (part == "position" and fixed))
+    if "token" in names:
+        value = NO_TOKEN if view.token is None else view.token
+        out[page.token] = gr.update(choices=token_choices(tokens), value=value) if tokens else gr.update(value=value)
+    if "view" in names:
+        out[page.views] = gr.Tabs(selected=view.view)
+    if "panel" in names:
+        out[page.controls] = gr.Tabs(selected=view.panel)
+    if "step" in names:
+        out[page.tour_text] = tour_text(view.step)
+    return out
+
+
+_SIMPLE = {"sentence_a", "sentence_b", "source", "tokenizer", "d_model", "maxlen", "n_segments", "seed", "positions",
+           "groups", "labels", "arrows", "shift", "basis", "background", "k", "presenter", "listing_seed",
+           "listing_bug", "lookup_sentence", "lookup_dim", "lookup_grad"}
+
+
+def outputs(page, step: Step, *, asked: Iterable[str] = (), whole: bool = False, notes: Iterable[str] = ()) -> dict:
+    """Everything the page must redraw after `step`."""
+    view, session = step.view, step.session
+    changed = set(view.differs(step.old_view))
+    write = set(_ALL_FIELDS) if whole else (changed - set(asked)) | ({"token"} & set(asked))
+    out = fields(page, view, write, step.tokens)
+    tables = whole or step.tables_changed or bool(changed & {"source", "positions", "frozen", *SETTINGS_FIELDS})
+    if whole or tables or changed & set(_PLANE):
+        out.update(plane(page, view, session))
+    if view.view in DETAILS and (whole or tables or changed & {*_PLANE, "view"}):
+        out.update(detail(page, view, session))
+    if whole or tables or changed & {"basis", "background"}:
+        out[page.background_json] = background_json(view, session)
+    if tables:
+        out.update(table_panels(page, session))
+    if whole or step.old_session.training is not session.training:
+        out.update(training(page, session))
+    if view.view == "listing" and (whole or changed & {"view", "listing_seed", "listing_bug"}):
+        out.update(listing(page, view))
+    if view.view == "lookup" and (whole or changed & {"view", "lookup_sentence", "lookup_dim", "lookup_grad"}):
+        out.update(lookup(page, view))
+    if whole or changed or notes or step.notes:  # an echo of what the page already shows keeps the notice
+        out[page.notice] = notice((*notes, *step.notes))
+    return out
+
+
+_ALL_FIELDS = tuple(View.__dataclass_fields__)
+
+
+def plane(page, view: View, session: Session) -> dict:
+    """The main plot, its summary, the token table, the neighbours and the variance bar."""
+    result = exploration(view, session)
+    spec = embedding_spec(result.scene, labels=view.labels, arrows=view.arrows, shift=view.shift,
+                          presenter=view.presenter)
+    near = result.neighbours or {}
+    listed = [[[i, *pair] for i, pair in enumerate(near.get(kind, ()), 1)] for kind in ("token", "output")]
+    projection = result.projection
+    spectrum = [] if projection is None else projection.spectrum_
+    if projection is not None and len(spectrum) == 0:
+        spectrum = projection.explained_variance_ratio_  # a long input: its two axes only
+    title = f"Explained variance · {BASES[session.basis].split(' (')[0]}"
+    return {
+        page.plot: plot(spec),
+        page.info: summary(result, session),
+        page.table: result.rows,
+        page.near_token: listed[0],
+        page.near_output: listed[1],
+        page.variance: variance_bars(spectrum, title=title),
+    }
+
+
+def exploration(view: View, session: Session) -> Exploration:
+    """The pipeline's result for this view (the one call the plane and the exports share)."""
+    encoding_tokens = session.encode(view.sentence_a, view.sentence_b).tokens
+    flipped = {i: encoding_tokens[i] for i in view.flips if i < len(encoding_tokens)}
+    return explore(session, view.sentence_a, view.sentence_b, view.groups, selected=view.token, k=view.k,
+                   flipped=flipped)
+
+
+def detail(page, view: View, session: Session) -> dict:
+    """The open side view, computed for the current sentences."""
+    a, b = view.sentence_a, view.sentence_b
+    tokens = session.encode(a, b).tokens
+    flipped = {i: tokens[i] for i in view.flips if i < len(tokens)}
+    if view.view == "positions":
+        found = positions_detail(session, a, b, flipped, presenter=view.presenter)
+        rows = [[r.token, f"{r.positions[0]} and {r.positions[1]}", round(r.cosine, 3)] for r in found.repeated]
+        return {page.positions_plot: plot(found.figure), page.repeated: rows}
+    if view.view == "layernorm":
+        found = layernorm_detail(session, a, b, flipped, presenter=view.presenter)
+        return {page.layernorm_plot: plot(found.figure), page.layernorm_info: found.summary}
+    return {page.similarity_plot: plot(similarity_detail(session, a, b, flipped, presenter=view.presenter))}
+
+
+def background_json(view: View, session: Session) -> str:
+    """The vocabulary behind the tokens, as one trace's JSON for the page's script ("" = none).
+
+    Only a fixed plane can have a background: in the sentence's own plane every keystroke
+    would move all of its points, and the page would have to send them all again.
+    """
+    if view.background == 0 or session.basis == "sentence":
+        return ""
+    model = session.model
+    projection = (vocabulary_basis(model.tok_embed).projection if session.basis == "vocabulary"
+                  else session.frozen_basis)
+    behind = background(session.tokenizer, model.tok_embed, projection, view.background)
+    return trace_json(background_trace(behind.points, behind.labels))
+
+
+def table_panels(page, session: Session) -> dict:
+    """The tables' description, the random-settings panel's visibility and the parameter line."""
+    source, config = session.source, session.model.config
+    positions = POSITIONS[session.positions].split(" (")[0]
+    if session.positions == "learned":
+        positions = f"the source's own: {source.own_positions}"
+    lines = [
+        f"**{plain(source.label)}** · tokens: {config.vocab_size:,} × {config.d_model}, positions: "
+        f"{config.maxlen:,} ({plain(positions)}), segments: {config.n_segments}, "
+        f"LayerNorm eps {config.eps:g} · text becomes ids through {plain(source.vocabulary)}",
+        *(f"ℹ️ {plain(note)}" for note in source.notes),
+    ]
+    return {
+        page.tables_info: "\n\n".join(lines),
+        page.random_panel: gr.update(visible=source.key == "random"),
+        page.params: parameter_status(session),
+    }
+
+
+def parameter_status(session: Session) -> str:
+    trainable, total = session.parameter_counts()
+    frozen = sorted(session.frozen)
+    if session.positions == "sinusoidal" and "position" not in frozen:
+        frozen.append("position (sinusoidal: fixed)")
+    return f"**{trainable:,}** of {total:,} parameters trainable · frozen: {', '.join(frozen) or 'nothing'}"
+
+
+def training(page, session: Session) -> dict:
+    """The loss curve and summary of the session's training, or nothing when untrained."""
+    result = session.training
+    if result is None:
+        return {page.losses: None, page.trained: ""}
+    return {page.losses: loss_figure(result.losses), page.trained: training_summary(session)}
+
+
+def training_summary(session: Session) -> str:
+    result = session.training
+    losses = result.losses
+    line = f"Trained {result.steps} steps in {result.seconds:.1f} s; loss {losses[0]:.2f} → {losses[-1]:.2f}."
+    if result.purity_before is not None:
+        line += (
+            f" Category purity of the corpus words (3 nearest neighbours, token table): "
+            f"**{result.purity_before:.2f} → {result.purity_after:.2f}**."
+        )
+    return line
+
+
+def listing(page, view: View) -> dict:
+    """The first listing's test, run as printed: its console output and what it shows."""
+    run = run_listing(view.listing_seed, position_bug=view.listing_bug)
+    tokens = [f"x={x} seg={s}" for x, s in zip(run.x.ravel(), run.seg.ravel(), strict=True)]
+    figure = collapse_figure(
+        run.components["sum"].reshape(-1, 2), run.output.reshape(-1, 2), tokens, title="The listing's six outputs"
+    )
+    facts = "\n".join(f"- {fact}" for fact in run.facts)
+    return {page.listing_output: run.printout, page.listing_facts: f"{run.why}\n\n{facts}",
+            page.listing_plot: plot(figure)}
+
+
+def lookup(page, view: View) -> dict:
+    """The second document's walk-through, step by step, on the view's sentence."""
+    walk = walk_through(view.lookup_sentence, view.lookup_dim, requires_grad=view.lookup_grad)
+    rows = [[word, count, id_] for word, count, id_ in walk.counts]
+    changed = ", ".join(map(str, walk.rows_changed)) or "none"
+    cosine = "" if walk.mean_abs_cosine is None else (
+        f" The rows are random: the average |cosine| between different words is {walk.mean_abs_cosine:.2f}, "
+        f"about what unrelated directions in {walk.dim} dimensions give ({walk.chance_abs_cosine:.2f})."
+    )
+    grad = (
+        f"With `requires_grad = {walk.requires_grad}`, one gradient step changed rows: **{changed}**"
+        + (" (the weight's `.grad` stayed `None`)." if walk.grad_is_none else ".")
+    )
+    return {page.lookup_vocab: rows, page.lookup_code: walk.code, page.lookup_output: walk.printout,
+            page.lookup_info: f"The sentence becomes ids **{list(walk.ids)}**.{cosine}\n\n{grad}"}
+
+
+def summary(result: Exploration, session: Session) -> str:
+    encoding, scene = result.encoding, result.scene
+    markers = sum(encoding.special_mask)
+    in_b = sum(1 for s, special in zip(encoding.segment_ids, encoding.special_mask, strict=True) if s and not special)
+    whose = f"the {scene.plane}'s variance" if scene.plane else "the variance"
+    line = (
+        f"**{len(encoding)} tokens** ({len(encoding) - in_b - markers} from A, {in_b} from B, {markers} markers)"
+        f" · the plane shows {scene.explained[0]:.1%} + {scene.explained[1]:.1%} of {whose}"
+    )
+    if session.trained is not None:
+        line += " · faint points: before training"
+    return "\n\n".join([line, *(f"⚠️ {plain(note)}" for note in result.notes)])
+
+
+def tour_text(number: int | None) -> str:
+    if number is None:
+        return (
+            f"**A guided tour in {len(tour.STEPS)} steps**, from tokens to a trained table. Each step sets the "
+            "sentences, tables and toggles, and explains what the plot shows. Press **Next** to begin."
+        )
+    step = tour.step(number)
+    return f"**Step {number} of {len(tour.STEPS)}: {step.title}**\n\n{step.text}"

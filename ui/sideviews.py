@@ -1,0 +1,85 @@
+"""The side views beside the plane: positions, LayerNorm, similarity, and the two documents.
+
+A side view is computed only while its tab is open (the view's `view` field says which is),
+so a visitor who never opens one never pays for it.
+"""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from core.options import LIMITS, MAX_TEXT, VIEWS
+from core.state import DOCUMENT_SENTENCE
+from ui import events
+from ui.plane import LIVE
+from ui.widgets import Checkbox, Number
+
+
+def layout(page) -> None:
+    page.tabs = {}
+    with gr.Tab(VIEWS["positions"], id="positions", elem_id="tab-positions") as page.tabs["positions"]:
+        gr.Markdown(
+            "Position vectors 0, 1, 2, … joined in order, each table in its own PCA plane: this table's positions "
+            "beside fixed sinusoidal ones. Below, a word that occurs twice: the cosine of its two **output** "
+            "vectors — same word, different positions."
+        )
+        page.positions_plot = gr.Plot(show_label=False, elem_id="positions-plot")
+        page.repeated = gr.Dataframe(headers=["token", "positions", "cosine of outputs"], interactive=False,
+                                     label="Same word, different positions", elem_id="repeated-table",
+                                     max_height=240)
+    with gr.Tab(VIEWS["layernorm"], id="layernorm", elem_id="tab-layernorm") as page.tabs["layernorm"]:
+        page.layernorm_plot = gr.Plot(show_label=False, elem_id="layernorm-plot")
+        page.layernorm_info = gr.Markdown(elem_id="layernorm-info")
+    with gr.Tab(VIEWS["similarity"], id="similarity", elem_id="tab-similarity") as page.tabs["similarity"]:
+        gr.Markdown("Cosine similarity of every pair of **output** vectors: what the next layer starts from.")
+        page.similarity_plot = gr.Plot(show_label=False, elem_id="similarity-plot")
+    with gr.Tab(VIEWS["listing"], id="listing", elem_id="tab-listing") as page.tabs["listing"]:
+        gr.Markdown(
+            "The first document's test, run exactly: `Embedding(vocab_size=10, d_model=2, maxlen=512, "
+            "n_segments=2)` on a batch of 2 sequences of 3 random ids and segments."
+        )
+        with gr.Row():
+            low, high = LIMITS["seed"]
+            page.listing_seed = Number(0, label="Seed", precision=0, minimum=low, maximum=high,
+                                       elem_id="listing-seed")
+            page.listing_bug = Checkbox(False, label="Reproduce the listing's position bug: positions = "
+                                        "tok_embed(pos)", elem_id="listing-bug")
+        page.listing_output = gr.Code(language="python", label="What the test prints", elem_id="listing-output",
+                                      interactive=False)
+        page.listing_facts = gr.Markdown(elem_id="listing-facts")
+        page.listing_plot = gr.Plot(show_label=False, elem_id="listing-plot")
+    with gr.Tab(VIEWS["lookup"], id="lookup", elem_id="tab-lookup") as page.tabs["lookup"]:
+        gr.Markdown("The second document, *nn.Embedding is a lookup table*, step by step.")
+        with gr.Row():
+            page.lookup_sentence = gr.Textbox(DOCUMENT_SENTENCE, label="Sentence", scale=3, elem_id="lookup-sentence",
+                                              max_length=MAX_TEXT)
+            low, high = LIMITS["lookup_dim"]
+            page.lookup_dim = Number(3, label="Width", precision=0, minimum=low, maximum=high,
+                                     elem_id="lookup-dim", scale=1)
+            page.lookup_grad = Checkbox(True, label="weight.requires_grad", elem_id="lookup-grad", scale=1)
+        page.lookup_info = gr.Markdown(elem_id="lookup-info")
+        page.lookup_vocab = gr.Dataframe(headers=["word", "count", "id"], interactive=False,
+                                         label="Counter vocabulary, most frequent first", elem_id="lookup-vocab",
+                                         max_height=240)
+        page.lookup_code = gr.Code(language="python", label="The code", elem_id="lookup-code", interactive=False)
+        page.lookup_output = gr.Code(language="python", label="What it prints", elem_id="lookup-output",
+                                     interactive=False)
+
+
+def wire(page) -> None:
+    outputs = page.everything
+    # a tab opened: the view remembers it (links carry it) and draws it
+    for key, tab in (("plane", page.plane_tab), *page.tabs.items()):
+        tab.select(events.named(lambda request, key=key: open_view(page, request, key), ()), None, outputs,
+                   api_name=False, **LIVE)
+    listing = [page.listing_seed, page.listing_bug]
+    gr.on([page.listing_seed.input, page.listing_bug.input], events.setter(page, "listing_seed", "listing_bug"),
+          listing, outputs, api_name="listing_run", trigger_mode="always_last", **LIVE)
+    lookup = [page.lookup_sentence, page.lookup_dim, page.lookup_grad]
+    gr.on([page.lookup_sentence.input, page.lookup_dim.input, page.lookup_grad.input],
+          events.setter(page, "lookup_sentence", "lookup_dim", "lookup_grad"), lookup, outputs, api_name="lookup",
+          trigger_mode="always_last", **LIVE)
+
+
+def open_view(page, request: gr.Request, key: str) -> dict:
+    return events.update(page, request, lambda view: view.with_(view=key), asked=("view",))

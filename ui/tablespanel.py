@@ -1,0 +1,90 @@
+"""The Tables panel: which tables — random, BERT's, GloVe's, an uploaded file — and their positions."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from core.options import LIMITS, POSITIONS, SOURCES, TOKENIZERS, Refused
+from core.state import DOCUMENT_SENTENCE, LISTING_SETTINGS, SETTINGS_FIELDS, Settings
+from core.uploads import UploadLimits, read_upload
+from ui import events, render
+from ui.plane import LIVE
+from ui.viewpanel import HEAVY
+from ui.widgets import Number, Slider
+
+UPLOAD_LIMITS = UploadLimits()
+
+
+def layout(page) -> None:
+    defaults = Settings()
+    with gr.Tab("Tables", id="tables", elem_id="tab-tables"):
+        page.source = gr.Radio([(label, key) for key, label in SOURCES.items()], value="random",
+                               label="Table source", elem_id="table-source")
+        page.upload = gr.File(label="Upload a table: .safetensors, .pt, .npy, word2vec/GloVe .txt or .bin",
+                              elem_id="upload-table", height=120)
+        page.positions = gr.Radio([(label, key) for key, label in POSITIONS.items()], value="learned",
+                                  label="Position table", elem_id="positions")
+        page.tables_info = gr.Markdown(elem_id="tables-info")
+        with gr.Accordion("Random table settings", open=True) as page.random_panel:
+            page.tokenizer = gr.Radio([(label, key) for key, label in TOKENIZERS.items()], value=defaults.tokenizer,
+                                      label="Tokenizer", elem_id="tokenizer")
+            page.vocab_size = _number("vocab_size", "Vocabulary size (words)", defaults, visible=False,
+                                      info="Most frequent words kept; the rest become [UNK].")
+            page.d_model = _slider("d_model", "d_model (vector width)", defaults)
+            page.maxlen = _slider("maxlen", "maxlen (positions)", defaults)
+            page.n_segments = _slider("n_segments", "Segments", defaults)
+            page.seed = _number("seed", "Seed", defaults)
+            page.listing = gr.Button("The listing's layer: vocab 10, d_model 2", elem_id="listing-defaults",
+                                     size="sm")
+
+
+def wire(page) -> None:
+    outputs = page.everything
+    for name in ("source", "positions"):
+        widget = getattr(page, name)
+        widget.input(events.setter(page, name), widget, outputs, api_name=name, **LIVE)
+    settings = [getattr(page, name) for name in SETTINGS_FIELDS]
+    triggers = [page.tokenizer.input, page.vocab_size.input, page.d_model.release, page.maxlen.release,
+                page.n_segments.release, page.seed.input]
+    gr.on(triggers, events.setter(page, *SETTINGS_FIELDS), settings, outputs, api_name="settings",
+          trigger_mode="always_last", **LIVE)
+    # one event for the whole layer: its source, settings and sentence change together
+    page.listing.click(events.named(lambda request: listing(page, request), ()), None, outputs, api_name="listing",
+                       **LIVE)
+    page.upload.upload(events.named(lambda request, path: upload(page, request, path), ("path",)), page.upload,
+                       [*outputs, page.upload], api_name="upload", **HEAVY)
+
+
+def listing(page, request: gr.Request) -> dict:
+    """The first listing's layer (vocab 10, d_model 2) on the second document's sentence."""
+    settings = {name: getattr(LISTING_SETTINGS, name) for name in SETTINGS_FIELDS}
+    return events.update(page, request, lambda view: view.with_(source="random", sentence_a=DOCUMENT_SENTENCE,
+                                                                sentence_b="", **settings))
+
+
+def upload(page, request: gr.Request, path: str | None) -> dict:
+    """Read an uploaded table (in the heavy pool) and switch to it; a refusal leaves all as it was."""
+    live = events.live_of(request)
+    try:
+        if not path:
+            raise Refused("No file arrived; choose a table file to upload.")
+        table = events.JOBS.run(live, "reading the upload", lambda: read_upload(path, UPLOAD_LIMITS))
+    except (Refused, ValueError) as error:
+        gr.Warning(str(error))
+        # the box is emptied, so a refused file does not look loaded
+        return {page.upload: None, page.notice: render.notice((str(error),)),
+                **render.fields(page, live.view, ("source",))}
+    out = events.update(page, request, lambda view: view.with_(source="upload"),
+                        tables=lambda session: session.with_upload(table))
+    return {**out, page.upload: None}
+
+
+def _slider(name: str, label: str, defaults: Settings) -> gr.Slider:
+    low, high = LIMITS[name]
+    return Slider(low, high, value=getattr(defaults, name), step=1, label=label, elem_id=name.replace("_", "-"))
+
+
+def _number(name: str, label: str, defaults: Settings, **extra) -> gr.Number:
+    low, high = LIMITS[name]
+    return Number(getattr(defaults, name), label=label, precision=0, minimum=low, maximum=high,
+                  elem_id=name.replace("_", "-"), **extra)

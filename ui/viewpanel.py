@@ -1,0 +1,131 @@
+"""The View panel: what to draw, in which plane, for whom; and sharing or exporting it."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import gradio as gr
+
+from core.basis import vocabulary_basis
+from core.export import export_files
+from core.figures import embedding_spec
+from core.options import BASES, COMPONENTS, LIMITS, Refused
+from core.share import to_query
+from core.view import fit_sentence_basis
+from ui import events, render
+from ui.plane import LIVE
+from ui.widgets import Checkbox, CheckboxGroup, Number
+
+HEAVY = {"concurrency_id": "heavy", "concurrency_limit": 16, "show_progress": "minimal"}
+
+
+def layout(page) -> None:
+    with gr.Tab("View", id="view", elem_id="tab-view"):
+        page.groups = CheckboxGroup(list(COMPONENTS), value=list(COMPONENTS), label="Groups to plot", elem_id="groups")
+        page.labels = Checkbox(True, label="Show labels", info="where they fit; hover any point", elem_id="show-labels")
+        page.arrows = Checkbox(False, label="Show the addition tip to tail", elem_id="show-arrows",
+                               info="token → +position → +segment = sum → LayerNorm output")
+        page.shift = Checkbox(False, label="Show the segment shift", elem_id="show-shift",
+                              info="the vector seg[1] − seg[0] that segment B adds to each sum")
+        page.basis = gr.Radio([(label, key) for key, label in BASES.items()], value="sentence",
+                              label="Plane (PCA basis)", elem_id="basis")
+        with gr.Row():
+            low, high = LIMITS["background"]
+            page.background = Number(0, label=f"Vocabulary words behind (0 = none, up to {high:,})", precision=0,
+                                     minimum=low, maximum=high, elem_id="background-size", scale=2,
+                                     info="most frequent first; needs the vocabulary or frozen plane")
+            page.refit_button = gr.Button("Refit", elem_id="refit-button", size="sm", scale=1)
+        page.variance = gr.HTML(elem_id="variance-bars")
+        page.background_json = gr.Textbox(visible="hidden", elem_id="background-data")
+        page.presenter = Checkbox(False, label="Presenter mode: large type for a projector", elem_id="presenter")
+        with gr.Row():
+            page.share_button = gr.Button("Link to this view", elem_id="share-button", size="sm")
+            page.png_button = gr.Button("PNG", elem_id="export-png", size="sm")
+            page.export_button = gr.Button("CSV, vectors, HTML", elem_id="export-button", size="sm")
+        page.share_query = gr.Textbox(visible="hidden", elem_id="share-query")
+        page.share_link = gr.Textbox(label="Link", elem_id="share-link", buttons=["copy"], interactive=False)
+        page.share_notes = gr.Markdown(elem_id="share-notes")
+        page.exports = gr.File(label="Exports", file_count="multiple", elem_id="export-files", interactive=False,
+                               visible=False)
+
+
+def wire(page) -> None:
+    outputs = page.everything
+    for name in ("groups", "labels", "arrows", "shift", "presenter", "basis", "background"):
+        widget = getattr(page, name)
+        widget.input(events.setter(page, name), widget, outputs, api_name=name, **LIVE)
+    page.presenter.change(None, page.presenter, None, js="(on) => window.embeddingExplorer.presenter(on)")
+    page.background_json.change(None, page.background_json, None,
+                                js="(trace) => window.embeddingExplorer.setBackground(trace)")
+    page.refit_button.click(events.named(lambda request: refit(page, request), ()), None, outputs, api_name="refit",
+                            **HEAVY)
+    page.share_button.click(events.named(lambda request: share(page, request), ()), None,
+                            [page.share_query, page.share_notes], api_name="share", **LIVE).success(
+        None, page.share_query, page.share_link,
+        js="(query) => location.origin + location.pathname + (query ? '?' + query : '')",
+    )
+    page.png_button.click(None, None, None, js="() => window.embeddingExplorer.downloadPNG()")
+    page.export_button.click(events.named(lambda request, a, b: export(page, request, a, b),
+                                          ("sentence_a", "sentence_b")),
+                             [page.sentence_a, page.sentence_b], [page.exports, page.notice], api_name="export",
+                             **HEAVY)
+
+
+def refit(page, request: gr.Request) -> dict:
+    """Fit the plane again: the frozen one on the current sentence, the vocabulary's from scratch."""
+    live = events.live_of(request)
+    view, session = live.view, live.session
+    if view.basis == "sentence":
+        gr.Info("'This sentence' refits on every change already; freeze the plane to keep one.")
+        return {}
+    try:
+        if view.basis == "vocabulary":
+            fitted = events.JOBS.run(live, "refitting", lambda: vocabulary_basis(session.model.tok_embed, refit=True))
+            rows = session.model.config.vocab_size
+            gr.Info(f"Fitted the plane of all {rows:,} rows of the token table in {fitted.seconds:.2f} s.")
+            return {}
+        plane = events.JOBS.run(live, "refitting",
+                                lambda: fit_sentence_basis(session, view.sentence_a, view.sentence_b, view.groups))
+    except Refused as error:
+        gr.Warning(str(error))
+        return {page.notice: render.notice((str(error),))}
+    gr.Info("The frozen plane now fits the current sentence.")
+    return events.update(page, request, lambda v: v, tables=lambda s: s.with_basis("frozen", plane))
+
+
+def share(page, request: gr.Request) -> dict:
+    """The query string of a link to what the tab shows (the page adds its own address)."""
+    query, notes = to_query(events.live_of(request).view)
+    return {page.share_query: query, page.share_notes: "\n\n".join(f"ℹ️ {render.plain(n)}" for n in notes)}
+
+
+# exports live in one folder per tab inside gradio's cache, replaced by the tab's next export
+# and swept with the cache, so clicking Export again and again never fills the disk
+def export(page, request: gr.Request, sentence_a: str, sentence_b: str) -> dict:
+    """The current view as files: coordinates (CSV), raw vectors (safetensors), the figure (HTML)."""
+    changed = events.update(page, request, lambda view: view.with_(sentence_a=sentence_a, sentence_b=sentence_b),
+                            asked=("sentence_a", "sentence_b"), outputs=[page.notice])
+    live = events.live_of(request)
+    view, session = live.view, live.session
+
+    def write() -> list[str]:
+        result = render.exploration(view, session)
+        spec = embedding_spec(result.scene, labels=view.labels, arrows=view.arrows, shift=view.shift,
+                              presenter=view.presenter)
+        folder = export_folder(page, request)
+        shutil.rmtree(folder, ignore_errors=True)
+        return [str(path) for path in export_files(folder, result.scene, result.vectors, spec)]
+
+    try:
+        files = events.JOBS.run(live, "exporting", write)
+    except Refused as error:
+        gr.Warning(str(error))
+        return {page.notice: render.notice((str(error),))}
+    return {page.exports: gr.File(value=files, visible=True), **changed}
+
+
+def export_folder(page, request: gr.Request) -> Path:
+    tab = hashlib.sha256(str(getattr(request, "session_hash", "")).encode()).hexdigest()[:16]
+    return Path(page.exports.GRADIO_CACHE) / "exports" / tab
