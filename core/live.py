@@ -100,6 +100,7 @@ class Step:
     session: Session
     tokens: tuple[str, ...]  # the tokens of view's sentences under session's tokenizer
     notes: tuple[str, ...]  # plain sentences: what was changed to fit
+    old_tokens: tuple[str, ...] = ()  # the tokens drawn before
 
     def changed(self, *names: str) -> bool:
         """Whether any of these view fields changed."""
@@ -147,7 +148,7 @@ class Live:
             session = session_for(view, tables(self.session) if tables is not None else self.session)
             tokens = session.encode(view.sentence_a, view.sentence_b).tokens
             view, notes = follow(() if whole else self.tokens, tokens, view)
-            step = Step(self.view, view, self.session, session, tokens, notes)
+            step = Step(self.view, view, self.session, session, tokens, notes, self.tokens)
             out = compute(step)
             self.view, self.session, self.tokens = view, session, tokens
             return step, out

@@ -31,6 +31,9 @@ def live_of(request: gr.Request | None):
     return LIVES.get(getattr(request, "session_hash", None))
 
 
+_NOTHING_CHANGED: list = []  # the page's notice area, set by `ui.page` (every event may write it)
+
+
 def update(
     page,
     request: gr.Request | None,
@@ -66,10 +69,11 @@ def update(
 
 
 def _within(values: dict, outputs: Iterable | None) -> dict:
-    if outputs is None:
-        return values
-    allowed = set(outputs)
-    return {component: value for component, value in values.items() if component in allowed}
+    if outputs is not None:
+        allowed = set(outputs)
+        values = {component: value for component, value in values.items() if component in allowed}
+    # gradio reads an empty mapping as one value, not as "nothing changed": name one output
+    return values or {_NOTHING_CHANGED[0]: gr.skip()}
 
 
 def setter(page, *names: str, outputs: Iterable | None = None):

@@ -46,6 +46,7 @@ class Page:
 
     def __init__(self) -> None:
         self.freezes: dict[str, gr.Checkbox] = {}
+        self.panel_tabs: dict[str, gr.Tab] = {}
 
     @property
     def live_outputs(self) -> list:
@@ -91,8 +92,13 @@ def build_demo(*, test_hooks: bool | None = None) -> gr.Blocks:
                 viewpanel.layout(page)
                 tablespanel.layout(page)
                 trainpanel.layout(page)
+        events._NOTHING_CHANGED[:] = [page.notice]
         for panel in (plane, sideviews, tourpanel, viewpanel, tablespanel, trainpanel):
             panel.wire(page)
+        for key, tab in page.panel_tabs.items():  # the open control tab is part of the view (links carry it)
+            tab.select(events.named(lambda request, key=key: events.update(
+                page, request, lambda view: view.with_(panel=key), asked=("panel",)), ()),
+                None, [page.notice], api_name=False, show_progress="hidden", concurrency_id="live")
         demo.load(events.named(lambda request: tourpanel.open_link(page, request), ()), None, page.everything,
                   api_name=False, show_progress="hidden")
         if test_hooks:

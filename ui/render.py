@@ -57,6 +57,7 @@ def plot(figure: dict) -> PlotData:
 
 
 def token_choices(tokens: Iterable[str]) -> list[tuple[str, int | str]]:
+    """The picker's list: "none", then "position: token" for each token."""
     # an explicit "none" entry: the picker ignores an update to None, so "" clears it
     return [("none", NO_TOKEN), *((f"{i}: {token}", i) for i, token in enumerate(tokens))]
 
@@ -97,6 +98,10 @@ def outputs(page, step: Step, *, asked: Iterable[str] = (), whole: bool = False,
     changed = set(view.differs(step.old_view))
     write = set(_ALL_FIELDS) if whole else (changed - set(asked)) | ({"token"} & set(asked))
     out = fields(page, view, write, step.tokens)
+    if step.tokens != step.old_tokens and page.token not in out:
+        # the picker never lists tokens that are gone: with a token selected it shows the new list
+        # (its entry's text is on screen), otherwise an empty one, filled when it is opened
+        out[page.token] = gr.update(choices=token_choices(step.tokens if view.token is not None else ()))
     tables = whole or step.tables_changed or bool(changed & {"source", "positions", "frozen", *SETTINGS_FIELDS})
     if whole or tables or changed & set(_PLANE):
         out.update(plane(page, view, session))

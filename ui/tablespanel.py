@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from core.options import LIMITS, POSITIONS, SOURCES, TOKENIZERS, Refused
+from core.options import LIMITS, PANELS, POSITIONS, SOURCES, TOKENIZERS, Refused
 from core.state import DOCUMENT_SENTENCE, LISTING_SETTINGS, SETTINGS_FIELDS, Settings
 from core.uploads import UploadLimits, read_upload
 from ui import events, render
@@ -17,7 +17,7 @@ UPLOAD_LIMITS = UploadLimits()
 
 def layout(page) -> None:
     defaults = Settings()
-    with gr.Tab("Tables", id="tables", elem_id="tab-tables"):
+    with gr.Tab(PANELS["tables"], id="tables", elem_id="tab-tables") as page.panel_tabs["tables"]:
         page.source = gr.Radio([(label, key) for key, label in SOURCES.items()], value="random",
                                label="Table source", elem_id="table-source")
         page.upload = gr.File(label="Upload a table: .safetensors, .pt, .npy, word2vec/GloVe .txt or .bin",

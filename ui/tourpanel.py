@@ -10,14 +10,14 @@ from __future__ import annotations
 import gradio as gr
 
 from core import share, tour
-from core.options import Refused
+from core.options import PANELS, Refused
 from core.state import View
 from ui import events, render
 from ui.plane import LIVE
 
 
 def layout(page) -> None:
-    with gr.Tab("Tour", id="tour", elem_id="tab-tour"):
+    with gr.Tab(PANELS["tour"], id="tour", elem_id="tab-tour") as page.panel_tabs["tour"]:
         page.tour_text = gr.Markdown(render.tour_text(None), elem_id="tour-text")
         with gr.Row():
             page.previous_button = gr.Button("← Previous", elem_id="tour-previous", size="sm")

@@ -13,7 +13,7 @@ import gradio as gr
 
 from core import options
 from core.figures import loss_figure
-from core.options import CORPORA, LIMITS, PARTS, Refused
+from core.options import CORPORA, LIMITS, PANELS, PARTS, Refused
 from core.training import Corpus, TrainConfig
 from ui import events, render
 from ui.plane import LIVE
@@ -24,7 +24,7 @@ LIVE_CURVE_SECONDS = 0.5  # how often the loss curve is redrawn while training r
 
 
 def layout(page) -> None:
-    with gr.Tab("Train", id="train", elem_id="tab-train"):
+    with gr.Tab(PANELS["train"], id="train", elem_id="tab-train") as page.panel_tabs["train"]:
         gr.Markdown("**Freeze** a table to keep it out of training:")
         for row in (PARTS[:2], PARTS[2:]):  # two by two: the labels fit
             with gr.Row():
@@ -52,8 +52,9 @@ def wire(page) -> None:
     def train_handler(request: gr.Request, steps, corpus):
         yield from train(page, request, steps, corpus)
 
+    # the summary line says how far training got; no progress overlay on every output
     page.train_button.click(events.named(train_handler, ("steps", "corpus")), [page.steps, page.corpus], outputs,
-                            api_name="train", **HEAVY)
+                            api_name="train", **{**HEAVY, "show_progress": "hidden"})
     page.reset_button.click(events.named(lambda request: reset(page, request), ()), None, outputs, api_name="reset",
                             **LIVE)
 
@@ -98,6 +99,7 @@ def train(page, request: gr.Request, steps, corpus):
 
     worker = threading.Thread(target=work, name="training", daemon=True)
     worker.start()
+    yield {page.trained: f"Training {steps:,} steps…"}
     while worker.is_alive():
         worker.join(LIVE_CURVE_SECONDS)
         if seen["losses"] and worker.is_alive():

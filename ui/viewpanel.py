@@ -11,7 +11,7 @@ import gradio as gr
 from core.basis import vocabulary_basis
 from core.export import export_files
 from core.figures import embedding_spec
-from core.options import BASES, COMPONENTS, LIMITS, Refused
+from core.options import BASES, COMPONENTS, LIMITS, PANELS, Refused
 from core.share import to_query
 from core.view import fit_sentence_basis
 from ui import events, render
@@ -22,7 +22,7 @@ HEAVY = {"concurrency_id": "heavy", "concurrency_limit": 16, "show_progress": "m
 
 
 def layout(page) -> None:
-    with gr.Tab("View", id="view", elem_id="tab-view"):
+    with gr.Tab(PANELS["view"], id="view", elem_id="tab-view") as page.panel_tabs["view"]:
         page.groups = CheckboxGroup(list(COMPONENTS), value=list(COMPONENTS), label="Groups to plot", elem_id="groups")
         page.labels = Checkbox(True, label="Show labels", info="where they fit; hover any point", elem_id="show-labels")
         page.arrows = Checkbox(False, label="Show the addition tip to tail", elem_id="show-arrows",
@@ -79,13 +79,13 @@ def refit(page, request: gr.Request) -> dict:
     view, session = live.view, live.session
     if view.basis == "sentence":
         gr.Info("'This sentence' refits on every change already; freeze the plane to keep one.")
-        return {}
+        return {page.notice: gr.skip()}
     try:
         if view.basis == "vocabulary":
             fitted = events.JOBS.run(live, "refitting", lambda: vocabulary_basis(session.model.tok_embed, refit=True))
             rows = session.model.config.vocab_size
             gr.Info(f"Fitted the plane of all {rows:,} rows of the token table in {fitted.seconds:.2f} s.")
-            return {}
+            return {page.notice: gr.skip()}
         plane = events.JOBS.run(live, "refitting",
                                 lambda: fit_sentence_basis(session, view.sentence_a, view.sentence_b, view.groups))
     except Refused as error:

@@ -1,0 +1,91 @@
+"""What the browser tests read off the page: the main plot's data, never its pixels.
+
+Plotly keeps what it drew in `gd._fullData` (typed arrays decoded), so coordinates are read
+there; names, hover texts and labels in `gd.data`.
+"""
+
+from __future__ import annotations
+
+PLOT = "document.querySelector('#embed-plot .js-plotly-plot')"
+TRACES = f"() => {PLOT}.data.map(t => t.name)"
+# gradio marks an output whose event failed with an error badge, and shows an error toast
+ERROR_BADGES = "() => document.querySelectorAll('.error, .toast-body.error').length"
+# every drawn point of the main plane but the background, rounded to 3 decimals: what a view *is*
+COORDINATES = f"""() => {PLOT}._fullData
+    .filter(t => t.name !== 'vocabulary' && t.x)
+    .map(t => [t.name, Array.from(t.x).map(v => v === null ? null : Math.round(v * 1000) / 1000),
+               Array.from(t.y).map(v => v === null ? null : Math.round(v * 1000) / 1000)])"""
+
+
+# counts the page's requests to the server still open (gradio's event streams close when an
+# event is done; the heartbeat stream never does, so it is left out)
+COUNT_REQUESTS = """
+window.__inflight = 0;
+const fetch0 = window.fetch;
+window.fetch = function (input, init) {
+    const url = String(input && input.url || input);
+    if (url.includes('heartbeat')) return fetch0.apply(this, arguments);
+    window.__inflight += 1;
+    const done = () => { window.__inflight -= 1; };
+    return fetch0.apply(this, arguments).then((response) => {
+        if (!response.body || !url.includes('/queue/data')) { done(); return response; }
+        // a stream: done when it is read to its end
+        const [a, b] = response.body.tee();
+        const reader = b.getReader();
+        (function pump() { reader.read().then(({ done: end }) => end ? done() : pump(), done); })();
+        return new Response(a, response);
+    }, (error) => { done(); throw error; });
+};
+"""
+
+
+def rows(table_id: str) -> str:
+    """JS: how many data rows a gr.Dataframe shows (its rows carry aria-rowindex; 1 is the header)."""
+    return (f"new Set([...document.querySelectorAll('#{table_id} [role=row][aria-rowindex]')]"
+            ".map(r => r.getAttribute('aria-rowindex'))).size - 1")
+
+
+def open_at(browser, app_url: str, query: str = "", viewport=(1400, 1000), contexts: list | None = None):
+    """A fresh browser context (its own session) at the app with this query; waits for the plot."""
+    context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]}, accept_downloads=True)
+    if contexts is not None:
+        contexts.append(context)
+    context.add_init_script(COUNT_REQUESTS)
+    page = context.new_page()
+    page.errors = []
+    page.on("pageerror", lambda error: page.errors.append(str(error)))
+    page.goto(f"{app_url}?{query}" if query else app_url)
+    page.wait_for_function(f"() => {PLOT} && {PLOT}.data && {PLOT}.data.length > 0", timeout=60_000)
+    settle(page)
+    return page
+
+
+def settle(page, quiet_ms: int = 500) -> None:
+    """Wait until the page has no request to the server in flight, for `quiet_ms` on end (an
+    answer may start a follow-up event)."""
+    page.wait_for_function(
+        """(quiet) => {
+            const now = performance.now();
+            if (window.__inflight > 0 || window.__idleSince === undefined) window.__idleSince = now;
+            return window.__inflight === 0 && now - window.__idleSince > quiet;
+        }""",
+        arg=quiet_ms, timeout=90_000, polling=50,
+    )
+
+
+def trace(page, name: str) -> dict | None:
+    return page.evaluate(f"() => {PLOT}.data.find(t => t.name === {name!r}) || null")
+
+
+def hovertext(page, name: str) -> list[str]:
+    found = trace(page, name)
+    return list(found.get("hovertext") or []) if found else []
+
+
+def link_of(page) -> str:
+    """The page's own link to what it shows (the share button's result)."""
+    box = "#share-link textarea, #share-link input"
+    page.evaluate(f"() => {{ const b = document.querySelector('{box}'); if (b) b.value = ''; }}")
+    page.locator("#share-button").click()
+    page.wait_for_function(f"() => document.querySelector('{box}').value.startsWith('http')", timeout=30_000)
+    return page.locator(box).first.input_value()

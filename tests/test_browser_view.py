@@ -1,0 +1,181 @@
+"""One view, one truth, in a real Chromium: a tour step's link is the step, a link reopens the
+view it was made from, the token picker follows the tokens, a refused upload leaves the page
+usable, and changes made while training runs are not lost.
+
+Coordinates are read from the plot's data (rounded to 3 decimals), never from pixels.
+"""
+
+from __future__ import annotations
+
+import io
+from urllib.parse import parse_qs, quote, urlsplit
+
+import numpy as np
+import pytest
+
+from core.tour import STEPS
+from tests.browser import COORDINATES, ERROR_BADGES, PLOT, link_of, open_at, settle
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture()
+def open_page(browser, app_url):
+    contexts: list = []
+    yield lambda query="", viewport=(1400, 1000): open_at(browser, app_url, query, viewport, contexts)
+    for context in contexts:
+        context.close()
+
+
+def test_a_step_link_shows_what_pressing_next_shows(open_page):
+    walked = open_page()
+    walked.get_by_role("tab", name="Tour").click()
+    seen = []
+    for number in range(1, len(STEPS) + 1):
+        walked.locator("#tour-next").click()
+        walked.wait_for_function(
+            f"() => document.querySelector('#tour-text').innerText.includes('Step {number} of')", timeout=60_000)
+        settle(walked)
+        seen.append(walked.evaluate(COORDINATES))
+        # the step's text and its buttons stay in view on every step
+        assert walked.locator("#tour-next").is_visible() and walked.locator("#tour-previous").is_visible()
+    assert walked.errors == [] and walked.evaluate(ERROR_BADGES) == 0
+    for number, coordinates in enumerate(seen, 1):
+        linked = open_page(f"step={number}")
+        assert f"Step {number} of" in linked.locator("#tour-text").inner_text()
+        assert linked.evaluate(COORDINATES) == coordinates, f"?step={number} differs from Next × {number}"
+        linked.context.close()
+
+
+def test_a_link_reopens_the_listing_s_layer_with_its_positions_seed_and_side_view(open_page):
+    page = open_page()
+    page.get_by_role("tab", name="Tables").click()
+    page.locator("#listing-defaults").click()
+    settle(page)
+    page.locator("#positions").get_by_text("sinusoidal").click()
+    settle(page)
+    seed = page.locator("#seed input")
+    seed.fill("7")
+    seed.press("Enter")
+    settle(page)
+    page.get_by_role("tab", name="Positions").click()
+    page.wait_for_function("() => document.querySelector('#positions-plot .js-plotly-plot')", timeout=30_000)
+    settle(page)
+    page.get_by_role("tab", name="Plane").click()
+    settle(page)
+    before = page.evaluate(COORDINATES)
+    page.get_by_role("tab", name="View").click()
+    link = link_of(page)
+    query = parse_qs(urlsplit(link).query)
+    assert query["d"] == ["2"] and query["tokenizer"] == ["word"] and query["seed"] == ["7"]
+    assert query["positions"] == ["sinusoidal"]
+
+    again = open_page(urlsplit(link).query)
+    assert again.evaluate(COORDINATES) == before
+    assert again.locator("#sentence-a textarea").input_value() == "i am new to PyTorch i am having fun"
+    again.get_by_role("tab", name="Tables").click()
+    assert again.locator("#positions input[value='sinusoidal']").is_checked()
+    assert again.locator("#seed input").input_value() == "7"
+    assert again.locator("#d-model input[type=number]").input_value() == "2"
+    assert again.errors == [] and again.evaluate(ERROR_BADGES) == 0
+
+
+def test_random_positions_are_not_the_source_s_own(open_page):
+    page = open_page(f"a={quote('one two three four five six')}&b=&groups=position&basis=vocabulary")
+
+    def positions():
+        return page.evaluate(f"() => Array.from({PLOT}._fullData.find(t => t.name === 'position').x)")
+
+    learned = positions()
+    page.get_by_role("tab", name="Tables").click()
+    page.locator("#positions").get_by_text("random N(0").click()
+    settle(page)
+    assert not np.allclose(positions(), learned, atol=1e-3)
+
+
+def _picker_options(page) -> list[str]:
+    return page.evaluate("() => [...document.querySelectorAll('[role=option]')]"
+                         ".map(o => o.innerText.replace('✓', '').trim())")
+
+
+def test_the_picker_lists_the_current_tokens_and_its_selection_follows_them(open_page):
+    page = open_page(f"a={quote('the cat sat on a very long mat today')}&b=&groups=token")
+    page.locator("#selected-token input").click()
+    page.get_by_role("option", name="2: cat").click()
+    settle(page)
+    # a word typed before "cat" moves it; the selection moves with it
+    box = page.locator("#sentence-a textarea")
+    box.fill("the big cat sat on a very long mat today")
+    settle(page)
+    assert page.locator("#selected-token input").input_value() == "3: cat"
+    # the sentence shrinks: the list holds exactly the tokens there are now
+    box.fill("the big cat")
+    settle(page)
+    page.locator("#selected-token input").click()
+    page.get_by_role("option", name="3: cat").wait_for(timeout=30_000)
+    options = _picker_options(page)
+    assert options == ["none", "0: [CLS]", "1: the", "2: big", "3: cat", "4: [SEP]"]
+    # Escape closes the list; so does clicking elsewhere, and the keyboard opens it again
+    page.keyboard.press("Escape")
+    page.wait_for_function("() => document.querySelectorAll('[role=option]').length === 0", timeout=5_000)
+    page.keyboard.press("ArrowDown")
+    page.get_by_role("option", name="3: cat").wait_for(timeout=30_000)
+    page.locator("#embed-info").click()
+    page.wait_for_function("() => document.querySelectorAll('[role=option]').length === 0", timeout=5_000)
+    # the selected token is deleted: it is let go, and the page says so
+    box.fill("the big dog")
+    settle(page)
+    assert page.locator("#selected-token input").input_value() in ("", "none")
+    assert "'cat' is no longer in the sentences" in page.locator("#notice").inner_text()
+    assert page.errors == []
+
+
+def test_a_refused_upload_leaves_the_page_usable(open_page, tmp_path):
+    page = open_page()
+    bad = tmp_path / "nan.npy"
+    table = np.ones((20, 8), dtype=np.float32)
+    table[3, 2] = np.nan
+    buffer = io.BytesIO()
+    np.save(buffer, table)
+    bad.write_bytes(buffer.getvalue())
+    page.get_by_role("tab", name="Tables").click()
+    page.locator("#upload-table input[type=file]").set_input_files(str(bad))
+    page.wait_for_function("() => document.querySelector('#notice').innerText.includes('NaN')", timeout=60_000)
+    settle(page)
+    assert page.evaluate(ERROR_BADGES) == 0
+    assert page.locator("#upload-table").inner_text().count("nan.npy") == 0  # the box does not look loaded
+    assert page.locator("#table-source input[value='random']").is_checked()
+    assert "Random" in page.locator("#tables-info").inner_text()
+    page.locator("#table-source").get_by_text("BERT (MiniLM").click()
+    page.wait_for_function("() => document.querySelector('#tables-info').innerText.includes('30,522 × 384')",
+                           timeout=60_000)
+
+
+def test_changes_made_while_training_runs_are_kept_or_refused(open_page):
+    page = open_page()
+    page.get_by_role("tab", name="Train").click()
+    page.locator("#train-steps input").fill("1500")
+    page.locator("#train-button").click()
+    page.wait_for_function("() => document.querySelector('#train-summary').innerText.includes('Training')",
+                           timeout=60_000)
+    page.get_by_role("tab", name="Tables").click()
+    page.locator("#table-source").get_by_text("GloVe").click()
+    page.wait_for_function("() => document.querySelector('#notice').innerText.includes('Training is running')",
+                           timeout=60_000)
+    assert page.locator("#table-source input[value='random']").is_checked()  # put back: nothing changed
+    page.get_by_role("tab", name="Train").click()
+    page.locator("#freeze-token input").check()
+    page.get_by_role("tab", name="View").click()
+    page.locator("#basis").get_by_text("whole vocabulary").click()
+    page.get_by_role("tab", name="Train").click()
+    page.wait_for_function("() => document.querySelector('#train-summary').innerText.includes('Trained 1500')",
+                           timeout=180_000)
+    page.wait_for_function("() => document.querySelector('#embed-info').innerText.includes('before training')",
+                           timeout=60_000)
+    assert "frozen: token" in page.locator("#param-status").inner_text()
+    assert page.locator("#freeze-token input").is_checked()
+    assert "faint points: before training" in page.locator("#embed-info").inner_text()
+    page.get_by_role("tab", name="View").click()
+    query = parse_qs(urlsplit(link_of(page)).query)
+    assert query.get("freeze") == ["token"] and query.get("basis") == ["vocabulary"] and "source" not in query
+    assert page.evaluate(ERROR_BADGES) == 0 and page.errors == []
