@@ -10,11 +10,13 @@ from __future__ import annotations
 import copy
 from dataclasses import replace
 
+import numpy as np
 import pytest
 import torch
 
 from core import presets
 from core.embedding import BertEmbedding, PatchedEmbedding, private_bytes
+from core.neighbours import nearest, nearest_patched, output_neighbours, output_neighbours_patched
 from core.presets import LIMITS, MAX_TABLE_BYTES, RANDOM_CACHE_BYTES, Settings, random_source, wordpiece
 from core.session import Session
 from core.tokenizer import WordLevelTokenizer
@@ -166,3 +168,24 @@ def test_the_shared_random_cache_is_bounded():
     assert isinstance(random_source, presets.ByteBoundedCache)
     assert random_source.max_bytes == RANDOM_CACHE_BYTES
     assert random_source.nbytes <= RANDOM_CACHE_BYTES
+
+
+# searching a patched table without building it
+
+
+def test_neighbours_in_a_patched_table_are_those_of_the_whole_table():
+    generator = np.random.default_rng(0)
+    base = generator.standard_normal((500, 8)).astype(np.float32)
+    rows = np.array([3, 17, 40, 41, 250, 499])
+    values = generator.standard_normal((len(rows), 8)).astype(np.float32)
+    whole = base.copy()
+    whole[rows] = values
+    query, exclude = whole[40], {40, 0, 250}
+    expected = nearest(whole, query, 12, exclude=exclude)
+    found = nearest_patched(base, rows, values, query, 12, exclude=exclude)
+    assert [n.id for n in found] == [n.id for n in expected] and 40 not in [n.id for n in found]
+    assert np.allclose([n.cosine for n in found], [n.cosine for n in expected], atol=1e-6)
+    layer = (whole[1], whole[2], np.ones(8, np.float32), np.zeros(8, np.float32), 1e-12, whole[17])
+    expected = output_neighbours(whole, *layer, 12, exclude=exclude)
+    found = output_neighbours_patched(base, rows, values, *layer, 12, exclude=exclude)
+    assert [n.id for n in found] == [n.id for n in expected]
