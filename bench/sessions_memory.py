@@ -1,34 +1,127 @@
-"""Server memory as a class arrives: idle, then N sessions on the BERT preset, then updates.
+"""What a session costs in memory: idle, untrained and trained, per table source.
 
-    python bench/sessions_memory.py [--sessions 100] [--updates 200]
+    python bench/sessions_memory.py [--sessions 200] [--each 20] [--app]
 
-Launches `app.py` in a child process on a free loopback port and reads its resident memory
-(RSS) with psutil:
+In this process (no server), with one torch thread as the app runs:
 
-1. idle, after the first page load;
-2. after N separate clients each switch to the BERT preset and draw one plot — the BERT
-   tables are shared, so this should cost little more than one copy;
-3. after one more client makes M live updates — growth here would be a leak.
+1. idle: the process with ``core`` imported and nothing loaded;
+2. for BERT, GloVe and the largest random layer the settings allow: loading the tables
+   (once per process), then ``--each`` untrained sessions, then ``--each`` sessions trained
+   with ``Session.trained_on(Corpus.builtin(), TrainConfig(steps=20))``, each kept alive;
+3. ``--sessions`` trained BERT sessions, kept alive together;
+4. the baseline, side by side: ``--each`` BERT sessions trained the way training worked
+   before, on a full copy of every trainable table.
+
+Each session is measured two ways: the growth of the process's resident memory (psutil's
+RSS, divided by the number of sessions; includes the allocator's slack) and the bytes of
+tensors the session holds that it does not share with the preset
+(``core.embedding.private_bytes``, exact). Prints a markdown table; asserts nothing.
+``--app`` instead launches ``app.py`` and measures RSS over HTTP as ``bench/run.py`` does.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
+import gc
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from gradio_client import Client
+import psutil
+import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.appserver import launched_app, mib  # noqa: E402
+from core.embedding import BertEmbedding, private_bytes  # noqa: E402
+from core.presets import LIMITS, Settings  # noqa: E402
+from core.session import Session  # noqa: E402
+from core.training import PARTS, Corpus, TrainConfig, train  # noqa: E402
 
 GROUPS = ["token", "position", "segment", "sum", "output"]
+TARGET_MIB = 12  # per trained BERT session
+CONFIG = TrainConfig(steps=20)
+MiB = 2**20
+LARGEST = Settings(**{name: LIMITS[name][1] for name in ("d_model", "maxlen", "n_segments")})
+SOURCES: dict[str, Callable[[], Session]] = {
+    "BERT": lambda: Session.create(source="bert"),
+    "GloVe": lambda: Session.create(source="glove"),
+    f"random {LARGEST.table_rows:,} × {LARGEST.d_model:,}, {LARGEST.maxlen:,} positions": lambda: Session.create(
+        LARGEST
+    ),
+}
+
+
+def rss() -> float:
+    gc.collect()
+    return psutil.Process().memory_info().rss / MiB
+
+
+def full_copy_trained(session: Session) -> BertEmbedding:
+    """A session's layer trained the way it was before: every trainable table copied whole."""
+    model = session.model
+    modules = {attribute: copy.deepcopy(getattr(model, attribute)).requires_grad_(True) for attribute in PARTS.values()}
+    trained = BertEmbedding.from_modules(**modules).eval()
+    train(trained, Corpus.builtin(), session.tokenizer, CONFIG)
+    return trained.requires_grad_(False)
+
+
+def per_session(make: Callable[[], object], count: int, private: Callable[[object], int]) -> tuple[float, float, list]:
+    """(RSS MiB per item, private MiB per item, the items) for ``count`` items kept alive."""
+    before = rss()
+    kept = [make() for _ in range(count)]
+    grown = (rss() - before) / count
+    return grown, sum(private(item) for item in kept) / count / MiB, kept
+
+
+def measure_in_process(sessions: int = 200, each: int = 20) -> Iterator[tuple[str, ...]]:
+    """Rows of the table, each as soon as it is measured: (state, RSS, RSS change, private, note)."""
+    torch.set_num_threads(1)
+    corpus = Corpus.builtin()
+    yield ("idle process, core imported", f"{rss():.0f}", "", "", "")
+    for name, create in SOURCES.items():
+        before = rss()
+        preset = create()
+        loaded = rss()
+        yield (f"{name}: tables loaded once", f"{loaded:.0f}", f"{loaded - before:+.1f}", "shared", "")
+        grown, owned, _ = per_session(create, each, lambda s, p=preset: private_bytes(s.model, p.model))
+        yield (f"{name}: each untrained session", "", f"{grown:+.2f}", f"{owned:.2f}", "")
+        grown, owned, _ = per_session(
+            lambda p=preset: p.trained_on(corpus, CONFIG), each, lambda s, p=preset: private_bytes(s.model, p.model)
+        )
+        target = f"≤ {TARGET_MIB} MiB: {'yes' if owned <= TARGET_MIB else 'no'}" if name == "BERT" else ""
+        trained = f"{name}: each trained session ({CONFIG.steps} steps)"
+        yield (trained, "", f"{grown:+.2f}", f"{owned:.2f}", target)
+
+    bert = Session.create(source="bert")
+    before = rss()
+    crowd = [bert.trained_on(corpus, CONFIG) for _ in range(sessions)]
+    total = rss() - before
+    owned = sum(private_bytes(s.model, bert.model) for s in crowd) / MiB
+    yield (f"{sessions} trained BERT sessions together", f"{rss():.0f}", f"{total:+.1f}", f"{owned:.1f}",
+           f"{total / sessions:.2f} MiB each")
+    del crowd
+
+    grown, old, _ = per_session(lambda: full_copy_trained(bert), each, lambda m: private_bytes(m, bert.model))
+    yield ("baseline: each BERT session trained on full copies", "", f"{grown:+.2f}", f"{old:.2f}", "")
+    ours = private_bytes(bert.trained_on(corpus, CONFIG).model, bert.model) / MiB
+    yield ("ours / baseline, private bytes per trained BERT session", "", "", f"{ours / old:.3f}×", "")
+
+
+HEADER = ("state", "RSS MiB", "RSS change MiB", "private MiB", "note")
+
+
+def markdown_row(cells: tuple[str, ...]) -> str:
+    return "| " + " | ".join(cells) + " |"
 
 
 def measure(sessions: int = 100, updates: int = 200) -> dict:
     """RSS in MiB of a launched app: idle, after the first and after all ``sessions`` BERT
-    sessions, and before and after ``updates`` more updates in one session."""
+    sessions, and before and after ``updates`` more updates in one session (``bench/run.py``)."""
+    from gradio_client import Client
+
+    from bench.appserver import launched_app, mib
+
     with launched_app() as (url, process):
         first = Client(url, verbose=False)
         first.predict("The cat sat.", "It purred.", GROUPS, True, False, api_name="/embed")
@@ -55,20 +148,20 @@ def measure(sessions: int = 100, updates: int = 200) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sessions", type=int, default=100)
-    parser.add_argument("--updates", type=int, default=200)
+    parser.add_argument("--sessions", type=int, default=200, help="trained BERT sessions kept together")
+    parser.add_argument("--each", type=int, default=20, help="sessions per source and kind")
+    parser.add_argument("--app", action="store_true", help="measure a launched app over HTTP instead")
     args = parser.parse_args()
-
-    found = measure(args.sessions, args.updates)
-    idle, crowd, start, after = found["idle"], found["crowd"], found["start"], found["after"]
-    print(f"{'state':<44} {'RSS MiB':>8} {'change':>9}")
-    print(f"{'idle server, one plot drawn':<44} {idle:>8.0f}")
-    print(f"{f'{args.sessions} sessions on the BERT preset':<44} {crowd:>8.0f} {crowd - idle:>+8.0f}")
-    print(
-        f"{f'{args.updates} more updates in one session':<44} {after:>8.0f} {after - start:>+8.0f}"
-        f"  ({(after - start) / start:+.1%})"
-    )
+    if args.app:
+        found = measure(args.sessions)
+        print({key: round(value, 1) for key, value in found.items()})
+        return
+    print(markdown_row(HEADER))
+    print("|---|---:|---:|---:|---|")
+    for row in measure_in_process(args.sessions, args.each):
+        print(markdown_row(row), flush=True)
 
 
 if __name__ == "__main__":
     main()
+

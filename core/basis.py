@@ -24,8 +24,10 @@ import weakref
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 from torch import nn
 
+from core.embedding import PatchedEmbedding
 from core.options import BASES  # noqa: F401 - re-exported
 from core.projection import PCAProjection
 from core.tokenizer import WordLevelTokenizer, WordPieceTokenizer
@@ -53,7 +55,7 @@ def sentence_projection(rows: int) -> PCAProjection:
     return PCAProjection(n_spectrum=SPECTRUM if rows <= SPECTRUM_ROWS else 0)
 
 
-def vocabulary_basis(table: nn.Embedding, *, refit: bool = False) -> VocabularyBasis:
+def vocabulary_basis(table: nn.Embedding | PatchedEmbedding, *, refit: bool = False) -> VocabularyBasis:
     """PCA of every row of ``table``, fitted once per table and then cached.
 
     ``refit`` fits again even when cached, for the page's Refit button: the answer is the
@@ -63,7 +65,8 @@ def vocabulary_basis(table: nn.Embedding, *, refit: bool = False) -> VocabularyB
         if not refit and table in _CACHE:
             return _CACHE[table]
         start = time.perf_counter()
-        rows = table.weight.detach().numpy()  # (V, d), shared: read, never written
+        # (V, d), read, never written; a trained table is built whole for the fit and dropped
+        rows = table.weight.detach().numpy()
         projection = PCAProjection(svd_solver="covariance_eigh", n_spectrum=SPECTRUM).fit(rows)
         basis = VocabularyBasis(projection, time.perf_counter() - start)
         _CACHE[table] = basis
@@ -103,7 +106,7 @@ def ranked_vocabulary(
 
 def background(
     tokenizer: WordPieceTokenizer | WordLevelTokenizer | None,
-    table: nn.Embedding,
+    table: nn.Embedding | PatchedEmbedding,
     projection: PCAProjection,
     n: int,
 ) -> Background:
@@ -112,6 +115,7 @@ def background(
         raise ValueError(f"the background shows a whole number of words, 0 or more, not {n!r}.")
     ids, labels = ranked_vocabulary(tokenizer, table.num_embeddings)
     ids, labels = ids[:n], labels[:n]
-    rows = table.weight.detach().numpy()[ids]  # (N, d)
+    with torch.no_grad():  # a lookup, not .weight: a trained (patched) table is never built whole here
+        rows = table(torch.from_numpy(ids).long()).numpy()  # (N, d)
     points = projection.transform(rows).astype(np.float32) if len(ids) else np.zeros((0, 2), np.float32)
     return Background(ids, labels, points)

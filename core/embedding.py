@@ -13,9 +13,11 @@ tables give the same numbers; BERT checkpoints use `eps=1e-12`, PyTorch's defaul
 
 from __future__ import annotations
 
+import copy
 from dataclasses import asdict, dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from core.options import COMPONENTS  # noqa: E402,F401 - the five vectors, re-exported
@@ -64,7 +66,11 @@ class BertEmbedding(nn.Module):
 
     @classmethod
     def from_modules(
-        cls, tok_embed: nn.Embedding, pos_embed: nn.Embedding, seg_embed: nn.Embedding, norm: nn.LayerNorm
+        cls,
+        tok_embed: nn.Embedding | PatchedEmbedding,
+        pos_embed: nn.Embedding,
+        seg_embed: nn.Embedding,
+        norm: nn.LayerNorm,
     ) -> BertEmbedding:
         """Assemble a layer from existing tables without copying them.
 
@@ -133,6 +139,90 @@ class BertEmbedding(nn.Module):
         return x, seg
 
 
+class PatchedEmbedding(nn.Module):
+    """A token table that shares a large read-only table and owns only the rows that changed.
+
+    Training changes the rows of the corpus's words (a few hundred of BERT's 30,522: the
+    softmax runs over the corpus's own ids), so a trained session need not copy the whole
+    table: it keeps the shared ``base`` as it is, the ids it ``rows`` touched, and their new
+    ``values``. A lookup reads ``base`` and takes the touched rows from ``values``, so it gives
+    exactly the numbers a full copy trained the same way would.
+
+    It stands in for ``nn.Embedding`` as a layer's ``tok_embed``: ``num_embeddings``,
+    ``embedding_dim``, ``forward(ids)`` and a ``weight`` that is the whole table. ``weight``
+    is built on each access (V × d, for callers that need every row at once, such as a PCA
+    of the vocabulary), so hold on to it only as long as the call needs it; ``lookup`` rows
+    instead where possible. ``state_dict()`` gives that whole table as ``weight``, as
+    ``nn.Embedding`` does. Only ``values`` is a parameter: ``base`` is never trained, so no
+    ``requires_grad_`` on the layer can expose the shared table to an optimizer.
+    """
+
+    def __init__(self, base: torch.Tensor, rows: torch.Tensor | None = None, values: torch.Tensor | None = None):
+        super().__init__()
+        if base.dim() != 2:
+            raise ValueError(f"a token table is 2-D (rows × width), not {tuple(base.shape)}.")
+        self.base = base.detach()  # (V, d) shared, read only; a plain attribute: not a parameter, not copied
+        self.num_embeddings, self.embedding_dim = base.shape
+        if rows is None:
+            rows, values = torch.zeros(0, dtype=torch.long), base.new_zeros(0, base.shape[1])
+        self.register_buffer("rows", rows.long())  # (P,) the touched ids, sorted, unique
+        self.values = nn.Parameter(values.detach(), requires_grad=False)  # (P, d) their rows
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        found = F.embedding(ids, self.base)  # (..., d)
+        if len(self.rows) == 0:
+            return found
+        slot = torch.searchsorted(self.rows, ids).clamp(max=len(self.rows) - 1)  # (...,)
+        touched = self.rows[slot] == ids  # (...,)
+        return torch.where(touched.unsqueeze(-1), F.embedding(slot, self.values), found)  # (..., d)
+
+    lookup = forward
+
+    @property
+    def weight(self) -> torch.Tensor:
+        """The whole table, (V, d), built now; differentiable with respect to ``values``."""
+        return self.base.index_put((self.rows,), self.values)
+
+    def write(self, ids: torch.Tensor, values: torch.Tensor) -> None:
+        """Set the rows ``ids`` (sorted, unique) to ``values``; they join the touched rows."""
+        with torch.no_grad():
+            rows = torch.cat([self.rows, ids]).unique()  # (P',) sorted
+            merged = self(rows)  # (P', d) every touched row as it is now
+            merged[torch.searchsorted(rows, ids)] = values
+        self.rows = rows
+        self.values = nn.Parameter(merged, requires_grad=self.values.requires_grad)
+
+    def private_bytes(self) -> int:
+        """Bytes this table owns: the touched rows, not the shared base."""
+        return self.rows.nbytes + self.values.nbytes
+
+    def __deepcopy__(self, memo: dict) -> PatchedEmbedding:
+        # a copy owns its patch and shares the read-only base, which is the point of the class
+        copied = PatchedEmbedding(self.base, self.rows.clone(), self.values.detach().clone())
+        copied.values.requires_grad_(self.values.requires_grad)
+        return copied.train(self.training)
+
+    def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
+        weight = self.weight
+        destination[prefix + "weight"] = weight if keep_vars else weight.detach()
+
+    def extra_repr(self) -> str:
+        return f"{self.num_embeddings}, {self.embedding_dim}, touched={len(self.rows)}"
+
+
+def patched(table: nn.Embedding | PatchedEmbedding) -> PatchedEmbedding:
+    """A private, trainable-to-be version of ``table`` that shares its rows instead of copying them.
+
+    A read-only table (a preset's, shared by every session) is shared as the base; a table
+    its owner may still train is copied first, so later changes to it cannot show through.
+    A patched table keeps its base and gets its own copy of the patch.
+    """
+    if isinstance(table, PatchedEmbedding):
+        return copy.deepcopy(table)
+    base = table.weight.detach()
+    return PatchedEmbedding(base.clone() if table.weight.requires_grad else base)
+
+
 def _as_ids(ids: torch.Tensor, what: str) -> torch.Tensor:
     if not isinstance(ids, torch.Tensor):
         raise ValueError(f"{what} must be a torch tensor, not {type(ids).__name__}.")
@@ -152,3 +242,21 @@ def _check_range(ids: torch.Tensor, size: int, what: str, owner: str) -> None:
     if low < 0 or high >= size:
         bad = low if low < 0 else high
         raise ValueError(f"{what} {bad} is out of range: {owner} {size} rows, so ids 0 to {size - 1} are allowed.")
+
+
+def private_bytes(model: nn.Module, shared: nn.Module) -> int:
+    """Bytes of the tensors ``model`` holds that it does not share with ``shared``.
+
+    Tensors are matched by their storage, so a view of a shared table counts as shared and
+    a copy as private. What a session costs beyond the presets it reads: the tests and
+    ``bench/sessions_memory.py`` hold sessions to it.
+    """
+    common = {storage.data_ptr() for storage in _storages(shared)}
+    return sum(storage.nbytes() for storage in _storages(model) if storage.data_ptr() not in common)
+
+
+def _storages(model: nn.Module) -> list[torch.UntypedStorage]:
+    tensors = [*model.parameters(), *model.buffers()]
+    tensors += [m.base for m in model.modules() if isinstance(m, PatchedEmbedding)]
+    unique = {t.untyped_storage().data_ptr(): t.untyped_storage() for t in tensors if t.numel()}
+    return list(unique.values())

@@ -137,6 +137,38 @@ def output_neighbours(table: np.ndarray, position_vector: np.ndarray, segment_ve
     return best.neighbours()
 
 
+def nearest_patched(base: np.ndarray, rows: np.ndarray, values: np.ndarray, query: np.ndarray, k: int = 10,
+                    exclude: Collection[int] = (), **options) -> tuple[Neighbour, ...]:
+    """``nearest`` in ``base`` (V × d) with the rows ``rows`` replaced by ``values`` (P × d).
+
+    A trained session's token table is the shared table plus the rows training changed
+    (``core.embedding.PatchedEmbedding``); searching the two apart and merging the lists
+    gives the same ranking without building the whole table for every search.
+    """
+    return _patched(nearest, base, rows, values, (query,), k, exclude, options)
+
+
+def output_neighbours_patched(base: np.ndarray, rows: np.ndarray, values: np.ndarray, position_vector: np.ndarray,
+                              segment_vector: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float,
+                              query_output: np.ndarray, k: int = 10, exclude: Collection[int] = (),
+                              **options) -> tuple[Neighbour, ...]:
+    """``output_neighbours`` in ``base`` with the rows ``rows`` replaced by ``values``, as ``nearest_patched``."""
+    args = (position_vector, segment_vector, gamma, beta, eps, query_output)
+    return _patched(output_neighbours, base, rows, values, args, k, exclude, options)
+
+
+def _patched(search, base, rows, values, args, k, exclude, options) -> tuple[Neighbour, ...]:
+    """The best ``k`` of the unchanged rows of ``base`` and of ``values``, ranked as one table."""
+    rows = np.asarray(rows, dtype=np.int64)
+    excluded = {int(i) for i in exclude}
+    found = search(base, *args, k, excluded | set(rows.tolist()), **options)
+    if len(rows):
+        skip = [slot for slot, id_ in enumerate(rows.tolist()) if id_ in excluded]
+        options = {name: value for name, value in options.items() if name != "row_norms"}  # norms are base's
+        found += tuple(Neighbour(int(rows[n.id]), n.cosine) for n in search(values, *args, k, skip, **options))
+    return tuple(sorted(found, key=lambda n: (-n.cosine, n.id))[:k])
+
+
 class _TopK:
     """The k best (cosine, id) pairs seen so far: higher cosine first, then lower id."""
 

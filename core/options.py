@@ -56,9 +56,11 @@ TOUR_STEPS = 7  # core.tour.STEPS has this many (a test checks they agree)
 
 # whole-number inputs: inclusive ranges; every message quotes these
 LIMITS = MappingProxyType({
-    # random tables: the largest is 100,000 × 512 float32 = 195 MiB, built once and cached by bytes
-    "vocab_size": (4, 100_000),
-    "d_model": (1, 512),
+    # random tables: together these bound one random layer to 128 MiB (core.presets.MAX_TABLE_BYTES):
+    # the largest, 30,522 rows at width 1,024 with 2,048 positions, is 127.2 MiB of float32. A word
+    # vocabulary is capped at WordPiece's size: its words come from typed text, never that many
+    "vocab_size": (4, 30_522),
+    "d_model": (1, 1024),
     "maxlen": (3, 2048),
     "n_segments": (1, 8),
     "seed": (0, 2**31 - 1),  # torch's generators take 64 bits; one range for every seed on the page

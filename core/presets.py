@@ -12,6 +12,8 @@ from __future__ import annotations
 import functools
 import math
 import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -27,6 +29,10 @@ from core.uploads import UploadedTable
 
 PRESET_MAXLEN = 512  # position rows given to tables that bring none (GloVe, uploads)
 RANDOM_POSITIONS_STREAM = 2**32  # added to the seed of "random" positions: past every table's seed
+MAX_TABLE_BYTES = 128 * 2**20  # one random layer at most, whatever the settings (see core.options.LIMITS)
+# random layers kept for reuse, in bytes of tables: two of the largest, or hundreds of small
+# ones; a layer is rebuilt in well under a second when it falls out
+RANDOM_CACHE_BYTES = 256 * 2**20
 
 
 @dataclass(frozen=True)
@@ -91,8 +97,56 @@ def _shared(model: BertEmbedding) -> BertEmbedding:
     return model.eval().requires_grad_(False)
 
 
-@functools.lru_cache(maxsize=4)
-def random_source(settings: Settings) -> Source:
+class ByteBoundedCache:
+    """A least-recently-used cache of one-argument results, bounded by their total bytes.
+
+    ``functools.lru_cache`` bounds the number of entries, but random layers range from a few
+    bytes to MAX_TABLE_BYTES, so four entries could hold 4 × 127 MiB for the life of the
+    process. Here the bound is what matters, the bytes kept: entries are dropped oldest
+    first until the rest fit, and a result larger than the whole bound is returned
+    uncached. Thread-safe; a result being built is not shared, so two sessions asking for
+    the same new layer at once may both build it (the second one is kept).
+    """
+
+    def __init__(self, function: Callable, size_of: Callable[[object], int], max_bytes: int):
+        self.function, self.size_of, self.max_bytes = function, size_of, max_bytes
+        self._entries: OrderedDict[object, tuple[object, int]] = OrderedDict()
+        self._lock = threading.Lock()
+        functools.update_wrapper(self, function)
+
+    def __call__(self, key: object) -> object:
+        with self._lock:
+            if key in self._entries:
+                self._entries.move_to_end(key)
+                return self._entries[key][0]
+        value = self.function(key)  # outside the lock: other sessions need not wait for a build
+        size = self.size_of(value)
+        with self._lock:
+            if size <= self.max_bytes:
+                self._entries[key] = (value, size)
+                self._entries.move_to_end(key)
+                while self.nbytes > self.max_bytes:
+                    self._entries.popitem(last=False)
+        return value
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of every result kept now."""
+        return sum(size for _, size in self._entries.values())
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def cache_clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+def _source_bytes(source: Source) -> int:
+    return sum(t.nbytes for t in (*source.model.parameters(), *source.model.buffers()))
+
+
+def _random_source(settings: Settings) -> Source:
     """A layer drawn N(0, 1) as `nn.Embedding` initialises it, from the settings' seed."""
     seed = settings.seed
     model = BertEmbedding.from_modules(
@@ -104,6 +158,9 @@ def random_source(settings: Settings) -> Source:
     if settings.tokenizer == "wordpiece":
         return Source("random", _shared(model), wordpiece(), "BERT WordPiece")
     return Source("random", _shared(model), None, f"words of your text (Counter, {settings.vocab_size:,} max)")
+
+
+random_source = ByteBoundedCache(_random_source, _source_bytes, RANDOM_CACHE_BYTES)
 
 
 def bert_source() -> Source:

@@ -180,7 +180,9 @@ class Session:
 
     def parameter_counts(self) -> tuple[int, int]:
         """(trainable, total) parameters under the current freeze toggles."""
-        sizes = {part: sum(p.numel() for p in getattr(self.model, attr).parameters()) for part, attr in PARTS.items()}
+        # the source's shapes: a trained token table holds only its touched rows as parameters
+        model = self.source.model
+        sizes = {part: sum(p.numel() for p in getattr(model, attr).parameters()) for part, attr in PARTS.items()}
         return sum(n for part, n in sizes.items() if part not in self.fixed), sum(sizes.values())
 
     def _with_tables(self, base: Source, *, settings: Settings | None = None, positions: str | None = None):

@@ -62,6 +62,12 @@ class Settings:
         """Rows of the token table: fixed by WordPiece, chosen by the user for words."""
         return WORDPIECE_VOCAB_SIZE if self.tokenizer == "wordpiece" else self.vocab_size
 
+    @property
+    def table_bytes(self) -> int:
+        """Bytes of float32 the random layer of these settings holds: its four tables."""
+        rows = self.table_rows + self.maxlen + self.n_segments + 2  # + LayerNorm's γ and β
+        return 4 * rows * self.d_model
+
 
 # the first listing's layer: a 10-word vocabulary in two dimensions
 LISTING_SETTINGS = Settings(tokenizer="word", vocab_size=10, d_model=2)

@@ -55,11 +55,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import ClassVar, Protocol
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from core.embedding import BertEmbedding, EmbeddingConfig
+from core.embedding import BertEmbedding, EmbeddingConfig, PatchedEmbedding, patched
 from core.tokenizer import Encoding
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
@@ -69,6 +70,13 @@ PARTS = {"token": "tok_embed", "position": "pos_embed", "segment": "seg_embed", 
 
 # a sentence ends at a line break, or at . ! ? followed by space
 _SENTENCE_BREAK = re.compile(r"\n|(?<=[.!?])\s+")
+
+# how much text one training run reads. A corpus is tokenized and padded into tensors once
+# per run, so its size sets the run's time and memory before the first step; the built-in
+# corpus has 608 sentences of at most 45 characters, 18 KB, far inside these
+MAX_CORPUS_CHARS = 100_000  # the whole text, before it is split into sentences
+MAX_SENTENCES = 2_000
+MAX_SENTENCE_CHARS = 500  # about a paragraph: a pair of them fits the 512 positions of BERT's table
 
 
 class Tokenizer(Protocol):
@@ -94,7 +102,19 @@ class Corpus:
                         f"{word!r} is in both {home[word]!r} and {name!r}; a word belongs to one category."
                     )
                 home[word] = name
-        object.__setattr__(self, "sentences", tuple(self.sentences))
+        sentences = tuple(self.sentences)
+        if len(sentences) > MAX_SENTENCES:
+            raise ValueError(
+                f"the corpus has {len(sentences):,} sentences; up to {MAX_SENTENCES:,} are allowed "
+                f"for one training run."
+            )
+        for number, sentence in enumerate(sentences, start=1):
+            if len(sentence) > MAX_SENTENCE_CHARS:
+                raise ValueError(
+                    f"sentence {number:,} has {len(sentence):,} characters; sentences of up to "
+                    f"{MAX_SENTENCE_CHARS:,} are allowed: end each with . ! or ?, or put one per line."
+                )
+        object.__setattr__(self, "sentences", sentences)
         object.__setattr__(self, "categories", MappingProxyType(categories))
 
     @classmethod
@@ -104,7 +124,14 @@ class Corpus:
 
     @classmethod
     def from_text(cls, text: str) -> Corpus:
-        """A user's own sentences: one per line, or several per line ended by . ! or ?"""
+        """A user's own sentences: one per line, or several per line ended by . ! or ?
+
+        The text is measured before it is split, so an oversized one costs nothing.
+        """
+        if len(text) > MAX_CORPUS_CHARS:
+            raise ValueError(
+                f"the text has {len(text):,} characters; up to {MAX_CORPUS_CHARS:,} are allowed for training."
+            )
         sentences = tuple(s.strip() for s in _SENTENCE_BREAK.split(text) if s.strip())
         if not sentences:
             raise ValueError("the text has no sentences: write one per line, or end each with . ! or ?")
@@ -190,10 +217,12 @@ def trainable_copy(model: BertEmbedding, frozen: Collection[str] = ()) -> BertEm
     """A private layer to train, with each part in `frozen` switched off.
 
     The shared tables are read-only and used by every session, so training never touches
-    them: each trainable part is copied, while a frozen part that is already read-only is
-    shared with `model` (it cannot change, and a frozen 30,522-row table is 47 MB not
-    copied per session). `requires_grad` is set on every part, so the layer's state depends
-    on `frozen` alone, not on the source's flags.
+    them. The token table becomes a `PatchedEmbedding` over the shared one: training changes
+    only the corpus's rows, and only those are stored per session (a 30,522-row table is
+    47 MB, copied per session it was most of a trained session's memory). The small parts
+    (positions, segments, norm) are copied when they train. A frozen part that is already
+    read-only is shared with `model`: it cannot change. `requires_grad` is set on every
+    part, so the layer's state depends on `frozen` alone, not on the source's flags.
     """
     frozen = (frozen,) if isinstance(frozen, str) else tuple(frozen)
     unknown = [part for part in frozen if part not in PARTS]
@@ -202,11 +231,17 @@ def trainable_copy(model: BertEmbedding, frozen: Collection[str] = ()) -> BertEm
     modules = {}
     for part, attribute in PARTS.items():
         module = getattr(model, attribute)
-        read_only = not any(p.requires_grad for p in module.parameters())
-        if part not in frozen or not read_only:
+        trains = part not in frozen
+        if trains and part == "token":
+            module = patched(module)
+        elif trains or _trainable(module):
             module = copy.deepcopy(module)
-        modules[attribute] = module.requires_grad_(part not in frozen)
+        modules[attribute] = module.requires_grad_(trains)
     return BertEmbedding.from_modules(**modules).eval()
+
+
+def _trainable(module: nn.Module) -> bool:
+    return any(p.requires_grad for p in module.parameters())
 
 
 def train(
@@ -303,7 +338,7 @@ def purity(model: BertEmbedding, corpus: Corpus, tokenizer: Tokenizer, k: int = 
         return None
     labels_t = torch.tensor(labels)  # (N,)
     with torch.no_grad():
-        vectors = F.normalize(model.tok_embed.weight[ids], dim=1)  # (N, d)
+        vectors = F.normalize(model.tok_embed(torch.tensor(ids)), dim=1)  # (N, d)
         similarity = vectors @ vectors.T  # (N, N)
         similarity.fill_diagonal_(float("-inf"))  # a word is not its own neighbour
         neighbours = similarity.topk(min(k, len(ids) - 1), dim=1).indices  # (N, k)
@@ -353,13 +388,20 @@ class _Examples:
                 f"or the table's {config.maxlen} positions hold nothing but [CLS] and [SEP]."
             )
 
-        width = max(len(e) for e in encodings)
-
-        def padded(rows: list[tuple], fill: object) -> torch.Tensor:
-            return torch.tensor([list(row) + [fill] * (width - len(row)) for row in rows])
-
-        ids = padded([e.ids for e in encodings], 0)  # (N, L) ids of the model's table
-        keep = padded([(True,) * len(e) for e in encodings], False)  # (N, L)
+        # filled in place, one example per row: no padded Python lists on the way
+        shape = (len(encodings), max(len(e) for e in encodings))  # (N, L)
+        ids = np.zeros(shape, dtype=np.int64)  # ids of the model's table; 0 on padding
+        seg = np.zeros(shape, dtype=np.int64)
+        keep = np.zeros(shape, dtype=bool)
+        target = np.zeros(shape, dtype=bool)
+        lengths = np.fromiter((len(e) for e in encodings), dtype=np.int64, count=len(encodings))  # (N,)
+        for row, (e, length) in enumerate(zip(encodings, lengths, strict=True)):
+            ids[row, :length] = e.ids
+            seg[row, :length] = e.segment_ids
+            keep[row, :length] = True
+            target[row, :length] = e.special_mask
+        np.logical_not(target, out=target, where=keep)  # words, not markers; padding stays False
+        ids, keep = torch.from_numpy(ids), torch.from_numpy(keep)
         top = int(ids.max())
         if top >= config.vocab_size:
             token = next(t for e in encodings for t, i in zip(e.tokens, e.ids, strict=True) if i == top)
@@ -367,10 +409,10 @@ class _Examples:
         rows = torch.unique(ids[keep])  # (V,) sorted
         return cls(
             ids=torch.searchsorted(rows, ids) * keep,  # (N, L) renumbered; padding -> 0
-            seg=padded([e.segment_ids for e in encodings], 0),
+            seg=torch.from_numpy(seg),
             keep=keep,
-            target=padded([[not s for s in e.special_mask] for e in encodings], False),
-            lengths=torch.tensor([len(e) for e in encodings]),
+            target=torch.from_numpy(target),
+            lengths=torch.from_numpy(lengths),
             rows=rows,
         )
 
@@ -392,13 +434,20 @@ def _corpus_layer(model: BertEmbedding, rows: torch.Tensor) -> BertEmbedding:
     """
     with torch.device("meta"):  # shapes only: no memory, and no draw from torch's global generator
         layer = BertEmbedding.from_config(replace(model.config, vocab_size=len(rows)))
-    token = model.tok_embed.weight
-    layer.tok_embed = nn.Embedding.from_pretrained(token.detach()[rows], freeze=not token.requires_grad)
+    token = model.tok_embed
+    with torch.no_grad():
+        values = token(rows)  # (V, d) the corpus's rows as they are now
+    layer.tok_embed = nn.Embedding.from_pretrained(values, freeze=not _trainable(token))
     layer.pos_embed, layer.seg_embed, layer.norm = model.pos_embed, model.seg_embed, model.norm
     return layer
 
 
 def _write_back(model: BertEmbedding, layer: BertEmbedding, rows: torch.Tensor) -> None:
-    if layer.tok_embed.weight.requires_grad:
+    if not layer.tok_embed.weight.requires_grad:
+        return
+    values = layer.tok_embed.weight.detach()  # (V, d)
+    if isinstance(model.tok_embed, PatchedEmbedding):
+        model.tok_embed.write(rows, values)  # only these rows are stored
+    else:
         with torch.no_grad():
-            model.tok_embed.weight[rows] = layer.tok_embed.weight  # (V, d) into (vocab, d)
+            model.tok_embed.weight[rows] = values  # (V, d) into (vocab, d)

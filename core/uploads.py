@@ -78,8 +78,16 @@ FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 # enough of the file to recognise every format, and to hold the first row of a text file as
 # wide as max_width allows (4096 numbers of up to 31 characters and a space)
 HEAD_BYTES = 128 * 2**10
-# a checkpoint's zip holds about six files plus one per tensor; BERT-base's whole model has ~200
-MAX_ZIP_ENTRIES = 10_000
+# tensors one file may list: a whole BERT-large (about 400) fits, so a model uploads whole;
+# each listed tensor costs Python objects before any check can look at it
+MAX_TENSORS = 1_024
+# a safetensors header is JSON parsed in one go, before anything in it can be checked: its
+# length is bounded first. MAX_TENSORS entries with long names take about 200 kB
+MAX_HEADER_BYTES = 2**20
+# a checkpoint's zip holds about six files plus one per stored tensor
+MAX_ZIP_ENTRIES = 2 * MAX_TENSORS
+# zipfile and torch both read the whole central directory (46 bytes and a name per entry)
+MAX_ZIP_DIRECTORY_BYTES = 2**20
 
 
 @dataclass(frozen=True)
@@ -280,6 +288,11 @@ def _safetensors_header(upload: _Upload) -> dict[str, tuple[str, tuple[int, ...]
     checking here first turns every inconsistency into a sentence.
     """
     length = int.from_bytes(upload.head[:8], "little")
+    if length > MAX_HEADER_BYTES:
+        raise ValueError(
+            f"this safetensors file says its header is {length:,} bytes long; headers of up to "
+            f"{MAX_HEADER_BYTES:,} bytes are allowed (room for {MAX_TENSORS:,} tensors)."
+        )
     room = upload.size - 8
     if length > room:
         raise ValueError(
@@ -289,6 +302,12 @@ def _safetensors_header(upload: _Upload) -> dict[str, tuple[str, tuple[int, ...]
     with upload.path.open("rb") as file:
         file.seek(8)
         raw = file.read(length)
+    # every tensor's entry has data_offsets: counting them costs nothing next to parsing
+    listed = raw.count(b'"data_offsets"')
+    if listed > MAX_TENSORS:
+        raise ValueError(
+            f"this safetensors file lists {listed:,} tensors; at most {MAX_TENSORS:,} are allowed in one file."
+        )
     try:
         header = json.loads(raw)
     except Exception:  # bad UTF-8, bad JSON, or nesting deep enough to exhaust the stack
@@ -365,11 +384,16 @@ def _check_zip(upload: _Upload, limits: UploadLimits) -> None:
     torch.save stores every entry uncompressed, so a compressed entry means the file was made
     some other way, and it could be a zip bomb: a few kilobytes that inflate to gigabytes.
     """
-    entries = _zip_entry_count(upload)
+    entries, directory = _zip_directory(upload)
     if entries > MAX_ZIP_ENTRIES:
         raise ValueError(
-            f"this checkpoint lists {entries:,} entries; a PyTorch checkpoint holds a few per tensor, "
-            f"and at most {MAX_ZIP_ENTRIES:,} are allowed."
+            f"this checkpoint lists {entries:,} entries; a PyTorch checkpoint holds one per tensor and "
+            f"a few more, and at most {MAX_ZIP_ENTRIES:,} are allowed."
+        )
+    if directory > MAX_ZIP_DIRECTORY_BYTES:
+        raise ValueError(
+            f"this checkpoint's list of entries takes {directory:,} bytes; at most "
+            f"{MAX_ZIP_DIRECTORY_BYTES:,} are allowed (room for {MAX_ZIP_ENTRIES:,} entries)."
         )
     try:
         with zipfile.ZipFile(upload.path) as archive:
@@ -407,11 +431,13 @@ def _check_zip(upload: _Upload, limits: UploadLimits) -> None:
         )
 
 
-def _zip_entry_count(upload: _Upload) -> int:
-    """How many entries a zip's end record declares, read before its directory is parsed.
+def _zip_directory(upload: _Upload) -> tuple[int, int]:
+    """How many entries a zip's end record declares, and the bytes of its central directory,
+    read before the directory is parsed.
 
     zipfile builds a Python object per entry, so a 200 MB archive of empty entries would cost
-    gigabytes of memory before any other check could look at them.
+    gigabytes of memory before any other check could look at them; zipfile and torch read
+    as many directory bytes as the end record says, so bounding both bounds their work.
     """
     # the end record is 22 bytes and a comment of up to 65,535 more, at the end of the file
     with upload.path.open("rb") as file:
@@ -420,8 +446,8 @@ def _zip_entry_count(upload: _Upload) -> int:
     at = tail.rfind(b"PK\x05\x06")
     if at < 0 or len(tail) - at < 22:
         raise ValueError("this file is a zip archive that is damaged or cut off.")
-    # 0xFFFF means "see the zip64 record": more entries than any checkpoint needs
-    return int.from_bytes(tail[at + 10 : at + 12], "little")
+    # 0xFFFF and 0xFFFFFFFF mean "see the zip64 record": more than any checkpoint needs
+    return int.from_bytes(tail[at + 10 : at + 12], "little"), int.from_bytes(tail[at + 12 : at + 16], "little")
 
 
 def _plain_tensor(tensor: torch.Tensor, what: str) -> torch.Tensor:

@@ -158,8 +158,22 @@ HOSTILE: dict[str, tuple[str, Callable[[Path, Path], None], str]] = {
     ),
     "safetensors-header-beyond-the-file": (
         "liar.safetensors",
+        write_bytes(lambda folder: struct.pack("<Q", 10**6) + b'{"t": {}}'),
+        r"says its header is 1,000,000 bytes long, but only 9 bytes follow",
+    ),
+    "safetensors-header-too-long": (
+        "huge-header.safetensors",
         write_bytes(lambda folder: struct.pack("<Q", 10**9) + b'{"t": {}}'),
-        r"says its header is 1,000,000,000 bytes long, but only 9 bytes follow",
+        r"says its header is 1,000,000,000 bytes long; headers of up to 1,048,576 bytes are allowed",
+    ),
+    "safetensors-too-many-tensors": (
+        "many.safetensors",
+        write_bytes(
+            lambda folder: safetensors_header(
+                {f"t{i}": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]} for i in range(10_000)}, b""
+            )
+        ),
+        r"lists 10,000 tensors; at most 1,024 are allowed in one file",
     ),
     "truncated-pt": (
         "half.pt",

@@ -5,9 +5,11 @@ import pytest
 import torch
 
 from core.presets import (
+    MAX_TABLE_BYTES,
     PRESET_MAXLEN,
     Settings,
     glove_source,
+    random_source,
     sinusoidal_table,
     upload_source,
     with_positions,
@@ -133,3 +135,17 @@ def test_word_level_random_table_trains_on_the_corpus_vocabulary():
     assert trained.tokenizer is not None and "cat" in trained.tokenizer.vocab
     assert trained.encode("the cat", "").ids[2] == trained.tokenizer.vocab["cat"]
     assert trained.reset().tokenizer is None
+
+
+def test_a_word_vocabulary_is_capped_at_wordpiece_size_so_one_layer_fits_its_budget():
+    assert Settings(tokenizer="word", vocab_size=30522, d_model=1024, maxlen=2048).table_bytes <= MAX_TABLE_BYTES
+    with pytest.raises(ValueError, match="^vocab_size is 30,523; allowed values are 4 to 30,522.$"):
+        Settings(tokenizer="word", vocab_size=30523)
+
+
+def test_random_sources_are_cached_and_the_cache_can_be_cleared():
+    settings = Settings(d_model=3, seed=11)
+    assert random_source(settings) is random_source(settings)
+    random_source.cache_clear()
+    assert random_source.nbytes == 0
+    assert torch.equal(random_source(settings).model.tok_embed.weight, random_source(settings).model.tok_embed.weight)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import tracemalloc
 from dataclasses import replace
 
 import pytest
@@ -14,9 +15,13 @@ from core.presets import Settings, random_source, wordpiece
 from core.tokenizer import WordLevelTokenizer
 from core.training import (
     ASSETS,
+    MAX_CORPUS_CHARS,
+    MAX_SENTENCE_CHARS,
+    MAX_SENTENCES,
     PARTS,
     Corpus,
     TrainConfig,
+    _Examples,
     masked_token_loss,
     purity,
     train,
@@ -88,6 +93,55 @@ def test_from_text_splits_lines_and_sentence_ends():
     assert Corpus.from_text(text).categories == {}
     with pytest.raises(ValueError, match="the text has no sentences"):
         Corpus.from_text(" \n\n ")
+
+
+def test_a_300_kb_text_is_refused_before_it_is_split():
+    text = "the miner said the mine was mine. " * 9_000  # 306,000 characters
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError) as error:
+            Corpus.from_text(text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert str(error.value) == "the text has 306,000 characters; up to 100,000 are allowed for training."
+    assert peak < 2**20  # nothing built from it: no sentences, no copies of the text
+
+
+def test_a_corpus_is_bounded_in_sentences_and_their_length():
+    assert len(Corpus.from_text("a cat. " * (MAX_SENTENCES - 1)).sentences) == MAX_SENTENCES - 1
+    with pytest.raises(ValueError, match=f"^the corpus has 2,001 sentences; up to {MAX_SENTENCES:,} are allowed"):
+        Corpus.from_text("a cat.\n" * (MAX_SENTENCES + 1))
+    with pytest.raises(ValueError, match="^sentence 2 has 501 characters; sentences of up to 500 are allowed: end"):
+        Corpus(("short", "x" * (MAX_SENTENCE_CHARS + 1)))
+    assert MAX_CORPUS_CHARS == 100_000 and MAX_SENTENCE_CHARS == 500
+
+
+def test_the_largest_text_allowed_encodes_in_bounded_memory(tokenizer):
+    # the most text allowed, as sentences of the longest kind: 199 of 500 characters, 101 tokens each
+    sentence = ("word " * 100)[:MAX_SENTENCE_CHARS - 1] + "."
+    corpus = Corpus.from_text(" ".join([sentence] * (MAX_CORPUS_CHARS // (MAX_SENTENCE_CHARS + 1))))
+    config = BertEmbedding(30522, 4).config
+    tracemalloc.start()
+    try:
+        examples = _Examples.encode(corpus, tokenizer, config)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert examples.ids.shape == ((len(corpus.sentences) + 1) // 2, 2 * 101 + 3)  # pairs × [CLS] A [SEP] B [SEP]
+    assert peak < 16 * 2**20  # the encodings themselves; the padded tensors are numpy's and torch's
+
+
+def test_examples_hold_words_markers_and_padding_apart(tokenizer):
+    corpus = Corpus(("the cat sat", "a dog", "red"))
+    examples = _Examples.encode(corpus, tokenizer, BertEmbedding(30522, 4).config)
+    assert examples.lengths.tolist() == [8, 3]  # [CLS] the cat sat [SEP] a dog [SEP]; [CLS] red [SEP]
+    assert examples.keep.tolist() == [[True] * 8, [True] * 3 + [False] * 5]
+    assert examples.target[0].tolist() == [False, True, True, True, False, True, True, False]
+    assert examples.target[1].tolist() == [False, True, False, False, False, False, False, False]
+    assert examples.seg[0].tolist() == [0, 0, 0, 0, 0, 1, 1, 1]
+    assert examples.rows[examples.ids[1, :3]].tolist() == list(tokenizer.encode("red").ids)
+    assert (examples.ids[1, 3:] == 0).all()
 
 
 def test_a_word_belongs_to_one_category():

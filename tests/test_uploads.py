@@ -11,6 +11,7 @@ import json
 import os
 import pickle
 import struct
+import tracemalloc
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -341,8 +342,24 @@ def test_a_zip_listing_too_many_entries_is_refused_before_its_directory_is_parse
     data = bytearray(path.read_bytes())
     struct.pack_into("<H", data, data.rfind(b"PK\x05\x06") + 10, 60_000)  # entries in total
     path.write_bytes(data)
-    with pytest.raises(ValueError, match="lists 60,000 entries; .* at most 10,000 are allowed"):
+    with pytest.raises(ValueError, match="lists 60,000 entries; .* at most 2,048 are allowed"):
         read_upload(path)
+
+
+def test_a_zip_directory_larger_than_allowed_is_refused_before_it_is_parsed(tmp_path, table):
+    path = tmp_path / "table.pt"
+    torch.save(table, path)
+    data = bytearray(path.read_bytes())
+    struct.pack_into("<I", data, data.rfind(b"PK\x05\x06") + 12, 50 * 2**20)  # bytes of the directory
+    path.write_bytes(data)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=r"list of entries takes 52,428,800 bytes; at most 1,048,576 are allowed"):
+            read_upload(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2**20
 
 
 def test_an_npz_archive_is_refused_with_what_to_do_instead(tmp_path, table):
@@ -486,6 +503,33 @@ def test_a_safetensors_header_longer_than_the_file(tmp_path):
     (tmp_path / "t.safetensors").write_bytes(struct.pack("<Q", 10**6) + raw)
     with pytest.raises(ValueError, match=r"says its header is 1,000,000 bytes long, but only 9 bytes follow"):
         read_upload(tmp_path / "t.safetensors")
+
+
+def refusal_peak(path: Path, message: str) -> int:
+    """The refusal of `path` must match `message`; returns the peak of Python memory it took."""
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=message):
+            read_upload(path)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_huge_safetensors_header_length_is_refused_before_it_is_read(tmp_path):
+    # a tiny file claiming a 100 MB header: refused for its length, not read, not parsed
+    (tmp_path / "t.safetensors").write_bytes(struct.pack("<Q", 100 * 2**20) + b'{"t": {}}')
+    message = r"says its header is 104,857,600 bytes long; headers of up to 1,048,576 bytes are allowed"
+    assert refusal_peak(tmp_path / "t.safetensors", message) < 2**20
+
+
+def test_a_safetensors_header_listing_too_many_tensors_is_refused_before_it_is_parsed(tmp_path):
+    entry = {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}
+    header = {f"t{i}": entry for i in range(5_000)}  # 300 kB of JSON: within the length allowed
+    save_safetensors_header(tmp_path / "many.safetensors", header, b"")
+    message = "lists 5,000 tensors; at most 1,024 are allowed in one file"
+    # parsing it would build tens of thousands of Python objects; counting takes one bytes object
+    assert refusal_peak(tmp_path / "many.safetensors", message) < 2 * (tmp_path / "many.safetensors").stat().st_size
 
 
 @pytest.mark.parametrize(
