@@ -19,6 +19,7 @@ from core.figures import (
     PRESENTER,
     SEGMENT_SHIFT,
     SELECTED,
+    SVG_BACKGROUND,
     Neighbourhood,
     Scene,
     background_trace,
@@ -239,16 +240,23 @@ def test_a_vocabulary_view_names_its_plane():
 # ---------------------------------------------------------------- background
 
 
-def test_background_trace_is_a_faint_webgl_layer():
+def test_background_trace_is_a_faint_layer_beneath_the_tokens():
     points = np.array([[0.5, -1.25], [3.0, 4.0], [1e-3, 2.0]])  # float64 in
     trace = background_trace(points, ["<b>x</b>", "a&b", "the"])
-    assert trace["type"] == "scattergl"
+    # WebGL is drawn above every SVG trace: up to the page's cap the background is SVG, drawn first
+    assert trace["type"] == "scatter" and SVG_BACKGROUND == 5_000
     assert trace["name"] == trace["legendgroup"] == BACKGROUND == "vocabulary"
     assert trace["x"].dtype == trace["y"].dtype == np.float32
     np.testing.assert_array_equal(trace["x"], points[:, 0].astype(np.float32))
     np.testing.assert_array_equal(trace["y"], points[:, 1].astype(np.float32))
     assert trace["hovertext"] == ["&lt;b&gt;x&lt;/b&gt;", "a&amp;b", "the"]
     assert trace["mode"] == "markers" and trace["hoverinfo"] == "text"
+
+
+def test_a_background_beyond_the_cap_is_webgl():
+    many = background_trace(np.zeros((SVG_BACKGROUND + 1, 2)), ["w"] * (SVG_BACKGROUND + 1))
+    assert many["type"] == "scattergl"
+    assert background_trace(np.zeros((SVG_BACKGROUND, 2)), ["w"] * SVG_BACKGROUND)["type"] == "scatter"
 
 
 def test_empty_background_trace():
@@ -277,7 +285,7 @@ def test_trace_json_parses_and_plotly_decodes_it():
     assert sent["hovertext"] == ["&lt;b&gt;x&lt;/b&gt;", "a&amp;b", "the"]
     assert "<b>" not in trace_json(trace)
     figure = go.Figure({"data": [sent]})  # plotly validates the trace as it builds the figure
-    assert figure.data[0].type == "scattergl" and figure.data[0].name == BACKGROUND
+    assert figure.data[0].type == "scatter" and figure.data[0].name == BACKGROUND
     again = pio.from_json(json.dumps({"data": [sent], "layout": {}}))
     np.testing.assert_array_equal(decoded(again.data[0].x), trace["x"])
     # the trace itself is left as it was: numpy arrays, for the next serialisation
