@@ -849,8 +849,9 @@ def _spec_3d(scene: Scene, *, labels: bool, arrows: bool, shift: bool, presenter
             trace = _trace_3d(group, xyz[first], marker={"symbol": "square", "size": size + 2}, hovertext=names,
                               customdata=np.column_stack([rows, count, np.asarray(scene.norms[group])[order][first]]
                                                          ).astype(np.float32),
-                              hovertemplate="<b>segment %{hovertext}</b> · row %{customdata[0]}<br>shared by "
-                                            "%{customdata[1]} tokens<br>‖vector‖ = %{customdata[2]:.3f}<extra></extra>")
+                              hovertemplate="<b>segment %{hovertext}</b> · row %{customdata[0]} of the segment "
+                                            "table<br>shared by %{customdata[1]} tokens<br>‖vector‖ = "
+                                            "%{customdata[2]:.3f}<extra></extra>")
             if labels:
                 trace.update(mode="markers+text", text=names)
         else:
