@@ -14,10 +14,16 @@
   const mainPlot = () => document.querySelector(`${MAIN} .js-plotly-plot`);
   const isMain = (gd) => gd instanceof Element && gd.closest(MAIN) !== null;
 
-  // the background goes first, so it is drawn behind the tokens; a stale copy is replaced
+  // the background goes first, so it is drawn behind the tokens; a stale copy is replaced.
+  // Plotly draws every WebGL trace above every SVG one: a background of up to 5,000 words
+  // comes as SVG (core/figures.py background_trace), a larger one as WebGL, and then the
+  // plain point traces go to WebGL too, so the tokens stay on top of it
   const withBackground = (data) => {
     const rest = (data || []).filter((trace) => trace.name !== BACKGROUND);
-    return background ? [background, ...rest] : rest;
+    if (!background) return rest;
+    if (background.type !== "scattergl") return [background, ...rest];
+    return [background, ...rest.map((trace) =>
+      trace.type === "scatter" && !String(trace.mode || "").includes("lines") ? { ...trace, type: "scattergl" } : trace)];
   };
 
   function onClick(event) {
@@ -68,9 +74,16 @@
       document.body.classList.toggle("presenter", Boolean(on));
       return [];
     },
+    // the plot as it is on screen, at three times its pixels: the layout's own width and
+    // height, not plotly's 700 × 450 default, so what was framed is what is saved
     downloadPNG() {
       const gd = mainPlot();
-      if (gd && plotly) plotly.downloadImage(gd, { format: "png", scale: 3, filename: "embedding" });
+      if (!gd || !plotly) return [];
+      const full = gd._fullLayout || {};
+      const box = gd.getBoundingClientRect();
+      const width = Math.round(full.width || box.width) || undefined;
+      const height = Math.round(full.height || box.height) || undefined;
+      plotly.downloadImage(gd, { format: "png", scale: 3, width, height, filename: "embedding" });
       return [];
     },
     hasBackground: () => background !== null,

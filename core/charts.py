@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import html
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -150,7 +151,8 @@ def similarity_figure(tokens: Sequence[str], matrix: np.ndarray, *, presenter: b
 
 
 def positions_figure(paths: Mapping[str, np.ndarray], explained: Mapping[str, Sequence[float]] | None = None, *,
-                     presenter: bool = False) -> dict:
+                     presenter: bool = False, indices: Mapping[str, Sequence[int]] | None = None,
+                     notes: Mapping[str, str] | None = None) -> dict:
     """Position vectors 0…N−1 of one or more tables, each in its own plane, joined in order.
 
     One subplot per entry of ``paths`` (e.g. {"learned": (N, 2), "sinusoidal": (N, 2)}),
@@ -158,9 +160,14 @@ def positions_figure(paths: Mapping[str, np.ndarray], explained: Mapping[str, Se
     colour show the order: sinusoidal positions trace a smooth curve, random ones jump
     about, learned ones sit in between. ``explained`` gives each plane's explained-variance
     ratios, quoted in its title.
+
+    indices: the position each row of a path stands for, when some were left out (an
+    outlier such as BERT's position 0); default 0…N−1. notes: a sentence per panel written
+    under its title, e.g. what was left out and why: the plot says so, not only the page.
     """
     style = _STYLES[bool(presenter)]
     explained = explained or {}
+    indices, notes = indices or {}, notes or {}
     checked = {name: _points(points, f"paths[{name!r}]") for name, points in paths.items()}
     layout = _layout(style, 320, None, margin={"l": 40, "r": 10, "t": 40, "b": 30}, showlegend=False)
     if not checked:
@@ -176,7 +183,9 @@ def positions_figure(paths: Mapping[str, np.ndarray], explained: Mapping[str, Se
         left = (number - 1) * (width + gap)
         domain = [left, min(left + width, 1.0)]
         count = len(points)
-        order = np.arange(count, dtype=np.int32)
+        order = np.asarray(indices.get(name, range(count)), dtype=np.int32)
+        if order.shape != (count,):
+            raise ValueError(f"indices[{name!r}] has {order.size} entries for {count} points; give one per point")
         data.append({
             "type": "scatter",
             "name": _escape(name),
@@ -186,7 +195,8 @@ def positions_figure(paths: Mapping[str, np.ndarray], explained: Mapping[str, Se
             "yaxis": f"y{suffix}",
             "mode": "lines+markers",
             "line": {"color": FAINT, "width": style.line},
-            "marker": {"color": order, "colorscale": POSITION_SCALE, "cmin": 0, "cmax": max(count - 1, 1),
+            "marker": {"color": order, "colorscale": POSITION_SCALE, "cmin": 0,
+                       "cmax": max(int(order.max()) if count else 0, 1),
                        "size": style.marker},
             "customdata": order,
             "hovertemplate": f"position %{{customdata}}<extra>{_escape(name)}</extra>",
@@ -200,7 +210,7 @@ def positions_figure(paths: Mapping[str, np.ndarray], explained: Mapping[str, Se
             "xaxis": f"x{suffix}",
             "yaxis": f"y{suffix}",
             "mode": "text",
-            "text": [str(end) for end in ends],
+            "text": [str(order[end]) for end in ends],
             "textposition": "top center",
             "textfont": {"size": style.font, "color": POSITION_SCALE[-1][1]},
             "hoverinfo": "skip",
@@ -212,6 +222,11 @@ def positions_figure(paths: Mapping[str, np.ndarray], explained: Mapping[str, Se
         annotations.append({"text": _plane_title(name, explained.get(name)), "xref": "paper", "yref": "paper",
                             "x": (domain[0] + domain[1]) / 2, "y": 1.0, "xanchor": "center", "yanchor": "bottom",
                             "showarrow": False, "font": {"size": style.font + 1}})
+        if notes.get(name):
+            annotations.append({"text": _wrap(_escape(notes[name]), 48), "xref": "paper", "yref": "paper",
+                                "x": domain[0], "y": 0.0, "xanchor": "left", "yanchor": "bottom", "align": "left",
+                                "showarrow": False, "bgcolor": "rgba(255,255,255,0.8)",
+                                "font": {"size": style.font - 1, "color": "#444444"}})
     layout["annotations"] = annotations
     return {"data": data, "layout": layout}
 
@@ -326,6 +341,10 @@ def _layout(style: _Style, height: int, title: str | None, **rest) -> dict:
         layout["title"] = {"text": title, "font": {"size": style.font + 1}, "x": 0, "xanchor": "left"}
     layout.update(rest)
     return layout
+
+
+def _wrap(text: str, width: int) -> str:
+    return "<br>".join(textwrap.wrap(text, width, break_long_words=False)) or text
 
 
 def _note(text: str, style: _Style) -> dict:

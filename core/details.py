@@ -21,6 +21,10 @@ from core.session import Session
 from core.view import explore
 
 PATH_POSITIONS = 64  # positions drawn at least: a path needs a few dozen steps to show its shape
+# a position whose vector is this many times the median position's length is left out of the
+# path and its plane, and named on the plot: BERT's position 0 is about 5× the others, so a
+# plane fitted with it has it alone on one axis and the other 511 on a line
+OUTLIER_RATIO = 3.0
 
 COLLAPSE = (
     "With d_model = 2 a vector (a, b) has mean (a + b)/2; subtracting it leaves ±(a − b)/2 in the two "
@@ -59,14 +63,34 @@ def positions_detail(
         f"this table ({POSITIONS[session.positions].split(' (')[0]})": session.model.pos_embed.weight[:n],
         "sinusoidal": sinusoidal_table(n, config.d_model).weight,
     }
-    paths, explained = {}, {}
+    paths, explained, indices, notes = {}, {}, {}, {}
     for name, table in tables.items():
-        projection = PCAProjection().fit(table.detach().numpy())
-        paths[name] = projection.transform(table.detach().numpy())
+        rows = table.detach().numpy()
+        kept, note = _without_outliers(rows)
+        projection = PCAProjection().fit(rows[kept])
+        paths[name] = projection.transform(rows[kept])
         explained[name] = projection.explained_variance_ratio_
+        indices[name], notes[name] = kept, note
     skip = result.encoding.special_mask
     repeated = repeated_tokens(result.encoding.tokens, result.vectors["output"], skip=skip)
-    return PositionsDetail(positions_figure(paths, explained, presenter=presenter), repeated, result.encoding.tokens)
+    figure = positions_figure(paths, explained, presenter=presenter, indices=indices, notes=notes)
+    return PositionsDetail(figure, repeated, result.encoding.tokens)
+
+
+def _without_outliers(rows: np.ndarray) -> tuple[np.ndarray, str]:
+    """The positions to draw (all but those far longer than the typical one), and a note naming
+    the ones left out with their lengths, or ""."""
+    norms = np.linalg.norm(rows.astype(np.float64), axis=1)
+    typical = float(np.median(norms)) if len(norms) else 0.0
+    outliers = np.flatnonzero(norms > OUTLIER_RATIO * typical) if typical > 0 and len(norms) > 3 else []
+    kept = np.setdiff1d(np.arange(len(rows)), outliers)
+    if not len(outliers):
+        return kept, ""
+    named = ", ".join(f"{i} (length {norms[i]:.2f})" for i in outliers[:5])
+    more = f" and {len(outliers) - 5} more" if len(outliers) > 5 else ""
+    word = "position" if len(outliers) == 1 else "positions"
+    return kept, (f"Left out: {word} {named}{more}, over {OUTLIER_RATIO:g}× the typical length "
+                  f"{typical:.2f}; with it the others would flatten into one line.")
 
 
 def layernorm_detail(

@@ -21,6 +21,8 @@ from __future__ import annotations
 import base64
 import functools
 import html
+import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -29,7 +31,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.io.json import to_json_plotly
 
-from core.labels import LINE_EM, legible
+from core.labels import CHAR_EM, LINE_EM, PLOT_PX, legible
 
 GROUPS = ("token", "position", "segment", "sum", "output")  # display order
 
@@ -47,7 +49,7 @@ COLOURS = {
 # because plotly.js's WebGL renderer draws its code (100) as a filled circle
 WORD, SPECIAL, CONTINUATION = 0, 2, "circle-open"  # circle, diamond, open circle
 SYMBOL_NOTE = "◆ [CLS] / [SEP]    ○ ## word piece"
-LABELLED = "{:,} of {:,} points labelled; the rest would overlap: hover to read them"
+LABELLED = "{:,} of {:,} labelled; hover for the rest"  # short: a phone's plot is 370 px
 
 # numpy dtypes plotly.js reads as typed arrays, by numpy's code (little-endian, as stored here);
 # others (int64) go as plain lists, as go.Figure would send them
@@ -59,6 +61,7 @@ SEGMENT_SHIFT = "segment shift"
 NEIGHBOURS = {"token": "nearest by token vector", "output": "nearest by output vector"}
 SELECTED = "selected token"
 BACKGROUND = "vocabulary"
+SVG_BACKGROUND = 5_000  # background words drawn as SVG (beneath the tokens); more go to WebGL
 
 # plotly_white's look for a 2-D scatter plot only: the full template also styles
 # heatmaps, maps, 3-D scenes, …, which would add kilobytes to every update and, since
@@ -74,7 +77,7 @@ class Neighbourhood:
     """A selected token and its nearest vocabulary entries, placed in the scene's plane.
 
     ``points`` maps "token" and/or "output" to the neighbours' own vectors of that kind,
-    projected: (k, 2) each, with ``labels`` (k,) and cosine similarities (k,).
+    projected: (k, dims) each, with ``labels`` (k,) and cosine similarities (k,).
     """
 
     selected: int  # the selected token's index in the scene
@@ -88,7 +91,9 @@ class Scene:
     """Everything one picture shows, as plain data (no torch).
 
     One entry per token in each tuple (length L). ``points`` and ``norms`` hold only the
-    groups to draw, keyed by names from ``GROUPS``.
+    groups to draw, keyed by names from ``GROUPS``. Points have 2 coordinates (the plane) or
+    3 (the rotatable PC1–PC3 view); ``origin`` has as many, and every other array of points
+    in the scene the same number of columns.
     """
 
     tokens: tuple[str, ...]
@@ -97,10 +102,10 @@ class Scene:
     segment_ids: tuple[int, ...]
     special_mask: tuple[bool, ...]        # [CLS]/[SEP] markers
     continuation_mask: tuple[bool, ...]   # WordPiece '##' pieces
-    points: Mapping[str, np.ndarray]      # group -> (L, 2) projected coordinates
+    points: Mapping[str, np.ndarray]      # group -> (L, dims) projected coordinates
     norms: Mapping[str, np.ndarray]       # group -> (L,) L2 norm of the full vector
-    explained: tuple[float, float]        # explained-variance ratio of the two axes
-    origin: np.ndarray                    # (2,) where the zero vector lands in the plane
+    explained: tuple[float, ...]          # explained-variance ratio of each axis
+    origin: np.ndarray                    # (dims,) where the zero vector lands in the plane
     message: str = ""
     # after training: the same groups' points before it, in the same plane, to show movement
     previous: Mapping[str, np.ndarray] | None = None
@@ -109,27 +114,51 @@ class Scene:
     # arrow from there to the sum is the shift the segment row adds
     shift_from: np.ndarray | None = None
     neighbourhood: Neighbourhood | None = None
+    selected: int | None = None  # a token picked by the user: its addition path alone is drawn
+    # d_model = 2: the points are the vectors' own coordinates (no projection), axes dim 0 / dim 1
+    exact: bool = False
+    segment_shift: float | None = None  # |seg[1] − seg[0]| in the full space, for the shift's note
+    # each token's word category ("animals", …; "" for none) while training on a corpus that has them
+    categories: tuple[str, ...] | None = None
+
+    @property
+    def dims(self) -> int:
+        """How many coordinates each point has: 2 for the plane, 3 for the PC1–PC3 view."""
+        return int(np.shape(self.origin)[0]) if np.ndim(self.origin) == 1 else 2
+
+    @property
+    def picked(self) -> int | None:
+        """The selected token's index, from the selection or the neighbourhood, if any."""
+        if self.selected is not None:
+            return self.selected
+        return self.neighbourhood.selected if self.neighbourhood is not None else None
 
     def __post_init__(self) -> None:
         # a mismatch here is a bug upstream; name it now rather than draw a wrong picture
-        length = len(self.tokens)
+        length, dims = len(self.tokens), self.dims
+        if dims not in (2, 3):
+            raise ValueError(f"Scene.origin has shape {np.shape(self.origin)}; points have 2 or 3 coordinates")
         for field in ("ids", "positions", "segment_ids", "special_mask", "continuation_mask"):
             if len(getattr(self, field)) != length:
                 raise ValueError(f"Scene.{field} has {len(getattr(self, field))} entries "
                                  f"but there are {length} tokens")
+        if self.categories is not None and len(self.categories) != length:
+            raise ValueError(f"Scene.categories has {len(self.categories)} entries but there are {length} tokens")
         for group, points in self.points.items():
             if group not in GROUPS:
                 raise ValueError(f"unknown group {group!r}; groups are {', '.join(GROUPS)}")
-            if np.shape(points) != (length, 2):
+            if np.shape(points) != (length, dims):
                 raise ValueError(f"points[{group!r}] has shape {np.shape(points)}, "
-                                 f"expected ({length}, 2)")
+                                 f"expected ({length}, {dims})")
             if np.shape(self.norms.get(group)) != (length,):
                 raise ValueError(f"norms[{group!r}] has shape "
                                  f"{np.shape(self.norms.get(group))}, expected ({length},)")
-        if self.shift_from is not None and np.shape(self.shift_from) != (length, 2):
-            raise ValueError(f"Scene.shift_from has shape {np.shape(self.shift_from)}, expected ({length}, 2)")
+        if self.shift_from is not None and np.shape(self.shift_from) != (length, dims):
+            raise ValueError(f"Scene.shift_from has shape {np.shape(self.shift_from)}, expected ({length}, {dims})")
         if self.neighbourhood is not None and not 0 <= self.neighbourhood.selected < length:
             raise ValueError(f"the selected token {self.neighbourhood.selected} is not one of the {length} tokens")
+        if self.selected is not None and not 0 <= self.selected < length:
+            raise ValueError(f"the selected token {self.selected} is not one of the {length} tokens")
         if self.previous is not None and {g: np.shape(p) for g, p in self.previous.items()} != {
                 g: np.shape(p) for g, p in self.points.items()}:
             raise ValueError("Scene.previous must hold the same groups and shapes as points")
@@ -154,16 +183,19 @@ def figure_json(spec: Mapping) -> str:
 
 
 def background_trace(points: np.ndarray, labels: Sequence[str]) -> dict:
-    """The vocabulary drawn faintly behind the tokens, in WebGL: it can be 400,000 points.
+    """The vocabulary drawn faintly behind the tokens.
 
     Sent to the browser once per basis, not with every update (see assets/explorer.js), so it
-    is a trace of its own rather than part of ``embedding_spec``.
+    is a trace of its own rather than part of ``embedding_spec``. Plotly draws every WebGL
+    trace above every SVG one, so a WebGL background would cover the tokens: up to
+    ``SVG_BACKGROUND`` words (the page's cap) it is an SVG trace, drawn first and so
+    underneath; beyond that it stays WebGL and the page draws the tokens in WebGL too.
     """
     points = np.asarray(points, dtype=np.float32)
     if points.ndim != 2 or points.shape[1:] != (2,) or len(points) != len(labels):
         raise ValueError(f"the background needs (N, 2) points and N labels, not {points.shape} and {len(labels)}")
     return {
-        "type": "scattergl",
+        "type": "scatter" if len(points) <= SVG_BACKGROUND else "scattergl",
         "name": BACKGROUND,
         "legendgroup": BACKGROUND,
         "x": points[:, 0],
@@ -191,52 +223,155 @@ def _typed(value):
     return value
 
 
+PANELS = ("auto", "one", "split")
+# the output gets a panel of its own when its points and the parts' differ in extent by more
+# than this factor (BERT: the outputs spread about 8× wider than the rest, which then blur
+# into one blob at the centre of a shared plane)
+SPLIT_ABOVE = 3.0
+# a position or segment cloud narrower than this share of its panel is drawn magnified about
+# its own centre by a round factor, said on the plot; at BERT's scale the segment's two rows
+# are 0.02 apart in a panel 1.5 wide
+MAGNIFY_BELOW = 0.2
+FACTORS = (2, 5, 10, 20, 50, 100, 200, 500, 1000)
+MAGNIFIABLE = ("position", "segment")  # never token, sum or output: the addition path runs through them
+NOTE_CHARS = 40  # a note's lines are at most this long: a phone's plot (≈ 370 px) holds 40 characters
+PANEL_TITLES = {1: "token + position + segment = sum", 2: "after LayerNorm: output, its own scale"}
+PANEL_GAP = 0.1  # between the two panels, a share of the figure's width
+MAX_NAMED = 5  # tokens a hover names at one spot at most; the rest are counted
+# ColorBrewer Set2: soft halos that do not compete with the groups' saturated Okabe–Ito colours
+CATEGORY_COLOURS = ("#66c2a5", "#fc8d62", "#8da0cb", "#e78ac3", "#a6d854", "#ffd92f", "#e5c494", "#b3b3b3")
+CATEGORY = "category: {}"
+
+
 def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, shift: bool = False,
-                   presenter: bool = False, webgl_above: int = 1500, uirevision: str = "embed") -> dict:
+                   presenter: bool = False, webgl_above: int = 1500, uirevision: str = "embed",
+                   panels: str = "auto", magnify: bool = True) -> dict:
     """The embedding layer's vectors in the PCA plane, one coloured trace per group.
 
     labels: write each token beside its point.
-    arrows: draw each token's sum tip to tail (token, + position, + segment = sum, then
-        LayerNorm to output); needs the token, position, segment and sum groups.
+    arrows: draw the sum tip to tail (token, + position, + segment = sum, then LayerNorm to
+        output); needs the token, position, segment and sum groups. With a token selected
+        (``scene.picked``) only its path is drawn.
     webgl_above: switch to WebGL once more points than this are drawn; SVG slows down
         with thousands of points, WebGL does not.
-    shift: draw the shift each segment row adds, as an arrow ending on each shifted sum.
+    shift: draw the shift each segment row adds, as an arrow ending on each shifted sum,
+        and state its length in the full space.
     presenter: large fonts and thick markers, readable from the back of a lecture hall.
     uirevision: kept constant across updates so the user's zoom and hidden legend
         entries survive while they type.
+    panels: "split" draws the output in a panel of its own beside the parts (same plane,
+        its own scale), "one" draws everything in one plane, "auto" splits when their
+        extents differ by more than ``SPLIT_ABOVE``.
+    magnify: draw a position or segment cloud too small to see magnified about its own
+        centre, by a round factor written on the plot.
+
+    A scene with three coordinates per point becomes a rotatable PC1–PC3 view (scatter3d).
+    The figure has no fixed height: it fills the plot's container (the page sizes it).
     """
+    if panels not in PANELS:
+        raise ValueError(f"panels is {panels!r}; choose one of {', '.join(PANELS)}")
+    if scene.dims == 3:
+        return _spec_3d(scene, labels=labels, arrows=arrows, shift=shift, presenter=presenter, uirevision=uirevision)
     groups = [group for group in GROUPS if group in scene.points]
     webgl = len(groups) * len(scene.tokens) > webgl_above
     scale = PRESENTER if presenter else NORMAL
-    columns = _TokenColumns.of(scene, groups, labels=labels, webgl=webgl, scale=scale)
+    split = _split(scene, groups, panels)
+    panel = {group: 2 if split and group == "output" else 1 for group in groups}
+    points, factors = (_magnified(scene, groups, panel) if magnify and not scene.exact
+                       else ({g: np.asarray(scene.points[g]) for g in groups}, {}))
+    columns = _TokenColumns.of(scene, groups, points, panel, labels=labels, webgl=webgl, scale=scale, split=split)
 
-    data = [(_segment_trace if group == "segment" else _group_trace)(group, scene, columns, webgl=webgl, scale=scale)
-            for group in groups]
+    data = _category_halos(scene, groups, points, panel, columns, scale) if scene.categories else []
+    data += [(_segment_trace if group == "segment" else _group_trace)(
+        group, scene, points[group], columns, webgl=webgl, scale=scale, axes=_AXES[panel[group]])
+        for group in groups]
     if scene.previous is not None and groups:
-        data.append(_movement(scene, groups))
+        data += _movement(scene, groups, panel, factors)
     if arrows and {"token", "position", "segment", "sum"} <= set(groups):
-        data.append(_addition_path(scene, scale))
+        data.append(_addition_path(scene, scale, to_output="output" in groups and not split))
     if shift and scene.shift_from is not None and "sum" in groups:
         data += _segment_shift(scene, scale)
     if scene.neighbourhood is not None:
-        data += _neighbourhood(scene, groups, scale)
+        data += _neighbourhood(scene, groups, scale, panel)
 
-    of = f" of the {scene.plane}" if scene.plane else ""
-    explained = [f"PC{axis} · {ratio:.1%}{of}" for axis, ratio in enumerate(scene.explained, 1)]
+    titles = _axis_titles(scene)
     layout = {
         "template": TEMPLATE,
         "font": {"size": scale.font},
         "uirevision": uirevision,
-        "xaxis": {"title": {"text": explained[0]}, "zeroline": False},
+        "autosize": True,  # no fixed height: the page's CSS gives the plot its size
+        "xaxis": {"title": {"text": titles[0]}, "zeroline": scene.exact},
         # equal scales, so a distance on screen is the same distance along either axis
-        "yaxis": {"title": {"text": explained[1]}, "zeroline": False,
-                  "scaleanchor": "x", "scaleratio": 1},
+        "yaxis": {"title": {"text": titles[1]}, "zeroline": scene.exact, "scaleanchor": "x", "scaleratio": 1},
         "legend": {"orientation": "h", "x": 0, "xanchor": "left", "y": 1.02,
                    "yanchor": "bottom", "font": {"size": scale.font}},
         "margin": {"l": 50, "r": 10, "t": 40, "b": 50},
-        "annotations": _annotations(scene, scale, labelled=columns.labelled),
+        "annotations": _annotations(scene, scale, labelled=columns.labelled, shift=shift and "sum" in groups,
+                                    split=split, factors=factors, groups=groups),
     }
+    if split:
+        width = (1 - PANEL_GAP) / 2
+        layout["xaxis"]["domain"] = [0.0, width]
+        layout["xaxis2"] = {"title": {"text": titles[0]}, "zeroline": False, "domain": [1 - width, 1.0],
+                            "anchor": "y2"}
+        layout["yaxis2"] = {"zeroline": False, "anchor": "x2", "scaleanchor": "x2", "scaleratio": 1}
     return {"data": data, "layout": layout}
+
+
+_AXES = {1: {}, 2: {"xaxis": "x2", "yaxis": "y2"}}
+
+
+def _axis_titles(scene: Scene) -> list[str]:
+    if scene.exact:
+        return [f"dim {axis}" for axis in range(scene.dims)]
+    of = f" of the {scene.plane}" if scene.plane else ""
+    return [f"PC{axis} · {ratio:.1%}{of}" for axis, ratio in enumerate(scene.explained, 1)]
+
+
+def _extent(points: np.ndarray) -> float:
+    """The larger side of the points' bounding box (0 for none, one, or only NaN)."""
+    points = np.asarray(points, dtype=np.float64).reshape(-1, np.shape(points)[-1] if np.ndim(points) else 1)
+    points = points[np.isfinite(points).all(axis=1)]
+    return float(np.ptp(points, axis=0).max()) if len(points) > 1 else 0.0
+
+
+def _split(scene: Scene, groups: Sequence[str], panels: str) -> bool:
+    """Whether the output gets a panel of its own."""
+    parts = [g for g in groups if g != "output"]
+    if panels == "one" or scene.exact or "output" not in groups or not parts:
+        return False
+    if panels == "split":
+        return True
+    inner = _extent(np.concatenate([scene.points[g] for g in parts]))
+    outer = _extent(scene.points["output"])
+    small, large = sorted((inner, outer))
+    return large > 0 and large > SPLIT_ABOVE * small
+
+
+def _magnified(scene: Scene, groups: Sequence[str], panel: Mapping[str, int]
+               ) -> tuple[dict[str, np.ndarray], dict[str, tuple[int, np.ndarray]]]:
+    """Each group's points as drawn, and the magnified groups' (factor, centre).
+
+    A position or segment cloud narrower than ``MAGNIFY_BELOW`` of its panel is scaled about
+    the centre of its bounding box by the smallest round factor that makes it that wide, so
+    its spread shows while its place in the plane stays where it is. The plot says so.
+    """
+    points = {g: np.asarray(scene.points[g]) for g in groups}
+    factors = {}
+    for number in set(panel.values()):
+        members = [g for g in groups if panel[g] == number]
+        extent = _extent(np.concatenate([points[g] for g in members]))
+        for group in members:
+            own = _extent(points[group])
+            if group not in MAGNIFIABLE or own == 0 or extent == 0 or own >= MAGNIFY_BELOW * extent:
+                continue
+            need = MAGNIFY_BELOW * extent / own
+            factor = next((f for f in FACTORS if f >= need), FACTORS[-1])
+            xy = points[group]
+            centre = (np.nanmin(xy, axis=0) + np.nanmax(xy, axis=0)) / 2
+            points[group] = centre + (xy - centre) * factor
+            factors[group] = (factor, centre)
+    return points, factors
 
 
 @dataclass(frozen=True)
@@ -247,10 +382,12 @@ class _Scale:
     text: int
     font: int
     line: float
+    plot_px: tuple[float, float] = PLOT_PX  # the plot's drawing area labels are fitted to
 
 
 NORMAL = _Scale(marker=8, text=10, font=12, line=1)
-PRESENTER = _Scale(marker=15, text=18, font=20, line=2.5)
+# presenter mode's plot fills the screen's height (assets/style.css): a 1080p projector's
+PRESENTER = _Scale(marker=15, text=18, font=20, line=2.5, plot_px=(1150.0, 720.0))
 
 
 @dataclass(frozen=True)
@@ -265,7 +402,8 @@ class _TokenColumns:
     customdata: np.ndarray       # (L, 4) float32: id, position, segment, and 0 for the norm
 
     @classmethod
-    def of(cls, scene: Scene, groups: Sequence[str], *, labels: bool, webgl: bool, scale: _Scale) -> _TokenColumns:
+    def of(cls, scene: Scene, groups: Sequence[str], points: Mapping[str, np.ndarray], panel: Mapping[str, int],
+           *, labels: bool, webgl: bool, scale: _Scale, split: bool = False) -> _TokenColumns:
         special = np.asarray(scene.special_mask, dtype=bool)
         continuation = np.asarray(scene.continuation_mask, dtype=bool) & ~special
         # plain words first: plotly's legend copies the first point's shape, and a
@@ -274,8 +412,16 @@ class _TokenColumns:
         tokens = [scene.tokens[i] for i in order]
         # plotly parses hover text as HTML-like markup: escape what users typed so "<b>" reads "<b>"
         escaped = [html.escape(token, quote=False) for token in tokens]
-        # plotly parses SVG labels as markup too, but WebGL draws them as plain text, unescaped
-        written, labelled = _labels(scene, order, tokens, groups, scale, escape=not webgl) if labels else ({}, (0, 0))
+        written, labelled = {}, (0, 0)
+        if labels:
+            # each panel has its own scale, so its labels are fitted to its own share of the width
+            plot_px = (scale.plot_px[0] * (1 - PANEL_GAP) / 2, scale.plot_px[1]) if split else scale.plot_px
+            for number in sorted(set(panel.values())):
+                members = [g for g in groups if panel[g] == number]
+                # plotly parses SVG labels as markup too, but WebGL draws them as plain text, unescaped
+                found, counts = _labels(scene, order, tokens, members, points, scale, plot_px, escape=not webgl)
+                written.update(found)
+                labelled = (labelled[0] + counts[0], labelled[1] + counts[1])
         return cls(
             order=order,
             hovertext=escaped,
@@ -293,7 +439,8 @@ class _TokenColumns:
 LABEL_PRIORITY = ("segment", "token", "output", "sum", "position")
 
 
-def _labels(scene: Scene, order: np.ndarray, tokens: list[str], groups: Sequence[str], scale: _Scale,
+def _labels(scene: Scene, order: np.ndarray, tokens: list[str], groups: Sequence[str],
+            drawn: Mapping[str, np.ndarray], scale: _Scale, plot_px: tuple[float, float],
             *, escape: bool) -> tuple[dict[str, list[str]], tuple[int, int]]:
     """Each drawn group's labels, in drawing order, blank where they would overlap another,
     and how many points are labelled of how many distinct points could be.
@@ -301,15 +448,15 @@ def _labels(scene: Scene, order: np.ndarray, tokens: list[str], groups: Sequence
     A position row belongs to a position, not to the token there, so it is labelled with its
     index; a segment row with its letter; the other groups with their token. Points that
     coincide within a group (a segment's row, a repeated word) are one vector, labelled once.
-    A selected token's neighbours are always labelled (under their stars), so they take their
-    room first.
+    A selected token's neighbours are always labelled (under their stars), so their labels
+    and their stars take their room first.
     """
     texts = {
         "position": [str(scene.positions[i]) for i in order],
         "segment": [_segment_name(scene.segment_ids[i]) for i in order],
     }
     ranked = [group for group in LABEL_PRIORITY if group in groups]
-    points = [np.ascontiguousarray(scene.points[group], dtype=np.float64)[order] for group in ranked]
+    points = [np.ascontiguousarray(drawn[group], dtype=np.float64)[order] for group in ranked]
     wanted = []
     for group, xy in zip(ranked, points, strict=True):
         words = texts.get(group, tokens)
@@ -318,11 +465,19 @@ def _labels(scene: Scene, order: np.ndarray, tokens: list[str], groups: Sequence
         first[firsts] = True
         wanted.append([word if keep else "" for word, keep in zip(words, first, strict=True)])
     near = scene.neighbourhood
-    kinds = [kind for kind in near.points if kind in groups] if near is not None else []
-    kept = legible(points, wanted, scale.text,
-                   reserved=np.concatenate([near.points[kind] for kind in kinds]) if kinds else None,
-                   reserved_texts=[label for kind in kinds for label in near.labels[kind]],
-                   reserved_shift=-(scale.text * LINE_EM + scale.marker + 2))
+    kinds = [kind for kind in near.points if kind in groups and len(near.points[kind])] if near is not None else []
+    reserved = reserved_texts = shifts = None
+    if kinds:
+        stars = np.concatenate([near.points[kind] for kind in kinds])
+        line = scale.text * LINE_EM
+        # a star is a box about two characters wide; the others' labels sit above their points
+        star_text = "*" * max(1, math.ceil((scale.marker + 2) / (scale.text * CHAR_EM)))
+        reserved = np.concatenate([stars, stars])
+        reserved_texts = [label for kind in kinds for label in near.labels[kind]] + [star_text] * len(stars)
+        shifts = np.concatenate([np.full(len(stars), -(line + scale.marker + 2.0)),
+                                 np.full(len(stars), -(line + scale.marker) / 2)])
+    kept = legible(points, wanted, scale.text, plot_px, reserved=reserved, reserved_texts=reserved_texts or (),
+                   reserved_shift=shifts if shifts is not None else 0.0)
     write = functools.partial(html.escape, quote=False) if escape else str
     labels = {group: [write(text) if keep else "" for text, keep in zip(words, mask, strict=True)]
               for group, words, mask in zip(ranked, wanted, kept, strict=True)}
@@ -333,24 +488,54 @@ def _segment_name(segment: int) -> str:
     return chr(ord("A") + segment) if 0 <= segment < 26 else str(segment)
 
 
-def _group_trace(group: str, scene: Scene, columns: _TokenColumns, *, webgl: bool, scale: _Scale) -> dict:
+def _coincident(points: np.ndarray, names: list[str], positions: Sequence[int]) -> list[str]:
+    """Hover names: a point that several tokens share names each of them with its position,
+    "the (1), the (5)", since plotly's hover shows one point of a pile; others just the token."""
+    xy = np.ascontiguousarray(points, dtype=np.float32)
+    # each point's coordinates as one number (a complex64 for 2, a void of 12 bytes for 3):
+    # np.unique over rows (axis=0) is several times slower
+    keys = xy.view(np.complex64).ravel() if xy.shape[1] == 2 else xy.view(f"V{xy.itemsize * 3}").ravel()
+    _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+    if len(counts) == len(xy):
+        return names
+    shared = counts[inverse] > 1
+    members: dict[int, list[int]] = {}
+    for i in np.flatnonzero(shared).tolist():
+        members.setdefault(int(inverse[i]), []).append(i)
+    out = list(names)
+    for indices in members.values():
+        listed = ", ".join(f"{names[i]} ({positions[i]})" for i in indices[:MAX_NAMED])
+        if len(indices) > MAX_NAMED:
+            listed += f", and {len(indices) - MAX_NAMED} more"
+        for i in indices:
+            out[i] = listed
+    return out
+
+
+def _group_trace(group: str, scene: Scene, points: np.ndarray, columns: _TokenColumns, *, webgl: bool,
+                 scale: _Scale, axes: Mapping[str, str]) -> dict:
     """One group's points: colour by group, shape by kind of token, hover by token."""
     customdata = columns.customdata.copy()
     customdata[:, 3] = np.asarray(scene.norms[group])[columns.order]
+    drawn = np.asarray(points)[columns.order]
+    positions = [scene.positions[i] for i in columns.order]
+    # with two dimensions the point is the vector itself: hover shows it
+    vector = "<br>vector (%{x:.3f}, %{y:.3f})" if scene.exact else ""
     return _points_trace(
-        group, np.asarray(scene.points[group])[columns.order], columns.labels.get(group), webgl=webgl, scale=scale,
+        group, drawn, columns.labels.get(group), webgl=webgl, scale=scale, axes=axes,
         marker={"symbol": columns.symbol, "size": scale.marker, "line": {"color": COLOURS[group], "width": scale.line}},
-        hovertext=columns.hovertext,
+        hovertext=_coincident(drawn, columns.hovertext, positions),
         customdata=customdata,
         hovertemplate=(
             f"<b>%{{hovertext}}</b> · {group}<br>"
             "id %{customdata[0]} · position %{customdata[1]} · segment %{customdata[2]}<br>"
-            "‖vector‖ = %{customdata[3]:.3f}<extra></extra>"
+            f"‖vector‖ = %{{customdata[3]:.3f}}{vector}<extra></extra>"
         ),
     )
 
 
-def _segment_trace(group: str, scene: Scene, columns: _TokenColumns, *, webgl: bool, scale: _Scale) -> dict:
+def _segment_trace(group: str, scene: Scene, points: np.ndarray, columns: _TokenColumns, *, webgl: bool,
+                   scale: _Scale, axes: Mapping[str, str]) -> dict:
     """One point per segment row, not one per token: all of a segment's tokens share its row,
     so drawing each of them would stack hundreds of markers on two spots, send them with every
     keystroke, and hover only the top one. Hovering a segment's point says how many tokens use it."""
@@ -358,21 +543,22 @@ def _segment_trace(group: str, scene: Scene, columns: _TokenColumns, *, webgl: b
     rows, first, count = np.unique(segments, return_index=True, return_counts=True)
     norms = np.asarray(scene.norms[group])[columns.order][first]
     labels = columns.labels.get(group)
+    vector = "<br>vector (%{x:.3f}, %{y:.3f})" if scene.exact else ""
     return _points_trace(
-        group, np.asarray(scene.points[group])[columns.order][first],
-        None if labels is None else [labels[i] for i in first], webgl=webgl, scale=scale,
+        group, np.asarray(points)[columns.order][first],
+        None if labels is None else [labels[i] for i in first], webgl=webgl, scale=scale, axes=axes,
         marker={"symbol": "square", "size": scale.marker + 2},
         hovertext=[_segment_name(int(row)) for row in rows],
         customdata=np.column_stack([rows, count, norms]).astype(np.float32),
         hovertemplate=(
             "<b>segment %{hovertext}</b> · row %{customdata[0]} of the segment table<br>"
-            "shared by %{customdata[1]} tokens<br>‖vector‖ = %{customdata[2]:.3f}<extra></extra>"
+            f"shared by %{{customdata[1]}} tokens<br>‖vector‖ = %{{customdata[2]:.3f}}{vector}<extra></extra>"
         ),
     )
 
 
 def _points_trace(group: str, points: np.ndarray, labels: list[str] | None, *, webgl: bool, scale: _Scale,
-                  marker: dict, **hover) -> dict:
+                  marker: dict, axes: Mapping[str, str], **hover) -> dict:
     """A group's trace: its colour, its points as float32, and its labels when they are on."""
     points = np.asarray(points, dtype=np.float32)
     trace = {
@@ -381,6 +567,7 @@ def _points_trace(group: str, points: np.ndarray, labels: list[str] | None, *, w
         "legendgroup": group,
         "x": points[:, 0],
         "y": points[:, 1],
+        **axes,
         "mode": "markers",
         "marker": {"color": COLOURS[group], **marker},
         **hover,
@@ -391,18 +578,51 @@ def _points_trace(group: str, points: np.ndarray, labels: list[str] | None, *, w
     return trace
 
 
-def _addition_path(scene: Scene, scale: _Scale) -> dict:
-    """Each token's sum drawn as arrows laid tip to tail, in one trace.
+def _category_halos(scene: Scene, groups: Sequence[str], points: Mapping[str, np.ndarray],
+                    panel: Mapping[str, int], columns: _TokenColumns, scale: _Scale) -> list[dict]:
+    """A soft disc in its category's colour behind each corpus word, one legend entry per category.
+
+    Drawn behind the token points (or, with tokens hidden, the sums or outputs): training
+    should gather each colour into its own region.
+    """
+    host = next((g for g in ("token", "sum", "output") if g in groups), None)
+    if host is None:
+        return []
+    names = sorted({c for c in scene.categories if c})
+    xy = np.asarray(points[host], dtype=np.float32)
+    traces = []
+    for number, name in enumerate(names):
+        rows = np.asarray([i for i in columns.order if scene.categories[i] == name], dtype=np.int64)
+        traces.append({
+            "type": "scatter",
+            "name": CATEGORY.format(html.escape(name, quote=False)),
+            "legendgroup": "category",
+            "x": xy[rows, 0],
+            "y": xy[rows, 1],
+            **_AXES[panel[host]],
+            "mode": "markers",
+            "marker": {"size": round(scale.marker * 2.4), "color": CATEGORY_COLOURS[number % len(CATEGORY_COLOURS)],
+                       "opacity": 0.55},
+            "hoverinfo": "skip",
+        })
+    return traces
+
+
+def _addition_path(scene: Scene, scale: _Scale, *, to_output: bool = True) -> dict:
+    """Each token's sum drawn as arrows laid tip to tail, in one trace; only the selected
+    token's when one is selected (every token's paths at once are a tangle).
 
     A vector v is drawn from the origin ``o`` to its point ``P(v)``; since the projection
     is affine, ``P(a + b) = P(a) + (P(b) - o)``, so adding an arrow means moving by
     ``P(b) - o``. The path token → + position → + segment therefore ends exactly on the
-    sum's point, and a last arrow shows where LayerNorm takes it.
+    sum's point, and a last arrow shows where LayerNorm takes it (when the output is drawn
+    in the same panel).
     """
-    points, origin = scene.points, np.asarray(scene.origin, dtype=np.float64)
+    rows = [scene.picked] if scene.picked is not None else slice(None)
+    points, origin = {g: np.asarray(p)[rows] for g, p in scene.points.items()}, np.asarray(scene.origin, np.float64)
     step = points["token"] + (points["position"] - origin)
     vertices = [points["token"], step, step + (points["segment"] - origin)]
-    if "output" in points:
+    if to_output and "output" in points:
         vertices.append(points["output"])
     # an arrow head on every vertex but the first: that one is where a path starts
     heads = np.full((len(vertices[0]), len(vertices) + 1), scale.marker + 2, dtype=np.uint8)
@@ -431,7 +651,7 @@ def _segment_shift(scene: Scene, scale: _Scale) -> list[dict]:
         return []
     ends = np.asarray(scene.points["sum"], dtype=np.float32)[rows]
     heads = np.tile(np.array([0, scale.marker + 4, 0], dtype=np.uint8), len(rows))
-    return [{
+    trace = {
         "type": "scatter",
         "name": SEGMENT_SHIFT,
         "legendgroup": SEGMENT_SHIFT,
@@ -440,10 +660,14 @@ def _segment_shift(scene: Scene, scale: _Scale) -> list[dict]:
         "line": {"color": COLOURS["segment"], "width": scale.line + 1, "dash": "dot"},
         "marker": {"symbol": "arrow", "angleref": "previous", "size": heads, "color": COLOURS["segment"]},
         "hoverinfo": "skip",
-    }]
+    }
+    if scene.segment_shift is not None:
+        del trace["hoverinfo"]
+        trace["hovertemplate"] = f"segment shift: length {scene.segment_shift:.3f} in the full space<extra></extra>"
+    return [trace]
 
 
-def _neighbourhood(scene: Scene, groups: list[str], scale: _Scale) -> list[dict]:
+def _neighbourhood(scene: Scene, groups: list[str], scale: _Scale, panel: Mapping[str, int]) -> list[dict]:
     """The selected token ringed, and its nearest vocabulary entries beside it, labelled."""
     near = scene.neighbourhood
     traces = []
@@ -457,6 +681,7 @@ def _neighbourhood(scene: Scene, groups: list[str], scale: _Scale) -> list[dict]
             "legendgroup": NEIGHBOURS[kind],
             "x": np.asarray(points[:, 0], dtype=np.float32),
             "y": np.asarray(points[:, 1], dtype=np.float32),
+            **_AXES[panel[kind]],
             "mode": "markers+text",
             "text": labels,
             "textposition": "bottom center",
@@ -467,15 +692,17 @@ def _neighbourhood(scene: Scene, groups: list[str], scale: _Scale) -> list[dict]
             "hovertext": labels,
             "hovertemplate": f"<b>%{{hovertext}}</b> · {NEIGHBOURS[kind]}<br>cosine %{{customdata:.3f}}<extra></extra>",
         })
-    rings = [g for g in groups if g in ("token", "output")]
-    if rings:
+    for number in sorted({panel[g] for g in groups if g in ("token", "output")}):
+        rings = [g for g in groups if g in ("token", "output") and panel[g] == number]
         points = np.concatenate([scene.points[g][[near.selected]] for g in rings]).astype(np.float32)
         traces.append({
             "type": "scatter",
             "name": SELECTED,
             "legendgroup": SELECTED,
+            "showlegend": number == 1 or len(traces) == 0 or traces[-1]["name"] != SELECTED,
             "x": points[:, 0],
             "y": points[:, 1],
+            **_AXES[number],
             "mode": "markers",
             "marker": {"symbol": "circle-open", "size": scale.marker * 3, "color": "#222",
                        "line": {"width": scale.line + 1}},
@@ -485,57 +712,239 @@ def _neighbourhood(scene: Scene, groups: list[str], scale: _Scale) -> list[dict]
 
 
 def _polylines(vertices: list[np.ndarray]) -> dict[str, np.ndarray]:
-    """One line per row through vertices[0][i], vertices[1][i], …, all in one trace's x and y.
+    """One line per row through vertices[0][i], vertices[1][i], …, all in one trace's x and y
+    (and z, for three coordinates).
 
-    Each vertex array is (n, 2); a NaN after each line ends it, like None in a list.
+    Each vertex array is (n, dims); a NaN after each line ends it, like None in a list.
     """
-    gap = np.full_like(vertices[0], np.nan)
-    path = np.stack([*vertices, gap], axis=1).astype(np.float32)  # (n, vertices + 1, 2)
-    return {"x": path[..., 0].ravel(), "y": path[..., 1].ravel()}
+    gap = np.full_like(np.asarray(vertices[0], dtype=np.float32), np.nan)
+    path = np.stack([*vertices, gap], axis=1).astype(np.float32)  # (n, vertices + 1, dims)
+    return {axis: path[..., i].ravel() for i, axis in enumerate("xyz"[: path.shape[-1]])}
 
 
-def _movement(scene: Scene, groups: list[str]) -> dict:
-    """Where training moved each point: a faint line from before to now, in one trace."""
-    before = np.concatenate([scene.previous[g] for g in groups])
-    after = np.concatenate([scene.points[g] for g in groups])
-    sizes = np.tile(np.array([5, 0, 0], dtype=np.uint8), len(before))  # a dot where it was
-    return {
-        "type": "scattergl" if len(before) > 1500 else "scatter",
-        "name": MOVEMENT,
-        "legendgroup": MOVEMENT,
-        **_polylines([before, after]),
-        "mode": "lines+markers",
-        "line": {"color": "rgba(120,120,120,0.45)", "width": 1},
-        "marker": {"color": "rgba(120,120,120,0.45)", "size": sizes},
-        "hoverinfo": "skip",
-    }
+def _movement(scene: Scene, groups: list[str], panel: Mapping[str, int],
+              factors: Mapping[str, tuple[int, np.ndarray]]) -> list[dict]:
+    """Where training moved each point: a faint line from before to now, one trace per panel.
+
+    A magnified group's earlier points are magnified with it, about the same centre."""
+    def drawn(group: str, xy: np.ndarray) -> np.ndarray:
+        if group not in factors:
+            return np.asarray(xy)
+        factor, centre = factors[group]
+        return centre + (np.asarray(xy) - centre) * factor
+
+    traces = []
+    for number in sorted(set(panel.values())):
+        members = [g for g in groups if panel[g] == number]
+        before = np.concatenate([drawn(g, scene.previous[g]) for g in members])
+        after = np.concatenate([drawn(g, scene.points[g]) for g in members])
+        sizes = np.tile(np.array([5, 0, 0], dtype=np.uint8), len(before))  # a dot where it was
+        traces.append({
+            "type": "scattergl" if len(before) > 1500 else "scatter",
+            "name": MOVEMENT,
+            "legendgroup": MOVEMENT,
+            "showlegend": number == min(panel.values()),
+            **_polylines([before, after]),
+            **_AXES[number],
+            "mode": "lines+markers",
+            "line": {"color": "rgba(120,120,120,0.45)", "width": 1},
+            "marker": {"color": "rgba(120,120,120,0.45)", "size": sizes},
+            "hoverinfo": "skip",
+        })
+    return traces
 
 
-def loss_figure(losses: Sequence[float]) -> go.Figure:
-    """Training loss per step: a falling curve says the tables are learning."""
-    steps = np.arange(1, len(losses) + 1, dtype=np.int32)
-    data = [{"type": "scatter", "x": steps, "y": np.asarray(losses, dtype=np.float32), "mode": "lines",
+LOSS_LAYOUT = {"template": TEMPLATE, "height": 240, "margin": {"l": 50, "r": 10, "t": 30, "b": 40},
+               "title": {"text": "Training loss", "font": {"size": 13}}, "uirevision": "loss",
+               "xaxis": {"title": {"text": "step"}}, "yaxis": {"title": {"text": "cross-entropy"}}}
+
+
+def loss_spec(losses: Sequence[float], steps: int | None = None) -> dict:
+    """Training loss per step as a figure dict: cheap enough to send after every reported step.
+
+    steps: the run's total number of steps, if known: the x axis then spans the whole run
+    from the first update, so the curve grows along a still axis instead of rescaling.
+    """
+    y = np.asarray(losses, dtype=np.float32).ravel()
+    trace = {"type": "scatter", "x": np.arange(1, len(y) + 1, dtype=np.int32), "y": y, "mode": "lines",
              "name": "loss", "line": {"color": COLOURS["token"], "width": 2},
-             "hovertemplate": "step %{x}: loss %{y:.3f}<extra></extra>"}]
-    layout = {"template": TEMPLATE, "height": 240, "margin": {"l": 50, "r": 10, "t": 30, "b": 40},
-              "title": {"text": "Training loss", "font": {"size": 13}},
-              "xaxis": {"title": {"text": "step"}}, "yaxis": {"title": {"text": "cross-entropy"}}}
-    return go.Figure({"data": data, "layout": layout}, _validate=False)
+             "hovertemplate": "step %{x}: loss %{y:.3f}<extra></extra>"}
+    layout = LOSS_LAYOUT
+    if steps is not None and steps > 0:
+        layout = {**LOSS_LAYOUT, "xaxis": {**LOSS_LAYOUT["xaxis"], "range": [0, max(int(steps), len(y)) + 1]}}
+    return {"data": [trace], "layout": layout}
 
 
-def _annotations(scene: Scene, scale: _Scale = NORMAL, labelled: tuple[int, int] = (0, 0)) -> list[dict]:
-    """The key to the marker shapes, how many points are labelled, and the projection's message, if any."""
+def loss_figure(losses: Sequence[float], steps: int | None = None) -> go.Figure:
+    """Training loss per step: a falling curve says the tables are learning (``loss_spec`` as a figure)."""
+    return go.Figure(loss_spec(losses, steps), _validate=False)
+
+
+def _wrapped(text: str, width: int = NOTE_CHARS) -> str:
+    """Plain text broken into lines of at most ``width`` characters, joined by <br>."""
+    return "<br>".join(textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False)) or text
+
+
+def _annotations(scene: Scene, scale: _Scale = NORMAL, labelled: tuple[int, int] = (0, 0), *, shift: bool = False,
+                 split: bool = False, factors: Mapping[str, tuple[int, np.ndarray]] | None = None,
+                 groups: Sequence[str] = ()) -> list[dict]:
+    """The key to the marker shapes, how many points are labelled, what is drawn at which scale,
+    and the projection's message, if any. Lines are short enough for a phone's plot."""
     notes = []
     key = [SYMBOL_NOTE] if any(scene.special_mask) or any(scene.continuation_mask) else []
     if labelled[0] < labelled[1]:
         key.append(LABELLED.format(*labelled))
+    if scene.exact and scene.points:
+        key.append(_wrapped("d_model = 2: these are the vectors' exact coordinates, no projection"))
+    if shift and scene.segment_shift is not None:
+        key.append(_wrapped(f"segment shift |seg[1] − seg[0]| = {scene.segment_shift:.3f} in the full space"))
     if scene.points and key:
         notes.append({"text": "<br>".join(key), "xref": "paper", "yref": "paper", "x": 1,
-                      "y": 0, "xanchor": "right", "yanchor": "bottom", "showarrow": False,
-                      "font": {"size": scale.font - 1, "color": "#666"}})
+                      "y": 0, "xanchor": "right", "yanchor": "bottom", "showarrow": False, "align": "right",
+                      "bgcolor": "rgba(255,255,255,0.8)", "font": {"size": scale.font - 1, "color": "#666"}})
+    factors = factors or {}
+    magnified = [f"{group} ×{factors[group][0]}" for group in MAGNIFIABLE if group in factors]
+    for number, domain in ((1, (0.0, (1 - PANEL_GAP) / 2)), (2, ((1 + PANEL_GAP) / 2, 1.0))) if split else (
+            (1, (0.0, 1.0)),):
+        lines = [PANEL_TITLES[number]] if split else []
+        if number == 1 and magnified:
+            lines.append(_wrapped(f"{', '.join(magnified)}: magnified about their centres"))
+        if lines:
+            notes.append({"text": "<br>".join(lines), "xref": "paper", "yref": "paper", "x": domain[0], "y": 1,
+                          "xanchor": "left", "yanchor": "top", "showarrow": False, "align": "left",
+                          "bgcolor": "rgba(255,255,255,0.8)", "font": {"size": scale.font - 1, "color": "#444"}})
     if scene.message:
-        notes.append({"text": html.escape(scene.message, quote=False), "xref": "paper",
-                      "yref": "paper", "x": 0, "y": 1, "xanchor": "left", "yanchor": "top",
+        notes.append({"text": _wrapped(html.escape(scene.message, quote=False), 60), "xref": "paper",
+                      "yref": "paper", "x": 0, "y": 1 if not notes or notes[-1]["y"] != 1 else 0.86,
+                      "xanchor": "left", "yanchor": "top",
                       "showarrow": False, "align": "left", "bgcolor": "rgba(255,255,255,0.85)",
                       "font": {"size": scale.font + 1}})
     return notes
+
+
+# ---------------------------------------------------------------- the PC1–PC3 view
+
+SYMBOLS_3D = {WORD: "circle", SPECIAL: "diamond", CONTINUATION: "circle-open"}
+LABELS_3D = 64  # tokens up to which the 3-D view writes labels: they cannot be kept apart while it turns
+TEMPLATE_3D = {"layout": {**TEMPLATE["layout"], "scene": pio.templates["plotly_white"].layout.scene.to_plotly_json()}}
+
+
+def _spec_3d(scene: Scene, *, labels: bool, arrows: bool, shift: bool, presenter: bool, uirevision: str) -> dict:
+    """The scene's three principal components in a rotatable scene: the same groups, hover,
+    arrows and selection as the plane, with cones for arrow heads."""
+    groups = [group for group in GROUPS if group in scene.points]
+    scale = PRESENTER if presenter else NORMAL
+    panel = dict.fromkeys(groups, 1)
+    columns = _TokenColumns.of(scene, groups, scene.points, panel, labels=False, webgl=False, scale=scale)
+    order, size = columns.order, round(scale.marker * 0.75)
+    symbols = [SYMBOLS_3D[s] for s in columns.symbol]
+    positions = [scene.positions[i] for i in order]
+    labelled = labels and len(scene.tokens) <= LABELS_3D
+    data = []
+    for group in groups:
+        xyz = np.asarray(scene.points[group], dtype=np.float32)[order]
+        if group == "segment":
+            segments = np.asarray(scene.segment_ids)[order]
+            rows, first, count = np.unique(segments, return_index=True, return_counts=True)
+            names = [_segment_name(int(row)) for row in rows]
+            trace = _trace_3d(group, xyz[first], marker={"symbol": "square", "size": size + 2}, hovertext=names,
+                              customdata=np.column_stack([rows, count, np.asarray(scene.norms[group])[order][first]]
+                                                         ).astype(np.float32),
+                              hovertemplate="<b>segment %{hovertext}</b> · row %{customdata[0]} of the segment "
+                                            "table<br>shared by %{customdata[1]} tokens<br>‖vector‖ = "
+                                            "%{customdata[2]:.3f}<extra></extra>")
+            if labels:
+                trace.update(mode="markers+text", text=names)
+        else:
+            customdata = columns.customdata.copy()
+            customdata[:, 3] = np.asarray(scene.norms[group])[order]
+            trace = _trace_3d(group, xyz, marker={"symbol": symbols, "size": size}, customdata=customdata,
+                              hovertext=_coincident(xyz, columns.hovertext, positions),
+                              hovertemplate=f"<b>%{{hovertext}}</b> · {group}<br>id %{{customdata[0]}} · position "
+                                            "%{customdata[1]} · segment %{customdata[2]}<br>‖vector‖ = "
+                                            "%{customdata[3]:.3f}<extra></extra>")
+            if labelled and group == next(g for g in LABEL_PRIORITY if g in groups and g != "segment"):
+                trace.update(mode="markers+text", text=columns.hovertext)
+        trace["textfont"] = {"size": scale.text, "color": COLOURS[group]}
+        data.append(trace)
+    extent = _extent(np.concatenate([scene.points[g] for g in groups])) if groups else 0.0
+    if scene.previous is not None and groups:
+        before = np.concatenate([scene.previous[g] for g in groups])
+        after = np.concatenate([scene.points[g] for g in groups])
+        data.append({"type": "scatter3d", "name": MOVEMENT, "legendgroup": MOVEMENT, **_polylines([before, after]),
+                     "mode": "lines", "line": {"color": "rgba(120,120,120,0.45)", "width": 2}, "hoverinfo": "skip"})
+    if arrows and {"token", "position", "segment", "sum"} <= set(groups):
+        rows = [scene.picked] if scene.picked is not None else slice(None)
+        points, origin = {g: np.asarray(p)[rows] for g, p in scene.points.items()}, np.asarray(scene.origin)
+        step = points["token"] + (points["position"] - origin)
+        vertices = [points["token"], step, step + (points["segment"] - origin)]
+        if "output" in points:
+            vertices.append(points["output"])
+        data.append({"type": "scatter3d", "name": ADDITION_PATH, "legendgroup": ADDITION_PATH,
+                     **_polylines(vertices), "mode": "lines", "line": {"color": "#9a9a9a", "width": scale.line * 3},
+                     "hoverinfo": "skip"})
+        data.append(_cones(ADDITION_PATH, vertices[:-1], vertices[1:], "#9a9a9a", extent))
+    if shift and scene.shift_from is not None and "sum" in groups:
+        rows = np.flatnonzero(~np.isnan(scene.shift_from).any(axis=1))
+        if len(rows):
+            ends = np.asarray(scene.points["sum"])[rows]
+            data.append({"type": "scatter3d", "name": SEGMENT_SHIFT, "legendgroup": SEGMENT_SHIFT,
+                         **_polylines([scene.shift_from[rows], ends]), "mode": "lines",
+                         "line": {"color": COLOURS["segment"], "width": scale.line * 3, "dash": "dot"},
+                         "hoverinfo": "skip"})
+            data.append(_cones(SEGMENT_SHIFT, [scene.shift_from[rows]], [ends], COLOURS["segment"], extent))
+    near = scene.neighbourhood
+    if near is not None:
+        for kind, points in near.points.items():
+            if kind not in groups or not len(points):
+                continue
+            names = [html.escape(label, quote=False) for label in near.labels[kind]]
+            data.append(_trace_3d(NEIGHBOURS[kind], np.asarray(points, dtype=np.float32),
+                                  marker={"symbol": "diamond-open", "size": size + 2, "color": COLOURS[kind]},
+                                  mode="markers+text", text=names,
+                                  textfont={"size": scale.text, "color": COLOURS[kind]},
+                                  hovertext=names, customdata=np.asarray(near.cosines[kind], dtype=np.float32),
+                                  hovertemplate=f"<b>%{{hovertext}}</b> · {NEIGHBOURS[kind]}<br>cosine "
+                                                "%{customdata:.3f}<extra></extra>"))
+    if scene.picked is not None:
+        rings = [g for g in groups if g in ("token", "output")]
+        if rings:
+            points = np.concatenate([np.asarray(scene.points[g])[[scene.picked]] for g in rings]).astype(np.float32)
+            data.append(_trace_3d(SELECTED, points, marker={"symbol": "circle-open", "size": size * 3,
+                                                            "color": "#222"}, hoverinfo="skip"))
+    titles = _axis_titles(scene)
+    axes = {name: {"title": {"text": title}} for name, title in zip(("xaxis", "yaxis", "zaxis"), titles, strict=True)}
+    return {"data": data, "layout": {
+        "template": TEMPLATE_3D,
+        "font": {"size": scale.font},
+        "uirevision": uirevision,
+        "autosize": True,
+        # equal scales on all three axes: distances are honest whichever way the scene is turned
+        "scene": {**axes, "aspectmode": "data", "uirevision": uirevision},
+        "legend": {"orientation": "h", "x": 0, "xanchor": "left", "y": 1.02, "yanchor": "bottom",
+                   "font": {"size": scale.font}},
+        "margin": {"l": 0, "r": 0, "t": 40, "b": 0},
+        "annotations": _annotations(scene, scale, shift=shift and "sum" in groups),
+    }}
+
+
+def _trace_3d(name: str, xyz: np.ndarray, *, marker: dict, **rest) -> dict:
+    xyz = np.asarray(xyz, dtype=np.float32)
+    group = name if name in COLOURS else None
+    return {"type": "scatter3d", "name": name, "legendgroup": name, "x": xyz[:, 0], "y": xyz[:, 1], "z": xyz[:, 2],
+            "mode": "markers", **rest,
+            "marker": {**({"color": COLOURS[group]} if group else {}), **marker}}
+
+
+def _cones(name: str, starts: list[np.ndarray], ends: list[np.ndarray], colour: str, extent: float) -> dict:
+    """Arrow heads for 3-D arrows: a cone of fixed size at each end, pointing along its arrow."""
+    tips = np.concatenate([np.asarray(e, dtype=np.float64) for e in ends])
+    direction = tips - np.concatenate([np.asarray(s, dtype=np.float64) for s in starts])
+    length = np.linalg.norm(direction, axis=1, keepdims=True)
+    unit = np.divide(direction, length, out=np.zeros_like(direction), where=length > 0)
+    uvw = (unit * max(extent, 1e-9) * 0.04).astype(np.float32)  # each head 4% of the scene across
+    tips = tips.astype(np.float32)
+    return {"type": "cone", "name": name, "legendgroup": name, "showlegend": False,
+            "x": tips[:, 0], "y": tips[:, 1], "z": tips[:, 2], "u": uvw[:, 0], "v": uvw[:, 1], "w": uvw[:, 2],
+            "anchor": "tip", "sizemode": "absolute", "sizeref": 1, "showscale": False,
+            "colorscale": [[0, colour], [1, colour]], "hoverinfo": "skip"}

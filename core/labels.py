@@ -29,7 +29,7 @@ BUCKET = 4  # characters per cell of the grid that finds a label's neighbours
 
 def legible(points: Sequence[np.ndarray], texts: Sequence[Sequence[str]], font_px: float,
             plot_px: tuple[float, float] = PLOT_PX, *, reserved: np.ndarray | None = None,
-            reserved_texts: Sequence[str] = (), reserved_shift: float = 0.0) -> list[np.ndarray]:
+            reserved_texts: Sequence[str] = (), reserved_shift: float | np.ndarray = 0.0) -> list[np.ndarray]:
     """For each array of points (n_i, 2), in priority order, which may carry their label.
 
     ``texts[i][j]`` is the label of ``points[i][j]``; an empty label asks for no room. Returns
@@ -38,7 +38,9 @@ def legible(points: Sequence[np.ndarray], texts: Sequence[Sequence[str]], font_p
 
     ``reserved`` points (m, 2) have labels (``reserved_texts``) that are always written, so
     they take their room first; those labels sit ``reserved_shift`` pixels above the others'
-    (negative: below, as the neighbours' labels are written under their stars).
+    (negative: below, as the neighbours' labels are written under their stars), one shift for
+    all or one per reserved point (a star's own box sits half a label and a marker below the
+    others' labels, which are written above their points).
     """
     if not points:
         return []

@@ -56,6 +56,8 @@ def explore(
     selected: int | None = None,
     k: int = 10,
     flipped: Mapping[int, str] | None = None,
+    components: int = 2,
+    categories: Mapping[str, Sequence[str]] | None = None,
 ) -> Exploration:
     """Tokenize, embed and project; raises ValueError with a readable message on bad input.
 
@@ -63,6 +65,13 @@ def explore(
     flipped: tokens to give the other segment id (A <-> B), to see the shift it adds, as
         {index: token}; an entry whose index no longer holds that token (the text was edited
         since) is ignored.
+    components: 2 for the plane, 3 for the rotatable PC1–PC3 view (always fitted to this
+        sentence's vectors: the vocabulary and frozen planes are 2-D).
+    categories: word categories to colour ({"animals": ["cat", …], …}), e.g. the built-in
+        corpus's (``core.training.Corpus.builtin().categories``) while training on it.
+
+    With d_model = 2 there is nothing to project: the scene holds the vectors' exact
+    coordinates (``Scene.exact``), whatever the plane or the number of components.
     """
     unknown = [g for g in groups if g not in COMPONENTS]
     if unknown:
@@ -70,6 +79,8 @@ def explore(
     shown = [g for g in COMPONENTS if g in groups]  # keep the display order whatever was ticked
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_NEIGHBOURS:
         raise ValueError(f"the number of neighbours is {k!r}; choose 1 to {MAX_NEIGHBOURS}.")
+    if isinstance(components, bool) or components not in (2, 3):
+        raise ValueError(f"the view has {components!r} components; choose 2 (the plane) or 3 (PC1–PC3).")
 
     encoding = session.encode(a, b)
     model = session.model
@@ -90,8 +101,9 @@ def explore(
     norms = {g: np.linalg.norm(v, axis=1) for g, v in vectors.items()}
 
     projection, plane, previous, shift_from, neighbourhood, neighbours = None, "", None, None, None, None
+    exact = model.config.d_model == 2
     if shown:
-        projection, plane, basis_note = _plane(session, [vectors[g] for g in shown])
+        projection, plane, basis_note = _plane(session, [vectors[g] for g in shown], components)
         notes.append(basis_note)
         points = {g: projection.transform(vectors[g]) for g in shown}
         if session.trained is not None:
@@ -107,7 +119,8 @@ def explore(
                                                           selected, k)
             notes.append(note)
     else:
-        points, explained, origin = {}, (0.0, 0.0), np.zeros(2)
+        dims = 2 if exact else components
+        points, explained, origin = {}, (0.0,) * dims, np.zeros(dims)
         plot_message = "No group is ticked: tick token, position, segment, sum or output."
     notes.append(plot_message)
 
@@ -128,6 +141,10 @@ def explore(
         plane=plane,
         shift_from=shift_from,
         neighbourhood=neighbourhood,
+        selected=selected if _is_index(selected, len(encoding)) else None,
+        exact=exact and bool(shown),
+        segment_shift=_segment_shift(model),
+        categories=_categories(encoding.tokens, categories) if categories else None,
     )
     # rounded as one array: per-cell round(float(...)) was a sixth of a 512-token update
     rounded = np.round(np.column_stack([norms[g] for g in COMPONENTS]).astype(np.float64), 3).tolist()
@@ -148,14 +165,64 @@ def fit_sentence_basis(session: Session, a: str, b: str, groups: Sequence[str] =
     return result.projection
 
 
-def _plane(session: Session, shown: list[np.ndarray]) -> tuple[PCAProjection, str, str]:
+def _plane(session: Session, shown: list[np.ndarray], components: int = 2) -> tuple[PCAProjection, str, str]:
     """The projection for this update, whose variance its axes explain, and a note if any."""
+    if session.model.config.d_model == 2:
+        return exact_plane(np.concatenate(shown)), "", EXACT_NOTE
+    if components == 3:
+        vectors = np.concatenate(shown)
+        note = "" if session.basis == "sentence" else THREE_D_NOTE
+        return PCAProjection(n_components=3, n_spectrum=sentence_projection(len(vectors)).n_spectrum).fit(
+            vectors), "", note
     if session.basis == "vocabulary":
         return vocabulary_basis(session.model.tok_embed).projection, "vocabulary", ""
     if session.basis == "frozen" and session.frozen_basis is not None:
         return session.frozen_basis, "frozen view", ""
     vectors = np.concatenate(shown)
     return sentence_projection(len(vectors)).fit(vectors), "", ""
+
+
+EXACT_NOTE = "With d_model = 2 there is nothing to project: the plot shows each vector's exact coordinates."
+THREE_D_NOTE = "The 3-D view is fitted to this sentence's vectors; the chosen plane applies to the 2-D view."
+
+
+def exact_plane(vectors: np.ndarray) -> PCAProjection:
+    """A projection that keeps 2-D vectors exactly as they are: axes dim 0 and dim 1, no centring.
+
+    Fitted like the PCA (same attributes, so the rest of the pipeline and a frozen plane work
+    unchanged), but its components are the identity: x @ I is x, bit for bit, so a LayerNorm
+    output at (1, −1) is drawn at (1, −1).
+    """
+    vectors = np.asarray(vectors, dtype=np.float64)
+    d = vectors.shape[1]
+    variance = vectors.var(axis=0) if len(vectors) > 1 else np.zeros(d)
+    total = variance.sum()
+    plane = PCAProjection()
+    plane.mean_ = np.zeros(d)
+    plane.components_ = np.eye(2, d)
+    plane.explained_variance_ratio_ = variance / total if total > 0 else np.zeros(d)
+    plane.spectrum_ = plane.explained_variance_ratio_.copy()
+    plane.message_ = ""
+    plane.n_samples_, plane.n_features_ = len(vectors), d
+    return plane
+
+
+def _is_index(selected: object, length: int) -> bool:
+    return not isinstance(selected, bool) and isinstance(selected, int) and 0 <= selected < length
+
+
+def _segment_shift(model: BertEmbedding) -> float | None:
+    """|seg[1] − seg[0]|: how far segment B moves every one of its tokens, in the full space."""
+    if model.config.n_segments < 2:
+        return None
+    rows = model.seg_embed.weight.detach().numpy()
+    return float(np.linalg.norm(rows[1].astype(np.float64) - rows[0]))
+
+
+def _categories(tokens: Sequence[str], categories: Mapping[str, Sequence[str]]) -> tuple[str, ...]:
+    """Each token's category name, "" for a token in none (compared in lower case, as typed)."""
+    home = {word.lower(): name for name, words in categories.items() for word in words}
+    return tuple(home.get(token.lower(), "") for token in tokens)
 
 
 def _flip(

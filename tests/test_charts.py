@@ -335,3 +335,17 @@ def test_figures_send_numbers_as_typed_arrays(stats, collapse_points, rng):
 def test_charts_need_neither_torch_nor_gradio():
     check = "import core.charts, sys; assert 'torch' not in sys.modules and 'gradio' not in sys.modules"
     subprocess.run([sys.executable, "-c", check], cwd=ROOT, check=True)
+
+
+def test_positions_figure_draws_the_given_indices_and_a_note():
+    from core.charts import positions_figure
+
+    points = np.arange(8, dtype=np.float32).reshape(4, 2)
+    figure = positions_figure({"learned": points}, indices={"learned": [1, 2, 3, 4]},
+                              notes={"learned": "Left out: position <0>"})
+    path, ends = figure["data"]
+    np.testing.assert_array_equal(path["customdata"], [1, 2, 3, 4])
+    assert ends["text"] == ["1", "4"] and path["marker"]["cmax"] == 4
+    assert "Left out: position &lt;0&gt;" in [a["text"] for a in figure["layout"]["annotations"]]
+    with pytest.raises(ValueError, match="indices"):
+        positions_figure({"learned": points}, indices={"learned": [1, 2]})

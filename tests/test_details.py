@@ -164,3 +164,24 @@ def test_similarity_of_the_same_word_at_two_positions_is_below_one(session):
     assert z[1, 4] == pytest.approx(detail.repeated[0].cosine, abs=1e-6)
     assert z[1, 4] < 0.99
 
+
+
+def test_bert_position_zero_is_left_out_and_named_on_the_plot():
+    bert = Session.create(source="bert")
+    figure = positions_detail(bert, "The king spoke to the queen.", "A man and a woman listened.").figure
+    learned, ends = figure["data"][0], figure["data"][1]
+    np.testing.assert_array_equal(learned["customdata"], np.arange(1, PATH_POSITIONS))  # 1…63: no 0
+    assert ends["text"] == ["1", str(PATH_POSITIONS - 1)]
+    notes = [a["text"].replace("<br>", " ") for a in figure["layout"]["annotations"]]
+    assert any(note.startswith("Left out: position 0 (length 2.36)") for note in notes)
+    # with 0 gone the rest spread over both axes instead of one line
+    xy = np.column_stack([learned["x"], learned["y"]])
+    spread = np.ptp(xy, axis=0)
+    assert spread.min() > 0.2 * spread.max()
+    # sinusoidal positions all have one length: nothing left out
+    np.testing.assert_array_equal(figure["data"][2]["customdata"], np.arange(PATH_POSITIONS))
+
+
+def test_a_table_without_outliers_keeps_every_position(session):
+    figure = positions_detail(session, "the cat sat", "on the mat").figure
+    assert not any(a["text"].startswith("Left out") for a in figure["layout"]["annotations"])

@@ -12,6 +12,7 @@ import plotly.io as pio
 import pytest
 
 from core.figures import (
+    ADDITION_PATH,
     BACKGROUND,
     GROUPS,
     NEIGHBOURS,
@@ -19,6 +20,7 @@ from core.figures import (
     PRESENTER,
     SEGMENT_SHIFT,
     SELECTED,
+    SVG_BACKGROUND,
     Neighbourhood,
     Scene,
     background_trace,
@@ -239,16 +241,23 @@ def test_a_vocabulary_view_names_its_plane():
 # ---------------------------------------------------------------- background
 
 
-def test_background_trace_is_a_faint_webgl_layer():
+def test_background_trace_is_a_faint_layer_beneath_the_tokens():
     points = np.array([[0.5, -1.25], [3.0, 4.0], [1e-3, 2.0]])  # float64 in
     trace = background_trace(points, ["<b>x</b>", "a&b", "the"])
-    assert trace["type"] == "scattergl"
+    # WebGL is drawn above every SVG trace: up to the page's cap the background is SVG, drawn first
+    assert trace["type"] == "scatter" and SVG_BACKGROUND == 5_000
     assert trace["name"] == trace["legendgroup"] == BACKGROUND == "vocabulary"
     assert trace["x"].dtype == trace["y"].dtype == np.float32
     np.testing.assert_array_equal(trace["x"], points[:, 0].astype(np.float32))
     np.testing.assert_array_equal(trace["y"], points[:, 1].astype(np.float32))
     assert trace["hovertext"] == ["&lt;b&gt;x&lt;/b&gt;", "a&amp;b", "the"]
     assert trace["mode"] == "markers" and trace["hoverinfo"] == "text"
+
+
+def test_a_background_beyond_the_cap_is_webgl():
+    many = background_trace(np.zeros((SVG_BACKGROUND + 1, 2)), ["w"] * (SVG_BACKGROUND + 1))
+    assert many["type"] == "scattergl"
+    assert background_trace(np.zeros((SVG_BACKGROUND, 2)), ["w"] * SVG_BACKGROUND)["type"] == "scatter"
 
 
 def test_empty_background_trace():
@@ -277,8 +286,215 @@ def test_trace_json_parses_and_plotly_decodes_it():
     assert sent["hovertext"] == ["&lt;b&gt;x&lt;/b&gt;", "a&amp;b", "the"]
     assert "<b>" not in trace_json(trace)
     figure = go.Figure({"data": [sent]})  # plotly validates the trace as it builds the figure
-    assert figure.data[0].type == "scattergl" and figure.data[0].name == BACKGROUND
+    assert figure.data[0].type == "scatter" and figure.data[0].name == BACKGROUND
     again = pio.from_json(json.dumps({"data": [sent], "layout": {}}))
     np.testing.assert_array_equal(decoded(again.data[0].x), trace["x"])
     # the trace itself is left as it was: numpy arrays, for the next serialisation
     assert isinstance(trace["x"], np.ndarray)
+
+
+# ---------------------------------------------------------------- legible in the lecture hall
+
+KING = ("The king spoke to the queen.", "A man and a woman listened.")
+
+
+@pytest.fixture(scope="module")
+def bert():
+    return Session.create(source="bert")
+
+
+def panel_of(trace: dict) -> int:
+    return 2 if trace.get("xaxis") == "x2" else 1
+
+
+def spans(spec: dict, plot_px=(800.0, 420.0)) -> dict[str, float]:
+    """Each group's extent as a share of its panel's width or height (the larger), with the
+    panel's range as plotly draws it: equal scales, 10% padding, the panel's share of the width."""
+    layout, shares = spec["layout"], {}
+    for number in (1, 2):
+        traces = [t for t in spec["data"] if t["name"] in GROUPS and panel_of(t) == number]
+        if not traces:
+            continue
+        xy = np.concatenate([np.column_stack([t["x"], t["y"]]) for t in traces])
+        axis = layout["xaxis" if number == 1 else "xaxis2"]
+        lo, hi = axis.get("domain", [0, 1])
+        width, height = plot_px[0] * (hi - lo), plot_px[1]
+        per_px = max(np.ptp(xy[:, 0]) * 1.1 / width, np.ptp(xy[:, 1]) * 1.1 / height)
+        for t in traces:
+            own = np.ptp(np.column_stack([t["x"], t["y"]]), axis=0)
+            shares[t["name"]] = max(own[0] / (per_px * width), own[1] / (per_px * height))
+    return shares
+
+
+def test_bert_outputs_get_their_own_panel_and_every_group_is_spread_out(bert):
+    scene = explore(bert, *KING).scene
+    spec = embedding_spec(scene)
+    assert {t["name"]: panel_of(t) for t in spec["data"] if t["name"] in GROUPS} == {
+        "token": 1, "position": 1, "segment": 1, "sum": 1, "output": 2}
+    layout = spec["layout"]
+    assert layout["yaxis2"]["scaleanchor"] == "x2" and layout["yaxis"]["scaleanchor"] == "x"
+    assert layout["xaxis"]["domain"][1] < layout["xaxis2"]["domain"][0]  # side by side
+    for plot_px in ((800.0, 420.0), (1150.0, 720.0), (370.0, 480.0)):
+        shares = spans(spec, plot_px)
+        assert min(shares.values()) >= 0.1, shares
+    # the one blob it used to be: in one plane the segment and position clouds are specks
+    one = spans(embedding_spec(scene, panels="one", magnify=False))
+    assert one["segment"] < 0.01 and one["position"] < 0.1
+
+
+def test_a_magnified_group_says_so_on_the_plot_and_keeps_its_centre(bert):
+    scene = explore(bert, *KING).scene
+    spec = embedding_spec(scene)
+    notes = " ".join(a["text"] for a in spec["layout"]["annotations"])
+    assert "segment ×20" in notes and "position ×2" in notes and "magnified" in notes
+    assert "after LayerNorm: output, its own scale" in notes
+    (segment,) = named(spec, "segment")
+    drawn = np.column_stack([segment["x"], segment["y"]])
+    rows = [scene.segment_ids.index(0), scene.segment_ids.index(1)]
+    true = scene.points["segment"][rows]
+    np.testing.assert_allclose(drawn.mean(axis=0), true.mean(axis=0), atol=1e-5)  # same centre
+    np.testing.assert_allclose(drawn[1] - drawn[0], 20 * (true[1] - true[0]), rtol=1e-3)
+    # unmagnified, the groups that carry the arrows are drawn where they are
+    (token,) = named(spec, "token")
+    assert np.allclose(sorted(token["x"]), sorted(scene.points["token"][:, 0]), atol=1e-6)
+
+
+def test_comparable_groups_stay_in_one_plane():
+    spec = embedding_spec(make_scene())
+    assert "xaxis2" not in spec["layout"] and all("xaxis" not in t for t in spec["data"])
+    with pytest.raises(ValueError, match="panels is 'two'"):
+        embedding_spec(make_scene(), panels="two")
+
+
+def test_split_panels_keep_neighbours_rings_and_arrows_with_their_groups(bert):
+    index = bert.encode(*KING).tokens.index("king")
+    scene = explore(bert, *KING, selected=index).scene
+    spec = embedding_spec(scene, arrows=True)
+    assert panel_of(named(spec, NEIGHBOURS["output"])[0]) == 2 and panel_of(named(spec, NEIGHBOURS["token"])[0]) == 1
+    assert sorted(panel_of(t) for t in named(spec, SELECTED)) == [1, 2]
+    (path,) = named(spec, ADDITION_PATH)
+    assert panel_of(path) == 1 and len(path["x"]) == 4  # token, + position, + segment = sum, gap
+
+
+def test_arrows_follow_the_selected_token_only():
+    scene = replace(make_scene(neighbourhood=False), selected=SELECTED_TOKEN)
+    (path,) = named(embedding_spec(scene, arrows=True), ADDITION_PATH)
+    xy = np.column_stack([path["x"], path["y"]]).reshape(1, 5, 2)
+    np.testing.assert_allclose(xy[0, 0], scene.points["token"][SELECTED_TOKEN], atol=1e-6)
+    np.testing.assert_allclose(xy[0, 2], scene.points["sum"][SELECTED_TOKEN], atol=1e-5)
+    np.testing.assert_allclose(xy[0, 3], scene.points["output"][SELECTED_TOKEN], atol=1e-6)
+    # with neighbours shown, the neighbourhood's token is the selected one
+    (path,) = named(embedding_spec(make_scene(), arrows=True), ADDITION_PATH)
+    assert len(path["x"]) == 5
+    (every,) = named(embedding_spec(make_scene(neighbourhood=False), arrows=True), ADDITION_PATH)
+    assert len(every["x"]) == 5 * len(TOKENS)
+
+
+def test_hover_on_coincident_points_names_every_token_there():
+    scene = make_scene(neighbourhood=False)
+    token = scene.points["token"].copy()
+    token[4] = token[1]  # "on" where "the" is, as a repeated word's rows would be
+    scene = replace(scene, points={**scene.points, "token": token})
+    (trace,) = named(embedding_spec(scene), "token")
+    texts = list(trace["hovertext"])
+    assert texts.count("the (1), on (4)") == 2 and "cat" in texts
+    (sums,) = named(embedding_spec(scene), "sum")
+    assert "the" in sums["hovertext"]  # the sums do not coincide
+
+
+def test_the_segment_shift_states_its_length(bert):
+    scene = explore(bert, *KING).scene
+    seg = bert.model.seg_embed.weight.detach().numpy()
+    assert scene.segment_shift == pytest.approx(float(np.linalg.norm(seg[1] - seg[0])), rel=1e-6)
+    spec = embedding_spec(scene, shift=True)
+    notes = " ".join(a["text"] for a in spec["layout"]["annotations"])
+    assert f"= {scene.segment_shift:.3f}" in notes.replace("<br>", " ") and "full space" in notes
+    (shift,) = named(spec, SEGMENT_SHIFT)
+    assert f"length {scene.segment_shift:.3f}" in shift["hovertemplate"]
+    assert "seg[1]" not in " ".join(a["text"] for a in embedding_spec(scene)["layout"]["annotations"])
+
+
+def test_figures_fill_the_page_instead_of_a_fixed_height():
+    for presenter in (False, True):
+        layout = embedding_spec(make_scene(), presenter=presenter)["layout"]
+        assert layout["autosize"] is True and "height" not in layout
+
+
+def test_labels_leave_the_neighbours_stars_free():
+    scene = make_scene()
+    star = scene.neighbourhood.points["token"][1]  # "dog"
+    token = scene.points["token"].copy()
+    token[1] = star  # "the" sits right on the star: its label would cover it
+    scene = replace(scene, points={**scene.points, "token": token})
+    (trace,) = named(embedding_spec(scene), "token")
+    labels = dict(zip(trace["hovertext"], trace["text"], strict=True))
+    assert labels["the"] == "" and labels["cat"] == "cat"
+
+
+def test_notes_fit_a_phone(bert):
+    index = bert.encode(*KING).tokens.index("king")
+    scene = explore(bert, *KING, selected=index).scene
+    for spec in (embedding_spec(scene, shift=True, arrows=True), embedding_spec(replace(scene, message="x " * 60))):
+        for note in spec["layout"]["annotations"]:
+            assert max(len(line) for line in note["text"].split("<br>")) <= 60
+            if note["xanchor"] == "right":
+                assert max(len(line) for line in note["text"].split("<br>")) <= 45
+
+
+def test_three_components_give_a_rotatable_scene_of_the_same_points(bert):
+    flat, deep = explore(bert, *KING), explore(bert, *KING, components=3)
+    assert deep.scene.dims == 3 and len(deep.scene.explained) == 3
+    spec = embedding_spec(deep.scene, arrows=True)
+    scene_layout = spec["layout"]["scene"]
+    assert [scene_layout[a]["title"]["text"][:4] for a in ("xaxis", "yaxis", "zaxis")] == ["PC1 ", "PC2 ", "PC3 "]
+    assert scene_layout["aspectmode"] == "data"
+    groups = {t["name"]: t for t in spec["data"] if t["name"] in GROUPS}
+    assert list(groups) == list(GROUPS) and {t["type"] for t in groups.values()} == {"scatter3d"}
+    flat_groups = {t["name"]: t for t in embedding_spec(flat.scene)["data"] if t["name"] in GROUPS}
+    for name, trace in groups.items():
+        assert len(trace["x"]) == len(trace["y"]) == len(trace["z"]) == len(flat_groups[name]["x"])
+        assert list(trace["hovertext"]) == list(flat_groups[name]["hovertext"])
+        assert trace["hovertemplate"].split("<br>")[0] == flat_groups[name]["hovertemplate"].split("<br>")[0]
+    # the first two components are the plane's (the same sentence fit, up to float rounding)
+    np.testing.assert_allclose(deep.scene.points["token"][:, :2], flat.scene.points["token"], atol=1e-3)
+    assert {t["type"] for t in named(spec, ADDITION_PATH)} == {"scatter3d", "cone"}
+    fast = json.loads(figure_json(spec))
+    assert [t["name"] for t in pio.from_json(json.dumps(fast)).data] == [t["name"] for t in spec["data"]]
+
+
+def test_a_selected_token_is_ringed_in_three_dimensions(bert):
+    index = bert.encode(*KING).tokens.index("king")
+    scene = explore(bert, *KING, selected=index, components=3).scene
+    spec = embedding_spec(scene, arrows=True)
+    (ring,) = named(spec, SELECTED)
+    np.testing.assert_allclose([ring["x"][0], ring["y"][0], ring["z"][0]], scene.points["token"][index], atol=1e-6)
+    assert named(spec, NEIGHBOURS["token"])[0]["type"] == "scatter3d"
+    (path,) = [t for t in named(spec, ADDITION_PATH) if t["type"] == "scatter3d"]
+    assert len(path["x"]) == 5  # only the selected token's path
+
+
+def test_categories_colour_the_corpus_words_with_a_legend():
+    from core.training import Corpus
+
+    categories = Corpus.builtin().categories
+    session = Session.create()
+    scene = explore(session, "the cat and the dog", "a red fox", categories=categories).scene
+    spec = embedding_spec(scene)
+    halos = [t for t in spec["data"] if t["name"].startswith("category: ")]
+    assert [t["name"] for t in halos] == ["category: animals", "category: colours"]
+    assert len(halos[0]["x"]) == 3 and len(halos[1]["x"]) == 1  # cat, dog, fox; red
+    assert spec["data"].index(halos[0]) < spec["data"].index(named(spec, "token")[0])  # drawn beneath
+    assert len({t["marker"]["color"] for t in halos}) == 2
+    plain = embedding_spec(explore(session, "the cat", "").scene)
+    assert not any(t["name"].startswith("category") for t in plain["data"])
+
+
+def test_the_loss_curve_is_a_cheap_dict_that_can_span_the_whole_run():
+    from core.figures import loss_figure, loss_spec
+
+    spec = loss_spec([3.0, 2.5, 2.0], steps=150)
+    assert isinstance(spec, dict) and spec["layout"]["xaxis"]["range"] == [0, 151]
+    np.testing.assert_array_equal(spec["data"][0]["x"], [1, 2, 3])
+    assert spec["layout"]["uirevision"] == "loss"
+    assert "range" not in loss_spec([1.0])["layout"]["xaxis"]
+    assert list(loss_figure([3.0, 2.0]).data[0].x) == [1, 2]

@@ -275,3 +275,44 @@ def test_one_segment_row_cannot_flip(session):
     np.testing.assert_array_equal(flip.vectors["sum"], plain.vectors["sum"])
     assert "This table has one segment row, so no token can change segment." in flip.notes
     assert flip.scene.shift_from is None
+
+
+# ---------------------------------------------------------------- d_model 2: exact coordinates
+
+
+def test_the_listing_layer_is_drawn_at_its_exact_coordinates():
+    from core.figures import embedding_spec
+
+    session = Session.create(Settings(tokenizer="word", vocab_size=10, d_model=2))
+    result = explore(session, "i am new to PyTorch i am having fun", "")
+    scene = result.scene
+    assert scene.exact
+    for group, points in scene.points.items():
+        np.testing.assert_array_equal(points, result.vectors[group])  # no PCA, no centring: the vectors
+    output = scene.points["output"]
+    # LayerNorm with d = 2: every output on (1, -1) or (-1, 1), up to its eps
+    np.testing.assert_allclose(np.abs(output), 1.0, atol=1e-3)
+    np.testing.assert_allclose(output[:, 0], -output[:, 1], atol=1e-6)
+    spec = embedding_spec(scene)
+    layout = spec["layout"]
+    assert layout["xaxis"]["title"]["text"] == "dim 0" and layout["yaxis"]["title"]["text"] == "dim 1"
+    assert "xaxis2" not in layout  # one plane: the collapse is seen against the sums
+    notes = " ".join(a["text"] for a in layout["annotations"]).replace("<br>", " ")
+    assert "exact coordinates, no projection" in notes
+    (trace,) = [t for t in spec["data"] if t["name"] == "output"]
+    assert "(%{x:.3f}, %{y:.3f})" in trace["hovertemplate"]
+    (position,) = [t for t in spec["data"] if t["name"] == "position"]
+    np.testing.assert_array_equal(np.sort(position["x"]), np.sort(scene.points["position"][:, 0].astype(np.float32)))
+    assert any("nothing to project" in note for note in result.notes)
+    # a 3-D request has no third dimension to show: the exact plane it stays
+    assert explore(session, "i am new", "", components=3).scene.dims == 2
+
+
+def test_components_must_be_two_or_three(session):
+    with pytest.raises(ValueError, match="choose 2 .* or 3"):
+        explore(session, A, B1, components=4)
+
+
+def test_a_valid_selection_is_kept_on_the_scene(session):
+    assert explore(session, A, B1, selected=1).scene.selected == 1
+    assert explore(session, A, B1, selected=999).scene.selected is None

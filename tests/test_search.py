@@ -1,0 +1,86 @@
+"""core.search: words of the whole vocabulary (not only the sentences), bounded queries, and
+a layer for the main plot, checked through its data."""
+
+import numpy as np
+import plotly.io as pio
+import pytest
+
+from core.figures import figure_json
+from core.presets import Settings
+from core.search import MAX_HITS, MAX_QUERY, SEARCH, search
+from core.session import Session
+from core.view import explore
+
+A, B = "The king spoke to the queen.", "A man and a woman listened."
+
+
+@pytest.fixture(scope="module")
+def bert():
+    return Session.create(source="bert")
+
+
+@pytest.fixture(scope="module")
+def plane(bert):
+    return explore(bert, A, B).projection
+
+
+def test_a_word_not_in_the_sentences_is_found_with_its_neighbours(bert, plane):
+    result = search(bert, "princess", projection=plane)
+    assert "princess" not in bert.encode(A, B).tokens
+    assert result.hits[0].word == "princess" and result.hits[0].id == bert.tokenizer.token_to_id("princess")
+    np.testing.assert_allclose(result.hits[0].point,
+                               plane.transform(bert.model.tok_embed.weight[[result.hits[0].id]].detach().numpy())[0],
+                               atol=1e-6)
+    words = [word for word, _ in result.neighbours]
+    assert len(words) == 10 and "princess" not in words and "prince" in words[:3]
+    cosines = [cosine for _, cosine in result.neighbours]
+    assert cosines == sorted(cosines, reverse=True) and all(0 < c < 1 for c in cosines)
+    assert result.neighbour_points.shape == (10, 2)
+
+
+def test_the_layer_is_one_trace_of_hits_and_neighbours_that_plotly_accepts(bert, plane):
+    result = search(bert, "princess", projection=plane)
+    trace = result.trace
+    assert trace["name"] == SEARCH and trace["type"] == "scatter" and len(trace["x"]) == 1 + len(result.neighbours)
+    assert trace["text"][0] == "princess" and trace["marker"]["symbol"][0] == "x"
+    spec = {"data": [trace], "layout": {}}
+    assert pio.from_json(figure_json(spec)).data[0].name == SEARCH  # validates every property
+
+
+def test_plain_text_ranks_the_exact_word_then_prefixes(bert):
+    result = search(bert, "King", limit=5)
+    assert [hit.word for hit in result.hits][:3] == ["king", "kingdom", "kings"]
+    assert result.truncated and len(result.hits) == 5 and result.trace is None  # no plane given
+
+
+def test_a_regular_expression_matches_whole_entries(bert):
+    result = search(bert, "colou?r", regex=True, k=0)
+    assert {hit.word for hit in result.hits} == {"color", "colour"} and result.neighbours == ()
+
+
+@pytest.mark.parametrize("pattern", ["(a+)+b", "(a|ab)*c", r"(a)\1", "(?=a)b", "a?a?a?a?", "["])
+def test_dangerous_or_broken_patterns_are_refused_with_a_sentence(bert, pattern):
+    with pytest.raises(ValueError, match="pattern|repeat"):
+        search(bert, pattern, regex=True)
+
+
+def test_queries_and_limits_are_bounded(bert):
+    with pytest.raises(ValueError, match=f"at most {MAX_QUERY}"):
+        search(bert, "a" * (MAX_QUERY + 1))
+    with pytest.raises(ValueError, match=f"choose 1 to {MAX_HITS}"):
+        search(bert, "a", limit=MAX_HITS + 1)
+    assert search(bert, "").hits == ()
+    assert "No entry" in search(bert, "qqqqzzzz").message
+
+
+def test_in_three_dimensions_the_layer_is_a_scatter3d(bert):
+    projection = explore(bert, A, B, components=3).projection
+    trace = search(bert, "princess", projection=projection).trace
+    assert trace["type"] == "scatter3d" and len(trace["z"]) == len(trace["x"])
+
+
+def test_a_random_word_table_has_nothing_to_search():
+    session = Session.create(Settings(tokenizer="word", vocab_size=10, d_model=2))
+    assert session.tokenizer is None
+    result = search(session, "cat")
+    assert result.hits == () and "no vocabulary" in result.message
