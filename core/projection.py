@@ -11,28 +11,20 @@ from __future__ import annotations
 
 import numpy as np
 
-# the solver, measured by bench/projection_solvers.py: PCA to 2-D of a 2,560 × 384 float32
-# matrix (MiniLM's embedding layer, 512 tokens × 5 groups), median of 31 runs in one
-# process, ms (ratio to scikit-learn's default PCA(n_components=2); Δ = error in the
-# explained-variance ratio against the exact full SVD):
-#
-#   solver              MiniLM  ratio      Δ    noise  ratio      Δ
-#   default (= auto)      25.8   1.00  1e-06     32.1   1.00  2e-04
-#   auto                  29.8   1.15  1e-06     33.4   1.04  3e-04
-#   full                 142.7   5.52      0    171.6   5.34      0
-#   covariance_eigh       38.3   1.48  3e-08     50.8   1.58  3e-09
-#   randomized            30.3   1.17  1e-06     37.1   1.16  3e-04
-#   arpack                18.4   0.71  2e-08     32.4   1.01  2e-09
-#
-# arpack finds only the two leading singular vectors, exactly, and was the fastest on
-# the real layer in every run (0.5–0.75× the default on a shared 2-core machine whose
-# timings wander by up to 2× between runs), and stays at 2–3 ms for typical sentences
-# (50–250 vectors, where 'auto' means 'full': 3.5–24 ms); only below ~10 tokens is
-# 'full' a millisecond faster. 'auto' picks 'randomized' for the largest input, which
-# is approximate (several per cent off on isotropic noise) and, unseeded, differs from
-# call to call; covariance_eigh squares the data, so on rank-deficient input its
-# rounding noise can pass for a real axis.
-SVD_SOLVER = "arpack"
+# the solver, measured side by side by bench/projection_solvers.py on the largest picture
+# (512 tokens × 5 groups of MiniLM, 2,560 × 384 float32): scikit-learn's arpack works in the
+# data's float32 and its plane is 1–2e-6 rad from the exact one (numpy's SVD in float64);
+# "lanczos" is the same ARPACK Lanczos iteration run in float64 on the distinct rows only
+# (each segment's row once, weighted by how many tokens share it; repeated words likewise)
+# with a wider Krylov basis (20 vectors, where scikit-learn passes 2k + 1 = 5), so it needs
+# fewer passes over the data and is exact to rounding (principal angles ~1e-14 rad). The
+# spectrum is flat (λ2/λ1 ≈ 0.85, λ3/λ2 ≈ 0.94), which is why block and randomised
+# subspace iterations need 10+ passes of 12 vectors to reach 1e-8 rad and were slower;
+# forming the 384 × 384 covariance costs as much as the whole Lanczos run. Figures live in
+# the bench output and the README, not here.
+SVD_SOLVER = "lanczos"
+KRYLOV = 20  # Lanczos basis size: 5 → ~105 products with XᵀX, 20 → ~55, 40 → ~41 but dearer each
+DENSE_BELOW = 80  # distinct rows or features up to which one dense SVD is cheaper and exact
 
 
 class PCAProjection:
@@ -69,14 +61,12 @@ class PCAProjection:
 
     def fit(self, X: np.ndarray, y: None = None) -> PCAProjection:
         """Fit the plane to the rows of ``X`` (n vectors × d features)."""
-        from sklearn.decomposition import PCA  # see the class's docstring
-
         k = self.n_components
         if k < 1:
             raise ValueError(f"n_components must be at least 1, got {k}")
         X = _checked(X)
         n, d = X.shape
-        mean = X.mean(axis=0)
+        mean = X.mean(axis=0, dtype=np.float64)
         components = np.zeros((k, d))  # axes without spread stay all zeros
         ratio = np.zeros(k)
         spectrum = np.zeros(0)
@@ -86,20 +76,18 @@ class PCAProjection:
         if n > 1 and np.ptp(X, axis=0).any():
             # the data cannot have more axes than samples or features
             fitted = min(max(k, self.n_spectrum), n, d)
-            # arpack needs fitted < min(n, d); at that size any exact solver is instant
-            solver = self.svd_solver if fitted < min(n, d) else "full"
-            pca = PCA(fitted, svd_solver=solver, random_state=self.random_state).fit(X)
-            spectrum = np.clip(pca.explained_variance_ratio_[: self.n_spectrum], 0.0, 1.0)
+            variance, axes_found, total = self._leading(X, mean, fitted)
+            spectrum = np.clip(variance[: self.n_spectrum] / total, 0.0, 1.0)
             plane = min(k, fitted)
             # an axis whose variance is rounding noise points in an arbitrary direction
             # that could change on every keystroke: leave it empty. centring values of
             # size `scale` leaves an error of about eps * scale in each of the n × d
             # entries, at most n d (eps scale)² / (n - 1) of variance; 10× is a margin
-            eps, scale = np.finfo(pca.components_.dtype).eps, np.abs(X).max()
+            eps, scale = np.finfo(X.dtype).eps, np.abs(X).max()
             floor = n * d / (n - 1) * (10 * eps * scale) ** 2
-            axes = np.flatnonzero(pca.explained_variance_[:plane] > floor)
-            components[axes] = pca.components_[axes]
-            ratio[axes] = np.clip(pca.explained_variance_ratio_[axes], 0.0, 1.0)
+            axes = np.flatnonzero(variance[:plane] / (n - 1) > floor)
+            components[axes] = axes_found[axes]
+            ratio[axes] = np.clip(variance[axes] / total, 0.0, 1.0)
 
         # make each axis's largest entry positive: an SVD's signs are arbitrary, and a
         # basis whose sign flips between keystrokes would make every point jump across
@@ -107,13 +95,47 @@ class PCAProjection:
         largest = components[np.arange(k), np.abs(components).argmax(axis=1)]
         components *= np.where(largest < 0, -1.0, 1.0)[:, None]
 
-        self.mean_ = np.asarray(mean, dtype=np.float64)
+        self.mean_ = mean
         self.components_ = components
         self.explained_variance_ratio_ = ratio
         self.spectrum_ = spectrum
         self.message_ = _describe(n, d, rank=int(np.count_nonzero(ratio)))
         self.n_samples_, self.n_features_ = n, d
         return self
+
+    def _leading(self, X: np.ndarray, mean: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, float]:
+        """The k largest eigenvalues of the centred scatter matrix, their axes (k, d), and its trace.
+
+        Eigenvalues are sums of squares (variance × (n − 1)), the trace is the total.
+        """
+        if self.svd_solver != "lanczos":  # scikit-learn's solvers, for comparison
+            from sklearn.decomposition import PCA  # see the class's docstring
+
+            # arpack needs k < min(n, d); at that size any exact solver is instant
+            solver = self.svd_solver if k < min(X.shape) else "full"
+            pca = PCA(k, svd_solver=solver, random_state=self.random_state).fit(X)
+            centred = X - mean
+            return (pca.explained_variance_ * (X.shape[0] - 1), pca.components_.astype(np.float64),
+                    float(np.einsum("ij,ij->", centred, centred)))
+        rows, counts = _distinct_rows(X)
+        # a repeated row counts as often as it occurs: sqrt(count) × its centred row has the
+        # same scatter matrix as the repeats, so every eigenpair is unchanged
+        A = (X[rows] - mean) * np.sqrt(counts, dtype=np.float64)[:, None]  # (m, d) float64
+        total = float(np.einsum("ij,ij->", A, A))
+        m, d = A.shape
+        if min(m, d) <= DENSE_BELOW or k >= min(m, d) - 1:
+            _, s, vt = np.linalg.svd(A, full_matrices=False)
+            return (s**2)[:k], vt[:k], float(np.sum(s**2))  # the same total, as the values round
+        from scipy.sparse.linalg import LinearOperator, eigsh
+
+        def scatter(v: np.ndarray) -> np.ndarray:
+            return A.T @ (A @ v)  # never forms the d × d matrix: two passes over the rows
+
+        operator = LinearOperator((d, d), matvec=scatter, matmat=scatter, dtype=np.float64)
+        start = np.random.default_rng(self.random_state).standard_normal(d)  # deterministic
+        values, vectors = eigsh(operator, k=k, ncv=min(max(KRYLOV, 2 * k + 1), d), tol=0, v0=start)
+        order = np.argsort(values)[::-1]
+        return np.clip(values[order], 0.0, None), vectors[:, order].T, total
 
     def fit_transform(self, X: np.ndarray, y: None = None) -> np.ndarray:
         """``fit(X)``, then the coordinates of its rows in the plane."""
@@ -143,6 +165,22 @@ class PCAProjection:
     def _check_fitted(self) -> None:
         if not hasattr(self, "components_"):
             raise ValueError("This PCAProjection is not fitted yet: call fit() with the vectors first.")
+
+
+def _distinct_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The indices of X's distinct rows and how often each occurs, exactly.
+
+    Rows are grouped by one random projection (equal rows give bitwise equal keys), then
+    compared in full: rows whose keys collide without being equal stay apart.
+    """
+    key = X @ np.random.default_rng(0).standard_normal(X.shape[1]).astype(X.dtype)
+    _, first, inverse, counts = np.unique(key, return_index=True, return_inverse=True, return_counts=True)
+    same = (X[first[inverse]] == X).all(axis=1)
+    if same.all():
+        return first, counts
+    odd = np.flatnonzero(~same)
+    counts = np.bincount(inverse[same], minlength=len(first))
+    return np.concatenate([first, odd]), np.concatenate([counts, np.ones(len(odd), dtype=counts.dtype)])
 
 
 def _checked(X: np.ndarray) -> np.ndarray:

@@ -224,3 +224,80 @@ def test_spectrum_lists_the_leading_components_and_keeps_the_plane(rng, solver):
     # the plane itself does not depend on how many components were measured
     assert np.allclose(np.abs(wide.transform(X)), np.abs(plane.transform(X)), atol=1e-8)
     assert PCAProjection(n_spectrum=10).fit(X[:4]).spectrum_.shape == (4,)  # no more axes than samples
+
+
+# the default solver against a full decomposition: the plane and the shares are exact to a
+# stated tolerance, on inputs large enough for the iterative path (not the dense fallback)
+
+ANGLE = 1e-6  # radians: the largest principal angle between our axes and the exact ones
+SHARE = 1e-6  # relative error of every explained-variance ratio
+
+
+def _exact(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    centred = X.astype(np.float64) - X.astype(np.float64).mean(axis=0)
+    _, s, vt = np.linalg.svd(centred, full_matrices=False)
+    return vt[:k], (s**2 / np.sum(s**2))[:k]
+
+
+def _repeated_rows(rng: np.random.Generator) -> np.ndarray:
+    """Like the app's picture: token rows with repeated words, position rows, two segment rows
+    shared by every token, their sums, stacked (float32)."""
+    vocabulary = rng.standard_normal((60, 96)) * np.geomspace(3, 0.3, 96)
+    words = rng.integers(0, 60, 200)
+    token = vocabulary[words]
+    position = rng.standard_normal((200, 96)) * 0.5
+    segment = np.repeat(rng.standard_normal((2, 96)), 100, axis=0)
+    return np.vstack([token, position, segment, token + position + segment]).astype(np.float32)
+
+
+def _rank_deficient(rng: np.random.Generator) -> np.ndarray:
+    return (rng.standard_normal((500, 12)) * np.geomspace(5, 0.5, 12)) @ rng.standard_normal((12, 150))
+
+
+@pytest.mark.parametrize("make", [
+    pytest.param(lambda rng: rng.standard_normal((700, 128)) * np.geomspace(4, 1, 128), id="random"),
+    pytest.param(lambda rng: (rng.standard_normal((900, 200)) * np.geomspace(2, 1, 200)).astype(np.float32),
+                 id="flat-float32"),
+    pytest.param(_rank_deficient, id="rank-deficient"),
+    pytest.param(_repeated_rows, id="repeated-rows"),
+])
+@pytest.mark.parametrize("n_spectrum", [0, 10])
+def test_the_plane_and_shares_are_exact_to_the_stated_tolerance(rng, make, n_spectrum):
+    import scipy.linalg
+
+    X = make(rng)
+    projection = PCAProjection(n_spectrum=n_spectrum).fit(X)
+    axes, shares = _exact(X, 10)
+    assert np.max(scipy.linalg.subspace_angles(projection.components_.T, axes[:2].T)) < ANGLE
+    for found, exact in zip(projection.components_, axes[:2], strict=True):  # each axis, not just the plane
+        assert min(np.linalg.norm(found - exact), np.linalg.norm(found + exact)) < ANGLE
+    assert np.allclose(projection.explained_variance_ratio_, shares[:2], rtol=SHARE, atol=0)
+    if n_spectrum:
+        assert np.allclose(projection.spectrum_, shares, rtol=SHARE, atol=0)
+
+
+def test_repeated_rows_give_the_plane_of_the_rows_written_out(rng):
+    X = _repeated_rows(rng)
+    once = PCAProjection(n_spectrum=10).fit(X)
+    # the same rows in another order: the repeats merge the same way, the plane is the same
+    again = PCAProjection(n_spectrum=10).fit(X[rng.permutation(len(X))])
+    assert np.allclose(once.components_, again.components_, atol=1e-9)
+    assert np.allclose(once.spectrum_, again.spectrum_, rtol=1e-9)
+
+
+def test_signs_follow_the_scikit_learn_convention_and_repeat_exactly(rng):
+    X = _repeated_rows(rng)
+    first, second = PCAProjection().fit(X), PCAProjection().fit(X.copy())
+    assert np.array_equal(first.components_, second.components_)  # deterministic, bit for bit
+    for axis in first.components_:
+        assert axis[np.abs(axis).argmax()] > 0
+    flipped = PCAProjection().fit(-X)  # the same axes up to sign: the rule picks the same signs
+    assert np.allclose(flipped.components_, first.components_, atol=1e-9)
+
+
+def test_distinct_rows_are_counted_exactly():
+    from core.projection import _distinct_rows
+
+    X = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [2.0, 0.0]])
+    rows, counts = _distinct_rows(X)
+    assert sorted(zip(rows.tolist(), counts.tolist(), strict=True)) == [(0, 2), (2, 1), (3, 1)]
