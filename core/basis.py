@@ -46,7 +46,10 @@ class VocabularyBasis:
 
 
 _CACHE: weakref.WeakKeyDictionary[nn.Embedding, VocabularyBasis] = weakref.WeakKeyDictionary()
-_LOCK = threading.Lock()  # a class choosing "whole vocabulary" at once fits each table once
+# one lock per table, so a class choosing "whole vocabulary" at once fits each table once, a
+# fit of one table never waits for another's, and a cache hit takes no lock at all
+_FITTING: weakref.WeakKeyDictionary[nn.Embedding, threading.Lock] = weakref.WeakKeyDictionary()
+_LOCKS = threading.Lock()  # held only to find or make a table's lock
 
 
 def sentence_projection(rows: int) -> PCAProjection:
@@ -61,9 +64,13 @@ def vocabulary_basis(table: nn.Embedding | PatchedEmbedding, *, refit: bool = Fa
     ``refit`` fits again even when cached, for the page's Refit button: the answer is the
     same (the fit is deterministic), but the page reports the time it takes.
     """
-    with _LOCK:
-        if not refit and table in _CACHE:
-            return _CACHE[table]
+    if not refit and (found := _CACHE.get(table)) is not None:
+        return found
+    with _LOCKS:
+        lock = _FITTING.setdefault(table, threading.Lock())
+    with lock:
+        if not refit and (found := _CACHE.get(table)) is not None:
+            return found  # fitted by another request while this one waited
         start = time.perf_counter()
         # (V, d), read, never written; a trained table is built whole for the fit and dropped
         rows = table.weight.detach().numpy()

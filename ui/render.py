@@ -67,7 +67,8 @@ def fields(page, view: View, names: Iterable[str], tokens: tuple[str, ...] = ())
     names = set(names)
     out: dict = {}
     for name in names & _SIMPLE:
-        out[getattr(page, name)] = getattr(view, name)
+        value = getattr(view, name)
+        out[getattr(page, name)] = list(value) if isinstance(value, tuple) else value  # gradio wants lists
     if names & {"tokenizer", "vocab_size"}:
         out[page.vocab_size] = gr.update(value=view.vocab_size, visible=view.tokenizer == "word")
     if names & {"frozen", "positions"}:
