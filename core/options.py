@@ -95,7 +95,7 @@ def whole(value: object, name: str) -> int:
     The one whole-number check of the app: every boundary (page, API, link) calls it.
     """
     low, high = LIMITS[name]
-    label = name.replace("_", " ")
+    label = name
     if isinstance(value, str):
         text = value.strip()
         if not (text.lstrip("+-").isascii() and text.lstrip("+-").isdigit() and len(text) <= 30):
