@@ -72,6 +72,7 @@ LIMITS = MappingProxyType({
     "step": (1, TOUR_STEPS),
     "steps": (1, 2000),  # training steps in one press of Train
     "lookup_dim": (1, 16),  # the lookup walk-through's table width
+    "dims": (2, 3),  # the plane, or the rotatable PC1–PC3 view
 })
 
 MAX_TEXT = 10_000  # characters in one sentence: enough to fill 2,048 positions, refused beyond

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from core.neighbours import nearest
+from core.options import MAX_SEARCH
 from core.projection import PCAProjection
 from core.session import Session
 from core.tokenizer import CLS, SEP, UNK
@@ -34,7 +35,7 @@ except ImportError:  # pragma: no cover - older Pythons
     import sre_constants as _constants  # type: ignore[no-redef]
     import sre_parse as _parser  # type: ignore[no-redef]
 
-MAX_QUERY = 100  # characters in a query or pattern
+MAX_QUERY = MAX_SEARCH  # characters in a query or pattern: the page's one limit
 MAX_HITS = 50  # matches returned at most
 MAX_WORD = 64  # vocabulary entries longer than this are not searched (GloVe has a few odd long ones)
 MAX_REPEATS = 3  # *, +, ?, {m,n} in one pattern: "colou?r", "un.*able", "[a-z]+ing" need one

@@ -157,11 +157,11 @@ Reader = Callable[[str], tuple[object, str | None]]
 Writer = Callable[[object], str]
 
 
-def _text(which: str) -> Reader:
+def _text(which: str, limit: int = MAX_TEXT) -> Reader:
     def read(value: str) -> tuple[object, str | None]:
-        if len(value) <= MAX_TEXT:
+        if len(value) <= limit:
             return value, None
-        return value[:MAX_TEXT], f"{which} in the link has {len(value):,} characters; the first {MAX_TEXT:,} were kept."
+        return value[:limit], f"{which} in the link has {len(value):,} characters; the first {limit:,} were kept."
 
     return read
 
@@ -259,6 +259,9 @@ _PARAMETERS: dict[str, tuple[str, Reader, Writer]] = {
     "token": ("token", _number("token", optional=True), _write),
     "k": ("k", _number("k"), _write),
     "flip": ("flips", _positions, _write),
+    "dims": ("dims", _number("dims"), _write),
+    "search": ("search", _text("The search", options.MAX_SEARCH), _write),
+    "regex": ("regex", _flag, _write),
     "view": ("view", _choice(VIEWS), _write),
     "panel": ("panel", _choice(PANELS), _write),
     "presenter": ("presenter", _flag, _write),

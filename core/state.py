@@ -22,6 +22,7 @@ from core.options import (
     BASES,
     COMPONENTS,
     MAX_FLIPS,
+    MAX_SEARCH,
     PANELS,
     PARTS,
     POSITIONS,
@@ -100,6 +101,9 @@ class View:
     token: int | None = None  # the selected token's position in the sequence
     k: int = 10  # its nearest neighbours listed
     flips: frozenset[int] = frozenset()  # positions given the other segment id
+    dims: int = 2  # 2: the plane; 3: PC1–PC3 in a rotatable view
+    search: str = ""  # a word (or pattern) looked up in the whole vocabulary and marked in the plot
+    regex: bool = False  # the search is a regular expression
     # the page
     view: str = "plane"  # the open main tab, a key of VIEWS
     panel: str = "view"  # the open control tab, a key of PANELS
@@ -115,9 +119,10 @@ class View:
     def __post_init__(self) -> None:
         for name in ("sentence_a", "sentence_b", "lookup_sentence"):
             self._set(name, options.text(getattr(self, name), _LABELS[name]))
+        self._set("search", options.text(self.search, "The search", MAX_SEARCH))
         options.choice(self.source, "source", SOURCES)
         Settings(**{name: getattr(self, name) for name in SETTINGS_FIELDS})  # raises if invalid
-        for name in ("vocab_size", "d_model", "maxlen", "n_segments", "seed", "k", "background"):
+        for name in ("vocab_size", "d_model", "maxlen", "n_segments", "seed", "k", "background", "dims"):
             self._set(name, options.whole(getattr(self, name), name))
         self._set("listing_seed", options.whole(self.listing_seed, "seed"))
         self._set("lookup_dim", options.whole(self.lookup_dim, "lookup_dim"))
@@ -130,7 +135,7 @@ class View:
         options.choice(self.panel, "panel", PANELS)
         self._set("groups", options.subset(self.groups, "groups", COMPONENTS))
         self._set("frozen", frozenset(options.subset(self.frozen, "frozen", PARTS)))
-        for name in ("labels", "arrows", "shift", "presenter", "listing_bug", "lookup_grad"):
+        for name in ("labels", "arrows", "shift", "presenter", "listing_bug", "lookup_grad", "regex"):
             options.flag(getattr(self, name), name)
         flips = self.flips
         if isinstance(flips, str) or not isinstance(flips, list | tuple | set | frozenset):

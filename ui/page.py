@@ -52,7 +52,7 @@ class Page:
     def live_outputs(self) -> list:
         """What a keystroke can change: the plane, the open side view, the picker, the notice."""
         return [self.plot, self.info, self.table, self.token, self.near_token, self.near_output, self.variance,
-                *self.detail_outputs, self.notice]
+                self.search_hits, self.search_info, *self.detail_outputs, self.notice]
 
     @property
     def detail_outputs(self) -> list:
@@ -63,7 +63,8 @@ class Page:
         """Every component a change can write: a link, a tour step or a table change may set any."""
         widgets = [getattr(self, name) for name in render._SIMPLE]
         return [
-            *self.live_outputs, *widgets, self.vocab_size, *self.freezes.values(), self.views, self.controls,
+            *self.live_outputs, *widgets, self.vocab_size, *self.freezes.values(), self.three_d, self.views,
+            self.controls,
             self.tour_text, self.background_json, self.tables_info, self.random_panel, self.params, self.losses,
             self.trained, self.listing_output, self.listing_facts, self.listing_plot, self.lookup_vocab,
             self.lookup_code, self.lookup_output, self.lookup_info,

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import gradio as gr
 
-from core.options import LIMITS, MAX_TEXT, Refused
+from core.options import LIMITS, MAX_SEARCH, MAX_TEXT, Refused
 from core.view import TABLE_HEADERS
 from ui import events, render
 from ui.assets import EXAMPLES
-from ui.widgets import Slider
+from ui.widgets import Checkbox, Slider
 
 NEIGHBOUR_HEADERS = ["#", "token", "cosine"]
 LIVE = {"concurrency_id": "live", "show_progress": "hidden"}
@@ -47,6 +47,14 @@ def layout(page) -> None:
             page.near_output = gr.Dataframe(
                 headers=NEIGHBOUR_HEADERS, interactive=False, elem_id="neighbours-output", max_height=300,
                 label="Nearest by output vector (same position and segment, after LayerNorm)")
+    with gr.Accordion("Search the vocabulary", open=False, elem_id="search-panel"):
+        with gr.Row():
+            page.search = gr.Textbox(label="Any word of the table's vocabulary, not only the sentences'", scale=3,
+                                     elem_id="vocab-search", max_length=MAX_SEARCH, placeholder="e.g. king")
+            page.regex = Checkbox(False, label="regular expression", elem_id="search-regex", scale=1)
+        page.search_info = gr.Markdown(elem_id="search-info")
+        page.search_hits = gr.Dataframe(headers=["entry", "id"], label="Found (crosses in the plot)",
+                                        interactive=False, elem_id="search-hits", max_height=200)
     gr.Examples(EXAMPLES, inputs=[page.sentence_a, page.sentence_b], label="Example pairs")
     page.table = gr.Dataframe(headers=list(TABLE_HEADERS), label="Tokens and vector norms", interactive=False,
                               elem_id="token-table", max_height=320)
@@ -63,6 +71,9 @@ def wire(page) -> None:
     page.token.focus(events.named(lambda request: choices(request), ()), None, page.token, api_name="picker",
                      **LIVE)
     page.picked.input(select(page, clicked=True), page.picked, live, api_name=False, **LIVE)
+    search = events.setter(page, "search", "regex", outputs=live)
+    gr.on([page.search.input, page.regex.input], search, [page.search, page.regex], live, api_name="search",
+          trigger_mode="always_last", **LIVE)
     page.flip.click(events.named(lambda request: flip(page, request), ()), None, live, api_name="flip", **LIVE)
 
 

@@ -13,6 +13,7 @@ escaped HTML.
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 from collections.abc import Iterable
@@ -29,8 +30,10 @@ from core.listing import run_listing
 from core.live import Step
 from core.lookup import walk_through
 from core.options import BASES, DETAILS, PARTS, POSITIONS
+from core.search import SearchResult, search
 from core.session import Session
 from core.state import SETTINGS_FIELDS, View
+from core.training import Corpus
 from core.view import Exploration, explore
 
 NO_TOKEN = ""  # the token picker's value when no token is selected
@@ -38,7 +41,7 @@ _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>&:])")
 
 # view fields whose change redraws the main plane
 _PLANE = ("sentence_a", "sentence_b", "groups", "labels", "arrows", "shift", "presenter", "token", "k", "flips",
-          "basis", *SETTINGS_FIELDS, "source", "positions")
+          "basis", *SETTINGS_FIELDS, "source", "positions", "dims", "search", "regex")
 
 
 def plain(text: str) -> str:
@@ -79,6 +82,8 @@ def fields(page, view: View, names: Iterable[str], tokens: tuple[str, ...] = ())
     if "token" in names:
         value = NO_TOKEN if view.token is None else view.token
         out[page.token] = gr.update(choices=token_choices(tokens), value=value) if tokens else gr.update(value=value)
+    if "dims" in names:
+        out[page.three_d] = view.dims == 3
     if "view" in names:
         out[page.views] = gr.Tabs(selected=view.view)
     if "panel" in names:
@@ -90,7 +95,7 @@ def fields(page, view: View, names: Iterable[str], tokens: tuple[str, ...] = ())
 
 _SIMPLE = {"sentence_a", "sentence_b", "source", "tokenizer", "d_model", "maxlen", "n_segments", "seed", "positions",
            "groups", "labels", "arrows", "shift", "basis", "background", "k", "presenter", "listing_seed",
-           "listing_bug", "lookup_sentence", "lookup_dim", "lookup_grad"}
+           "listing_bug", "lookup_sentence", "lookup_dim", "lookup_grad", "search", "regex"}
 
 
 def outputs(page, step: Step, *, asked: Iterable[str] = (), whole: bool = False, notes: Iterable[str] = ()) -> dict:
@@ -127,16 +132,21 @@ _ALL_FIELDS = tuple(View.__dataclass_fields__)
 
 
 def plane(page, view: View, session: Session) -> dict:
-    """The main plot, its summary, the token table, the neighbours and the variance bar."""
+    """The main plot, its summary, the token table, the neighbours, the search and the variance bar."""
     result = exploration(view, session)
     spec = embedding_spec(result.scene, labels=view.labels, arrows=view.arrows, shift=view.shift,
                           presenter=view.presenter)
+    found, searched = _search(view, session, result), []
+    if found is not None:
+        if found.trace is not None:
+            spec["data"].append(found.trace)
+        searched = [[hit.word, hit.id] for hit in found.hits]
     near = result.neighbours or {}
     listed = [[[i, *pair] for i, pair in enumerate(near.get(kind, ()), 1)] for kind in ("token", "output")]
     projection = result.projection
     spectrum = [] if projection is None else projection.spectrum_
     if projection is not None and len(spectrum) == 0:
-        spectrum = projection.explained_variance_ratio_  # a long input: its two axes only
+        spectrum = projection.explained_variance_ratio_  # a long input: its axes only
     title = f"Explained variance · {BASES[session.basis].split(' (')[0]}"
     return {
         page.plot: plot(spec),
@@ -144,16 +154,44 @@ def plane(page, view: View, session: Session) -> dict:
         page.table: result.rows,
         page.near_token: listed[0],
         page.near_output: listed[1],
-        page.variance: variance_bars(spectrum, title=title),
+        page.variance: variance_bars(spectrum, shown=view.dims, title=title),
+        page.search_hits: searched,
+        page.search_info: search_text(found),
     }
+
+
+def _search(view: View, session: Session, result: Exploration) -> SearchResult | None:
+    if not view.search.strip():
+        return None
+    try:
+        return search(session, view.search, regex=view.regex, projection=result.projection)
+    except ValueError as error:  # a pattern outside the allowed subset: say why, draw nothing
+        return SearchResult(view.search, (), message=str(error))
+
+
+def search_text(found: SearchResult | None) -> str:
+    if found is None:
+        return ""
+    line = plain(found.message)
+    if found.neighbours:
+        near = ", ".join(f"{plain(word)} ({cosine:.2f})" for word, cosine in found.neighbours)
+        line += f" Nearest to **{plain(found.hits[0].word)}** by cosine in the full space: {near}."
+    return line
 
 
 def exploration(view: View, session: Session) -> Exploration:
     """The pipeline's result for this view (the one call the plane and the exports share)."""
     encoding_tokens = session.encode(view.sentence_a, view.sentence_b).tokens
     flipped = {i: encoding_tokens[i] for i in view.flips if i < len(encoding_tokens)}
+    # a trained layer colours the built-in corpus's words by category: "related words gather"
+    categories = builtin_categories() if session.trained is not None else None
     return explore(session, view.sentence_a, view.sentence_b, view.groups, selected=view.token, k=view.k,
-                   flipped=flipped)
+                   flipped=flipped, components=view.dims, categories=categories)
+
+
+@functools.cache
+def builtin_categories():
+    return Corpus.builtin().categories
 
 
 def detail(page, view: View, session: Session) -> dict:

@@ -29,6 +29,8 @@ def layout(page) -> None:
                                info="token → +position → +segment = sum → LayerNorm output")
         page.shift = Checkbox(False, label="Show the segment shift", elem_id="show-shift",
                               info="the vector seg[1] − seg[0] that segment B adds to each sum")
+        page.three_d = Checkbox(False, label="3-D: PC1–PC3, rotatable", elem_id="three-d",
+                                info="a linear projection in one more dimension; drag to turn it")
         page.basis = gr.Radio([(label, key) for key, label in BASES.items()], value="sentence",
                               label="Plane (PCA basis)", elem_id="basis")
         with gr.Row():
@@ -56,6 +58,9 @@ def wire(page) -> None:
     for name in ("groups", "labels", "arrows", "shift", "presenter", "basis", "background"):
         widget = getattr(page, name)
         widget.input(events.setter(page, name), widget, outputs, api_name=name, **LIVE)
+    page.three_d.input(events.named(lambda request, on: events.update(
+        page, request, lambda view: view.with_(dims=3 if options.flag(on, "3-D") else 2), asked=("dims",)),
+        ("three_d",)), page.three_d, outputs, api_name="three_d", **LIVE)
     page.presenter.change(None, page.presenter, None, js="(on) => window.embeddingExplorer.presenter(on)")
     page.background_json.change(None, page.background_json, None,
                                 js="(trace) => window.embeddingExplorer.setBackground(trace)")
