@@ -8,10 +8,10 @@ from pathlib import Path
 
 import gradio as gr
 
+from core import options
 from core.basis import vocabulary_basis
 from core.export import export_files
 from core.figures import embedding_spec
-from core import options
 from core.options import BASES, COMPONENTS, LIMITS, PANELS, Refused
 from core.share import to_query
 from core.view import fit_sentence_basis
