@@ -26,6 +26,17 @@
       trace.type === "scatter" && !String(trace.mode || "").includes("lines") ? { ...trace, type: "scattergl" } : trace)];
   };
 
+  // groups hidden by a click on their legend entry stay hidden through the redraws typing
+  // sends (gradio may redraw from scratch, which would forget them)
+  const hidden = new Set();
+  function rememberHidden() {
+    const gd = mainPlot();
+    if (!gd || !gd.data) return;
+    hidden.clear();
+    gd.data.forEach((trace) => { if (trace.visible === "legendonly") hidden.add(trace.name); });
+  }
+  const withHidden = (data) => data.map((trace) => (hidden.has(trace.name) ? { ...trace, visible: "legendonly" } : trace));
+
   function onClick(event) {
     const point = event.points && event.points[0];
     if (!point || !GROUPS.has(point.data.legendgroup) || !point.customdata) return;
@@ -43,7 +54,12 @@
     const react = Plotly.react;
     Plotly.react = function (gd, data, layout, config) {
       if (!isMain(gd)) return react.call(this, gd, data, layout, config);
-      return react.call(this, gd, withBackground(data), layout, config).then((div) => {
+      // a constant uirevision keeps what the user did to the plot — groups hidden from the
+      // legend, zoom, a 3-D camera — across the redraws that typing sends
+      const kept = { ...(layout || {}), uirevision: "embedding" };
+      return react.call(this, gd, withHidden(withBackground(data)), kept, config).then((div) => {
+        div.removeListener?.("plotly_restyle", rememberHidden);
+        div.on?.("plotly_restyle", rememberHidden);
         div.removeListener?.("plotly_click", onClick);
         div.on?.("plotly_click", onClick);
         return div;

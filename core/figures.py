@@ -292,7 +292,7 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, s
     if shift and scene.shift_from is not None and "sum" in groups:
         data += _segment_shift(scene, scale)
     if scene.neighbourhood is not None:
-        data += _neighbourhood(scene, groups, scale, panel)
+        data += _neighbourhood(scene, groups, scale, panel, columns.labels)
 
     titles = _axis_titles(scene)
     layout = {
@@ -476,11 +476,20 @@ def _labels(scene: Scene, order: np.ndarray, tokens: list[str], groups: Sequence
         reserved_texts = [label for kind in kinds for label in near.labels[kind]] + [star_text] * len(stars)
         shifts = np.concatenate([np.full(len(stars), -(line + scale.marker + 2.0)),
                                  np.full(len(stars), -(line + scale.marker) / 2)])
+    checked = None if not kinds else np.arange(len(reserved)) < len(stars)  # names, not their stars
     kept = legible(points, wanted, scale.text, plot_px, reserved=reserved, reserved_texts=reserved_texts or (),
-                   reserved_shift=shifts if shifts is not None else 0.0)
+                   reserved_shift=shifts if shifts is not None else 0.0, reserved_checked=checked)
+    if kinds:
+        *kept, fits = kept
+        # the neighbours' names that fit beside each other, by kind, for their own trace
+        names = iter(label if keep else "" for label, keep in zip(reserved_texts, fits[: len(stars)], strict=False))
+        near_labels = {kind: [next(names) for _ in near.labels[kind]] for kind in kinds}
+    else:
+        near_labels = {}
     write = functools.partial(html.escape, quote=False) if escape else str
     labels = {group: [write(text) if keep else "" for text, keep in zip(words, mask, strict=True)]
               for group, words, mask in zip(ranked, wanted, kept, strict=True)}
+    labels.update({f"near {kind}": [write(text) for text in texts] for kind, texts in near_labels.items()})
     return labels, (sum(int(mask.sum()) for mask in kept), sum(sum(map(bool, words)) for words in wanted))
 
 
@@ -667,8 +676,10 @@ def _segment_shift(scene: Scene, scale: _Scale) -> list[dict]:
     return [trace]
 
 
-def _neighbourhood(scene: Scene, groups: list[str], scale: _Scale, panel: Mapping[str, int]) -> list[dict]:
-    """The selected token ringed, and its nearest vocabulary entries beside it, labelled."""
+def _neighbourhood(scene: Scene, groups: list[str], scale: _Scale, panel: Mapping[str, int],
+                   written: Mapping[str, list[str]] | None = None) -> list[dict]:
+    """The selected token ringed, and its nearest vocabulary entries beside it, labelled where
+    the names fit beside each other (`written`, from the label fitting; hover names them all)."""
     near = scene.neighbourhood
     traces = []
     for kind, points in near.points.items():
@@ -683,7 +694,7 @@ def _neighbourhood(scene: Scene, groups: list[str], scale: _Scale, panel: Mappin
             "y": np.asarray(points[:, 1], dtype=np.float32),
             **_AXES[panel[kind]],
             "mode": "markers+text",
-            "text": labels,
+            "text": (written or {}).get(f"near {kind}", labels),
             "textposition": "bottom center",
             "textfont": {"size": scale.text, "color": COLOURS[kind]},
             "marker": {"symbol": "star", "size": scale.marker + 2, "color": "white",

@@ -29,7 +29,8 @@ BUCKET = 4  # characters per cell of the grid that finds a label's neighbours
 
 def legible(points: Sequence[np.ndarray], texts: Sequence[Sequence[str]], font_px: float,
             plot_px: tuple[float, float] = PLOT_PX, *, reserved: np.ndarray | None = None,
-            reserved_texts: Sequence[str] = (), reserved_shift: float | np.ndarray = 0.0) -> list[np.ndarray]:
+            reserved_texts: Sequence[str] = (), reserved_shift: float | np.ndarray = 0.0,
+            reserved_checked: np.ndarray | None = None) -> list[np.ndarray]:
     """For each array of points (n_i, 2), in priority order, which may carry their label.
 
     ``texts[i][j]`` is the label of ``points[i][j]``; an empty label asks for no room. Returns
@@ -41,6 +42,10 @@ def legible(points: Sequence[np.ndarray], texts: Sequence[Sequence[str]], font_p
     (negative: below, as the neighbours' labels are written under their stars), one shift for
     all or one per reserved point (a star's own box sits half a label and a marker below the
     others' labels, which are written above their points).
+
+    ``reserved_checked`` (m,) marks reserved labels that must not overlap the reserved ones
+    before them (the neighbours' names among themselves; their stars are always kept). With
+    it, one more mask is returned, last: which reserved labels are kept.
     """
     if not points:
         return []
@@ -89,10 +94,12 @@ def legible(points: Sequence[np.ndarray], texts: Sequence[Sequence[str]], font_p
     for i in candidates.tolist():
         row, columns = rows[i], range(int(left[i] // bucket), int(right[i] // bucket) + 1)
         near = {j for r in (row - 1, row, row + 1) for c in columns for j in kept.get((r, c), ())}
-        if i >= len(fixed) and any(abs(height[j] - height[i]) < line and left[j] < right[i] and left[i] < right[j]
-                                   for j in near):
+        checked = i >= len(fixed) or (reserved_checked is not None and reserved_checked[i])
+        if checked and any(abs(height[j] - height[i]) < line and left[j] < right[i] and left[i] < right[j]
+                           for j in near):
             continue
         keep[i] = True
         for c in columns:
             kept.setdefault((row, c), []).append(i)
-    return np.split(keep[len(fixed):], np.cumsum(sizes)[:-1])
+    masks = np.split(keep[len(fixed):], np.cumsum(sizes)[:-1])
+    return [*masks, keep[: len(fixed)]] if reserved_checked is not None else masks

@@ -80,25 +80,27 @@ def build_demo(*, test_hooks: bool | None = None) -> gr.Blocks:
     # uploaded files are deleted an hour after they arrive (checked every 10 minutes)
     with gr.Blocks(title="Embedding Explorer", delete_cache=(600, 3600)) as demo:
         gr.Markdown(INTRO, elem_id="intro")
+        plane.layout_sentences(page)
+        # the controls come first in the page's order, so the keyboard reaches them a few Tabs
+        # after the sentences; the stylesheet draws them on the right (on a phone, below the plot)
         with gr.Row(equal_height=False, elem_id="main-row"):
-            with gr.Column(scale=3, elem_id="main-column"):
-                plane.layout_sentences(page)
-                with gr.Tabs(elem_id="views") as page.views:
-                    with gr.Tab(VIEWS["plane"], id="plane", elem_id="tab-plane") as page.plane_tab:
-                        plane.layout(page)
-                    sideviews.layout(page)
             with gr.Column(scale=1, min_width=320, elem_id="control-column"), \
                     gr.Tabs(selected="view", elem_id="controls") as page.controls:
                 tourpanel.layout(page)
                 viewpanel.layout(page)
                 tablespanel.layout(page)
                 trainpanel.layout(page)
+            with gr.Column(scale=3, elem_id="main-column"):
+                with gr.Tabs(elem_id="views") as page.views:
+                    with gr.Tab(VIEWS["plane"], id="plane", elem_id="tab-plane") as page.plane_tab:
+                        plane.layout(page)
+                    sideviews.layout(page)
         events._NOTHING_CHANGED[:] = [page.notice]
         for panel in (plane, sideviews, tourpanel, viewpanel, tablespanel, trainpanel):
             panel.wire(page)
         for key, tab in page.panel_tabs.items():  # the open control tab is part of the view (links carry it)
             tab.select(events.named(lambda request, key=key: events.update(
-                page, request, lambda view: view.with_(panel=key), asked=("panel",)), ()),
+                page, request, lambda view: view.with_(panel=key), asked=("panel",), outputs=[page.notice]), ()),
                 None, [page.notice], api_name=False, show_progress="hidden", concurrency_id="live")
         demo.load(events.named(lambda request: tourpanel.open_link(page, request), ()), None, page.everything,
                   api_name=False, show_progress="hidden")

@@ -55,7 +55,7 @@ def layout(page) -> None:
         page.search_info = gr.Markdown(elem_id="search-info")
         page.search_hits = gr.Dataframe(headers=["entry", "id"], label="Found (crosses in the plot)",
                                         interactive=False, elem_id="search-hits", max_height=200)
-    gr.Examples(EXAMPLES, inputs=[page.sentence_a, page.sentence_b], label="Example pairs")
+    gr.Examples(EXAMPLES, inputs=[page.sentence_a, page.sentence_b], label="Example pairs", elem_id="examples")
     page.table = gr.Dataframe(headers=list(TABLE_HEADERS), label="Tokens and vector norms", interactive=False,
                               elem_id="token-table", max_height=320)
 

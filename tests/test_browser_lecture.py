@@ -1,0 +1,203 @@
+"""The lecture hall in a real Chromium: every tour step readable at 1920×1080 in presenter mode
+and at 1440×900, a phone, the keyboard alone, the PNG, search, 3-D, the listing's layer, a
+live loss curve, and the legend's choices kept while typing.
+
+What the page shows is read from the plot's own data and the DOM's boxes, never from pixels;
+screenshots of each tour step go to $TEST_ARTIFACTS (default /tmp/embedding-explorer-artifacts)
+for a person to look at.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from PIL import Image
+
+from core.tour import STEPS
+from tests.browser import PLOT, open_at, rows, settle
+
+pytestmark = pytest.mark.browser
+
+ARTIFACTS = Path(os.environ.get("TEST_ARTIFACTS", "/tmp/embedding-explorer-artifacts"))
+
+# every drawn label's box on screen (empty labels have no size)
+LABEL_BOXES = f"""() => [...{PLOT}.querySelectorAll('.scatterlayer .textpoint text')]
+    .map(t => t.getBoundingClientRect()).filter(r => r.width > 0 && r.height > 0)
+    .map(r => [r.left, r.top, r.right, r.bottom])"""
+# for each point group drawn: its spread in pixels as a share of its own panel's width and height
+GROUP_SPANS = f"""() => {{
+    const gd = {PLOT}, L = gd._fullLayout, out = {{}};
+    for (const t of gd._fullData) {{
+        if (!['token', 'position', 'segment', 'sum', 'output'].includes(t.name) || t.visible !== true) continue;
+        const xa = L[t.xaxis.replace('x', 'xaxis')], ya = L[t.yaxis.replace('y', 'yaxis')];
+        const xs = Array.from(t.x, v => xa.l2p(v)), ys = Array.from(t.y, v => ya.l2p(v));
+        if (xs.length < 2) continue;
+        out[t.name] = [(Math.max(...xs) - Math.min(...xs)) / xa._length, (Math.max(...ys) - Math.min(...ys)) / ya._length];
+    }}
+    return out;
+}}"""
+
+
+def _overlaps(boxes: list[list[float]], slack: float = 0.5) -> list[tuple]:
+    found = []
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            if a[0] < b[2] - slack and b[0] < a[2] - slack and a[1] < b[3] - slack and b[1] < a[3] - slack:
+                found.append((a, b))
+    return found
+
+
+def _in_view(page, selector: str) -> bool:
+    box = page.locator(selector).first.bounding_box()
+    size = page.viewport_size
+    return box is not None and box["y"] >= 0 and box["y"] + box["height"] <= size["height"] \
+        and box["x"] >= 0 and box["x"] + box["width"] <= size["width"]
+
+
+@pytest.fixture()
+def open_page(browser, app_url):
+    contexts: list = []
+    yield lambda query="", viewport=(1400, 1000): open_at(browser, app_url, query, viewport, contexts)
+    for context in contexts:
+        context.close()
+
+
+@pytest.mark.parametrize("viewport, presenter", [((1920, 1080), True), ((1440, 900), False)],
+                         ids=["presenter-1920x1080", "1440x900"])
+def test_a_lecture_every_tour_step_is_readable(open_page, viewport, presenter):
+    page = open_page("presenter=1" if presenter else "", viewport)
+    page.get_by_role("tab", name="Tour").click()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    for number, step in enumerate(STEPS, 1):
+        page.locator("#tour-next").click()
+        page.wait_for_function(
+            f"() => document.querySelector('#tour-text').innerText.includes('Step {number} of')", timeout=60_000)
+        settle(page)
+        page.screenshot(path=str(ARTIFACTS / f"tour-{viewport[0]}x{viewport[1]}-step{number}.png"))
+        # the step's text and its buttons are on screen, not scrolled away
+        for selector in ("#tour-next", "#tour-previous", "#tour-text"):
+            assert _in_view(page, selector), f"step {number}: {selector} is out of view"
+        if step.view.view != "plane":
+            continue
+        assert _overlaps(page.evaluate(LABEL_BOXES)) == [], f"step {number}: labels overlap"
+        for group, (width, height) in page.evaluate(GROUP_SPANS).items():
+            assert max(width, height) >= 0.1, f"step {number}: the {group} points are a blob ({width:.2f}, {height:.2f})"
+        names = page.evaluate(f"() => {PLOT}.data.map(t => [t.name, t.type])")
+        if any(name == "vocabulary" for name, _ in names):
+            order = [name for name, _ in names]
+            kinds = dict(names)
+            assert order.index("vocabulary") < order.index("token"), "the background must be drawn first"
+            assert kinds["vocabulary"] == kinds["token"], "WebGL draws over SVG: both must share a renderer"
+    if presenter:
+        height = page.evaluate(f"() => {PLOT}.getBoundingClientRect().height")
+        assert height >= 0.6 * viewport[1], f"the plot is {height:.0f} px tall on a {viewport[1]} px screen"
+    assert page.errors == []
+
+
+def test_the_main_controls_are_a_few_tabs_from_sentence_b(open_page):
+    page = open_page()
+    page.locator("#sentence-b textarea").focus()
+    reached = []
+    for _ in range(12):
+        page.keyboard.press("Tab")
+        reached.append(page.evaluate("() => document.activeElement.closest('[id]')?.id || ''"))
+        if reached[-1] == "groups":
+            break
+    assert "groups" in reached, f"12 Tabs from sentence B reached only {reached}"
+    outline = page.evaluate("() => getComputedStyle(document.activeElement).outlineStyle")
+    assert outline != "none", "the focused control must show it"
+
+
+def test_on_a_phone_the_controls_follow_the_plot(open_page):
+    page = open_page(viewport=(390, 844))
+    plot = page.locator("#embed-plot").bounding_box()
+    controls = page.locator("#controls").bounding_box()
+    assert controls["y"] - plot["y"] <= 2 * 844, "the controls must be within two screen heights of the plot"
+    assert page.evaluate("() => getComputedStyle(document.querySelector('#embed-plot .modebar-container')"
+                         " || document.body).display") in ("none", "block")
+    assert page.evaluate(f"() => {PLOT}.getBoundingClientRect().width") <= 390
+
+
+def test_the_png_is_the_plot_on_screen_three_times_over(open_page):
+    page = open_page()
+    width, height = page.evaluate(f"() => [{PLOT}._fullLayout.width, {PLOT}._fullLayout.height]")
+    with page.expect_download(timeout=60_000) as download:
+        page.locator("#export-png").click()
+    image = Image.open(io.BytesIO(download.value.path().read_bytes()))
+    assert image.format == "PNG" and image.size == (3 * width, 3 * height)
+    on_screen = page.evaluate(f"() => {PLOT}.getBoundingClientRect().width")
+    assert abs(on_screen - width) <= 2
+
+
+def test_search_finds_a_word_that_is_not_in_the_sentences(open_page):
+    page = open_page("source=bert&groups=token&basis=vocabulary")
+    page.locator("#search-panel").get_by_text("Search the vocabulary").click()
+    page.locator("#vocab-search textarea, #vocab-search input").first.fill("monarch")
+    page.wait_for_function(f"() => {PLOT}.data.some(t => t.name === 'search')", timeout=60_000)
+    settle(page)
+    info = page.locator("#search-info").inner_text()
+    assert "monarch" in page.locator("#search-hits").inner_text()
+    assert "Nearest to" in info and ("king" in info or "throne" in info or "queen" in info)
+
+
+def test_three_d_shows_the_same_points_on_three_axes(open_page):
+    page = open_page(f"a={quote('the cat sat')}&b=")
+    count = f"() => Object.fromEntries({PLOT}._fullData.filter(t => t.x).map(t => [t.name, t.x.length]))"
+    flat = page.evaluate(count)
+    page.locator("#three-d input").check()
+    page.wait_for_function(f"() => {PLOT}._fullLayout.scene !== undefined && {PLOT}.data[0].type === 'scatter3d'",
+                           timeout=60_000)
+    settle(page)
+    scene = page.evaluate(f"() => Object.keys({PLOT}._fullLayout.scene).filter(k => k.endsWith('axis'))")
+    assert {"xaxis", "yaxis", "zaxis"} <= set(scene)
+    deep = page.evaluate(count)
+    assert {name: deep[name] for name in flat if name in deep} == flat
+
+
+def test_the_listing_s_layer_draws_its_outputs_at_plus_minus_one(open_page):
+    page = open_page()
+    page.get_by_role("tab", name="Tables").click()
+    page.locator("#listing-defaults").click()
+    page.wait_for_function(f"() => {PLOT}.layout.xaxis.title.text.includes('dim 0')", timeout=60_000)
+    settle(page)
+    outputs = page.evaluate(
+        f"() => {{ const t = {PLOT}._fullData.find(t => t.name === 'output'); return [Array.from(t.x), Array.from(t.y)]; }}")
+    for x, y in zip(*outputs, strict=True):
+        assert abs(abs(x) - 1) < 1e-3 and abs(abs(y) - 1) < 1e-3 and x * y < 0
+
+
+def test_tip_to_tail_follows_the_selected_token_only(open_page):
+    page = open_page(f"a={quote('the cat sat on the mat')}&b=&arrows=1&token=2")
+    path = page.evaluate(f"() => Array.from({PLOT}._fullData.find(t => t.name === 'addition path').x)")
+    assert sum(value is None for value in path) <= 1  # one polyline: the selected token's
+
+
+def test_the_loss_curve_grows_while_training_runs(open_page):
+    page = open_page()
+    page.get_by_role("tab", name="Train").click()
+    page.locator("#train-steps input").fill("1500")
+    page.locator("#train-button").click()
+    page.wait_for_function(
+        "() => { const p = document.querySelector('#loss-plot .js-plotly-plot');"
+        " return p && p.data.length && document.querySelector('#train-summary').innerText.includes('Training'); }",
+        timeout=120_000)
+    assert "Trained" not in page.locator("#train-summary").inner_text()  # drawn before the end
+    page.wait_for_function("() => document.querySelector('#train-summary').innerText.includes('Trained 1500')",
+                           timeout=180_000)
+
+
+def test_a_group_hidden_from_the_legend_stays_hidden_while_typing(open_page):
+    page = open_page()
+    page.locator("#embed-plot .legend .traces").filter(has_text="position").first.click()
+    page.wait_for_function(
+        f"() => {PLOT}._fullData.find(t => t.name === 'position').visible === 'legendonly'", timeout=10_000)
+    page.locator("#sentence-a textarea").fill("A zebra sat on the mat.")
+    page.wait_for_function(f"() => {PLOT}.data.some(t => (t.hovertext || []).some(h => h.startsWith('zebra')))",
+                           timeout=60_000)
+    settle(page)
+    assert page.evaluate(f"() => {PLOT}._fullData.find(t => t.name === 'position').visible") == "legendonly"
+    assert page.evaluate(f"() => {rows('token-table')}") > 0
