@@ -88,7 +88,7 @@ def ensure_haproxy() -> str:
 def haproxy_config(host: str, port: int, workers: list[int], *, log_requests: bool = False) -> str:
     """The load balancer for one machine: sticky by cookie, long timeouts for gradio's event streams."""
     servers = "\n".join(
-        f"    server w{i} 127.0.0.1:{p} cookie w{i} check inter 2s fall 3 rise 1" for i, p in enumerate(workers, 1)
+        f"    server w{i} 127.0.0.1:{p} cookie w{i} check" for i, p in enumerate(workers, 1)
     )
     bind = f"{host}:{port}" if host not in ("", "0.0.0.0") else f"*:{port}"
     logging = "    option httplog" if log_requests else "    option httplog\n    option dontlog-normal"
@@ -114,6 +114,10 @@ defaults
     timeout http-request 30s
     timeout http-keep-alive 30s
     timeout queue 60s
+    # a busy worker answers its check late but is alive: only a minute without answers marks it
+    # down; a dead one refuses the connection at once and is down within seconds
+    timeout check 20s
+    default-server inter 3s fastinter 1s downinter 2s fall 3 rise 1
 
 frontend class
     bind {bind}

@@ -105,6 +105,7 @@ def test_the_generated_configuration_is_sticky_with_long_timeouts():
     assert "server w1 127.0.0.1:7861 cookie w1" in config and "server w2 127.0.0.1:7862 cookie w2" in config
     assert "timeout server 1h" in config and "timeout tunnel 1h" in config
     assert "bind *:7860" in config
+    assert "timeout check 20s" in config  # a worker busy with a class is not taken for a dead one
 
 
 def worker_of(response: httpx.Response) -> str | None:
