@@ -112,7 +112,7 @@ class CallFailed(Exception):
     pass
 
 
-async def embed_queue(http: httpx.AsyncClient, endpoint: Endpoint, session_hash: str, text: str) -> None:
+async def embed_queue(http: httpx.AsyncClient, endpoint: Endpoint, session_hash: str, text: str) -> int:
     """The page's protocol: join the queue, then read the session's event stream to our answer."""
     join = await http.post(
         "gradio_api/queue/join",
@@ -122,9 +122,10 @@ async def embed_queue(http: httpx.AsyncClient, endpoint: Endpoint, session_hash:
     if join.status_code != 200:
         raise CallFailed(f"join: HTTP {join.status_code}")
     event_id = join.json()["event_id"]
-    ours, done = f'"event_id":"{event_id}"', False
+    ours, done, messages = f'"event_id":"{event_id}"', False, 0
     async with http.stream("GET", "gradio_api/queue/data", params={"session_hash": session_hash}) as stream:
         async for line in stream.aiter_lines():
+            messages += line.startswith("data:")
             # found by substring, not parsed: the answer's plot is tens of KB the generator need not read
             if '"close_stream"' in line and done:
                 break
@@ -135,23 +136,25 @@ async def embed_queue(http: httpx.AsyncClient, endpoint: Endpoint, session_hash:
                 done = True
     if not done:
         raise CallFailed("the event stream closed without an answer")
+    return messages
 
 
-async def embed_call(http: httpx.AsyncClient, endpoint: Endpoint, session_hash: str, text: str) -> None:
+async def embed_call(http: httpx.AsyncClient, endpoint: Endpoint, session_hash: str, text: str) -> int:
     """Gradio's REST route: POST the call, then read its own event stream."""
     posted = await http.post("gradio_api/call/embed", json={"data": endpoint.values(sentence_a=text, sentence_b="")})
     if posted.status_code != 200:
         raise CallFailed(f"call: HTTP {posted.status_code}")
     event_id = posted.json()["event_id"]
-    event = None
+    event, messages = None, 0
     async with http.stream("GET", f"gradio_api/call/embed/{event_id}") as stream:
         async for line in stream.aiter_lines():
             if line.startswith("event:"):
                 event = line[6:].strip()
+                messages += 1
             elif line.startswith("data:") and event in ("complete", "error"):
                 if event == "error":
                     raise CallFailed(f"app error: {line[5:].strip()[:200]}")
-                return
+                return messages
     raise CallFailed("the event stream closed without an answer")
 
 
@@ -166,7 +169,14 @@ class Tally:
     latencies: list[float] = field(default_factory=list)  # key to answer, keys typed in the window
     keys: int = 0  # keys typed in the window
     updates: int = 0  # answers received in the window
+    messages: int = 0  # event-stream messages those answers took (status estimates, starts, the answer)
+    typing: float = 0.0  # seconds students spent in the window with their page loaded
     errors: list[str] = field(default_factory=list)
+
+    @property
+    def keys_per_second(self) -> float:
+        """The demand: keystrokes per second of one student whose page has loaded."""
+        return self.keys / self.typing if self.typing else 0.0
 
 
 class Student:
@@ -193,6 +203,8 @@ class Student:
             except httpx.HTTPError as error:
                 self.tally.errors.append(f"page: {error!r}"[:200])
                 return
+            loaded = time.monotonic()
+            self.tally.typing += max(0.0, self.window[1] - max(self.window[0], loaded))
             sender = asyncio.create_task(self.sender(http))
             try:
                 await self.typist(stop_at)
@@ -228,7 +240,7 @@ class Student:
             self.changed.clear()
             keys, self.pending, self.busy = self.pending, [], True
             try:
-                await self.send(http, self.endpoint, self.session_hash, self.text)
+                messages = await self.send(http, self.endpoint, self.session_hash, self.text)
             except (CallFailed, httpx.HTTPError, ValueError, KeyError) as error:
                 self.tally.errors.append(f"student {self.index}: {error!r}"[:200])
                 continue
@@ -237,6 +249,7 @@ class Student:
             answered = time.monotonic()
             if self.window[0] <= answered < self.window[1]:
                 self.tally.updates += 1
+                self.tally.messages += messages
             start, end = self.window
             self.tally.latencies.extend(answered - k for k in keys if start <= k < end)
 
@@ -306,20 +319,21 @@ class Result:
     def row(self) -> str:
         t = self.tally
         if not t.latencies:
-            return f"{self.name:<22} no answers ({len(t.errors)} errors)"
+            return f"{self.name:<34} no answers ({len(t.errors)} errors)"
         p50, p95 = statistics.median(t.latencies), percentile(t.latencies, 0.95)
         cores = os.cpu_count() or 1
         return (
-            f"{self.name:<22} {t.keys:>6} {t.updates:>8} {t.updates / self.duration:>7.1f} {len(t.errors):>6}"
+            f"{self.name:<34} {t.keys:>6} {t.updates:>8} {t.updates / self.duration:>7.1f} {len(t.errors):>6}"
             f" {p50 * 1000:>8.0f} {p95 * 1000:>8.0f} {self.cpu_per_update * 1000:>10.1f}"
             f" {self.server_cpu / self.duration / cores:>8.0%} {self.generator_cpu / self.duration:>9.0%}"
             f" {self.rss_mib:>7.0f} {self.others_cpu / self.duration / cores:>7.0%}"
+            f" {t.messages / max(1, t.updates):>8.1f}"
         )
 
 
 HEADER = (
-    f"{'setup':<22} {'keys':>6} {'updates':>8} {'upd/s':>7} {'errors':>6} {'p50 ms':>8} {'p95 ms':>8}"
-    f" {'CPU ms/upd':>10} {'server':>8} {'generator':>9} {'RSS MiB':>7} {'others':>7}"
+    f"{'setup':<34} {'keys':>6} {'updates':>8} {'upd/s':>7} {'errors':>6} {'p50 ms':>8} {'p95 ms':>8}"
+    f" {'CPU ms/upd':>10} {'server':>8} {'generator':>9} {'RSS MiB':>7} {'others':>7} {'msgs/upd':>8}"
 )
 
 
@@ -351,45 +365,55 @@ def warm(url: str, workers: int) -> None:
 
 
 def measure(setup: str, name: str, students: int, ramp: float, duration: float, protocol: str,
-            seed: int) -> Result:
-    with serving(setup) as (url, processes):
-        warm(url, 1 if setup == "app" else int(setup.removeprefix("lb")))
-        marks: dict[str, float] = {}
-
-        def busy() -> float:  # every process on the machine
-            times = psutil.cpu_times()
-            return times.user + times.system + getattr(times, "nice", 0.0)
-
-        def start() -> None:
-            marks["server"], marks["own"], marks["all"] = cpu_seconds(processes), time.process_time(), busy()
-
-        def end() -> None:
-            marks["server"] = cpu_seconds(processes) - marks["server"]
-            marks["own"] = time.process_time() - marks["own"]
-            marks["all"] = busy() - marks["all"]
-
-        tally = asyncio.run(run_class(url, students, ramp, duration, protocol, seed, start, end))
-        rss = sum(p.memory_info().rss for p in processes if p.is_running()) / 2**20
+            seed: int, light: int = 0) -> list[Result]:
+    """The class on one setup; with `light`, then as many students on the same server, unsaturated."""
     workers = 1 if setup == "app" else int(setup.removeprefix("lb"))
-    others = max(0.0, marks["all"] - marks["server"] - marks["own"])
-    return Result(name, workers, students, duration, tally, marks["server"], marks["own"], rss, others)
+    results = []
+    with serving(setup) as (url, processes):
+        warm(url, workers)
+        for crowd, label in ((students, name), (light, f"{name}, {light} students")):
+            if not crowd:
+                continue
+            marks: dict[str, float] = {}
+
+            def busy() -> float:  # every process on the machine
+                times = psutil.cpu_times()
+                return times.user + times.system + getattr(times, "nice", 0.0)
+
+            def start(marks=marks) -> None:
+                marks["server"], marks["own"], marks["all"] = cpu_seconds(processes), time.process_time(), busy()
+
+            def end(marks=marks) -> None:
+                marks["server"] = cpu_seconds(processes) - marks["server"]
+                marks["own"] = time.process_time() - marks["own"]
+                marks["all"] = busy() - marks["all"]
+
+            tally = asyncio.run(run_class(url, crowd, ramp, duration, protocol, seed, start, end))
+            rss = sum(p.memory_info().rss for p in processes if p.is_running()) / 2**20
+            others = max(0.0, marks["all"] - marks["server"] - marks["own"])
+            results.append(Result(label, workers, crowd, duration, tally, marks["server"], marks["own"], rss, others))
+    return results
 
 
 SETUP_NAMES = {"app": "1 process (app.py)", "lb1": "1 worker + HAProxy", "lb2": "2 workers + HAProxy"}
 
 
 def capacity(results: list[Result], course: int, utilisation: float) -> None:
-    best = min((r for r in results if r.tally.updates), key=lambda r: r.cpu_per_update, default=None)
-    if best is None:
+    answered = [r for r in results if r.tally.updates]
+    if not answered:
         return
-    lb = [r for r in results if r.name.endswith("HAProxy") and r.tally.updates]
-    basis = max(lb, key=lambda r: r.tally.updates) if lb else best
-    keys_per_s = basis.tally.keys / basis.students / basis.duration
+    # the cost of an update where a course should run: below saturation (a long queue costs
+    # gradio extra CPU per update, which a well-sized server never pays); the demand from the full class
+    light = [r for r in answered if r.students < max(x.students for x in answered)]
+    basis = light[-1] if light else answered[-1]
+    full = max(answered, key=lambda r: (r.students, r.tally.typing))
+    keys_per_s = full.tally.keys_per_second
     cpu = basis.cpu_per_update
     cores = course * keys_per_s * cpu / utilisation
     workers = math.ceil(cores)
-    print(f"\nCapacity on paper for {course} students, p95 <= 1 s (from '{basis.name}'):")
-    print(f"  demand: {keys_per_s:.2f} keystrokes/s per student measured over the window (typing and pausing);"
+    print(f"\nCapacity on paper for {course} students, p95 <= 1 s (cost from '{basis.name}',"
+          f" demand from '{full.name}'):")
+    print(f"  demand: {keys_per_s:.2f} keystrokes/s per student with the page loaded (typing and pausing);"
           " every key counted as one /embed update (the most a student sends when answers come quickly)")
     print(f"  cost:   {cpu * 1000:.1f} ms of server CPU per update (workers and HAProxy together)")
     print(f"  model:  cores = {course} x {keys_per_s:.2f} updates/s x {cpu * 1000:.1f} ms / {utilisation:.0%} target"
@@ -413,6 +437,8 @@ def main() -> None:
     parser.add_argument("--protocol", choices=sorted(PROTOCOLS), default="queue")
     parser.add_argument("--compare-protocols", action="store_true",
                         help="first measure both protocols on one process with a quarter of the class")
+    parser.add_argument("--light", type=int, default=10,
+                        help="after the last setup's class, this many students on it again: the unsaturated cost")
     parser.add_argument("--course", type=int, default=500, help="students the capacity estimate is for")
     parser.add_argument("--utilisation", type=float, default=0.6, help="target CPU utilisation for the estimate")
     parser.add_argument("--seed", type=int, default=0)
@@ -428,25 +454,27 @@ def main() -> None:
         print(f"\nprotocols, on one process, {few} students:")
         print(HEADER)
         for protocol in sorted(PROTOCOLS):
-            result = measure("app", f"{protocol}", few, args.ramp, args.duration, protocol, args.seed)
+            [result] = measure("app", f"{protocol}", few, args.ramp, args.duration, protocol, args.seed)
             print(result.row(), flush=True)
             gen = result.generator_cpu / max(1, result.tally.updates) * 1000
-            print(f"{'':<22} generator {gen:.1f} ms CPU per update", flush=True)
+            print(f"{'':<34} generator {gen:.1f} ms CPU per update", flush=True)
 
     results = []
     print(f"\n/embed via '{args.protocol}':")
     print(HEADER, flush=True)
-    for setup in args.setups.split(","):
-        setup = setup.strip()
+    setups = [x.strip() for x in args.setups.split(",") if x.strip()]
+    for setup in setups:
         name = SETUP_NAMES.get(setup, f"{setup.removeprefix('lb')} workers + HAProxy")
-        result = measure(setup, name, args.students, args.ramp, args.duration, args.protocol, args.seed)
-        results.append(result)
-        print(result.row(), flush=True)
-        for error in result.tally.errors[:3]:
-            print(f"  {error}")
+        light = args.light if setup == setups[-1] else 0
+        for result in measure(setup, name, args.students, args.ramp, args.duration, args.protocol, args.seed, light):
+            results.append(result)
+            print(result.row(), flush=True)
+            for error in result.tally.errors[:3]:
+                print(f"  {error}")
     print("  keys: keystrokes typed in the window; p50/p95: key to the first answer showing it; CPU ms/upd:"
           " server CPU per answered update; server: share of all cores; generator: this script's CPU,"
-          " share of one core; others: every other process on the machine, share of all cores")
+          " share of one core; others: every other process on the machine, share of all cores;"
+          " msgs/upd: event-stream messages a student received per answer")
     capacity(results, args.course, args.utilisation)
 
 
