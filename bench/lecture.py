@@ -421,6 +421,10 @@ def capacity(results: list[Result], course: int, utilisation: float) -> None:
     print(f"          (at {utilisation:.0%} utilisation a core's queue stays short: waits are a few updates of"
           f" ~{cpu * 1000:.0f} ms, far under 1 s; the page adds ~0.4 s of its own drawing)")
     per_worker = basis.rss_mib / basis.workers
+    for rate in (2.0, 1.0):
+        if rate < keys_per_s:
+            print(f"          at {rate:.0f} update(s)/s per student (keys coalesced while the page redraws):"
+                  f" {course * rate * cpu / utilisation:.0f} cores")
     for machine in (8, 16, 32, 64):
         machines = math.ceil(cores / machine)
         print(f"  on {machine:>2}-core machines: {machines} machine(s), {workers} workers, about"

@@ -107,6 +107,9 @@ defaults
     option forwardfor
     option redispatch          # a worker that is down: its visitors go to another one
     retries 2
+    # a worker closes an idle kept-alive connection after 5 s; a request that meets that close
+    # was never read, so it is sent again instead of failing
+    retry-on conn-failure empty-response
     timeout connect 5s
     timeout client 1h          # gradio streams events (SSE) and heartbeats on open requests
     timeout server 1h
