@@ -1,7 +1,7 @@
 # the two commands of the README: `make run` and `make test`, each installing what it needs
 PYTHON ?= python3
 
-.PHONY: run test install install-dev chromium lint bench bench-quick
+.PHONY: run test install install-dev chromium lint bench bench-quick class
 
 run: install
 	$(PYTHON) app.py
@@ -30,3 +30,10 @@ bench: install-dev chromium
 
 bench-quick: install-dev chromium
 	$(PYTHON) bench/run.py --quick
+
+# a class on one machine: one app process per core behind HAProxy (installed when missing and run as root);
+# WORKERS=4 PORT=8000 make class to change them
+WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
+PORT ?= 7860
+class: install
+	$(PYTHON) deploy/serve.py --workers $(WORKERS) --port $(PORT)

@@ -1,0 +1,499 @@
+"""A class typing at human speed: key-to-answer latency and server CPU per update, then capacity on paper.
+
+    python bench/lecture.py [--students 100] [--duration 90] [--quick] [--setups app,lb1,lb2]
+                            [--protocol queue|call] [--compare-protocols]
+
+Each simulated student loads the page (which gives it the balancer's sticky cookie), then
+types sentences into sentence A at human speed: a keystroke every 150-250 ms inside a word
+and 250-400 ms before a space (words in bursts), a 2-6 s pause after each sentence to look
+at the plot, then a new sentence. Like the page (`trigger_mode="always_last"`), a student
+sends its next `/embed` update only when the last one has returned, carrying the newest
+text; a keystroke's latency is the time from the key to the first answer that includes it.
+
+Setups (--setups), each measured over the same --duration after a ramp:
+
+- app: one process, `python app.py` (bench/appserver.py);
+- lb1, lb2: 1 and 2 workers behind HAProxy, started by deploy/serve.py's ClassServer.
+
+Server CPU is every server process's CPU time (workers and HAProxy) over the measured
+window, divided by the updates answered in it. The load generator is one asyncio thread with
+one httpx connection pool per student; its own CPU time is printed beside the server's so
+you can see the server, not the generator, is the bottleneck (--protocol picks the route:
+`queue`, the page's own queue/join + queue/data event stream, or gradio's REST
+`/gradio_api/call/embed`; --compare-protocols measures both on one process first).
+
+Finally it prints, from the measured CPU per update, how many cores and machines a course
+of --course students needs for p95 <= 1 s:
+
+    cores = students x updates/s per student x CPU s per update / target utilisation
+
+with updates/s per student taken as the keystroke rate (every key an update: the most a
+student can ask for when answers come quickly) and a target utilisation of 60%.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import math
+import os
+import random
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.appserver import launched_app  # noqa: E402
+from deploy.serve import ClassServer, free_port  # noqa: E402
+
+WORDS = (
+    "elephant", "violin", "tractor", "mountain", "umbrella", "piano", "volcano", "guitar", "dragon", "castle",
+    "river", "garden", "teacher", "lunch", "window", "forest", "rocket", "candle", "island", "bridge",
+)
+TEMPLATES = (
+    "the {w} sat quietly on the old mat",
+    "my {w} likes warm green tea in the morning",
+    "a small {w} walked along the river bank",
+    "we saw the {w} near the station today",
+    "every {w} needs a name and a place",
+)
+IN_WORD, BEFORE_SPACE, BETWEEN_SENTENCES = (0.15, 0.25), (0.25, 0.40), (2.0, 6.0)
+
+
+def typing_rate() -> float:
+    """Keystrokes per second of the typing model on average (clearing the box counts as one)."""
+    mean = lambda bounds: sum(bounds) / 2  # noqa: E731
+    keys = seconds = 0.0
+    for template in TEMPLATES:
+        for word in WORDS:
+            sentence = template.format(w=word)
+            spaces = sentence.count(" ")
+            keys += len(sentence) + 1
+            seconds += spaces * mean(BEFORE_SPACE) + (len(sentence) - spaces) * mean(IN_WORD) + mean(BETWEEN_SENTENCES)
+    return keys / seconds
+
+
+# the app's /embed, discovered at run time
+
+
+@dataclass
+class Endpoint:
+    fn_index: int
+    parameters: list[str]  # the API's parameter names, in order
+    defaults: list  # their defaults
+    state_slots: list[bool]  # the event's inputs in order: True where the input is a gr.State
+
+    @classmethod
+    def discover(cls, url: str, api_name: str = "embed") -> Endpoint:
+        config = httpx.get(f"{url}config", timeout=30).raise_for_status().json()
+        info = httpx.get(f"{url}gradio_api/info", timeout=30).raise_for_status().json()
+        dependency = next(d for d in config["dependencies"] if d.get("api_name") == api_name)
+        types = {c["id"]: c.get("type") for c in config["components"]}
+        parameters = info["named_endpoints"][f"/{api_name}"]["parameters"]
+        return cls(
+            dependency["id"],
+            [p["parameter_name"] for p in parameters],
+            [p.get("parameter_default") for p in parameters],
+            [types[i] == "state" for i in dependency["inputs"]],
+        )
+
+    def values(self, **given) -> list:
+        """The API's parameters in order: the given ones, the rest at their defaults."""
+        unknown = set(given) - set(self.parameters)
+        if unknown:
+            raise SystemExit(f"/embed has no parameter(s) {sorted(unknown)}; it has {self.parameters}")
+        return [given.get(name, default) for name, default in zip(self.parameters, self.defaults, strict=True)]
+
+    def queue_data(self, **given) -> list:
+        """The queue's data: every input of the event, None where the server holds the session's state."""
+        values = iter(self.values(**given))
+        return [None if state else next(values) for state in self.state_slots]
+
+
+class CallFailed(Exception):
+    pass
+
+
+async def embed_queue(http: httpx.AsyncClient, endpoint: Endpoint, session_hash: str, text: str) -> int:
+    """The page's protocol: join the queue, then read the session's event stream to our answer."""
+    join = await http.post(
+        "gradio_api/queue/join",
+        json={"data": endpoint.queue_data(sentence_a=text, sentence_b=""), "fn_index": endpoint.fn_index,
+              "session_hash": session_hash},
+    )
+    if join.status_code != 200:
+        raise CallFailed(f"join: HTTP {join.status_code}")
+    event_id = join.json()["event_id"]
+    ours, done, messages = f'"event_id":"{event_id}"', False, 0
+    async with http.stream("GET", "gradio_api/queue/data", params={"session_hash": session_hash}) as stream:
+        async for line in stream.aiter_lines():
+            messages += line.startswith("data:")
+            # found by substring, not parsed: the answer's plot is tens of KB the generator need not read
+            if '"close_stream"' in line and done:
+                break
+            if line.startswith("data:") and '"process_completed"' in line[:40] and ours in line[:100]:
+                if '"success":true' not in line:  # the plot inside is an escaped string: no false match
+                    error = json.loads(line[5:]).get("output", {}).get("error")
+                    raise CallFailed(f"app error: {error!r}")
+                done = True
+    if not done:
+        raise CallFailed("the event stream closed without an answer")
+    return messages
+
+
+async def embed_call(http: httpx.AsyncClient, endpoint: Endpoint, session_hash: str, text: str) -> int:
+    """Gradio's REST route: POST the call, then read its own event stream."""
+    posted = await http.post("gradio_api/call/embed", json={"data": endpoint.values(sentence_a=text, sentence_b="")})
+    if posted.status_code != 200:
+        raise CallFailed(f"call: HTTP {posted.status_code}")
+    event_id = posted.json()["event_id"]
+    event, messages = None, 0
+    async with http.stream("GET", f"gradio_api/call/embed/{event_id}") as stream:
+        async for line in stream.aiter_lines():
+            if line.startswith("event:"):
+                event = line[6:].strip()
+                messages += 1
+            elif line.startswith("data:") and event in ("complete", "error"):
+                if event == "error":
+                    raise CallFailed(f"app error: {line[5:].strip()[:200]}")
+                return messages
+    raise CallFailed("the event stream closed without an answer")
+
+
+PROTOCOLS = {"queue": embed_queue, "call": embed_call}
+
+
+# the class
+
+
+@dataclass
+class Tally:
+    latencies: list[float] = field(default_factory=list)  # key to answer, keys typed in the window
+    keys: int = 0  # keys typed in the window
+    updates: int = 0  # answers received in the window
+    messages: int = 0  # event-stream messages those answers took (status estimates, starts, the answer)
+    typing: float = 0.0  # seconds students spent in the window with their page loaded
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def keys_per_second(self) -> float:
+        """The demand: keystrokes per second of one student whose page has loaded."""
+        return self.keys / self.typing if self.typing else 0.0
+
+
+class Student:
+    def __init__(self, index: int, url: str, endpoint: Endpoint, protocol: str, tally: Tally, window, seed: int):
+        self.index, self.url, self.endpoint, self.tally, self.window = index, url, endpoint, tally, window
+        self.send = PROTOCOLS[protocol]
+        self.rng = random.Random(seed * 1000 + index)
+        self.text, self.pending = "", []  # the box's text, and the times of keys no answer has shown yet
+        self.changed = asyncio.Event()
+        self.busy = False  # an update is on its way
+        self.session_hash = uuid.uuid4().hex[:11]
+
+    def sentences(self) -> Iterator[str]:
+        word = WORDS[self.index % len(WORDS)]
+        while True:
+            yield self.rng.choice(TEMPLATES).format(w=word)
+
+    async def run(self, start_in: float, stop_at: float) -> None:
+        limits = httpx.Limits(max_connections=4, max_keepalive_connections=4)
+        async with httpx.AsyncClient(base_url=self.url, timeout=httpx.Timeout(120, connect=30), limits=limits) as http:
+            await asyncio.sleep(start_in)
+            try:
+                (await http.get("")).raise_for_status()  # the page: the balancer's sticky cookie comes with it
+            except httpx.HTTPError as error:
+                self.tally.errors.append(f"page: {error!r}"[:200])
+                return
+            loaded = time.monotonic()
+            self.tally.typing += max(0.0, self.window[1] - max(self.window[0], loaded))
+            sender = asyncio.create_task(self.sender(http))
+            try:
+                await self.typist(stop_at)
+            finally:
+                await self.drain(sender)
+
+    async def typist(self, stop_at: float) -> None:
+        for sentence in self.sentences():
+            self.text = ""
+            self.key()  # the box cleared for a new sentence: a change like any other
+            for char in sentence:
+                gap = self.rng.uniform(*(BEFORE_SPACE if char == " " else IN_WORD))
+                if time.monotonic() + gap >= stop_at:
+                    return
+                await asyncio.sleep(gap)
+                self.text += char
+                self.key()
+            pause = self.rng.uniform(*BETWEEN_SENTENCES)
+            if time.monotonic() + pause >= stop_at:
+                return
+            await asyncio.sleep(pause)
+
+    def key(self) -> None:
+        now = time.monotonic()
+        self.pending.append(now)
+        if self.window[0] <= now < self.window[1]:
+            self.tally.keys += 1
+        self.changed.set()
+
+    async def sender(self, http: httpx.AsyncClient) -> None:
+        while True:
+            await self.changed.wait()
+            self.changed.clear()
+            keys, self.pending, self.busy = self.pending, [], True
+            try:
+                messages = await self.send(http, self.endpoint, self.session_hash, self.text)
+            except (CallFailed, httpx.HTTPError, ValueError, KeyError) as error:
+                self.tally.errors.append(f"student {self.index}: {error!r}"[:200])
+                continue
+            finally:
+                self.busy = False
+            answered = time.monotonic()
+            if self.window[0] <= answered < self.window[1]:
+                self.tally.updates += 1
+                self.tally.messages += messages
+            start, end = self.window
+            self.tally.latencies.extend(answered - k for k in keys if start <= k < end)
+
+    async def drain(self, sender: asyncio.Task) -> None:
+        """After the last key: wait (bounded) for the answer that shows it, then stop the sender."""
+        deadline = time.monotonic() + 120
+        while (self.pending or self.busy) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        sender.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sender
+
+
+async def run_class(url: str, students: int, ramp: float, duration: float, protocol: str, seed: int,
+                    on_window_start, on_window_end) -> Tally:
+    endpoint = Endpoint.discover(url)
+    tally = Tally()
+    began = time.monotonic()
+    window = (began + ramp, began + ramp + duration)
+    rng = random.Random(seed)
+    crowd = [Student(i, url, endpoint, protocol, tally, window, seed) for i in range(students)]
+    tasks = [asyncio.create_task(s.run(rng.uniform(0, ramp * 0.8), window[1])) for s in crowd]
+
+    async def marks() -> None:
+        await asyncio.sleep(max(0.0, window[0] - time.monotonic()))
+        on_window_start()
+        await asyncio.sleep(max(0.0, window[1] - time.monotonic()))
+        on_window_end()
+
+    await asyncio.gather(marks(), *tasks)
+    return tally
+
+
+# measuring one setup
+
+
+def cpu_seconds(processes: list[psutil.Process]) -> float:
+    total = 0.0
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            times = process.cpu_times()
+            total += times.user + times.system
+    return total
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+@dataclass
+class Result:
+    name: str
+    workers: int
+    students: int
+    duration: float
+    tally: Tally
+    server_cpu: float
+    generator_cpu: float
+    rss_mib: float
+    others_cpu: float  # CPU seconds of everything else on the machine in the window
+
+    @property
+    def cpu_per_update(self) -> float:
+        return self.server_cpu / max(1, self.tally.updates)
+
+    def row(self) -> str:
+        t = self.tally
+        if not t.latencies:
+            return f"{self.name:<34} no answers ({len(t.errors)} errors)"
+        p50, p95 = statistics.median(t.latencies), percentile(t.latencies, 0.95)
+        cores = os.cpu_count() or 1
+        return (
+            f"{self.name:<34} {t.keys:>6} {t.updates:>8} {t.updates / self.duration:>7.1f} {len(t.errors):>6}"
+            f" {p50 * 1000:>8.0f} {p95 * 1000:>8.0f} {self.cpu_per_update * 1000:>10.1f}"
+            f" {self.server_cpu / self.duration / cores:>8.0%} {self.generator_cpu / self.duration:>9.0%}"
+            f" {self.rss_mib:>7.0f} {self.others_cpu / self.duration / cores:>7.0%}"
+            f" {t.messages / max(1, t.updates):>8.1f}"
+        )
+
+
+HEADER = (
+    f"{'setup':<34} {'keys':>6} {'updates':>8} {'upd/s':>7} {'errors':>6} {'p50 ms':>8} {'p95 ms':>8}"
+    f" {'CPU ms/upd':>10} {'server':>8} {'generator':>9} {'RSS MiB':>7} {'others':>7} {'msgs/upd':>8}"
+)
+
+
+@contextlib.contextmanager
+def serving(setup: str) -> Iterator[tuple[str, list[psutil.Process]]]:
+    if setup == "app":
+        with launched_app() as (url, process):
+            yield url, [process]
+        return
+    workers = int(setup.removeprefix("lb"))
+    with ClassServer(workers, port=free_port(), host="127.0.0.1", first_worker_port=0) as server:
+        yield server.url, [psutil.Process(p.pid) for p in server.processes()]
+
+
+def warm(url: str, workers: int) -> None:
+    """One update on every worker (each fresh client gets the least busy one), so no cold start is measured."""
+    endpoint = Endpoint.discover(url)
+
+    async def once() -> None:
+        clients = [httpx.AsyncClient(base_url=url, timeout=120) for _ in range(max(2, 2 * workers))]
+        try:
+            for http in clients:
+                await http.get("")
+            await asyncio.gather(*(embed_queue(h, endpoint, uuid.uuid4().hex[:11], "warm up") for h in clients))
+        finally:
+            await asyncio.gather(*(h.aclose() for h in clients))
+
+    asyncio.run(once())
+
+
+def measure(setup: str, name: str, students: int, ramp: float, duration: float, protocol: str,
+            seed: int, light: int = 0) -> list[Result]:
+    """The class on one setup; with `light`, then as many students on the same server, unsaturated."""
+    workers = 1 if setup == "app" else int(setup.removeprefix("lb"))
+    results = []
+    with serving(setup) as (url, processes):
+        warm(url, workers)
+        for crowd, label in ((students, name), (light, f"{name}, {light} students")):
+            if not crowd:
+                continue
+            marks: dict[str, float] = {}
+
+            def busy() -> float:  # every process on the machine
+                times = psutil.cpu_times()
+                return times.user + times.system + getattr(times, "nice", 0.0)
+
+            def start(marks=marks) -> None:
+                marks["server"], marks["own"], marks["all"] = cpu_seconds(processes), time.process_time(), busy()
+
+            def end(marks=marks) -> None:
+                marks["server"] = cpu_seconds(processes) - marks["server"]
+                marks["own"] = time.process_time() - marks["own"]
+                marks["all"] = busy() - marks["all"]
+
+            tally = asyncio.run(run_class(url, crowd, ramp, duration, protocol, seed, start, end))
+            rss = sum(p.memory_info().rss for p in processes if p.is_running()) / 2**20
+            others = max(0.0, marks["all"] - marks["server"] - marks["own"])
+            results.append(Result(label, workers, crowd, duration, tally, marks["server"], marks["own"], rss, others))
+    return results
+
+
+SETUP_NAMES = {"app": "1 process (app.py)", "lb1": "1 worker + HAProxy", "lb2": "2 workers + HAProxy"}
+
+
+def capacity(results: list[Result], course: int, utilisation: float) -> None:
+    answered = [r for r in results if r.tally.updates]
+    if not answered:
+        return
+    # the cost of an update where a course should run: below saturation (a long queue costs
+    # gradio extra CPU per update, which a well-sized server never pays); the demand from the full class
+    light = [r for r in answered if r.students < max(x.students for x in answered)]
+    basis = light[-1] if light else answered[-1]
+    full = max(answered, key=lambda r: (r.students, r.tally.typing))
+    keys_per_s = typing_rate()
+    cpu = basis.cpu_per_update
+    cores = course * keys_per_s * cpu / utilisation
+    workers = math.ceil(cores)
+    print(f"\nCapacity on paper for {course} students, p95 <= 1 s (cost from '{basis.name}'):")
+    print(f"  demand: {keys_per_s:.2f} keystrokes/s per student, the typing model's average (typing and pausing;"
+          f" {full.tally.keys_per_second:.2f} measured in '{full.name}', lower when this machine delays the timers);"
+          " every key counted as one /embed update (the most a student sends when answers come quickly)")
+    print(f"  cost:   {cpu * 1000:.1f} ms of server CPU per update (workers and HAProxy together)")
+    print(f"  model:  cores = {course} x {keys_per_s:.2f} updates/s x {cpu * 1000:.1f} ms / {utilisation:.0%} target"
+          f" utilisation = {cores:.1f} cores -> {workers} workers (one per core)")
+    print(f"          (at {utilisation:.0%} utilisation a core's queue stays short: waits are a few updates of"
+          f" ~{cpu * 1000:.0f} ms, far under 1 s; the page adds ~0.4 s of its own drawing)")
+    per_worker = basis.rss_mib / basis.workers
+    for rate in (2.0, 1.0):
+        if rate < keys_per_s:
+            print(f"          at {rate:.0f} update(s)/s per student (keys coalesced while the page redraws):"
+                  f" {course * rate * cpu / utilisation:.0f} cores")
+    for machine in (8, 16, 32, 64):
+        machines = math.ceil(cores / machine)
+        print(f"  on {machine:>2}-core machines: {machines} machine(s), {workers} workers, about"
+              f" {workers * per_worker / 1024:.0f} GiB of worker memory in all ({per_worker:.0f} MiB each)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--students", type=int, default=100)
+    parser.add_argument("--duration", type=float, default=90, help="measured seconds per setup")
+    parser.add_argument("--ramp", type=float, default=10, help="seconds for the class to arrive, not measured")
+    parser.add_argument("--quick", action="store_true", help="30 s per setup after a 5 s ramp")
+    parser.add_argument("--setups", default="app,lb1,lb2", help="comma-separated: app, lb1, lb2 (lbN: N workers)")
+    parser.add_argument("--protocol", choices=sorted(PROTOCOLS), default="queue")
+    parser.add_argument("--compare-protocols", action="store_true",
+                        help="first measure both protocols on one process with a quarter of the class")
+    parser.add_argument("--light", type=int, default=10,
+                        help="after the last setup's class, this many students on it again: the unsaturated cost")
+    parser.add_argument("--course", type=int, default=500, help="students the capacity estimate is for")
+    parser.add_argument("--utilisation", type=float, default=0.6, help="target CPU utilisation for the estimate")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    if args.quick:
+        args.duration, args.ramp = 30, 5
+
+    cores = os.cpu_count() or 1
+    print(f"{args.students} students typing at human speed, {args.duration:.0f} s measured per setup after a"
+          f" {args.ramp:.0f} s ramp, on {cores} cores (server and load generator share them)")
+    if args.compare_protocols:
+        few = max(5, args.students // 4)
+        print(f"\nprotocols, on one process, {few} students:")
+        print(HEADER)
+        for protocol in sorted(PROTOCOLS):
+            [result] = measure("app", f"{protocol}", few, args.ramp, args.duration, protocol, args.seed)
+            print(result.row(), flush=True)
+            gen = result.generator_cpu / max(1, result.tally.updates) * 1000
+            print(f"{'':<34} generator {gen:.1f} ms CPU per update", flush=True)
+
+    results = []
+    print(f"\n/embed via '{args.protocol}':")
+    print(HEADER, flush=True)
+    setups = [x.strip() for x in args.setups.split(",") if x.strip()]
+    for setup in setups:
+        name = SETUP_NAMES.get(setup, f"{setup.removeprefix('lb')} workers + HAProxy")
+        light = args.light if setup == setups[-1] else 0
+        for result in measure(setup, name, args.students, args.ramp, args.duration, args.protocol, args.seed, light):
+            results.append(result)
+            print(result.row(), flush=True)
+            for error in result.tally.errors[:3]:
+                print(f"  {error}")
+    print("  keys: keystrokes typed in the window; p50/p95: key to the first answer showing it; CPU ms/upd:"
+          " server CPU per answered update; server: share of all cores; generator: this script's CPU,"
+          " share of one core; others: every other process on the machine, share of all cores;"
+          " msgs/upd: event-stream messages a student received per answer")
+    capacity(results, args.course, args.utilisation)
+
+
+if __name__ == "__main__":
+    main()
