@@ -90,11 +90,10 @@ def build_demo(*, test_hooks: bool | None = None) -> gr.Blocks:
                 viewpanel.layout(page)
                 tablespanel.layout(page)
                 trainpanel.layout(page)
-            with gr.Column(scale=3, elem_id="main-column"):
-                with gr.Tabs(elem_id="views") as page.views:
-                    with gr.Tab(VIEWS["plane"], id="plane", elem_id="tab-plane") as page.plane_tab:
-                        plane.layout(page)
-                    sideviews.layout(page)
+            with gr.Column(scale=3, elem_id="main-column"), gr.Tabs(elem_id="views") as page.views:
+                with gr.Tab(VIEWS["plane"], id="plane", elem_id="tab-plane") as page.plane_tab:
+                    plane.layout(page)
+                sideviews.layout(page)
         events._NOTHING_CHANGED[:] = [page.notice]
         for panel in (plane, sideviews, tourpanel, viewpanel, tablespanel, trainpanel):
             panel.wire(page)
