@@ -36,7 +36,8 @@ GROUP_SPANS = f"""() => {{
         const xa = L[t.xaxis.replace('x', 'xaxis')], ya = L[t.yaxis.replace('y', 'yaxis')];
         const xs = Array.from(t.x, v => xa.l2p(v)), ys = Array.from(t.y, v => ya.l2p(v));
         if (xs.length < 2) continue;
-        out[t.name] = [(Math.max(...xs) - Math.min(...xs)) / xa._length, (Math.max(...ys) - Math.min(...ys)) / ya._length];
+        const spread = (v) => Math.max(...v) - Math.min(...v);
+        out[t.name] = [spread(xs) / xa._length, spread(ys) / ya._length];
     }}
     return out;
 }}"""
@@ -85,7 +86,7 @@ def test_a_lecture_every_tour_step_is_readable(open_page, viewport, presenter):
             continue
         assert _overlaps(page.evaluate(LABEL_BOXES)) == [], f"step {number}: labels overlap"
         for group, (width, height) in page.evaluate(GROUP_SPANS).items():
-            assert max(width, height) >= 0.1, f"step {number}: the {group} points are a blob ({width:.2f}, {height:.2f})"
+            assert max(width, height) >= 0.1, f"step {number}: the {group} points are a blob ({width:.2f}×{height:.2f})"
         names = page.evaluate(f"() => {PLOT}.data.map(t => [t.name, t.type])")
         if any(name == "vocabulary" for name, _ in names):
             order = [name for name, _ in names]
@@ -164,8 +165,8 @@ def test_the_listing_s_layer_draws_its_outputs_at_plus_minus_one(open_page):
     page.locator("#listing-defaults").click()
     page.wait_for_function(f"() => {PLOT}.layout.xaxis.title.text.includes('dim 0')", timeout=60_000)
     settle(page)
-    outputs = page.evaluate(
-        f"() => {{ const t = {PLOT}._fullData.find(t => t.name === 'output'); return [Array.from(t.x), Array.from(t.y)]; }}")
+    outputs = page.evaluate(f"() => {{ const t = {PLOT}._fullData.find(t => t.name === 'output');"
+                            " return [Array.from(t.x), Array.from(t.y)]; }")
     for x, y in zip(*outputs, strict=True):
         assert abs(abs(x) - 1) < 1e-3 and abs(abs(y) - 1) < 1e-3 and x * y < 0
 
