@@ -107,6 +107,7 @@ def build_demo(*, test_hooks: bool | None = None) -> gr.Blocks:
             _test_hooks(page)
     # live updates: two at a time (one per core); heavy work waits in core.live.Jobs, not here
     demo.queue(default_concurrency_limit=2, max_size=None)
+    demo.page = page  # benchmarks call the page's own rendering (ui.render) with its components
     return demo
 
 
