@@ -115,6 +115,8 @@ def export(page, request: gr.Request, sentence_a: str, sentence_b: str) -> dict:
                             asked=("sentence_a", "sentence_b"), outputs=[page.notice])
     live = events.live_of(request)
     view, session = live.view, live.session
+    if (view.sentence_a, view.sentence_b) != (sentence_a or "", sentence_b or ""):
+        return changed  # the sentences were refused (the notice says why): no files of another view
 
     def write() -> list[str]:
         result = render.exploration(view, session)

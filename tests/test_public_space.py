@@ -1,0 +1,299 @@
+"""A public Space meets strangers: hostile links, huge requests, greedy visitors, curious probes.
+
+Every case goes through the launched app (gradio_client over HTTP, or a real Chromium), as a
+stranger's request would:
+
+* a link's names and values are shown as text, never as a link, an image or a form, and the
+  browser never fetches anything they name;
+* the server refuses text over `core.options.MAX_TEXT` before any work, and a refusal changes
+  nothing (`/fingerprint` before and after);
+* one tab holds at most one heavy job, so another visitor waits for at most one job;
+* the tests' own `/fingerprint` endpoint exists only when asked for;
+* exports do not pile up on disk, and a link cannot ask for an unbounded background.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlencode, urlsplit
+
+import pytest
+
+from core.options import LIMITS, MAX_TEXT
+from tests.browser import COUNT_REQUESTS, PLOT, settle
+
+# the tests' /fingerprint endpoint is read when `app` is first imported (by conftest's app_url)
+os.environ.setdefault("EMBEDDING_EXPLORER_TEST_HOOKS", "1")
+
+ROOT = Path(__file__).resolve().parents[1]
+HUGE = "word " * 1_000_000  # 5,000,000 characters
+LIMIT_TEXT = f"{MAX_TEXT:,}"  # "10,000", as every message writes it
+EXPORT_BUDGET = 15 * 2**20  # bytes 12 exports may leave behind
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+
+def api_outputs(client, api: str) -> list[str | None]:
+    """The elem_ids of an endpoint's outputs, in the order gradio_client returns them (it leaves
+    out components hidden from the API, such as tabs)."""
+    components = {c["id"]: c for c in client.config["components"]}
+    (dependency,) = [d for d in client.config["dependencies"] if d.get("api_name") == api]
+    return [components[i].get("props", {}).get("elem_id") for i in dependency["outputs"]
+            if not components[i].get("skip_api", False)]
+
+
+def output(client, api: str, result, elem_id: str):
+    values = result if isinstance(result, tuple | list) else (result,)
+    return values[api_outputs(client, api).index(elem_id)]
+
+
+def text_of(value) -> str:
+    """An output's text; "" when the event left it unchanged (gradio sends an update marker)."""
+    return value if isinstance(value, str) else ""
+
+
+def fingerprint(client) -> str:
+    return client.predict(api_name="/fingerprint")
+
+
+def new_client(app_url):
+    from gradio_client import Client
+
+    return Client(app_url, verbose=False)
+
+
+def folder_bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.exists() else 0
+
+
+# --- a. markup from a link stays text ---------------------------------------------------------
+
+FORM = ("<form action=https://evil.example>", "<input name=pw>", "</form>")
+LINKS = [
+    pytest.param("k=" + "[Log in](https://evil.example/login)", ["[Log in](https://evil.example/login)"],
+                 id="markdown-link"),
+    pytest.param("k=" + "![x](https://evil.example/p.png)", ["![x](https://evil.example/p.png)"],
+                 id="markdown-image"),
+    pytest.param(urlencode([(name, "1") for name in FORM]), list(FORM), id="form-from-names"),
+    pytest.param(urlencode({"source": "<img src=x onerror=alert(1)>"}), ["<img src=x onerror=alert(1)>"],
+                 id="html-image"),
+    # sentences are drawn (plot labels, hover text, tables), not noted: they must stay text too
+    pytest.param(urlencode({"a": '<a href="https://evil.example/a">click</a> [Log in](https://evil.example/b)',
+                            "b": "![x](https://evil.example/c.png) <img src=https://evil.example/d.png>"}), [],
+                 id="markup-sentences"),
+    pytest.param(urlencode({"tokenizer": "word", "a": '<a href="https://evil.example/a">click</a>',
+                            "b": "<img src=https://evil.example/d.png>"}), [], id="markup-words"),
+]
+
+
+def evil(url: str) -> bool:
+    """A request to evil.example (the app's own address may carry the name in its query)."""
+    return (urlsplit(url).hostname or "").endswith("evil.example")
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize(("query", "shown"), LINKS)
+def test_markup_in_a_link_is_shown_as_text_and_never_fetched(browser, app_url, query, shown):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    requests, dialogs = [], []
+    try:
+        context.add_init_script(COUNT_REQUESTS)
+        # nothing may leave for evil.example; if the page tried, the attempt is recorded and stopped
+        context.route(evil, lambda route: (requests.append(route.request.url), route.abort()))
+        page = context.new_page()
+        page.on("request", lambda request: requests.append(request.url) if evil(request.url) else None)
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        page.goto(f"{app_url}?{query}")
+        page.wait_for_function(f"() => {PLOT} && {PLOT}.data && {PLOT}.data.length > 0", timeout=60_000)
+        settle(page)
+        notice = page.locator("#notice").inner_text()
+        for raw in shown:
+            assert raw in notice, f"the notice does not show {raw!r} literally: {notice!r}"
+        found = page.evaluate("""() => ({
+            links: document.querySelectorAll("a[href*='evil.example']").length,
+            images: document.querySelectorAll("img[src*='evil.example'], img[src='x'], [onerror]").length,
+            forms: document.querySelectorAll("form[action*='evil.example'], input[name='pw']").length,
+            svgLinks: document.querySelectorAll("svg a").length,
+        })""")
+        assert found == {"links": 0, "images": 0, "forms": 0, "svgLinks": 0}
+        page.wait_for_timeout(300)  # an image or a script would have fired by now
+        assert requests == []
+        assert dialogs == []
+    finally:
+        context.close()
+
+
+# --- b. the server's limit on text ------------------------------------------------------------
+
+
+def test_a_huge_sentence_is_refused_before_any_work(client):
+    before = fingerprint(client)
+    result = client.predict(HUGE, "", api_name="/embed")
+    notice = output(client, "embed", result, "notice")
+    assert f"{len(HUGE):,} characters" in notice and f"at most {LIMIT_TEXT}" in notice
+    assert fingerprint(client) == before
+    # sentence B has the same limit
+    result = client.predict("fine", HUGE, api_name="/embed")
+    assert "Sentence B" in output(client, "embed", result, "notice")
+    assert fingerprint(client) == before
+
+
+def test_a_huge_sentence_exports_nothing(client):
+    before = fingerprint(client)
+    result = client.predict(HUGE, "", api_name="/export")
+    notice = output(client, "export", result, "notice")
+    assert f"at most {LIMIT_TEXT}" in notice
+    assert fingerprint(client) == before
+    # the refused request asked for files of another sentence: it gets none, not the old view's
+    files = output(client, "export", result, "export-files")
+    assert not (isinstance(files, dict) and files.get("value")), f"a refused export still wrote files: {files}"
+
+
+def test_training_on_my_sentences_is_bounded(client):
+    """corpus "mine" trains on the tab's sentences, already at most MAX_TEXT each: the corpus's
+    own limits (2,000 sentences, 500 characters each) then refuse or train, with a message."""
+    many = ("The cat sat on the mat. " * 500)[: MAX_TEXT - 1]  # 9,999 characters, 416 sentences
+    client.predict(many, "", api_name="/embed")
+    result = client.predict(20, "mine", api_name="/train")
+    assert output(client, "train", result, "train-summary").startswith("Trained 20 steps in ")
+
+    for sentence, message in [
+        (("a. " * 4000)[: MAX_TEXT - 1], "the corpus has 3,333 sentences; up to 2,000 are allowed"),
+        ("x" * (MAX_TEXT - 1), "sentence 1 has 9,999 characters; sentences of up to 500 are allowed"),
+    ]:
+        client.predict(sentence, "", api_name="/embed")
+        before = fingerprint(client)
+        result = client.predict(20, "mine", api_name="/train")
+        assert message in output(client, "train", result, "notice")
+        assert fingerprint(client) == before
+
+
+# --- c. one heavy job per visitor -------------------------------------------------------------
+
+
+def wait_until_training(client, job, timeout: float = 120) -> None:
+    """Until the job reports a training step: its job is running, not only queued."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(text_of(output(client, "train", outputs, "train-summary")).startswith("Training… step")
+               for outputs in job.outputs()):
+            return
+        if job.done():
+            raise AssertionError("the training ended before it was seen running")
+        time.sleep(0.1)
+    raise AssertionError("the training did not start")
+
+
+def test_one_visitor_cannot_queue_two_heavy_jobs(app_url):
+    first, other = new_client(app_url), new_client(app_url)
+    running = first.submit(2000, "builtin", api_name="/train")
+    wait_until_training(first, running)
+    second = first.submit(2000, "builtin", api_name="/train").result(timeout=60)
+    assert "Training is still running for this page" in output(first, "train", second, "notice")
+    assert not running.done()
+
+    # another visitor waits for the one job running, and is then served
+    result = other.predict(5, "builtin", api_name="/train")
+    assert output(other, "train", result, "train-summary").startswith("Trained 5 steps in ")
+    done = running.result(timeout=280)
+    assert output(first, "train", done, "train-summary").startswith("Trained 2000 steps in ")
+
+
+# --- d. the tests' hooks are not public -------------------------------------------------------
+
+HOOKS = "EMBEDDING_EXPLORER_TEST_HOOKS"
+API_NAMES = "print(sorted(str(f.api_name) for f in demo.fns.values()))"
+
+
+def api_names_in_subprocess(code: str, hooks: str | None) -> list[str]:
+    """The api names of a demo built in a fresh interpreter (so its module state is its own)."""
+    env = {k: v for k, v in os.environ.items() if k != HOOKS}
+    if hooks is not None:
+        env[HOOKS] = hooks
+    done = subprocess.run([sys.executable, "-c", f"{code}\n{API_NAMES}"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=240, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1].replace("'", '"'))
+
+
+def test_the_public_app_has_no_test_hooks():
+    names = api_names_in_subprocess("import app\ndemo = app.demo", hooks=None)
+    assert "embed" in names and "fingerprint" not in names
+
+
+def test_build_demo_without_hooks_has_none_even_with_the_variable_set():
+    code = "from ui.page import build_demo\ndemo = build_demo(test_hooks=False)"
+    names = api_names_in_subprocess(code, hooks="1")
+    assert "train" in names and "fingerprint" not in names
+
+
+def test_the_tests_app_has_its_hook(client):
+    assert "fingerprint" in [d.get("api_name") for d in client.config["dependencies"]]
+
+
+# --- e. exports do not fill the disk ----------------------------------------------------------
+
+
+def test_twelve_exports_leave_one(client):
+    import app
+
+    (files,) = [block for block in app.demo.blocks.values() if getattr(block, "elem_id", None) == "export-files"]
+    exports = Path(files.GRADIO_CACHE) / "exports"
+    tab = exports / hashlib.sha256(client.session_hash.encode()).hexdigest()[:16]
+    before = folder_bytes(exports)
+    for i in range(12):
+        result = client.predict(f"export number {i} of twelve", "and its pair", api_name="/export")
+        assert output(client, "export", result, "export-files")["value"]
+    kept = sorted(p.name for p in tab.rglob("*") if p.is_file())
+    assert kept == ["embedding.csv", "embedding.html", "embedding.safetensors"]
+    assert folder_bytes(tab) < EXPORT_BUDGET / 2
+    # other sessions may export meanwhile; this one's twelve left at most one export's bytes
+    assert folder_bytes(exports) - before < EXPORT_BUDGET
+
+
+# --- f. a link cannot ask for an unbounded background -----------------------------------------
+
+BACKGROUND_CAP = LIMITS["background"][1]
+TRACE_SIZES = f"() => {PLOT}._fullData.map(t => [t.name, t.x ? t.x.length : 0])"
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("query", ["background=400003", "basis=vocabulary&background=400003"])
+def test_a_links_background_is_capped(browser, app_url, query):
+    from tests.browser import open_at
+
+    contexts: list = []
+    try:
+        page = open_at(browser, app_url, query, contexts=contexts)
+        notice = page.locator("#notice").inner_text()
+        assert "400,003" in notice and f"{BACKGROUND_CAP:,}" in notice
+        sizes = page.evaluate(TRACE_SIZES)
+        assert max(size for _, size in sizes) <= BACKGROUND_CAP
+        data = page.locator("#background-data textarea, #background-data input").first.input_value()
+        assert data == ""  # refused, so nothing behind
+    finally:
+        for context in contexts:
+            context.close()
+
+
+@pytest.mark.browser
+def test_the_largest_background_a_link_may_ask_for_is_drawn(browser, app_url):
+    """The check above can see a background: the cap itself is drawn, and no more."""
+    from tests.browser import open_at
+
+    contexts: list = []
+    try:
+        page = open_at(browser, app_url, f"basis=vocabulary&background={BACKGROUND_CAP}", contexts=contexts)
+        page.wait_for_function("() => window.embeddingExplorer.hasBackground()", timeout=60_000)
+        settle(page)
+        sizes = dict(page.evaluate(TRACE_SIZES))
+        assert sizes.get("vocabulary") == BACKGROUND_CAP, sizes
+    finally:
+        for context in contexts:
+            context.close()
