@@ -137,6 +137,10 @@ class ByteBoundedCache:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def __contains__(self, key: object) -> bool:
+        with self._lock:
+            return key in self._entries
+
     def cache_clear(self) -> None:
         with self._lock:
             self._entries.clear()

@@ -31,9 +31,6 @@ def live_of(request: gr.Request | None):
     return LIVES.get(getattr(request, "session_hash", None))
 
 
-_NOTHING_CHANGED: list = []  # the page's notice area, set by `ui.page` (every event may write it)
-
-
 def update(
     page,
     request: gr.Request | None,
@@ -64,16 +61,17 @@ def update(
         except Refused:
             current = View()
         shown = render.fields(page, current, asked)  # put the refused widgets back
-        return _within({**shown, page.notice: render.notice((str(error),))}, outputs)
-    return _within(out, outputs)
+        return _within(page, {**shown, page.notice: render.notice((str(error),))}, outputs)
+    return _within(page, out, outputs)
 
 
-def _within(values: dict, outputs: Iterable | None) -> dict:
+def _within(page, values: dict, outputs: Iterable | None) -> dict:
     if outputs is not None:
         allowed = set(outputs)
         values = {component: value for component, value in values.items() if component in allowed}
     # gradio reads an empty mapping as one value, not as "nothing changed": name one output
-    return values or {_NOTHING_CHANGED[0]: gr.skip()}
+    # (the notice, which every event may write)
+    return values or {page.notice: gr.skip()}
 
 
 def setter(page, *names: str, outputs: Iterable | None = None):

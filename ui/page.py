@@ -94,7 +94,6 @@ def build_demo(*, test_hooks: bool | None = None) -> gr.Blocks:
                 with gr.Tab(VIEWS["plane"], id="plane", elem_id="tab-plane") as page.plane_tab:
                     plane.layout(page)
                 sideviews.layout(page)
-        events._NOTHING_CHANGED[:] = [page.notice]
         for panel in (plane, sideviews, tourpanel, viewpanel, tablespanel, trainpanel):
             panel.wire(page)
         for key, tab in page.panel_tabs.items():  # the open control tab is part of the view (links carry it)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gradio as gr
 
 from core.options import LIMITS, PANELS, POSITIONS, SOURCES, TOKENIZERS, Refused
+from core.presets import random_source
 from core.state import DOCUMENT_SENTENCE, LISTING_SETTINGS, SETTINGS_FIELDS, Settings
 from core.uploads import UploadLimits, read_upload
 from ui import events, render
@@ -13,6 +14,7 @@ from ui.viewpanel import HEAVY
 from ui.widgets import Number, Slider
 
 UPLOAD_LIMITS = UploadLimits()
+LARGE_TABLE_BYTES = 16 * 2**20  # a random layer larger than this is built in the heavy pool (about 0.1 s+)
 
 
 def layout(page) -> None:
@@ -46,13 +48,32 @@ def wire(page) -> None:
     settings = [getattr(page, name) for name in SETTINGS_FIELDS]
     triggers = [page.tokenizer.input, page.vocab_size.input, page.d_model.release, page.maxlen.release,
                 page.n_segments.release, page.seed.input]
-    gr.on(triggers, events.setter(page, *SETTINGS_FIELDS), settings, outputs, api_name="settings",
-          trigger_mode="always_last", **LIVE)
+    # in the heavy group: a large table is built in the shared pool, not on a live slot
+    gr.on(triggers, events.named(lambda request, *values: apply_settings(page, request, values), SETTINGS_FIELDS),
+          settings, outputs, api_name="settings", trigger_mode="always_last", **HEAVY)
     # one event for the whole layer: its source, settings and sentence change together
     page.listing.click(events.named(lambda request: listing(page, request), ()), None, outputs, api_name="listing",
                        **LIVE)
     page.upload.upload(events.named(lambda request, path: upload(page, request, path), ("path",)), page.upload,
                        [*outputs, page.upload], api_name="upload", **HEAVY)
+
+
+def apply_settings(page, request: gr.Request, values: tuple) -> dict:
+    """New random-table settings; a table over LARGE_TABLE_BYTES is built in the heavy pool first."""
+    changes = dict(zip(SETTINGS_FIELDS, values, strict=True))
+    live = events.live_of(request)
+    try:
+        wanted = live.view.with_(**changes).settings
+    except Refused:
+        wanted = None  # update() below refuses it, with the message and the widgets put back
+    if wanted is not None and live.view.source == "random" and wanted not in random_source \
+            and wanted.table_bytes > LARGE_TABLE_BYTES:
+        try:
+            events.JOBS.run(live, "building the tables", lambda: random_source(wanted))
+        except Refused as error:
+            gr.Warning(str(error))
+            return {**render.fields(page, live.view, SETTINGS_FIELDS), page.notice: render.notice((str(error),))}
+    return events.update(page, request, lambda view: view.with_(**changes), asked=SETTINGS_FIELDS)
 
 
 def listing(page, request: gr.Request) -> dict:
