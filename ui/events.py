@@ -62,7 +62,7 @@ def update(
             current = View()
         shown = render.fields(page, current, asked)  # put the refused widgets back
         return _within({**shown, page.notice: render.notice((str(error),))}, outputs)
-    return _within(out, outputs)
+    return _within(out, outputs) or {page.notice: gr.skip()}  # gradio reads an empty dict as one value
 
 
 def _within(values: dict, outputs: Iterable | None) -> dict:
