@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from appapi import ALL, call, embed, figure, fingerprint, query, trace_names, tokens
+from appapi import ALL, call, embed, figure, fingerprint, query, tokens, trace_names
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 
