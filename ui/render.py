@@ -66,7 +66,7 @@ def fields(page, view: View, names: Iterable[str], tokens: tuple[str, ...] = ())
     names = set(names)
     out: dict = {}
     for name in names & _SIMPLE:
-        out[getattr(page, name)] = getattr(view, name)
+        out[getattr(page, name)] = list(v) if isinstance(v := getattr(view, name), tuple) else v  # groups: a list
     if names & {"tokenizer", "vocab_size"}:
         out[page.vocab_size] = gr.update(value=view.vocab_size, visible=view.tokenizer == "word")
     if names & {"frozen", "positions"}:
