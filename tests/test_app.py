@@ -13,6 +13,8 @@ from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 
 ROOT = Path(__file__).resolve().parents[1]
+# torch warns about pickle.dump's protocol just before it refuses the hostile file
+pytestmark = pytest.mark.filterwarnings("ignore:Detected pickle protocol")
 
 
 def tokens_in(plot) -> set[str]:
