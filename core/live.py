@@ -65,8 +65,13 @@ def follow(old: tuple[str, ...], new: tuple[str, ...], view: View) -> tuple[View
     typing a word before "king" keeps "king" selected. A token that was deleted or changed
     is let go, and the note says so.
     """
-    if old == new or (view.token is None and not view.flips):
+    if view.token is None and not view.flips:
         return view, ()
+    if old == new:  # nothing moved: only what is past the end is let go
+        token = view.token if view.token is None or view.token < len(new) else None
+        notes = () if token == view.token else (
+            f"Token {view.token} is past the end of the sentences (0 to {len(new) - 1}), so it was let go.",)
+        return view.with_(token=token, flips=frozenset(i for i in view.flips if i < len(new))), notes
     moved: dict[int, int] = {}
     for block in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_matching_blocks():
         moved.update({block.a + i: block.b + i for i in range(block.size)})
@@ -110,7 +115,8 @@ class Step:
     def tables_changed(self) -> bool:
         """Whether the tables drawn changed: another source, a training, a reset, freezes."""
         old, new = self.old_session, self.session
-        return old.model is not new.model or old.training is not new.training or old.fixed != new.fixed
+        return (old.model is not new.model or old.training is not new.training or old.fixed != new.fixed
+                or old.frozen_basis is not new.frozen_basis)
 
 
 @dataclass(eq=False)
@@ -183,6 +189,7 @@ class Lives:
                 live = self._lives[key] = Live()
             self._lives.move_to_end(key)
             live.used = now
+            self._sweep(now)  # a new tab may have taken the store past its limit
             return live
 
     def drop(self, key: str | None) -> None:

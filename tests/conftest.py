@@ -8,6 +8,9 @@ import socket
 
 import pytest
 
+# the tests' /fingerprint endpoint: read when `app` is first imported, so set before any import of it
+os.environ["EMBEDDING_EXPLORER_TEST_HOOKS"] = "1"
+
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None)
 # flags that keep headless chromium off the network and quiet on a machine without one
 CHROMIUM_ARGS = [

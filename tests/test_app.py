@@ -1,112 +1,108 @@
 """The launched app through its API, as gradio_client sees it."""
 
-import json
 import os
+import pickle
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+from appapi import ALL, call, embed, figure, fingerprint, query, tokens, trace_names
+from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 
-from core.embedding import COMPONENTS
-
-ALL = list(COMPONENTS)
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def traces(plot) -> list[dict]:
-    """The plot's traces from what the API returns for a gr.Plot."""
-    return json.loads(plot["plot"])["data"]
+# torch warns about pickle.dump's protocol just before it refuses the hostile file
+pytestmark = pytest.mark.filterwarnings("ignore:Detected pickle protocol")
 
 
 def tokens_in(plot) -> set[str]:
-    return {token for trace in traces(plot) for token in trace.get("hovertext") or ()}
+    return {token for trace in figure(plot)["data"] for token in trace.get("hovertext") or ()}
 
 
-def embed(client, a, b="", groups=ALL, labels=True, arrows=False):
-    return client.predict(a, b, groups, labels, arrows, api_name="/embed")[:3]  # plot, summary, token table
+def settings(client, tokenizer="wordpiece", vocab_size=1000, d_model=32, maxlen=512, n_segments=2, seed=0):
+    return call(client, "/settings", tokenizer, vocab_size, d_model, maxlen, n_segments, seed)
 
 
 def test_embed_returns_the_typed_tokens_in_five_groups(client):
-    plot, info, table = embed(client, "The zebra grazed.", "Lions watched.")
-    names = [t["name"] for t in traces(plot)]
-    assert names == ALL
-    assert {"zebra", "lions", "[CLS]", "[SEP]"} <= tokens_in(plot)
-    assert "tokens" in info
-    assert [row[0] for row in table["data"]][:3] == ["[CLS]", "the", "zebra"]
+    out = embed(client, "The zebra grazed.", "Lions watched.")
+    assert trace_names(out["embed-plot"]) == ALL
+    assert {"zebra", "lions", "[CLS]", "[SEP]"} <= tokens_in(out["embed-plot"])
+    assert "tokens" in out["embed-info"]
+    assert tokens(out["token-table"])[:3] == ["[CLS]", "the", "zebra"]
 
 
-def test_embed_parameters_are_named_for_the_contract(client):
-    params = [
-        p["parameter_name"]
-        for p in client.view_api(print_info=False, return_format="dict")["named_endpoints"]["/embed"]["parameters"]
-    ]
-    assert params[:2] == ["sentence_a", "sentence_b"]
+def test_endpoints_take_only_their_own_widgets(client):
+    endpoints = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
+    params = {name: [p["parameter_name"] for p in e["parameters"]] for name, e in endpoints.items()}
+    assert params["/embed"] == ["sentence_a", "sentence_b"]
+    assert params["/export"] == ["sentence_a", "sentence_b"]
+    assert params["/source"] == ["source"]
+    assert params["/positions"] == ["positions"]
+    assert params["/basis"] == ["basis"]
+    assert params["/train"] == ["steps", "corpus"]
+    assert params["/settings"] == ["tokenizer", "vocab_size", "d_model", "maxlen", "n_segments", "seed"]
+    assert params["/freeze"] == ["token", "position", "segment", "norm"]
+    for name in ("/refit", "/share", "/reset", "/listing", "/picker", "/flip", "/next_step", "/previous_step"):
+        assert params[name] == [], name
 
 
 def test_arrows_add_an_addition_path(client):
-    plot, _, _ = embed(client, "tip to tail", arrows=True)
-    assert "addition path" in [t["name"] for t in traces(plot)]
+    call(client, "/arrows", True)
+    assert "addition path" in trace_names(embed(client, "tip to tail")["embed-plot"])
 
 
-def test_bad_settings_give_a_message_and_keep_the_session(client):
-    before = embed(client, "same words")[2]
-    # the slider refuses it first; core would say "d_model is 4,096; allowed values are 1 to 1,024"
-    with pytest.raises(AppError, match=r"4096 is greater than maximum value 1024"):
-        client.predict("wordpiece", 1000, 4096, 512, 2, 0, api_name="/settings")
+def test_settings_the_widgets_refuse_give_a_message_and_keep_the_session(client):
+    embed(client, "same words")
+    before = fingerprint(client)
+    with pytest.raises(AppError, match=r"^Value 4096 is greater than maximum value 512\.$"):
+        settings(client, d_model=4096)
     with pytest.raises(AppError, match=r"'bpe'.* is not in the list of choices"):
-        client.predict("bpe", 1000, 16, 512, 2, 0, api_name="/settings")
-    after = embed(client, "same words")[2]
-    assert after == before
+        settings(client, tokenizer="bpe")
+    assert fingerprint(client) == before
 
 
 def test_sessions_do_not_share_settings(app_url, client):
-    from gradio_client import Client
-
     other = Client(app_url, verbose=False)
-    client.predict("wordpiece", 1000, 8, 512, 2, 0, api_name="/settings")
-    mine = embed(client, "private words")[2]
-    theirs = embed(other, "private words")[2]
+    settings(client, d_model=8)
+    mine = embed(client, "private words")["token-table"]
+    theirs = embed(other, "private words")["token-table"]
     # the output column holds |output| = sqrt(d_model) under LayerNorm's identity affine
     assert mine["data"][1][-1] == pytest.approx(8**0.5, rel=1e-2)
     assert theirs["data"][1][-1] == pytest.approx(32**0.5, rel=1e-2)
 
 
 def test_listing_button_sets_the_documents_layer(client):
-    values = client.predict(api_name="/listing")
-    assert list(values[:7]) == ["random", "word", 10, 2, 512, 2, 0]
-    assert values[7] == "i am new to PyTorch i am having fun"
+    call(client, "/source", "bert")
+    out = call(client, "/listing")
+    values = [out.value(name) for name in ("table-source", "tokenizer", "vocab-size", "d-model")]
+    assert values == ["random", "word", 10, 2]
+    assert out.value("sentence-a") == "i am new to PyTorch i am having fun"
+    assert "tokens: 10 × 2," in out.value("tables-info")
 
 
 def test_bert_source_then_back(client):
-    client.predict("bert", api_name="/source")
-    _, _, table = embed(client, "The king spoke.")
+    call(client, "/source", "bert")
+    table = embed(client, "The king spoke.")["token-table"]
     assert [row[1] for row in table["data"][:3]] == [101, 1996, 2332]
     # BERT's LayerNorm has learned gamma/beta, so output norms are no longer sqrt(d)
     assert table["data"][1][-1] != pytest.approx(384**0.5, rel=1e-2)
-    client.predict("random", api_name="/source")
-    assert embed(client, "The king spoke.")[2]["data"][1][-1] == pytest.approx(32**0.5, rel=1e-2)
+    out = call(client, "/source", "random")
+    assert out["token-table"]["data"][1][-1] == pytest.approx(32**0.5, rel=1e-2)
 
 
 def test_upload_a_matrix_then_type_row_numbers(client, tmp_path):
-    import numpy as np
-    from gradio_client import handle_file
-
     path = tmp_path / "table.npy"
     np.save(path, np.random.default_rng(0).standard_normal((20, 6)).astype(np.float32))
-    source, info, *_ = client.predict(handle_file(str(path)), api_name="/upload")
-    assert source == "upload"
-    assert "row numbers" in info and "6 dimensions" in info
-    _, _, table = embed(client, "3 7 19")
+    out = call(client, "/upload", handle_file(str(path)))
+    assert out.value("table-source") == "upload" and out.notice == ""
+    assert "row numbers" in out.value("tables-info") and "6 dimensions" in out.value("tables-info")
+    table = embed(client, "3 7 19")["token-table"]
     assert [row[1] for row in table["data"][1:4]] == [3, 7, 19]
 
 
 def test_hostile_pickle_is_refused_and_nothing_changes(client, tmp_path):
-    import pickle
-
-    from gradio_client import handle_file
-
     marker = tmp_path / "pwned"
 
     class Payload:
@@ -115,61 +111,74 @@ def test_hostile_pickle_is_refused_and_nothing_changes(client, tmp_path):
 
     path = tmp_path / "weights.pt"
     path.write_bytes(pickle.dumps(Payload()))
-    before = embed(client, "safe and sound")[2]
-    with pytest.raises(AppError, match="could run code|Python objects"):
-        client.predict(handle_file(str(path)), api_name="/upload")
+    embed(client, "safe and sound")
+    before = fingerprint(client)
+    out = call(client, "/upload", handle_file(str(path)))
+    assert "never loaded because loading them could run code on the server" in out.notice
+    assert out["upload-table"] is None and out.value("table-source") == "random"
     assert not marker.exists()
-    assert embed(client, "safe and sound")[2] == before
+    assert fingerprint(client) == before
 
 
 def test_training_in_one_session_leaves_another_alone(app_url, client):
-    from gradio_client import Client
-
     other = Client(app_url, verbose=False)
-    theirs_before = embed(other, "the cat and the dog")[2]
-    loss_plot, summary = client.predict(30, "builtin", "", "", api_name="/train")
-    assert len(traces(loss_plot)[0]["x"]["bdata"]) > 0
+    theirs_before = embed(other, "the cat and the dog")["token-table"]
+    embed(client, "the cat and the dog")
+    out = call(client, "/train", 30, "builtin")
+    assert len(figure(out["loss-plot"])["data"][0]["x"]["bdata"]) > 0
+    summary = out.value("train-summary")
     assert "purity" in summary and "30 steps" in summary
-    mine = embed(client, "the cat and the dog")
-    assert "before training" in [t["name"] for t in traces(mine[0])]
-    assert embed(other, "the cat and the dog")[2] == theirs_before
-    client.predict(api_name="/reset")
-    assert "before training" not in [t["name"] for t in traces(embed(client, "the cat")[0])]
+    assert "before training" in trace_names(out["embed-plot"])
+    assert embed(other, "the cat and the dog, again")["token-table"]["data"][:5] == theirs_before["data"][:5]
+    out = call(client, "/reset")
+    assert "before training" not in trace_names(out["embed-plot"])
+    assert out.value("train-summary") == "" and out.value("loss-plot") is None
 
 
-@pytest.mark.parametrize(
-    ("steps", "message"),
-    [(0, "Training steps is 0; choose 1 to 2,000."), (-5, "Training steps is -5; choose 1 to 2,000.")],
-)
-def test_bad_training_steps_explain_the_range(client, steps, message):
+@pytest.mark.parametrize(("steps", "message"), [(0, "Value 0 is less than minimum value 1."),
+                                                (-5, "Value -5 is less than minimum value 1."),
+                                                (10**9, "Value 1000000000 is greater than maximum value 2000.")])
+def test_training_steps_out_of_range_are_refused_by_the_box(client, steps, message):
+    before = fingerprint(client)
     with pytest.raises(AppError) as refused:
-        client.predict(steps, "builtin", "", "", api_name="/train")
+        call(client, "/train", steps, "builtin")
     assert str(refused.value) == message  # the sentence itself, not wrapped or quoted
-
-
-def test_huge_training_steps_are_capped(client):
-    _, summary = client.predict(10**9, "mine", "a tiny corpus", "of two lines", api_name="/train")
-    assert "Trained 2000 steps" in summary
+    assert fingerprint(client) == before
 
 
 def test_choosing_upload_without_a_file_keeps_the_tables(client):
-    before = embed(client, "kept as it was")[2]
-    source, info, *_ = client.predict("upload", api_name="/source")
-    assert source == "random" and info.startswith("**Random")
-    assert embed(client, "kept as it was")[2] == before
+    embed(client, "kept as it was")
+    before = fingerprint(client)
+    out = call(client, "/source", "upload")
+    assert out.notice == "No file uploaded yet: upload a table first, then choose 'Uploaded file'."
+    assert out.value("table-source") == "random"
+    assert fingerprint(client) == before
+    assert "source" not in query(client)[0]
 
 
-def test_fingerprint_changes_with_the_tables_and_only_then(client):
-    first = client.predict(api_name="/fingerprint")
-    assert client.predict(api_name="/fingerprint") == first
-    client.predict("wordpiece", 1000, 16, 512, 2, 0, api_name="/settings")
-    assert client.predict(api_name="/fingerprint") != first
+def test_a_notice_is_plain_text(client):
+    out = call(client, "/select", "<img src=x onerror=alert(1)>")
+    assert "<img" not in out["notice"] and "&lt;img" in out["notice"]
+    assert out.notice.startswith("token must be a whole number from 0 to 2,047, not '<img src=x onerror=")
+
+
+def test_fingerprint_covers_the_view_and_the_tables_and_changes_only_with_them(client):
+    first = fingerprint(client)
+    assert fingerprint(client) == first
+    call(client, "/arrows", True)
+    arrows = fingerprint(client)
+    # "view hash-tables hash": a view setting changes the first part only
+    assert arrows != first and arrows.split("-")[-1] == first.split("-")[-1]
+    call(client, "/arrows", True)
+    assert fingerprint(client) == arrows  # the same value again changes nothing
+    settings(client, d_model=16)
+    assert fingerprint(client).split("-")[-1] != first.split("-")[-1]
 
 
 def test_files_outside_the_app_are_not_served(app_url):
     import httpx
 
-    app_file = str(Path(__file__).resolve().parents[1] / "app.py")
+    app_file = str(ROOT / "app.py")
     for path in ("/etc/passwd", app_file):
         response = httpx.get(f"{app_url}gradio_api/file={path}")
         assert response.status_code == 403, (path, response.status_code)
@@ -187,27 +196,37 @@ def test_installed_versions_carry_the_security_fixes():
 
 
 def test_a_crashing_callback_leaves_every_session_working(app_url, client, monkeypatch):
-    from gradio_client import Client
+    from ui import render
 
-    import app
-
-    real = app.explore
+    real = render.explore
 
     def flaky(session, a, b, groups, **options):
         if a == "boom":
             raise RuntimeError("an unexpected fault inside the update")
         return real(session, a, b, groups, **options)
 
-    monkeypatch.setattr(app, "explore", flaky)
+    monkeypatch.setattr(render, "explore", flaky)
     other = Client(app_url, verbose=False)
-    before = client.predict(api_name="/fingerprint")
+    embed(client, "calm before")
+    before = fingerprint(client)
     with pytest.raises(AppError) as refused:
         embed(client, "boom")
     # the user sees no stack trace and no internals, only that it failed
     assert "Traceback" not in str(refused.value) and "unexpected fault" not in str(refused.value)
-    assert client.predict(api_name="/fingerprint") == before
-    assert "calm" in tokens_in(embed(client, "calm again")[0])
-    assert "others" in tokens_in(embed(other, "others carry on")[0])
+    assert fingerprint(client) == before
+    assert "calm" in tokens_in(embed(client, "calm again")["embed-plot"])
+    assert "others" in tokens_in(embed(other, "others carry on")["embed-plot"])
+    # the failed change was not swapped in: the link still names the sentence before it
+    assert "boom" not in query(client)[0]
+
+
+def test_the_test_hook_is_off_unless_asked_for():
+    code = ("import os; os.environ.pop('EMBEDDING_EXPLORER_TEST_HOOKS', None); import app; "
+            "print(any(fn.api_name == 'fingerprint' for fn in app.demo.fns.values()))")
+    env = {key: value for key, value in os.environ.items() if key != "EMBEDDING_EXPLORER_TEST_HOOKS"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+                          env={**env, "GRADIO_ANALYTICS_ENABLED": "False"})
+    assert done.stdout.split()[-1] == "False"
 
 
 def test_importing_the_app_leaves_scikit_learn_and_the_presets_for_later():

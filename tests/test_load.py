@@ -16,8 +16,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 import pytest
-
-from core.embedding import COMPONENTS
+from appapi import named
 
 N_CLIENTS = 20
 N_UPDATES = 5
@@ -34,7 +33,6 @@ WORDS = (
     "apple", "river", "castle", "garden", "window", "doctor", "summer", "forest", "music", "bridge",
     "candle", "rabbit", "pencil", "island", "mountain", "silver", "engine", "coffee", "tiger", "ocean",
 )  # fmt: skip
-GROUPS = list(COMPONENTS)
 
 
 def sentences(client: int, update: int) -> tuple[str, str]:
@@ -62,7 +60,7 @@ class Record:
 
 
 def read(client: int, update: int, result) -> Response:
-    plot, _info, table = result[:3]
+    plot, _info, table = result[:3]  # /embed's first outputs: the plot, its summary, the token table
     traces = json.loads(plot["plot"])["data"]
     return Response(
         client=client,
@@ -97,7 +95,7 @@ def student(index: int, url: str, start: threading.Barrier, record: Record, lock
                 call(index, record, lock, "settings", client, "wordpiece", 1000, 8, 512, 2, 0, api_name="/settings")
             began = time.perf_counter()
             result = call(
-                index, record, lock, "embed", client, *sentences(index, update), GROUPS, True, False, api_name="/embed"
+                index, record, lock, "embed", client, *sentences(index, update), api_name="/embed"
             )
             if result is not None:
                 with lock:
@@ -105,11 +103,11 @@ def student(index: int, url: str, start: threading.Barrier, record: Record, lock
                     record.responses.append(read(index, update, result))
             if index in TRAINERS and update == 0:
                 began = time.perf_counter()
-                result = call(index, record, lock, "train", client, TRAIN_STEPS, "builtin", "", "", api_name="/train")
+                result = call(index, record, lock, "train", client, TRAIN_STEPS, "builtin", api_name="/train")
                 if result is not None:
                     with lock:
                         record.train_seconds.append(time.perf_counter() - began)
-                        record.summaries.append(result[1])
+                        record.summaries.append(named("/train", result).value("train-summary"))
     finally:
         client.close()
 

@@ -5,9 +5,11 @@ from urllib.parse import parse_qs
 
 import pytest
 
+from core.options import PANELS, TOUR_STEPS, VIEWS, Refused
 from core.presets import wordpiece
-from core.share import MAX_STEP, ViewState
-from core.tour import STEPS, TABS, TourStep, step
+from core.share import Link, from_query, to_query
+from core.state import View
+from core.tour import STEPS, TourStep, step
 
 TITLES = (
     "Tokens and segments",
@@ -23,74 +25,78 @@ _SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
 
 
 def test_seven_steps_in_order_numbered_from_one():
-    assert 6 <= len(STEPS) <= 8 and len(STEPS) == MAX_STEP
+    assert 6 <= len(STEPS) <= 8 and len(STEPS) == TOUR_STEPS
     assert tuple(s.title for s in STEPS) == TITLES
     for number, tour_step in enumerate(STEPS, 1):
-        assert tour_step.state.step == number
+        assert isinstance(tour_step.view, View)
+        assert tour_step.view.step == number
         assert step(number) is tour_step
-        assert tour_step.tab in TABS
+        assert tour_step.view.view in VIEWS and tour_step.view.panel == "tour" and "tour" in PANELS
 
 
 @pytest.mark.parametrize("tour_step", STEPS, ids=lambda s: s.title)
-def test_each_step_reads_in_two_or_three_sentences(tour_step):
+def test_each_step_reads_in_two_to_four_sentences(tour_step):
     text = tour_step.text
-    assert 2 <= len(_SENTENCE_END.findall(text)) <= 3, text
+    assert 2 <= len(_SENTENCE_END.findall(text)) <= 4, text
     assert text == text.strip() and "  " not in text and "\n" not in text
     assert not re.search(r"[\U0001F300-\U0001FAFF\u2600-\u27BF]", text)  # no emoji
 
 
 @pytest.mark.parametrize("tour_step", STEPS, ids=lambda s: s.title)
 def test_each_step_has_its_own_link(tour_step):
-    query = tour_step.state.to_query()
-    assert f"step={tour_step.state.step}" in query
-    assert ViewState.from_query(parse_qs(query, keep_blank_values=True)) == (tour_step.state, ())
+    query, notes = to_query(tour_step.view)
+    assert query == f"step={tour_step.view.step}" and notes == ()
+    assert from_query(parse_qs(query, keep_blank_values=True)) == Link(tour_step.view)
 
 
-def test_the_steps_set_what_the_brief_asks():
-    first, lookup, positions, segments, norm, pretrained, training = STEPS
-    assert first.state.groups == ("token",) and lookup.state.groups == ("token",)
-    assert lookup.state.source == "random"
+def test_the_steps_set_what_the_lessons_need():
+    first, lookup, positions, segments, norm, pretrained, training = (s.view for s in STEPS)
+    assert first.groups == ("token",) and lookup.groups == ("token",)
+    assert lookup.source == "random"
     # no addition path yet: it needs the segment group, which step 4 adds
-    assert positions.state.groups == ("token", "position", "sum") and not positions.state.arrows
-    assert segments.state.groups == ("token", "position", "segment", "sum")
-    assert segments.state.arrows and segments.state.shift
-    assert norm.state.groups == ("sum", "output") and norm.tab == "layernorm"
-    assert pretrained.state.source == "bert" and pretrained.state.basis == "vocabulary"
-    assert pretrained.state.background == 2000 and pretrained.tab == "neighbours"
-    assert training.state.source == "random" and training.state.frozen == {"position"}
-    assert training.tab == "train" and "position" in training.state.groups
+    assert positions.groups == ("token", "position", "sum") and not positions.arrows
+    assert segments.groups == ("token", "position", "segment", "sum")
+    assert segments.arrows and segments.shift
+    assert norm.groups == ("sum", "output") and norm.view == "layernorm"
+    assert pretrained.source == "bert" and pretrained.basis == "vocabulary"
+    assert pretrained.background == 2000
+    assert training.source == "random" and training.frozen == {"position"}
+    assert "position" in training.groups
+    # every step leaves the rest of the page as a fresh one has it: no flips, no presenter mode
+    for tour_step in STEPS:
+        assert tour_step.view.flips == frozenset() and not tour_step.view.presenter
 
 
 def test_the_first_pair_shows_what_the_texts_say():
-    state = STEPS[0].state
-    tokens = wordpiece().encode(state.sentence_a, state.sentence_b).tokens
+    view = STEPS[0].view
+    tokens = wordpiece().encode(view.sentence_a, view.sentence_b).tokens
     assert tokens[0] == "[CLS]" and tokens.count("[SEP]") == 2
     assert ("dog", "##house") in set(zip(tokens, tokens[1:], strict=False))  # step 1's split word
     assert tokens[1] == tokens[5] == "the"  # step 3's "positions 1 and 5"
-    assert all(s.state.sentence_a == state.sentence_a for s in STEPS[:5])
+    assert all(s.view.sentence_a == view.sentence_a for s in STEPS[:5])
 
 
 def test_step_6_selects_king_in_bert_s_encoding():
-    state = STEPS[5].state
-    tokens = wordpiece().encode(state.sentence_a, state.sentence_b).tokens
-    assert tokens[state.token] == "king"
+    view = STEPS[5].view
+    tokens = wordpiece().encode(view.sentence_a, view.sentence_b).tokens
+    assert tokens[view.token] == "king"
     assert "queen" in tokens
 
 
 @pytest.mark.parametrize("bad", [0, 8, 9, -1, 2.5, "3", None, True])
 def test_a_step_that_does_not_exist_is_named(bad):
-    with pytest.raises(ValueError, match=r"tour step .* does not exist; steps are 1 to 7\."):
+    with pytest.raises(Refused, match=r"tour step .* does not exist; steps are 1 to 7\."):
         step(bad)
 
 
 def test_the_message_quotes_the_number():
-    with pytest.raises(ValueError, match=r"^tour step 9 does not exist; steps are 1 to 7\.$"):
+    with pytest.raises(Refused, match=r"^tour step 9 does not exist; steps are 1 to 7\.$"):
         step(9)
     assert step(3.0) is STEPS[2]  # number boxes send floats
 
 
-def test_a_step_must_carry_its_number_and_a_known_tab():
-    with pytest.raises(ValueError, match="tab must be one of plane, neighbours"):
-        TourStep("t", "x. y.", ViewState(step=1), tab="sidebar")
+def test_a_step_must_carry_its_number_and_keep_the_tour_open():
     with pytest.raises(ValueError, match="must carry its step number"):
-        TourStep("t", "x. y.", ViewState())
+        TourStep("t", "x. y.", View(panel="tour"))
+    with pytest.raises(ValueError, match="must keep the Tour panel open"):
+        TourStep("t", "x. y.", View(step=1, panel="view"))

@@ -54,7 +54,7 @@ def update(
         live = live_of(request)
         step, out = live.apply(change, lambda s: render.outputs(page, s, asked=asked, whole=whole, notes=notes),
                                tables=tables, whole=whole)
-    except Refused as error:
+    except (ValueError, TypeError) as error:  # Refused, and core's own readable ValueErrors
         gr.Warning(str(error))
         try:
             current = live_of(request).view
