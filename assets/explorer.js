@@ -88,6 +88,11 @@
     },
     presenter(on) {
       document.body.classList.toggle("presenter", Boolean(on));
+      // the plot's box grows with the class; plotly sizes itself only on a window resize
+      requestAnimationFrame(() => {
+        const gd = mainPlot();
+        if (gd && plotly && plotly.Plots) plotly.Plots.resize(gd);
+      });
       return [];
     },
     // the plot as it is on screen, at three times its pixels: the layout's own width and

@@ -387,7 +387,7 @@ class _Scale:
 
 NORMAL = _Scale(marker=8, text=10, font=12, line=1)
 # presenter mode's plot fills the screen's height (assets/style.css): a 1080p projector's
-PRESENTER = _Scale(marker=15, text=18, font=20, line=2.5, plot_px=(1150.0, 720.0))
+PRESENTER = _Scale(marker=15, text=18, font=20, line=2.5, plot_px=(1150.0, 540.0))  # 680 px box, less margins
 
 
 @dataclass(frozen=True)

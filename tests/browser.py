@@ -26,6 +26,7 @@ window.fetch = function (input, init) {
     const url = String(input && input.url || input);
     if (url.includes('heartbeat')) return fetch0.apply(this, arguments);
     window.__inflight += 1;
+    window.__lastStart = performance.now();
     const done = () => { window.__inflight -= 1; };
     return fetch0.apply(this, arguments).then((response) => {
         if (!response.body || !url.includes('/queue/data')) { done(); return response; }
@@ -62,12 +63,14 @@ def open_at(browser, app_url: str, query: str = "", viewport=(1400, 1000), conte
 
 def settle(page, quiet_ms: int = 500) -> None:
     """Wait until the page has no request to the server in flight, for `quiet_ms` on end (an
-    answer may start a follow-up event)."""
+    answer may start a follow-up event), or has started none for five times as long."""
     page.wait_for_function(
         """(quiet) => {
             const now = performance.now();
-            if (window.__inflight > 0 || window.__idleSince === undefined) window.__idleSince = now;
-            return window.__inflight === 0 && now - window.__idleSince > quiet;
+            if (!(window.__inflight <= 0) || window.__idleSince === undefined) window.__idleSince = now;
+            // an event stream gradio keeps open with nothing in it counts as idle after a while
+            const lingering = now - (window.__lastStart || 0) > 5 * quiet;
+            return (window.__inflight <= 0 && now - window.__idleSince > quiet) || lingering;
         }""",
         arg=quiet_ms, timeout=90_000, polling=50,
     )

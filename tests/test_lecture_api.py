@@ -264,7 +264,7 @@ def test_background_draws_berts_most_frequent_words_in_the_vocabulary_plane(clie
     call(client, "/source", "bert")
     call(client, "/basis", "vocabulary")
     behind = json.loads(call(client, "/background", 50).value("background-data"))
-    assert behind["type"] == "scattergl" and behind["name"] == "vocabulary"
+    assert behind["type"] == "scatter" and behind["name"] == "vocabulary"  # SVG up to 5,000: drawn under the tokens
     x, y = decode(behind["x"]), decode(behind["y"])
     assert len(x) == len(y) == len(behind["hovertext"]) == 50
     assert behind["hovertext"][0] == "the"

@@ -72,7 +72,7 @@ def wire(page) -> None:
                      **LIVE)
     page.picked.input(select(page, clicked=True), page.picked, live, api_name=False, **LIVE)
     search = events.setter(page, "search", "regex", outputs=live)
-    gr.on([page.search.input, page.regex.input], search, [page.search, page.regex], live, api_name="search",
+    gr.on([page.search.change, page.regex.input], search, [page.search, page.regex], live, api_name="search",
           trigger_mode="always_last", **LIVE)
     page.flip.click(events.named(lambda request: flip(page, request), ()), None, live, api_name="flip", **LIVE)
 

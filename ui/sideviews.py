@@ -76,7 +76,7 @@ def wire(page) -> None:
     gr.on([page.listing_seed.input, page.listing_bug.input], events.setter(page, "listing_seed", "listing_bug"),
           listing, outputs, api_name="listing_run", trigger_mode="always_last", **LIVE)
     lookup = [page.lookup_sentence, page.lookup_dim, page.lookup_grad]
-    gr.on([page.lookup_sentence.input, page.lookup_dim.input, page.lookup_grad.input],
+    gr.on([page.lookup_sentence.change, page.lookup_dim.input, page.lookup_grad.input],
           events.setter(page, "lookup_sentence", "lookup_dim", "lookup_grad"), lookup, outputs, api_name="lookup",
           trigger_mode="always_last", **LIVE)
 

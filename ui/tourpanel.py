@@ -36,7 +36,8 @@ def go(page, request: gr.Request, move: int) -> dict:
 
     def change(view: View) -> View:
         number = (view.step or 0) + move
-        return tour.step(min(max(number, 1), len(tour.STEPS))).view
+        # presenter mode is how the room sees the page, not part of a lesson: it stays as it is
+        return tour.step(min(max(number, 1), len(tour.STEPS))).view.with_(presenter=view.presenter)
 
     return events.update(page, request, change, tables=lambda session: session.restart(), whole=True)
 
