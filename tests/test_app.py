@@ -56,7 +56,7 @@ def test_arrows_add_an_addition_path(client):
 def test_settings_the_widgets_refuse_give_a_message_and_keep_the_session(client):
     embed(client, "same words")
     before = fingerprint(client)
-    with pytest.raises(AppError, match=r"^Value 4096 is greater than maximum value 512\.$"):
+    with pytest.raises(AppError, match=r"^Value 4096 is greater than maximum value 1024\.$"):
         settings(client, d_model=4096)
     with pytest.raises(AppError, match=r"'bpe'.* is not in the list of choices"):
         settings(client, tokenizer="bpe")

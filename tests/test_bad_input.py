@@ -243,7 +243,7 @@ def test_groups_none_is_no_groups(visitor):
     ("changes", "message"),
     [
         pytest.param({"d_model": 0}, r"^Value 0 is less than minimum value 1\.$", id="d_model-0"),
-        pytest.param({"d_model": 4096}, r"^Value 4096 is greater than maximum value 512\.$", id="d_model-4096"),
+        pytest.param({"d_model": 4096}, r"^Value 4096 is greater than maximum value 1024\.$", id="d_model-4096"),
         pytest.param({"maxlen": 1}, r"^Value 1 is less than minimum value 3\.$", id="maxlen-1"),
         pytest.param({"maxlen": 2}, r"^Value 2 is less than minimum value 3\.$", id="maxlen-2"),
         pytest.param({"n_segments": 0}, r"^Value 0 is less than minimum value 1\.$", id="n_segments-0"),
@@ -254,23 +254,23 @@ def test_groups_none_is_no_groups(visitor):
         pytest.param({"tokenizer": "word", "vocab_size": 3}, r"^Value 3 is less than minimum value 4\.$", id="vocab-3"),
         pytest.param(
             {"tokenizer": "word", "vocab_size": 10**9},
-            r"^Value 1000000000 is greater than maximum value 100000\.$",
+            r"^Value 1000000000 is greater than maximum value 30522\.$",
             id="vocab-10**9",
         ),
         pytest.param({"tokenizer": "bpe"}, rf"'bpe'.* {CHOICES}\['wordpiece', 'word'\]", id="tokenizer-bpe"),
         pytest.param(
             {"tokenizer": None}, r"^tokenizer must be one of wordpiece, word, not None\.$", id="tokenizer-none"
         ),
-        pytest.param({"d_model": 2.5}, r"^d model must be a whole number from 1 to 512, not 2\.5\.$",
+        pytest.param({"d_model": 2.5}, r"^d_model must be a whole number from 1 to 1,024, not 2\.5\.$",
                      id="d_model-2.5"),
-        pytest.param({"d_model": True}, r"^d model must be a whole number from 1 to 512, not True\.$",
+        pytest.param({"d_model": True}, r"^d_model must be a whole number from 1 to 1,024, not True\.$",
                      id="d_model-bool"),
         pytest.param({"seed": None}, r"^seed must be a whole number from 0 to 2,147,483,647, not None\.$",
                      id="seed-none"),
         # a sentence naming the control, the bad value and that a number is needed
-        pytest.param({"d_model": "abc"}, r"^d_model \(vector width\) must be a number from 1 to 512, not 'abc'\.$",
+        pytest.param({"d_model": "abc"}, r"^d_model \(vector width\) must be a number from 1 to 1024, not 'abc'\.$",
                      id="d_model-string"),
-        pytest.param({"d_model": None}, r"^d_model \(vector width\) must be a number from 1 to 512, not None\.$",
+        pytest.param({"d_model": None}, r"^d_model \(vector width\) must be a number from 1 to 1024, not None\.$",
                      id="d_model-none"),
         pytest.param({"tokenizer": "word", "vocab_size": "abc"},
                      r"^Vocabulary size \(words\) must be a number, not 'abc'\.$", id="vocab-string"),

@@ -97,7 +97,7 @@ def test_a_failed_change_changes_nothing():
     with pytest.raises(RuntimeError):
         tab.apply(lambda view: view.with_(d_model=8, k=3), broken)
     assert (tab.view, tab.session, tab.tokens) == before
-    with pytest.raises(Refused, match="d model is 0"):
+    with pytest.raises(Refused, match="d_model is 0"):
         tab.apply(lambda view: view.with_(d_model=0), lambda step: None)
     assert (tab.view, tab.session, tab.tokens) == before
 

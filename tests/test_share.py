@@ -89,7 +89,7 @@ def test_sets_are_kept_in_their_canonical_order():
         ({"step": True}, "step must be a whole number"),
         ({"sentence_a": "x" * (MAX_TEXT + 1)}, "Sentence A has 10,001 characters; at most 10,000"),
         ({"sentence_b": 3}, "Sentence B must be text"),
-        ({"d_model": 513}, "d model is 513; allowed values are 1 to 512"),
+        ({"d_model": 1025}, "d_model is 1,025; allowed values are 1 to 1,024"),
         ({"tokenizer": "bpe"}, "tokenizer must be one of wordpiece, word"),
         ({"flips": set(range(65))}, "65 flipped tokens; at most 64"),
         ({"view": "sidebar"}, "view must be one of plane, positions"),
