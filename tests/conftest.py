@@ -76,3 +76,14 @@ def page(browser, app_url):
     page.goto(app_url)
     yield page
     context.close()
+
+
+@pytest.fixture()
+def open_page(browser, app_url):
+    """Open the app at a query string, each page in a context (a session) of its own."""
+    from tests.browser import open_at
+
+    contexts: list = []
+    yield lambda query="", viewport=(1400, 1000): open_at(browser, app_url, query, viewport, contexts)
+    for context in contexts:
+        context.close()

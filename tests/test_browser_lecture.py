@@ -18,7 +18,7 @@ import pytest
 from PIL import Image
 
 from core.tour import STEPS
-from tests.browser import PLOT, open_at, rows, settle
+from tests.browser import PLOT, rows, settle
 
 pytestmark = pytest.mark.browser
 
@@ -57,14 +57,6 @@ def _in_view(page, selector: str) -> bool:
     size = page.viewport_size
     return box is not None and box["y"] >= 0 and box["y"] + box["height"] <= size["height"] \
         and box["x"] >= 0 and box["x"] + box["width"] <= size["width"]
-
-
-@pytest.fixture()
-def open_page(browser, app_url):
-    contexts: list = []
-    yield lambda query="", viewport=(1400, 1000): open_at(browser, app_url, query, viewport, contexts)
-    for context in contexts:
-        context.close()
 
 
 @pytest.mark.parametrize("viewport, presenter", [((1920, 1080), True), ((1440, 900), False)],

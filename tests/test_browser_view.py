@@ -14,17 +14,9 @@ import numpy as np
 import pytest
 
 from core.tour import STEPS
-from tests.browser import COORDINATES, ERROR_BADGES, PLOT, link_of, open_at, settle
+from tests.browser import COORDINATES, ERROR_BADGES, PLOT, link_of, settle
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture()
-def open_page(browser, app_url):
-    contexts: list = []
-    yield lambda query="", viewport=(1400, 1000): open_at(browser, app_url, query, viewport, contexts)
-    for context in contexts:
-        context.close()
 
 
 def test_a_step_link_shows_what_pressing_next_shows(open_page):
