@@ -150,10 +150,10 @@ def plot_key(a: str, b: str) -> str:
 
 def pair(n_tokens: int) -> tuple[str, str]:
     """The page's default pair for 16, else bench/update_latency.py's pair of n tokens."""
-    import app
     from bench.update_latency import pair_of
+    from ui.assets import EXAMPLES
 
-    return tuple(app.EXAMPLES[0]) if n_tokens == 16 else pair_of(n_tokens)
+    return tuple(EXAMPLES[0]) if n_tokens == 16 else pair_of(n_tokens)
 
 
 def keys_for(a: str, b: str) -> list[str]:
@@ -268,7 +268,7 @@ def measure(characters: int = 30, warm_up: int = 3, sizes: tuple[int, ...] = SIZ
                 page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
                 page.goto(demo.local_url)
                 page.evaluate(HELPERS)
-                show(page, "plot", plot_key(*app.EXAMPLES[0]))  # the first plot, drawn on load
+                show(page, "plot", plot_key(*pair(16)))  # the first plot, drawn on load
                 callbacks = Callbacks(demo)
                 return [measure_pair(page, callbacks, n, characters, warm_up) for n in sizes]
             finally:
