@@ -50,7 +50,6 @@ sys.path.insert(0, str(ROOT))
 from bench.appserver import launched_app, mib  # noqa: E402
 from core.presets import wordpiece  # noqa: E402
 
-GROUPS = ["token", "position", "segment", "sum", "output"]
 FILLER = "the {word} is here for update {update}", "and the {word} stays"
 
 
@@ -98,8 +97,8 @@ class HttpSession:
         deadline = time.monotonic() + self.timeout
         join = self.http.post(
             f"{self.url}gradio_api/queue/join",
-            # the session's gr.State is kept on the server: the page sends null in its place
-            json={"data": [*data, None], "fn_index": self.endpoints[api_name], "session_hash": self.session_hash},
+            # the tab's state is kept on the server: an event sends only its own widgets' values
+            json={"data": list(data), "fn_index": self.endpoints[api_name], "session_hash": self.session_hash},
         )
         if join.status_code == 503:
             raise CallFailed("queue full (503)")
@@ -164,8 +163,10 @@ def spread(seconds: list[float]) -> tuple[float, float, float]:
 
 
 class Crowd:
-    def __init__(self, url: str, endpoints: dict[str, int], words: list[str], args: argparse.Namespace):
+    def __init__(self, url: str, endpoints: dict[str, int], words: list[str], args: argparse.Namespace,
+                 summary_at: int):
         self.url, self.endpoints, self.words, self.args = url, endpoints, words, args
+        self.summary_at = summary_at  # where /train's outputs carry the training summary
         self.others = [set(words) - {w} for w in words]
         self.lock = threading.Lock()
         self.stop = threading.Event()  # set at the deadline: clients finish their call and leave
@@ -223,13 +224,14 @@ class Crowd:
                 if self.stop.is_set():
                     return
                 if self.train_at.get(index) == update:
-                    result = self.call(self.train, session, self.args.steps, "builtin", "", "", api_name="train")
-                    if result is not None and f"Trained {self.args.steps} steps" not in result[-1]:
+                    result = self.call(self.train, session, self.args.steps, "builtin", api_name="train")
+                    summary = None if result is None else result[self.summary_at]
+                    if result is not None and f"Trained {self.args.steps} steps" not in str(summary):
                         with self.lock:
-                            self.train.errors.append(f"unexpected summary {result[-1]!r}"[:300])
+                            self.train.errors.append(f"unexpected summary {summary!r}"[:300])
                     trained = trained or result is not None
                 a, b = sentences(self.words[index], update)
-                result = self.call(self.embed, session, a, b, GROUPS, True, False, api_name="embed")
+                result = self.call(self.embed, session, a, b, api_name="embed")
                 if result is not None:
                     self.check(index, trained, result)
         finally:
@@ -256,6 +258,17 @@ def endpoints_of(url: str) -> dict[str, int]:
     return {d["api_name"]: d["id"] for d in config["dependencies"] if d.get("api_name")}
 
 
+def output_index(url: str, api_name: str, elem_id: str) -> int:
+    """The position, among an event's outputs, of the component with this elem_id."""
+    config = httpx.get(f"{url}config", timeout=10).raise_for_status().json()
+    ids = {c["id"]: c.get("props", {}).get("elem_id") for c in config["components"]}
+    dependency = next(d for d in config["dependencies"] if d.get("api_name") == api_name)
+    outputs = [ids.get(i) for i in dependency["outputs"]]
+    if elem_id not in outputs:
+        raise SystemExit(f"/{api_name} does not write #{elem_id}: update this bench to the page's outputs")
+    return outputs.index(elem_id)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, default=50)
@@ -273,14 +286,14 @@ def main() -> None:
     with launched_app() as (url, process):
         endpoints = endpoints_of(url)
         first = SESSIONS[args.via](url, endpoints, args.call_timeout)
-        first.predict(*sentences(alone_word, -1), GROUPS, True, False, api_name="embed")  # warm up
+        first.predict(*sentences(alone_word, -1), api_name="embed")  # warm up
         rss_idle = mib(process)
 
         alone, alone_cpu = Tally(), cpu_seconds(process)
         for update in range(args.alone):
             began = time.perf_counter()
             try:
-                result = first.predict(*sentences(alone_word, update), GROUPS, True, False, api_name="embed")
+                result = first.predict(*sentences(alone_word, update), api_name="embed")
             except Exception as error:
                 alone.errors.append(repr(error)[:300])
                 continue
@@ -291,7 +304,7 @@ def main() -> None:
         alone_cpu = cpu_seconds(process) - alone_cpu
 
         rss_before = mib(process)
-        crowd = Crowd(url, endpoints, words, args)
+        crowd = Crowd(url, endpoints, words, args, output_index(url, "train", "train-summary"))
         peak = [rss_before]
         sampling = threading.Event()
 
