@@ -15,7 +15,8 @@ In Chromium (Playwright, Debian's /usr/bin/chromium), for the page's default pai
 - echo: a character is typed into the echo box (real key events: ``keyboard.type``) until
   the echo's output shows the new text;
 - plot: a character is typed at the end of ``#sentence-a`` until the main plot
-  (``#embed-plot .js-plotly-plot``) holds the new token list in its data (``gd.data``),
+  (``#embed-plot .js-plotly-plot``) holds the new token list in its data (``gd.data``, the
+  output trace's hover texts),
   i.e. plotly has been handed the new figure.
 
 The two alternate (echo, plot, echo, plot, …), so a busy neighbour slows both alike. Each
@@ -55,7 +56,9 @@ TIMEOUT_MS = 60_000
 HELPERS = """() => {
   const plotKey = () => {
     const gd = document.querySelector('#embed-plot .js-plotly-plot');
-    const trace = gd && gd.data && gd.data.find(t => t.name === 'token');
+    // the output group: one point per token, its hover text the token (the token group names a
+    // repeated token's positions in its hover text)
+    const trace = gd && gd.data && gd.data.find(t => t.name === 'output');
     return trace ? [...trace.hovertext].sort().join('\\u0001') : null;
   };
   const echoKey = () => {
