@@ -15,7 +15,8 @@ In Chromium (Playwright, Debian's /usr/bin/chromium), for the page's default pai
 - echo: a character is typed into the echo box (real key events: ``keyboard.type``) until
   the echo's output shows the new text;
 - plot: a character is typed at the end of ``#sentence-a`` until the main plot
-  (``#embed-plot .js-plotly-plot``) holds the new token list in its data (``gd.data``),
+  (``#embed-plot .js-plotly-plot``) holds the new token list in its data (``gd.data``, the
+  output trace's hover texts),
   i.e. plotly has been handed the new figure.
 
 The two alternate (echo, plot, echo, plot, …), so a busy neighbour slows both alike. Each
@@ -55,7 +56,9 @@ TIMEOUT_MS = 60_000
 HELPERS = """() => {
   const plotKey = () => {
     const gd = document.querySelector('#embed-plot .js-plotly-plot');
-    const trace = gd && gd.data && gd.data.find(t => t.name === 'token');
+    // the output group: one point per token, its hover text the token (the token group names a
+    // repeated token's positions in its hover text)
+    const trace = gd && gd.data && gd.data.find(t => t.name === 'output');
     return trace ? [...trace.hovertext].sort().join('\\u0001') : null;
   };
   const echoKey = () => {
@@ -150,10 +153,10 @@ def plot_key(a: str, b: str) -> str:
 
 def pair(n_tokens: int) -> tuple[str, str]:
     """The page's default pair for 16, else bench/update_latency.py's pair of n tokens."""
-    import app
     from bench.update_latency import pair_of
+    from ui.assets import EXAMPLES
 
-    return tuple(app.EXAMPLES[0]) if n_tokens == 16 else pair_of(n_tokens)
+    return tuple(EXAMPLES[0]) if n_tokens == 16 else pair_of(n_tokens)
 
 
 def keys_for(a: str, b: str) -> list[str]:
@@ -268,7 +271,7 @@ def measure(characters: int = 30, warm_up: int = 3, sizes: tuple[int, ...] = SIZ
                 page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
                 page.goto(demo.local_url)
                 page.evaluate(HELPERS)
-                show(page, "plot", plot_key(*app.EXAMPLES[0]))  # the first plot, drawn on load
+                show(page, "plot", plot_key(*pair(16)))  # the first plot, drawn on load
                 callbacks = Callbacks(demo)
                 return [measure_pair(page, callbacks, n, characters, warm_up) for n in sizes]
             finally:

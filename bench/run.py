@@ -6,8 +6,8 @@ Each measure times ours against a baseline measured side by side in the same run
 prints both with their ratio; the summary has one row per target (measure, ours, baseline,
 ratio, target, met?). The measures, by NAME:
 
-- latency:    one live update at 16, 128 and 512 tokens: ours (the `/embed` callback,
-              `app.embed`) against the notebook path and the bare compute
+- latency:    one live update at 16, 128 and 512 tokens: ours (what `/embed` computes,
+              `ui.render.plane`) against the notebook path and the bare compute
               (bench/update_latency.py).
               Targets: ≥ 8× faster than the notebook at 512 tokens, ≤ 2.5× the bare compute.
 - browser:    typing a character into sentence A until the plot shows the new token, in
@@ -18,7 +18,8 @@ ratio, target, met?). The measures, by NAME:
               ≤ 0.5 s, transform ≤ 1 ms.
 - payload:    the bytes `/embed` sends per update, read off the wire from the app launched
               in this process, against the notebook's plotly.express figure JSON; and the
-              vocabulary background, sent once per plane. Target: ≤ 150 KB at 512 tokens.
+              vocabulary background (2,000 words and the most the page allows), sent once per
+              plane. Target: ≤ 150 KB at 512 tokens.
 - training:   steps per second and time to category purity 0.9 on the built-in corpus,
               against the full-table softmax (bench/training_purity.py). Target: ≤ 10 s.
 - cold_start: `python app.py` to the first HTTP 200, against `import gradio` and a minimal
@@ -202,27 +203,43 @@ def _sent(http, url: str, fn_index: int, data: list, session_hash: str) -> tuple
 
 def the_app():
     """The page's entry points this bench calls, in one place: re-point here when the app
-    moves (the `/embed` callback itself is called through bench/update_latency.py's
-    `embed_call`). Returns the Blocks, its launch options and the background callback."""
+    moves (the keystroke's compute itself is called through bench/update_latency.py's
+    `embed_call`). Returns the Blocks, its launch options and the vocabulary background of
+    ``words`` words for a session (``background(words, session)``, the JSON the page's script
+    receives once per plane)."""
     import app
+    from core.state import View
+    from ui import render
 
-    return app.demo, app.LAUNCH_OPTIONS, app.draw_background
+    def background(words: int, session) -> str:
+        return render.background_json(View(background=words, basis="vocabulary"), session.with_basis("vocabulary"))
+
+    return app.demo, app.LAUNCH_OPTIONS, background
 
 
-def measure_payload(sizes: tuple[int, ...] = (16, 128, 512), background: tuple[int, ...] = (2_000, 30_522)) -> dict:
+def _output_names(config: dict, dependency: dict) -> list[str]:
+    """The names of an event's outputs, in the order the wire sends them: the measure's names
+    for the parts it reports, else the component's elem_id (or its id)."""
+    elem_ids = {c["id"]: c.get("props", {}).get("elem_id") for c in config["components"]}
+    return [_PART_NAMES.get(elem_ids.get(i), elem_ids.get(i) or f"component {i}") for i in dependency["outputs"]]
+
+
+_PART_NAMES = {"embed-plot": "plot", "variance-bars": "variance bar", "token-table": "token table"}  # by elem_id
+
+
+def measure_payload(sizes: tuple[int, ...] = (16, 128, 512), background: tuple[int, ...] | None = None) -> dict:
     """/embed's bytes on the wire for BERT pairs of ``sizes`` tokens, the notebook's figure
-    JSON for the same pairs, and the vocabulary background's bytes for ``background`` words."""
+    JSON for the same pairs, and the vocabulary background's bytes for ``background`` words
+    (by default 2,000 and the most the page allows)."""
     import httpx
 
     from bench.appserver import free_port
-    from bench.update_latency import GROUPS, embed_call, naive, pair_of
+    from bench.update_latency import embed_call, naive, pair_of
+    from core.options import LIMITS
     from core.session import Session
 
-    names = ["plot", "summary", "token table", "token picker", "neighbours (token)", "neighbours (output)",
-             "variance bar", *(f"side view {i}" for i in range(1, 6))]  # the side views: closed, skipped
-    # the callback's parameters after the two sentences, as the page sends them by default;
-    # the gr.State inputs (flips, view, session) are kept on the server: the page sends null
-    defaults = [GROUPS, True, False, False, False, "", 10, None, None, None]
+    if background is None:
+        background = (2_000, LIMITS["background"][1])
     notebook = naive()
     bert = Session.create(source="bert")
     local = embed_call(bert)  # bench/update_latency.py's "ours", in this process
@@ -234,29 +251,34 @@ def measure_payload(sizes: tuple[int, ...] = (16, 128, 512), background: tuple[i
         url = demo.local_url
         with httpx.Client(timeout=httpx.Timeout(120, connect=30)) as http:
             config = http.get(f"{url}config").raise_for_status().json()
-            fn = {d["api_name"]: d["id"] for d in config["dependencies"] if d.get("api_name")}
-            inputs = {d["api_name"]: len(d["inputs"]) for d in config["dependencies"] if d.get("api_name")}
-            if inputs["embed"] != 2 + len(defaults):
-                raise RuntimeError(f"/embed takes {inputs['embed']} inputs, this measure sends {2 + len(defaults)}: "
-                                   "update its defaults to the page's")
+            named = {d["api_name"]: d for d in config["dependencies"] if d.get("api_name")}
+            fn = {name: d["id"] for name, d in named.items()}
+            # the tab's state is kept on the server: each event sends only its own widgets' values
+            for name, count in (("embed", 2), ("source", 1)):
+                if len(named[name]["inputs"]) != count:
+                    raise RuntimeError(f"/{name} takes {len(named[name]['inputs'])} inputs, this measure sends "
+                                       f"{count}: update it to the page's")
+            names = _output_names(config, named["embed"])
+            if "plot" not in names:
+                raise RuntimeError("/embed does not send the main plot (elem_id embed-plot)")
             session_hash = uuid.uuid4().hex[:11]
-            _sent(http, url, fn["source"], ["bert", None], session_hash)
+            _sent(http, url, fn["source"], ["bert"], session_hash)
             for n in sizes:
                 a, b = pair_of(n)
-                wire, outputs = _sent(http, url, fn["embed"], [a, b, *defaults], session_hash)
+                wire, outputs = _sent(http, url, fn["embed"], [a, b], session_hash)
                 parts = {name: len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
                          for name, value in zip(names, outputs, strict=True)}
-                # the harness's check that bench/update_latency.py's "ours" makes what /embed sends
-                mine = [output.plot for output in local(a, b) if hasattr(output, "plot")]
-                same = mine == [output["plot"] for output in outputs if isinstance(output, dict) and "plot" in output]
+                # the harness's check that bench/update_latency.py's "ours" makes the plot /embed sends
+                mine = local(a, b)[demo.page.plot].plot
+                sent = outputs[names.index("plot")]
+                same = isinstance(sent, dict) and sent.get("plot") == mine
                 found["updates"].append({"tokens": n, "wire": wire, "parts": parts, "notebook": notebook(a, b),
                                          "same_plot": same})
     finally:
         with contextlib.redirect_stdout(io.StringIO()):  # "Closing server running on port …"
             demo.close()
-    plane = bert.with_basis("vocabulary")
     for n in background:
-        trace = draw_background(n, plane)
+        trace = draw_background(n, bert)
         found["background"].append({"words": n, "trace": len(trace.encode()),
                                     "sent": len(json.dumps(trace, ensure_ascii=False, separators=(",", ":")).encode())})
     return found

@@ -38,7 +38,6 @@ from core.presets import LIMITS, Settings  # noqa: E402
 from core.session import Session  # noqa: E402
 from core.training import PARTS, Corpus, TrainConfig, train  # noqa: E402
 
-GROUPS = ["token", "position", "segment", "sum", "output"]
 TARGET_MIB = 12  # per trained BERT session
 CONFIG = TrainConfig(steps=20)
 MiB = 2**20
@@ -124,21 +123,21 @@ def measure(sessions: int = 100, updates: int = 200) -> dict:
 
     with launched_app() as (url, process):
         first = Client(url, verbose=False)
-        first.predict("The cat sat.", "It purred.", GROUPS, True, False, api_name="/embed")
+        first.predict("The cat sat.", "It purred.", api_name="/embed")
         idle = mib(process)
 
         first_bert = idle
         for i in range(sessions):
             client = Client(url, verbose=False)
             client.predict("bert", api_name="/source")
-            client.predict(f"student {i} types a sentence", "and another one", GROUPS, True, False, api_name="/embed")
+            client.predict(f"student {i} types a sentence", "and another one", api_name="/embed")
             if i == 0:  # the BERT tables are loaded now, once for all sessions
                 first_bert = mib(process)
         crowd = mib(process)
 
         start = mib(process)
         for i in range(updates):
-            first.predict(f"update number {i} of the same session", "", GROUPS, True, False, api_name="/embed")
+            first.predict(f"update number {i} of the same session", "", api_name="/embed")
         after = mib(process)
     return {
         "idle": idle, "first_bert": first_bert, "crowd": crowd, "start": start, "after": after,

@@ -56,7 +56,7 @@ def demonstration(model: BertEmbedding, corpus: Corpus, tokenizer: Tokenizer) ->
     config = TrainConfig()
     paused, reached = 0.0, None
 
-    def evaluate(step: int, steps: int) -> None:
+    def evaluate(step: int, steps: int, losses: tuple[float, ...]) -> None:  # train's progress callback
         nonlocal paused, reached
         pause = time.perf_counter()
         if reached is None and purity(model, corpus, tokenizer) >= TARGET:

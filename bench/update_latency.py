@@ -4,13 +4,14 @@
 
 For sentence pairs of 16, 128 and 512 tokens on the BERT (MiniLM, d=384) tables it times:
 
-- ours:  the app's `/embed` callback itself, `app.embed`, as the page calls it for one
-         keystroke (default toggles, nothing selected) in a new session's "this sentence"
-         plane: `core.view.explore` (tokenize → components → PCA to 2-D, plus the spectrum of
-         the explained-variance bar where the app measures one), the plot's figure JSON
-         (`embedding_spec` + `figure_json`), the variance bar's HTML (`variance_bars`) and the
-         token table and summary; calling the callback keeps
-         this in step with the app. Gradio's own pre- and postprocessing is not in it;
+- ours:  the page's own keystroke compute, `ui.render.plane(app.demo.page, view, session)`,
+         for a fresh tab's `View` of the pair (default toggles, nothing selected, no search)
+         in a new session's "this sentence" plane: `core.view.explore` (tokenize →
+         components → PCA to 2-D, plus the spectrum of the explained-variance bar where the
+         app measures one), the plot's figure JSON (`embedding_spec` + `figure_json`), the
+         variance bar's HTML (`variance_bars`), the token table, the summary, the neighbours
+         and the search; calling the page's renderer keeps this in step with the app.
+         Gradio's own pre- and postprocessing, and finding the tab's state, are not in it;
 - naive: what a notebook would do — transformers' BertTokenizer + BertModel embeddings,
          scikit-learn PCA() with default settings, plotly.express, figure JSON;
 - bare:  the least work that gives the same numbers — fast tokenizer, table lookups, a
@@ -62,28 +63,35 @@ def pair_of(n_tokens: int) -> tuple[str, str]:
 
 
 SIZES = (16, 128, 512)  # tokens per sentence pair, markers included
-GROUPS = list(COMPONENTS)  # every group ticked, as the page opens
 
 
 def embed_call(session: Session):
-    """``app.embed`` as `/embed` calls it for a keystroke with the page's default controls:
-    every group, labels on, no arrows, no shift, no presenter mode, no token selected, 10
-    neighbours, no flipped segments. Returns the callback's outputs."""
+    """What `/embed` computes for a keystroke, with the page's default controls: the page's
+    `ui.render.plane` for a fresh `View` of the pair (every group, labels on, no arrows, no
+    shift, no presenter mode, no token selected, 10 neighbours, no flipped segments, no
+    search) drawn with ``session``'s tables. Returns its {component: value} mapping."""
     import app  # builds the page once; sets the app's thread settings, as serving it does
+    from core.state import View
+    from ui import render
 
-    def call(a: str, b: str) -> tuple:
-        return app.embed(a, b, GROUPS, True, False, False, False, app.NO_TOKEN, 10, {}, "plane", session)
+    page = app.demo.page
+
+    def call(a: str, b: str) -> dict:
+        return render.plane(page, View(sentence_a=a, sentence_b=b), session)
 
     return call
 
 
 def ours(session: Session):
-    """The whole callback; returns the bytes of the figure JSON and HTML it made (the plot and the bar)."""
+    """The whole keystroke; returns the bytes of the figure JSON and HTML it made (the plot and the bar)."""
+    import app
+
+    page = app.demo.page
     call = embed_call(session)
 
     def run(a: str, b: str) -> int:
-        outputs = call(a, b)
-        return len(outputs[0].plot) + len(outputs[6])  # the plot's figure JSON and the bar's HTML (/embed's order)
+        out = call(a, b)
+        return len(out[page.plot].plot) + len(out[page.variance])  # the plot's figure JSON and the bar's HTML
 
     return run
 
