@@ -1,0 +1,83 @@
+"""Make the README's pictures: the app launched here, opened in Debian's Chromium.
+
+    python assets/screenshots.py          # writes assets/*.png
+
+Each picture is a link into the app (a view written as a query string), so what a picture
+shows can be opened by anyone: the README's pictures are views of the app, not mock-ups.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from pathlib import Path
+from urllib.parse import quote
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from PIL import Image  # noqa: E402
+
+PAIR = "a=" + quote("The king spoke to the queen.") + "&b=" + quote("A man and a woman listened.")
+
+
+def main() -> None:
+    import app
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser import open_at, settle
+    from tests.conftest import CHROMIUM, CHROMIUM_ARGS, free_port
+
+    app.demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
+                    **app.LAUNCH_OPTIONS)
+    url = app.demo.local_url
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM or "/usr/bin/chromium", args=CHROMIUM_ARGS)
+
+        def shot(name: str, query: str, viewport=(1440, 1000), full=False, then=None):
+            page = open_at(browser, url, query, viewport)
+            if then is not None:
+                then(page)
+                settle(page)
+            page.screenshot(path=str(ROOT / "assets" / f"{name}.png"), full_page=full)
+            page.context.close()
+
+        shot("screenshot", f"source=bert&{PAIR}&token=2")
+        shot("lecture", "step=6")
+        shot("presenter", "step=4&presenter=1", (1920, 1080))
+        shot("phone", f"source=bert&{PAIR}", (390, 844))
+
+        def train(page):
+            page.get_by_role("tab", name="Train").click()
+            page.locator("#train-steps input").fill("150")
+            page.locator("#train-button").click()
+            page.wait_for_function("() => document.querySelector('#train-summary').innerText.includes('Trained')",
+                                   timeout=300_000)
+
+        shot("training", "step=7&panel=train", then=train)
+
+        # the side views, four in one picture
+        tiles = []
+        for tab in ("Positions", "LayerNorm", "Similarity", "The listing"):
+            page = open_at(browser, url, "a=" + quote("the cat sat on the mat") + "&b=" +
+                           quote("the dog chased the cat"), (1440, 1000))
+            page.get_by_role("tab", name=tab, exact=True).click()
+            settle(page)
+            tile = Image.open(io.BytesIO(page.locator("#main-column").screenshot()))
+            tiles.append(tile.crop((0, 0, tile.width, min(tile.height, 820))))  # the views, not the page below
+            page.context.close()
+        width = max(t.width for t in tiles)
+        height = max(t.height for t in tiles)
+        sheet = Image.new("RGB", (2 * width, 2 * height), "white")
+        for i, tile in enumerate(tiles):
+            sheet.paste(tile, ((i % 2) * width, (i // 2) * height))
+        sheet.thumbnail((1600, 1600))
+        sheet.save(ROOT / "assets" / "views.png")
+        browser.close()
+    app.demo.close()
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    main()
