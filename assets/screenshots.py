@@ -23,9 +23,9 @@ PAIR = "a=" + quote("The king spoke to the queen.") + "&b=" + quote("A man and a
 
 
 def main() -> None:
-    import app
     from playwright.sync_api import sync_playwright
 
+    import app
     from tests.browser import open_at, settle
     from tests.conftest import CHROMIUM, CHROMIUM_ARGS, free_port
 
