@@ -133,15 +133,18 @@ def test_an_api_client_that_keeps_cookies_embeds_and_uploads_through_the_balance
     import numpy as np
     from gradio_client import Client, handle_file
 
+    from tests.appapi import named
+
     client = Client(class_server.url, verbose=False)
     assert client.cookies.get("SERVERID") in {"w1", "w2"}
-    result = client.predict(sentence_a="the dragon guards the castle", sentence_b="", api_name="/embed")
-    table = result[2]
+    result = named("/embed", client.predict(sentence_a="the dragon guards the castle", sentence_b="",
+                                            api_name="/embed"))
+    table = result.value("token-table")
     assert {"dragon", "castle"} <= {row[0] for row in table["data"]}
     path = tmp_path / "table.npy"
     np.save(path, np.random.default_rng(0).standard_normal((20, 6)).astype(np.float32))
-    source, info, *_ = client.predict(handle_file(str(path)), api_name="/upload")
-    assert source == "upload" and "6 dimensions" in info
+    uploaded = named("/upload", client.predict(handle_file(str(path)), api_name="/upload"))
+    assert uploaded.value("table-source") == "upload" and "6 dimensions" in uploaded.value("tables-info")
     client.close()
 
 

@@ -224,7 +224,7 @@ def test_only_rows_the_corpus_uses_change(small, corpus, tokenizer):
 
 def test_result_records_each_step_and_reports_progress(small, corpus, tokenizer):
     calls = []
-    result = train(small, corpus, tokenizer, TrainConfig(steps=40), lambda s, n: calls.append((s, n)))
+    result = train(small, corpus, tokenizer, TrainConfig(steps=40), lambda s, n, losses: calls.append((s, n)))
     assert result.steps == 40 and len(result.losses) == 40
     assert all(math.isfinite(loss) for loss in result.losses)
     assert calls == [(step, 40) for step in range(2, 41, 2)]

@@ -69,7 +69,7 @@ def fields(page, view: View, names: Iterable[str], tokens: tuple[str, ...] = ())
     """The widgets of these view fields, set to the view's values."""
     names = set(names)
     out: dict = {}
-    for name in names & _SIMPLE:
+    for name in (name for name in _SIMPLE if name in names):
         value = getattr(view, name)
         out[getattr(page, name)] = list(value) if isinstance(value, tuple) else value  # gradio wants lists
     if names & {"tokenizer", "vocab_size"}:
@@ -93,9 +93,11 @@ def fields(page, view: View, names: Iterable[str], tokens: tuple[str, ...] = ())
     return out
 
 
-_SIMPLE = {"sentence_a", "sentence_b", "source", "tokenizer", "d_model", "maxlen", "n_segments", "seed", "positions",
+# widgets whose value is the field's value, in the page's order: a tuple, so every process
+# lists the endpoints' outputs in the same order (a set's order changes with the process)
+_SIMPLE = ("sentence_a", "sentence_b", "source", "tokenizer", "d_model", "maxlen", "n_segments", "seed", "positions",
            "groups", "labels", "arrows", "shift", "basis", "background", "k", "presenter", "listing_seed",
-           "listing_bug", "lookup_sentence", "lookup_dim", "lookup_grad", "search", "regex"}
+           "listing_bug", "lookup_sentence", "lookup_dim", "lookup_grad", "search", "regex")
 
 
 def outputs(page, step: Step, *, asked: Iterable[str] = (), whole: bool = False, notes: Iterable[str] = ()) -> dict:
