@@ -97,6 +97,9 @@ def variance_bars(ratios: Sequence[float], shown: int = 2, title: str = "Explain
             f'<span class="left-out">■</span> what it leaves out</p></div>')
 
 
+SIMILARITY_MIN_PX, SIMILARITY_MAX_PX = 480, 900
+
+
 def similarity_figure(tokens: Sequence[str], matrix: np.ndarray, *, presenter: bool = False) -> dict:
     """An (L, L) cosine matrix as a heatmap, tokens along both axes, first token at the top.
 
@@ -117,7 +120,10 @@ def similarity_figure(tokens: Sequence[str], matrix: np.ndarray, *, presenter: b
     z = z.astype(np.float32)
     if not np.isfinite(z).all():
         raise ValueError("the similarity matrix contains NaN or infinite values; cosines must be finite")
-    layout = _layout(style, 420, "Cosine similarity", margin={"l": 80, "r": 10, "t": 40, "b": 80})
+    # a cell per pair big enough to read its colour from the back of a room: the chart grows
+    # with the sentence, from 480 px up to 900
+    height = min(SIMILARITY_MAX_PX, max(SIMILARITY_MIN_PX, 160 + 24 * length))
+    layout = _layout(style, height, "Cosine similarity", margin={"l": 80, "r": 10, "t": 40, "b": 80})
     if not length:
         layout.update(xaxis={"visible": False}, yaxis={"visible": False},
                       annotations=[_note("no tokens yet", style)])

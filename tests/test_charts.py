@@ -349,3 +349,12 @@ def test_positions_figure_draws_the_given_indices_and_a_note():
     assert "Left out: position &lt;0&gt;" in [a["text"] for a in figure["layout"]["annotations"]]
     with pytest.raises(ValueError, match="indices"):
         positions_figure({"learned": points}, indices={"learned": [1, 2]})
+
+
+def test_the_similarity_heatmap_grows_with_the_sentence_to_be_read_from_a_room():
+    from core.charts import SIMILARITY_MAX_PX, SIMILARITY_MIN_PX, similarity_figure
+
+    short = similarity_figure(["a", "b"], np.eye(2))["layout"]["height"]
+    long = similarity_figure([f"t{i}" for i in range(25)], np.eye(25))["layout"]["height"]
+    huge = similarity_figure([f"t{i}" for i in range(300)], np.eye(300))["layout"]["height"]
+    assert short == SIMILARITY_MIN_PX and short < long < huge == SIMILARITY_MAX_PX
