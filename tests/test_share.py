@@ -329,3 +329,15 @@ def test_a_link_reads_back_as_the_same_view(view):
     if view.sentence_a and view.sentence_b and view.lookup_sentence:
         # with nothing empty, python's default parse_qs reads it back too
         assert from_query(parse_qs(link(view))).view == view
+
+
+def test_the_link_code_loads_no_tables():
+    """Links, views and the tour are read without torch: a link is plain data."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = "import sys, core.share, core.tour, core.state; print('torch' in sys.modules)"
+    found = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[1], capture_output=True,
+                           text=True, check=True)
+    assert found.stdout.strip() == "False"
