@@ -250,3 +250,24 @@ def test_a_sentence_plane_measures_the_spectrum_only_while_it_is_cheap():
     long = sentence_projection(SPECTRUM_ROWS + 1).fit(rng.standard_normal((SPECTRUM_ROWS + 1, 12)))
     assert len(short.spectrum_) == 10 and len(long.spectrum_) == 0
     assert np.allclose(short.spectrum_[:2], short.explained_variance_ratio_)
+
+
+def test_a_cached_plane_is_read_while_another_table_is_being_fitted():
+    """A refit loop must not hold up everyone on the vocabulary plane: a hit takes no lock."""
+    import threading
+
+    from torch import nn
+
+    from core import basis
+
+    cached, other = nn.Embedding(50, 4), nn.Embedding(60, 4)
+    first = basis.vocabulary_basis(cached)
+    with basis._LOCKS:  # what a fit of another table holds while it finds its own lock
+        lock = basis._FITTING.setdefault(other, threading.Lock())
+    found = {}
+    with basis._LOCKS, lock:  # another table is being fitted, and finding its lock, right now
+        reader = threading.Thread(target=lambda: found.update(hit=basis.vocabulary_basis(cached)))
+        reader.start()
+        reader.join(timeout=30)
+        assert not reader.is_alive(), "a cache hit waited for another table's fit"
+    assert found["hit"] is first
