@@ -121,8 +121,10 @@ class View:
             self._set(name, options.text(getattr(self, name), _LABELS[name]))
         self._set("search", options.text(self.search, "The search", MAX_SEARCH))
         options.choice(self.source, "source", SOURCES)
-        Settings(**{name: getattr(self, name) for name in SETTINGS_FIELDS})  # raises if invalid
-        for name in ("vocab_size", "d_model", "maxlen", "n_segments", "seed", "k", "background", "dims"):
+        settings = self.settings  # checks the random-table settings (raises if one is not allowed)
+        for name in SETTINGS_FIELDS:
+            self._set(name, getattr(settings, name))  # as Settings normalised them: 32.0 -> 32
+        for name in ("k", "background", "dims"):
             self._set(name, options.whole(getattr(self, name), name))
         self._set("listing_seed", options.whole(self.listing_seed, "seed"))
         self._set("lookup_dim", options.whole(self.lookup_dim, "lookup_dim"))

@@ -61,7 +61,7 @@ class Page:
     @property
     def everything(self) -> list:
         """Every component a change can write: a link, a tour step or a table change may set any."""
-        widgets = [getattr(self, name) for name in render._SIMPLE]
+        widgets = [getattr(self, name) for name in render.SIMPLE]
         return [
             *self.live_outputs, *widgets, self.vocab_size, *self.freezes.values(), self.three_d, self.views,
             self.controls,
@@ -122,4 +122,4 @@ def _test_hooks(page: Page) -> None:
     button.click(fingerprint, None, box, api_name="fingerprint")
 
 
-__all__ = ["LAUNCH_OPTIONS", "Page", "build_demo", "render"]
+__all__ = ["LAUNCH_OPTIONS", "Page", "build_demo"]

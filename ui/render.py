@@ -69,7 +69,7 @@ def fields(page, view: View, names: Iterable[str], tokens: tuple[str, ...] = ())
     """The widgets of these view fields, set to the view's values."""
     names = set(names)
     out: dict = {}
-    for name in (name for name in _SIMPLE if name in names):
+    for name in (name for name in SIMPLE if name in names):
         value = getattr(view, name)
         out[getattr(page, name)] = list(value) if isinstance(value, tuple) else value  # gradio wants lists
     if names & {"tokenizer", "vocab_size"}:
@@ -95,7 +95,7 @@ def fields(page, view: View, names: Iterable[str], tokens: tuple[str, ...] = ())
 
 # widgets whose value is the field's value, in the page's order: a tuple, so every process
 # lists the endpoints' outputs in the same order (a set's order changes with the process)
-_SIMPLE = ("sentence_a", "sentence_b", "source", "tokenizer", "d_model", "maxlen", "n_segments", "seed", "positions",
+SIMPLE = ("sentence_a", "sentence_b", "source", "tokenizer", "d_model", "maxlen", "n_segments", "seed", "positions",
            "groups", "labels", "arrows", "shift", "basis", "background", "k", "presenter", "listing_seed",
            "listing_bug", "lookup_sentence", "lookup_dim", "lookup_grad", "search", "regex")
 
@@ -112,9 +112,9 @@ def outputs(page, step: Step, *, asked: Iterable[str] = (), whole: bool = False,
         out[page.token] = gr.update(choices=token_choices(step.tokens if view.token is not None else ()))
     tables = whole or step.tables_changed or bool(changed & {"source", "positions", "frozen", *SETTINGS_FIELDS})
     if whole or tables or changed & set(_PLANE):
-        out.update(plane(page, view, session))
+        out.update(plane(page, view, session, step.tokens))
     if view.view in DETAILS and (whole or tables or changed & {*_PLANE, "view"}):
-        out.update(detail(page, view, session))
+        out.update(detail(page, view, session, step.tokens))
     if whole or tables or changed & {"basis", "background"}:
         out[page.background_json] = background_json(view, session)
     if tables:
@@ -133,9 +133,12 @@ def outputs(page, step: Step, *, asked: Iterable[str] = (), whole: bool = False,
 _ALL_FIELDS = tuple(View.__dataclass_fields__)
 
 
-def plane(page, view: View, session: Session) -> dict:
-    """The main plot, its summary, the token table, the neighbours, the search and the variance bar."""
-    result = exploration(view, session)
+def plane(page, view: View, session: Session, tokens: tuple[str, ...] | None = None) -> dict:
+    """The main plot, its summary, the token table, the neighbours, the search and the variance bar.
+
+    `tokens`: the view's tokens when the caller has them (an applied change has), so the
+    live path does not tokenize the sentences once more to find the flipped ones."""
+    result = exploration(view, session, tokens)
     spec = embedding_spec(result.scene, labels=view.labels, arrows=view.arrows, shift=view.shift,
                           presenter=view.presenter)
     found, searched = _search(view, session, result), []
@@ -181,10 +184,9 @@ def search_text(found: SearchResult | None) -> str:
     return line
 
 
-def exploration(view: View, session: Session) -> Exploration:
+def exploration(view: View, session: Session, tokens: tuple[str, ...] | None = None) -> Exploration:
     """The pipeline's result for this view (the one call the plane and the exports share)."""
-    encoding_tokens = session.encode(view.sentence_a, view.sentence_b).tokens
-    flipped = {i: encoding_tokens[i] for i in view.flips if i < len(encoding_tokens)}
+    flipped = _flipped(view, session, tokens)
     # a trained layer colours the built-in corpus's words by category: "related words gather"
     categories = builtin_categories() if session.trained is not None else None
     return explore(session, view.sentence_a, view.sentence_b, view.groups, selected=view.token, k=view.k,
@@ -196,11 +198,19 @@ def builtin_categories():
     return Corpus.builtin().categories
 
 
-def detail(page, view: View, session: Session) -> dict:
+def _flipped(view: View, session: Session, tokens: tuple[str, ...] | None) -> dict[int, str]:
+    """The view's flipped positions with their tokens, as the pipeline takes them."""
+    if not view.flips:
+        return {}
+    if tokens is None:
+        tokens = session.encode(view.sentence_a, view.sentence_b).tokens
+    return {i: tokens[i] for i in view.flips if i < len(tokens)}
+
+
+def detail(page, view: View, session: Session, tokens: tuple[str, ...] | None = None) -> dict:
     """The open side view, computed for the current sentences."""
     a, b = view.sentence_a, view.sentence_b
-    tokens = session.encode(a, b).tokens
-    flipped = {i: tokens[i] for i in view.flips if i < len(tokens)}
+    flipped = _flipped(view, session, tokens)
     if view.view == "positions":
         found = positions_detail(session, a, b, flipped, presenter=view.presenter)
         rows = [[r.token, f"{r.positions[0]} and {r.positions[1]}", round(r.cosine, 3)] for r in found.repeated]

@@ -65,8 +65,7 @@ def freeze(page, request: gr.Request, on: tuple) -> dict:
 
 
 def reset(page, request: gr.Request) -> dict:
-    out = events.update(page, request, lambda view: view, tables=lambda session: session.reset())
-    return out
+    return events.update(page, request, lambda view: view, tables=lambda session: session.reset())
 
 
 def train(page, request: gr.Request, steps, corpus):
