@@ -1,4 +1,7 @@
 // What the page does in the browser that no Gradio component does:
+//  - the main plot arrives compact (core/figures.py embedding_spec(compact=True)): what each
+//    token's point shares across the groups is sent once, in layout.meta.columns; `expand`
+//    puts it back into each group's trace, and the token table is drawn from the same columns;
 //  - the vocabulary background: thousands of faint points sent once per basis and merged
 //    into every redraw of the main plot, so a keystroke never sends them again;
 //  - a click on a point selects its token for the nearest-neighbour panel;
@@ -10,6 +13,62 @@
   // the groups drawn one point per token (a segment's point is shared by all of its tokens)
   const GROUPS = new Set(["token", "position", "sum", "output"]);
   let background = null; // the background trace, or null when it is off
+
+  // the compact figure's shared columns -> whole traces; core/figures.py `expand` is its twin
+  const DTYPES = { f4: Float32Array, f8: Float64Array, i1: Int8Array, u1: Uint8Array, i2: Int16Array,
+    u2: Uint16Array, i4: Int32Array, u4: Uint32Array };
+  const untyped = (value) => {
+    if (!value || typeof value !== "object" || !("bdata" in value)) return value;
+    const bytes = Uint8Array.from(atob(value.bdata), (c) => c.charCodeAt(0));
+    return Array.from(new DTYPES[value.dtype](bytes.buffer));
+  };
+  const MAX_NAMED = 5; // core/figures.py MAX_NAMED: tokens a hover names at one spot at most
+  function pileNames(names, positions, piles) {
+    if (!piles || !piles.length) return names;
+    const out = names.slice();
+    for (const indices of piles) {
+      let listed = indices.slice(0, MAX_NAMED).map((i) => `${names[i]} (${positions[i]})`).join(", ");
+      if (indices.length > MAX_NAMED) listed += `, and ${indices.length - MAX_NAMED} more`;
+      for (const i of indices) out[i] = listed;
+    }
+    return out;
+  }
+  function expand(data, layout) {
+    const columns = layout && layout.meta && layout.meta.columns;
+    if (!columns) return data;
+    const order = untyped(columns.order);
+    const pick = (values) => order.map((i) => values[i]);
+    const ids = pick(untyped(columns.id));
+    const positions = pick(untyped(columns.position));
+    const segments = pick(untyped(columns.segment));
+    const tokens = pick(columns.tokens);
+    const symbols = pick(columns.symbol);
+    return data.map((trace) => {
+      const group = trace.meta && trace.meta.columns;
+      if (!group) return trace;
+      const norms = pick(untyped(columns.norm[group]));
+      const { meta, ...rest } = trace;
+      return {
+        ...rest,
+        hovertext: pileNames(tokens, positions, (columns.piles || {})[group]),
+        customdata: ids.map((id, i) => [id, positions[i], segments[i], norms[i]]),
+        marker: { ...trace.marker, symbol: symbols },
+      };
+    });
+  }
+  // the token table, one row per token in sentence order; tokens come escaped (as hover text)
+  function drawTable(layout) {
+    const columns = layout && layout.meta && layout.meta.columns;
+    const body = document.querySelector("#token-table tbody");
+    if (!columns || !body) return;
+    const ids = untyped(columns.id);
+    const positions = untyped(columns.position);
+    const segments = untyped(columns.segment);
+    const norms = Object.values(columns.norm).map(untyped);
+    body.innerHTML = columns.tokens.map((token, i) => `<tr><td>${token}</td><td>${ids[i]}</td>`
+      + `<td>${positions[i]}</td><td>${segments[i]}</td>`
+      + norms.map((n) => `<td>${n[i].toFixed(3)}</td>`).join("") + "</tr>").join("");
+  }
 
   const mainPlot = () => document.querySelector(`${MAIN} .js-plotly-plot`);
   const isMain = (gd) => gd instanceof Element && gd.closest(MAIN) !== null;
@@ -56,8 +115,10 @@
       if (!isMain(gd)) return react.call(this, gd, data, layout, config);
       // a constant uirevision keeps what the user did to the plot — groups hidden from the
       // legend, zoom, a 3-D camera — across the redraws that typing sends
-      const kept = { ...(layout || {}), uirevision: "embedding" };
-      return react.call(this, gd, withHidden(withBackground(data)), kept, config).then((div) => {
+      const { meta, ...rest } = layout || {};
+      const kept = { ...rest, uirevision: "embedding" };
+      drawTable(layout);
+      return react.call(this, gd, withHidden(withBackground(expand(data, layout))), kept, config).then((div) => {
         div.removeListener?.("plotly_restyle", rememberHidden);
         div.on?.("plotly_restyle", rememberHidden);
         div.removeListener?.("plotly_click", onClick);

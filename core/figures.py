@@ -120,6 +120,8 @@ class Scene:
     segment_shift: float | None = None  # |seg[1] − seg[0]| in the full space, for the shift's note
     # each token's word category ("animals", …; "" for none) while training on a corpus that has them
     categories: tuple[str, ...] | None = None
+    # every component's norms (group -> (L,)), drawn or not: the token table's, in the compact figure
+    table_norms: Mapping[str, np.ndarray] | None = None
 
     @property
     def dims(self) -> int:
@@ -176,7 +178,7 @@ def figure_json(spec: Mapping) -> str:
     without the figure object, whose construction and deep copies cost more than the rest
     of a 512-token update put together.
     """
-    figure = {"data": [_typed(trace) for trace in spec["data"]], "layout": spec["layout"]}
+    figure = {"data": [_typed(trace) for trace in spec["data"]], "layout": _typed(spec["layout"])}
     if "config" in spec:
         figure["config"] = spec["config"]  # plotly.js options the page passes on, e.g. no mode bar
     return to_json_plotly(figure)
@@ -245,7 +247,7 @@ CATEGORY = "category: {}"
 
 def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, shift: bool = False,
                    presenter: bool = False, webgl_above: int = 1500, uirevision: str = "embed",
-                   panels: str = "auto", magnify: bool = True) -> dict:
+                   panels: str = "auto", magnify: bool = True, compact: bool = False) -> dict:
     """The embedding layer's vectors in the PCA plane, one coloured trace per group.
 
     labels: write each token beside its point.
@@ -264,6 +266,10 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, s
         extents differ by more than ``SPLIT_ABOVE``.
     magnify: draw a position or segment cloud too small to see magnified about its own
         centre, by a round factor written on the plot.
+    compact: the page's wire form (see ``expand``): what every token's point shares across
+        the groups (its name, id, position, segment, marker shape) is sent once, in
+        ``layout.meta.columns``, instead of once per group; the page's script, and
+        ``expand`` here, put it back into each group's trace.
 
     A scene with three coordinates per point becomes a rotatable PC1–PC3 view (scatter3d).
     The figure has no fixed height: it fills the plot's container (the page sizes it).
@@ -271,7 +277,10 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, s
     if panels not in PANELS:
         raise ValueError(f"panels is {panels!r}; choose one of {', '.join(PANELS)}")
     if scene.dims == 3:
-        return _spec_3d(scene, labels=labels, arrows=arrows, shift=shift, presenter=presenter, uirevision=uirevision)
+        spec = _spec_3d(scene, labels=labels, arrows=arrows, shift=shift, presenter=presenter, uirevision=uirevision)
+        if compact:  # its traces stay whole (a 3-D view is asked for, not typed into): the table's columns only
+            spec["layout"]["meta"] = {"columns": token_columns(scene)}
+        return spec
     groups = [group for group in GROUPS if group in scene.points]
     webgl = len(groups) * len(scene.tokens) > webgl_above
     scale = PRESENTER if presenter else NORMAL
@@ -282,9 +291,12 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, s
     columns = _TokenColumns.of(scene, groups, points, panel, labels=labels, webgl=webgl, scale=scale, split=split)
 
     data = _category_halos(scene, groups, points, panel, columns, scale) if scene.categories else []
-    data += [(_segment_trace if group == "segment" else _group_trace)(
-        group, scene, points[group], columns, webgl=webgl, scale=scale, axes=_AXES[panel[group]])
-        for group in groups]
+    shared = token_columns(scene, columns.order) if compact else None
+    data += [_segment_trace(group, scene, points[group], columns, webgl=webgl, scale=scale, axes=_AXES[panel[group]])
+             if group == "segment" else
+             _group_trace(group, scene, points[group], columns, webgl=webgl, scale=scale, axes=_AXES[panel[group]],
+                          shared=shared)
+             for group in groups]
     if scene.previous is not None and groups:
         data += _movement(scene, groups, panel, factors)
     if arrows and {"token", "position", "segment", "sum"} <= set(groups):
@@ -309,6 +321,8 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, s
         "annotations": _annotations(scene, scale, labelled=columns.labelled, shift=shift and "sum" in groups,
                                     split=split, factors=factors, groups=groups),
     }
+    if shared is not None:
+        layout["meta"] = {"columns": shared}  # meta: plotly keeps it and draws nothing of it
     if split:
         width = (1 - PANEL_GAP) / 2
         layout["xaxis"]["domain"] = [0.0, width]
@@ -497,22 +511,28 @@ def _segment_name(segment: int) -> str:
     return chr(ord("A") + segment) if 0 <= segment < 26 else str(segment)
 
 
-def _coincident(points: np.ndarray, names: list[str], positions: Sequence[int]) -> list[str]:
-    """Hover names: a point that several tokens share names each of them with its position,
-    "the (1), the (5)", since plotly's hover shows one point of a pile; others just the token."""
+def _piles(points: np.ndarray) -> list[list[int]]:
+    """The points that coincide exactly, as lists of their indices (piles of one left out)."""
     xy = np.ascontiguousarray(points, dtype=np.float32)
     # each point's coordinates as one number (a complex64 for 2, a void of 12 bytes for 3):
     # np.unique over rows (axis=0) is several times slower
     keys = xy.view(np.complex64).ravel() if xy.shape[1] == 2 else xy.view(f"V{xy.itemsize * 3}").ravel()
     _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
     if len(counts) == len(xy):
-        return names
-    shared = counts[inverse] > 1
+        return []
     members: dict[int, list[int]] = {}
-    for i in np.flatnonzero(shared).tolist():
+    for i in np.flatnonzero(counts[inverse] > 1).tolist():
         members.setdefault(int(inverse[i]), []).append(i)
+    return list(members.values())
+
+
+def _pile_names(names: list[str], positions: Sequence[int], piles: Sequence[Sequence[int]]) -> list[str]:
+    """Hover names: a point that several tokens share names each of them with its position,
+    "the (1), the (5)", since plotly's hover shows one point of a pile; others just the token."""
+    if not piles:
+        return names
     out = list(names)
-    for indices in members.values():
+    for indices in piles:
         listed = ", ".join(f"{names[i]} ({positions[i]})" for i in indices[:MAX_NAMED])
         if len(indices) > MAX_NAMED:
             listed += f", and {len(indices) - MAX_NAMED} more"
@@ -521,26 +541,113 @@ def _coincident(points: np.ndarray, names: list[str], positions: Sequence[int]) 
     return out
 
 
+def _coincident(points: np.ndarray, names: list[str], positions: Sequence[int]) -> list[str]:
+    """Hover names of `points` (see `_pile_names`)."""
+    return _pile_names(names, positions, _piles(points))
+
+
 def _group_trace(group: str, scene: Scene, points: np.ndarray, columns: _TokenColumns, *, webgl: bool,
-                 scale: _Scale, axes: Mapping[str, str]) -> dict:
-    """One group's points: colour by group, shape by kind of token, hover by token."""
-    customdata = columns.customdata.copy()
-    customdata[:, 3] = np.asarray(scene.norms[group])[columns.order]
+                 scale: _Scale, axes: Mapping[str, str], shared: dict | None = None) -> dict:
+    """One group's points: colour by group, shape by kind of token, hover by token.
+
+    With `shared` (the compact form) the trace keeps only what is its own — points, labels,
+    the template — and adds its piles of coinciding points to `shared`."""
     drawn = np.asarray(points)[columns.order]
-    positions = [scene.positions[i] for i in columns.order]
     # with two dimensions the point is the vector itself: hover shows it
     vector = "<br>vector (%{x:.3f}, %{y:.3f})" if scene.exact else ""
+    template = (
+        f"<b>%{{hovertext}}</b> · {group}<br>"
+        "id %{customdata[0]} · position %{customdata[1]} · segment %{customdata[2]}<br>"
+        f"‖vector‖ = %{{customdata[3]:.3f}}{vector}<extra></extra>"
+    )
+    piles = _piles(drawn)
+    if shared is not None:
+        if piles:
+            shared["piles"][group] = piles
+        return _points_trace(group, drawn, columns.labels.get(group), webgl=webgl, scale=scale, axes=axes,
+                             marker={"size": scale.marker, "line": {"color": COLOURS[group], "width": scale.line}},
+                             meta={"columns": group}, hovertemplate=template)
+    customdata = columns.customdata.copy()
+    customdata[:, 3] = np.asarray(scene.norms[group])[columns.order]
     return _points_trace(
         group, drawn, columns.labels.get(group), webgl=webgl, scale=scale, axes=axes,
         marker={"symbol": columns.symbol, "size": scale.marker, "line": {"color": COLOURS[group], "width": scale.line}},
-        hovertext=_coincident(drawn, columns.hovertext, positions),
+        hovertext=_pile_names(columns.hovertext, customdata[:, 1].astype(int).tolist(), piles),
         customdata=customdata,
-        hovertemplate=(
-            f"<b>%{{hovertext}}</b> · {group}<br>"
-            "id %{customdata[0]} · position %{customdata[1]} · segment %{customdata[2]}<br>"
-            f"‖vector‖ = %{{customdata[3]:.3f}}{vector}<extra></extra>"
-        ),
+        hovertemplate=template,
     )
+
+
+def token_columns(scene: Scene, order: np.ndarray | None = None) -> dict:
+    """Each token's name, id, position, segment, marker shape and norms, once, in token order.
+
+    The compact figure's traces point into these (``order``: the traces' drawing order),
+    and the page's token table is drawn from them: the table costs no bytes of its own.
+    ``norm`` holds every group of ``scene.table_norms`` (all five components, whichever are
+    drawn), else of ``scene.norms``.
+    """
+    special = np.asarray(scene.special_mask, dtype=bool)
+    continuation = np.asarray(scene.continuation_mask, dtype=bool) & ~special
+    norms = scene.table_norms if scene.table_norms is not None else scene.norms
+    length = len(scene.tokens)
+    return {
+        # plotly parses hover text as HTML-like markup: escape what users typed so "<b>" reads "<b>"
+        "tokens": [html.escape(token, quote=False) for token in scene.tokens],
+        "id": np.asarray(scene.ids, dtype=np.int32),
+        "position": np.asarray(scene.positions, dtype=np.uint16),  # maxlen ≤ 2,048
+        "segment": np.asarray(scene.segment_ids, dtype=np.uint8),  # ≤ 8 segments
+        "symbol": [SPECIAL if special[i] else CONTINUATION if continuation[i] else WORD for i in range(length)],
+        "norm": {group: np.asarray(values, dtype=np.float32) for group, values in norms.items()},
+        "order": np.asarray(np.arange(length) if order is None else order, dtype=np.uint16),
+        "piles": {},
+    }
+
+
+def expand(figure: dict) -> dict:
+    """A compact figure (``embedding_spec(compact=True)``, as JSON) made whole again.
+
+    The page's script does the same in the browser (assets/explorer.js, ``expand``); this is
+    its twin for anyone reading ``/embed``'s plot through the API, and the tests' reference.
+    Each group's trace gets back its hover names (piles of coinciding points named
+    together), its customdata (id, position, segment, norm, float32 as plotly would hold
+    them) and its marker shapes. A figure without shared columns is returned unchanged.
+    """
+    columns = (figure.get("layout", {}).get("meta") or {}).get("columns")
+    if not columns:
+        return figure
+    order = _untyped(columns["order"]).astype(np.int64)
+    ids, positions, segments = (_untyped(columns[key])[order] for key in ("id", "position", "segment"))
+    tokens, symbols = [columns["tokens"][i] for i in order], [columns["symbol"][i] for i in order]
+    data = []
+    for trace in figure["data"]:
+        group = trace["meta"].get("columns") if isinstance(trace.get("meta"), dict) else None
+        if group is None:
+            data.append(trace)
+            continue
+        norms = _untyped(columns["norm"][group])[order]
+        whole = {key: value for key, value in trace.items() if key != "meta"}
+        whole["marker"] = {**trace.get("marker", {}), "symbol": symbols}
+        whole["hovertext"] = _pile_names(tokens, positions.astype(int).tolist(), columns["piles"].get(group, []))
+        whole["customdata"] = np.column_stack([ids, positions, segments, norms]).astype(np.float32).tolist()
+        data.append(whole)
+    return {**figure, "data": data}
+
+
+def table_rows(figure: dict) -> list[list]:
+    """The token table, as the page draws it, from a figure's shared columns (JSON form):
+    token, id, position, segment and the norm of each component, rounded to 3 decimals."""
+    columns = figure["layout"]["meta"]["columns"]
+    ids, positions, segments = (_untyped(columns[key]).tolist() for key in ("id", "position", "segment"))
+    norms = [np.round(_untyped(values).astype(np.float64), 3).tolist() for values in columns["norm"].values()]
+    return [[html.unescape(token), ids[i], positions[i], segments[i], *(n[i] for n in norms)]
+            for i, token in enumerate(columns["tokens"])]
+
+
+def _untyped(value) -> np.ndarray:
+    """A plotly typed array ({"dtype", "bdata"}) or a list, as numpy."""
+    if isinstance(value, dict) and "bdata" in value:
+        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+    return np.asarray(value)
 
 
 def _segment_trace(group: str, scene: Scene, points: np.ndarray, columns: _TokenColumns, *, webgl: bool,

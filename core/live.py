@@ -127,6 +127,9 @@ class Live:
     session: Session = field(default_factory=Session.create)
     tokens: tuple[str, ...] = ()  # the tokens last drawn, to follow a selection through edits
     job: str | None = None  # the heavy job queued or running for this tab, if any
+    # whether the page's token picker holds a list of tokens: filled when it is opened, and
+    # emptied (once) when they change, so a keystroke does not rewrite an empty picker
+    listed: bool = False
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     used: float = field(default_factory=time.monotonic)
 

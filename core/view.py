@@ -134,6 +134,7 @@ def explore(
         continuation_mask=encoding.continuation_mask,
         points=points,
         norms={g: norms[g] for g in shown},
+        table_norms={g: norms[g] for g in COMPONENTS},
         explained=explained,
         origin=origin,
         message=plot_message,

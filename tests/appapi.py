@@ -16,7 +16,9 @@ from functools import cache
 
 import numpy as np
 
+from core.figures import expand, table_rows
 from core.options import COMPONENTS
+from core.view import TABLE_HEADERS
 
 ALL = list(COMPONENTS)
 
@@ -73,10 +75,18 @@ def call(client, api_name: str, *args) -> Outputs:
 
 
 def named(api_name: str, result) -> Outputs:
+    """The answer by elem_id, with the main plot read as the page reads it: expanded, and the
+    token table (drawn in the browser from the plot's columns) under "token-table"."""
     ids = output_ids(api_name)
     values = result if isinstance(result, tuple | list) and len(ids) != 1 else (result,)
     assert len(values) == len(ids), (api_name, len(values), ids)
-    return Outputs(zip(ids, values, strict=True))
+    out = Outputs(zip(ids, values, strict=True))
+    plot = out.get("embed-plot")
+    if isinstance(plot, dict) and plot.get("plot"):
+        whole = expand(json.loads(plot["plot"]))
+        out["embed-plot"] = {**plot, "plot": json.dumps(whole)}
+        out["token-table"] = {"headers": list(TABLE_HEADERS), "data": table_rows(whole)}
+    return out
 
 
 def open_view(client, key: str) -> None:

@@ -47,6 +47,39 @@ def test_markup_typed_as_a_sentence_stays_text(page):
     page.wait_for_timeout(300)
     assert page.evaluate("window.__pwned") is False
     assert page.locator("#embed-plot img[src='x']").count() == 0
+    # the token table is drawn from the same escaped names: text, not an element
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#token-table tbody td')].some(c => c.textContent === '<')")
+    assert page.locator("#token-table img").count() == 0
+
+
+TABLE_ROWS = ("() => [...document.querySelectorAll('#token-table tbody tr')]"
+              ".map(r => [...r.cells].map(c => c.textContent))")
+
+
+def test_the_token_table_shows_what_hovering_the_points_says(page):
+    """The table is drawn in the browser from the plot's token columns: each row is its token's
+    name, id, position, segment and norms, as the expanded traces' hover data has them."""
+    wait_for_plot(page)
+    page.locator("#sentence-a textarea").fill("The teacher ate lunch with the teacher.")
+    page.wait_for_function("() => document.querySelector('#token-table tbody').textContent.includes('lunch')",
+                           timeout=30_000)
+    rows = page.evaluate(TABLE_ROWS)
+    data = {trace["name"]: trace for trace in page.evaluate(PLOT_DATA)}
+    by_position = {group: {int(c[1]): c for c in data[group]["customdata"]}
+                   for group in ("token", "position", "sum", "output")}
+    names = dict(zip((int(c[1]) for c in data["position"]["customdata"]), data["position"]["hovertext"],
+                     strict=True))
+    assert [int(row[2]) for row in rows] == list(range(len(rows))) and len(rows) == len(names)
+    for row in rows:
+        position = int(row[2])
+        token_id, _, segment, _ = by_position["token"][position]
+        assert (row[0], int(row[1]), int(row[3])) == (names[position], token_id, segment)
+        for column, group in ((4, "token"), (5, "position"), (7, "sum"), (8, "output")):
+            assert float(row[column]) == pytest.approx(by_position[group][position][3], abs=5e-4)
+    # the two "teacher"s are one point of the token group, and its hover names both
+    piled = [h for h in data["token"]["hovertext"] if h.startswith("teacher (")]
+    assert piled and all(h == piled[0] for h in piled) and piled[0].count("teacher") == 2
 
 
 def test_bert_preset_changes_the_plot(page):

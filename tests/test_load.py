@@ -60,8 +60,8 @@ class Record:
 
 
 def read(client: int, update: int, result) -> Response:
-    plot, _info, table = result[:3]  # /embed's first outputs: the plot, its summary, the token table
-    traces = json.loads(plot["plot"])["data"]
+    out = named("/embed", result)  # the plot expanded, and the token table drawn from it, as the page does
+    traces, table = json.loads(out["embed-plot"]["plot"])["data"], out["token-table"]
     return Response(
         client=client,
         update=update,

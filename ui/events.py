@@ -50,10 +50,19 @@ def update(
     """
     from ui import render  # render imports the panels' names; events is imported by them
 
+    outputs = None if outputs is None else list(outputs)
+
     try:
         live = live_of(request)
-        step, out = live.apply(change, lambda s: render.outputs(page, s, asked=asked, whole=whole, notes=notes),
-                               tables=tables, whole=whole)
+
+        def compute(step):  # under the tab's lock
+            out = render.outputs(page, step, asked=asked, whole=whole, notes=notes, listed=live.listed)
+            picker = out.get(page.token) if outputs is None or page.token in outputs else None
+            if isinstance(picker, dict) and "choices" in picker:
+                live.listed = len(picker["choices"]) > 1  # more than "none"
+            return out
+
+        step, out = live.apply(change, compute, tables=tables, whole=whole)
     except (ValueError, TypeError) as error:  # Refused, and core's own readable ValueErrors
         gr.Warning(str(error))
         try:

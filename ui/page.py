@@ -18,6 +18,15 @@ from core.uploads import UploadLimits
 from ui import events, plane, render, sideviews, tablespanel, tourpanel, trainpanel, viewpanel
 from ui.assets import ASSETS
 
+# gradio's queue summarises its event log (a pandas DataFrame of up to 10,000 events) after
+# every event, for a monitoring dashboard this app does not enable: measured, a tenth of a
+# keystroke's server CPU, growing with the events served. Once per thousand events keeps the
+# dashboard's figures if it is ever switched on. Read when the queue is made (build_demo);
+# bench/server_cpu.py gives its echo baseline the same settings.
+GRADIO_SETTINGS = {"GRADIO_ANALYTICS_CACHE_FREQUENCY": "1000"}
+for _name, _value in GRADIO_SETTINGS.items():
+    os.environ.setdefault(_name, _value)
+
 MAX_UPLOAD_BYTES = UploadLimits().max_bytes  # the upload route refuses larger files while they stream in
 
 INTRO = """\
@@ -50,8 +59,9 @@ class Page:
 
     @property
     def live_outputs(self) -> list:
-        """What a keystroke can change: the plane, the open side view, the picker, the notice."""
-        return [self.plot, self.info, self.table, self.token, self.near_token, self.near_output, self.variance,
+        """What a keystroke can change: the plane, the open side view, the picker, the notice.
+        (The token table is drawn in the browser from the plot's token columns.)"""
+        return [self.plot, self.info, self.token, self.near_token, self.near_output, self.variance,
                 self.search_hits, self.search_info, *self.detail_outputs, self.notice]
 
     @property

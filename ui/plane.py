@@ -16,6 +16,13 @@ from ui.widgets import Checkbox, Slider
 
 NEIGHBOUR_HEADERS = ["#", "token", "cosine"]
 LIVE = {"concurrency_id": "live", "show_progress": "hidden"}
+# the token table's frame; assets/explorer.js fills its body each time the plot is drawn
+TOKEN_TABLE = (
+    '<div class="token-table"><span class="token-table-label">Tokens and vector norms</span>'
+    '<div class="token-table-scroll" tabindex="0" role="region" aria-label="Tokens and vector norms">'
+    "<table><thead><tr>" + "".join(f"<th scope=\"col\">{name}</th>" for name in TABLE_HEADERS)
+    + "</tr></thead><tbody></tbody></table></div></div>"
+)
 
 
 def layout_sentences(page) -> None:
@@ -56,8 +63,9 @@ def layout(page) -> None:
         page.search_hits = gr.Dataframe(headers=["entry", "id"], label="Found (crosses in the plot)",
                                         interactive=False, elem_id="search-hits", max_height=200)
     gr.Examples(EXAMPLES, inputs=[page.sentence_a, page.sentence_b], label="Example pairs", elem_id="examples")
-    page.table = gr.Dataframe(headers=list(TABLE_HEADERS), label="Tokens and vector norms", interactive=False,
-                              elem_id="token-table", max_height=320)
+    # drawn by the page's script from the plot's own token columns (core.figures.token_columns):
+    # a keystroke sends the tokens once, for the plot and this table together
+    page.table = gr.HTML(TOKEN_TABLE, elem_id="token-table")
 
 
 def wire(page) -> None:
@@ -94,6 +102,7 @@ def choices(request: gr.Request):
     live = events.live_of(request)
     with live.lock:
         tokens, token = live.tokens, live.view.token
+        live.listed = True
     return gr.update(choices=render.token_choices(tokens), value=render.NO_TOKEN if token is None else token)
 
 

@@ -100,19 +100,29 @@ SIMPLE = ("sentence_a", "sentence_b", "source", "tokenizer", "d_model", "maxlen"
            "listing_bug", "lookup_sentence", "lookup_dim", "lookup_grad", "search", "regex")
 
 
-def outputs(page, step: Step, *, asked: Iterable[str] = (), whole: bool = False, notes: Iterable[str] = ()) -> dict:
-    """Everything the page must redraw after `step`."""
+def outputs(page, step: Step, *, asked: Iterable[str] = (), whole: bool = False, notes: Iterable[str] = (),
+            listed: bool = True) -> dict:
+    """Everything the page must redraw after `step`.
+
+    `listed`: whether the token picker may hold a list of tokens (see `core.live.Live.listed`)."""
     view, session = step.view, step.session
     changed = set(view.differs(step.old_view))
     write = set(_ALL_FIELDS) if whole else (changed - set(asked)) | ({"token"} & set(asked))
     out = fields(page, view, write, step.tokens)
-    if step.tokens != step.old_tokens and page.token not in out:
+    if step.tokens != step.old_tokens and page.token not in out and (listed or view.token is not None):
         # the picker never lists tokens that are gone: with a token selected it shows the new list
-        # (its entry's text is on screen), otherwise an empty one, filled when it is opened
+        # (its entry's text is on screen), otherwise an empty one, filled when it is opened. An
+        # update of the picker's choices costs gradio a rebuilt component config (a few ms of a
+        # keystroke's CPU), so an empty picker is left as it is
         out[page.token] = gr.update(choices=token_choices(step.tokens if view.token is not None else ()))
     tables = whole or step.tables_changed or bool(changed & {"source", "positions", "frozen", *SETTINGS_FIELDS})
     if whole or tables or changed & set(_PLANE):
         out.update(plane(page, view, session, step.tokens))
+        if not whole:  # empty before and after: the page already shows them empty
+            if step.old_view.token is None and view.token is None:
+                del out[page.near_token], out[page.near_output]
+            if not step.old_view.search.strip() and not view.search.strip():
+                del out[page.search_hits], out[page.search_info]
     if view.view in DETAILS and (whole or tables or changed & {*_PLANE, "view"}):
         out.update(detail(page, view, session, step.tokens))
     if whole or tables or changed & {"basis", "background"}:
@@ -134,13 +144,14 @@ _ALL_FIELDS = tuple(View.__dataclass_fields__)
 
 
 def plane(page, view: View, session: Session, tokens: tuple[str, ...] | None = None) -> dict:
-    """The main plot, its summary, the token table, the neighbours, the search and the variance bar.
+    """The main plot (in its compact form, which also carries the token table: `core.figures.expand`),
+    its summary, the neighbours, the search and the variance bar.
 
     `tokens`: the view's tokens when the caller has them (an applied change has), so the
     live path does not tokenize the sentences once more to find the flipped ones."""
     result = exploration(view, session, tokens)
     spec = embedding_spec(result.scene, labels=view.labels, arrows=view.arrows, shift=view.shift,
-                          presenter=view.presenter)
+                          presenter=view.presenter, compact=True)
     found, searched = _search(view, session, result), []
     if found is not None:
         if found.trace is not None:
@@ -156,7 +167,6 @@ def plane(page, view: View, session: Session, tokens: tuple[str, ...] | None = N
     return {
         page.plot: plot(spec),
         page.info: summary(result, session),
-        page.table: result.rows,
         page.near_token: listed[0],
         page.near_output: listed[1],
         page.variance: variance_bars(spectrum, shown=view.dims, title=title),
