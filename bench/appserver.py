@@ -1,4 +1,5 @@
-"""The app in a child process on a free loopback port, for benchmarks that measure the server."""
+"""The app (or another gradio server) in a child process on a free loopback port, for benchmarks that
+measure the server."""
 
 from __future__ import annotations
 
@@ -31,23 +32,30 @@ def mib(process: psutil.Process) -> float:
 @contextmanager
 def launched_app(start_timeout: float = 120) -> Iterator[tuple[str, psutil.Process]]:
     """`python app.py` until the block ends: yields its URL, once it answers, and its process."""
+    with launched([sys.executable, "app.py"], "the app", start_timeout) as served:
+        yield served
+
+
+@contextmanager
+def launched(command: list[str], name: str, start_timeout: float = 120) -> Iterator[tuple[str, psutil.Process]]:
+    """Any gradio server in a child process until the block ends, so its CPU and memory are
+    its own: ``command`` is run in the repository with GRADIO_SERVER_NAME / GRADIO_SERVER_PORT
+    set to a free loopback port; yields the URL, once its config answers, and its process."""
     port = free_port()
     env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port)}
-    server = subprocess.Popen(
-        [sys.executable, "app.py"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/"
     try:
         deadline = time.monotonic() + start_timeout
         while True:
             if server.poll() is not None:
-                raise SystemExit(f"the app exited with code {server.returncode}")
+                raise SystemExit(f"{name} exited with code {server.returncode}")
             try:
                 httpx.get(f"{url}config", timeout=10).raise_for_status()
                 break
             except httpx.HTTPError:
                 if time.monotonic() > deadline:
-                    raise SystemExit(f"the app did not start within {start_timeout:.0f} s") from None
+                    raise SystemExit(f"{name} did not start within {start_timeout:.0f} s") from None
                 time.sleep(0.5)
         yield url, psutil.Process(server.pid)
     finally:

@@ -411,10 +411,26 @@ def measure(setup: str, name: str, students: int, ramp: float, duration: float, 
 SETUP_NAMES = {"app": "1 process (app.py)", "lb1": "1 worker + HAProxy", "lb2": "2 workers + HAProxy"}
 
 
-def capacity(results: list[Result], course: int, utilisation: float) -> None:
+@dataclass(frozen=True)
+class Estimate:
+    """A course's cores on paper: the demand of the typing model times a measured cost per update."""
+
+    basis: Result  # the run whose CPU per update is the cost
+    full: Result  # the largest class measured, whose keystroke rate is printed beside the model's
+    keys_per_s: float
+    cpu: float  # server CPU seconds per update
+    cores: float
+
+    @property
+    def workers(self) -> int:
+        return math.ceil(self.cores)
+
+
+def estimate(results: list[Result], course: int, utilisation: float) -> Estimate | None:
+    """The cores ``course`` students need at ``utilisation``; None when no setup answered."""
     answered = [r for r in results if r.tally.updates]
     if not answered:
-        return
+        return None
     # the cost of an update where a course should run: below saturation (a long queue costs
     # gradio extra CPU per update, which a well-sized server never pays); the demand from the full class
     light = [r for r in answered if r.students < max(x.students for x in answered)]
@@ -422,8 +438,16 @@ def capacity(results: list[Result], course: int, utilisation: float) -> None:
     full = max(answered, key=lambda r: (r.students, r.tally.typing))
     keys_per_s = typing_rate()
     cpu = basis.cpu_per_update
-    cores = course * keys_per_s * cpu / utilisation
-    workers = math.ceil(cores)
+    return Estimate(basis, full, keys_per_s, cpu, course * keys_per_s * cpu / utilisation)
+
+
+def capacity(results: list[Result], course: int, utilisation: float) -> Estimate | None:
+    """Print the estimate for ``course`` students, and return it."""
+    found = estimate(results, course, utilisation)
+    if found is None:
+        return None
+    basis, full, cpu, cores = found.basis, found.full, found.cpu, found.cores
+    keys_per_s, workers = found.keys_per_s, found.workers
     print(f"\nCapacity on paper for {course} students, p95 <= 1 s (cost from '{basis.name}'):")
     print(f"  demand: {keys_per_s:.2f} keystrokes/s per student, the typing model's average (typing and pausing;"
           f" {full.tally.keys_per_second:.2f} measured in '{full.name}', lower when this machine delays the timers);"
@@ -442,6 +466,7 @@ def capacity(results: list[Result], course: int, utilisation: float) -> None:
         machines = math.ceil(cores / machine)
         print(f"  on {machine:>2}-core machines: {machines} machine(s), {workers} workers, about"
               f" {workers * per_worker / 1024:.0f} GiB of worker memory in all ({per_worker:.0f} MiB each)")
+    return found
 
 
 def main() -> None:

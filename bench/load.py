@@ -105,6 +105,7 @@ class HttpSession:
         join.raise_for_status()
         event_id = join.json()["event_id"]
         params = {"session_hash": self.session_hash}
+        answer = None
         with self.http.stream("GET", f"{self.url}gradio_api/queue/data", params=params) as stream:
             for line in stream.iter_lines():  # the server sends a heartbeat every few seconds
                 if time.monotonic() > deadline:
@@ -116,7 +117,13 @@ class HttpSession:
                     output = message.get("output") or {}
                     if not message.get("success"):
                         raise CallFailed(f"app error: {output.get('error')!r}")
-                    return output["data"]
+                    answer = output["data"]
+                # read on to the server's close_stream, as the page does: a stream left half-read
+                # costs its connection, and the next call a new one
+                if message.get("msg") == "close_stream" and answer is not None:
+                    return answer
+        if answer is not None:
+            return answer
         raise CallFailed("the event stream closed without an answer")
 
     def close(self) -> None:
