@@ -48,6 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.appserver import launched_app, mib  # noqa: E402
+from core.figures import expand, table_rows  # noqa: E402
 from core.presets import wordpiece  # noqa: E402
 
 FILLER = "the {word} is here for update {update}", "and the {word} stays"
@@ -196,9 +197,9 @@ class Crowd:
 
     def check(self, index: int, trained: bool, result) -> None:
         """Cross-talk: another client's word, our own missing, or training we never did."""
-        plot, _info, table = result[:3]  # /embed's plot, summary and token table
-        traces = json.loads(plot["plot"])["data"]
-        tokens = {t for trace in traces for t in trace.get("hovertext") or ()} | {row[0] for row in table["data"]}
+        figure = json.loads(result[0]["plot"])  # /embed's first output: the plot, compact
+        traces = expand(figure)["data"]
+        tokens = {t for trace in traces for t in trace.get("hovertext") or ()} | {row[0] for row in table_rows(figure)}
         own = self.words[index]
         foreign = tokens & self.others[index]
         problems = []
@@ -294,7 +295,7 @@ def main() -> None:
                 alone.errors.append(repr(error)[:300])
                 continue
             alone.seconds.append(time.perf_counter() - began)
-            if alone_word not in {row[0] for row in result[2]["data"]}:
+            if alone_word not in {row[0] for row in table_rows(json.loads(result[0]["plot"]))}:
                 alone.crosstalk.append(f"alone update {update}")
         first.close()
         alone_cpu = cpu_seconds(process) - alone_cpu

@@ -12,9 +12,10 @@ its own:
 - echo: a Blocks app with one textbox whose change event returns its text into a second
   textbox (`--serve-echo`, below), driven with a 12-word text. It has the app's queue
   (`default_concurrency_limit=2`, unbounded), its event options (`trigger_mode="always_last"`,
-  one concurrency group, no progress) and the launch options the app's config reports
-  (`show_error`, `run_history`, `max_file_size`); the theme, stylesheet and script only shape
-  the page, which nobody loads here.
+  one concurrency group, no progress), the gradio settings the app makes (ui/page.py
+  GRADIO_SETTINGS) and the launch options the app's config reports (`show_error`,
+  `run_history`, `max_file_size`); the theme, stylesheet and script only shape the page,
+  which nobody loads here.
 
 A round drives one server with --sessions clients at once, each its own session_hash,
 speaking the page's queue protocol (bench/load.py's `HttpSession`: queue/join, then the
@@ -26,9 +27,8 @@ child's user + system time over the window, divided by the updates answered in i
 
 The rounds alternate (app, echo, app, echo, …) after one warm-up round each, so a busy
 neighbour on a shared machine slows both alike, and so both servers have served the same
-number of events at every round: gradio's queue recomputes a summary of all the events it
-has recorded (up to 10,000) after each one, so an event costs more the more its server has
-served. Reported: the medians of the measured rounds' CPU per update and their ratio, with
+number of events at every round (gradio's queue summarises the events it has recorded, up to
+10,000, every thousand events with the app's settings). Reported: the medians of the measured rounds' CPU per update and their ratio, with
 the load generator's own CPU per update (this process: the clients' threads) and what the
 rest of the machine used in the window, so a reader can see that the generator is light
 and how noisy the machine was.
@@ -73,8 +73,14 @@ def echo(text: str) -> str:
 
 def serve_echo(options: dict) -> None:
     """The baseline server: one textbox echoed into another, queued as the app's live events are.
-    Port and address come from GRADIO_SERVER_PORT / GRADIO_SERVER_NAME, as for `python app.py`."""
+    Port and address come from GRADIO_SERVER_PORT / GRADIO_SERVER_NAME, as for `python app.py`;
+    gradio's own settings that the app makes (ui/page.py GRADIO_SETTINGS: its event log summarised
+    once per thousand events, not after each) are the echo's too, so the ratio is the app's work."""
     import gradio as gr
+
+    from ui.page import GRADIO_SETTINGS  # sets them, before the queue below is made
+
+    assert all(os.environ.get(name) == value for name, value in GRADIO_SETTINGS.items())
 
     with gr.Blocks(title="echo") as demo:
         text, echoed = gr.Textbox(label="text"), gr.Textbox(label="echoed")

@@ -41,12 +41,15 @@ def update(
     whole: bool = False,
     asked: Iterable[str] = (),
     notes: Iterable[str] = (),
+    postprocessed: bool = False,
 ) -> dict:
     """Apply `change` to the tab's view and return what the page must redraw.
 
     `asked` names the fields the user set with this event: their widgets already show the
     new value, so they are written back only if the value had to change (or was refused).
     `outputs`, when given, limits what is returned to the event's declared outputs.
+    `postprocessed`: the values are returned as the browser receives them, for an event
+    declared with ``postprocess=False`` (`KEYSTROKE`; see `postprocess`).
     """
     from ui import render  # render imports the panels' names; events is imported by them
 
@@ -70,8 +73,9 @@ def update(
         except Refused:
             current = View()
         shown = render.fields(page, current, asked)  # put the refused widgets back
-        return _within(page, {**shown, page.notice: render.notice((str(error),))}, outputs)
-    return _within(page, out, outputs)
+        out = {**shown, page.notice: render.notice((str(error),))}
+    out = _within(page, out, outputs)
+    return postprocess(out) if postprocessed else out
 
 
 def _within(page, values: dict, outputs: Iterable | None) -> dict:
@@ -83,7 +87,32 @@ def _within(page, values: dict, outputs: Iterable | None) -> dict:
     return values or {page.notice: gr.skip()}
 
 
-def setter(page, *names: str, outputs: Iterable | None = None):
+# the keystroke's events (ui/plane.py): gradio does not postprocess their values, `postprocess` does
+KEYSTROKE = {"concurrency_id": "live", "show_progress": "hidden", "postprocess": False}
+
+
+def postprocess(values: dict) -> dict:
+    """The values as the browser receives them: each component's own `postprocess`, called here.
+
+    Gradio postprocesses an event's outputs one by one, each in a hop to a worker thread; a
+    keystroke writes fourteen, and the hops were a fifth of its server CPU. An event declared
+    ``postprocess=False`` takes the values as they are, so its handler (already on a worker
+    thread) does the same work in one go. Updates (``gr.update``, ``gr.skip``) pass through:
+    gradio still applies them.
+    """
+    from gradio.data_classes import GradioModel, GradioRootModel
+
+    out = {}
+    for component, value in values.items():
+        if value is not None and not (isinstance(value, dict) and value.get("__type__") == "update"):
+            value = component.postprocess(value)
+            if isinstance(value, GradioModel | GradioRootModel):
+                value = value.model_dump()
+        out[component] = value
+    return out
+
+
+def setter(page, *names: str, outputs: Iterable | None = None, postprocessed: bool = False):
     """A handler that sets view fields to its widgets' values (inputs in the order of `names`).
 
     The request comes first: gradio injects it into a positional parameter annotated
@@ -92,7 +121,8 @@ def setter(page, *names: str, outputs: Iterable | None = None):
 
     def handler(request: gr.Request, *values):
         changes = dict(zip(names, values, strict=True))
-        return update(page, request, lambda view: view.with_(**changes), asked=names, outputs=outputs)
+        return update(page, request, lambda view: view.with_(**changes), asked=names, outputs=outputs,
+                      postprocessed=postprocessed)
 
     return named(handler, names)
 

@@ -12,7 +12,7 @@ from core.options import LIMITS, MAX_SEARCH, MAX_TEXT, Refused
 from core.view import TABLE_HEADERS
 from ui import events, render
 from ui.assets import EXAMPLES
-from ui.widgets import Checkbox, Slider
+from ui.widgets import Checkbox, Slider, Table
 
 NEIGHBOUR_HEADERS = ["#", "token", "cosine"]
 LIVE = {"concurrency_id": "live", "show_progress": "hidden"}
@@ -49,9 +49,9 @@ def layout(page) -> None:
             page.flip = gr.Button("Flip its segment (A ↔ B)", elem_id="flip-button", size="sm", scale=1)
         page.picked = gr.Textbox(visible="hidden", elem_id="picked-token")
         with gr.Row():
-            page.near_token = gr.Dataframe(headers=NEIGHBOUR_HEADERS, label="Nearest by token vector (the table's row)",
+            page.near_token = Table(headers=NEIGHBOUR_HEADERS, label="Nearest by token vector (the table's row)",
                                            interactive=False, elem_id="neighbours-token", max_height=300)
-            page.near_output = gr.Dataframe(
+            page.near_output = Table(
                 headers=NEIGHBOUR_HEADERS, interactive=False, elem_id="neighbours-output", max_height=300,
                 label="Nearest by output vector (same position and segment, after LayerNorm)")
     with gr.Accordion("Search the vocabulary", open=False, elem_id="search-panel"):
@@ -60,7 +60,7 @@ def layout(page) -> None:
                                      elem_id="vocab-search", max_length=MAX_SEARCH, placeholder="e.g. king")
             page.regex = Checkbox(False, label="regular expression", elem_id="search-regex", scale=1)
         page.search_info = gr.Markdown(elem_id="search-info")
-        page.search_hits = gr.Dataframe(headers=["entry", "id"], label="Found (crosses in the plot)",
+        page.search_hits = Table(headers=["entry", "id"], label="Found (crosses in the plot)",
                                         interactive=False, elem_id="search-hits", max_height=200)
     gr.Examples(EXAMPLES, inputs=[page.sentence_a, page.sentence_b], label="Example pairs", elem_id="examples")
     # drawn by the page's script from the plot's own token columns (core.figures.token_columns):
@@ -69,20 +69,22 @@ def layout(page) -> None:
 
 
 def wire(page) -> None:
-    live = page.live_outputs
-    embed = events.setter(page, "sentence_a", "sentence_b", outputs=live)
+    live, keystroke = page.live_outputs, events.KEYSTROKE
+    embed = events.setter(page, "sentence_a", "sentence_b", outputs=live, postprocessed=True)
     gr.on([page.sentence_a.change, page.sentence_b.change], embed, [page.sentence_a, page.sentence_b], live,
-          api_name="embed", trigger_mode="always_last", **LIVE)
-    page.k.release(events.setter(page, "k", outputs=live), page.k, live, api_name="k", **LIVE)
-    page.token.input(select(page), page.token, live, api_name="select", **LIVE)
+          api_name="embed", trigger_mode="always_last", **keystroke)
+    page.k.release(events.setter(page, "k", outputs=live, postprocessed=True), page.k, live, api_name="k",
+                   **keystroke)
+    page.token.input(select(page), page.token, live, api_name="select", **keystroke)
     # the list is filled from the tab's own tokens when opened, so it never lists stale ones
     page.token.focus(events.named(lambda request: choices(request), ()), None, page.token, api_name="picker",
                      **LIVE)
-    page.picked.input(select(page, clicked=True), page.picked, live, api_name=False, **LIVE)
-    search = events.setter(page, "search", "regex", outputs=live)
+    page.picked.input(select(page, clicked=True), page.picked, live, api_name=False, **keystroke)
+    search = events.setter(page, "search", "regex", outputs=live, postprocessed=True)
     gr.on([page.search.change, page.regex.input], search, [page.search, page.regex], live, api_name="search",
-          trigger_mode="always_last", **LIVE)
-    page.flip.click(events.named(lambda request: flip(page, request), ()), None, live, api_name="flip", **LIVE)
+          trigger_mode="always_last", **keystroke)
+    page.flip.click(events.named(lambda request: flip(page, request), ()), None, live, api_name="flip",
+                    **keystroke)
 
 
 def select(page, clicked: bool = False):
@@ -93,7 +95,7 @@ def select(page, clicked: bool = False):
             value = str(value).split("@")[0]
         token = None if value in (None, "", render.NO_TOKEN) else value
         return events.update(page, request, lambda view: view.with_(token=token), asked=("token",),
-                             outputs=page.live_outputs)
+                             outputs=page.live_outputs, postprocessed=True)
 
     return events.named(handler, ("token",))
 
@@ -115,5 +117,5 @@ def flip(page, request: gr.Request):
                                  "segment.")
         return view.with_(flips=view.flips ^ {view.token})
 
-    return events.update(page, request, change, outputs=page.live_outputs)
+    return events.update(page, request, change, outputs=page.live_outputs, postprocessed=True)
 

@@ -12,7 +12,7 @@ from core.options import LIMITS, MAX_TEXT, VIEWS
 from core.state import DOCUMENT_SENTENCE
 from ui import events
 from ui.plane import LIVE
-from ui.widgets import Checkbox, Number
+from ui.widgets import Checkbox, Number, Table
 
 
 def layout(page) -> None:
@@ -24,7 +24,7 @@ def layout(page) -> None:
             "vectors — same word, different positions."
         )
         page.positions_plot = gr.Plot(show_label=False, elem_id="positions-plot")
-        page.repeated = gr.Dataframe(headers=["token", "positions", "cosine of outputs"], interactive=False,
+        page.repeated = Table(headers=["token", "positions", "cosine of outputs"], interactive=False,
                                      label="Same word, different positions", elem_id="repeated-table",
                                      max_height=240)
     with gr.Tab(VIEWS["layernorm"], id="layernorm", elem_id="tab-layernorm") as page.tabs["layernorm"]:
@@ -58,7 +58,7 @@ def layout(page) -> None:
                                      elem_id="lookup-dim", scale=1)
             page.lookup_grad = Checkbox(True, label="weight.requires_grad", elem_id="lookup-grad", scale=1)
         page.lookup_info = gr.Markdown(elem_id="lookup-info")
-        page.lookup_vocab = gr.Dataframe(headers=["word", "count", "id"], interactive=False,
+        page.lookup_vocab = Table(headers=["word", "count", "id"], interactive=False,
                                          label="Counter vocabulary, most frequent first", elem_id="lookup-vocab",
                                          max_height=240)
         page.lookup_code = gr.Code(language="python", label="The code", elem_id="lookup-code", interactive=False)

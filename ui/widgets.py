@@ -1,4 +1,5 @@
-"""Gradio inputs that answer a malformed value with a sentence instead of a generic error.
+"""Gradio components tuned for this page: inputs that answer a malformed value with a
+sentence instead of a generic error, and a read-only table that is cheap to redraw.
 
 The page only ever sends well-formed values, but the API takes anything: a string for a
 slider, None for a checkbox group. Gradio's own preprocessing then fails with a TypeError
@@ -54,3 +55,22 @@ class Checkbox(gr.Checkbox):
         if not isinstance(payload, bool):
             raise gr.Error(f"{self.label} must be true or false, not {payload!r}.")
         return super().preprocess(payload)
+
+
+class Table(gr.Dataframe):
+    """A read-only table whose value is its rows, as lists of one length per header.
+
+    Gradio's Dataframe checks on every value whether polars and pandas could have made it (an
+    import search, about a millisecond); the page's tables are plain rows, redrawn with each
+    keystroke, and need neither. Other values go the Dataframe's own way.
+    """
+
+    is_template = True
+
+    def postprocess(self, value: Any) -> Any:
+        from gradio.components.dataframe import DataframeData
+
+        headers = list(self.headers or ())
+        if isinstance(value, list) and all(isinstance(row, list) and len(row) == len(headers) for row in value):
+            return DataframeData(headers=headers, data=value, metadata=None)
+        return super().postprocess(value)
