@@ -28,10 +28,10 @@ child's user + system time over the window, divided by the updates answered in i
 The rounds alternate (app, echo, app, echo, …) after one warm-up round each, so a busy
 neighbour on a shared machine slows both alike, and so both servers have served the same
 number of events at every round (gradio's queue summarises the events it has recorded, up to
-10,000, every thousand events with the app's settings). Reported: the medians of the measured rounds' CPU per update and their ratio, with
-the load generator's own CPU per update (this process: the clients' threads) and what the
-rest of the machine used in the window, so a reader can see that the generator is light
-and how noisy the machine was.
+10,000, every thousand events with the app's settings). Reported: the medians of the measured
+rounds' CPU per update and their ratio, with the load generator's own CPU per update (this
+process: the clients' threads) and what the rest of the machine used in the window, so a
+reader can see that the generator is light and how noisy the machine was.
 """
 
 from __future__ import annotations
