@@ -178,7 +178,10 @@ def figure_json(spec: Mapping) -> str:
     without the figure object, whose construction and deep copies cost more than the rest
     of a 512-token update put together.
     """
-    figure = {"data": [_typed(trace) for trace in spec["data"]], "layout": _typed(spec["layout"])}
+    layout = spec["layout"]
+    if "meta" in layout:  # the compact figure's shared columns hold arrays too
+        layout = {**layout, "meta": _typed(layout["meta"])}
+    figure = {"data": [_typed(trace) for trace in spec["data"]], "layout": layout}
     if "config" in spec:
         figure["config"] = spec["config"]  # plotly.js options the page passes on, e.g. no mode bar
     return to_json_plotly(figure)

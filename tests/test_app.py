@@ -1,5 +1,6 @@
 """The launched app through its API, as gradio_client sees it."""
 
+import json
 import os
 import pickle
 import subprocess
@@ -31,6 +32,22 @@ def test_embed_returns_the_typed_tokens_in_five_groups(client):
     assert {"zebra", "lions", "[CLS]", "[SEP]"} <= tokens_in(out["embed-plot"])
     assert "tokens" in out["embed-info"]
     assert tokens(out["token-table"])[:3] == ["[CLS]", "the", "zebra"]
+
+
+def test_a_keystroke_writes_every_output_it_declares_and_sends_the_plot_compact(client):
+    """An output left out of an answer costs gradio a rebuilt component and API schema (ui/render.py):
+    a keystroke writes each of its outputs; the plot's groups share one set of token columns."""
+    from appapi import output_ids, unchanged
+
+    from core.figures import table_rows
+
+    raw = dict(zip(output_ids("/embed"), client.predict("A new sentence.", "And one more.", api_name="/embed"),
+                   strict=True))
+    assert [name for name, value in raw.items() if unchanged(value)] == []
+    sent = json.loads(raw["embed-plot"]["plot"])
+    assert [row[0] for row in table_rows(sent)] == ["[CLS]", "a", "new", "sentence", ".", "[SEP]", "and", "one",
+                                                     "more", ".", "[SEP]"]
+    assert not any("hovertext" in trace for trace in sent["data"] if trace["name"] in ("token", "sum", "output"))
 
 
 def test_endpoints_take_only_their_own_widgets(client):
