@@ -49,7 +49,7 @@ def update(
     new value, so they are written back only if the value had to change (or was refused).
     `outputs`, when given, limits what is returned to the event's declared outputs.
     `postprocessed`: the values are returned as the browser receives them, for an event
-    declared with ``postprocess=False`` (`KEYSTROKE`; see `postprocess`).
+    declared with ``postprocess=False`` (`ui.plane.KEYSTROKE`; see `postprocess`).
     """
     from ui import render  # render imports the panels' names; events is imported by them
 
@@ -85,10 +85,6 @@ def _within(page, values: dict, outputs: Iterable | None) -> dict:
     # gradio reads an empty mapping as one value, not as "nothing changed": name one output
     # (the notice, which every event may write)
     return values or {page.notice: gr.skip()}
-
-
-# the keystroke's events (ui/plane.py): gradio does not postprocess their values, `postprocess` does
-KEYSTROKE = {"concurrency_id": "live", "show_progress": "hidden", "postprocess": False}
 
 
 def postprocess(values: dict) -> dict:

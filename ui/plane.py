@@ -16,6 +16,8 @@ from ui.widgets import Checkbox, Slider, Table
 
 NEIGHBOUR_HEADERS = ["#", "token", "cosine"]
 LIVE = {"concurrency_id": "live", "show_progress": "hidden"}
+# the keystroke's events: gradio does not postprocess their values, ui.events.postprocess does
+KEYSTROKE = {**LIVE, "postprocess": False}
 # the token table's frame; assets/explorer.js fills its body each time the plot is drawn
 TOKEN_TABLE = (
     '<div class="token-table"><span class="token-table-label">Tokens and vector norms</span>'
@@ -69,7 +71,7 @@ def layout(page) -> None:
 
 
 def wire(page) -> None:
-    live, keystroke = page.live_outputs, events.KEYSTROKE
+    live, keystroke = page.live_outputs, KEYSTROKE
     embed = events.setter(page, "sentence_a", "sentence_b", outputs=live, postprocessed=True)
     gr.on([page.sentence_a.change, page.sentence_b.change], embed, [page.sentence_a, page.sentence_b], live,
           api_name="embed", trigger_mode="always_last", **keystroke)
