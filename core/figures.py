@@ -90,8 +90,9 @@ class Neighbourhood:
 class Scene:
     """Everything one picture shows, as plain data (no torch).
 
-    One entry per token in each tuple (length L). ``points`` and ``norms`` hold only the
-    groups to draw, keyed by names from ``GROUPS``. Points have 2 coordinates (the plane) or
+    One entry per token in each tuple (length L). ``points`` holds the groups to draw, keyed
+    by names from ``GROUPS``; ``norms`` holds at least those (the pipeline gives all five:
+    the token table shows every norm, drawn or not). Points have 2 coordinates (the plane) or
     3 (the rotatable PC1–PC3 view); ``origin`` has as many, and every other array of points
     in the scene the same number of columns.
     """
@@ -120,8 +121,6 @@ class Scene:
     segment_shift: float | None = None  # |seg[1] − seg[0]| in the full space, for the shift's note
     # each token's word category ("animals", …; "" for none) while training on a corpus that has them
     categories: tuple[str, ...] | None = None
-    # every component's norms (group -> (L,)), drawn or not: the token table's, in the compact figure
-    table_norms: Mapping[str, np.ndarray] | None = None
 
     @property
     def dims(self) -> int:
@@ -421,11 +420,10 @@ class _TokenColumns:
     @classmethod
     def of(cls, scene: Scene, groups: Sequence[str], points: Mapping[str, np.ndarray], panel: Mapping[str, int],
            *, labels: bool, webgl: bool, scale: _Scale, split: bool = False) -> _TokenColumns:
-        special = np.asarray(scene.special_mask, dtype=bool)
-        continuation = np.asarray(scene.continuation_mask, dtype=bool) & ~special
+        symbols = _symbols(scene)
         # plain words first: plotly's legend copies the first point's shape, and a
         # diamond there would read as "this whole group is special"
-        order = np.argsort(special | continuation, kind="stable")
+        order = np.argsort([symbol != WORD for symbol in symbols], kind="stable")
         tokens = [scene.tokens[i] for i in order]
         # plotly parses hover text as HTML-like markup: escape what users typed so "<b>" reads "<b>"
         escaped = [html.escape(token, quote=False) for token in tokens]
@@ -444,8 +442,7 @@ class _TokenColumns:
             hovertext=escaped,
             labels=written,
             labelled=labelled,
-            symbol=[SPECIAL if special[i] else CONTINUATION if continuation[i] else WORD
-                    for i in order],
+            symbol=[symbols[i] for i in order],
             customdata=np.column_stack([scene.ids, scene.positions, scene.segment_ids,
                                         np.zeros(len(order))])[order].astype(np.float32),
         )
@@ -581,17 +578,20 @@ def _group_trace(group: str, scene: Scene, points: np.ndarray, columns: _TokenCo
     )
 
 
+def _symbols(scene: Scene) -> list[int | str]:
+    """Each token's marker shape, in token order: a diamond for a marker, an open circle for a
+    ## word piece, a circle for a word."""
+    return [SPECIAL if special else CONTINUATION if piece else WORD
+            for special, piece in zip(scene.special_mask, scene.continuation_mask, strict=True)]
+
+
 def token_columns(scene: Scene, order: np.ndarray | None = None) -> dict:
     """Each token's name, id, position, segment, marker shape and norms, once, in token order.
 
     The compact figure's traces point into these (``order``: the traces' drawing order),
     and the page's token table is drawn from them: the table costs no bytes of its own.
-    ``norm`` holds every group of ``scene.table_norms`` (all five components, whichever are
-    drawn), else of ``scene.norms``.
+    ``norm`` holds every group of ``scene.norms``, drawn or not.
     """
-    special = np.asarray(scene.special_mask, dtype=bool)
-    continuation = np.asarray(scene.continuation_mask, dtype=bool) & ~special
-    norms = scene.table_norms if scene.table_norms is not None else scene.norms
     length = len(scene.tokens)
     return {
         # plotly parses hover text as HTML-like markup: escape what users typed so "<b>" reads "<b>"
@@ -599,8 +599,8 @@ def token_columns(scene: Scene, order: np.ndarray | None = None) -> dict:
         "id": np.asarray(scene.ids, dtype=np.int32),
         "position": np.asarray(scene.positions, dtype=np.uint16),  # maxlen ≤ 2,048
         "segment": np.asarray(scene.segment_ids, dtype=np.uint8),  # ≤ 8 segments
-        "symbol": [SPECIAL if special[i] else CONTINUATION if continuation[i] else WORD for i in range(length)],
-        "norm": {group: np.asarray(values, dtype=np.float32) for group, values in norms.items()},
+        "symbol": _symbols(scene),
+        "norm": {group: np.asarray(values, dtype=np.float32) for group, values in scene.norms.items()},
         "order": np.asarray(np.arange(length) if order is None else order, dtype=np.uint16),
         "piles": {},
     }

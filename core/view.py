@@ -133,8 +133,7 @@ def explore(
         special_mask=encoding.special_mask,
         continuation_mask=encoding.continuation_mask,
         points=points,
-        norms={g: norms[g] for g in shown},
-        table_norms={g: norms[g] for g in COMPONENTS},
+        norms={g: norms[g] for g in COMPONENTS},  # every one: the token table shows them all
         explained=explained,
         origin=origin,
         message=plot_message,

@@ -78,7 +78,7 @@ def _piled(scene: Scene) -> Scene:
     tokens[3] = tokens[9] = tokens[17] = "<b>the</b>"
     return Scene(**{**{f: getattr(scene, f) for f in scene.__dataclass_fields__},
                     "points": {**scene.points, "token": token}, "tokens": tuple(tokens),
-                    "table_norms": {**scene.norms, "extra": np.arange(len(tokens), dtype=np.float64)}})
+                    "norms": {**scene.norms, "extra": np.arange(len(tokens), dtype=np.float64)}})
 
 
 @pytest.mark.parametrize("dims", [2, 3])
