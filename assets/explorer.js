@@ -109,17 +109,11 @@
 
   // Gradio redraws its plots with Plotly.react; wrapping it (once Plotly exists) lets the
   // background ride along with each redraw of the main plot
-  // gradio's plot component draws each new value twice (its effect runs on two flushes), and a
-  // redraw of an unchanged figure costs as much as a new one: the second is skipped
-  let drawn = null; // the figure last drawn in the main plot, as it arrived (JSON)
   function patch(Plotly) {
     if (!Plotly || Plotly.embeddingExplorer) return;
     const react = Plotly.react;
     Plotly.react = function (gd, data, layout, config) {
       if (!isMain(gd)) return react.call(this, gd, data, layout, config);
-      const figure = JSON.stringify([data, layout]);
-      if (figure === drawn && gd.data) return Promise.resolve(gd);
-      drawn = figure;
       // a constant uirevision keeps what the user did to the plot — groups hidden from the
       // legend, zoom, a 3-D camera — across the redraws that typing sends
       const { meta, ...rest } = layout || {};
@@ -132,18 +126,6 @@
         div.on?.("plotly_click", onClick);
         return div;
       });
-    };
-    // gradio also asks for a resize after every redraw; plotly measures the page for it (a
-    // forced layout) and relayouts 100 ms later. The main plot resizes only when its box did
-    const resize = Plotly.Plots.resize;
-    Plotly.Plots.resize = function (gd) {
-      const div = typeof gd === "string" ? document.getElementById(gd) : gd;
-      const full = div && isMain(div) && div._fullLayout;
-      if (full) {
-        const box = div.getBoundingClientRect();
-        if (Math.round(box.width) === full.width && Math.round(box.height) === full.height) return Promise.resolve(div);
-      }
-      return resize.apply(this, arguments);
     };
     Plotly.embeddingExplorer = true;
   }
