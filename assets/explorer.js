@@ -2,7 +2,6 @@
 //  - the main plot arrives compact (core/figures.py embedding_spec(compact=True)): what each
 //    token's point shares across the groups is sent once, in layout.meta.columns; `expand`
 //    puts it back into each group's trace, and the token table is drawn from the same columns;
-//  - gradio's second draw of an unchanged plot, and its resize of an unchanged box, skipped;
 //  - the vocabulary background: thousands of faint points sent once per basis and merged
 //    into every redraw of the main plot, so a keystroke never sends them again;
 //  - a click on a point selects its token for the nearest-neighbour panel;
