@@ -76,6 +76,19 @@ def settle(page, quiet_ms: int = 500) -> None:
     )
 
 
+def open_accordion(page, accordion_id: str, title: str) -> None:
+    """Open a closed accordion and wait until gradio has mounted what is inside it.
+
+    Gradio mounts a closed accordion's components only when it opens, and for a frame or two
+    after the box appears the component can still be replaced: text filled into it in that
+    instant is lost (measured: 3 fills in 40). A person's first key comes far later; the test
+    waits two animation frames after the box appears, as long as the mounting takes.
+    """
+    page.locator(f"#{accordion_id}").get_by_text(title).click()
+    page.locator(f"#{accordion_id} textarea, #{accordion_id} input").first.wait_for()
+    page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
+
+
 def trace(page, name: str) -> dict | None:
     return page.evaluate(f"() => {PLOT}.data.find(t => t.name === {name!r}) || null")
 

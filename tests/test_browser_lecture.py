@@ -18,7 +18,7 @@ import pytest
 from PIL import Image
 
 from core.tour import STEPS
-from tests.browser import PLOT, settle
+from tests.browser import PLOT, open_accordion, settle
 
 pytestmark = pytest.mark.browser
 
@@ -128,7 +128,7 @@ def test_the_png_is_the_plot_on_screen_three_times_over(open_page):
 
 def test_search_finds_a_word_that_is_not_in_the_sentences(open_page):
     page = open_page("source=bert&groups=token&basis=vocabulary")
-    page.locator("#search-panel").get_by_text("Search the vocabulary").click()
+    open_accordion(page, "search-panel", "Search the vocabulary")
     page.locator("#vocab-search textarea, #vocab-search input").first.fill("monarch")
     page.wait_for_function(f"() => {PLOT}.data.some(t => t.name === 'search')", timeout=60_000)
     settle(page)
