@@ -26,9 +26,6 @@ the page, and each against the echo.
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import io
 import json
 import os
 import statistics
@@ -104,7 +101,7 @@ if HELPERS == roundtrip.HELPERS:
     raise RuntimeError("bench/browser_roundtrip.py's probes changed: update bench/browser_figure.py")
 
 
-def measure_size(page, callbacks, figures, n_tokens: int, characters: int, warm_up: int) -> dict:
+def measure_size(page, callbacks, n_tokens: int, characters: int, warm_up: int) -> dict:
     a, b = roundtrip.pair(n_tokens)
     keys = roundtrip.keys_for(a, b)
     timed: dict[str, list[float]] = {kind: [] for kind in PLOTS}
@@ -126,36 +123,15 @@ def measure_size(page, callbacks, figures, n_tokens: int, characters: int, warm_
 
 
 def measure(characters: int = 20, warm_up: int = 3, sizes: tuple[int, ...] = SIZES) -> list[dict]:
-    from playwright.sync_api import sync_playwright
-
-    import app
-    from bench.appserver import free_port
-
-    if roundtrip.CHROMIUM is None:
-        raise SystemExit("chromium is not installed (apt-get install chromium)")
+    """Medians per size of the echo, the app's /embed and the two figures alone, in one page."""
     figures: dict[str, dict[str, str]] = {kind: {} for kind in PLOTS}
     for n in sizes:
         a, b = roundtrip.pair(n)
         for kind, drawn in figures_for(a, b, roundtrip.keys_for(a, b)).items():
             figures[kind].update(drawn)
-    demo = figure_demo(figures)
-    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                **app.LAUNCH_OPTIONS)
-    try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=roundtrip.CHROMIUM, args=roundtrip.CHROMIUM_ARGS)
-            try:
-                page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-                page.goto(demo.local_url)
-                page.evaluate(HELPERS)
-                roundtrip.show(page, "plot", roundtrip.plot_key(*roundtrip.pair(16)))  # the first plot, on load
-                callbacks = roundtrip.Callbacks(demo)
-                return [measure_size(page, callbacks, figures, n, characters, warm_up) for n in sizes]
-            finally:
-                browser.close()
-    finally:
-        with contextlib.redirect_stdout(io.StringIO()):  # "Closing server running on port …"
-            demo.close()
+    return roundtrip.in_page(
+        figure_demo(figures), HELPERS,
+        lambda page, callbacks: [measure_size(page, callbacks, n, characters, warm_up) for n in sizes])
 
 
 def report(results: list[dict]) -> list[tuple[str, tuple[str, ...], list[tuple[str, ...]]]]:
@@ -174,15 +150,7 @@ def report(results: list[dict]) -> list[tuple[str, tuple[str, ...], list[tuple[s
 
 
 def main() -> None:
-    from bench.run import table
-
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--characters", type=int, default=20, help="timed characters per size and kind")
-    parser.add_argument("--warm-up", type=int, default=3, help="characters typed first, untimed")
-    args = parser.parse_args()
-    for title, header, rows in report(measure(args.characters, args.warm_up)):
-        table(title, header, rows)
-
+    roundtrip.run(__doc__, measure, report, characters=20)
 
 if __name__ == "__main__":
     main()

@@ -252,8 +252,9 @@ def measure_pair(page, callbacks: Callbacks, n_tokens: int, characters: int, war
     return result
 
 
-def measure(characters: int = 30, warm_up: int = 3, sizes: tuple[int, ...] = SIZES) -> list[dict]:
-    """Median and p90 seconds, echo and plot, for each pair size, in one page of one browser."""
+def in_page(demo, helpers: str, each):
+    """Launch ``demo``, open it in one page of one Chromium with ``helpers`` installed, wait
+    for the first plot, and return ``each(page, callbacks)``."""
     from playwright.sync_api import sync_playwright
 
     import app
@@ -261,7 +262,6 @@ def measure(characters: int = 30, warm_up: int = 3, sizes: tuple[int, ...] = SIZ
 
     if CHROMIUM is None:
         raise SystemExit("chromium is not installed (apt-get install chromium)")
-    demo = echo_demo()
     demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
                 **app.LAUNCH_OPTIONS)
     try:
@@ -270,15 +270,20 @@ def measure(characters: int = 30, warm_up: int = 3, sizes: tuple[int, ...] = SIZ
             try:
                 page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
                 page.goto(demo.local_url)
-                page.evaluate(HELPERS)
+                page.evaluate(helpers)
                 show(page, "plot", plot_key(*pair(16)))  # the first plot, drawn on load
-                callbacks = Callbacks(demo)
-                return [measure_pair(page, callbacks, n, characters, warm_up) for n in sizes]
+                return each(page, Callbacks(demo))
             finally:
                 browser.close()
     finally:
         with contextlib.redirect_stdout(io.StringIO()):  # "Closing server running on port …"
             demo.close()
+
+
+def measure(characters: int = 30, warm_up: int = 3, sizes: tuple[int, ...] = SIZES) -> list[dict]:
+    """Median and p90 seconds, echo and plot, for each pair size, in one page of one browser."""
+    return in_page(echo_demo(), HELPERS,
+                   lambda page, callbacks: [measure_pair(page, callbacks, n, characters, warm_up) for n in sizes])
 
 
 def report(results: list[dict]) -> list[tuple[str, tuple[str, ...], list[tuple[str, ...]]]]:
@@ -311,15 +316,20 @@ def report(results: list[dict]) -> list[tuple[str, tuple[str, ...], list[tuple[s
     ]
 
 
-def main() -> None:
+def run(doc: str, measure, report, characters: int) -> None:
+    """A browser measure's command line: --characters and --warm-up, then its tables printed."""
     from bench.run import table
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--characters", type=int, default=30, help="timed characters per pair and kind")
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--characters", type=int, default=characters, help="timed characters per size and kind")
     parser.add_argument("--warm-up", type=int, default=3, help="characters typed first, untimed")
     args = parser.parse_args()
     for title, header, rows in report(measure(args.characters, args.warm_up)):
         table(title, header, rows)
+
+
+def main() -> None:
+    run(__doc__, measure, report, characters=30)
 
 
 if __name__ == "__main__":
