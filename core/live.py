@@ -11,7 +11,12 @@ Tabs are kept in `Lives`, keyed by gradio's session hash, and forgotten after an
 *unused* (every event counts as use, not only changes). Heavy work — training, refits,
 exports, uploads, large tables — goes through `Jobs`: a small pool shared by every tab,
 with at most one job per tab queued or running and a bounded queue, so one greedy visitor
-cannot starve the others and live updates never wait behind it.
+cannot starve the others and live updates never wait behind it. No job waits or runs without
+bound: a job that cannot start within `JOB_WAIT_SECONDS` is refused with a sentence, a job
+whose page is gone is cancelled, and a training stops at `JOB_SECONDS` with what it learned.
+
+Both keep time with a clock they are given (`time.monotonic` by default), never by reading
+a patched module: a test that moves a hand clock must not move the server's event loop too.
 """
 
 from __future__ import annotations
@@ -31,12 +36,18 @@ from core.view import fit_sentence_basis
 
 T = TypeVar("T")
 IDLE_SECONDS = 3600  # a tab unused this long is forgotten
+JOB_WAIT_SECONDS = 60.0  # a heavy job that cannot start within this is refused, not left waiting
+JOB_SECONDS = 60.0  # a training stops here, keeping the steps it took (core.training.train's `stop`)
 MAX_TABS = 5_000  # tabs kept at once; past it the longest-unused is forgotten first
 _ENDED_REMEMBERED = 20_000  # hashes of forgotten tabs, to tell "expired" from "new"
 
 
 class Expired(Refused):
     """An event from a tab whose state was forgotten after an hour unused."""
+
+
+class Cancelled(Exception):
+    """A heavy job whose page went away before it started or finished: nobody reads its result."""
 
 
 def session_for(view: View, current: Session) -> Session:
@@ -131,7 +142,7 @@ class Live:
     # emptied (once) when they change, so a keystroke does not rewrite an empty picker
     listed: bool = False
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
-    used: float = field(default_factory=time.monotonic)
+    used: float = 0.0  # when its last event came, on the clock of the `Lives` that keeps it
 
     def apply(
         self,
@@ -166,8 +177,9 @@ class Live:
 class Lives:
     """Every tab's `Live`, by gradio's session hash; forgotten after `idle` seconds unused."""
 
-    def __init__(self, idle: float = IDLE_SECONDS, limit: int = MAX_TABS) -> None:
-        self.idle, self.limit = idle, limit
+    def __init__(self, idle: float = IDLE_SECONDS, limit: int = MAX_TABS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.idle, self.limit, self.clock = idle, limit, clock
         self._lives: OrderedDict[str, Live] = OrderedDict()  # least recently used first
         self._ended: OrderedDict[str, None] = OrderedDict()
         self._lock = threading.Lock()
@@ -180,7 +192,7 @@ class Lives:
         """
         if not isinstance(key, str) or not 0 < len(key) <= 128:
             raise Refused("This request carries no valid session; reload the page.")
-        now = time.monotonic()
+        now = self.clock()
         with self._lock:
             self._sweep(now)
             live = None if fresh else self._lives.get(key)
@@ -214,21 +226,56 @@ class Lives:
                 self._ended.popitem(last=False)
 
 
+class Job:
+    """One heavy job's handle: cancelled when its page goes away, and how long it may run.
+
+    The work reads `stop()` between steps: true once the job is cancelled or past its
+    deadline. A job that has not started yet is cancelled before it takes a slot.
+    """
+
+    def __init__(self, seconds: float | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds = JOB_SECONDS if seconds is None else seconds  # read now: a test may lower it
+        self.clock = clock
+        self._cancelled = threading.Event()
+        self.started: float | None = None
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    @property
+    def timed_out(self) -> bool:
+        return self.started is not None and self.clock() - self.started > self.seconds
+
+    def stop(self) -> bool:
+        return self.cancelled or self.timed_out
+
+
 class Jobs:
     """Heavy work shared fairly: `workers` jobs at once, `queue` more waiting, one per tab.
 
     Live updates do not go through here, so they never wait behind a training; a tab that
     asks for a second job while its first is queued or running is refused with a message,
-    and so is any job when the queue is full.
+    and so is any job when the queue is full, or when no slot frees within `wait` seconds
+    (a training holds its slot at most `JOB_SECONDS`, so `wait` covers a queue of them).
     """
 
-    def __init__(self, workers: int = 1, queue: int = 8) -> None:
+    def __init__(self, workers: int = 1, queue: int = 8, wait: float = JOB_WAIT_SECONDS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._slots = threading.BoundedSemaphore(workers)
         self._queue = queue
+        self.wait = wait
+        self.clock = clock
         self._waiting = 0
         self._lock = threading.Lock()
 
-    def run(self, live: Live, name: str, work: Callable[[], T]) -> T:
+    def run(self, live: Live, name: str, work: Callable[[], T], job: Job | None = None) -> T:
+        """`work()` in a free slot; `job`, when given, can cancel it while it waits (and the work
+        reads `job.stop()` while it runs). Raises `Refused` (busy) or `Cancelled`."""
+        job = job or Job(clock=self.clock)
         with live.lock:
             if live.job is not None:
                 raise Refused(f"{live.job.capitalize()} is still running for this page; wait for it to finish "
@@ -240,10 +287,29 @@ class Jobs:
                 self._waiting += 1
             live.job = name
         try:
-            with self._slots:
+            try:
+                self._take_slot(name, job)
+            finally:
                 with self._lock:
                     self._waiting -= 1
+            try:
+                job.started = self.clock()
                 return work()
+            finally:
+                self._slots.release()
         finally:
             with live.lock:
                 live.job = None
+
+    def _take_slot(self, name: str, job: Job) -> None:
+        """Wait for a slot, a cancellation or the end of `wait`, whichever comes first."""
+        deadline = self.clock() + self.wait
+        while not self._slots.acquire(timeout=min(0.25, self.wait)):
+            if job.cancelled:
+                raise Cancelled(name)
+            if self.clock() >= deadline:
+                raise Refused(f"The server was busy with other visitors' jobs for {self.wait:g} s, so {name} "
+                              "did not start; try again in a minute.")
+        if job.cancelled:
+            self._slots.release()
+            raise Cancelled(name)

@@ -140,14 +140,19 @@ class Session:
         return replace(self, frozen=frozenset(parts))
 
     def trained_on(
-        self, corpus: Corpus, config: TrainConfig, progress: Callable[[int, int, tuple[float, ...]], None] | None = None
+        self,
+        corpus: Corpus,
+        config: TrainConfig,
+        progress: Callable[[int, int, tuple[float, ...]], None] | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> Session:
-        """Train a private copy of the current tables (continuing any earlier training)."""
+        """Train a private copy of the current tables (continuing any earlier training); `stop`
+        as in `core.training.train`."""
         tokenizer = self.tokenizer or WordLevelTokenizer.from_text(
             "\n".join(corpus.sentences), max_size=self.settings.vocab_size
         )
         model = trainable_copy(self.model, self.fixed)
-        result = train(model, corpus, tokenizer, config, progress)
+        result = train(model, corpus, tokenizer, config, progress, stop)
         return replace(
             self,
             trained=model.requires_grad_(False),

@@ -250,12 +250,15 @@ def train(
     tokenizer: Tokenizer,
     config: TrainConfig = TrainConfig(),  # noqa: B008 - frozen, so one shared default is safe
     progress: Callable[[int, int, tuple[float, ...]], None] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> TrainResult:
     """Train `model` in place on `corpus`; callers pass a `trainable_copy`.
 
     Only parameters with `requires_grad` reach the optimizer, so a frozen table stays
     bit-identical. `progress(step, steps, losses)` is called about every 5% of the steps, after
     the model's tables have been brought up to that step, so a caller may look at them.
+    `stop()` is asked before every step: when it says so, training ends there and the result
+    counts the steps taken (a server's time limit per job, or a page that went away).
     """
     start = time.perf_counter()
     if not any(p.requires_grad for p in model.parameters()):
@@ -269,6 +272,8 @@ def train(
     report_every = max(1, config.steps // 20)
     losses = []
     for step in range(1, config.steps + 1):
+        if stop is not None and stop():
+            break
         x, seg, keep, target = examples.sample(config.batch_size, generator)
         loss = masked_token_loss(layer, x, seg, keep, target, config.window)
         optimizer.zero_grad(set_to_none=True)
@@ -282,7 +287,7 @@ def train(
     _write_back(model, layer, examples.rows)
 
     after = purity(model, corpus, tokenizer)
-    return TrainResult(tuple(losses), before, after, time.perf_counter() - start, config.steps)
+    return TrainResult(tuple(losses), before, after, time.perf_counter() - start, len(losses))
 
 
 def masked_token_loss(

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 import torch
 
-from core import live as live_module
-from core.live import Expired, Live, Lives, follow
+from core.live import Cancelled, Expired, Job, Jobs, Live, Lives, follow
 from core.options import Refused
 from core.session import Session
 from core.state import Settings, View
@@ -24,17 +25,17 @@ class Clock:
 
 
 @pytest.fixture()
-def clock(monkeypatch) -> Clock:
-    clock = Clock()
-    monkeypatch.setattr(live_module.time, "monotonic", clock)
-    return clock
+def clock() -> Clock:
+    """A hand clock, handed to what keeps time (`Lives(clock=…)`), never patched into `time`:
+    moving a patched `time.monotonic` by hours stalled the launched app's event loop for hours."""
+    return Clock()
 
 
 # --- idle expiry: use, not change, keeps a tab ---
 
 
 def test_a_tab_used_within_the_idle_time_survives_however_old_its_last_change(clock):
-    lives = Lives(idle=60)
+    lives = Lives(idle=60, clock=clock)
     tab = lives.get("used")
     tab.apply(lambda view: view.with_(k=3), lambda step: None)  # its last change, at the start
     for _ in range(10):  # ten minutes of looking (each event is a use), never changing anything
@@ -45,7 +46,7 @@ def test_a_tab_used_within_the_idle_time_survives_however_old_its_last_change(cl
 
 
 def test_a_tab_unused_past_the_idle_time_is_forgotten_and_its_next_event_is_refused(clock):
-    lives = Lives(idle=60)
+    lives = Lives(idle=60, clock=clock)
     forgotten = lives.get("forgotten")
     forgotten.apply(lambda view: view.with_(k=3), lambda step: None)
     kept = lives.get("kept")
@@ -62,9 +63,24 @@ def test_a_tab_unused_past_the_idle_time_is_forgotten_and_its_next_event_is_refu
 
 
 def test_a_new_tab_is_not_an_expired_one(clock):
-    lives = Lives(idle=60)
+    lives = Lives(idle=60, clock=clock)
     clock.now += 10_000
     assert lives.get("new").view == View()
+
+
+def test_moving_the_hand_clock_leaves_the_launched_app_serving(app_url, clock):
+    """The expiry tests jump their clock by hours. When that clock was patched into
+    `time.monotonic`, the app's event loop (which sleeps on the same clock) slept for as long,
+    and every later test that called the app hung: the clock must stay the tests' own."""
+    from gradio_client import Client
+
+    lives = Lives(idle=60, clock=clock)
+    lives.get("tab")
+    clock.now += 10**9
+    assert lives.get("other").view == View()
+    client = Client(app_url, verbose=False)
+    out = client.submit("the clock moved", "", api_name="/embed").result(timeout=60)
+    assert out, "the app did not answer after the hand clock moved"
 
 
 @pytest.mark.parametrize("key", [None, "", "x" * 129, 7])
@@ -74,7 +90,7 @@ def test_a_request_without_a_valid_session_is_refused(key):
 
 
 def test_too_many_tabs_forget_the_longest_unused_first(clock):
-    lives = Lives(idle=60, limit=2)
+    lives = Lives(idle=60, limit=2, clock=clock)
     first, _ = lives.get("first"), lives.get("second")
     clock.now += 1
     assert lives.get("first") is first
@@ -152,3 +168,92 @@ def test_learned_positions_are_trained_when_unfrozen():
     before = session.model.pos_embed.weight.clone()
     trained = session.trained_on(Corpus.builtin(), TrainConfig(steps=5))
     assert not torch.equal(trained.model.pos_embed.weight, before)
+
+
+# --- the heavy pool: no job waits or runs without bound ---
+
+
+def _hold_the_slot(jobs: Jobs) -> tuple[threading.Event, threading.Thread]:
+    """Another tab's job that holds the pool's one slot until the returned event is set."""
+    release, started = threading.Event(), threading.Event()
+
+    def work():
+        started.set()
+        release.wait(30)
+
+    holder = threading.Thread(target=jobs.run, args=(Live(), "training", work), daemon=True)
+    holder.start()
+    assert started.wait(10), "the first job never started"
+    return release, holder
+
+
+def test_a_job_that_cannot_start_in_time_is_refused_and_the_tab_may_ask_again():
+    jobs = Jobs(workers=1, queue=8, wait=0.5)
+    release, holder = _hold_the_slot(jobs)
+    tab, outcome = Live(), {}
+
+    def ask():
+        try:
+            outcome["value"] = jobs.run(tab, "exporting", lambda: "ran")
+        except Refused as error:
+            outcome["refused"] = str(error)
+
+    asker = threading.Thread(target=ask, daemon=True)
+    asker.start()
+    asker.join(20)
+    assert not asker.is_alive(), "a job waited for a slot without bound"
+    assert outcome == {"refused": "The server was busy with other visitors' jobs for 0.5 s, so exporting did not "
+                                  "start; try again in a minute."}
+    assert tab.job is None  # the tab is free to ask again
+    release.set()
+    holder.join(10)
+    assert jobs.run(tab, "exporting", lambda: "ran") == "ran"
+
+
+def test_a_waiting_job_whose_page_went_away_never_runs():
+    jobs = Jobs(workers=1, queue=8, wait=30)
+    release, holder = _hold_the_slot(jobs)
+    tab, job, ran, outcome = Live(), Job(), threading.Event(), {}
+
+    def ask():
+        try:
+            jobs.run(tab, "training", ran.set, job)
+        except Cancelled:
+            outcome["cancelled"] = True
+
+    asker = threading.Thread(target=ask, daemon=True)
+    asker.start()
+    job.cancel()
+    asker.join(10)
+    assert not asker.is_alive(), "a cancelled job kept waiting for a slot"
+    assert outcome == {"cancelled": True} and not ran.is_set() and tab.job is None
+    release.set()
+    holder.join(10)
+    assert jobs.run(Live(), "exporting", lambda: "free") == "free"  # its place in the pool was given back
+
+
+def test_a_training_stops_at_the_time_limit_and_keeps_its_steps(clock):
+    job = Job(seconds=60, clock=clock)
+    job.started = clock()
+
+    def progress(step, total, losses):
+        clock.now += 30  # each report (every 5 steps of 100) takes half a minute on this clock
+
+    trained = Session.create(SMALL).trained_on(Corpus.builtin(), TrainConfig(steps=100), progress, job.stop)
+    assert job.timed_out
+    # 30 s after step 5, 60 s after step 10 (not yet past the limit), 90 s after step 15: it stops there
+    assert trained.training.steps == 15 == len(trained.training.losses)
+    assert trained.training.purity_after is not None
+
+
+def test_a_cancelled_training_stops_at_its_next_step():
+    job = Job()
+    job.started = job.clock()
+    seen = []
+
+    def progress(step, total, losses):
+        seen.append(step)
+        job.cancel()
+
+    trained = Session.create(SMALL).trained_on(Corpus.builtin(), TrainConfig(steps=200), progress, job.stop)
+    assert seen == [10] and trained.training.steps == 10

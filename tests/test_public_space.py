@@ -206,6 +206,39 @@ def test_one_visitor_cannot_queue_two_heavy_jobs(app_url):
     assert output(first, "train", done, "train-summary").startswith("Trained 2000 steps in ")
 
 
+def test_a_training_whose_page_went_away_gives_its_slot_back(app_url):
+    """The page's event is cancelled (as when its tab closes): the training stops at its next
+    step, adopts nothing, and the pool's slot is free at once for the next visitor."""
+    from ui.events import LIVES
+
+    first, other = new_client(app_url), new_client(app_url)
+    running = first.submit(2000, "builtin", api_name="/train")
+    wait_until_training(first, running)
+    live = LIVES.get(first.session_hash)
+    running.cancel()
+    deadline = time.monotonic() + 60
+    while live.job is not None:
+        assert time.monotonic() < deadline, "the cancelled training still holds the heavy pool"
+        time.sleep(0.05)
+    assert live.session.training is None  # nothing was adopted
+    result = other.predict(5, "builtin", api_name="/train")
+    assert output(other, "train", result, "train-summary").startswith("Trained 5 steps in ")
+
+
+def test_a_training_stops_at_the_time_limit_of_one_job(app_url, monkeypatch):
+    """A job runs at most `core.live.JOB_SECONDS` (lowered here), then keeps the steps it took."""
+    import core.live
+
+    monkeypatch.setattr(core.live, "JOB_SECONDS", 0.5)
+    client = new_client(app_url)
+    result = client.predict(2000, "builtin", api_name="/train")
+    summary = output(client, "train", result, "train-summary")
+    steps = int(summary.split()[1].replace(",", ""))
+    assert summary.startswith("Trained ") and 0 < steps < 2000, summary
+    assert (f"Training stopped after 0.5 s, the longest one job may run on this server: {steps:,} of 2,000 steps "
+            "were taken.") in text_of(output(client, "train", result, "notice"))
+
+
 # --- d. the tests' hooks are not public -------------------------------------------------------
 
 HOOKS = "EMBEDDING_EXPLORER_TEST_HOOKS"

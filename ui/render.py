@@ -286,7 +286,8 @@ def training(page, session: Session) -> dict:
 def training_summary(session: Session) -> str:
     result = session.training
     losses = result.losses
-    line = f"Trained {result.steps} steps in {result.seconds:.1f} s; loss {losses[0]:.2f} → {losses[-1]:.2f}."
+    line = f"Trained {result.steps} steps in {result.seconds:.1f} s"
+    line += f"; loss {losses[0]:.2f} → {losses[-1]:.2f}." if losses else "."
     if result.purity_before is not None:
         line += (
             f" Category purity of the corpus words (3 nearest neighbours, token table): "

@@ -13,6 +13,7 @@ import gradio as gr
 
 from core import options
 from core.figures import loss_figure
+from core.live import Cancelled, Job
 from core.options import CORPORA, LIMITS, PANELS, PARTS, Refused
 from core.training import Corpus, TrainConfig
 from ui import events, render
@@ -85,6 +86,7 @@ def train(page, request: gr.Request, steps, corpus):
         return
     seen: dict = {"losses": (), "step": 0}
     done: dict = {}
+    job = Job()
 
     def progress(step: int, total: int, losses: tuple[float, ...]) -> None:
         seen.update(losses=losses, step=step)
@@ -92,22 +94,36 @@ def train(page, request: gr.Request, steps, corpus):
     def work() -> None:
         try:
             done["session"] = events.JOBS.run(
-                live, "training", lambda: session.trained_on(text, TrainConfig(steps=steps), progress))
+                live, "training", lambda: session.trained_on(text, TrainConfig(steps=steps), progress, job.stop), job)
         except (Refused, ValueError) as error:
             done["error"] = error
+        except Cancelled:
+            pass  # the page is gone: nobody reads the result
 
     worker = threading.Thread(target=work, name="training", daemon=True)
     worker.start()
-    yield {page.trained: f"Training {steps:,} steps…"}
-    while worker.is_alive():
-        worker.join(LIVE_CURVE_SECONDS)
-        if seen["losses"] and worker.is_alive():
-            yield {page.losses: loss_figure(seen["losses"]), page.trained: f"Training… step {seen['step']} of {steps}."}
+    try:
+        yield {page.trained: f"Training {steps:,} steps…"}
+        while worker.is_alive():
+            worker.join(LIVE_CURVE_SECONDS)
+            if seen["losses"] and worker.is_alive():
+                yield {page.losses: loss_figure(seen["losses"]),
+                       page.trained: f"Training… step {seen['step']} of {steps}."}
+    finally:
+        # gradio closes this generator when the page goes away (or its event is cancelled):
+        # the training stops at its next step instead of holding the heavy pool's slot
+        if worker.is_alive():
+            job.cancel()
     if "error" in done:
         yield _refused(page, done["error"])
         return
     trained = done["session"]
-    yield events.update(page, request, lambda view: view, tables=lambda current: current.adopt_training(trained))
+    taken = trained.training.steps
+    notes = () if taken == steps else (
+        f"Training stopped after {job.seconds:g} s, the longest one job may run on this server: {taken:,} of "
+        f"{steps:,} steps were taken. Train again to continue from here.",)
+    yield events.update(page, request, lambda view: view, tables=lambda current: current.adopt_training(trained),
+                        notes=notes)
 
 
 def _refused(page, error: Exception) -> dict:
