@@ -1,13 +1,13 @@
 # the two commands of the README: `make run` and `make test`, each installing what it needs
 PYTHON ?= python3
 
-.PHONY: run test install install-dev chromium lint bench bench-quick class
+.PHONY: run test install install-dev system-packages lint bench bench-quick class
 
 run: install
 	$(PYTHON) app.py
 
-test: install-dev chromium
-	$(PYTHON) -m pytest
+test: install-dev system-packages
+	$(PYTHON) -m pytest -n 2 --dist loadfile --durations=15
 
 install:
 	$(PYTHON) -m pip install -q -r requirements.txt
@@ -15,20 +15,23 @@ install:
 install-dev:
 	$(PYTHON) -m pip install -q -r requirements-dev.txt
 
-# browser tests drive Debian's chromium; installing it needs root (CI and Spaces builders are)
-chromium:
-	@command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || \
-	  { if [ "$$(id -u)" = 0 ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
-	    else echo "chromium is missing: install it with 'sudo apt-get install chromium' (browser tests skip locally without it)"; fi; }
+# the tests' two system programs, from Debian's packages in one apt-get run: chromium for the
+# browser tests, haproxy for the class server's; installing needs root (CI and Spaces builders are)
+SYSTEM_PACKAGES = chromium haproxy
+MISSING = $(strip $(foreach p,$(SYSTEM_PACKAGES),$(if $(shell command -v $(p) 2>/dev/null || ls /usr/bin/$(p) /usr/sbin/$(p) 2>/dev/null),,$(p))))
+system-packages:
+	@[ -z "$(MISSING)" ] || \
+	  { if [ "$$(id -u)" = 0 ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(MISSING); \
+	    else echo "missing: $(MISSING); install with 'sudo apt-get install $(MISSING)' (their tests skip locally without them)"; fi; }
 
 lint:
 	$(PYTHON) -m ruff check .
 
 # every performance target in one table (10-15 minutes); bench-quick is a rough two-minute pass
-bench: install-dev chromium
+bench: install-dev system-packages
 	$(PYTHON) bench/run.py
 
-bench-quick: install-dev chromium
+bench-quick: install-dev system-packages
 	$(PYTHON) bench/run.py --quick
 
 # a class on one machine: one app process per core behind HAProxy (installed when missing and run as root);
