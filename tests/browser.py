@@ -17,25 +17,43 @@ COORDINATES = f"""() => {PLOT}._fullData
                Array.from(t.y).map(v => v === null ? null : Math.round(v * 1000) / 1000)])"""
 
 
-# counts the page's requests to the server still open (gradio's event streams close when an
-# event is done; the heartbeat stream never does, so it is left out)
+# counts what the page is waiting for from the server: each event gradio joins to its queue
+# (POST .../queue/join) until its "process_completed" message arrives on the event stream, and
+# every other request until it answers. The event stream itself stays open and is not counted.
 COUNT_REQUESTS = """
 window.__inflight = 0;
+window.__changes = 0;
+const begin = () => { window.__inflight += 1; window.__changes += 1; window.__lastStart = performance.now(); };
+const end = () => { window.__inflight -= 1; window.__changes += 1; };
 const fetch0 = window.fetch;
 window.fetch = function (input, init) {
     const url = String(input && input.url || input);
     if (url.includes('heartbeat')) return fetch0.apply(this, arguments);
-    window.__inflight += 1;
-    window.__lastStart = performance.now();
-    const done = () => { window.__inflight -= 1; };
+    if (url.includes('/queue/data')) {  // the event stream: an event ends at its process_completed
+        return fetch0.apply(this, arguments).then((response) => {
+            if (!response.body) return response;
+            const [a, b] = response.body.tee();
+            const reader = b.getReader(), decoder = new TextDecoder();
+            let text = '';
+            (function pump() {
+                reader.read().then(({ done, value }) => {
+                    if (done) return;
+                    text += decoder.decode(value, { stream: true });
+                    const messages = text.split('\\n\\n');
+                    text = messages.pop();
+                    for (const m of messages) if (m.includes('"process_completed"')) end();
+                    pump();
+                }, () => {});
+            })();
+            return new Response(a, response);
+        });
+    }
+    begin();  // a join ends at its completion message; any other request when it answers
+    const joined = url.includes('/queue/join');
     return fetch0.apply(this, arguments).then((response) => {
-        if (!response.body || !url.includes('/queue/data')) { done(); return response; }
-        // a stream: done when it is read to its end
-        const [a, b] = response.body.tee();
-        const reader = b.getReader();
-        (function pump() { reader.read().then(({ done: end }) => end ? done() : pump(), done); })();
-        return new Response(a, response);
-    }, (error) => { done(); throw error; });
+        if (!joined || !response.ok) end();
+        return response;
+    }, (error) => { end(); throw error; });
 };
 """
 
@@ -62,17 +80,22 @@ def open_at(browser, app_url: str, query: str = "", viewport=(1400, 1000), conte
 
 
 def settle(page, quiet_ms: int = 500) -> None:
-    """Wait until the page has no request to the server in flight, for `quiet_ms` on end (an
-    answer may start a follow-up event), or has started none for five times as long."""
+    """Wait until every event the page sent has completed and nothing new began for `quiet_ms`.
+
+    The quiet time counts from this call, so an event that a click is about to send (gradio
+    sends it a frame or two later) is waited for too; a completed answer may start another.
+    """
     page.wait_for_function(
-        """(quiet) => {
+        """([quiet, since]) => {
             const now = performance.now();
-            if (!(window.__inflight <= 0) || window.__idleSince === undefined) window.__idleSince = now;
-            // an event stream gradio keeps open with nothing in it counts as idle after a while
-            const lingering = now - (window.__lastStart || 0) > 5 * quiet;
-            return (window.__inflight <= 0 && now - window.__idleSince > quiet) || lingering;
+            if (window.__inflight > 0 || window.__seen !== window.__changes) {
+                window.__seen = window.__changes;
+                window.__idleSince = now;
+            }
+            const idle = Math.max(window.__idleSince || 0, since);
+            return window.__inflight <= 0 && now - idle > quiet;
         }""",
-        arg=quiet_ms, timeout=90_000, polling=50,
+        arg=[quiet_ms, page.evaluate("() => performance.now()")], timeout=90_000, polling=50,
     )
 
 
