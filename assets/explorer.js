@@ -99,11 +99,8 @@
   function onClick(event) {
     const point = event.points && event.points[0];
     if (!point || !GROUPS.has(point.data.legendgroup) || !point.customdata) return;
-    const box = document.querySelector("#picked-token textarea, #picked-token input");
-    if (!box) return;
-    // the token's position in the sequence, made unique so a second click on it still counts
-    box.value = `${point.customdata[1]}@${Date.now()}`;
-    box.dispatchEvent(new Event("input", { bubbles: true }));
+    // the token's position in the sequence; ui/plane.py's #picked-token sends it to the server
+    if (window.embeddingExplorerPick) window.embeddingExplorerPick(point.customdata[1]);
   }
 
   // Gradio redraws its plots with Plotly.react; wrapping it (once Plotly exists) lets the

@@ -112,6 +112,21 @@ def open_accordion(page, accordion_id: str, title: str) -> None:
     page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
 
 
+def point_on_screen(page, group: str, token: str) -> tuple[float, float]:
+    """Where the point of `token` (its hover text's word) in `group` is drawn, in page pixels:
+    the spot a person's mouse goes to."""
+    return tuple(page.evaluate(
+        """([group, token]) => {
+            const gd = document.querySelector('#embed-plot .js-plotly-plot');
+            const full = gd._fullData.find(t => t.name === group);
+            const i = gd.data.find(t => t.name === group).hovertext.findIndex(h => h.split(' ')[0] === token);
+            if (i < 0) throw new Error(`no ${token} in ${group}`);
+            const area = gd.querySelector('.nsewdrag').getBoundingClientRect();
+            const { xaxis, yaxis } = gd._fullLayout;
+            return [area.left + xaxis.l2p(full.x[i]), area.top + yaxis.l2p(full.y[i])];
+        }""", [group, token]))
+
+
 def trace(page, name: str) -> dict | None:
     return page.evaluate(f"() => {PLOT}.data.find(t => t.name === {name!r}) || null")
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from core.tour import STEPS
-from tests.browser import COORDINATES, ERROR_BADGES, PLOT, link_of, settle
+from tests.browser import COORDINATES, ERROR_BADGES, PLOT, link_of, point_on_screen, rows, settle
 
 pytestmark = pytest.mark.browser
 
@@ -83,6 +83,31 @@ def test_random_positions_are_not_the_source_s_own(open_page):
     page.locator("#positions").get_by_text("random N(0").click()
     settle(page)
     assert not np.allclose(positions(), learned, atol=1e-3)
+
+
+def test_a_mouse_click_on_a_point_selects_its_token(open_page):
+    """What the intro and tour step 4 promise: click a point, and its token is selected — the
+    picker names it, a ring is drawn around it, and its neighbours are listed and starred."""
+    page = open_page(f"a={quote('The king spoke to the queen.')}&b=&groups=token")
+    assert page.locator("#selected-token input").input_value() == "none"
+    x, y = point_on_screen(page, "token", "king")
+    page.mouse.move(x, y)
+    page.mouse.click(x, y)
+    page.wait_for_function("() => document.querySelector('#selected-token input').value === '2: king'",
+                           timeout=30_000)
+    settle(page)
+    ring = page.evaluate(f"() => {PLOT}._fullData.find(t => t.name === 'selected token')")
+    king = page.evaluate(f"() => {{ const t = {PLOT}._fullData.find(t => t.name === 'token');"
+                         " const i = t.hovertext.findIndex(h => h.startsWith('king')); return [t.x[i], t.y[i]]; }")
+    assert ring is not None and [ring["x"][0], ring["y"][0]] == pytest.approx(king, abs=1e-6)
+    assert page.evaluate(rows("neighbours-token")) == 10
+    assert page.evaluate(f"() => {PLOT}.data.some(t => t.name.startsWith('nearest'))")
+    # a click on another point moves the selection there
+    x, y = point_on_screen(page, "token", "queen")
+    page.mouse.click(x, y)
+    page.wait_for_function("() => document.querySelector('#selected-token input').value === '6: queen'",
+                           timeout=30_000)
+    assert page.errors == [] and page.evaluate(ERROR_BADGES) == 0
 
 
 def _picker_options(page) -> list[str]:

@@ -15,6 +15,9 @@ from ui.assets import EXAMPLES
 from ui.widgets import Checkbox, Slider, Table
 
 NEIGHBOUR_HEADERS = ["#", "token", "cosine"]
+PICKED_JS = """
+window.embeddingExplorerPick = (index) => { props.value = `${index}@${Date.now()}`; trigger('input'); };
+"""
 LIVE = {"concurrency_id": "live", "show_progress": "hidden"}
 # the keystroke's events: gradio does not postprocess their values, ui.events.postprocess does
 KEYSTROKE = {**LIVE, "postprocess": False}
@@ -49,7 +52,11 @@ def layout(page) -> None:
             low, high = LIMITS["k"]
             page.k = Slider(low, high, value=10, step=1, label="Neighbours", elem_id="neighbour-k", scale=1)
             page.flip = gr.Button("Flip its segment (A ↔ B)", elem_id="flip-button", size="sm", scale=1)
-        page.picked = gr.Textbox(visible="hidden", elem_id="picked-token")
+        # a click on a point: assets/explorer.js calls the hook this component's script installs,
+        # which sets its value ("index@time", unique so a second click on it counts) and fires
+        # its input event; a hidden textbox written from outside fired nothing
+        page.picked = gr.HTML("", elem_id="picked-token", elem_classes=["offscreen"], js_on_load=PICKED_JS,
+                              container=False, padding=False)
         with gr.Row():
             page.near_token = Table(headers=NEIGHBOUR_HEADERS, label="Nearest by token vector (the table's row)",
                                            interactive=False, elem_id="neighbours-token", max_height=300)
