@@ -77,6 +77,7 @@ LIMITS = MappingProxyType({
 
 MAX_TEXT = 10_000  # characters in one sentence: enough to fill 2,048 positions, refused beyond
 MAX_SEARCH = 100  # characters of a vocabulary search
+MAX_QUERY = 32_000  # characters of a view's query string the page keeps in its address bar (F5, Back)
 MAX_FLIPS = 64  # tokens given the other segment at once
 
 

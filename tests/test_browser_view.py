@@ -13,6 +13,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 import numpy as np
 import pytest
 
+from core.presets import wordpiece
 from core.tour import STEPS
 from tests.browser import COORDINATES, ERROR_BADGES, PLOT, link_of, point_on_screen, rows, settle
 
@@ -108,6 +109,67 @@ def test_a_mouse_click_on_a_point_selects_its_token(open_page):
     page.wait_for_function("() => document.querySelector('#selected-token input').value === '6: queen'",
                            timeout=30_000)
     assert page.errors == [] and page.evaluate(ERROR_BADGES) == 0
+
+
+def _shown(page) -> dict:
+    """What a person sees of the view: the sentence, the open control tab, and every drawn point
+    and line (the tables and the tip-to-tail arrows decide them)."""
+    return {
+        "a": page.locator("#sentence-a textarea").input_value(),
+        "panel": page.locator("#controls [role=tab][aria-selected=true]").inner_text(),
+        "coordinates": page.evaluate(COORDINATES),
+    }
+
+
+def test_f5_keeps_the_view_and_back_and_forward_step_through_the_visit(open_page):
+    page = open_page()
+    default = _shown(page)
+    page.locator("#sentence-a textarea").fill("The king spoke to the queen.")
+    settle(page)
+    typed = _shown(page)
+    page.get_by_role("tab", name="Tables").click()
+    page.locator("#table-source").get_by_text("BERT").click()
+    settle(page)
+    page.get_by_role("tab", name="View").click()
+    page.locator("#show-arrows input").check()
+    settle(page)
+    changed = _shown(page)
+    assert changed["panel"] == "View" and changed["coordinates"] != typed["coordinates"]
+    assert "source=bert" in page.url and "arrows=1" in page.url
+
+    page.reload()  # F5
+    page.wait_for_function(f"() => {PLOT} && {PLOT}.data && {PLOT}.data.length > 0", timeout=60_000)
+    settle(page)
+    assert _shown(page) == changed
+
+    # Back: one step per discrete change (the arrows, the View tab, BERT, the Tables tab), none per keystroke
+    for _ in range(4):
+        page.go_back()
+        settle(page)
+    assert _shown(page) == {**typed, "panel": default["panel"]}
+    page.go_back()
+    settle(page)
+    assert _shown(page) == default
+    for _ in range(5):
+        page.go_forward()
+        settle(page)
+    assert _shown(page) == changed
+    assert page.errors == [] and page.evaluate(ERROR_BADGES) == 0
+
+
+def test_typing_at_ten_keys_a_second_ends_with_the_plot_of_the_final_text(open_page):
+    page = open_page("a=&b=&groups=token")
+    box = page.locator("#sentence-a textarea")
+    box.click()
+    text = ("the quick brown fox jumps over the lazy dog while seven tired cats watch "
+            "from a warm windowsill nearby today")[:100]
+    page.keyboard.type(text, delay=100)  # a person typing, one key every 100 ms
+    settle(page)
+    assert box.input_value() == text
+    # the token table is drawn from the plot's own columns, in sentence order
+    drawn = page.evaluate("() => [...document.querySelectorAll('#token-table tbody tr td:first-child')]"
+                          ".map(td => td.innerText)")
+    assert tuple(drawn) == wordpiece().encode(text).tokens, "the plot is not the final text's"
 
 
 def _picker_options(page) -> list[str]:

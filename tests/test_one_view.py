@@ -8,6 +8,7 @@ other events, or when one button sets a whole layer at once.
 from __future__ import annotations
 
 import io
+import json
 import time
 from urllib.parse import parse_qs
 
@@ -15,6 +16,7 @@ import numpy as np
 from appapi import call, embed, fingerprint, named, query
 from gradio_client import handle_file
 
+from core.options import MAX_QUERY
 from core.share import from_query
 from core.state import DOCUMENT_SENTENCE
 
@@ -115,3 +117,23 @@ def test_a_refused_upload_empties_the_box_and_keeps_the_tables(client, tmp_path)
     assert fingerprint(client) == before
     assert "source" not in link_of(client)
     assert from_query(link_of(client)).view.source == "random"
+
+
+def test_every_change_writes_its_link_for_the_address_bar(client):
+    """The address bar is the view: each event writes the link `/share` would make, as a new
+    history entry for a discrete change and as the same entry rewritten while typing."""
+    typed = embed(client, KING_A, KING_B)
+    sent = json.loads(typed.value("address"))
+    assert sent == {"query": query(client)[0], "push": False}
+    assert from_query(parse_qs(sent["query"])).view.sentence_a == KING_A
+    chosen = call(client, "/basis", "vocabulary")
+    sent = json.loads(chosen.value("address"))
+    assert sent == {"query": query(client)[0], "push": True} and "basis=vocabulary" in sent["query"]
+    # an event that changes nothing leaves the address (and the history) alone
+    assert not embed(client, KING_A, KING_B).written("address")
+
+
+def test_a_view_whose_link_is_too_long_for_an_address_keeps_the_last_one(client):
+    long = "ü" * 9_000  # 54,000 characters once percent-encoded: past MAX_QUERY
+    sent = json.loads(embed(client, long, long).value("address"))
+    assert sent["query"] is None and len(query(client)[0]) > MAX_QUERY

@@ -62,7 +62,7 @@ class Page:
         """What a keystroke can change: the plane, the open side view, the picker, the notice.
         (The token table is drawn in the browser from the plot's token columns.)"""
         return [self.plot, self.info, self.token, self.near_token, self.near_output, self.variance,
-                self.search_hits, self.search_info, *self.detail_outputs, self.notice]
+                self.search_hits, self.search_info, *self.detail_outputs, self.notice, self.address]
 
     @property
     def detail_outputs(self) -> list:
@@ -91,6 +91,7 @@ def build_demo(*, test_hooks: bool | None = None) -> gr.Blocks:
     with gr.Blocks(title="Embedding Explorer", delete_cache=(600, 3600)) as demo:
         gr.Markdown(INTRO, elem_id="intro")
         plane.layout_sentences(page)
+        tourpanel.layout_address(page)
         # the controls come first in the page's order, so the keyboard reaches them a few Tabs
         # after the sentences; the stylesheet draws them on the right (on a phone, below the plot)
         with gr.Row(equal_height=False, elem_id="main-row"):
@@ -106,10 +107,11 @@ def build_demo(*, test_hooks: bool | None = None) -> gr.Blocks:
                 sideviews.layout(page)
         for panel in (plane, sideviews, tourpanel, viewpanel, tablespanel, trainpanel):
             panel.wire(page)
+        written = [page.notice, page.address]
         for key, tab in page.panel_tabs.items():  # the open control tab is part of the view (links carry it)
             tab.select(events.named(lambda request, key=key: events.update(
-                page, request, lambda view: view.with_(panel=key), asked=("panel",), outputs=[page.notice]), ()),
-                None, [page.notice], api_name=False, show_progress="hidden", concurrency_id="live")
+                page, request, lambda view: view.with_(panel=key), asked=("panel",), outputs=written), ()),
+                None, written, api_name=False, show_progress="hidden", concurrency_id="live")
         demo.load(events.named(lambda request: tourpanel.open_link(page, request), ()), None, page.everything,
                   api_name=False, show_progress="hidden")
         if test_hooks:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import html
+import json
 import re
 from collections.abc import Iterable
 
@@ -29,9 +30,10 @@ from core.figures import background_trace, embedding_spec, figure_json, loss_fig
 from core.listing import run_listing
 from core.live import Step
 from core.lookup import walk_through
-from core.options import BASES, DETAILS, PARTS, POSITIONS
+from core.options import BASES, DETAILS, MAX_QUERY, PARTS, POSITIONS
 from core.search import SearchResult, search
 from core.session import Session
+from core.share import to_query
 from core.state import SETTINGS_FIELDS, View
 from core.training import Corpus
 from core.view import Exploration, explore
@@ -139,7 +141,22 @@ def outputs(page, step: Step, *, asked: Iterable[str] = (), whole: bool = False,
         out.update(lookup(page, view))
     if whole or changed or notes or step.notes:  # an echo of what the page already shows keeps the notice
         out[page.notice] = notice((*notes, *step.notes))
+    if whole or changed:
+        out[page.address] = address(view, push=whole or bool(changed - TYPED))
     return out
+
+
+# fields a person changes a character at a time: the address bar rewrites one history entry
+# while they change, so Back goes to the view before the typing, not to each keystroke
+TYPED = frozenset({"sentence_a", "sentence_b", "search", "regex", "lookup_sentence"})
+
+
+def address(view: View, push: bool) -> str:
+    """What `#address` puts in the address bar (ui/tourpanel.py ADDRESS_JS): the view's query
+    string, as a new history entry when `push`. A view whose link is longer than MAX_QUERY
+    leaves the address at the last view that fit (a browser and gradio refuse far longer ones)."""
+    query, _ = to_query(view)
+    return json.dumps({"query": query if len(query) <= MAX_QUERY else None, "push": push})
 
 
 _ALL_FIELDS = tuple(View.__dataclass_fields__)

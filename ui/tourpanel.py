@@ -1,19 +1,53 @@
-"""The Tour panel, and the page opened from a link: both show a whole `View` at once.
+"""The Tour panel, the page opened from a link, and the address bar: each is a whole `View`.
 
 A tour step and a link are the same thing to the page (a step is a view; ``?step=N`` is that
 view), so both go through `show`: the tables start untrained, every widget is written, and
 anything the link asked for but could not have is named in the notice, as plain text.
+
+The address bar is the view too. Every change writes the view's query string into
+`#address` (`ui.render.address`), whose script puts it in the address bar: a new history
+entry for a step, a table or a toggle, the same entry rewritten while typing. So F5 reopens
+the view, a copied address is a link, and Back and Forward send the address they land on
+back here (`back`), which shows it like a link, keeping the tab's trained tables.
 """
 
 from __future__ import annotations
 
+import json
+from urllib.parse import parse_qs
+
 import gradio as gr
 
 from core import share, tour
-from core.options import PANELS, Refused
+from core.options import MAX_QUERY, PANELS, Refused
 from core.state import View
 from ui import events, render
 from ui.plane import LIVE
+
+# the view's address in the address bar; `props.value` is ui.render.address's JSON going out,
+# and the address Back or Forward landed on coming back (then the next write only replaces).
+# A discrete change is a new history entry; typing makes one entry, rewritten as it goes on
+ADDRESS_JS = """
+let first = true, restoring = false, typing = false;
+watch('value', () => {
+  let sent;
+  try { sent = JSON.parse(props.value); } catch (error) { return; }
+  if (!sent || typeof sent.query !== 'string') return;
+  const url = location.pathname + (sent.query ? '?' + sent.query : '') + location.hash;
+  if (url !== location.pathname + location.search + location.hash) {
+    const replace = first || restoring || (!sent.push && typing);
+    if (replace) history.replaceState(null, '', url); else history.pushState(null, '', url);
+    typing = !sent.push;
+  }
+  first = restoring = false;
+});
+window.addEventListener('popstate', () => {
+  restoring = true;
+  typing = false;
+  props.value = JSON.stringify({ back: location.search.replace(/^[?]/, '') });
+  trigger('input');
+});
+"""
 
 
 def layout(page) -> None:
@@ -24,11 +58,19 @@ def layout(page) -> None:
             page.next_button = gr.Button("Next →", variant="primary", elem_id="tour-next", size="sm")
 
 
+def layout_address(page) -> None:
+    """`#address`, outside every tab (inside the Tour tab, gradio relabelled the next tab)."""
+    page.address = gr.HTML("", elem_id="address", elem_classes=["offscreen"], js_on_load=ADDRESS_JS, container=False,
+                           padding=False)
+
+
 def wire(page) -> None:
     for button, move, name in ((page.next_button, 1, "next_step"), (page.previous_button, -1, "previous_step")):
         handler = events.named(lambda request, move=move: go(page, request, move), ())
         handler.__name__ = name
         button.click(handler, None, page.everything, api_name=name, **LIVE)
+    page.address.input(events.named(lambda request, sent: back(page, request, sent), ("address",)), page.address,
+                       page.everything, api_name=False, **LIVE)
 
 
 def go(page, request: gr.Request, move: int) -> dict:
@@ -52,6 +94,21 @@ def open_link(page, request: gr.Request) -> dict:
     except Refused as error:
         notes = (*link.notes, f"The link's view could not be opened ({error}); showing the default view.")
         return show(live=live, page=page, change=lambda _: View(), notes=notes)
+
+
+def back(page, request: gr.Request, sent: str) -> dict:
+    """Back or Forward landed on an address of this visit: show its view, read like any link
+    (hostile, never raising), keeping the tab's tables where they agree with it."""
+    try:
+        query = json.loads(sent)["back"]
+    except (TypeError, ValueError, KeyError):
+        query = None
+    if not isinstance(query, str) or len(query) > MAX_QUERY:
+        return events.update(page, request, lambda view: view, notes=(
+            f"The page's address could not be read (at most {MAX_QUERY:,} characters of a link); it shows the "
+            "view it had.",))
+    link = share.from_query(parse_qs(query, keep_blank_values=True))
+    return events.update(page, request, lambda _: link.view, whole=True, notes=link.notes)
 
 
 def show(page, live, change, notes: tuple[str, ...] = ()) -> dict:
