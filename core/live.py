@@ -12,8 +12,9 @@ Tabs are kept in `Lives`, keyed by gradio's session hash, and forgotten after an
 exports, uploads, large tables — goes through `Jobs`: a small pool shared by every tab,
 with at most one job per tab queued or running and a bounded queue, so one greedy visitor
 cannot starve the others and live updates never wait behind it. No job waits or runs without
-bound: a job that cannot start within `JOB_WAIT_SECONDS` is refused with a sentence, a job
-whose page is gone is cancelled, and a training stops at `JOB_SECONDS` with what it learned.
+bound: one whose line holds more than `JOB_WAIT_SECONDS` of work is refused at once with the
+expected wait, one whose page is gone leaves the line or stops, and a training stops at
+`JOB_SECONDS` with what it learned. Identical work asked for by many tabs runs once.
 
 Both keep time with a clock they are given (`time.monotonic` by default), never by reading
 a patched module: a test that moves a hand clock must not move the server's event loop too.
@@ -24,7 +25,7 @@ from __future__ import annotations
 import difflib
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -36,7 +37,8 @@ from core.view import fit_sentence_basis
 
 T = TypeVar("T")
 IDLE_SECONDS = 3600  # a tab unused this long is forgotten
-JOB_WAIT_SECONDS = 60.0  # a heavy job that cannot start within this is refused, not left waiting
+JOB_QUEUE = 200  # heavy jobs in line at most; past it a job is refused at once, with the expected wait
+JOB_WAIT_SECONDS = 60.0  # a job whose line holds more work than this is refused at once, not left waiting
 JOB_SECONDS = 60.0  # a training stops here, keeping the steps it took (core.training.train's `stop`)
 MAX_TABS = 5_000  # tabs kept at once; past it the longest-unused is forgotten first
 _ENDED_REMEMBERED = 20_000  # hashes of forgotten tabs, to tell "expired" from "new"
@@ -227,24 +229,53 @@ class Lives:
 
 
 class Job:
-    """One heavy job's handle: cancelled when its page goes away, and how long it may run.
+    """One heavy job's handle: who still wants it, how far it got, and how long it may run.
 
-    The work reads `stop()` between steps: true once the job is cancelled or past its
-    deadline. A job that has not started yet is cancelled before it takes a slot.
+    The work reads `stop()` between steps: true once every page that asked for the job has
+    gone away, or past its deadline. Pages that asked for the same work (`Jobs.run`'s `key`)
+    share one job: each `cancel()` withdraws one of them, and the job stops when none is left.
+    The work may report how far it got in `progress`, which every page sharing it reads.
     """
 
     def __init__(self, seconds: float | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.seconds = JOB_SECONDS if seconds is None else seconds  # read now: a test may lower it
         self.clock = clock
-        self._cancelled = threading.Event()
         self.started: float | None = None
+        self.progress: object = None
+        self.following: Job | None = None  # the job with the same key this page shares instead
+        self._wanted = 1  # pages that want it: its own, and those following it
+        self._withdrawn = False
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._result: tuple[bool, object] | None = None
+
+    def want(self) -> None:
+        """One more page wants this job (it asked for the same work)."""
+        with self._lock:
+            self._wanted += 1
 
     def cancel(self) -> None:
-        self._cancelled.set()
+        """This page no longer wants the job (once per page, however often it is called)."""
+        with self._lock:
+            withdrawn, self._withdrawn = self._withdrawn, True
+        if withdrawn:
+            return
+        if self.following is not None:
+            self.following._leave()
+        else:
+            self._leave()
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._wanted -= 1
 
     @property
+    def shared(self) -> Job:
+        """The job that does the work for this page: its own, or the one it follows."""
+        return self.following or self
+    @property
     def cancelled(self) -> bool:
-        return self._cancelled.is_set()
+        return self._wanted <= 0
 
     @property
     def timed_out(self) -> bool:
@@ -253,63 +284,133 @@ class Job:
     def stop(self) -> bool:
         return self.cancelled or self.timed_out
 
+    def finish(self, ok: bool, value: object) -> None:
+        self._result = (ok, value)
+        self._done.set()
+
+    def wait(self, timeout: float) -> bool:
+        return self._done.wait(timeout)
+
+    @property
+    def failed(self) -> bool:
+        return self._result is not None and not self._result[0]
+
+    def result(self):
+        ok, value = self._result
+        if not ok:
+            raise value
+        return value
+
 
 class Jobs:
-    """Heavy work shared fairly: `workers` jobs at once, `queue` more waiting, one per tab.
+    """Heavy work shared fairly: `workers` jobs at once, the rest in line, one per tab.
 
-    Live updates do not go through here, so they never wait behind a training; a tab that
-    asks for a second job while its first is queued or running is refused with a message,
-    and so is any job when the queue is full, or when no slot frees within `wait` seconds
-    (a training holds its slot at most `JOB_SECONDS`, so `wait` covers a queue of them).
+    Live updates do not go through here, so they never wait behind a training. Jobs start in
+    the order they were asked for (each tab has at most one in line, so a class is served
+    in turn). A job is refused at once, with the expected wait, when `queue` jobs are already
+    waiting or when the line ahead holds more than `wait` seconds of work (the mean time of
+    the jobs done so far); one that still has not started after twice that, or whose page
+    has gone, leaves the line. Identical work (the same `key`: a class pressing *Train* on
+    the same tables) runs once, and every page that asked for it gets its result.
     """
 
-    def __init__(self, workers: int = 1, queue: int = 8, wait: float = JOB_WAIT_SECONDS,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self._slots = threading.BoundedSemaphore(workers)
-        self._queue = queue
-        self.wait = wait
-        self.clock = clock
-        self._waiting = 0
-        self._lock = threading.Lock()
+    def __init__(self, workers: int = 1, queue: int = JOB_QUEUE, wait: float = JOB_WAIT_SECONDS,
+                 clock: Callable[[], float] = time.monotonic, remember: int = 16) -> None:
+        self.workers, self.queue, self.wait, self.clock = workers, queue, wait, clock
+        self._line: deque[Job] = deque()
+        self._running = 0
+        self._mean = 1.0  # seconds a job takes, a running mean of those done
+        self._cond = threading.Condition()
+        self._shared: OrderedDict[object, Job] = OrderedDict()  # by key: in line, running, or done lately
+        self._remember = remember
 
-    def run(self, live: Live, name: str, work: Callable[[], T], job: Job | None = None) -> T:
-        """`work()` in a free slot; `job`, when given, can cancel it while it waits (and the work
-        reads `job.stop()` while it runs). Raises `Refused` (busy) or `Cancelled`."""
-        job = job or Job(clock=self.clock)
+    def run(self, live: Live, name: str, work: Callable[[], T], job: Job | None = None, key: object = None) -> T:
+        """`work()` in its turn; `job` (its handle) can cancel it while it waits or runs. With a
+        `key`, a job already asked for with the same key is shared instead of run again.
+        Raises `Refused` (busy, or this tab already has a job) or `Cancelled`."""
+        own = job = job or Job(clock=self.clock)
         with live.lock:
             if live.job is not None:
                 raise Refused(f"{live.job.capitalize()} is still running for this page; wait for it to finish "
                               f"before {name}.")
-            with self._lock:
-                if self._waiting >= self._queue:
-                    raise Refused(f"The server is busy with {self._waiting} other jobs; try {name} again in a "
-                                  "minute.")
-                self._waiting += 1
+            with self._cond:
+                shared = self._shared.get(key) if key is not None else None
+                if shared is not None and not shared.cancelled and not shared.failed:
+                    shared.want()
+                    job.following = shared
+                    job = shared
+                else:
+                    self._admit(name)
+                    self._line.append(job)
+                    if key is not None:
+                        self._shared[key] = job
+                        self._forget_old()
+                    shared = None
             live.job = name
         try:
-            try:
-                self._take_slot(name, job)
-            finally:
-                with self._lock:
-                    self._waiting -= 1
-            try:
-                job.started = self.clock()
-                return work()
-            finally:
-                self._slots.release()
+            if shared is None:
+                self._run_in_turn(name, job, work)
+            deadline = self.clock() + 2 * self.wait + job.seconds
+            while not job.wait(0.25):
+                if job.cancelled:
+                    raise Cancelled(name)
+                if self.clock() >= deadline:
+                    raise Refused(f"The server was busy with other visitors' jobs, so {name} did not finish; try "
+                                  "again in a minute.")
+            return job.result()
+        except BaseException:
+            own.cancel()  # this page no longer waits for it
+            raise
         finally:
             with live.lock:
                 live.job = None
 
-    def _take_slot(self, name: str, job: Job) -> None:
-        """Wait for a slot, a cancellation or the end of `wait`, whichever comes first."""
-        deadline = self.clock() + self.wait
-        while not self._slots.acquire(timeout=min(0.25, self.wait)):
-            if job.cancelled:
-                raise Cancelled(name)
-            if self.clock() >= deadline:
-                raise Refused(f"The server was busy with other visitors' jobs for {self.wait:g} s, so {name} "
-                              "did not start; try again in a minute.")
-        if job.cancelled:
-            self._slots.release()
-            raise Cancelled(name)
+    def _admit(self, name: str) -> None:
+        """Refuse at once, with the expected wait, when the line is full or too long to wait in."""
+        ahead = len(self._line) + self._running
+        expected = ahead * self._mean / self.workers
+        if len(self._line) >= self.queue or expected > self.wait:
+            jobs = f"{ahead:,} job{'s' * (ahead != 1)}"
+            raise Refused(f"The server has {jobs} ahead of {name} (about {expected:,.0f} s of work, more than the "
+                          f"{self.wait:g} s a job may wait here); try again in a minute.")
+
+    def _run_in_turn(self, name: str, job: Job, work: Callable[[], T]) -> None:
+        deadline = self.clock() + 2 * self.wait
+        with self._cond:
+            while not (self._line[0] is job and self._running < self.workers):
+                late = self.clock() >= deadline
+                if job.cancelled or late:
+                    self._line.remove(job)
+                    self._cond.notify_all()
+                    error = Cancelled(name) if job.cancelled else Refused(
+                        f"The server was busy with other visitors' jobs for {2 * self.wait:g} s, so {name} did not "
+                        "start; try again in a minute.")
+                    job.finish(False, error)
+                    raise error
+                self._cond.wait(timeout=0.25)
+            self._line.popleft()
+            self._running += 1
+            self._cond.notify_all()
+        job.started = self.clock()
+        try:
+            job.finish(True, work())
+        except BaseException as error:
+            job.finish(False, error)
+        finally:
+            with self._cond:
+                self._running -= 1
+                self._mean = 0.8 * self._mean + 0.2 * (self.clock() - job.started)
+                self._cond.notify_all()
+
+    def forget(self) -> None:
+        """Drop the results kept for sharing (jobs in line or running are still shared)."""
+        with self._cond:
+            for key in [key for key, job in self._shared.items() if job.wait(0)]:
+                del self._shared[key]
+
+    def _forget_old(self) -> None:
+        while len(self._shared) > self._remember:
+            oldest = next(iter(self._shared))
+            if not self._shared[oldest].wait(0):
+                break  # still in line or running: kept while it can be shared
+            del self._shared[oldest]

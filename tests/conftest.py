@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import sys
 
 import pytest
 
@@ -30,6 +31,17 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@pytest.fixture(autouse=True)
+def no_shared_results():
+    """Every test starts without the trainings earlier tests finished: the app shares a finished
+    training with whoever asks for the same one next (core.live.Jobs), which would turn a test's
+    training into an instant answer, depending on which tests ran before it in this process."""
+    events = sys.modules.get("ui.events")
+    if events is not None:
+        events.JOBS.forget()
+    yield
 
 
 @pytest.fixture(scope="session")

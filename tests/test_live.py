@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 import torch
@@ -187,27 +188,114 @@ def _hold_the_slot(jobs: Jobs) -> tuple[threading.Event, threading.Thread]:
     return release, holder
 
 
-def test_a_job_that_cannot_start_in_time_is_refused_and_the_tab_may_ask_again():
-    jobs = Jobs(workers=1, queue=8, wait=0.5)
-    release, holder = _hold_the_slot(jobs)
-    tab, outcome = Live(), {}
-
+def _ask(jobs: Jobs, tab: Live, name: str, work, outcome: dict, **kwargs) -> threading.Thread:
     def ask():
         try:
-            outcome["value"] = jobs.run(tab, "exporting", lambda: "ran")
-        except Refused as error:
-            outcome["refused"] = str(error)
+            outcome[name] = jobs.run(tab, name, work, **kwargs)
+        except (Refused, Cancelled) as error:
+            outcome[name] = error
 
     asker = threading.Thread(target=ask, daemon=True)
     asker.start()
-    asker.join(20)
-    assert not asker.is_alive(), "a job waited for a slot without bound"
-    assert outcome == {"refused": "The server was busy with other visitors' jobs for 0.5 s, so exporting did not "
-                                  "start; try again in a minute."}
+    return asker
+
+
+def test_a_job_whose_line_is_too_long_is_refused_at_once_with_the_expected_wait():
+    jobs = Jobs(workers=1, wait=0.5)  # the first job's mean time (1 s) is already more than that
+    release, holder = _hold_the_slot(jobs)
+    tab = Live()
+    with pytest.raises(Refused) as refused:
+        jobs.run(tab, "exporting", lambda: "ran")
+    assert str(refused.value) == ("The server has 1 job ahead of exporting (about 1 s of work, more than the 0.5 s a "
+                                  "job may wait here); try again in a minute.")
     assert tab.job is None  # the tab is free to ask again
     release.set()
     holder.join(10)
     assert jobs.run(tab, "exporting", lambda: "ran") == "ran"
+
+
+def test_a_job_that_still_has_not_started_leaves_the_line(clock):
+    jobs = Jobs(workers=1, wait=30, clock=clock)
+    release, holder = _hold_the_slot(jobs)
+    tab, outcome = Live(), {}
+    asker = _ask(jobs, tab, "exporting", lambda: "ran", outcome)
+    while not jobs._line:  # in line behind the holder
+        time.sleep(0.01)
+    clock.now += 61  # past twice the wait
+    asker.join(10)
+    assert not asker.is_alive(), "a job waited in line without bound"
+    assert str(outcome["exporting"]) == ("The server was busy with other visitors' jobs for 60 s, so exporting did "
+                                         "not start; try again in a minute.")
+    assert tab.job is None
+    release.set()
+    holder.join(10)
+
+
+def test_jobs_start_in_the_order_they_were_asked_for():
+    jobs = Jobs(workers=1, wait=60)
+    release, holder = _hold_the_slot(jobs)
+    order, outcome, askers = [], {}, []
+    for name in ("first", "second", "third", "fourth"):
+        askers.append(_ask(jobs, Live(), name, lambda name=name: order.append(name), outcome))
+        while len(jobs._line) < len(askers):
+            time.sleep(0.01)
+    release.set()
+    for asker in (holder, *askers):
+        asker.join(10)
+    assert order == ["first", "second", "third", "fourth"]
+
+
+def test_identical_work_runs_once_and_every_page_gets_its_result():
+    jobs = Jobs(workers=1, wait=60)
+    release, holder = _hold_the_slot(jobs)
+    runs, outcome = [], {}
+    tabs = [Live() for _ in range(5)]
+
+    def work():
+        runs.append(1)
+        return object()  # one result, shared read-only
+
+    askers = [_ask(jobs, tab, "training", work, outcome_i, key="same tables") for tab, outcome_i in
+              zip(tabs, [outcome.setdefault(i, {}) for i in range(5)], strict=True)]
+    while len(jobs._line) < 1 or sum(tab.job is not None for tab in tabs) < 5:
+        time.sleep(0.01)
+    assert len(jobs._line) == 1  # one job in line for the five pages
+    release.set()
+    for asker in (holder, *askers):
+        asker.join(10)
+    results = [outcome[i]["training"] for i in range(5)]
+    assert len(runs) == 1 and all(result is results[0] for result in results)
+    # asked again after it finished: the same result, not another run
+    assert jobs.run(Live(), "training", work, key="same tables") is results[0] and len(runs) == 1
+    assert jobs.run(Live(), "training", work, key="other tables") is not results[0] and len(runs) == 2
+
+
+def test_a_shared_job_goes_on_while_one_of_its_pages_is_left():
+    jobs = Jobs(workers=1, wait=60)
+    started, release = threading.Event(), threading.Event()
+
+    def work():
+        started.set()
+        release.wait(30)
+        return "trained"
+
+    first, second = Job(), Job()
+    one, two = {}, {}
+    a = _ask(jobs, Live(), "training", work, one, job=first, key="k")
+    assert started.wait(10)
+    b = _ask(jobs, Live(), "training", work, two, job=second, key="k")
+    while first._wanted < 2:
+        time.sleep(0.01)
+    first.cancel()  # the page that started it went away: the other still wants it
+    assert not first.stop()
+    release.set()
+    a.join(10)
+    b.join(10)
+    assert two == {"training": "trained"}
+    # when every page has gone, the job stops at its next step
+    lonely = Job()
+    lonely.cancel()
+    assert lonely.stop()
 
 
 def test_a_waiting_job_whose_page_went_away_never_runs():

@@ -181,3 +181,39 @@ def test_a_class_at_once_sees_only_its_own_sessions(app_url):
         d_model = 8 if r.client == SETTER and r.update >= SETTINGS_AT else 32
         # under LayerNorm's identity affine every output row has norm sqrt(d_model)
         assert r.output_norms == pytest.approx([d_model**0.5] * len(r.output_norms), rel=1e-2), (r.client, r.update)
+
+
+def test_a_class_pressing_train_together_is_answered_and_trains_once(app_url, monkeypatch):
+    """Tour step 7 asks every student to press Train: the same tables, corpus and steps train
+    the same way, so the burst trains once and every student gets the result, none refused."""
+    from core.session import Session
+
+    calls, students = [], 12
+    trained_on = Session.trained_on
+
+    def counted(self, *args, **kwargs):
+        calls.append(1)
+        return trained_on(self, *args, **kwargs)
+
+    monkeypatch.setattr(Session, "trained_on", counted)
+    start = threading.Barrier(students, timeout=60)
+
+    def student(index: int):
+        from gradio_client import Client
+
+        client = Client(app_url, verbose=False)
+        try:
+            client.predict(*sentences(index, 0), api_name="/embed")
+            start.wait()
+            result = client.submit(100, "builtin", api_name="/train").result(timeout=CALL_TIMEOUT)
+            out = named("/train", result)
+            return out.notice, out.value("train-summary")
+        finally:
+            client.close()
+
+    with ThreadPoolExecutor(max_workers=students) as pool:
+        answers = list(pool.map(student, range(students)))
+    assert all(notice == "" for notice, _ in answers), [notice for notice, _ in answers if notice]
+    summaries = {summary for _, summary in answers}
+    assert len(summaries) == 1 and summaries.pop().startswith("Trained 100 steps in "), summaries
+    assert len(calls) == 1, f"{len(calls)} trainings ran for {students} identical requests"

@@ -22,9 +22,9 @@ from core.options import Refused
 from core.session import Session
 from core.state import View
 
-# every tab's state, and the pool heavy work shares: one job at a time, eight waiting, one per tab
+# every tab's state, and the pool heavy work shares: one job at a time, the rest in line, one per tab
 LIVES = Lives()
-JOBS = Jobs(workers=1, queue=8)
+JOBS = Jobs(workers=1)
 
 
 def live_of(request: gr.Request | None):

@@ -84,17 +84,22 @@ def train(page, request: gr.Request, steps, corpus):
     except (Refused, ValueError) as error:
         yield _refused(page, error)
         return
-    seen: dict = {"losses": (), "step": 0}
     done: dict = {}
     job = Job()
+    config = TrainConfig(steps=steps)
 
     def progress(step: int, total: int, losses: tuple[float, ...]) -> None:
-        seen.update(losses=losses, step=step)
+        job.progress = (step, losses)  # read by every page that shares this training
+
+    # the same tables (shared, or this tab's earlier training), freezes, corpus and settings
+    # train the same way: a class pressing Train together trains once (core.live.Jobs)
+    key = ("training", session.source.model, session.trained, session.fixed, session.trained_tokenizer,
+           text.sentences, config)
 
     def work() -> None:
         try:
             done["session"] = events.JOBS.run(
-                live, "training", lambda: session.trained_on(text, TrainConfig(steps=steps), progress, job.stop), job)
+                live, "training", lambda: session.trained_on(text, config, progress, job.stop), job, key)
         except (Refused, ValueError) as error:
             done["error"] = error
         except Cancelled:
@@ -106,17 +111,20 @@ def train(page, request: gr.Request, steps, corpus):
         yield {page.trained: f"Training {steps:,} steps…"}
         while worker.is_alive():
             worker.join(LIVE_CURVE_SECONDS)
-            if seen["losses"] and worker.is_alive():
-                yield {page.losses: loss_figure(seen["losses"]),
-                       page.trained: f"Training… step {seen['step']} of {steps}."}
+            seen = job.shared.progress
+            if seen and worker.is_alive():
+                step, losses = seen
+                yield {page.losses: loss_figure(losses), page.trained: f"Training… step {step} of {steps}."}
     finally:
         # gradio closes this generator when the page goes away (or its event is cancelled):
-        # the training stops at its next step instead of holding the heavy pool's slot
+        # the training stops at its next step, unless other pages share it
         if worker.is_alive():
             job.cancel()
     if "error" in done:
         yield _refused(page, done["error"])
         return
+    if "session" not in done:
+        return  # cancelled: its page is gone
     trained = done["session"]
     taken = trained.training.steps
     notes = () if taken == steps else (
