@@ -7,7 +7,7 @@ run: install
 	$(PYTHON) app.py
 
 test: install-dev system-packages
-	$(PYTHON) -m pytest -n 2 --dist loadfile --durations=15
+	$(PYTHON) -m pytest -n 2 --dist loadgroup --durations=15
 
 install:
 	$(PYTHON) -m pip install -q -r requirements.txt

@@ -64,8 +64,10 @@ def rows(table_id: str) -> str:
             ".map(r => r.getAttribute('aria-rowindex'))).size - 1")
 
 
-def open_at(browser, app_url: str, query: str = "", viewport=(1400, 1000), contexts: list | None = None):
-    """A fresh browser context (its own session) at the app with this query; waits for the plot."""
+def open_at(browser, app_url: str, query: str = "", viewport=(1400, 1000), contexts: list | None = None,
+            wait: bool = True):
+    """A fresh browser context (its own session) at the app with this query; waits for the plot
+    (or, with `wait=False`, only starts loading: call `ready` before reading it)."""
     context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]}, accept_downloads=True)
     if contexts is not None:
         contexts.append(context)
@@ -73,10 +75,16 @@ def open_at(browser, app_url: str, query: str = "", viewport=(1400, 1000), conte
     page = context.new_page()
     page.errors = []
     page.on("pageerror", lambda error: page.errors.append(str(error)))
-    page.goto(f"{app_url}?{query}" if query else app_url)
-    page.wait_for_function(f"() => {PLOT} && {PLOT}.data && {PLOT}.data.length > 0", timeout=60_000)
-    settle(page)
+    page.goto(f"{app_url}?{query}" if query else app_url, wait_until="load" if wait else "commit")
+    if wait:
+        ready(page)
     return page
+
+
+def ready(page) -> None:
+    """Until the page has drawn its plot and its events have settled."""
+    page.wait_for_function(f"() => {PLOT} && {PLOT}.data && {PLOT}.data.length > 0", timeout=90_000)
+    settle(page)
 
 
 def settle(page, quiet_ms: int = 500) -> None:

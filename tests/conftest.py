@@ -96,6 +96,6 @@ def open_page(browser, app_url):
     from tests.browser import open_at
 
     contexts: list = []
-    yield lambda query="", viewport=(1400, 1000): open_at(browser, app_url, query, viewport, contexts)
+    yield lambda query="", viewport=(1400, 1000), wait=True: open_at(browser, app_url, query, viewport, contexts, wait)
     for context in contexts:
         context.close()

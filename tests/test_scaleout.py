@@ -23,6 +23,9 @@ import yaml
 
 from deploy.serve import free_port
 
+# one worker runs the whole module: the class server (two app processes and haproxy) starts once
+pytestmark = pytest.mark.xdist_group("class-server")
+
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
 GROUPS = ("token", "position", "segment", "sum", "output")
