@@ -273,6 +273,7 @@ class Job:
     def shared(self) -> Job:
         """The job that does the work for this page: its own, or the one it follows."""
         return self.following or self
+
     @property
     def cancelled(self) -> bool:
         return self._wanted <= 0

@@ -1,0 +1,151 @@
+"""A class pressing *Train* at once (tour step 7), against the same burst with every student's own tables.
+
+    python bench/train_burst.py [--students 40] [--spread 2] [--steps 100]
+
+One launched app (`python app.py`, as on a Space). Each student is its own session: it draws
+its sentences, then presses *Train* at a random moment within --spread seconds. Two bursts
+run side by side in one process:
+
+- ours: every student on the same tables (the tour's), so the trainings are identical and
+  the app runs one for the class (`core.live.Jobs`, shared by key);
+- baseline: every student on tables of their own (a random seed each), so every training
+  must run: the fair line alone.
+
+For each it prints how many trained and how many were refused, when the last was done (from
+the burst's first press), and a typing student's update latency (p50/p90) during the burst
+against the same student's alone. Times are measured, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.appserver import launched_app  # noqa: E402
+
+SENTENCES = ("The cat sat on the mat.", "A dog slept on the rug.")
+
+
+@dataclass
+class Burst:
+    trained: int = 0
+    refused: list[str] = field(default_factory=list)
+    last_done: float = 0.0
+    typing: list[float] = field(default_factory=list)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else float("nan")
+
+
+def summary_of(client, result) -> tuple[str, str]:
+    """The training summary and the notice, read by the endpoint's output ids."""
+    dependency = next(d for d in client.config["dependencies"] if d.get("api_name") == "train")
+    components = {c["id"]: c for c in client.config["components"]}
+    ids = [components[i].get("props", {}).get("elem_id") for i in dependency["outputs"]
+           if not components[i].get("skip_api", False)]
+    values = dict(zip(ids, result, strict=False))
+    text = lambda value: value if isinstance(value, str) else ""  # noqa: E731 - an unchanged output is a dict
+    return text(values.get("train-summary")), text(values.get("notice"))
+
+
+def typist(url: str, stop: threading.Event, seconds: list[float]) -> None:
+    """A student typing on beside the burst: one update after another, each timed."""
+    from gradio_client import Client
+
+    client = Client(url, verbose=False)
+    try:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            began = time.perf_counter()
+            client.predict(f"the student keeps typing word {n}", "", api_name="/embed")
+            seconds.append(time.perf_counter() - began)
+            time.sleep(0.15)
+    finally:
+        client.close()
+
+
+def burst(url: str, students: int, spread: float, steps: int, shared: bool, seed: int) -> Burst:
+    from gradio_client import Client
+
+    rng = random.Random(seed)
+    clients = [Client(url, verbose=False) for _ in range(students)]
+    out, lock = Burst(), threading.Lock()
+    for index, client in enumerate(clients):
+        if not shared:  # tables of their own: d_model 32 as the default, a seed each
+            client.predict("wordpiece", 1000, 32, 512, 2, 1000 + seed * students + index, api_name="/settings")
+        client.predict(*SENTENCES, api_name="/embed")
+    stop, typing = threading.Event(), []
+    watcher = threading.Thread(target=typist, args=(url, stop, typing), daemon=True)
+    watcher.start()
+    time.sleep(1.0)
+    began = time.perf_counter()
+
+    def press(client) -> None:
+        time.sleep(rng.uniform(0, spread))
+        summary, notice = summary_of(client, client.predict(steps, "builtin", api_name="/train"))
+        with lock:
+            if summary.startswith("Trained"):
+                out.trained += 1
+            else:
+                out.refused.append(notice or summary)
+            out.last_done = max(out.last_done, time.perf_counter() - began)
+
+    with ThreadPoolExecutor(max_workers=students) as pool:
+        list(pool.map(press, clients))
+    stop.set()
+    watcher.join(30)
+    out.typing = typing
+    for client in clients:
+        client.close()
+    return out
+
+
+def alone(url: str, seconds: float = 8.0) -> list[float]:
+    stop, typing = threading.Event(), []
+    watcher = threading.Thread(target=typist, args=(url, stop, typing), daemon=True)
+    watcher.start()
+    time.sleep(seconds)
+    stop.set()
+    watcher.join(30)
+    return typing
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--students", type=int, default=40)
+    parser.add_argument("--spread", type=float, default=2.0, help="seconds within which every student presses Train")
+    parser.add_argument("--steps", type=int, default=100, help="steps per training (the page's default)")
+    args = parser.parse_args()
+    with launched_app() as (url, _):
+        quiet = alone(url)
+        runs = {name: burst(url, args.students, args.spread, args.steps, shared, seed)
+                for seed, (name, shared) in enumerate((("ours: the same tables", True),
+                                                       ("baseline: tables of their own", False)))}
+    print(f"\n{args.students} students press Train ({args.steps} steps) within {args.spread:g} s; one process")
+    print(f"a typing student alone: p50 {statistics.median(quiet) * 1000:.0f} ms, "
+          f"p90 {percentile(quiet, 0.9) * 1000:.0f} ms")
+    print(f"{'burst':32} {'trained':>8} {'refused':>8} {'last done':>10} {'typing p50':>11} {'p90':>8} "
+          f"{'p90/alone':>10}")
+    for name, run in runs.items():
+        p50, p90 = statistics.median(run.typing) * 1000, percentile(run.typing, 0.9) * 1000
+        print(f"{name:32} {run.trained:>8} {len(run.refused):>8} {run.last_done:>9.1f}s {p50:>9.0f}ms "
+              f"{p90:>6.0f}ms {p90 / (percentile(quiet, 0.9) * 1000):>9.2f}×")
+        for reason in sorted(set(run.refused))[:3]:
+            print(f"    refused: {reason}")
+
+
+if __name__ == "__main__":
+    main()
