@@ -237,15 +237,6 @@ def test_a_crashing_callback_leaves_every_session_working(app_url, client, monke
     assert "boom" not in query(client)[0]
 
 
-def test_the_test_hook_is_off_unless_asked_for():
-    code = ("import os; os.environ.pop('EMBEDDING_EXPLORER_TEST_HOOKS', None); import app; "
-            "print(any(fn.api_name == 'fingerprint' for fn in app.demo.fns.values()))")
-    env = {key: value for key, value in os.environ.items() if key != "EMBEDDING_EXPLORER_TEST_HOOKS"}
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
-                          env={**env, "GRADIO_ANALYTICS_ENABLED": "False"})
-    assert done.stdout.split()[-1] == "False"
-
-
 def test_importing_the_app_leaves_scikit_learn_and_the_presets_for_later():
     # scikit-learn is about 2 s of the server's start: `python app.py` imports it once the server is up
     code = ("import sys, app, core.presets as p; print('sklearn' in sys.modules, "
