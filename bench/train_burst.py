@@ -12,7 +12,7 @@ run side by side in one process:
   must run: the fair line alone.
 
 For each it prints how many trained and how many were refused, when the last was done (from
-the burst's first press), and a typing student's update latency (p50/p90) during the burst
+the burst's first press), and a typing student's update latency (p50/p95) during the burst
 against the same student's alone. Times are measured, never asserted.
 """
 
@@ -136,13 +136,13 @@ def main() -> None:
                                                        ("baseline: tables of their own", False)))}
     print(f"\n{args.students} students press Train ({args.steps} steps) within {args.spread:g} s; one process")
     print(f"a typing student alone: p50 {statistics.median(quiet) * 1000:.0f} ms, "
-          f"p90 {percentile(quiet, 0.9) * 1000:.0f} ms")
-    print(f"{'burst':32} {'trained':>8} {'refused':>8} {'last done':>10} {'typing p50':>11} {'p90':>8} "
-          f"{'p90/alone':>10}")
+          f"p95 {percentile(quiet, 0.95) * 1000:.0f} ms")
+    print(f"{'burst':32} {'trained':>8} {'refused':>8} {'last done':>10} {'typing p50':>11} {'p95':>8} "
+          f"{'p95/alone':>10}")
     for name, run in runs.items():
-        p50, p90 = statistics.median(run.typing) * 1000, percentile(run.typing, 0.9) * 1000
+        p50, p95 = statistics.median(run.typing) * 1000, percentile(run.typing, 0.95) * 1000
         print(f"{name:32} {run.trained:>8} {len(run.refused):>8} {run.last_done:>9.1f}s {p50:>9.0f}ms "
-              f"{p90:>6.0f}ms {p90 / (percentile(quiet, 0.9) * 1000):>9.2f}×")
+              f"{p95:>6.0f}ms {p95 / (percentile(quiet, 0.95) * 1000):>9.2f}×")
         for reason in sorted(set(run.refused))[:3]:
             print(f"    refused: {reason}")
 
