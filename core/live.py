@@ -241,6 +241,7 @@ class Job:
         self.seconds = JOB_SECONDS if seconds is None else seconds  # read now: a test may lower it
         self.clock = clock
         self.started: float | None = None
+        self.ended: float | None = None
         self.progress: object = None
         self.following: Job | None = None  # the job with the same key this page shares instead
         self._wanted = 1  # pages that want it: its own, and those following it
@@ -286,6 +287,7 @@ class Job:
         return self.cancelled or self.timed_out
 
     def finish(self, ok: bool, value: object) -> None:
+        self.ended = self.clock()
         self._result = (ok, value)
         self._done.set()
 
@@ -316,14 +318,16 @@ class Jobs:
     """
 
     def __init__(self, workers: int = 1, queue: int = JOB_QUEUE, wait: float = JOB_WAIT_SECONDS,
-                 clock: Callable[[], float] = time.monotonic, remember: int = 16) -> None:
+                 clock: Callable[[], float] = time.monotonic, remember: int = 4, kept: float = 60.0) -> None:
         self.workers, self.queue, self.wait, self.clock = workers, queue, wait, clock
         self._line: deque[Job] = deque()
         self._running = 0
         self._mean = 1.0  # seconds a job takes, a running mean of those done
         self._cond = threading.Condition()
-        self._shared: OrderedDict[object, Job] = OrderedDict()  # by key: in line, running, or done lately
-        self._remember = remember
+        # by key: jobs in line or running, and the last `remember` done within `kept` seconds
+        # (a result holds its session's tables, so only a few are kept, and not for long)
+        self._shared: OrderedDict[object, Job] = OrderedDict()
+        self._remember, self._kept = remember, kept
 
     def run(self, live: Live, name: str, work: Callable[[], T], job: Job | None = None, key: object = None) -> T:
         """`work()` in its turn; `job` (its handle) can cancel it while it waits or runs. With a
@@ -335,6 +339,8 @@ class Jobs:
                 raise Refused(f"{live.job.capitalize()} is still running for this page; wait for it to finish "
                               f"before {name}.")
             with self._cond:
+                if key is not None:
+                    self._forget_old()
                 shared = self._shared.get(key) if key is not None else None
                 if shared is not None and not shared.cancelled and not shared.failed:
                     shared.want()
@@ -345,7 +351,6 @@ class Jobs:
                     self._line.append(job)
                     if key is not None:
                         self._shared[key] = job
-                        self._forget_old()
                     shared = None
             live.job = name
         try:
@@ -365,6 +370,9 @@ class Jobs:
         finally:
             with live.lock:
                 live.job = None
+            if key is not None:
+                with self._cond:
+                    self._forget_old()
 
     def _admit(self, name: str) -> None:
         """Refuse at once, with the expected wait, when the line is full or too long to wait in."""
@@ -410,8 +418,11 @@ class Jobs:
                 del self._shared[key]
 
     def _forget_old(self) -> None:
-        while len(self._shared) > self._remember:
-            oldest = next(iter(self._shared))
-            if not self._shared[oldest].wait(0):
-                break  # still in line or running: kept while it can be shared
-            del self._shared[oldest]
+        """Drop the finished jobs kept past `kept` seconds, and all but the newest `remember`."""
+        now = self.clock()
+        done = [key for key, job in self._shared.items() if job.wait(0)]  # oldest first
+        fresh = [key for key in done if now - self._shared[key].ended <= self._kept]
+        keep = set(fresh[-self._remember:]) if self._remember else set()
+        for key in done:
+            if key not in keep:
+                del self._shared[key]

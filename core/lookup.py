@@ -33,14 +33,13 @@ import torch
 from torch import nn
 
 from core.listing import read_only
+from core.options import lookup_sentence
 from core.tokenizer import _check_text
 
 DOCUMENT_SENTENCE = "i am new to PyTorch i am having fun"
 PRETRAINED = ((0.1, 0.2, 0.3), (0.4, 0.5, 0.6))  # the document's two pretrained vectors
 PRETRAINED_IDS = (0, 1)  # the ids it looks up in them
 
-MAX_WORDS = 200  # enough for a paragraph; the printout shows every id
-MAX_CHARS = 2_000  # so a single enormous "word" cannot flood the printout
 MAX_DIM = 16
 MAX_SEED = 2**32 - 1
 LEARNING_RATE = 0.1
@@ -236,15 +235,8 @@ print(pretrained.weight.requires_grad)
 
 
 def _check_sentence(sentence: object) -> str:
-    sentence = _check_text(sentence, "the sentence")
-    if not sentence.strip():
-        raise ValueError("The sentence is empty: type at least one word.")
-    if len(sentence) > MAX_CHARS:
-        raise ValueError(f"The sentence has {len(sentence):,} characters; up to {MAX_CHARS:,} are allowed.")
-    n_words = len(sentence.split())
-    if n_words > MAX_WORDS:
-        raise ValueError(f"The sentence has {n_words} words; up to {MAX_WORDS} are allowed.")
-    return sentence
+    """The limits of `core.options`, which a `View` checks too: a link cannot ask for more."""
+    return lookup_sentence(_check_text(sentence, "the sentence"))
 
 
 def _check_whole(value: object, name: str, low: int, high: int, what: str) -> int:

@@ -77,6 +77,8 @@ LIMITS = MappingProxyType({
 
 MAX_TEXT = 10_000  # characters in one sentence: enough to fill 2,048 positions, refused beyond
 MAX_SEARCH = 100  # characters of a vocabulary search
+MAX_LOOKUP_WORDS = 200  # the lookup walk-through's sentence: enough for a paragraph, every id printed
+MAX_LOOKUP_CHARS = 2_000  # so a single enormous "word" cannot flood the printout
 MAX_QUERY = 32_000  # characters of a view's query string the page keeps in its address bar (F5, Back)
 MAX_FLIPS = 64  # tokens given the other segment at once
 
@@ -121,6 +123,19 @@ def text(value: object, name: str, limit: int = MAX_TEXT) -> str:
     if len(value) > limit:
         raise Refused(f"{name} has {len(value):,} characters; at most {limit:,} are allowed.")
     return value
+
+
+def lookup_sentence(value: object) -> str:
+    """The second document's sentence: a few words to count and look up, never empty."""
+    if isinstance(value, str) and len(value) > MAX_LOOKUP_CHARS:
+        raise Refused(f"The sentence has {len(value):,} characters; up to {MAX_LOOKUP_CHARS:,} are allowed.")
+    sentence = text(value, "The lookup sentence")
+    if not sentence.strip():
+        raise Refused("The sentence is empty: type at least one word.")
+    words = len(sentence.split())
+    if words > MAX_LOOKUP_WORDS:
+        raise Refused(f"The sentence has {words} words; up to {MAX_LOOKUP_WORDS} are allowed.")
+    return sentence
 
 
 def choice(value: object, name: str, allowed) -> str:

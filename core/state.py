@@ -117,8 +117,9 @@ class View:
     lookup_grad: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("sentence_a", "sentence_b", "lookup_sentence"):
+        for name in ("sentence_a", "sentence_b"):
             self._set(name, options.text(getattr(self, name), _LABELS[name]))
+        self._set("lookup_sentence", options.lookup_sentence(self.lookup_sentence))
         self._set("search", options.text(self.search, "The search", MAX_SEARCH))
         options.choice(self.source, "source", SOURCES)
         settings = self.settings  # checks the random-table settings (raises if one is not allowed)

@@ -345,3 +345,21 @@ def test_a_cancelled_training_stops_at_its_next_step():
 
     trained = Session.create(SMALL).trained_on(Corpus.builtin(), TrainConfig(steps=200), progress, job.stop)
     assert seen == [10] and trained.training.steps == 10
+
+
+def test_a_shared_result_is_kept_only_a_minute_and_only_the_newest_few(clock):
+    """A finished result holds its session's tables: kept for a burst, not for the process."""
+    jobs = Jobs(workers=1, wait=60, clock=clock, remember=2, kept=60)
+    runs = []
+
+    def work():
+        runs.append(1)
+        return len(runs)
+
+    assert jobs.run(Live(), "training", work, key="a") == 1
+    assert jobs.run(Live(), "training", work, key="a") == 1  # shared: no second run
+    clock.now += 61
+    assert jobs.run(Live(), "training", work, key="a") == 2  # a minute later it runs again
+    for key in ("b", "c", "d"):
+        jobs.run(Live(), "training", work, key=key)
+    assert len(jobs._shared) == 2  # only the newest two are kept

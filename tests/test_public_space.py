@@ -330,3 +330,20 @@ def test_the_largest_background_a_link_may_ask_for_is_drawn(browser, app_url):
     finally:
         for context in contexts:
             context.close()
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize(("lookup", "why"), [
+    ("", "The sentence is empty: type at least one word."),
+    (" ".join(["word"] * 401), "The sentence has 401 words; up to 200 are allowed."),
+])
+def test_a_lookup_link_the_walk_through_refuses_still_draws_the_page(open_page, lookup, why):
+    """Every view a link can express draws: the lookup sentence's limits are the View's own, so
+    a link past them drops that parameter with a note instead of breaking the page's load."""
+    from urllib.parse import quote
+
+    page = open_page(f"view=lookup&lookup={quote(lookup)}")
+    assert page.evaluate(f"() => {PLOT}.data.length") > 0
+    assert page.evaluate("() => document.querySelectorAll('.error, .toast-body.error').length") == 0
+    assert why in page.locator("#notice").inner_text()
+    assert "i am new to PyTorch i am having fun" in page.locator("#lookup-code").inner_text()

@@ -297,7 +297,7 @@ HAND_MADE = [
     View(sentence_a="a&b=c#d", sentence_b="100% + 1 = ?", positions="random", step=7),
     View(sentence_a="x" * MAX_TEXT, sentence_b="  leading and trailing spaces  "),
     View(tokenizer="word", vocab_size=10, d_model=2, maxlen=3, n_segments=8, seed=2**31 - 1, flips={0, 5}),
-    View(view="lookup", panel="train", listing_seed=7, listing_bug=True, lookup_sentence="", lookup_dim=16,
+    View(view="lookup", panel="train", listing_seed=7, listing_bug=True, lookup_sentence=" a  b ", lookup_dim=16,
          lookup_grad=False),
     *(s.view for s in tour.STEPS),
 ]
