@@ -239,6 +239,26 @@ def test_a_training_stops_at_the_time_limit_of_one_job(app_url, monkeypatch):
             "were taken.") in text_of(output(client, "train", result, "notice"))
 
 
+def test_a_fault_in_training_is_said_plainly_and_changes_nothing(app_url, monkeypatch):
+    """Not a refusal but a fault (a bug, a broken table): logged on the server, a plain sentence
+    on the page, the tables as they were, and the tab free to train again."""
+    from appapi import fingerprint
+
+    from core.session import Session
+
+    client = new_client(app_url)
+    before = fingerprint(client)
+    trained_on = Session.trained_on
+    monkeypatch.setattr(Session, "trained_on", lambda *args, **kwargs: 1 / 0)
+    result = client.predict(5, "builtin", api_name="/train")
+    assert text_of(output(client, "train", result, "notice")) == (
+        "<p>⚠️ Training failed on the server (ZeroDivisionError); the tables are as they were.</p>")
+    assert fingerprint(client) == before
+    monkeypatch.setattr(Session, "trained_on", trained_on)
+    result = client.predict(5, "builtin", api_name="/train")
+    assert output(client, "train", result, "train-summary").startswith("Trained 5 steps in ")
+
+
 # --- d. the tests' hooks are not public -------------------------------------------------------
 
 HOOKS = "EMBEDDING_EXPLORER_TEST_HOOKS"
@@ -335,8 +355,8 @@ def test_the_largest_background_a_link_may_ask_for_is_drawn(browser, app_url):
 @pytest.mark.browser
 @pytest.mark.parametrize(("lookup", "why"), [
     ("", "The sentence is empty: type at least one word."),
-    (" ".join(["word"] * 401), "The sentence has 401 words; up to 200 are allowed."),
-])
+    (" ".join(["a"] * 401), "The sentence has 401 words; up to 200 are allowed."),  # 801 characters
+], ids=["empty", "401-words"])
 def test_a_lookup_link_the_walk_through_refuses_still_draws_the_page(open_page, lookup, why):
     """Every view a link can express draws: the lookup sentence's limits are the View's own, so
     a link past them drops that parameter with a note instead of breaking the page's load."""

@@ -7,6 +7,7 @@ ends, and the trained tables are then adopted by whatever the tab shows by that 
 
 from __future__ import annotations
 
+import logging
 import threading
 
 import gradio as gr
@@ -106,6 +107,10 @@ def train(page, request: gr.Request, steps, corpus):
             done["error"] = error
         except Cancelled:
             pass  # the page is gone: nobody reads the result
+        except Exception as error:  # a fault, not a refusal: logged with its stack, and said plainly
+            logging.getLogger(__name__).exception("training failed")
+            done["error"] = RuntimeError(f"Training failed on the server ({type(error).__name__}); the tables are "
+                                         "as they were.")
 
     worker = threading.Thread(target=work, name="training", daemon=True)
     worker.start()
