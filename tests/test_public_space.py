@@ -367,3 +367,16 @@ def test_a_lookup_link_the_walk_through_refuses_still_draws_the_page(open_page, 
     assert page.evaluate("() => document.querySelectorAll('.error, .toast-body.error').length") == 0
     assert why in page.locator("#notice").inner_text()
     assert "i am new to PyTorch i am having fun" in page.locator("#lookup-code").inner_text()
+
+
+def test_asking_for_a_link_after_the_session_ended_says_so(app_url, monkeypatch):
+    from ui.events import LIVES
+
+    client = new_client(app_url)
+    client.predict("kept for an hour", "", api_name="/embed")
+    monkeypatch.setattr(LIVES, "idle", 0.0)  # every tab unused for any time at all has ended
+    time.sleep(0.01)
+    query, notes = client.predict(api_name="/share")
+    shown = notes.replace("\\", "")  # the notes box is Markdown: its text comes escaped
+    assert "unused for over an hour and its session has ended: reload the page" in shown
+    assert "kept" not in (query or "")

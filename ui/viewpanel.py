@@ -102,8 +102,13 @@ def refit(page, request: gr.Request) -> dict:
 
 
 def share(page, request: gr.Request) -> dict:
-    """The query string of a link to what the tab shows (the page adds its own address)."""
-    query, notes = to_query(events.live_of(request).view)
+    """The query string of a link to what the tab shows (the page adds its own address); for a
+    tab whose session has ended, the sentence that says so, and no link."""
+    try:
+        view = events.live_of(request).view
+    except Refused as error:
+        return {page.share_query: gr.skip(), page.share_notes: f"⚠️ {render.plain(str(error))}"}
+    query, notes = to_query(view)
     return {page.share_query: query, page.share_notes: "\n\n".join(f"ℹ️ {render.plain(n)}" for n in notes)}
 
 
