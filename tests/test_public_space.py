@@ -15,6 +15,7 @@ stranger's request would:
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import os
 import subprocess
@@ -384,3 +385,25 @@ def test_asking_for_a_link_after_the_session_ended_says_so(app_url, monkeypatch)
     shown = notes.replace("\\", "")  # the notes box is Markdown: its text comes escaped
     assert "unused for over an hour and its session has ended: reload the page" in shown
     assert "kept" not in (query or "")
+
+
+@pytest.mark.parametrize(("sent", "expected"), [
+    ("not json", "The page's address could not be read"),
+    ('{"back": 5}', "The page's address could not be read"),
+    ('{"back": "a=' + "x" * 40_000 + '"}', "The page's address could not be read"),
+    ('{"back": "a=%3Cimg%20src%3Dx%3E&k=999&zz=1"}', "Ignored unknown parameter 'zz'"),
+], ids=["not-json", "not-text", "too-long", "hostile-link"])
+def test_an_address_sent_back_by_back_or_forward_is_read_like_any_link(app_url, sent, expected):
+    """The page's script sends the address Back landed on; a stranger can send anything there:
+    it is a notice and a drawn page, never an error, and markup stays text."""
+    from types import SimpleNamespace
+
+    import app
+    from ui import tourpanel
+
+    page = app.demo.page
+    out = tourpanel.back(page, SimpleNamespace(session_hash=f"back-{hash(sent)}"), sent)
+    assert expected in html.unescape(out[page.notice])  # the notice is escaped text
+    assert "<img" not in out[page.notice]
+    if "zz" in expected:  # the rest of the link applies: the sentence is the text typed, as text
+        assert out[page.sentence_a] == "<img src=x>"
