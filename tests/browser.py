@@ -23,7 +23,7 @@ COORDINATES = f"""() => {PLOT}._fullData
 COUNT_REQUESTS = """
 window.__inflight = 0;
 window.__changes = 0;
-const begin = () => { window.__inflight += 1; window.__changes += 1; window.__lastStart = performance.now(); };
+const begin = () => { window.__inflight += 1; window.__changes += 1; };
 const end = () => { window.__inflight -= 1; window.__changes += 1; };
 const fetch0 = window.fetch;
 window.fetch = function (input, init) {

@@ -93,8 +93,8 @@ def train(page, request: gr.Request, steps, corpus):
         job.progress = (step, losses)  # read by every page that shares this training
 
     # the same tables, earlier training, freezes, corpus and settings train the same way: a
-    # class pressing Train together trains once (core.live.Jobs). Tables are named by their
-    # settings (a preset or seeded random tables), not held; an upload is its tab's own
+    # class pressing Train together trains once (core.live.Jobs). The source tables are named
+    # by their settings (a preset or seeded random tables), not held; an upload is its tab's own
     key = None if session.base.key == "upload" else (
         "training", session.tables(), session.trained, session.fixed, session.trained_tokenizer, text.sentences,
         config)
