@@ -89,12 +89,12 @@ class Running:
         return self.process.returncode
 
 
-@pytest.fixture(scope="module")
-def class_server(tmp_path_factory, haproxy):
+def start_class_server(run_dir) -> Running:
+    """`deploy/serve.py` with two workers behind HAProxy, once it says the class can open."""
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "deploy/serve.py", "--workers", "2", "--port", str(port), "--host", "127.0.0.1",
-         "--first-worker-port", "0", "--run-dir", str(tmp_path_factory.mktemp("class"))],
+         "--first-worker-port", "0", "--run-dir", str(run_dir)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
     )
     server = Running(process, f"http://127.0.0.1:{port}/")
@@ -104,6 +104,12 @@ def class_server(tmp_path_factory, haproxy):
             server.stop()
             pytest.fail(f"the class server did not start:\n{server.output}")
         time.sleep(0.5)
+    return server
+
+
+@pytest.fixture(scope="module")
+def class_server(tmp_path_factory, haproxy):
+    server = start_class_server(tmp_path_factory.mktemp("class"))
     yield server
     server.stop()
 
@@ -267,16 +273,21 @@ def test_bert_training_export_upload_and_a_link_work_behind_the_balancer(class_s
         context.close()
 
 
-def test_sigterm_stops_the_balancer_and_every_worker(class_server):
+def test_sigterm_stops_the_balancer_and_every_worker(tmp_path, haproxy):
     import psutil
 
-    children = psutil.Process(class_server.process.pid).children(recursive=True)
-    names = sorted({c.name() for c in children})
-    assert len(children) >= 3 and any("haproxy" in n for n in names), names  # 2 workers + haproxy
-    assert class_server.stop() == 0, class_server.output
-    _gone, alive = psutil.wait_procs(children, timeout=30)
-    assert alive == [], f"still running after SIGTERM: {alive}"
-    assert "stopped" in class_server.output
+    # a server of its own: stopping the module's would fail whichever tests run after this one
+    class_server = start_class_server(tmp_path)
+    try:
+        children = psutil.Process(class_server.process.pid).children(recursive=True)
+        names = sorted({c.name() for c in children})
+        assert len(children) >= 3 and any("haproxy" in n for n in names), names  # 2 workers + haproxy
+        assert class_server.stop() == 0, class_server.output
+        _gone, alive = psutil.wait_procs(children, timeout=30)
+        assert alive == [], f"still running after SIGTERM: {alive}"
+        assert "stopped" in class_server.output
+    finally:
+        class_server.stop()
 
 
 # the container files: they cannot run here, so they are parsed and checked for what matters
