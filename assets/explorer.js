@@ -1,10 +1,16 @@
 // What the page does in the browser that no Gradio component does:
+//  - the main plane is the page's own: #embed-plot is a gr.HTML this script draws with Plotly
+//    (gradio's own plotly.js bundle, imported once). Its figures come from gradio's queue (a
+//    tour step, a link, a setting) or straight from a direct call (ui/direct.py): a keystroke
+//    in a sentence or a click on a point is sent with one POST, at most one in flight, the
+//    latest text winning, and at most one Plotly redraw per animation frame, so the textbox
+//    never waits for the plot. A figure older than the one shown (its layout.meta.revision)
+//    is never drawn;
 //  - the main plot arrives compact (core/figures.py embedding_spec(compact=True)): what each
 //    token's point shares across the groups is sent once, in layout.meta.columns; `expand`
 //    puts it back into each group's trace, and the token table is drawn from the same columns;
 //  - the vocabulary background: thousands of faint points sent once per basis and merged
 //    into every redraw of the main plot, so a keystroke never sends them again;
-//  - a click on a point selects its token for the nearest-neighbour panel;
 //  - presenter mode's large type across the whole page;
 //  - PNG export at three times the screen's resolution.
 (() => {
@@ -70,8 +76,20 @@
       + norms.map((n) => `<td>${n[i].toFixed(3)}</td>`).join("") + "</tr>").join("");
   }
 
-  const mainPlot = () => document.querySelector(`${MAIN} .js-plotly-plot`);
-  const isMain = (gd) => gd instanceof Element && gd.closest(MAIN) !== null;
+  // plotly.js: gradio's own bundle (the one its gr.Plot components load), imported once
+  const plotlyReady = (async () => {
+    if (!window.Plotly && window.EMBEDDING_EXPLORER_PLOTLY) {
+      await import(new URL(window.EMBEDDING_EXPLORER_PLOTLY, document.baseURI).href);
+    }
+    return window.Plotly;
+  })();
+  let plotly = null;
+  plotlyReady.then((value) => { plotly = value; });
+
+  let host = null; // the div Plotly draws the main plane in (inside #embed-plot)
+  let transport = null; // { live(sent): the direct call, sync(): the queued fetch of the rest }
+  let key = null; // the tab's key for direct calls, issued with the page's first address
+  const mainPlot = () => (host && host.data ? host : null);
 
   // the background goes first, so it is drawn behind the tokens; a stale copy is replaced.
   // Plotly draws every WebGL trace above every SVG one: a background of up to 5,000 words
@@ -85,63 +103,127 @@
       trace.type === "scatter" && !String(trace.mode || "").includes("lines") ? { ...trace, type: "scattergl" } : trace)];
   };
 
-  // groups hidden by a click on their legend entry stay hidden through the redraws typing
-  // sends (gradio may redraw from scratch, which would forget them)
+  // groups hidden by a click on their legend entry stay hidden through the redraws typing sends
   const hidden = new Set();
   function rememberHidden() {
-    const gd = mainPlot();
-    if (!gd || !gd.data) return;
+    if (!host || !host.data) return;
     hidden.clear();
-    gd.data.forEach((trace) => { if (trace.visible === "legendonly") hidden.add(trace.name); });
+    host.data.forEach((trace) => { if (trace.visible === "legendonly") hidden.add(trace.name); });
   }
   const withHidden = (data) => data.map((trace) => (hidden.has(trace.name) ? { ...trace, visible: "legendonly" } : trace));
 
   function onClick(event) {
     const point = event.points && event.points[0];
     if (!point || !GROUPS.has(point.data.legendgroup) || !point.customdata) return;
-    // the token's position in the sequence; ui/plane.py's #picked-token sends it to the server
-    if (window.embeddingExplorerPick) window.embeddingExplorerPick(point.customdata[1]);
+    send({ token: point.customdata[1] }); // the token's position in the sequence
   }
 
-  // Gradio redraws its plots with Plotly.react; wrapping it (once Plotly exists) lets the
-  // background ride along with each redraw of the main plot
-  function patch(Plotly) {
-    if (!Plotly || Plotly.embeddingExplorer) return;
-    const react = Plotly.react;
-    Plotly.react = function (gd, data, layout, config) {
-      if (!isMain(gd)) return react.call(this, gd, data, layout, config);
-      // a constant uirevision keeps what the user did to the plot — groups hidden from the
-      // legend, zoom, a 3-D camera — across the redraws that typing sends
-      const { meta, ...rest } = layout || {};
-      const kept = { ...rest, uirevision: "embedding" };
-      drawTable(layout);
-      return react.call(this, gd, withHidden(withBackground(expand(data, layout))), kept, config).then((div) => {
-        div.removeListener?.("plotly_restyle", rememberHidden);
-        div.on?.("plotly_restyle", rememberHidden);
-        div.removeListener?.("plotly_click", onClick);
-        div.on?.("plotly_click", onClick);
-        return div;
-      });
-    };
-    Plotly.embeddingExplorer = true;
+  // drawing: the newest figure given, at most once per animation frame
+  let drawnRevision = -1;
+  let nextFigure = null;
+  let frame = 0;
+  let shown = null; // the last figure drawn, expanded, without the background
+  function draw(json) {
+    if (!json) return;
+    let figure;
+    try { figure = JSON.parse(json); } catch (error) { return; }
+    const revision = (figure.layout && figure.layout.meta && figure.layout.meta.revision) || 0;
+    if (revision <= drawnRevision) return;
+    drawnRevision = revision;
+    nextFigure = figure;
+    if (!frame) frame = requestAnimationFrame(redraw);
   }
-  let plotly = window.Plotly;
-  patch(plotly);
-  Object.defineProperty(window, "Plotly", {
-    configurable: true,
-    get: () => plotly,
-    set: (value) => {
-      plotly = value;
-      patch(value);
-    },
-  });
+  async function redraw() {
+    frame = 0;
+    const figure = nextFigure;
+    nextFigure = null;
+    const Plotly = await plotlyReady;
+    if (!figure || !host || !Plotly) return;
+    const { meta, ...rest } = figure.layout || {};
+    drawTable(figure.layout);
+    // a constant uirevision keeps what the user did to the plot (zoom, a 3-D camera) across redraws
+    shown = { data: expand(figure.data, figure.layout), layout: { ...rest, uirevision: "embedding" },
+      config: { responsive: true, displaylogo: false, ...(figure.config || {}) } };
+    await plot();
+  }
+  let listening = false;
+  async function plot() {
+    const Plotly = await plotlyReady;
+    if (!shown || !host || !Plotly) return;
+    await Plotly.react(host, withHidden(withBackground(shown.data)), shown.layout, shown.config);
+    if (!listening && host.on) {
+      host.on("plotly_restyle", rememberHidden);
+      host.on("plotly_click", onClick);
+      listening = true;
+    }
+  }
+
+  // the direct path: one call in flight, the changes made meanwhile merged into the next
+  let inflight = false;
+  let queued = null;
+  function send(change) {
+    queued = { ...(queued || {}), ...change };
+    flush();
+  }
+  async function flush() {
+    if (inflight || !queued || !key || !transport) return;
+    const change = queued;
+    queued = null;
+    inflight = true;
+    let answer;
+    try {
+      answer = await transport.live({ key, change });
+    } catch (error) {
+      answer = { error: "The server could not be reached: check the connection, then type again." };
+    }
+    inflight = false;
+    receive(answer);
+    flush();
+  }
+  const escapeHtml = (text) => String(text).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+  function receive(answer) {
+    if (!answer || answer.skipped) return;
+    if (answer.error) {
+      setOutput("notice", `<p>⚠️ ${escapeHtml(answer.error)}</p>`);
+      return;
+    }
+    for (const [id, value] of Object.entries(answer.values || {})) setOutput(id, value);
+    if (answer.sync && transport) transport.sync();
+  }
+  // an output the page writes: set as gradio would (its component's script installed the setter)
+  function setOutput(id, value) {
+    const set = (window.embeddingExplorerOutputs || {})[id];
+    if (set) set(value);
+    if (id === "embed-plot") draw(value);
+  }
+
+  // a keystroke in a sentence box goes straight to the server (a value gradio sets, from a
+  // tour step or a link, fires no input event: it was computed on the server already)
+  const SENTENCES = { "sentence-a": "sentence_a", "sentence-b": "sentence_b" };
+  document.addEventListener("input", (event) => {
+    const target = event.target;
+    const box = target && target.closest && target.closest("#sentence-a, #sentence-b");
+    if (!box || !target.matches("textarea, input")) return;
+    send({ [SENTENCES[box.id]]: target.value });
+  }, true);
 
   window.embeddingExplorer = {
-    // called with the JSON of one scattergl trace, or "" to remove the layer
+    // #embed-plot's script: the div to draw in and the component's two calls
+    attach(element, calls) {
+      host = element;
+      transport = calls;
+      if (shown) plot();
+      flush();
+    },
+    draw,
+    setKey(value) {
+      key = value;
+      flush();
+    },
+    // called with the JSON of one trace, or "" to remove the layer
     setBackground(json) {
       background = json ? JSON.parse(json) : null;
-      const gd = mainPlot();
-      if (gd && plotly) plotly.react(gd, gd.data, gd.layout);
+      plot();
       return [];
     },
     presenter(on) {

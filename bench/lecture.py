@@ -1,17 +1,20 @@
 """A class typing at human speed: key-to-answer latency and server CPU per update, then capacity on paper.
 
-    python bench/lecture.py [--students 100] [--duration 90] [--quick] [--setups app,lb1,lb2]
-                            [--protocol queue|call] [--compare-protocols]
+    python bench/lecture.py [--students 100] [--duration 90] [--quick] [--setups echo,app,lb1,lb2]
+                            [--protocol direct|queue|call] [--compare-protocols]
 
-Each simulated student loads the page (which gives it the balancer's sticky cookie), then
-types sentences into sentence A at human speed: a keystroke every 150-250 ms inside a word
-and 250-400 ms before a space (words in bursts), a 2-6 s pause after each sentence to look
-at the plot, then a new sentence. Like the page (`trigger_mode="always_last"`), a student
-sends its next `/embed` update only when the last one has returned, carrying the newest
-text; a keystroke's latency is the time from the key to the first answer that includes it.
+Each simulated student loads the page (which gives it the balancer's sticky cookie) and runs
+its page-load event (which issues the tab's key), then types sentences into sentence A at
+human speed: a keystroke every 150-250 ms inside a word and 250-400 ms before a space (words
+in bursts), a 2-6 s pause after each sentence to look at the plot, then a new sentence. Like
+the page (assets/explorer.js), a student sends its next update only when the last one has
+returned, carrying the newest text; a keystroke's latency is the time from the key to the
+first answer that includes it.
 
 Setups (--setups), each measured over the same --duration after a ramp:
 
+- echo: the floor, a one-textbox echo app whose event goes through gradio's queue
+  (bench/server_cpu.py's), typed into the same way;
 - app: one process, `python app.py` (bench/appserver.py);
 - lb1, lb2: 1 and 2 workers behind HAProxy, started by deploy/serve.py's ClassServer.
 
@@ -19,8 +22,10 @@ Server CPU is every server process's CPU time (workers and HAProxy) over the mea
 window, divided by the updates answered in it. The load generator is one asyncio thread with
 one httpx connection pool per student; its own CPU time is printed beside the server's so
 you can see the server, not the generator, is the bottleneck (--protocol picks the route:
-`queue`, the page's own queue/join + queue/data event stream, or gradio's REST
-`/gradio_api/call/embed`; --compare-protocols measures both on one process first).
+`direct`, the page's own (ui/direct.py: one POST to the plane's server function, and the
+queued sync event when an answer asks for it); `queue`, the API's /embed through the queue's
+join + event stream; or gradio's REST `/gradio_api/call/embed`; --compare-protocols measures
+each on one process first).
 
 Finally it prints, from the measured CPU per update, how many cores and machines a course
 of --course students needs for p95 <= 1 s:
@@ -54,7 +59,7 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.appserver import launched_app  # noqa: E402
+from bench.appserver import launched, launched_app  # noqa: E402
 from deploy.serve import ClassServer, free_port  # noqa: E402
 
 WORDS = (
@@ -93,6 +98,7 @@ class Endpoint:
     parameters: list[str]  # the API's parameter names, in order
     defaults: list  # their defaults
     state_slots: list[bool]  # the event's inputs in order: True where the input is a gr.State
+    page: object = None  # bench/load.py PageCalls: how the page itself talks to the app
 
     @classmethod
     def discover(cls, url: str, api_name: str = "embed") -> Endpoint:
@@ -101,12 +107,22 @@ class Endpoint:
         dependency = next(d for d in config["dependencies"] if d.get("api_name") == api_name)
         types = {c["id"]: c.get("type") for c in config["components"]}
         parameters = info["named_endpoints"][f"/{api_name}"]["parameters"]
+        from bench.load import PageCalls
+
+        ids = {c.get("props", {}).get("elem_id") for c in config["components"]}
         return cls(
             dependency["id"],
             [p["parameter_name"] for p in parameters],
             [p.get("parameter_default") for p in parameters],
             [types[i] == "state" for i in dependency["inputs"]],
+            PageCalls.discover(url) if "embed-plot" in ids else None,  # None: the echo app
         )
+
+    def typed(self, text: str) -> dict:
+        """What a student's text fills: sentence A (sentence B empty), or the echo's one box."""
+        if "sentence_a" in self.parameters:
+            return {"sentence_a": text, "sentence_b": ""}
+        return {self.parameters[0]: text}
 
     def values(self, **given) -> list:
         """The API's parameters in order: the given ones, the rest at their defaults."""
@@ -129,7 +145,7 @@ async def embed_queue(http: httpx.AsyncClient, endpoint: Endpoint, session_hash:
     """The page's protocol: join the queue, then read the session's event stream to our answer."""
     join = await http.post(
         "gradio_api/queue/join",
-        json={"data": endpoint.queue_data(sentence_a=text, sentence_b=""), "fn_index": endpoint.fn_index,
+        json={"data": endpoint.queue_data(**endpoint.typed(text)), "fn_index": endpoint.fn_index,
               "session_hash": session_hash},
     )
     if join.status_code != 200:
@@ -154,7 +170,7 @@ async def embed_queue(http: httpx.AsyncClient, endpoint: Endpoint, session_hash:
 
 async def embed_call(http: httpx.AsyncClient, endpoint: Endpoint, session_hash: str, text: str) -> int:
     """Gradio's REST route: POST the call, then read its own event stream."""
-    posted = await http.post("gradio_api/call/embed", json={"data": endpoint.values(sentence_a=text, sentence_b="")})
+    posted = await http.post("gradio_api/call/embed", json={"data": endpoint.values(**endpoint.typed(text))})
     if posted.status_code != 200:
         raise CallFailed(f"call: HTTP {posted.status_code}")
     event_id = posted.json()["event_id"]
@@ -171,7 +187,48 @@ async def embed_call(http: httpx.AsyncClient, endpoint: Endpoint, session_hash: 
     raise CallFailed("the event stream closed without an answer")
 
 
-PROTOCOLS = {"queue": embed_queue, "call": embed_call}
+async def queue_answer(http: httpx.AsyncClient, fn_index: int, session_hash: str, data: list) -> list:
+    """One event through the queue, as the page sends it, and its output data."""
+    join = await http.post("gradio_api/queue/join",
+                           json={"data": data, "fn_index": fn_index, "session_hash": session_hash})
+    if join.status_code != 200:
+        raise CallFailed(f"join: HTTP {join.status_code}")
+    event_id = join.json()["event_id"]
+    async with http.stream("GET", "gradio_api/queue/data", params={"session_hash": session_hash}) as stream:
+        async for line in stream.aiter_lines():
+            if line.startswith("data:") and '"process_completed"' in line[:40] and event_id in line[:100]:
+                message = json.loads(line[5:])
+                if not message.get("success"):
+                    raise CallFailed(f"app error: {message.get('output', {}).get('error')!r}")
+                return message["output"]["data"]
+    raise CallFailed("the event stream closed without an answer")
+
+
+async def open_page(http: httpx.AsyncClient, page, session_hash: str) -> str:
+    """The page-load event (a view for the tab, and the key its direct calls carry)."""
+    address = (await queue_answer(http, page.load, session_hash, []))[page.address_at]
+    return json.loads(address["value"] if isinstance(address, dict) else address)["key"]
+
+
+async def embed_direct(http: httpx.AsyncClient, endpoint: Endpoint, session_hash: str, text: str,
+                       page=None, key: str | None = None) -> int:
+    """The page's own protocol: the text straight to the tab (ui/direct.py), and the queued sync
+    event when the answer asks for it (it does not while nothing is selected)."""
+    body = {"session_hash": session_hash, "component_id": page.plot, "fn_name": "live",
+            "data": {"key": key, "change": {"sentence_a": text, "sentence_b": ""}}}
+    answer = await http.post("gradio_api/component_server", json=body)
+    if answer.status_code != 200:
+        raise CallFailed(f"direct: HTTP {answer.status_code}")
+    found = answer.json()
+    if "error" in found:
+        raise CallFailed(f"refused: {found['error']}")
+    if found.get("sync"):
+        await queue_answer(http, page.sync, session_hash, [])
+        return 2
+    return 1
+
+
+PROTOCOLS = {"direct": embed_direct, "queue": embed_queue, "call": embed_call}
 
 
 # the class
@@ -201,6 +258,8 @@ class Student:
         self.changed = asyncio.Event()
         self.busy = False  # an update is on its way
         self.session_hash = uuid.uuid4().hex[:11]
+        self.direct = protocol == "direct"
+        self.key: str | None = None  # the tab's key, when it types through the direct path
 
     def sentences(self) -> Iterator[str]:
         word = WORDS[self.index % len(WORDS)]
@@ -216,6 +275,12 @@ class Student:
             except httpx.HTTPError as error:
                 self.tally.errors.append(f"page: {error!r}"[:200])
                 return
+            if self.direct:  # the page's load event gives the tab its key
+                try:
+                    self.key = await open_page(http, self.endpoint.page, self.session_hash)
+                except (CallFailed, httpx.HTTPError, ValueError, KeyError) as error:
+                    self.tally.errors.append(f"page load: {error!r}"[:200])
+                    return
             loaded = time.monotonic()
             self.tally.typing += max(0.0, self.window[1] - max(self.window[0], loaded))
             sender = asyncio.create_task(self.sender(http))
@@ -253,7 +318,8 @@ class Student:
             self.changed.clear()
             keys, self.pending, self.busy = self.pending, [], True
             try:
-                messages = await self.send(http, self.endpoint, self.session_hash, self.text)
+                extra = {"page": self.endpoint.page, "key": self.key} if self.direct else {}
+                messages = await self.send(http, self.endpoint, self.session_hash, self.text, **extra)
             except (CallFailed, httpx.HTTPError, ValueError, KeyError) as error:
                 self.tally.errors.append(f"student {self.index}: {error!r}"[:200])
                 continue
@@ -278,7 +344,9 @@ class Student:
 
 async def run_class(url: str, students: int, ramp: float, duration: float, protocol: str, seed: int,
                     on_window_start, on_window_end) -> Tally:
-    endpoint = Endpoint.discover(url)
+    endpoint = Endpoint.discover(url, "embed" if protocol != "echo" else "echo")
+    if protocol == "echo":
+        protocol = "queue"
     tally = Tally()
     began = time.monotonic()
     window = (began + ramp, began + ramp + duration)
@@ -356,14 +424,19 @@ def serving(setup: str) -> Iterator[tuple[str, list[psutil.Process]]]:
         with launched_app() as (url, process):
             yield url, [process]
         return
+    if setup == "echo":  # the floor: a one-textbox echo app, its event on gradio's queue (bench/server_cpu.py)
+        command = [sys.executable, str(ROOT / "bench" / "server_cpu.py"), "--serve-echo", '{"show_error": false}']
+        with launched(command, "the echo app") as (url, process):
+            yield url, [process]
+        return
     workers = int(setup.removeprefix("lb"))
     with ClassServer(workers, port=free_port(), host="127.0.0.1", first_worker_port=0) as server:
         yield server.url, [psutil.Process(p.pid) for p in server.processes()]
 
 
-def warm(url: str, workers: int) -> None:
+def warm(url: str, workers: int, api_name: str = "embed") -> None:
     """One update on every worker (each fresh client gets the least busy one), so no cold start is measured."""
-    endpoint = Endpoint.discover(url)
+    endpoint = Endpoint.discover(url, api_name)
 
     async def once() -> None:
         clients = [httpx.AsyncClient(base_url=url, timeout=120) for _ in range(max(2, 2 * workers))]
@@ -380,10 +453,12 @@ def warm(url: str, workers: int) -> None:
 def measure(setup: str, name: str, students: int, ramp: float, duration: float, protocol: str,
             seed: int, light: int = 0) -> list[Result]:
     """The class on one setup; with `light`, then as many students on the same server, unsaturated."""
-    workers = 1 if setup == "app" else int(setup.removeprefix("lb"))
+    workers = 1 if setup in ("app", "echo") else int(setup.removeprefix("lb"))
+    if setup == "echo":
+        protocol = "echo"  # its one event, on the queue
     results = []
     with serving(setup) as (url, processes):
-        warm(url, workers)
+        warm(url, workers, "echo" if setup == "echo" else "embed")
         for crowd, label in ((students, name), (light, f"{name}, {light} students")):
             if not crowd:
                 continue
@@ -408,7 +483,8 @@ def measure(setup: str, name: str, students: int, ramp: float, duration: float, 
     return results
 
 
-SETUP_NAMES = {"app": "1 process (app.py)", "lb1": "1 worker + HAProxy", "lb2": "2 workers + HAProxy"}
+SETUP_NAMES = {"app": "1 process (app.py)", "lb1": "1 worker + HAProxy", "lb2": "2 workers + HAProxy",
+               "echo": "echo app (floor), 1 process"}
 
 
 @dataclass(frozen=True)
@@ -475,8 +551,10 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=90, help="measured seconds per setup")
     parser.add_argument("--ramp", type=float, default=10, help="seconds for the class to arrive, not measured")
     parser.add_argument("--quick", action="store_true", help="30 s per setup after a 5 s ramp")
-    parser.add_argument("--setups", default="app,lb1,lb2", help="comma-separated: app, lb1, lb2 (lbN: N workers)")
-    parser.add_argument("--protocol", choices=sorted(PROTOCOLS), default="queue")
+    parser.add_argument("--setups", default="echo,app,lb1,lb2",
+                        help="comma-separated: echo, app, lb1, lb2 (lbN: N workers)")
+    parser.add_argument("--protocol", choices=sorted(PROTOCOLS), default="direct",
+                        help="direct: as the page types (ui/direct.py); queue, call: the API's /embed")
     parser.add_argument("--compare-protocols", action="store_true",
                         help="first measure both protocols on one process with a quarter of the class")
     parser.add_argument("--light", type=int, default=10,

@@ -131,6 +131,64 @@ class HttpSession:
         self.http.close()
 
 
+@dataclass(frozen=True)
+class PageCalls:
+    """How the page itself talks to the app, read from its config: its load event (which issues
+    the tab's key with the address), the main plane's component (whose server function takes a
+    keystroke), and the queued `sync` event the page sends when a direct call asks for it."""
+
+    load: int  # fn_index of the page-load event
+    address_at: int  # where #address is among its outputs
+    plot: int  # #embed-plot's component id
+    sync: int  # fn_index of #embed-plot's input event
+
+    @classmethod
+    def discover(cls, url: str) -> PageCalls:
+        config = httpx.get(f"{url}config", timeout=30).raise_for_status().json()
+        ids = {c.get("props", {}).get("elem_id"): c["id"] for c in config["components"]}
+        load = next(d for d in config["dependencies"] if any(t[1] == "load" for t in d["targets"]))
+        sync = next(d for d in config["dependencies"] if [ids["embed-plot"], "input"] in map(list, d["targets"]))
+        return cls(load["id"], load["outputs"].index(ids["address"]), ids["embed-plot"], sync["id"])
+
+
+class PageSession(HttpSession):
+    """One visitor as the page behaves: it opens with the page-load event (through the queue; the
+    answer's address carries the tab's key), then sends what is typed straight to the tab
+    (ui/direct.py: one POST to the plane's server function), and fetches through the queue what
+    a direct answer asks it to `sync`. Other endpoints go through the queue as the page's buttons do."""
+
+    def __init__(self, url: str, endpoints: dict[str, int], timeout: float, page: PageCalls | None = None):
+        self.page = page or PageCalls.discover(url)
+        super().__init__(url, {**endpoints, "__load": self.page.load, "__sync": self.page.sync}, timeout)
+        self.key: str | None = None
+
+    def open(self) -> None:
+        out = super().predict(api_name="__load")
+        address = out[self.page.address_at]
+        if isinstance(address, dict):
+            address = address.get("value")
+        self.key = json.loads(address)["key"]
+
+    def predict(self, *data, api_name: str):
+        if api_name != "embed":
+            return super().predict(*data, api_name=api_name)
+        return self.type(**dict(zip(("sentence_a", "sentence_b"), data, strict=True)))
+
+    def type(self, **change) -> dict:
+        if self.key is None:
+            self.open()
+        body = {"session_hash": self.session_hash, "component_id": self.page.plot, "fn_name": "live",
+                "data": {"key": self.key, "change": change}}
+        answer = self.http.post(f"{self.url}gradio_api/component_server", json=body)
+        answer.raise_for_status()
+        found = answer.json()
+        if "error" in found:
+            raise CallFailed(f"refused: {found['error']}")
+        if found.get("sync"):
+            super().predict(api_name="__sync")
+        return found
+
+
 class GradioSession:
     """One visitor through gradio_client, as the tests drive the app."""
 
@@ -146,7 +204,7 @@ class GradioSession:
         self.client.close()
 
 
-SESSIONS = {"http": HttpSession, "gradio_client": GradioSession}
+SESSIONS = {"http": HttpSession, "page": PageSession, "gradio_client": GradioSession}
 
 
 @dataclass

@@ -10,9 +10,10 @@ ratio, target, met?). The measures, by NAME:
               `ui.render.plane`) against the notebook path and the bare compute
               (bench/update_latency.py).
               Targets: ≥ 8× faster than the notebook at 512 tokens, ≤ 2.5× the bare compute.
-- server_cpu: the app's server CPU per live update (10 sessions × 20 updates at once,
-              12-word pairs) against a one-textbox echo app's per event under the same load,
-              both in child processes side by side (bench/server_cpu.py). Target: ≤ 1.5×.
+- server_cpu: the app's server CPU per live update as its page sends it (the direct path,
+              10 sessions × 20 updates at once, 12-word pairs) against a one-textbox echo app's
+              per event through gradio's queue under the same load, both in child processes
+              side by side (bench/server_cpu.py); the API's /embed beside them. Target: ≤ 1.0×.
 - browser:    typing a character into sentence A until the plot shows the new token, in
               Chromium, against an echo event in the same page (bench/browser_roundtrip.py).
               Target: ≤ 1.5× the echo.
@@ -159,10 +160,11 @@ def server_cpu(quick: bool) -> list[Target]:
     errors = sum(len(r["errors"]) for r in found["runs"])
     if errors:
         print(f"WARNING: {errors} update(s) failed; the first: {next(e for r in found['runs'] for e in r['errors'])}\n")
-    app, echo = found["app"]["server_cpu"], found["echo"]["server_cpu"]
+    page, echo = found["page"]["server_cpu"], found["echo"]["server_cpu"]
     return [
-        Target(f"server CPU per live update vs echo app ({found['sessions']} sessions × {found['updates']} at once)",
-               ms(app), f"{ms(echo)} (echo)", times(found["ratio"]), "≤ 1.5×", found["ratio"] <= 1.5)
+        Target(f"server CPU per live update, as the page sends it, vs an echo event through the queue "
+               f"({found['sessions']} sessions × {found['updates']} at once)",
+               ms(page), f"{ms(echo)} (echo)", times(found["ratio"]), "≤ 1.0×", found["ratio"] <= 1.0)
     ]
 
 

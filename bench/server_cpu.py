@@ -1,4 +1,5 @@
-"""Server CPU per live update of the app against per event of a one-textbox echo app, under the same load.
+"""Server CPU per live update of the app (as its page sends it, and through the API) against per event of a
+one-textbox echo app, under the same load.
 
     python bench/server_cpu.py [--rounds 3] [--sessions 10] [--updates 20] [--quick]
 
@@ -7,8 +8,10 @@ can go below: the queue, the event stream, the JSON of the answer. This puts the
 that floor. Two servers run side by side, each in its own child process so its CPU time is
 its own:
 
-- app: `python app.py` (bench/appserver.py), driven through `/embed` with a 12-word
-  sentence A and a 12-word sentence B per update, on the page's default tables;
+- page: `python app.py` (bench/appserver.py) driven as its page drives it (bench/load.py
+  `PageSession`): the page-load event once, then each update sent straight to the tab
+  (ui/direct.py), with a 12-word sentence A and a 12-word sentence B, on the default tables;
+- app: the same process driven through the API's `/embed` on gradio's queue;
 - echo: a Blocks app with one textbox whose change event returns its text into a second
   textbox (`--serve-echo`, below), driven with a 12-word text. It has the app's queue
   (`default_concurrency_limit=2`, unbounded), its event options (`trigger_mode="always_last"`,
@@ -112,15 +115,16 @@ def pair(session: int, update: int, run: int, stride: int) -> tuple[str, str]:
 class Served:
     """One server under test: where it is, the event this measure calls, and how its data is made."""
 
-    name: str  # "app" or "echo"
+    name: str  # "page", "app" or "echo"
     url: str
     process: psutil.Process
     api_name: str
     fn_index: int
+    via: str = "http"  # bench/load.py SESSIONS: how a client talks to it
 
     def data(self, session: int, update: int, run: int, stride: int) -> list:
         a, b = pair(session, update, run, stride)
-        return [a, b] if self.name == "app" else [a]
+        return [a] if self.name == "echo" else [a, b]
 
 
 def embed_index(url: str) -> tuple[int, dict]:
@@ -136,8 +140,9 @@ def embed_index(url: str) -> tuple[int, dict]:
 
 
 @contextmanager
-def both_servers() -> Iterator[tuple[Served, Served]]:
-    """The app and the echo app, each in its own child process, alive side by side."""
+def both_servers() -> Iterator[tuple[Served, Served, Served]]:
+    """The app (as its page drives it, and through the API) and the echo app, each server in its
+    own child process, alive side by side."""
     from bench.appserver import launched, launched_app
     from bench.load import endpoints_of
 
@@ -145,11 +150,12 @@ def both_servers() -> Iterator[tuple[Served, Served]]:
         url, process = stack.enter_context(launched_app())
         fn_index, config = embed_index(url)
         app = Served("app", url, process, "embed", fn_index)
+        page = Served("page", url, process, "embed", fn_index, via="page")
         options = json.dumps({key: config[key] for key in ECHO_OPTIONS if key in config})
         command = [sys.executable, str(Path(__file__).resolve()), "--serve-echo", options]
         url, process = stack.enter_context(launched(command, "the echo app"))
         echo_app = Served("echo", url, process, "echo", endpoints_of(url)["echo"])
-        yield app, echo_app
+        yield page, app, echo_app
 
 
 # one round
@@ -168,9 +174,10 @@ def server_seconds(process: psutil.Process) -> float:
 
 def drive(server: Served, run: int, sessions: int, updates: int) -> dict:
     """--sessions clients at once, --updates sequential calls each; CPU over the window they share."""
-    from bench.load import HttpSession
+    from bench.load import SESSIONS
 
-    clients = [HttpSession(server.url, {server.api_name: server.fn_index}, CALL_TIMEOUT) for _ in range(sessions)]
+    clients = [SESSIONS[server.via](server.url, {server.api_name: server.fn_index}, CALL_TIMEOUT)
+               for _ in range(sessions)]
     start = threading.Barrier(sessions + 1, timeout=CALL_TIMEOUT + 60)
     lock, answered, errors = threading.Lock(), [0], []
 
@@ -225,17 +232,18 @@ def measure(rounds: int, sessions: int = 10, updates: int = 20) -> dict:
     if not 1 <= sessions <= len(WORDS):
         raise SystemExit(f"--sessions must be between 1 and {len(WORDS)} (one subject word each), not {sessions}")
     runs = []
-    with both_servers() as (app, echo_app):
+    with both_servers() as servers:
         for index in range(1 + rounds):
-            for server in (app, echo_app):
+            for server in servers:
                 run = drive(server, len(runs), sessions, updates)
                 runs.append({**run, "round": index, "warm_up": index == 0})
     found = {"sessions": sessions, "updates": updates, "rounds": rounds, "cores": os.cpu_count() or 1, "runs": runs}
-    for name in ("app", "echo"):
+    for name in ("page", "app", "echo"):
         measured = [r for r in runs if r["server"] == name and not r["warm_up"]]
         found[name] = {key: statistics.median(per_update(r, key) for r in measured)
                        for key in ("server_cpu", "generator_cpu")}
-    found["ratio"] = found["app"]["server_cpu"] / found["echo"]["server_cpu"]
+    found["ratio"] = found["page"]["server_cpu"] / found["echo"]["server_cpu"]
+    found["api_ratio"] = found["app"]["server_cpu"] / found["echo"]["server_cpu"]
     return found
 
 
@@ -249,11 +257,14 @@ def report(found: dict) -> list[tuple[str, tuple[str, ...], list[tuple[str, ...]
             f"{r['server_cpu'] / r['seconds'] / cores:.0%}", f"{per_update(r, 'generator_cpu') * 1e3:.1f}",
             f"{r['others_cpu'] / r['seconds'] / cores:.0%}",
         ))
-    app, echo_ = found["app"], found["echo"]
+    page, app, echo_ = found["page"], found["app"], found["echo"]
     summary = [
-        ("app (/embed, 12-word A and B)", f"{app['server_cpu'] * 1e3:.1f}", f"{app['generator_cpu'] * 1e3:.1f}"),
-        ("echo (one textbox, 12 words)", f"{echo_['server_cpu'] * 1e3:.1f}", f"{echo_['generator_cpu'] * 1e3:.1f}"),
-        ("app / echo", f"{found['ratio']:.2f}×", ""),
+        (name, f"{found_['server_cpu'] * 1e3:.1f}", f"{found_['generator_cpu'] * 1e3:.1f}")
+        for name, found_ in (("page (direct path, 12-word A and B)", page), ("app (API /embed on the queue)", app),
+                             ("echo (one textbox, 12 words, queue)", echo_))
+    ] + [
+        ("page / echo", f"{found['ratio']:.2f}×", ""),
+        ("app / echo", f"{found['api_ratio']:.2f}×", ""),
     ]
     load = f"{found['sessions']} sessions × {found['updates']} updates at once"
     return [

@@ -23,6 +23,7 @@ a patched module: a test that moves a hand clock must not move the server's even
 from __future__ import annotations
 
 import difflib
+import secrets
 import threading
 import time
 from collections import OrderedDict, deque
@@ -119,6 +120,7 @@ class Step:
     tokens: tuple[str, ...]  # the tokens of view's sentences under session's tokenizer
     notes: tuple[str, ...]  # plain sentences: what was changed to fit
     old_tokens: tuple[str, ...] = ()  # the tokens drawn before
+    revision: int = 0  # the tab's count of applied changes: the page draws nothing older than it has
 
     def changed(self, *names: str) -> bool:
         """Whether any of these view fields changed."""
@@ -145,6 +147,15 @@ class Live:
     listed: bool = False
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     used: float = 0.0  # when its last event came, on the clock of the `Lives` that keeps it
+    # the page's own key for its direct calls (ui/direct.py): unguessable, issued to the page
+    # when it loads, since a direct call carries no gradio session hash
+    key: str = field(default_factory=lambda: secrets.token_urlsafe(24), repr=False)
+    revision: int = 0
+    # what the page's gradio components were last sent (a fingerprint a component), and what a
+    # direct call computed for them that the page has yet to fetch through the queue
+    shown: dict = field(default_factory=dict, repr=False)
+    pending: dict = field(default_factory=dict, repr=False)
+    latest: int = 0  # the newest direct call's number: an older one still waiting is skipped
 
     def apply(
         self,
@@ -170,20 +181,22 @@ class Live:
             session = session_for(view, tables(self.session) if tables is not None else self.session)
             tokens = session.encode(view.sentence_a, view.sentence_b).tokens
             view, notes = follow(() if whole else self.tokens, tokens, view)
-            step = Step(self.view, view, self.session, session, tokens, notes, self.tokens)
+            step = Step(self.view, view, self.session, session, tokens, notes, self.tokens, self.revision + 1)
             out = compute(step)
-            self.view, self.session, self.tokens = view, session, tokens
+            self.view, self.session, self.tokens, self.revision = view, session, tokens, step.revision
             return step, out
 
 
 class Lives:
-    """Every tab's `Live`, by gradio's session hash; forgotten after `idle` seconds unused."""
+    """Every tab's `Live`, by gradio's session hash (and by its own key, for direct calls);
+    forgotten after `idle` seconds unused."""
 
     def __init__(self, idle: float = IDLE_SECONDS, limit: int = MAX_TABS,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.idle, self.limit, self.clock = idle, limit, clock
         self._lives: OrderedDict[str, Live] = OrderedDict()  # least recently used first
         self._ended: OrderedDict[str, None] = OrderedDict()
+        self._keys: dict[str, str] = {}  # Live.key -> the tab's session hash
         self._lock = threading.Lock()
 
     def get(self, key: str | None, *, fresh: bool = False) -> Live:
@@ -203,16 +216,31 @@ class Lives:
                     raise Expired("This page was unused for over an hour and its session has ended: reload the "
                                   "page to start again.")
                 self._ended.pop(key, None)
+                old = self._lives.get(key)
+                if old is not None:
+                    self._keys.pop(old.key, None)
                 live = self._lives[key] = Live()
+                self._keys[live.key] = key
             self._lives.move_to_end(key)
             live.used = now
             self._sweep(now)  # a new tab may have taken the store past its limit
             return live
 
-    def drop(self, key: str | None) -> None:
-        """Forget a tab at once (its page was closed)."""
+    def by_key(self, key: object) -> Live:
+        """The tab whose page holds this key (`Live.key`), touched as used.
+
+        Raises `Refused` for anything else: a key is never guessed, and one of a forgotten tab
+        is gone with it, so its page is asked to reload.
+        """
         with self._lock:
-            self._lives.pop(key, None)
+            hash_ = self._keys.get(key) if isinstance(key, str) else None
+            if hash_ is None:
+                raise Expired("This page's session has ended (unused for over an hour, or the server restarted): "
+                              "reload the page to start again.")
+            live = self._lives[hash_]
+            self._lives.move_to_end(hash_)
+            live.used = self.clock()
+            return live
 
     def __len__(self) -> int:
         return len(self._lives)
@@ -223,6 +251,7 @@ class Lives:
             if now - live.used <= self.idle and len(self._lives) <= self.limit:
                 break
             del self._lives[key]
+            self._keys.pop(live.key, None)
             self._ended[key] = None
             if len(self._ended) > _ENDED_REMEMBERED:
                 self._ended.popitem(last=False)

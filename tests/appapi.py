@@ -82,11 +82,19 @@ def named(api_name: str, result) -> Outputs:
     assert len(values) == len(ids), (api_name, len(values), ids)
     out = Outputs(zip(ids, values, strict=True))
     plot = out.get("embed-plot")
-    if isinstance(plot, dict) and plot.get("plot"):
-        whole = expand(json.loads(plot["plot"]))
-        out["embed-plot"] = {**plot, "plot": json.dumps(whole)}
+    if isinstance(plot, str) and plot:  # the compact figure's JSON, which the page's script draws
+        whole = expand(json.loads(plot))
+        out["embed-plot"] = {"plot": json.dumps(whole)}
         out["token-table"] = {"headers": list(TABLE_HEADERS), "data": table_rows(whole)}
+    info = out.get("embed-info")
+    if isinstance(info, str):  # HTML: read as the text a person reads
+        out["embed-info"] = text_of(info)
     return out
+
+
+def text_of(markup: str) -> str:
+    """HTML as the text a person reads: paragraphs on their own lines, tags gone, entities read."""
+    return html.unescape(re.sub(r"<[^>]+>", "", markup.replace("</p><p>", "</p>\n<p>")))
 
 
 def open_view(client, key: str) -> None:

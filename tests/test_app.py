@@ -44,7 +44,7 @@ def test_a_keystroke_writes_every_output_it_declares_and_sends_the_plot_compact(
     raw = dict(zip(output_ids("/embed"), client.predict("A new sentence.", "And one more.", api_name="/embed"),
                    strict=True))
     assert [name for name, value in raw.items() if unchanged(value)] == []
-    sent = json.loads(raw["embed-plot"]["plot"])
+    sent = json.loads(raw["embed-plot"])
     assert [row[0] for row in table_rows(sent)] == ["[CLS]", "a", "new", "sentence", ".", "[SEP]", "and", "one",
                                                      "more", ".", "[SEP]"]
     assert not any("hovertext" in trace for trace in sent["data"] if trace["name"] in ("token", "sum", "output"))

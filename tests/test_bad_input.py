@@ -71,7 +71,7 @@ def assert_still_serves(client) -> None:
     n = next(_serial)  # a new sentence each time: an unchanged one is answered with "no change"
     _, info, table = embed(client, f"still serving {n}", groups=["token"])
     assert tokens(table) == ["[CLS]", "still", "serving", str(n), "[SEP]"]
-    assert info.startswith("**5 tokens**")
+    assert info.startswith("5 tokens")
 
 
 def assert_refused(client, send: Callable, message: str) -> None:
@@ -102,7 +102,7 @@ MARKERS = {"[CLS]": 101, "[SEP]": 102, "[MASK]": 103, "[PAD]": 0}
 
 def check_empty(plot, info, table):
     assert tokens(table) == ["[CLS]", "[SEP]"]
-    assert info.startswith("**2 tokens** (0 from A, 0 from B, 2 markers)")
+    assert info.startswith("2 tokens (0 from A, 0 from B, 2 markers)")
 
 
 def check_long_a(plot, info, table):

@@ -7,3 +7,17 @@ from pathlib import Path
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 EXAMPLES = json.loads((ASSETS / "examples.json").read_text(encoding="utf-8"))
+
+
+def gradio_plotly() -> str:
+    """The page-relative URL of gradio's own plotly.js bundle (the chunk its gr.Plot loads).
+
+    The page's script draws the main plane with it: the app serves it already, the browser
+    caches it once for every plot of the page, and every plot runs the same plotly.js.
+    """
+    import gradio
+
+    found = sorted((Path(gradio.__file__).parent / "templates" / "frontend" / "assets").glob("PlotlyPlot-*.js"))
+    if len(found) != 1:
+        raise RuntimeError(f"gradio's plotly.js bundle not found (or not one): {[p.name for p in found]}")
+    return f"assets/{found[0].name}"

@@ -13,12 +13,12 @@ hint at them.
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Callable, Iterable
 
 import gradio as gr
 
 from core.live import Jobs, Lives
-from core.options import Refused
 from core.session import Session
 from core.state import View
 
@@ -29,6 +29,57 @@ JOBS = Jobs(workers=1)
 
 def live_of(request: gr.Request | None):
     return LIVES.get(getattr(request, "session_hash", None))
+
+
+def track(page, live, out: dict, *, direct: bool = False) -> tuple[dict, bool]:
+    """Keep `live.shown` and `live.pending` true to the page's gradio components (under `live.lock`).
+
+    An event through gradio's queue writes what it returns, superseding what a direct call left
+    pending. A direct call (ui/direct.py) returns only the outputs the page's own script writes
+    (`Page.direct_outputs`); what else it changed waits in `live.pending`, and the page fetches
+    it with one queued `sync` event. A value equal to what the component already holds is not
+    sent again, so typing with nothing selected never needs the queue.
+
+    Returns the direct call's page-written values and whether the page must sync.
+    """
+    own = set(page.direct_outputs)
+    written = {}
+    for component, value in out.items():
+        if component in own:
+            if isinstance(value, str):
+                written[component] = value
+            continue
+        mark = _fingerprint(value)
+        if not direct:
+            live.pending.pop(component, None)
+        elif mark is None or live.shown.get(component) != mark:
+            live.pending[component] = value
+        if mark is None:
+            live.shown.pop(component, None)
+        else:
+            live.shown[component] = mark
+    return written, bool(live.pending)
+
+
+def _fingerprint(value) -> tuple | None:
+    """A value to compare with the next one sent to a component; None: always send it (an
+    update, a figure)."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return ("value", value)
+    if isinstance(value, list):
+        try:
+            return ("list", json.dumps(value))
+        except TypeError:
+            return None
+    return None
+
+
+def sync(page, request: gr.Request) -> dict:
+    """What direct calls changed on the page's gradio components (pickers, tables, side views)."""
+    live = live_of(request)
+    with live.lock:
+        pending, live.pending = live.pending, {}
+    return _within(page, pending, page.sync_outputs)
 
 
 def update(
@@ -42,7 +93,9 @@ def update(
     asked: Iterable[str] = (),
     notes: Iterable[str] = (),
     postprocessed: bool = False,
-) -> dict:
+    live=None,
+    direct: bool = False,
+):
     """Apply `change` to the tab's view and return what the page must redraw.
 
     `asked` names the fields the user set with this event: their widgets already show the
@@ -50,31 +103,39 @@ def update(
     `outputs`, when given, limits what is returned to the event's declared outputs.
     `postprocessed`: the values are returned as the browser receives them, for an event
     declared with ``postprocess=False`` (`ui.plane.KEYSTROKE`; see `postprocess`).
+    `live`: the tab, when the caller found it (a direct call, by its key); `direct`: the call
+    came straight from the page's script, not through gradio's queue, and gets back
+    ``(values the script writes, whether the page must sync)`` (see `track`).
     """
     from ui import render  # render imports the panels' names; events is imported by them
 
     outputs = None if outputs is None else list(outputs)
 
     try:
-        live = live_of(request)
+        live = live or live_of(request)
 
         def compute(step):  # under the tab's lock
             out = render.outputs(page, step, asked=asked, whole=whole, notes=notes, listed=live.listed)
             picker = out.get(page.token) if outputs is None or page.token in outputs else None
             if isinstance(picker, dict) and "choices" in picker:
                 live.listed = len(picker["choices"]) > 1  # more than "none"
-            return out
+            out = _within(page, out, outputs)
+            return out, track(page, live, out, direct=direct)
 
-        step, out = live.apply(change, compute, tables=tables, whole=whole)
+        step, (out, sent) = live.apply(change, compute, tables=tables, whole=whole)
     except (ValueError, TypeError) as error:  # Refused, and core's own readable ValueErrors
-        gr.Warning(str(error))
-        try:
-            current = live_of(request).view
-        except Refused:
-            current = View()
+        if not direct:
+            gr.Warning(str(error))
+        current = View() if live is None else live.view
         shown = render.fields(page, current, asked)  # put the refused widgets back
-        out = {**shown, page.notice: render.notice((str(error),))}
-    out = _within(page, out, outputs)
+        out = _within(page, {**shown, page.notice: render.notice((str(error),))}, outputs)
+        if live is None:
+            sent = ({page.notice: out[page.notice]}, False)
+        else:
+            with live.lock:
+                sent = track(page, live, out, direct=direct)
+    if direct:
+        return sent
     return postprocess(out) if postprocessed else out
 
 

@@ -9,6 +9,7 @@ redraws from it (`ui.render`).
 
 from __future__ import annotations
 
+import json
 import os
 
 import gradio as gr
@@ -16,7 +17,7 @@ import gradio as gr
 from core.options import VIEWS
 from core.uploads import UploadLimits
 from ui import events, plane, render, sideviews, tablespanel, tourpanel, trainpanel, viewpanel
-from ui.assets import ASSETS
+from ui.assets import ASSETS, gradio_plotly
 
 # gradio's queue summarises its event log (a pandas DataFrame of up to 10,000 events) after
 # every event, for a monitoring dashboard this app does not enable: measured, a tenth of a
@@ -41,7 +42,8 @@ one 2-D plane (PCA). Hover a point for its numbers; click a point to select its 
 LAUNCH_OPTIONS = {
     "theme": gr.themes.Soft(),
     "css_paths": [ASSETS / "style.css"],
-    "head": f"<script>{(ASSETS / 'explorer.js').read_text()}</script>",
+    "head": f"<script>window.EMBEDDING_EXPLORER_PLOTLY = {json.dumps(gradio_plotly())};\n"
+            f"{(ASSETS / 'explorer.js').read_text()}</script>",
     "show_error": False,  # users see the sentences we write, never stack traces
     "max_file_size": MAX_UPLOAD_BYTES,
     "run_history": False,  # gradio would copy every figure into the browser's storage
@@ -63,6 +65,18 @@ class Page:
         (The token table is drawn in the browser from the plot's token columns.)"""
         return [self.plot, self.info, self.token, self.near_token, self.near_output, self.variance,
                 self.search_hits, self.search_info, *self.detail_outputs, self.notice, self.address]
+
+    @property
+    def direct_outputs(self) -> list:
+        """The outputs the page's script writes when a direct call answers (ui/direct.py): each a
+        gr.HTML whose script lets it set its value as gradio would."""
+        return [self.plot, self.info, self.variance, self.notice, self.address]
+
+    @property
+    def sync_outputs(self) -> list:
+        """What else a direct call can change: fetched by the page with one queued `sync` event."""
+        direct = set(self.direct_outputs)
+        return [c for c in self.live_outputs if c not in direct] + [self.sentence_a, self.sentence_b]
 
     @property
     def detail_outputs(self) -> list:

@@ -1,7 +1,9 @@
 """The sentences and the main plane: the plot, its summary, one token's neighbours, the token table.
 
-Typing is the live path: its event sends the two sentences and gets back only what a
-keystroke can change (`Page.live_outputs`).
+Typing and a click on a point are the live path: the page's script sends them straight to the
+tab's state (`ui.direct`) and draws the plot itself. The same changes have API endpoints
+(`embed`, `select`) through gradio's queue, which return what a keystroke can change
+(`Page.live_outputs`).
 """
 
 from __future__ import annotations
@@ -12,11 +14,18 @@ from core.options import LIMITS, MAX_SEARCH, MAX_TEXT, Refused
 from core.view import TABLE_HEADERS
 from ui import events, render
 from ui.assets import EXAMPLES
+from ui.direct import Direct, written_by_page
 from ui.widgets import Checkbox, Slider, Table
 
 NEIGHBOUR_HEADERS = ["#", "token", "cosine"]
-PICKED_JS = """
-window.embeddingExplorerPick = (index) => { props.value = `${index}@${Date.now()}`; trigger('input'); };
+# the main plot: assets/explorer.js draws each figure this component is given, from the queue
+# or from a direct call, and calls its server function and its `sync` event
+PLOT_JS = """
+window.embeddingExplorer.attach(element.querySelector('.plane-host'), {
+  live: (sent) => server.live(sent),
+  sync: () => trigger('input'),
+});
+watch('value', () => window.embeddingExplorer.draw(props.value));
 """
 LIVE = {"concurrency_id": "live", "show_progress": "hidden"}
 # the keystroke's events: gradio does not postprocess their values, ui.events.postprocess does
@@ -37,12 +46,14 @@ def layout_sentences(page) -> None:
         page.sentence_b = gr.Textbox(EXAMPLES[0][1], label="Sentence B (segment 1, optional)", elem_id="sentence-b",
                                      max_length=MAX_TEXT)
     # what was let go, refused or ignored from a link: escaped text, kept until the next change
-    page.notice = gr.HTML(elem_id="notice")
+    page.notice = gr.HTML(elem_id="notice", js_on_load=written_by_page("notice"))
 
 
 def layout(page) -> None:
-    page.plot = gr.Plot(show_label=False, elem_id="embed-plot")
-    page.info = gr.Markdown(elem_id="embed-info")
+    page.direct = Direct(page)
+    page.plot = gr.HTML("", elem_id="embed-plot", html_template='<div class="plane-host"></div>',
+                        js_on_load=written_by_page("embed-plot", PLOT_JS), server_functions=[page.direct.function()])
+    page.info = gr.HTML("", elem_id="embed-info", js_on_load=written_by_page("embed-info"), elem_classes=["prose"])
     with gr.Accordion("Nearest neighbours and segments of one token", open=True):
         with gr.Row():
             # its choices are the tab's current tokens, filled when it is opened
@@ -52,11 +63,6 @@ def layout(page) -> None:
             low, high = LIMITS["k"]
             page.k = Slider(low, high, value=10, step=1, label="Neighbours", elem_id="neighbour-k", scale=1)
             page.flip = gr.Button("Flip its segment (A ↔ B)", elem_id="flip-button", size="sm", scale=1)
-        # a click on a point: assets/explorer.js calls the hook this component's script installs,
-        # which sets its value ("index@time", unique so a second click on it counts) and fires
-        # its input event; a hidden textbox written from outside fired nothing
-        page.picked = gr.HTML("", elem_id="picked-token", elem_classes=["offscreen"], js_on_load=PICKED_JS,
-                              container=False, padding=False)
         with gr.Row():
             page.near_token = Table(headers=NEIGHBOUR_HEADERS, label="Nearest by token vector (the table's row)",
                                            interactive=False, elem_id="neighbours-token", max_height=300)
@@ -71,7 +77,8 @@ def layout(page) -> None:
         page.search_info = gr.Markdown(elem_id="search-info")
         page.search_hits = Table(headers=["entry", "id"], label="Found (crosses in the plot)",
                                         interactive=False, elem_id="search-hits", max_height=200)
-    gr.Examples(EXAMPLES, inputs=[page.sentence_a, page.sentence_b], label="Example pairs", elem_id="examples")
+    page.examples = gr.Examples(EXAMPLES, inputs=[page.sentence_a, page.sentence_b], label="Example pairs",
+                                elem_id="examples")
     # drawn by the page's script from the plot's own token columns (core.figures.token_columns):
     # a keystroke sends the tokens once, for the plot and this table together
     page.table = gr.HTML(TOKEN_TABLE, elem_id="token-table")
@@ -80,15 +87,21 @@ def layout(page) -> None:
 def wire(page) -> None:
     live, keystroke = page.live_outputs, KEYSTROKE
     embed = events.setter(page, "sentence_a", "sentence_b", outputs=live, postprocessed=True)
-    gr.on([page.sentence_a.change, page.sentence_b.change], embed, [page.sentence_a, page.sentence_b], live,
-          api_name="embed", trigger_mode="always_last", **keystroke)
+    # the page types through ui.direct; this hidden button is the same change for API clients
+    page.embed_api = gr.Button(visible=False)
+    page.embed_api.click(embed, [page.sentence_a, page.sentence_b], live, api_name="embed", **keystroke)
+    # an example pair is a click: once gradio has put it in the boxes, it goes through the queue
+    page.examples.load_input_event.then(embed, [page.sentence_a, page.sentence_b], live, api_name=False,
+                                        **keystroke)
     page.k.release(events.setter(page, "k", outputs=live, postprocessed=True), page.k, live, api_name="k",
                    **keystroke)
     page.token.input(select(page), page.token, live, api_name="select", **keystroke)
     # the list is filled from the tab's own tokens when opened, so it never lists stale ones
-    page.token.focus(events.named(lambda request: choices(request), ()), None, page.token, api_name="picker",
+    page.token.focus(events.named(lambda request: choices(page, request), ()), None, page.token, api_name="picker",
                      **LIVE)
-    page.picked.input(select(page, clicked=True), page.picked, live, api_name=False, **keystroke)
+    # what a direct call changed beyond the plot: fetched through the queue when it answers "sync"
+    page.plot.input(events.named(lambda request: events.sync(page, request), ()), None, page.sync_outputs,
+                    api_name=False, **LIVE)
     search = events.setter(page, "search", "regex", outputs=live, postprocessed=True)
     gr.on([page.search.change, page.regex.input], search, [page.search, page.regex], live, api_name="search",
           trigger_mode="always_last", **keystroke)
@@ -96,12 +109,10 @@ def wire(page) -> None:
                     **keystroke)
 
 
-def select(page, clicked: bool = False):
-    """Select a token: from the list (its index), or a click on a point ("index@time")."""
+def select(page):
+    """Select a token from the list (its index); a click on a point goes through `ui.direct`."""
 
     def handler(request: gr.Request, value):
-        if clicked:
-            value = str(value).split("@")[0]
         token = None if value in (None, "", render.NO_TOKEN) else value
         return events.update(page, request, lambda view: view.with_(token=token), asked=("token",),
                              outputs=page.live_outputs, postprocessed=True)
@@ -109,11 +120,12 @@ def select(page, clicked: bool = False):
     return events.named(handler, ("token",))
 
 
-def choices(request: gr.Request):
+def choices(page, request: gr.Request):
     live = events.live_of(request)
     with live.lock:
         tokens, token = live.tokens, live.view.token
         live.listed = True
+        live.shown.pop(page.token, None)  # written here, outside ui.events.update
     return gr.update(choices=render.token_choices(tokens), value=render.NO_TOKEN if token is None else token)
 
 

@@ -103,10 +103,12 @@ SIMPLE = ("sentence_a", "sentence_b", "source", "tokenizer", "d_model", "maxlen"
 
 
 def outputs(page, step: Step, *, asked: Iterable[str] = (), whole: bool = False, notes: Iterable[str] = (),
-            listed: bool = True) -> dict:
+            listed: bool = True, key: str | None = None) -> dict:
     """Everything the page must redraw after `step`.
 
-    `listed`: whether the token picker may hold a list of tokens (see `core.live.Live.listed`)."""
+    `listed`: whether the token picker may hold a list of tokens (see `core.live.Live.listed`).
+    `key`: the tab's key for its direct calls (`core.live.Live.key`), sent with the address
+    when the page opens."""
     view, session = step.view, step.session
     changed = set(view.differs(step.old_view))
     write = set(_ALL_FIELDS) if whole else (changed - set(asked)) | ({"token"} & set(asked))
@@ -121,7 +123,7 @@ def outputs(page, step: Step, *, asked: Iterable[str] = (), whole: bool = False,
         out[page.token] = NO_TOKEN if view.token is None else view.token
     tables = whole or step.tables_changed or bool(changed & {"source", "positions", "frozen", *SETTINGS_FIELDS})
     if whole or tables or changed & set(_PLANE):
-        out.update(plane(page, view, session, step.tokens))
+        out.update(plane(page, view, session, step.tokens, revision=step.revision))
         # the side views not open are emptied (each is drawn when it is opened): writing an empty
         # value costs gradio far less than leaving an output out, which makes it rebuild the
         # component and its API schema (measured: up to 3.6 ms a table; a keystroke left out
@@ -142,7 +144,7 @@ def outputs(page, step: Step, *, asked: Iterable[str] = (), whole: bool = False,
     if whole or changed or notes or step.notes:  # an echo of what the page already shows keeps the notice
         out[page.notice] = notice((*notes, *step.notes))
     if whole or changed:
-        out[page.address] = address(view, push=whole or bool(changed - TYPED))
+        out[page.address] = address(view, push=whole or bool(changed - TYPED), key=key)
     return out
 
 
@@ -151,23 +153,29 @@ def outputs(page, step: Step, *, asked: Iterable[str] = (), whole: bool = False,
 TYPED = frozenset({"sentence_a", "sentence_b", "search", "regex", "lookup_sentence"})
 
 
-def address(view: View, push: bool) -> str:
+def address(view: View, push: bool, key: str | None = None) -> str:
     """What `#address` puts in the address bar (ui/tourpanel.py ADDRESS_JS): the view's query
     string, as a new history entry when `push`. A view whose link is longer than MAX_QUERY
-    leaves the address at the last view that fit (a browser and gradio refuse far longer ones)."""
+    leaves the address at the last view that fit (a browser and gradio refuse far longer ones).
+    `key`, when the page opens: the tab's key for its direct calls (ui/direct.py)."""
     query, _ = to_query(view)
-    return json.dumps({"query": query if len(query) <= MAX_QUERY else None, "push": push})
+    sent = {"query": query if len(query) <= MAX_QUERY else None, "push": push}
+    if key is not None:
+        sent["key"] = key
+    return json.dumps(sent)
 
 
 _ALL_FIELDS = tuple(View.__dataclass_fields__)
 
 
-def plane(page, view: View, session: Session, tokens: tuple[str, ...] | None = None) -> dict:
+def plane(page, view: View, session: Session, tokens: tuple[str, ...] | None = None, revision: int = 0) -> dict:
     """The main plot (in its compact form, which also carries the token table: `core.figures.expand`),
     its summary, the neighbours, the search and the variance bar.
 
     `tokens`: the view's tokens when the caller has them (an applied change has), so the
-    live path does not tokenize the sentences once more to find the flipped ones."""
+    live path does not tokenize the sentences once more to find the flipped ones.
+    `revision`: the tab's change count (`core.live.Step.revision`); the page's script draws
+    no figure older than the one it shows, whichever path brought it."""
     result = exploration(view, session, tokens)
     spec = embedding_spec(result.scene, labels=view.labels, arrows=view.arrows, shift=view.shift,
                           presenter=view.presenter, compact=True)
@@ -183,8 +191,9 @@ def plane(page, view: View, session: Session, tokens: tuple[str, ...] | None = N
     if projection is not None and len(spectrum) == 0:
         spectrum = projection.explained_variance_ratio_  # a long input: its axes only
     title = f"Explained variance · {BASES[session.basis].split(' (')[0]}"
+    spec["layout"]["meta"]["revision"] = revision
     return {
-        page.plot: plot(spec),
+        page.plot: figure_json(spec),
         page.info: summary(result, session),
         page.near_token: listed[0],
         page.near_output: listed[1],
@@ -343,17 +352,21 @@ def lookup(page, view: View) -> dict:
 
 
 def summary(result: Exploration, session: Session) -> str:
+    """The line under the plot, as HTML (the page's script writes it with the plot): what the
+    tokens are, how much of their spread the plane shows, and the pipeline's notes (escaped:
+    they quote the sentences)."""
     encoding, scene = result.encoding, result.scene
     markers = sum(encoding.special_mask)
     in_b = sum(1 for s, special in zip(encoding.segment_ids, encoding.special_mask, strict=True) if s and not special)
     whose = f"the {scene.plane}'s variance" if scene.plane else "the variance"
     line = (
-        f"**{len(encoding)} tokens** ({len(encoding) - in_b - markers} from A, {in_b} from B, {markers} markers)"
-        f" · the plane shows {scene.explained[0]:.1%} + {scene.explained[1]:.1%} of {whose}"
+        f"<strong>{len(encoding)} tokens</strong> ({len(encoding) - in_b - markers} from A, {in_b} from B, "
+        f"{markers} markers) · the plane shows {scene.explained[0]:.1%} + {scene.explained[1]:.1%} of "
+        f"{html.escape(whose)}"
     )
     if session.trained is not None:
         line += " · faint points: before training"
-    return "\n\n".join([line, *(f"⚠️ {plain(note)}" for note in result.notes)])
+    return "".join(f"<p>{part}</p>" for part in (line, *(f"⚠️ {html.escape(note)}" for note in result.notes)))
 
 
 def tour_text(number: int | None) -> str:

@@ -22,6 +22,7 @@ from core import share, tour
 from core.options import MAX_QUERY, PANELS, Refused
 from core.state import View
 from ui import events, render
+from ui.direct import written_by_page
 from ui.plane import LIVE
 
 # the view's address in the address bar; `props.value` is ui.render.address's JSON going out,
@@ -29,9 +30,10 @@ from ui.plane import LIVE
 # A discrete change is a new history entry; typing makes one entry, rewritten as it goes on
 ADDRESS_JS = """
 let first = true, restoring = false, typing = false;
-watch('value', () => {
+const follow = () => {
   let sent;
   try { sent = JSON.parse(props.value); } catch (error) { return; }
+  if (sent && typeof sent.key === 'string') window.embeddingExplorer.setKey(sent.key);
   if (!sent || typeof sent.query !== 'string') return;
   const url = location.pathname + (sent.query ? '?' + sent.query : '') + location.hash;
   if (url !== location.pathname + location.search + location.hash) {
@@ -40,7 +42,8 @@ watch('value', () => {
     typing = !sent.push;
   }
   first = restoring = false;
-});
+};
+watch('value', follow);
 window.addEventListener('popstate', () => {
   restoring = true;
   typing = false;
@@ -60,8 +63,8 @@ def layout(page) -> None:
 
 def layout_address(page) -> None:
     """`#address`, outside every tab (inside the Tour tab, gradio relabelled the next tab)."""
-    page.address = gr.HTML("", elem_id="address", elem_classes=["offscreen"], js_on_load=ADDRESS_JS, container=False,
-                           padding=False)
+    page.address = gr.HTML("", elem_id="address", elem_classes=["offscreen"], container=False, padding=False,
+                           js_on_load=written_by_page("address", ADDRESS_JS, then="follow();"))
 
 
 def wire(page) -> None:
@@ -113,6 +116,10 @@ def back(page, request: gr.Request, sent: str) -> dict:
 
 def show(page, live, change, notes: tuple[str, ...] = ()) -> dict:
     """Apply a whole view, untrained; raises Refused (changing nothing) if it cannot be had."""
-    _, out = live.apply(change, lambda step: render.outputs(page, step, whole=True, notes=notes),
-                        tables=lambda session: session.restart(), whole=True)
+    def compute(step):
+        out = render.outputs(page, step, whole=True, notes=notes, key=live.key)
+        events.track(page, live, out)
+        return out
+
+    _, out = live.apply(change, compute, tables=lambda session: session.restart(), whole=True)
     return out

@@ -16,6 +16,7 @@ from core.options import BASES, COMPONENTS, LIMITS, PANELS, Refused
 from core.share import to_query
 from core.view import fit_sentence_basis
 from ui import events, render
+from ui.direct import written_by_page
 from ui.plane import LIVE
 from ui.widgets import Checkbox, CheckboxGroup, Number
 
@@ -40,7 +41,7 @@ def layout(page) -> None:
                                      minimum=low, maximum=high, elem_id="background-size", scale=2,
                                      info="most frequent first; needs the vocabulary or frozen plane")
             page.refit_button = gr.Button("Refit", elem_id="refit-button", size="sm", scale=1)
-        page.variance = gr.HTML(elem_id="variance-bars")
+        page.variance = gr.HTML(elem_id="variance-bars", js_on_load=written_by_page("variance-bars"))
         page.background_json = gr.Textbox(visible="hidden", elem_id="background-data")
         page.presenter = Checkbox(False, label="Presenter mode: large type for a projector", elem_id="presenter")
         with gr.Row():

@@ -1,0 +1,150 @@
+"""The page's direct path (ui/direct.py), called as the page's script calls it: one POST to
+gradio's `/gradio_api/component_server`, the tab named by the key the server issued.
+
+A keystroke changes the tab's view and answers the figure; a click on a point also leaves the
+picker and the neighbour tables for the page's `sync` event; anything hostile is refused with a
+sentence and changes nothing; the path's bounds hold.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import threading
+
+import httpx
+import pytest
+
+from core.figures import expand, table_rows
+from core.options import MAX_TEXT
+from core.presets import wordpiece
+
+os.environ.setdefault("EMBEDDING_EXPLORER_TEST_HOOKS", "1")
+
+
+def call(app_url: str, sent, session_hash: str = "direct") -> dict:
+    """What the page's `server.live(sent)` gets back."""
+    import app
+
+    body = {"session_hash": session_hash, "component_id": app.demo.page.plot._id, "fn_name": "live", "data": sent}
+    response = httpx.post(f"{app_url}gradio_api/component_server", json=body, timeout=60)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+@pytest.fixture()
+def tab(client):
+    """A tab opened through gradio (its first event makes it), and its key."""
+    from ui.events import LIVES
+
+    client.predict("The king spoke.", "", api_name="/embed")
+    return client, LIVES.get(client.session_hash)
+
+
+def drawn_tokens(answer: dict) -> tuple[str, ...]:
+    figure = expand(json.loads(answer["values"]["embed-plot"]))
+    return tuple(row[0] for row in table_rows(figure))
+
+
+def test_a_keystroke_changes_the_tab_and_answers_its_figure_summary_and_address(app_url, tab):
+    client, live = tab
+    before = client.predict(api_name="/fingerprint")
+    answer = call(app_url, {"key": live.key, "change": {"sentence_a": "A queen ran home."}})
+    assert answer["sync"] is False  # nothing selected: the queue is not needed
+    assert drawn_tokens(answer) == wordpiece().encode("A queen ran home.").tokens
+    values = answer["values"]
+    assert "7 tokens" in values["embed-info"]
+    assert "a=A%20queen%20ran%20home." in json.loads(values["address"])["query"]
+    assert live.view.sentence_a == "A queen ran home."
+    assert client.predict(api_name="/fingerprint") != before
+    # each change is newer than the one before: the page draws no older figure over it
+    again = call(app_url, {"key": live.key, "change": {"sentence_a": "A queen ran home!"}})
+    revisions = [json.loads(a["values"]["embed-plot"])["layout"]["meta"]["revision"] for a in (answer, again)]
+    assert revisions[1] == revisions[0] + 1
+
+
+def test_a_click_selects_and_leaves_the_picker_and_neighbours_for_the_sync_event(app_url, tab):
+    client, live = tab
+    answer = call(app_url, {"key": live.key, "change": {"token": 2}})
+    assert answer["sync"] is True and live.view.token == 2
+    figure = json.loads(answer["values"]["embed-plot"])
+    assert any(trace.get("name") == "selected token" for trace in figure["data"])
+    ids = {component.elem_id for component in live.pending}
+    assert {"selected-token", "neighbours-token", "neighbours-output"} <= ids
+    # what the queue writes afterwards supersedes what was pending (an unchanged view writes nothing)
+    client.predict("The king spoke.", "", api_name="/embed")
+    assert {"neighbours-token", "neighbours-output"} <= {c.elem_id for c in live.pending}
+    client.predict("The king spoke!", "", api_name="/embed")
+    assert not {"neighbours-token", "neighbours-output"} & {c.elem_id for c in live.pending}
+
+
+@pytest.mark.parametrize("sent", [
+    None, "text", [], {}, {"change": {"sentence_a": "x"}}, {"key": 5, "change": {"sentence_a": "x"}},
+    {"key": "k" * 65, "change": {"sentence_a": "x"}},
+])
+def test_a_request_without_a_valid_key_is_refused_with_a_sentence(app_url, sent):
+    answer = call(app_url, sent)
+    assert set(answer) == {"error"} and "key" in answer["error"]
+
+
+def test_a_guessed_key_reaches_no_tab(app_url, tab):
+    client, live = tab
+    before = client.predict(api_name="/fingerprint")
+    answer = call(app_url, {"key": secrets.token_urlsafe(24), "change": {"sentence_a": "hijacked"}})
+    assert set(answer) == {"error"} and "reload the page" in answer["error"]
+    assert client.predict(api_name="/fingerprint") == before
+
+
+@pytest.mark.parametrize("change, says", [
+    ({}, "changes some of"),
+    ({"sentence_a": "x", "source": "bert"}, "nothing else"),
+    ({"view": "listing"}, "nothing else"),
+    ({"sentence_a": 5}, "sentence_a must be a str"),
+    ({"token": True}, "token must be a int"),
+    ({"token": "2"}, "token must be a int"),
+    ({"sentence_b": "w" * (MAX_TEXT + 1)}, f"{MAX_TEXT:,}"),
+    ({"token": -1}, "token"),
+])
+def test_a_hostile_change_is_refused_with_a_sentence_and_changes_nothing(app_url, tab, change, says):
+    client, live = tab
+    before = client.predict(api_name="/fingerprint")
+    answer = call(app_url, {"key": live.key, "change": change})
+    notice = answer.get("error") or answer["values"]["notice"]
+    assert says in notice
+    assert client.predict(api_name="/fingerprint") == before
+
+
+def test_past_its_waiting_bound_a_call_is_refused_at_once(tab):
+    import app
+    from ui.direct import Direct
+
+    _client, live = tab
+    direct = Direct(app.demo.page, waiting=0)
+    answer = direct({"key": live.key, "change": {"sentence_a": "late"}})
+    assert "updates waiting" in answer["error"] and live.view.sentence_a != "late"
+
+
+def test_a_tab_s_older_call_still_waiting_is_skipped_for_its_newer_one(tab):
+    import app
+    from ui.direct import Direct
+
+    _client, live = tab
+    direct = Direct(app.demo.page, slots=1)
+    answers = {}
+    direct.slots.acquire()  # every slot busy: both calls wait
+    first = threading.Thread(target=lambda: answers.setdefault("first", direct(
+        {"key": live.key, "change": {"sentence_a": "first"}})))
+    first.start()
+    while live.latest == 0 or direct.waiting < 1:
+        threading.Event().wait(0.01)
+    second = threading.Thread(target=lambda: answers.setdefault("second", direct(
+        {"key": live.key, "change": {"sentence_a": "second"}})))
+    second.start()
+    while direct.waiting < 2:
+        threading.Event().wait(0.01)
+    direct.slots.release()
+    first.join(30)
+    second.join(30)
+    assert answers["first"] == {"skipped": True}
+    assert live.view.sentence_a == "second" and "values" in answers["second"]
