@@ -87,7 +87,7 @@
   plotlyReady.then((value) => { plotly = value; });
 
   let host = null; // the div Plotly draws the main plane in (inside #embed-plot)
-  let transport = null; // { live(sent): the direct call, sync(): the queued fetch of the rest }
+  let sync = null; // fires #embed-plot's sync event: the queued fetch of what else a direct call changed
   let key = null; // the tab's key for direct calls, issued with the page's first address
   const mainPlot = () => (host && host.data ? host : null);
 
@@ -166,13 +166,16 @@
     flush();
   }
   async function flush() {
-    if (inflight || !queued || !key || !transport) return;
+    if (inflight || !queued || !key) return;
     const change = queued;
     queued = null;
     inflight = true;
     let answer;
     try {
-      answer = await transport.live({ key, change });
+      const response = await fetch(new URL("explorer/live", document.baseURI), {
+        method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ key, change }),
+      });
+      answer = await response.json();
     } catch (error) {
       answer = { error: "The server could not be reached: check the connection, then type again." };
     }
@@ -188,7 +191,7 @@
       return;
     }
     for (const [id, value] of Object.entries(answer.values || {})) setOutput(id, value);
-    if (answer.sync && transport) transport.sync();
+    if (answer.sync && sync) sync();
   }
   // an output the page writes: set as gradio would (its component's script installed the setter)
   function setOutput(id, value) {
@@ -208,10 +211,10 @@
   }, true);
 
   window.embeddingExplorer = {
-    // #embed-plot's script: the div to draw in and the component's two calls
-    attach(element, calls) {
+    // #embed-plot's script: the div to draw in, and how to fire its sync event
+    attach(element, fireSync) {
       host = element;
-      transport = calls;
+      sync = fireSync;
       if (shown) plot();
       flush();
     },

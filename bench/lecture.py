@@ -22,7 +22,7 @@ Server CPU is every server process's CPU time (workers and HAProxy) over the mea
 window, divided by the updates answered in it. The load generator is one asyncio thread with
 one httpx connection pool per student; its own CPU time is printed beside the server's so
 you can see the server, not the generator, is the bottleneck (--protocol picks the route:
-`direct`, the page's own (ui/direct.py: one POST to the plane's server function, and the
+`direct`, the page's own (ui/direct.py: one POST to the app's /explorer/live, and the
 queued sync event when an answer asks for it); `queue`, the API's /embed through the queue's
 join + event stream; or gradio's REST `/gradio_api/call/embed`; --compare-protocols measures
 each on one process first).
@@ -214,9 +214,7 @@ async def embed_direct(http: httpx.AsyncClient, endpoint: Endpoint, session_hash
                        page=None, key: str | None = None) -> int:
     """The page's own protocol: the text straight to the tab (ui/direct.py), and the queued sync
     event when the answer asks for it (it does not while nothing is selected)."""
-    body = {"session_hash": session_hash, "component_id": page.plot, "fn_name": "live",
-            "data": {"key": key, "change": {"sentence_a": text, "sentence_b": ""}}}
-    answer = await http.post("gradio_api/component_server", json=body)
+    answer = await http.post("explorer/live", json={"key": key, "change": {"sentence_a": text, "sentence_b": ""}})
     if answer.status_code != 200:
         raise CallFailed(f"direct: HTTP {answer.status_code}")
     found = answer.json()

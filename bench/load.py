@@ -134,12 +134,11 @@ class HttpSession:
 @dataclass(frozen=True)
 class PageCalls:
     """How the page itself talks to the app, read from its config: its load event (which issues
-    the tab's key with the address), the main plane's component (whose server function takes a
-    keystroke), and the queued `sync` event the page sends when a direct call asks for it."""
+    the tab's key with the address) and the queued `sync` event the page sends when a direct
+    call (ui/direct.py) asks for it."""
 
     load: int  # fn_index of the page-load event
     address_at: int  # where #address is among its outputs
-    plot: int  # #embed-plot's component id
     sync: int  # fn_index of #embed-plot's input event
 
     @classmethod
@@ -148,13 +147,13 @@ class PageCalls:
         ids = {c.get("props", {}).get("elem_id"): c["id"] for c in config["components"]}
         load = next(d for d in config["dependencies"] if any(t[1] == "load" for t in d["targets"]))
         sync = next(d for d in config["dependencies"] if [ids["embed-plot"], "input"] in map(list, d["targets"]))
-        return cls(load["id"], load["outputs"].index(ids["address"]), ids["embed-plot"], sync["id"])
+        return cls(load["id"], load["outputs"].index(ids["address"]), sync["id"])
 
 
 class PageSession(HttpSession):
     """One visitor as the page behaves: it opens with the page-load event (through the queue; the
     answer's address carries the tab's key), then sends what is typed straight to the tab
-    (ui/direct.py: one POST to the plane's server function), and fetches through the queue what
+    (ui/direct.py: one POST to the app's /explorer/live), and fetches through the queue what
     a direct answer asks it to `sync`. Other endpoints go through the queue as the page's buttons do."""
 
     def __init__(self, url: str, endpoints: dict[str, int], timeout: float, page: PageCalls | None = None):
@@ -177,9 +176,7 @@ class PageSession(HttpSession):
     def type(self, **change) -> dict:
         if self.key is None:
             self.open()
-        body = {"session_hash": self.session_hash, "component_id": self.page.plot, "fn_name": "live",
-                "data": {"key": self.key, "change": change}}
-        answer = self.http.post(f"{self.url}gradio_api/component_server", json=body)
+        answer = self.http.post(f"{self.url}explorer/live", json={"key": self.key, "change": change})
         answer.raise_for_status()
         found = answer.json()
         if "error" in found:

@@ -43,6 +43,9 @@ class Session:
     training: TrainResult | None = None
     basis: str = "sentence"  # a key of BASES: which plane the vectors are drawn in
     frozen_basis: PCAProjection | None = field(default=None, repr=False)  # the plane kept while typing
+    # the last pair encoded and its encoding: an update encodes its sentences twice (to follow the
+    # selection, then to draw), and an encoding is immutable
+    _last: tuple | None = field(default=None, init=False, compare=False, repr=False)
 
     @classmethod
     def create(cls, settings: Settings | None = None, source: str = "random") -> Session:
@@ -73,12 +76,17 @@ class Session:
         return self.frozen | ({"position"} if self.positions == "sinusoidal" else set())
 
     def encode(self, a: str, b: str) -> Encoding:
+        last = self._last
+        if last is not None and last[0] == (a, b):
+            return last[1]
         maxlen = self.model.config.maxlen
         if self.tokenizer is not None:
-            return self.tokenizer.encode(a, b, maxlen=maxlen)
-        # the second document builds its vocabulary from the text it embeds
-        tokenizer = WordLevelTokenizer.from_text(f"{a}\n{b}", max_size=self.settings.vocab_size)
-        return tokenizer.encode(a, b, maxlen=maxlen)
+            encoding = self.tokenizer.encode(a, b, maxlen=maxlen)
+        else:  # the second document builds its vocabulary from the text it embeds
+            tokenizer = WordLevelTokenizer.from_text(f"{a}\n{b}", max_size=self.settings.vocab_size)
+            encoding = tokenizer.encode(a, b, maxlen=maxlen)
+        object.__setattr__(self, "_last", ((a, b), encoding))  # one tuple, swapped whole: safe across threads
+        return encoding
 
     # every change below returns a new session; tables changes discard training
 

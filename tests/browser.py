@@ -52,7 +52,7 @@ window.fetch = function (input, init) {
     const joined = url.includes('/queue/join');
     // how many events went through gradio's queue, and how many calls took the direct path
     if (joined) window.__joins = (window.__joins || 0) + 1;
-    if (url.includes('/component_server')) window.__direct = (window.__direct || 0) + 1;
+    if (url.includes('/explorer/live')) window.__direct = (window.__direct || 0) + 1;
     return fetch0.apply(this, arguments).then((response) => {
         if (!joined || !response.ok) end();
         return response;

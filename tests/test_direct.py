@@ -1,5 +1,5 @@
-"""The page's direct path (ui/direct.py), called as the page's script calls it: one POST to
-gradio's `/gradio_api/component_server`, the tab named by the key the server issued.
+"""The page's direct path (ui/direct.py), called as the page's script calls it: one POST to the
+app's `/explorer/live`, the tab named by the key the server issued.
 
 A keystroke changes the tab's view and answers the figure; a click on a point also leaves the
 picker and the neighbour tables for the page's `sync` event; anything hostile is refused with a
@@ -8,10 +8,10 @@ sentence and changes nothing; the path's bounds hold.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import secrets
-import threading
 
 import httpx
 import pytest
@@ -23,12 +23,9 @@ from core.presets import wordpiece
 os.environ.setdefault("EMBEDDING_EXPLORER_TEST_HOOKS", "1")
 
 
-def call(app_url: str, sent, session_hash: str = "direct") -> dict:
-    """What the page's `server.live(sent)` gets back."""
-    import app
-
-    body = {"session_hash": session_hash, "component_id": app.demo.page.plot._id, "fn_name": "live", "data": sent}
-    response = httpx.post(f"{app_url}gradio_api/component_server", json=body, timeout=60)
+def call(app_url: str, sent) -> dict:
+    """What the page's script gets back for `sent`."""
+    response = httpx.post(f"{app_url}explorer/live", json=sent, timeout=60)
     assert response.status_code == 200, response.text
     return response.json()
 
@@ -115,13 +112,23 @@ def test_a_hostile_change_is_refused_with_a_sentence_and_changes_nothing(app_url
     assert client.predict(api_name="/fingerprint") == before
 
 
+def test_a_body_that_is_not_json_or_too_large_is_refused_with_a_sentence(app_url):
+    from ui.direct import MAX_BODY
+
+    answer = httpx.post(f"{app_url}explorer/live", content=b"{not json", timeout=60)
+    assert answer.status_code == 200 and "key" in answer.json()["error"]
+    answer = httpx.post(f"{app_url}explorer/live", content=b"x" * (MAX_BODY + 1), timeout=60)
+    assert answer.status_code == 413 and f"{MAX_BODY:,} bytes" in answer.json()["error"]
+    assert httpx.get(f"{app_url}explorer/live", timeout=60).status_code == 405
+
+
 def test_past_its_waiting_bound_a_call_is_refused_at_once(tab):
     import app
     from ui.direct import Direct
 
     _client, live = tab
     direct = Direct(app.demo.page, waiting=0)
-    answer = direct({"key": live.key, "change": {"sentence_a": "late"}})
+    answer = asyncio.run(direct.answer({"key": live.key, "change": {"sentence_a": "late"}}))
     assert "updates waiting" in answer["error"] and live.view.sentence_a != "late"
 
 
@@ -131,20 +138,16 @@ def test_a_tab_s_older_call_still_waiting_is_skipped_for_its_newer_one(tab):
 
     _client, live = tab
     direct = Direct(app.demo.page, slots=1)
-    answers = {}
-    direct.slots.acquire()  # every slot busy: both calls wait
-    first = threading.Thread(target=lambda: answers.setdefault("first", direct(
-        {"key": live.key, "change": {"sentence_a": "first"}})))
-    first.start()
-    while live.latest == 0 or direct.waiting < 1:
-        threading.Event().wait(0.01)
-    second = threading.Thread(target=lambda: answers.setdefault("second", direct(
-        {"key": live.key, "change": {"sentence_a": "second"}})))
-    second.start()
-    while direct.waiting < 2:
-        threading.Event().wait(0.01)
-    direct.slots.release()
-    first.join(30)
-    second.join(30)
-    assert answers["first"] == {"skipped": True}
-    assert live.view.sentence_a == "second" and "values" in answers["second"]
+
+    async def two_calls():
+        await direct.answer({"key": live.key, "change": {"sentence_a": "warm"}})  # makes the turns
+        async with direct._turns:  # every turn taken: both calls wait
+            first = asyncio.create_task(direct.answer({"key": live.key, "change": {"sentence_a": "first"}}))
+            second = asyncio.create_task(direct.answer({"key": live.key, "change": {"sentence_a": "second"}}))
+            while direct.waiting < 2:
+                await asyncio.sleep(0.01)
+        return await first, await second
+
+    first, second = asyncio.run(two_calls())
+    assert first == {"skipped": True}
+    assert live.view.sentence_a == "second" and "values" in second

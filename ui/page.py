@@ -95,6 +95,21 @@ class Page:
         ]
 
 
+class Explorer(gr.Blocks):
+    """The page's Blocks, launched with the page's own route (`ui.direct`) beside gradio's.
+
+    The route goes in through `launch`'s `app_kwargs` (FastAPI's `routes`), a fresh list each
+    launch, so `python app.py`, a Space and the tests all serve it, however they launch.
+    """
+
+    page: Page
+
+    def launch(self, *args, app_kwargs: dict | None = None, **kwargs):
+        app_kwargs = dict(app_kwargs or {})
+        app_kwargs["routes"] = [*app_kwargs.get("routes", ()), self.page.direct.route()]
+        return super().launch(*args, app_kwargs=app_kwargs, **kwargs)
+
+
 def build_demo(*, test_hooks: bool | None = None) -> gr.Blocks:
     """The page. `test_hooks` (default: the EMBEDDING_EXPLORER_TEST_HOOKS variable) adds the
     endpoints tests use to look inside a session; a public server never has them."""
@@ -102,7 +117,7 @@ def build_demo(*, test_hooks: bool | None = None) -> gr.Blocks:
         test_hooks = os.environ.get(TEST_HOOKS) == "1"
     page = Page()
     # uploaded files are deleted an hour after they arrive (checked every 10 minutes)
-    with gr.Blocks(title="Embedding Explorer", delete_cache=(600, 3600)) as demo:
+    with Explorer(title="Embedding Explorer", delete_cache=(600, 3600)) as demo:
         gr.Markdown(INTRO, elem_id="intro")
         plane.layout_sentences(page)
         tourpanel.layout_address(page)

@@ -19,12 +19,9 @@ from ui.widgets import Checkbox, Slider, Table
 
 NEIGHBOUR_HEADERS = ["#", "token", "cosine"]
 # the main plot: assets/explorer.js draws each figure this component is given, from the queue
-# or from a direct call, and calls its server function and its `sync` event
+# or from a direct call (ui/direct.py), and fires its `sync` event when a direct answer asks
 PLOT_JS = """
-window.embeddingExplorer.attach(element.querySelector('.plane-host'), {
-  live: (sent) => server.live(sent),
-  sync: () => trigger('input'),
-});
+window.embeddingExplorer.attach(element.querySelector('.plane-host'), () => trigger('input'));
 watch('value', () => window.embeddingExplorer.draw(props.value));
 """
 LIVE = {"concurrency_id": "live", "show_progress": "hidden"}
@@ -52,7 +49,7 @@ def layout_sentences(page) -> None:
 def layout(page) -> None:
     page.direct = Direct(page)
     page.plot = gr.HTML("", elem_id="embed-plot", html_template='<div class="plane-host"></div>',
-                        js_on_load=written_by_page("embed-plot", PLOT_JS), server_functions=[page.direct.function()])
+                        js_on_load=written_by_page("embed-plot", PLOT_JS))
     page.info = gr.HTML("", elem_id="embed-info", js_on_load=written_by_page("embed-info"), elem_classes=["prose"])
     with gr.Accordion("Nearest neighbours and segments of one token", open=True):
         with gr.Row():
