@@ -257,7 +257,7 @@ class Student:
         self.busy = False  # an update is on its way
         self.session_hash = uuid.uuid4().hex[:11]
         self.direct = protocol == "direct"
-        self.key: str | None = None  # the tab's key, when it types through the direct path
+        self.tab_key: str | None = None  # the tab's key, when it types through the direct path
 
     def sentences(self) -> Iterator[str]:
         word = WORDS[self.index % len(WORDS)]
@@ -275,7 +275,7 @@ class Student:
                 return
             if self.direct:  # the page's load event gives the tab its key
                 try:
-                    self.key = await open_page(http, self.endpoint.page, self.session_hash)
+                    self.tab_key = await open_page(http, self.endpoint.page, self.session_hash)
                 except (CallFailed, httpx.HTTPError, ValueError, KeyError) as error:
                     self.tally.errors.append(f"page load: {error!r}"[:200])
                     return
@@ -316,7 +316,7 @@ class Student:
             self.changed.clear()
             keys, self.pending, self.busy = self.pending, [], True
             try:
-                extra = {"page": self.endpoint.page, "key": self.key} if self.direct else {}
+                extra = {"page": self.endpoint.page, "key": self.tab_key} if self.direct else {}
                 messages = await self.send(http, self.endpoint, self.session_hash, self.text, **extra)
             except (CallFailed, httpx.HTTPError, ValueError, KeyError) as error:
                 self.tally.errors.append(f"student {self.index}: {error!r}"[:200])

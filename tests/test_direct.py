@@ -151,3 +151,13 @@ def test_a_tab_s_older_call_still_waiting_is_skipped_for_its_newer_one(tab):
     first, second = asyncio.run(two_calls())
     assert first == {"skipped": True}
     assert live.view.sentence_a == "second" and "values" in second
+
+
+def test_text_that_tokenizes_as_before_answers_the_address_and_redraws_nothing(app_url, tab):
+    client, live = tab  # its sentence A is "The king spoke."
+    answer = call(app_url, {"key": live.key, "change": {"sentence_a": "The king spoke. "}})
+    assert "embed-plot" not in answer["values"] and "embed-info" not in answer["values"]
+    assert json.loads(answer["values"]["address"])["query"].startswith("a=The%20king%20spoke.%20")
+    assert live.view.sentence_a == "The king spoke. "
+    answer = call(app_url, {"key": live.key, "change": {"sentence_a": "The king spoke. A"}})
+    assert drawn_tokens(answer) == wordpiece().encode("The king spoke. A").tokens

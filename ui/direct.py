@@ -35,7 +35,7 @@ from core.options import MAX_TEXT, Refused
 from ui import events
 
 PATH = "/explorer/live"  # the route, under the app's root (assets/explorer.js calls it relative to the page)
-SLOTS = 2  # direct calls computing at once: one per core
+SLOTS = 1  # direct calls computing at once
 WAITING = 200  # direct calls waiting for a turn at most; past it a call is refused at once
 # what a direct call may change, and the type each value must have
 CHANGES = {"sentence_a": str, "sentence_b": str, "token": int}

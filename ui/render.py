@@ -122,14 +122,19 @@ def outputs(page, step: Step, *, asked: Iterable[str] = (), whole: bool = False,
     elif page.token not in out:  # its value, plainly: cheaper for gradio than leaving it out (below)
         out[page.token] = NO_TOKEN if view.token is None else view.token
     tables = whole or step.tables_changed or bool(changed & {"source", "positions", "frozen", *SETTINGS_FIELDS})
-    if whole or tables or changed & set(_PLANE):
+    # sentences that tokenize as before (a space typed, a space deleted) draw what is drawn: a
+    # class types a space every sixth key, and the plane is most of a keystroke's work
+    retyped = (changed <= {"sentence_a", "sentence_b"} and step.tokens == step.old_tokens
+               and session is step.old_session and session.tokenizer is not None)
+    redraw = not retyped and bool(changed & set(_PLANE))
+    if whole or tables or redraw:
         out.update(plane(page, view, session, step.tokens, revision=step.revision))
         # the side views not open are emptied (each is drawn when it is opened): writing an empty
         # value costs gradio far less than leaving an output out, which makes it rebuild the
         # component and its API schema (measured: up to 3.6 ms a table; a keystroke left out
         # ten outputs, ~20 ms of its server CPU)
         out.update(dict.fromkeys(page.detail_outputs))
-    if view.view in DETAILS and (whole or tables or changed & {*_PLANE, "view"}):
+    if view.view in DETAILS and (whole or tables or redraw or "view" in changed):
         out.update(detail(page, view, session, step.tokens))
     if whole or tables or changed & {"basis", "background"}:
         out[page.background_json] = background_json(view, session)
