@@ -6,6 +6,7 @@ computed in `core/`. A Hugging Face Space and the tests import `demo` from here.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import threading
 
@@ -21,6 +22,9 @@ torch.set_num_threads(1)
 threadpool_limits(1)
 
 demo = build_demo()
+# what is built by now (torch, gradio, the page, the tables) lives as long as the process: out of
+# the garbage collector's reach, a collection does not walk it again after every few updates
+gc.freeze()
 
 __all__ = ["LAUNCH_OPTIONS", "build_demo", "demo"]
 
