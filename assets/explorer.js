@@ -193,11 +193,17 @@
     for (const [id, value] of Object.entries(answer.values || {})) setOutput(id, value);
     if (answer.sync && sync) sync();
   }
-  // an output the page writes: set as gradio would (its component's script installed the setter)
+  // an output the page writes: set as gradio would (its component's script installed the setter),
+  // so a later value from the queue is compared with this one. The plot is only drawn: each of
+  // its figures carries a newer revision, so no value from the queue can equal an older one, and
+  // handing gradio's component a large value costs the page a copy and a comparison per keystroke
   function setOutput(id, value) {
+    if (id === "embed-plot") {
+      draw(value);
+      return;
+    }
     const set = (window.embeddingExplorerOutputs || {})[id];
     if (set) set(value);
-    if (id === "embed-plot") draw(value);
   }
 
   // a keystroke in a sentence box goes straight to the server (a value gradio sets, from a

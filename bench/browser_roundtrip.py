@@ -16,8 +16,8 @@ In Chromium (Playwright, Debian's /usr/bin/chromium), for the page's default pai
   the echo's output shows the new text;
 - plot: a character is typed at the end of ``#sentence-a`` until the main plot
   (``#embed-plot .js-plotly-plot``) holds the new token list in its data (``gd.data``, the
-  output trace's hover texts),
-  i.e. plotly has been handed the new figure.
+  output trace's hover texts), i.e. plotly has drawn the new figure. The page sends the
+  keystroke straight to the tab (ui/direct.py), not through gradio's queue.
 
 The two alternate (echo, plot, echo, plot, …), so a busy neighbour slows both alike. Each
 character typed into sentence A is taken back with Backspace, untimed, so every plot
@@ -67,6 +67,16 @@ HELPERS = """() => {
   };
   const probes = {plot: plotKey, echo: echoKey};
   window.__roundtrip = {keyAt: null, arrivedAt: null, seenAt: null, armed: false};
+  // when a direct answer (ui/direct.py) has arrived: its fetch resolves
+  const fetch0 = window.fetch;
+  window.fetch = function (input, init) {
+    const url = String(input && input.url || input);
+    return fetch0.apply(this, arguments).then((response) => {
+      const r = window.__roundtrip;
+      if (url.includes('/explorer/live') && r.keyAt !== null && r.arrivedAt === null) r.arrivedAt = performance.now();
+      return response;
+    });
+  };
   // when the answer starts to arrive: gradio reads its event stream with fetch's reader
   const read = ReadableStreamDefaultReader.prototype.read;
   const decoder = new TextDecoder();
@@ -123,24 +133,30 @@ def echo_demo():
 
 
 class Callbacks:
-    """The server's own time in each measured event's callback, read from gradio's counters."""
+    """The server's own time in each measured event's function: the echo's from gradio's counters,
+    the plot's from the direct path's (the page's keystrokes do not go through gradio's events)."""
 
     def __init__(self, demo):
         fns = demo.fns.values()
-        self.fns = {
-            "plot": next(f for f in fns if f.api_name == "embed"),
+        self.counters = {
+            "plot": demo.explorer.direct,  # its `seconds` and `calls`
             "echo": next(f for f in fns if f.fn is echo),
         }
-        self.seen = {kind: (0.0, 0) for kind in self.fns}
+        self.seen = {kind: (0.0, 0) for kind in self.counters}
+
+    def _read(self, kind: str) -> tuple[float, int]:
+        counter = self.counters[kind]
+        if kind == "plot":
+            return counter.seconds, counter.calls
+        return counter.total_runtime, counter.total_runs
 
     def mark(self, kind: str) -> None:
-        fn = self.fns[kind]
-        self.seen[kind] = (fn.total_runtime, fn.total_runs)
+        self.seen[kind] = self._read(kind)
 
     def since(self, kind: str) -> tuple[float, int]:
-        """Seconds in the callback and calls of it since ``mark(kind)``."""
-        fn, (runtime, runs) = self.fns[kind], self.seen[kind]
-        return fn.total_runtime - runtime, fn.total_runs - runs
+        """Seconds in the function and calls of it since ``mark(kind)``."""
+        (runtime, runs), (before, calls) = self._read(kind), self.seen[kind]
+        return runtime - before, runs - calls
 
 
 def plot_key(a: str, b: str) -> str:

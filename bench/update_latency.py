@@ -4,7 +4,7 @@
 
 For sentence pairs of 16, 128 and 512 tokens on the BERT (MiniLM, d=384) tables it times:
 
-- ours:  the page's own keystroke compute, `ui.render.plane(app.demo.page, view, session)`,
+- ours:  the page's own keystroke compute, `ui.render.plane(app.demo.explorer, view, session)`,
          for a fresh tab's `View` of the pair (default toggles, nothing selected, no search)
          in a new session's "this sentence" plane: `core.view.explore` (tokenize →
          components → PCA to 2-D, plus the spectrum of the explained-variance bar where the
@@ -74,7 +74,7 @@ def embed_call(session: Session):
     from core.state import View
     from ui import render
 
-    page = app.demo.page
+    page = app.demo.explorer
 
     def call(a: str, b: str) -> dict:
         return render.plane(page, View(sentence_a=a, sentence_b=b), session)
@@ -86,7 +86,7 @@ def ours(session: Session):
     """The whole keystroke; returns the bytes of the figure JSON and HTML it made (the plot and the bar)."""
     import app
 
-    page = app.demo.page
+    page = app.demo.explorer
     call = embed_call(session)
 
     def run(a: str, b: str) -> int:

@@ -127,7 +127,7 @@ def test_past_its_waiting_bound_a_call_is_refused_at_once(tab):
     from ui.direct import Direct
 
     _client, live = tab
-    direct = Direct(app.demo.page, waiting=0)
+    direct = Direct(app.demo.explorer, waiting=0)
     answer = asyncio.run(direct.answer({"key": live.key, "change": {"sentence_a": "late"}}))
     assert "updates waiting" in answer["error"] and live.view.sentence_a != "late"
 
@@ -137,7 +137,7 @@ def test_a_tab_s_older_call_still_waiting_is_skipped_for_its_newer_one(tab):
     from ui.direct import Direct
 
     _client, live = tab
-    direct = Direct(app.demo.page, slots=1)
+    direct = Direct(app.demo.explorer, slots=1)
 
     async def two_calls():
         await direct.answer({"key": live.key, "change": {"sentence_a": "warm"}})  # makes the turns

@@ -401,7 +401,7 @@ def test_an_address_sent_back_by_back_or_forward_is_read_like_any_link(app_url, 
     import app
     from ui import tourpanel
 
-    page = app.demo.page
+    page = app.demo.explorer
     out = tourpanel.back(page, SimpleNamespace(session_hash=f"back-{hash(sent)}"), sent)
     assert expected in html.unescape(out[page.notice])  # the notice is escaped text
     assert "<img" not in out[page.notice]

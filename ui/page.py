@@ -102,11 +102,11 @@ class Explorer(gr.Blocks):
     launch, so `python app.py`, a Space and the tests all serve it, however they launch.
     """
 
-    page: Page
+    explorer: Page  # the page's components (gradio's own `page` names a page of a multipage app)
 
     def launch(self, *args, app_kwargs: dict | None = None, **kwargs):
         app_kwargs = dict(app_kwargs or {})
-        app_kwargs["routes"] = [*app_kwargs.get("routes", ()), self.page.direct.route()]
+        app_kwargs["routes"] = [*app_kwargs.get("routes", ()), self.explorer.direct.route()]
         return super().launch(*args, app_kwargs=app_kwargs, **kwargs)
 
 
@@ -147,7 +147,7 @@ def build_demo(*, test_hooks: bool | None = None) -> gr.Blocks:
             _test_hooks(page)
     # live updates: two at a time (one per core); heavy work waits in core.live.Jobs, not here
     demo.queue(default_concurrency_limit=2, max_size=None)
-    demo.page = page  # benchmarks call the page's own rendering (ui.render) with its components
+    demo.explorer = page  # benchmarks call the page's own rendering (ui.render) with its components
     return demo
 
 

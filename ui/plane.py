@@ -49,7 +49,7 @@ def layout_sentences(page) -> None:
 def layout(page) -> None:
     page.direct = Direct(page)
     page.plot = gr.HTML("", elem_id="embed-plot", html_template='<div class="plane-host"></div>',
-                        js_on_load=written_by_page("embed-plot", PLOT_JS))
+                        js_on_load=PLOT_JS)
     page.info = gr.HTML("", elem_id="embed-info", js_on_load=written_by_page("embed-info"), elem_classes=["prose"])
     with gr.Accordion("Nearest neighbours and segments of one token", open=True):
         with gr.Row():
