@@ -296,18 +296,55 @@ def in_page(demo, helpers: str, each):
             demo.close()
 
 
+PACE_TEXT = " and then the quick brown fox jumped over"  # typed at the end of sentence A, and into the echo
+PACE_DELAY_MS = 125  # 8 keys a second: a quick typist
+
+
+def typing_pace(page, callbacks) -> dict:
+    """A typist at 8 keys/s: seconds from the first keydown until the page shows the whole text
+    (the echo's box; the plot's tokens), and whether the final plot is the final text's."""
+    a, b = pair(16)
+    set_pair(page, a, b)
+    found = {}
+    for kind, selector, expected in (("echo", "#bench-echo-in textarea", None),
+                                     ("plot", "#sentence-a textarea", plot_key(a + PACE_TEXT, b))):
+        if kind == "echo":
+            page.locator(selector).fill("")
+            expected = PACE_TEXT
+        page.evaluate("(s) => window.__caretToEnd(s)", selector)
+        page.evaluate("() => window.__idle()")
+        page.evaluate("([kind, expected]) => window.__watch(kind, expected)", [kind, expected])
+        page.keyboard.type(PACE_TEXT, delay=PACE_DELAY_MS)
+        page.wait_for_function("() => window.__roundtrip.seenAt !== null", timeout=TIMEOUT_MS)
+        r = page.evaluate("() => window.__roundtrip")
+        found[kind] = (r["seenAt"] - r["keyAt"]) / 1e3
+    typed = page.locator("#sentence-a textarea").input_value()
+    found["final"] = typed == a + PACE_TEXT
+    return found
+
+
 def measure(characters: int = 30, warm_up: int = 3, sizes: tuple[int, ...] = SIZES) -> list[dict]:
-    """Median and p90 seconds, echo and plot, for each pair size, in one page of one browser."""
-    return in_page(echo_demo(), HELPERS,
-                   lambda page, callbacks: [measure_pair(page, callbacks, n, characters, warm_up) for n in sizes])
+    """Median and p90 seconds, echo and plot, for each pair size, and a typist's pace, in one page
+    of one browser."""
+    def each(page, callbacks) -> list[dict]:
+        pairs = [measure_pair(page, callbacks, n, characters, warm_up) for n in sizes]
+        return [*pairs, {"pace": typing_pace(page, callbacks)}]
+
+    return in_page(echo_demo(), HELPERS, each)
 
 
 def report(results: list[dict]) -> list[tuple[str, tuple[str, ...], list[tuple[str, ...]]]]:
     def at(seconds: float | None) -> str:
         return "—" if seconds is None else f"{seconds * 1e3:.0f}"
 
-    rows, parts = [], []
+    rows, parts, paces = [], [], []
     for r in results:
+        if "pace" in r:
+            pace = r["pace"]
+            paces.append((f"{len(PACE_TEXT)} keys at {1000 // PACE_DELAY_MS} keys/s", f"{pace['echo']:.2f}",
+                          f"{pace['plot']:.2f}", f"{pace['plot'] / pace['echo']:.2f}×",
+                          "yes" if pace["final"] else "NO"))
+            continue
         echo_, plot = r["echo"], r["plot"]
         name = f"{r['tokens']} ({r['typed_tokens']} typed)"
         rows.append((name, str(plot["n"]), at(echo_["median"]), at(echo_["p90"]), at(plot["median"]),
@@ -328,6 +365,11 @@ def report(results: list[dict]) -> list[tuple[str, tuple[str, ...], list[tuple[s
             "answer's first bytes in the page; and from there → the new state (the page's own work)",
             ("event", "callback", "key → answer", "answer → shown", "callback runs"),
             parts,
+        ),
+        (
+            "a typist's pace: first keydown → the whole text shown (the echo's box; the plot's tokens), seconds",
+            ("typing", "echo", "plot", "plot / echo", "final plot = final text"),
+            paces,
         ),
     ]
 

@@ -182,6 +182,13 @@ def browser(quick: bool) -> list[Target]:
         table(f"3. {title}", header, rows)
     targets = []
     for r in results:
+        if "pace" in r:  # a typist at 8 keys/s: the whole text shown, against the echo's
+            pace = r["pace"]
+            ratio = pace["plot"] / pace["echo"]
+            targets.append(Target("browser: a typist at 8 keys/s, text typed to final plot", f"{pace['plot']:.2f} s",
+                                  f"{pace['echo']:.2f} s", times(ratio), "≤ 1.2× echo, final plot = final text",
+                                  ratio <= 1.2 and pace["final"]))
+            continue
         ratio = r["plot"]["median"] / r["echo"]["median"]
         targets.append(
             Target(f"browser: key to plot, {r['tokens']} tokens", ms(r["plot"]["median"]), ms(r["echo"]["median"]),
