@@ -6,7 +6,8 @@ Launches `app.py` in a child process (`bench.appserver.launched_app`) with its o
 cache folder, talks to it with `gradio_client` as strangers would, and prints one markdown
 table, each figure beside its baseline or target measured in the same run:
 
-1. another visitor's `/embed` latency (a 12-word pair) alone, then while one visitor loops
+1. another visitor's update latency (a 12-word pair, typed as the page sends it: bench/load.py
+   `PageSession`) alone, then while one visitor loops
    every heavy endpoint in parallel threads — tab 1 on BERT's vocabulary plane loops
    `/refit`, `/export` and `/train` 200 steps; tab 2 loops `/settings` between two of the
    largest random tables — p50 and p90 against alone (target ≤ 2×);
@@ -57,13 +58,19 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def embed_latencies(url: str, count: int) -> list[float]:
-    visitor = client(url)
-    visitor.predict(*PAIR, api_name="/embed")  # its session exists before timing starts
+    """A student typing on: each update sent as the page sends it, and timed."""
+    from bench.load import PageSession, endpoints_of
+
+    visitor = PageSession(url, endpoints_of(url), 300)
+    visitor.type(sentence_a=PAIR[0], sentence_b=PAIR[1])  # its tab exists before timing starts
     seconds = []
-    for i in range(count):
-        start = time.perf_counter()
-        visitor.predict(f"{PAIR[0]} {i}", PAIR[1], api_name="/embed")
-        seconds.append(time.perf_counter() - start)
+    try:
+        for i in range(count):
+            start = time.perf_counter()
+            visitor.type(sentence_a=f"{PAIR[0]} {i}", sentence_b=PAIR[1])
+            seconds.append(time.perf_counter() - start)
+    finally:
+        visitor.close()
     return seconds
 
 
@@ -107,7 +114,7 @@ def latency_rows(url: str, count: int) -> list[tuple[str, ...]]:
     rows = []
     for name, q in (("p50", 0.5), ("p90", 0.9)):
         a, b = percentile(alone, q), percentile(loaded, q)
-        rows.append((f"another visitor's /embed {name} (12-word pair), heavy neighbour vs alone",
+        rows.append((f"another visitor's update {name} (12-word pair), heavy neighbour vs alone",
                      f"{b * 1000:.0f} ms", f"{a * 1000:.0f} ms alone", f"{b / a:.2f}×", "≤ 2×",
                      "yes" if b / a <= 2 else "no"))
     done = ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items()))

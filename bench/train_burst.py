@@ -19,6 +19,7 @@ against the same student's alone. Times are measured, never asserted.
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import statistics
 import sys
@@ -61,20 +62,21 @@ def summary_of(client, result) -> tuple[str, str]:
 
 
 def typist(url: str, stop: threading.Event, seconds: list[float]) -> None:
-    """A student typing on beside the burst: one update after another, each timed."""
-    from gradio_client import Client
+    """A student typing on beside the burst, as the page sends keystrokes (bench/load.py
+    `PageSession`): one update after another, each timed."""
+    from bench.load import PageSession, endpoints_of
 
-    client = Client(url, verbose=False)
+    student = PageSession(url, endpoints_of(url), 300)
     try:
         n = 0
         while not stop.is_set():
             n += 1
             began = time.perf_counter()
-            client.predict(f"the student keeps typing word {n}", "", api_name="/embed")
+            student.type(sentence_a=f"the student keeps typing word {n}", sentence_b="")
             seconds.append(time.perf_counter() - began)
             time.sleep(0.15)
     finally:
-        client.close()
+        student.close()
 
 
 def burst(url: str, students: int, spread: float, steps: int, shared: bool, seed: int) -> Burst:
@@ -145,6 +147,9 @@ def main() -> None:
               f"{p95:>6.0f}ms {p95 / (percentile(quiet, 0.95) * 1000):>9.2f}×")
         for reason in sorted(set(run.refused))[:3]:
             print(f"    refused: {reason}")
+    ours = next(iter(runs.values()))
+    print(json.dumps({"refused": len(ours.refused), "last": ours.last_done,  # the last line, for bench/run.py
+                      "typing_p95": percentile(ours.typing, 0.95), "alone_p95": percentile(quiet, 0.95)}))
 
 
 if __name__ == "__main__":

@@ -42,8 +42,9 @@ def embed(client, a=A, b=B, *, token=None, **changes) -> Outputs:
     """Set the given controls, type the sentences (and select `token`), and return what the page shows.
 
     Outputs of every call are merged, latest first: an event redraws only what it changed.
-    When nothing changed at all, the sentences are typed again with a trailing space and back,
-    so the plane, its tables and the neighbours are always in the answer.
+    When nothing changed at all, the sentences are typed again with one more word and back (a
+    trailing space alone tokenizes as before and redraws nothing), so the plane, its tables and
+    the neighbours are always in the answer.
     """
     shown = Outputs()
 
@@ -56,7 +57,7 @@ def embed(client, a=A, b=B, *, token=None, **changes) -> Outputs:
     if token is not None:
         take(call(client, "/select", token))
     if "embed-plot" not in shown:
-        take(call(client, "/embed", a + " ", b))
+        take(call(client, "/embed", a + " more", b))
         take(call(client, "/embed", a, b))
     return shown
 

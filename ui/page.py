@@ -13,6 +13,8 @@ import json
 import os
 
 import gradio as gr
+from starlette.middleware import Middleware
+from starlette.middleware.gzip import GZipMiddleware
 
 from core.options import VIEWS
 from core.uploads import UploadLimits
@@ -95,11 +97,30 @@ class Page:
         ]
 
 
-class Explorer(gr.Blocks):
-    """The page's Blocks, launched with the page's own route (`ui.direct`) beside gradio's.
+class CompressedPage:
+    """The page's HTML, gzipped for browsers that accept it.
 
-    The route goes in through `launch`'s `app_kwargs` (FastAPI's `routes`), a fresh list each
-    launch, so `python app.py`, a Space and the tests all serve it, however they launch.
+    Gradio's page is its index with the whole page's configuration inside (every component and
+    event: hundreds of KB for this page), and gradio compresses only paths with a file extension,
+    so the document itself came uncompressed: a fifth of a first visit's bytes. Everything else
+    passes as it is (a keystroke's answer is not worth the server's CPU to compress).
+    """
+
+    def __init__(self, app) -> None:
+        self.app = app
+        self.gzip = GZipMiddleware(app, minimum_size=1000, compresslevel=6)
+
+    async def __call__(self, scope, receive, send) -> None:
+        page = scope["type"] == "http" and scope["method"] == "GET" and scope["path"].rstrip("/") == ""
+        await (self.gzip if page else self.app)(scope, receive, send)
+
+
+class Explorer(gr.Blocks):
+    """The page's Blocks, launched with the page's own route (`ui.direct`) beside gradio's, and
+    its HTML compressed (`CompressedPage`).
+
+    Both go in through `launch`'s `app_kwargs` (FastAPI's `routes` and `middleware`), fresh each
+    launch, so `python app.py`, a Space and the tests all serve them, however they launch.
     """
 
     explorer: Page  # the page's components (gradio's own `page` names a page of a multipage app)
@@ -107,6 +128,7 @@ class Explorer(gr.Blocks):
     def launch(self, *args, app_kwargs: dict | None = None, **kwargs):
         app_kwargs = dict(app_kwargs or {})
         app_kwargs["routes"] = [*app_kwargs.get("routes", ()), self.explorer.direct.route()]
+        app_kwargs["middleware"] = [*app_kwargs.get("middleware", ()), Middleware(CompressedPage)]
         return super().launch(*args, app_kwargs=app_kwargs, **kwargs)
 
 

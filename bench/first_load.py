@@ -1,0 +1,111 @@
+"""A first visit's weight: the bytes and requests until the page has drawn, against a minimal Gradio page.
+
+    python bench/first_load.py [--repeats 3]
+
+Two servers side by side, each in its own child process: the app (`python app.py`) and a
+minimal `gr.Blocks` page with one textbox and one `gr.Plot` showing a small figure (the least
+a Gradio page that draws a plot can load). Each is opened in a fresh Chromium context (an empty
+cache, as a first visit), and every request is counted until the page has drawn its plot and
+the network has been quiet for a second: the bytes are what came over the wire (Chromium's
+encoded lengths: compressed where the server compressed), the requests every one the page made
+(the event stream included). The HTML document's own bytes are shown apart. Reported: medians
+of --repeats visits, and ours / minimal. Measured, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.appserver import launched, launched_app  # noqa: E402
+from tests.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+
+MINIMAL = """
+import gradio as gr
+import plotly.graph_objects as go
+figure = go.Figure(go.Scatter(x=[1, 2, 3], y=[3, 1, 2], mode="markers+text", text=["a", "b", "c"]))
+with gr.Blocks() as demo:
+    gr.Textbox("The cat sat on the mat.", label="Sentence")
+    plot = gr.Plot(figure, elem_id="minimal-plot")
+demo.launch()
+"""
+DRAWN = {  # when each page has drawn its plot
+    "app": "() => { const gd = document.querySelector('#embed-plot .js-plotly-plot'); return gd && gd.data"
+           " && gd.data.length > 0; }",
+    "minimal": "() => { const gd = document.querySelector('#minimal-plot .js-plotly-plot'); return gd && gd.data"
+               " && gd.data.length > 0; }",
+}
+
+
+def visit(browser, url: str, drawn: str) -> dict:
+    """One first visit: bytes over the wire, requests, and the HTML document's bytes."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    cdp = context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    cdp.send("Network.setCacheDisabled", {"cacheDisabled": True})
+    sizes, urls = {}, {}
+    cdp.on("Network.requestWillBeSent", lambda e: urls.setdefault(e["requestId"], e["request"]["url"]))
+    cdp.on("Network.loadingFinished", lambda e: sizes.__setitem__(e["requestId"], e["encodedDataLength"]))
+    cdp.on("Network.dataReceived", lambda e: sizes.__setitem__(
+        e["requestId"], sizes.get(e["requestId"], 0) + e.get("encodedDataLength", 0)))
+    try:
+        page.goto(url)
+        page.wait_for_function(drawn, timeout=120_000)
+        page.wait_for_load_state("networkidle")
+        page.wait_for_timeout(1000)
+        document = next((sizes.get(i, 0) for i, u in urls.items() if u.rstrip("/") == url.rstrip("/")), 0)
+        return {"bytes": sum(sizes.values()), "requests": len(urls), "html": document}
+    finally:
+        context.close()
+
+
+def measure(repeats: int = 3) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    if CHROMIUM is None:
+        raise SystemExit("chromium is not installed (apt-get install chromium)")
+    found = {"app": [], "minimal": []}
+    with ExitStack() as stack:
+        app_url, _ = stack.enter_context(launched_app())
+        minimal_url, _ = stack.enter_context(launched([sys.executable, "-c", MINIMAL], "the minimal page"))
+        playwright = stack.enter_context(sync_playwright())
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        stack.callback(browser.close)
+        for _ in range(repeats):
+            for name, url in (("minimal", minimal_url), ("app", app_url)):
+                found[name].append(visit(browser, url, DRAWN[name]))
+    return {name: {key: statistics.median(v[key] for v in visits) for key in ("bytes", "requests", "html")}
+            for name, visits in found.items()}
+
+
+def report(found: dict) -> list[tuple[str, tuple[str, ...], list[tuple[str, ...]]]]:
+    app, minimal = found["app"], found["minimal"]
+    rows = [
+        (name, f"{m['bytes'] / 1e6:.2f}", f"{m['requests']:.0f}", f"{m['html'] / 1e3:.0f}")
+        for name, m in (("the app", app), ("minimal page (a textbox and a plot)", minimal))
+    ]
+    rows.append(("the app / minimal", f"{app['bytes'] / minimal['bytes']:.2f}×",
+                 f"{app['requests'] / minimal['requests']:.2f}×", f"{app['html'] / max(1, minimal['html']):.2f}×"))
+    return [("first visit, empty cache, until the plot is drawn and the network is quiet (medians)",
+             ("page", "MB over the wire", "requests", "HTML KB"), rows)]
+
+
+def main() -> None:
+    from bench.run import table
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    for title, header, rows in report(measure(args.repeats)):
+        table(title, header, rows)
+
+
+if __name__ == "__main__":
+    main()
