@@ -118,7 +118,8 @@
     send({ token: point.customdata[1] }); // the token's position in the sequence
   }
 
-  // drawing: the newest figure given, at most once per animation frame
+  // drawing: the newest figure given, at most once per animation frame (`frame`: this frame's
+  // drawing is done, later figures wait for the next)
   let drawnRevision = -1;
   let nextFigure = null;
   let frame = 0;
@@ -131,10 +132,16 @@
     if (revision <= drawnRevision) return;
     drawnRevision = revision;
     nextFigure = figure;
-    if (!frame) frame = requestAnimationFrame(redraw);
+    // the first figure of a frame is drawn at once; one that comes while a frame already has its
+    // drawing waits for the next frame, where only the newest of those is drawn
+    if (frame) return;
+    frame = requestAnimationFrame(() => {
+      frame = 0;
+      if (nextFigure) redraw();
+    });
+    redraw();
   }
   async function redraw() {
-    frame = 0;
     const figure = nextFigure;
     nextFigure = null;
     const Plotly = await plotlyReady;

@@ -91,7 +91,7 @@ def ours(session: Session):
 
     def run(a: str, b: str) -> int:
         out = call(a, b)
-        return len(out[page.plot].plot) + len(out[page.variance])  # the plot's figure JSON and the bar's HTML
+        return len(out[page.plot]) + len(out[page.variance])  # the plot's figure JSON and the bar's HTML
 
     return run
 
