@@ -407,3 +407,31 @@ def test_an_address_sent_back_by_back_or_forward_is_read_like_any_link(app_url, 
     assert "<img" not in out[page.notice]
     if "zz" in expected:  # the rest of the link applies: the sentence is the text typed, as text
         assert out[page.sentence_a] == "<img src=x>"
+
+
+def test_a_call_to_an_endpoint_the_app_does_not_have_is_a_404_with_a_sentence(app_url):
+    """/gradio_api/call/<name> for a name the app lacks (the tests' own hook on a public server,
+    say) is refused plainly; gradio answered 500."""
+    import httpx
+
+    for name in ("no_such_endpoint", "x" * 300):
+        answer = httpx.post(f"{app_url}gradio_api/call/{name}", json={"data": []}, timeout=30)
+        assert answer.status_code == 404, answer.text
+        assert "has no endpoint named" in answer.json()["error"] and len(answer.text) < 300
+    assert httpx.post(f"{app_url}gradio_api/call/embed", json={"data": ["a", "b"]}, timeout=30).status_code == 200
+
+
+def test_a_query_string_past_every_limit_is_refused_and_the_server_keeps_serving(app_url):
+    """A link of 70,000 characters (a browser sends it; httpx refuses to build it): refused by the
+    server's HTTP parser with a 4xx, never a 500, and the next visitor's page still opens."""
+    import socket
+    from urllib.parse import urlsplit
+
+    import httpx
+
+    host, port = urlsplit(app_url).hostname, urlsplit(app_url).port
+    with socket.create_connection((host, port), timeout=30) as connection:
+        connection.sendall(f"GET /?a={'x' * 70_000} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+        status = connection.recv(64).split(b"\r\n")[0]
+    assert status.split()[1].startswith(b"4"), status
+    assert httpx.get(app_url, timeout=30).status_code == 200

@@ -13,8 +13,10 @@ import json
 import os
 
 import gradio as gr
+from gradio.route_utils import FnIndexInferError
 from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
+from starlette.responses import JSONResponse
 
 from core.options import VIEWS
 from core.uploads import UploadLimits
@@ -129,7 +131,16 @@ class Explorer(gr.Blocks):
         app_kwargs = dict(app_kwargs or {})
         app_kwargs["routes"] = [*app_kwargs.get("routes", ()), self.explorer.direct.route()]
         app_kwargs["middleware"] = [*app_kwargs.get("middleware", ()), Middleware(CompressedPage)]
+        app_kwargs["exception_handlers"] = {**app_kwargs.get("exception_handlers", {}),
+                                            FnIndexInferError: no_such_endpoint}
         return super().launch(*args, app_kwargs=app_kwargs, **kwargs)
+
+
+async def no_such_endpoint(request, error) -> JSONResponse:
+    """A call to an API name the app does not have: 404 and a sentence (gradio answered 500)."""
+    name = str(request.path_params.get("api_name", ""))[:100]
+    return JSONResponse({"error": f"This app has no endpoint named {name!r}; its endpoints are listed at "
+                                  "?view=api."}, status_code=404)
 
 
 def build_demo(*, test_hooks: bool | None = None) -> gr.Blocks:
