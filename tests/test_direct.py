@@ -105,9 +105,9 @@ def test_a_guessed_key_reaches_no_tab(app_url, tab):
     ({}, "changes some of"),
     ({"sentence_a": "x", "source": "bert"}, "nothing else"),
     ({"view": "listing"}, "nothing else"),
-    ({"sentence_a": 5}, "sentence_a must be a str"),
-    ({"token": True}, "token must be a int"),
-    ({"token": "2"}, "token must be a int"),
+    ({"sentence_a": 5}, "sentence_a must be text, not int"),
+    ({"token": True}, "token must be a whole number or null, not bool"),
+    ({"token": "2"}, "token must be a whole number or null, not str"),
     ({"sentence_b": "w" * (MAX_TEXT + 1)}, f"{MAX_TEXT:,}"),
     ({"token": -1}, "token"),
 ])

@@ -39,8 +39,8 @@ from ui import events
 PATH = "/explorer/live"  # the route, under the app's root (assets/explorer.js calls it relative to the page)
 SLOTS = 1  # direct calls computing at once
 WAITING = 200  # direct calls waiting for a turn at most; past it a call is refused at once
-# what a direct call may change, and the type each value must have
-CHANGES = {"sentence_a": str, "sentence_b": str, "token": int}
+# what a direct call may change, and the type each value must have (as a sentence names it)
+CHANGES = {"sentence_a": (str, "text"), "sentence_b": (str, "text"), "token": (int, "a whole number or null")}
 MAX_KEY = 64
 MAX_BODY = 8 * MAX_TEXT + 4096  # bytes: two sentences at the limit, JSON-escaped, and the rest
 
@@ -123,11 +123,11 @@ def read(sent: object) -> tuple[str, dict]:
     if not isinstance(change, dict) or not change or not set(change) <= set(CHANGES):
         raise Refused(f"A direct update changes some of {', '.join(CHANGES)}; nothing else.")
     for name, value in change.items():
-        wanted = CHANGES[name]
+        wanted, described = CHANGES[name]
         if name == "token" and value is None:
             continue
         if not isinstance(value, wanted) or isinstance(value, bool):
-            raise Refused(f"{name} must be a {wanted.__name__}, not {type(value).__name__}.")
+            raise Refused(f"{name} must be {described}, not {type(value).__name__}.")
     return sent["key"], dict(change)
 
 
