@@ -17,7 +17,9 @@ table, each figure beside its baseline or target measured in the same run:
 3. a 5 MB sentence to `/embed`: the peak RSS growth while it is answered (sampled every
    10 ms) and the time to the answer (targets < 300 MiB, ≤ 3 s);
 4. disk left by 12 `/export` calls from one client: the exports folder and the whole cache
-   (target < 15 MB).
+   (target < 15 MB);
+5. a student's keystroke (as the page sends it) while 100 strangers queue 500 `/embed` calls of
+   two 10,000-character sentences: p50 and p95 against alone (reported).
 
 Timings on a shared machine are noisy; read the ratios. Asserts nothing.
 """
@@ -122,6 +124,38 @@ def latency_rows(url: str, count: int) -> list[tuple[str, ...]]:
     return rows
 
 
+def flood_rows(url: str, calls: int = 500, strangers: int = 100) -> list[tuple[str, ...]]:
+    """A student typing as the page does while strangers flood gradio's queue with `calls` /embed
+    calls of two 10,000-character sentences, `strangers` at once: the keystroke's latency."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from bench.load import HttpSession, endpoints_of
+
+    big = "word " * 2_000  # 10,000 characters, the most a sentence may have
+    endpoints = endpoints_of(url)
+
+    def flood(i: int) -> None:
+        stranger = HttpSession(url, endpoints, 600)
+        try:
+            stranger.predict(f"{big[:-10]} {i}", big, api_name="embed")
+        except Exception:  # noqa: BLE001 - a refused or dropped call is the stranger's loss, not measured
+            pass
+        finally:
+            stranger.close()
+
+    alone = embed_latencies(url, 40)
+    pool = ThreadPoolExecutor(strangers)
+    for i in range(calls):
+        pool.submit(flood, i)
+    time.sleep(2)  # the queue is full
+    flooded = embed_latencies(url, 60)
+    pool.shutdown(wait=False, cancel_futures=True)
+    return [(f"a keystroke {name} while {strangers} strangers queue {calls} /embed calls of 2 × 10,000 characters",
+             f"{percentile(flooded, q) * 1000:.0f} ms", f"{percentile(alone, q) * 1000:.0f} ms alone",
+             f"{percentile(flooded, q) / percentile(alone, q):.1f}×", "", "")
+            for name, q in (("p50", 0.5), ("p95", 0.95))]
+
+
 def session_rows(url: str, process, sessions: int) -> list[tuple[str, ...]]:
     warm = client(url)
     warm.predict("bert", api_name="/source")
@@ -206,8 +240,8 @@ def main() -> None:
         os.environ["GRADIO_TEMP_DIR"] = cache  # the child's cache is its own, so its size is ours
         with launched_app() as (url, process):
             print(f"app at {url}, pid {process.pid}, cache {cache}", flush=True)
-            rows = [*latency_rows(url, count), *session_rows(url, process, sessions), *huge_rows(url, process),
-                    *disk_rows(url, Path(cache))]
+            rows = [*latency_rows(url, count), *flood_rows(url), *session_rows(url, process, sessions),
+                    *huge_rows(url, process), *disk_rows(url, Path(cache))]
     print()
     print("| measure | ours | baseline | ratio | target | met |")
     print("|---|---:|---:|---:|---|---|")
