@@ -17,10 +17,11 @@ route (README, Performance), and gradio's `/component_server` also makes a gradi
 any session hash it is sent. Neither is given gradio's session hash, so the page identifies
 its tab with the unguessable key the server issued when the page loaded (`core.live.Live.key`).
 
-Bounds: the calls compute two at a time (one per core, like the queue's live group); at
-most `WAITING` wait for a turn (in the event loop, holding no thread), past which a call is
-refused at once; a tab's older call still waiting when a newer one comes is skipped (the
-page sends one at a time anyway, the latest text winning); a body is at most `MAX_BODY`.
+Bounds: the calls compute one at a time (one interpreter: a second computing thread only
+contended with the first for its lock); at most `WAITING` wait for a turn (in the event loop,
+holding no thread), past which a call is refused at once; a tab's older call still waiting
+when a newer one comes is skipped (the page sends one at a time anyway, the latest text
+winning); a body is at most `MAX_BODY`.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from core.options import MAX_TEXT, Refused
 from ui import events
 
 PATH = "/explorer/live"  # the route, under the app's root (assets/explorer.js calls it relative to the page)
-SLOTS = 1  # direct calls computing at once
+SLOTS = 1  # direct calls computing at once: in one interpreter a second thread only adds contention
 WAITING = 200  # direct calls waiting for a turn at most; past it a call is refused at once
 # what a direct call may change, and the type each value must have (as a sentence names it)
 CHANGES = {"sentence_a": (str, "text"), "sentence_b": (str, "text"), "token": (int, "a whole number or null")}
@@ -49,7 +50,7 @@ class Direct:
     """The page's direct calls to one page's tabs, with their bounds.
 
     A call waits for its turn in the event loop (no thread is held while it waits), then
-    computes on one of `slots` worker threads.
+    computes on a worker thread, `slots` at a time.
     """
 
     def __init__(self, page, slots: int = SLOTS, waiting: int = WAITING) -> None:
@@ -89,7 +90,7 @@ class Direct:
         values, sync = events.update(self.page, None, lambda view: view.with_(**changes), asked=tuple(changes),
                                      outputs=self.page.sync_outputs + self.page.direct_outputs, live=tab,
                                      direct=True)
-        self.calls += 1  # one worker thread computes: no lock needed for the counters
+        self.calls += 1  # for benchmarks; exact with one slot, approximate with more
         self.seconds += time.perf_counter() - began
         return {"values": {component.elem_id: value for component, value in values.items()}, "sync": sync}
 
