@@ -30,13 +30,9 @@ sys.path.insert(0, str(ROOT))
 
 from bench.appserver import launched, launched_app  # noqa: E402
 from bench.load import HttpSession, PageSession, endpoints_of  # noqa: E402
+from bench.train_burst import percentile  # noqa: E402
 
 TIMEOUT = 120
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else float("nan")
 
 
 def burst(sessions: list, api_name: str, data: list, spread: float, seed: int) -> tuple[list[float], list[str]]:

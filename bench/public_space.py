@@ -104,7 +104,9 @@ def heavy_visitor(url: str, stop: threading.Event, outcomes: Counter) -> list[th
     return threads
 
 
-def latency_rows(url: str, count: int) -> list[tuple[str, ...]]:
+def beside_heavy_neighbour(url: str, count: int) -> tuple[list[float], list[float], Counter]:
+    """A student's update seconds alone, then while one visitor loops every heavy endpoint; and
+    the heavy visitor's calls meanwhile."""
     alone = embed_latencies(url, count)
     stop, outcomes = threading.Event(), Counter()
     threads = heavy_visitor(url, stop, outcomes)
@@ -113,6 +115,11 @@ def latency_rows(url: str, count: int) -> list[tuple[str, ...]]:
     stop.set()
     for thread in threads:
         thread.join(300)
+    return alone, loaded, outcomes
+
+
+def latency_rows(url: str, count: int) -> list[tuple[str, ...]]:
+    alone, loaded, outcomes = beside_heavy_neighbour(url, count)
     rows = []
     for name, q in (("p50", 0.5), ("p90", 0.9)):
         a, b = percentile(alone, q), percentile(loaded, q)

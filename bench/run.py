@@ -570,22 +570,12 @@ def bursts(quick: bool) -> list[Target]:
 
 
 def neighbour(quick: bool) -> list[Target]:
-    import threading
-
     from bench.appserver import launched_app
-    from bench.public_space import embed_latencies, heavy_visitor
-
-    count = 60 if quick else 200
-    with launched_app() as (url, _):
-        alone = embed_latencies(url, count)
-        stop, outcomes = threading.Event(), __import__("collections").Counter()
-        threads = heavy_visitor(url, stop, outcomes)
-        time.sleep(2)
-        loaded = embed_latencies(url, count)
-        stop.set()
-        for thread in threads:
-            thread.join(300)
     from bench.lecture import percentile
+    from bench.public_space import beside_heavy_neighbour
+
+    with launched_app() as (url, _):
+        alone, loaded, outcomes = beside_heavy_neighbour(url, 60 if quick else 200)
 
     a, b = percentile(alone, 0.5), percentile(loaded, 0.5)
     print(f"11. another visitor's update, p50: {ms(b)} beside a visitor looping refit, export, train and large tables;"
