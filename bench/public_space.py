@@ -104,12 +104,14 @@ def heavy_visitor(url: str, stop: threading.Event, outcomes: Counter) -> list[th
     return threads
 
 
-def beside_heavy_neighbour(url: str, count: int) -> tuple[list[float], list[float], Counter]:
+def beside_heavy_neighbour(url: str, count: int,
+                           heavy_url: str | None = None) -> tuple[list[float], list[float], Counter]:
     """A student's update seconds alone, then while one visitor loops every heavy endpoint; and
-    the heavy visitor's calls meanwhile."""
+    the heavy visitor's calls meanwhile. With `heavy_url` (another app process), the heavy
+    visitor works there: the floor, what two processes sharing the machine's cores cost."""
     alone = embed_latencies(url, count)
     stop, outcomes = threading.Event(), Counter()
-    threads = heavy_visitor(url, stop, outcomes)
+    threads = heavy_visitor(heavy_url or url, stop, outcomes)
     time.sleep(2)  # the loops are under way
     loaded = embed_latencies(url, count)
     stop.set()

@@ -21,6 +21,7 @@ from __future__ import annotations
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,11 +59,13 @@ def sentence_projection(rows: int) -> PCAProjection:
     return PCAProjection(n_spectrum=SPECTRUM if rows <= SPECTRUM_ROWS else 0)
 
 
-def vocabulary_basis(table: nn.Embedding | PatchedEmbedding, *, refit: bool = False) -> VocabularyBasis:
+def vocabulary_basis(table: nn.Embedding | PatchedEmbedding, *, refit: bool = False,
+                     run: Callable[..., VocabularyBasis] | None = None) -> VocabularyBasis:
     """PCA of every row of ``table``, fitted once per table and then cached.
 
     ``refit`` fits again even when cached, for the page's Refit button: the answer is the
-    same (the fit is deterministic), but the page reports the time it takes.
+    same (the fit is deterministic), but the page reports the time it takes. ``run(fit_vocabulary,
+    table)`` does the fit (`core.offload.Offload.call` does it in another process); by default here.
     """
     if not refit and (found := _CACHE.get(table)) is not None:
         return found
@@ -71,13 +74,18 @@ def vocabulary_basis(table: nn.Embedding | PatchedEmbedding, *, refit: bool = Fa
     with lock:
         if not refit and (found := _CACHE.get(table)) is not None:
             return found  # fitted by another request while this one waited
-        start = time.perf_counter()
-        # (V, d), read, never written; a trained table is built whole for the fit and dropped
-        rows = table.weight.detach().numpy()
-        projection = PCAProjection(svd_solver="covariance_eigh", n_spectrum=SPECTRUM).fit(rows)
-        basis = VocabularyBasis(projection, time.perf_counter() - start)
+        basis = run(fit_vocabulary, table) if run is not None else fit_vocabulary(table)
         _CACHE[table] = basis
         return basis
+
+
+def fit_vocabulary(table: nn.Embedding | PatchedEmbedding) -> VocabularyBasis:
+    """The fit itself, uncached: a module-level function, so another process can run it."""
+    start = time.perf_counter()
+    # (V, d), read, never written; a trained table is built whole for the fit and dropped
+    rows = table.weight.detach().numpy()
+    projection = PCAProjection(svd_solver="covariance_eigh", n_spectrum=SPECTRUM).fit(rows)
+    return VocabularyBasis(projection, time.perf_counter() - start)
 
 
 def is_cached(table: nn.Embedding) -> bool:

@@ -10,8 +10,10 @@ most ordinary format for its job:
   only arrays, so opening it runs no code, unlike a pickle.
 * ``.html`` — the interactive figure with plotly.js inside, so it opens offline.
 
-Nothing here reads torch or gradio: the functions take the plain data `core.view.explore`
-produces (a `Scene`, vectors as numpy arrays, a figure dict).
+The file writers read neither torch nor gradio: they take the plain data `core.view.explore`
+produces (a `Scene`, vectors as numpy arrays, a figure dict). `export_view` runs the pipeline
+for a tab's view and writes them: one module-level call, which `core.offload` runs in its own
+process (the figure's HTML alone is megabytes of Python string work).
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ import csv
 import io
 import json
 import re
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import plotly.graph_objects as go
@@ -29,6 +33,10 @@ import plotly.io as pio
 from safetensors.numpy import save
 
 from core.figures import GROUPS, Scene
+
+if TYPE_CHECKING:
+    from core.session import Session
+    from core.state import View
 
 CSV_HEADER = ("group", "token", "id", "position", "segment", "x", "y")
 # tensors that describe the tokens, stored beside the groups' vectors
@@ -135,3 +143,16 @@ def export_files(
         path.write_bytes(data)
         paths.append(path)
     return paths
+
+
+def export_view(folder: Path, view: View, session: Session) -> list[str]:
+    """The three files of `view` (a `core.state.View`) on `session`'s tables, in `folder`, which
+    is emptied first: a tab's next export replaces its last."""
+    from core.figures import embedding_spec
+    from core.view import explore_view  # torch: only for this call, the writers above need none
+
+    result = explore_view(view, session)
+    spec = embedding_spec(result.scene, labels=view.labels, arrows=view.arrows, shift=view.shift,
+                          presenter=view.presenter)
+    shutil.rmtree(folder, ignore_errors=True)
+    return [str(path) for path in export_files(folder, result.scene, result.vectors, spec)]

@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from core import offload
 from core.embedding import BertEmbedding
 from core.options import LIMITS, POSITIONS, SOURCES, TOKENIZERS  # noqa: F401 - re-exported
 from core.state import LISTING_SETTINGS, WORDPIECE_VOCAB_SIZE, Settings  # noqa: F401 - re-exported
@@ -59,7 +60,7 @@ _LOCK = threading.RLock()  # pretrained tables load once even when a class arriv
 @functools.cache
 def wordpiece() -> WordPieceTokenizer:
     """BERT's tokenizer, loaded once and shared: it holds no per-user state."""
-    return WordPieceTokenizer()
+    return offload.shared(WordPieceTokenizer(), (wordpiece, ()))
 
 
 def random_table(rows: int, width: int, std: float, seed: int) -> nn.Embedding:
@@ -146,6 +147,30 @@ class ByteBoundedCache:
             self._entries.clear()
 
 
+def preset(key: str, settings: Settings) -> Source:
+    """The tables a key of SOURCES names, but an upload (which is a file, not a name)."""
+    presets = {"random": random_source, "bert": lambda _: bert_source(), "glove": lambda _: glove_source()}
+    if key not in presets:
+        raise ValueError(f"{key!r} is not a preset; the presets are {', '.join(presets)}.")
+    return presets[key](settings)
+
+
+def preset_part(key: str, settings: Settings | None, name: str) -> object:
+    """One table of a preset (a name of its state dict) or its tokenizer: what `core.offload`'s
+    other process rebuilds instead of receiving a copy."""
+    source = preset(key, settings or Settings())
+    return source.tokenizer if name == "tokenizer" else source.model.state_dict(keep_vars=True)[name]
+
+
+def _registered(source: Source, settings: Settings | None) -> Source:
+    """`source`, its tables and tokenizer known to `core.offload` by how to build them again."""
+    for name, table in source.model.state_dict(keep_vars=True).items():
+        offload.shared(table, (preset_part, (source.key, settings, name)))
+    if source.tokenizer is not None and source.tokenizer is not wordpiece():
+        offload.shared(source.tokenizer, (preset_part, (source.key, settings, "tokenizer")))
+    return source
+
+
 def _source_bytes(source: Source) -> int:
     return sum(t.nbytes for t in (*source.model.parameters(), *source.model.buffers()))
 
@@ -160,8 +185,9 @@ def _random_source(settings: Settings) -> Source:
         identity_norm(settings.d_model),
     )
     if settings.tokenizer == "wordpiece":
-        return Source("random", _shared(model), wordpiece(), "BERT WordPiece")
-    return Source("random", _shared(model), None, f"words of your text (Counter, {settings.vocab_size:,} max)")
+        return _registered(Source("random", _shared(model), wordpiece(), "BERT WordPiece"), settings)
+    vocabulary = f"words of your text (Counter, {settings.vocab_size:,} max)"
+    return _registered(Source("random", _shared(model), None, vocabulary), settings)
 
 
 random_source = ByteBoundedCache(_random_source, _source_bytes, RANDOM_CACHE_BYTES)
@@ -174,7 +200,7 @@ def bert_source() -> Source:
 
 @functools.cache
 def _bert_source() -> Source:
-    return Source("bert", bert_preset(), wordpiece(), "BERT WordPiece")
+    return _registered(Source("bert", bert_preset(), wordpiece(), "BERT WordPiece"), None)
 
 
 def glove_source() -> Source:
@@ -201,8 +227,8 @@ def _glove_source() -> Source:
         identity_norm(width),
     )
     notes += ("GloVe has word vectors only: its position and segment tables are random, at GloVe's scale.",)
-    return Source("glove", _shared(model), WordLevelTokenizer(words), "GloVe's 400,000 words", notes,
-                  own_positions="random at GloVe's scale: GloVe has none")
+    return _registered(Source("glove", _shared(model), WordLevelTokenizer(words), "GloVe's 400,000 words", notes,
+                              own_positions="random at GloVe's scale: GloVe has none"), None)
 
 
 def _with_special_rows(vectors: torch.Tensor, seed: int) -> tuple[nn.Embedding, tuple[str, ...]]:

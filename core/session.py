@@ -17,15 +17,14 @@ from core.options import BASES, POSITIONS, SOURCES, Refused
 from core.presets import (
     Settings,
     Source,
-    bert_source,
-    glove_source,
+    preset,
     random_source,
     upload_source,
     with_positions,
 )
 from core.projection import PCAProjection
 from core.tokenizer import Encoding, WordLevelTokenizer, WordPieceTokenizer
-from core.training import PARTS, Corpus, TrainConfig, TrainResult, train, trainable_copy
+from core.training import PARTS, Corpus, TrainConfig, TrainResult, train_copy
 from core.uploads import UploadedTable
 
 
@@ -50,7 +49,7 @@ class Session:
     @classmethod
     def create(cls, settings: Settings | None = None, source: str = "random") -> Session:
         settings = settings or Settings()
-        base = _preset(source, settings)
+        base = preset(source, settings)
         return cls(settings, base, base)
 
     def __deepcopy__(self, memo: dict) -> Session:
@@ -105,7 +104,7 @@ class Session:
                 raise Refused("No file uploaded yet: upload a table first, then choose 'Uploaded file'.")
             base = self.uploaded
         else:
-            base = _preset(source, settings)
+            base = preset(source, settings)
         return self._with_tables(base, settings=settings, positions=positions)
 
     def adopt_training(self, trained: Session) -> Session:
@@ -124,7 +123,7 @@ class Session:
             if self.uploaded is None:
                 raise ValueError("No file uploaded yet: upload a table first, then choose 'Uploaded file'.")
             return self._with_tables(self.uploaded)
-        return self._with_tables(_preset(key, self.settings))
+        return self._with_tables(preset(key, self.settings))
 
     def with_upload(self, upload: UploadedTable) -> Session:
         uploaded = upload_source(upload, self.source, self.settings.seed)
@@ -153,17 +152,19 @@ class Session:
         config: TrainConfig,
         progress: Callable[[int, int, tuple[float, ...]], None] | None = None,
         stop: Callable[[], bool] | None = None,
+        run: Callable[..., tuple[BertEmbedding, TrainResult]] | None = None,
     ) -> Session:
         """Train a private copy of the current tables (continuing any earlier training); `stop`
-        as in `core.training.train`."""
+        as in `core.training.train`. `run(train_copy, …, progress=, stop=)` does the training
+        (`core.offload.Offload.call` does it in another process); by default here."""
         tokenizer = self.tokenizer or WordLevelTokenizer.from_text(
             "\n".join(corpus.sentences), max_size=self.settings.vocab_size
         )
-        model = trainable_copy(self.model, self.fixed)
-        result = train(model, corpus, tokenizer, config, progress, stop)
+        arguments = (self.model, self.fixed, corpus, tokenizer, config)
+        model, result = (run or _here)(train_copy, *arguments, progress=progress, stop=stop)
         return replace(
             self,
-            trained=model.requires_grad_(False),
+            trained=model,
             trained_tokenizer=tokenizer if self.source.tokenizer is None else None,
             training=result,
         )
@@ -216,8 +217,5 @@ class Session:
         return new
 
 
-def _preset(key: str, settings: Settings) -> Source:
-    presets = {"random": random_source, "bert": lambda _: bert_source(), "glove": lambda _: glove_source()}
-    if key not in presets:
-        raise ValueError(f"{key!r} is not a preset; the presets are {', '.join(presets)}.")
-    return presets[key](settings)
+def _here(function: Callable, *args, **hooks):
+    return function(*args, **hooks)

@@ -347,6 +347,15 @@ class WordLevelTokenizer(_PairTokenizer):
         self._display_vocab = self.vocab
         self._cls_id, self._sep_id, self._unk_id = index[CLS], index[SEP], index[UNK]
 
+    def __getstate__(self) -> dict:
+        # a read-only view does not pickle; it is made again from the index (core.offload sends
+        # the vocabulary of an upload or of a trained random table to its process)
+        return {k: v for k, v in self.__dict__.items() if k not in ("vocab", "_display_vocab")}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.vocab = self._display_vocab = MappingProxyType(self._index)
+
     @classmethod
     def from_text(cls, text: str, max_size: int | None = None) -> WordLevelTokenizer:
         """Build the vocabulary of a text, most frequent word first.

@@ -117,6 +117,10 @@ class Corpus:
         object.__setattr__(self, "sentences", sentences)
         object.__setattr__(self, "categories", MappingProxyType(categories))
 
+    def __reduce__(self) -> tuple:
+        # a read-only mapping does not pickle; a corpus crosses to core.offload's process
+        return (Corpus, (self.sentences, dict(self.categories)))
+
     @classmethod
     def builtin(cls) -> Corpus:
         """The corpus that ships in assets/, with planted categories of related words."""
@@ -238,6 +242,16 @@ def trainable_copy(model: BertEmbedding, frozen: Collection[str] = ()) -> BertEm
             module = copy.deepcopy(module)
         modules[attribute] = module.requires_grad_(trains)
     return BertEmbedding.from_modules(**modules).eval()
+
+
+def train_copy(model: BertEmbedding, frozen: Collection[str], corpus: Corpus, tokenizer: Tokenizer,
+               config: TrainConfig, progress: Callable[[int, int, tuple[float, ...]], None] | None = None,
+               stop: Callable[[], bool] | None = None) -> tuple[BertEmbedding, TrainResult]:
+    """A `trainable_copy` of `model`, trained: the model and what its training did. One
+    module-level call, so `core.offload` can run it in its own process."""
+    copy_ = trainable_copy(model, frozen)
+    result = train(copy_, corpus, tokenizer, config, progress, stop)
+    return copy_.requires_grad_(False), result
 
 
 def _trainable(module: nn.Module) -> bool:

@@ -7,6 +7,7 @@ run exactly what a user sees.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -19,7 +20,9 @@ from core.figures import Neighbourhood, Scene
 from core.neighbours import Neighbour, nearest, output_neighbours
 from core.projection import PCAProjection
 from core.session import Session
+from core.state import View
 from core.tokenizer import CLS, SEP, UNK, Encoding
+from core.training import Corpus
 
 MAX_NEIGHBOURS = 50
 
@@ -155,6 +158,29 @@ def explore(
         )
     ]
     return Exploration(encoding, scene, rows, notes, vectors, projection, neighbours)
+
+
+def explore_view(view: View, session: Session, tokens: tuple[str, ...] | None = None) -> Exploration:
+    """The pipeline's result for a tab's view (the one call the plane and the exports share)."""
+    flipped = flipped_tokens(view, session, tokens)
+    # a trained layer colours the built-in corpus's words by category: "related words gather"
+    categories = builtin_categories() if session.trained is not None else None
+    return explore(session, view.sentence_a, view.sentence_b, view.groups, selected=view.token, k=view.k,
+                   flipped=flipped, components=view.dims, categories=categories)
+
+
+@functools.cache
+def builtin_categories() -> Mapping[str, tuple[str, ...]]:
+    return Corpus.builtin().categories
+
+
+def flipped_tokens(view: View, session: Session, tokens: tuple[str, ...] | None) -> dict[int, str]:
+    """The view's flipped positions with their tokens, as the pipeline takes them."""
+    if not view.flips:
+        return {}
+    if tokens is None:
+        tokens = session.encode(view.sentence_a, view.sentence_b).tokens
+    return {i: tokens[i] for i in view.flips if i < len(tokens)}
 
 
 def fit_sentence_basis(session: Session, a: str, b: str, groups: Sequence[str] = COMPONENTS) -> PCAProjection:

@@ -435,3 +435,50 @@ def test_a_query_string_past_every_limit_is_refused_and_the_server_keeps_serving
         status = connection.recv(64).split(b"\r\n")[0]
     assert status.split()[1].startswith(b"4"), status
     assert httpx.get(app_url, timeout=30).status_code == 200
+
+
+# --- e. heavy work in its own process -------------------------------------------------------
+
+
+def test_a_training_computes_in_the_niced_heavy_work_process(app_url):
+    import psutil
+
+    from ui import events
+
+    client = new_client(app_url)
+    client.predict(5, "builtin", api_name="/train")  # the process is up and has imported what training needs
+    child = psutil.Process(events.OFFLOAD.pid)
+    assert child.ppid() == os.getpid() and child.nice() >= os.nice(0) + 10
+    before = sum(child.cpu_times()[:2])
+    result = client.predict(400, "builtin", api_name="/train")
+    assert output(client, "train", result, "train-summary").startswith("Trained 400 steps in ")
+    assert sum(child.cpu_times()[:2]) > before  # the steps were computed there, not in this process
+
+
+def test_a_heavy_work_process_that_dies_fails_its_job_plainly_and_is_replaced(app_url):
+    import threading
+
+    import psutil
+    from appapi import fingerprint
+
+    from ui import events
+
+    client = new_client(app_url)
+    client.predict(5, "builtin", api_name="/train")
+    before = fingerprint(client)
+    child = psutil.Process(events.OFFLOAD.pid)
+    answer, idle = {}, sum(child.cpu_times()[:2])
+    training = threading.Thread(target=lambda: answer.setdefault(
+        "result", client.predict(2_000, "builtin", api_name="/train")))
+    training.start()
+    deadline = time.monotonic() + 60
+    while sum(child.cpu_times()[:2]) < idle + 0.3 and time.monotonic() < deadline:  # it is training
+        time.sleep(0.05)
+    child.kill()
+    training.join(120)
+    assert text_of(output(client, "train", answer["result"], "notice")) == (
+        "<p>⚠️ Training failed on the server (OffloadError); the tables are as they were.</p>")
+    assert fingerprint(client) == before
+    result = client.predict(5, "builtin", api_name="/train")  # a new process takes the next job
+    assert output(client, "train", result, "train-summary").startswith("Trained 5 steps in ")
+    assert events.OFFLOAD.pid != child.pid

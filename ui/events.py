@@ -19,12 +19,15 @@ from collections.abc import Callable, Iterable
 import gradio as gr
 
 from core.live import Jobs, Lives
+from core.offload import Offload
 from core.session import Session
 from core.state import View
 
-# every tab's state, and the pool heavy work shares: one job at a time, the rest in line, one per tab
+# every tab's state, and the pool heavy work shares: one job at a time, the rest in line, one per
+# tab; a training's or a refit's computing runs in the process OFFLOAD keeps, off this one's lock
 LIVES = Lives()
 JOBS = Jobs(workers=1)
+OFFLOAD = Offload()
 
 
 def live_of(request: gr.Request | None):

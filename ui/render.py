@@ -13,7 +13,6 @@ escaped HTML.
 
 from __future__ import annotations
 
-import functools
 import html
 import json
 import re
@@ -35,8 +34,7 @@ from core.search import SearchResult, search
 from core.session import Session
 from core.share import to_query
 from core.state import SETTINGS_FIELDS, View
-from core.training import Corpus
-from core.view import Exploration, explore
+from core.view import Exploration, explore_view, flipped_tokens
 
 NO_TOKEN = ""  # the token picker's value when no token is selected
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>&:])")
@@ -181,7 +179,7 @@ def plane(page, view: View, session: Session, tokens: tuple[str, ...] | None = N
     live path does not tokenize the sentences once more to find the flipped ones.
     `revision`: the tab's change count (`core.live.Step.revision`); the page's script draws
     no figure older than the one it shows, whichever path brought it."""
-    result = exploration(view, session, tokens)
+    result = explore_view(view, session, tokens)
     spec = embedding_spec(result.scene, labels=view.labels, arrows=view.arrows, shift=view.shift,
                           presenter=view.presenter, compact=True)
     found, searched = _search(view, session, result), []
@@ -227,33 +225,10 @@ def search_text(found: SearchResult | None) -> str:
     return line
 
 
-def exploration(view: View, session: Session, tokens: tuple[str, ...] | None = None) -> Exploration:
-    """The pipeline's result for this view (the one call the plane and the exports share)."""
-    flipped = _flipped(view, session, tokens)
-    # a trained layer colours the built-in corpus's words by category: "related words gather"
-    categories = builtin_categories() if session.trained is not None else None
-    return explore(session, view.sentence_a, view.sentence_b, view.groups, selected=view.token, k=view.k,
-                   flipped=flipped, components=view.dims, categories=categories)
-
-
-@functools.cache
-def builtin_categories():
-    return Corpus.builtin().categories
-
-
-def _flipped(view: View, session: Session, tokens: tuple[str, ...] | None) -> dict[int, str]:
-    """The view's flipped positions with their tokens, as the pipeline takes them."""
-    if not view.flips:
-        return {}
-    if tokens is None:
-        tokens = session.encode(view.sentence_a, view.sentence_b).tokens
-    return {i: tokens[i] for i in view.flips if i < len(tokens)}
-
-
 def detail(page, view: View, session: Session, tokens: tuple[str, ...] | None = None) -> dict:
     """The open side view, computed for the current sentences."""
     a, b = view.sentence_a, view.sentence_b
-    flipped = _flipped(view, session, tokens)
+    flipped = flipped_tokens(view, session, tokens)
     if view.view == "positions":
         found = positions_detail(session, a, b, flipped, presenter=view.presenter)
         rows = [[r.token, f"{r.positions[0]} and {r.positions[1]}", round(r.cosine, 3)] for r in found.repeated]

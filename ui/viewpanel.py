@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-import shutil
 from pathlib import Path
 
 import gradio as gr
 
 from core import options
 from core.basis import vocabulary_basis
-from core.export import export_files
-from core.figures import embedding_spec
+from core.export import export_view
+from core.offload import OffloadError
 from core.options import BASES, COMPONENTS, LIMITS, PANELS, Refused
 from core.share import to_query
 from core.view import fit_sentence_basis
@@ -89,13 +88,14 @@ def refit(page, request: gr.Request) -> dict:
         return {page.notice: gr.skip()}
     try:
         if view.basis == "vocabulary":
-            fitted = events.JOBS.run(live, "refitting", lambda: vocabulary_basis(session.model.tok_embed, refit=True))
+            fitted = events.JOBS.run(live, "refitting", lambda: vocabulary_basis(
+                session.model.tok_embed, refit=True, run=events.OFFLOAD.call))
             rows = session.model.config.vocab_size
             gr.Info(f"Fitted the plane of all {rows:,} rows of the token table in {fitted.seconds:.2f} s.")
             return {page.notice: gr.skip()}
         plane = events.JOBS.run(live, "refitting",
                                 lambda: fit_sentence_basis(session, view.sentence_a, view.sentence_b, view.groups))
-    except Refused as error:
+    except (Refused, OffloadError) as error:
         gr.Warning(str(error))
         return {page.notice: render.notice((str(error),))}
     gr.Info("The frozen plane now fits the current sentence.")
@@ -124,17 +124,10 @@ def export(page, request: gr.Request, sentence_a: str, sentence_b: str) -> dict:
     if (view.sentence_a, view.sentence_b) != (sentence_a or "", sentence_b or ""):
         return changed  # the sentences were refused (the notice says why): no files of another view
 
-    def write() -> list[str]:
-        result = render.exploration(view, session)
-        spec = embedding_spec(result.scene, labels=view.labels, arrows=view.arrows, shift=view.shift,
-                              presenter=view.presenter)
-        folder = export_folder(page, request)
-        shutil.rmtree(folder, ignore_errors=True)
-        return [str(path) for path in export_files(folder, result.scene, result.vectors, spec)]
-
     try:
-        files = events.JOBS.run(live, "exporting", write)
-    except Refused as error:
+        files = events.JOBS.run(live, "exporting", lambda: events.OFFLOAD.call(
+            export_view, export_folder(page, request), view, session))
+    except (Refused, OffloadError) as error:
         gr.Warning(str(error))
         return {page.notice: render.notice((str(error),))}
     return {page.exports: gr.File(value=files, visible=True), **changed}

@@ -1,0 +1,285 @@
+"""Heavy work in a child process, so it never holds the serving process's interpreter lock.
+
+A training step, a vocabulary PCA or an export is mostly torch and numpy, but between their
+kernels each runs Python, and Python runs one thread at a time per process: beside a visitor
+looping *Refit* and *Train* in a thread of the server, another visitor's keystroke took 3.6–4.7×
+its time alone; with the same work in another process, 1.0–1.7× (`bench/public_space.py`).
+
+`Offload` keeps one child Python process (`python -m core.offload`), started on first use or by
+`start()`, niced and on one torch thread, so the serving process keeps a core. `call(fn, *args)`
+sends a module-level function and its arguments, pickled, over a private socket pair, and
+returns what the child returns or raises what it raised. The work may report `progress` (sent
+back as it goes) and read `stop()` (forwarded from the caller's `stop`).
+
+Tables are not copied across. The shared read-only tables (BERT's, GloVe's, seeded random ones)
+are registered with `shared(obj, recipe)`, where a recipe is a module-level function and its
+arguments that build the same object; a registered object crosses as its recipe, and the other
+side rebuilds it once (or finds it in its own caches). So a trained BERT table comes back as its
+corpus rows over the parent's own shared table, as `core.training.trainable_copy` made it.
+Everything else (an upload, a trained patch, a corpus) crosses by value.
+
+If the child dies (killed for memory, a crash in a native library), the call raises
+`OffloadError` and the next call starts a new child. The child ends when its parent's end of
+the socket closes, so it never outlives the server.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import queue
+import socket
+import subprocess
+import sys
+import threading
+import time
+import traceback
+import weakref
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from core.options import Refused
+
+ROOT = Path(__file__).resolve().parents[1]
+NICE = 10  # the child's CPU priority below the server's: a keystroke goes first
+POLL_SECONDS = 0.05  # how often a waiting caller asks its `stop`
+STOP_GRACE_SECONDS = 10.0  # work still running this long after its stop was sent is killed
+
+Recipe = tuple[Callable[..., Any], tuple]
+
+# an object's key (see _key_of) -> (a weak reference to it, its recipe); and recipe -> obj, weakly: a table dropped
+# from its cache is not kept alive by having crossed once
+_REGISTRY: dict[tuple, tuple[Callable[[], Any], Recipe]] = {}
+_BUILT: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_REGISTRY_LOCK = threading.Lock()
+
+
+class OffloadError(RuntimeError):
+    """The child process ended or could not be reached; the work was not done."""
+
+
+def shared(obj: Any, recipe: Recipe) -> Any:
+    """Register `obj` (a shared read-only table or tokenizer, weakly referable) as what `recipe` builds; returns `obj`.
+
+    `recipe` is `(function, args)`, both picklable, and `function(*args)` must return an object
+    equal in every value to `obj` in any process: it is how the other side gets it without a copy.
+    """
+    key = _key_of(obj)
+
+    def forget(ref: weakref.ref) -> None:
+        with _REGISTRY_LOCK:
+            if _REGISTRY.get(key, (None,))[0] is ref:
+                del _REGISTRY[key]
+
+    with _REGISTRY_LOCK:
+        _REGISTRY[key] = (weakref.ref(obj, forget), recipe)
+        _BUILT.setdefault(recipe, obj)
+    return obj
+
+
+def _key_of(obj: Any) -> tuple:
+    if isinstance(obj, torch.Tensor):
+        # `detach()` and `nn.Embedding.weight` give new tensor objects over the same memory, so a
+        # table is known by the memory it views, not by its identity
+        return ("tensor", obj.data_ptr(), tuple(obj.shape), tuple(obj.stride()), obj.dtype)
+    return ("object", id(obj))
+
+
+def _crossing_as(obj: Any) -> tuple | None:
+    """How `obj` crosses by reference: ("tensor", recipe, as a parameter) or ("object", recipe);
+    None when it is not registered and crosses by value."""
+    found = _REGISTRY.get(_key_of(obj))
+    if found is None or found[0]() is None:  # a dead table's memory or id, now another's
+        return None
+    if isinstance(obj, torch.Tensor):
+        return ("tensor", found[1], isinstance(obj, nn.Parameter))
+    return ("object", found[1]) if found[0]() is obj else None
+
+
+def _rebuilt(recipe: Recipe) -> Any:
+    with _REGISTRY_LOCK:
+        found = _BUILT.get(recipe)
+    if found is not None:
+        return found
+    function, args = recipe
+    return shared(function(*args), recipe)  # the function may have registered it already
+
+
+class _Pickler(pickle.Pickler):
+    def persistent_id(self, obj: Any) -> tuple | None:
+        return _crossing_as(obj)
+
+
+class _Unpickler(pickle.Unpickler):
+    def persistent_load(self, reference: tuple) -> Any:
+        found = _rebuilt(reference[1])
+        if reference[0] == "object":
+            return found
+        if reference[2]:  # the same class as it left: a module's parameter, or a plain view
+            return found if isinstance(found, nn.Parameter) else nn.Parameter(found, requires_grad=False)
+        return found.detach()
+
+
+def dumps(obj: Any) -> bytes:
+    buffer = io.BytesIO()
+    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    return buffer.getvalue()
+
+
+def loads(data: bytes) -> Any:
+    return _Unpickler(io.BytesIO(data)).load()
+
+
+class Offload:
+    """One child process and the calls it runs, one at a time (callers wait their turn)."""
+
+    def __init__(self, nice: int = NICE) -> None:
+        self.nice = nice
+        self._process: subprocess.Popen | None = None
+        self._connection: Connection | None = None
+        self._call_lock = threading.Lock()  # one call at a time
+        self._start_lock = threading.Lock()
+
+    def start(self) -> None:
+        """Start the child now (imports take a few seconds), so the first job does not wait for them."""
+        with self._start_lock:
+            if self._process is not None and self._process.poll() is None:
+                return
+            mine, theirs = socket.socketpair()
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "core.offload", str(theirs.fileno()), str(self.nice)],
+                cwd=ROOT, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
+            )
+            theirs.close()
+            self._connection = Connection(mine.detach())
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None and self._process.poll() is None else None
+
+    def call(self, function: Callable[..., Any], *args: Any,
+             progress: Callable[..., None] | None = None, stop: Callable[[], bool] | None = None) -> Any:
+        """`function(*args)` in the child; with `progress`, the function is passed a `progress`
+        callable whose calls reach this one; with `stop`, a `stop` callable that turns true
+        once this one has."""
+        with self._call_lock:
+            self.start()
+            connection = self._connection
+            try:
+                connection.send_bytes(dumps(("call", function, args, progress is not None, stop is not None)))
+                stopping: float | None = None  # when the stop was sent
+                while True:
+                    if stop is not None and stopping is None and stop():
+                        connection.send_bytes(dumps(("stop",)))
+                        stopping = time.monotonic()
+                    elif stopping is not None and time.monotonic() - stopping > STOP_GRACE_SECONDS:
+                        self.close(kill=True)  # work that does not read its `stop` is ended
+                        raise OffloadError("The heavy work did not stop when asked, so its process was ended.")
+                    if not connection.poll(POLL_SECONDS):
+                        continue
+                    kind, *rest = loads(connection.recv_bytes())
+                    if kind == "progress":
+                        progress(*rest[0])
+                    elif kind == "done":
+                        return rest[0]
+                    elif kind == "error":
+                        raise rest[0]
+            except (EOFError, OSError) as error:
+                self.close()
+                raise OffloadError("The process that runs heavy work ended before it finished; try again.") from error
+
+    def close(self, kill: bool = False) -> None:
+        """End the child (closing its socket ends it; a stuck one, or with `kill`, is killed)."""
+        process, connection = self._process, self._connection
+        self._process = self._connection = None
+        if connection is not None:
+            connection.close()
+        if process is not None:
+            if kill:
+                process.kill()
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=5)
+
+
+# the child: `python -m core.offload FD NICE`
+
+
+def _serve(connection: Connection) -> None:
+    """Run calls in the main thread; a reader thread takes `stop` messages meanwhile."""
+    calls: queue.Queue = queue.Queue()
+    stopping = threading.Event()
+    send_lock = threading.Lock()
+
+    def send(message: tuple) -> None:
+        data = dumps(message)
+        with send_lock:
+            connection.send_bytes(data)
+
+    def read() -> None:
+        while True:
+            try:
+                data = connection.recv_bytes()
+            except (EOFError, OSError):
+                calls.put(None)  # the parent is gone
+                return
+            try:
+                message = loads(data)
+            except Exception as error:  # noqa: BLE001 - e.g. a function this process cannot import
+                calls.put(("unreadable", error))
+                continue
+            if message[0] == "stop":
+                stopping.set()
+            else:
+                calls.put(message)
+
+    threading.Thread(target=read, daemon=True).start()
+    while (message := calls.get()) is not None:
+        if message[0] == "unreadable":
+            send(("error", OffloadError(f"The heavy work could not be read by its process: {message[1]}")))
+            continue
+        _, function, args, reports, stops = message
+        stopping.clear()
+        hooks = {}
+        if reports:
+            hooks["progress"] = lambda *values: send(("progress", values))
+        if stops:
+            hooks["stop"] = stopping.is_set
+        try:
+            result = ("done", function(*args, **hooks))
+        except BaseException as error:  # noqa: BLE001 - every failure goes back to the caller
+            if not isinstance(error, Refused):  # a refusal is an answer; anything else, a fault to log
+                traceback.print_exc()
+            result = ("error", error)
+        try:
+            send(result)
+        except (pickle.PicklingError, TypeError, AttributeError) as error:
+            send(("error", OffloadError(f"the result could not be sent back: {error}")))
+
+
+def main(argv: list[str]) -> None:
+    fd, nice = int(argv[0]), int(argv[1])
+    os.nice(nice)
+    torch.set_num_threads(1)
+    try:
+        from threadpoolctl import threadpool_limits  # noqa: PLC0415
+
+        threadpool_limits(1)
+    except ImportError:
+        pass
+    _serve(Connection(fd))
+
+
+if __name__ == "__main__":
+    # through the imported module, not this `__main__` copy: the tables register with that one
+    from core.offload import main as _main
+
+    _main(sys.argv[1:])

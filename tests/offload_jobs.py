@@ -1,0 +1,33 @@
+"""Small jobs for tests/test_offload.py, in a module the offload process can import by name
+(pytest imports test files under names of its own)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from core.options import Refused
+
+
+def refuse(message: str):
+    raise Refused(message)
+
+
+def count_to(limit: int, progress=None, stop=None) -> int:
+    """A job that reports each step and ends early when asked."""
+    for i in range(limit):
+        if stop is not None and stop():
+            return i
+        if progress is not None:
+            progress(i)
+        time.sleep(0.01)
+    return limit
+
+
+def ignore_stop(seconds: float, stop=None) -> None:
+    """A job that never reads its `stop`."""
+    time.sleep(seconds)
+
+
+def exit_now() -> None:
+    os._exit(3)

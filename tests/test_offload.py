@@ -1,0 +1,112 @@
+"""Heavy work in the child process `core.offload` keeps: the same results as in this process,
+shared tables crossing by reference, progress and stop carried across, failures said plainly."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import psutil
+import pytest
+import torch
+
+from core import offload as offload_module
+from core.basis import fit_vocabulary, vocabulary_basis
+from core.offload import Offload, OffloadError, dumps
+from core.options import Refused
+from core.session import Session
+from core.state import Settings
+from core.training import Corpus, TrainConfig
+from core.uploads import UploadedTable
+from tests.offload_jobs import count_to, exit_now, ignore_stop, refuse
+
+SMALL = Settings(d_model=16, maxlen=64, seed=3)
+
+
+@pytest.fixture(scope="module")
+def offload():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as the app and the offload process: sums in the same order, bit for bit
+    worker = Offload()
+    yield worker
+    worker.close()
+    torch.set_num_threads(threads)
+
+
+def test_a_bert_training_there_equals_one_here_and_shares_this_process_s_table(offload):
+    session = Session.create(source="bert")
+    here = session.trained_on(Corpus.builtin(), TrainConfig(steps=5))
+    steps: list[int] = []
+    there = session.trained_on(Corpus.builtin(), TrainConfig(steps=5), lambda step, *_: steps.append(step),
+                               run=offload.call)
+    for name, table in here.trained.state_dict().items():
+        assert torch.equal(table, there.trained.state_dict()[name]), name
+    assert there.training.losses == here.training.losses
+    assert steps and steps[-1] == 5
+    # the 30,522-row table came back as a reference to this process's own: same memory, no copy
+    assert there.trained.tok_embed.base.data_ptr() == session.model.tok_embed.weight.data_ptr()
+    assert len(dumps(session.model)) < 20_000 < session.model.tok_embed.weight.nbytes
+
+
+def test_a_table_nobody_can_rebuild_crosses_by_value(offload):
+    rows = np.random.default_rng(0).standard_normal((40, 6)).astype(np.float32)
+    session = Session.create(SMALL).with_upload(UploadedTable("token", "npy", None, torch.from_numpy(rows), None, ()))
+    here = session.trained_on(Corpus.builtin(), TrainConfig(steps=3))
+    there = session.trained_on(Corpus.builtin(), TrainConfig(steps=3), run=offload.call)
+    assert torch.equal(here.trained.tok_embed.weight, there.trained.tok_embed.weight)
+    assert len(dumps(session.model)) > rows.nbytes
+
+
+def test_a_vocabulary_fit_there_is_the_fit_here(offload):
+    table = Session.create(source="glove").model.tok_embed
+    there = vocabulary_basis(table, refit=True, run=offload.call)
+    here = fit_vocabulary(table)
+    assert np.array_equal(there.projection.transform(np.eye(50, dtype=np.float32)),
+                          here.projection.transform(np.eye(50, dtype=np.float32)))
+
+
+def test_progress_arrives_and_stop_ends_the_work_early(offload):
+    seen: list[int] = []
+    done = offload.call(count_to, 10_000, progress=seen.append, stop=lambda: len(seen) >= 3)
+    assert 3 <= done < 10_000 and seen[:3] == [0, 1, 2]
+    assert offload.call(count_to, 5) == 5  # the next call is not stopped by the last one's stop
+
+
+def test_a_refusal_there_is_the_same_refusal_here(offload):
+    with pytest.raises(Refused, match="not allowed"):
+        offload.call(refuse, "that is not allowed")
+    assert offload.call(count_to, 2) == 2
+
+
+def test_the_process_runs_niced_and_a_dead_one_is_replaced(offload):
+    offload.start()
+    child = psutil.Process(offload.pid)
+    assert child.nice() >= os.nice(0) + 10 and child.ppid() == os.getpid()
+    with pytest.raises(OffloadError, match="ended before it finished"):
+        offload.call(exit_now)
+    assert offload.call(count_to, 3) == 3 and offload.pid != child.pid
+
+
+def test_work_that_ignores_its_stop_is_ended(offload, monkeypatch):
+    monkeypatch.setattr(offload_module, "STOP_GRACE_SECONDS", 0.5)
+    with pytest.raises(OffloadError, match="did not stop"):
+        offload.call(ignore_stop, 60, stop=lambda: True)
+    assert offload.call(count_to, 2) == 2
+
+
+def test_work_the_process_cannot_import_is_refused_plainly(offload):
+    with pytest.raises(OffloadError, match="could not be read"):
+        offload.call(local_function)
+    assert offload.call(count_to, 2) == 2
+
+
+def local_function() -> None:  # under pytest's own module name, which the other process cannot import
+    pass
+
+
+def test_closing_ends_the_process():
+    worker = Offload()
+    worker.start()
+    child = psutil.Process(worker.pid)
+    worker.close()
+    assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
