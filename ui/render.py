@@ -117,7 +117,7 @@ def outputs(page, step: Step, *, asked: Iterable[str] = (), whole: bool = False,
         # update of the picker's choices costs gradio a rebuilt component config (a few ms of a
         # keystroke's CPU), so an empty picker is left as it is
         out[page.token] = gr.update(choices=token_choices(step.tokens if view.token is not None else ()))
-    elif page.token not in out:  # its value, plainly: cheaper for gradio than leaving it out (below)
+    elif page.token not in out:  # its value, plainly: an update of the choices costs far more
         out[page.token] = NO_TOKEN if view.token is None else view.token
     tables = whole or step.tables_changed or bool(changed & {"source", "positions", "frozen", *SETTINGS_FIELDS})
     # sentences that tokenize as before (a space typed, a space deleted) draw what is drawn: a
@@ -127,10 +127,8 @@ def outputs(page, step: Step, *, asked: Iterable[str] = (), whole: bool = False,
     redraw = not retyped and bool(changed & set(_PLANE))
     if whole or tables or redraw:
         out.update(plane(page, view, session, step.tokens, revision=step.revision))
-        # the side views not open are emptied (each is drawn when it is opened): writing an empty
-        # value costs gradio far less than leaving an output out, which makes it rebuild the
-        # component and its API schema (measured: up to 3.6 ms a table; a keystroke left out
-        # ten outputs, ~20 ms of its server CPU)
+        # the side views not open are emptied (each is drawn when it is opened), so none shows
+        # another sentence's numbers when it opens
         out.update(dict.fromkeys(page.detail_outputs))
     if view.view in DETAILS and (whole or tables or redraw or "view" in changed):
         out.update(detail(page, view, session, step.tokens))
