@@ -9,18 +9,25 @@ expression could take exponential time on a crafted pattern (``(a+)+b``), and Py
 polynomial and small: no repeat inside a repeat, no alternation inside a repeat, no
 back-references or look-arounds, at most ``MAX_REPEATS`` repeats (``.*.*.*.*x`` costs a
 power of the word's length per repeat), tried on words of at most ``MAX_REGEX_WORD``
-characters; and the scan stops after ``REGEX_SECONDS``, saying how far it got. Every
-refusal is a sentence saying what is allowed.
+characters; and the scan stops after ``REGEX_SECONDS``, saying how far it got. A scan is
+done once per token table and query (``_found``): typing on with a search in the view, or a
+link that carries one, redraws without scanning again. Every refusal is a sentence saying
+what is allowed.
 """
 
 from __future__ import annotations
 
 import html
 import re
+import threading
 import time
+import weakref
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
+from torch import nn
 
 from core.neighbours import nearest
 from core.options import MAX_SEARCH
@@ -41,6 +48,7 @@ MAX_WORD = 64  # vocabulary entries longer than this are not searched (GloVe has
 MAX_REPEATS = 3  # *, +, ?, {m,n} in one pattern: "colou?r", "un.*able", "[a-z]+ing" need one
 MAX_REGEX_WORD = 32  # a pattern is tried on words up to this long: with 3 repeats, at most ~32³ steps each
 REGEX_SECONDS = 1.0  # a pattern's scan of the vocabulary stops after this long
+CACHED_QUERIES = 16  # searches kept per token table (see _found)
 DEFAULT_LIMIT = 10
 SEARCH = "search"  # the figure layer's trace name
 SEARCH_COLOUR = "#000000"
@@ -49,6 +57,9 @@ _ATOMIC = getattr(_constants, "ATOMIC_GROUP", None)  # (?>…), Python 3.11+
 _REPEATS = {_constants.MAX_REPEAT, _constants.MIN_REPEAT, getattr(_constants, "POSSESSIVE_REPEAT", None)} - {None}
 _FORBIDDEN = {_constants.GROUPREF, _constants.GROUPREF_EXISTS, _constants.ASSERT, _constants.ASSERT_NOT}
 _BRANCHING = {_constants.BRANCH}
+# token table -> its recent searches' scans; forgets a table (a trained one) when it is gone
+_CACHE: weakref.WeakKeyDictionary[nn.Module, OrderedDict] = weakref.WeakKeyDictionary()
+_CACHE_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -107,23 +118,53 @@ def search(session: Session, query: str, *, regex: bool = False, limit: int = DE
         return SearchResult(query, (), message="This random table has no vocabulary of its own yet "
                                                "(its rows are named by the typed text), so there is nothing to search.")
     names = tokenizer.tokens_by_id
-    table = session.model.tok_embed.weight.detach().numpy()  # (V, d), shared: read only
-    rows = min(len(names), len(table))
-    ids, truncated = (_regex_matches(names, rows, query, limit) if regex
-                      else _text_matches(tokenizer, names, rows, query, limit))
+    tokens = session.model.tok_embed
+    ids, truncated, found = _found(tokens, tokenizer, query, regex, limit, k)
     if not ids:
         return SearchResult(query, (), message=f"No entry of this vocabulary matches {query!r}.")
 
-    points = projection.transform(table[ids]) if projection is not None else None
+    near = [id_ for id_, _ in found]
+    with torch.no_grad():  # the few rows shown, not the whole table
+        vectors = tokens(torch.tensor(list(ids) + near)).numpy()
+    points = projection.transform(vectors) if projection is not None else None
     hits = tuple(SearchHit(names[i], i, None if points is None else points[n]) for n, i in enumerate(ids))
-    markers = {tokenizer.token_to_id(t) for t in (CLS, SEP, UNK)} - {None}
-    found = nearest(table[:rows], table[ids[0]], k, exclude={ids[0], *markers}) if k else ()
-    neighbours = tuple((names[n.id], round(n.cosine, 3)) for n in found)
-    near_points = projection.transform(table[[n.id for n in found]]) if projection is not None and found else None
+    neighbours = tuple((names[id_], cosine) for id_, cosine in found)
+    near_points = points[len(ids):] if points is not None and found else None
     trace = _layer(hits, neighbours, near_points) if projection is not None else None
     more = f" (the first {limit} shown)" if truncated else ""
     return SearchResult(query, hits, neighbours, near_points, truncated,
                         f"{len(hits)} entr{'y' if len(hits) == 1 else 'ies'} found{more}.", trace)
+
+
+def _found(tokens: nn.Module, tokenizer, query: str, regex: bool, limit: int,
+           k: int) -> tuple[tuple[int, ...], bool, tuple[tuple[int, float], ...]]:
+    """The matching ids, whether there are more, and the first one's k neighbours (id, cosine):
+    the scan of the vocabulary, done once per table and query.
+
+    A search stays in the view while its owner types, and a link carries it to whoever opens
+    it, so every redraw asks again; the scan (up to ``REGEX_SECONDS`` for a slow pattern) and
+    the neighbours over the whole table are kept per token table (`tokens`: a preset's, shared,
+    or a trained one, which never changes once trained), the newest ``CACHED_QUERIES`` of each.
+    """
+    key = (id(tokenizer), query, regex, limit, k)  # a table is read through one tokenizer; the id is a guard
+    with _CACHE_LOCK:
+        kept = _CACHE.setdefault(tokens, OrderedDict())
+        if key in kept:
+            kept.move_to_end(key)
+            return kept[key]
+    names = tokenizer.tokens_by_id
+    table = tokens.weight.detach().numpy()  # (V, d): built whole for a trained table, read once here
+    rows = min(len(names), len(table))
+    ids, truncated = (_regex_matches(names, rows, query, limit) if regex
+                      else _text_matches(tokenizer, names, rows, query, limit))
+    markers = {tokenizer.token_to_id(t) for t in (CLS, SEP, UNK)} - {None}
+    near = nearest(table[:rows], table[ids[0]], k, exclude={ids[0], *markers}) if ids and k else ()
+    answer = (tuple(ids), truncated, tuple((n.id, round(n.cosine, 3)) for n in near))
+    with _CACHE_LOCK:
+        kept[key] = answer
+        while len(kept) > CACHED_QUERIES:
+            kept.popitem(last=False)
+    return answer
 
 
 def _text_matches(tokenizer, names, rows: int, query: str, limit: int) -> tuple[list[int], bool]:

@@ -482,3 +482,21 @@ def test_a_heavy_work_process_that_dies_fails_its_job_plainly_and_is_replaced(ap
     result = client.predict(5, "builtin", api_name="/train")  # a new process takes the next job
     assert output(client, "train", result, "train-summary").startswith("Trained 5 steps in ")
     assert events.OFFLOAD.pid != child.pid
+
+
+def test_a_slow_search_in_the_view_is_scanned_once_not_on_every_keystroke(app_url, monkeypatch):
+    """A link can carry a pattern that takes a third of a second to scan GloVe's 400,003 words;
+    typing on with it in the view redraws its crosses without scanning again."""
+    import core.search as module
+
+    scans = []
+    scan = module._regex_matches
+    monkeypatch.setattr(module, "_regex_matches", lambda *args: scans.append(args[2]) or scan(*args))
+    client = new_client(app_url)
+    client.predict("glove", api_name="/source")
+    pattern = ".{0,32}.{0,32}.{0,32}#"
+    found = client.predict(pattern, True, api_name="/search")
+    assert "found" in output(client, "search", found, "search-info")
+    for typed in ("the cat", "the cat sat", "the cat sat down"):
+        client.predict(typed, "", api_name="/embed")
+    assert scans == [pattern]

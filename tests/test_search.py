@@ -84,3 +84,41 @@ def test_a_random_word_table_has_nothing_to_search():
     assert session.tokenizer is None
     result = search(session, "cat")
     assert result.hits == () and "no vocabulary" in result.message
+
+
+def test_a_search_scans_the_vocabulary_once_per_table_and_query(bert, plane, monkeypatch):
+    """Typing on with a search in the view (or opening a link that carries one) redraws it
+    without scanning the vocabulary again; another table, or another query, scans."""
+    import core.search as module
+    from core.training import Corpus, TrainConfig
+
+    scans = []
+    scan = module._regex_matches
+    monkeypatch.setattr(module, "_regex_matches", lambda *args: scans.append(args[2]) or scan(*args))
+    first = search(bert, "prin.*ss", regex=True, projection=plane)
+    again = search(bert, "prin.*ss", regex=True, projection=plane)
+    assert scans == ["prin.*ss"]
+    assert [h.word for h in again.hits] == [h.word for h in first.hits] and again.neighbours == first.neighbours
+    np.testing.assert_array_equal(np.stack([h.point for h in again.hits]), np.stack([h.point for h in first.hits]))
+    search(bert, "prin.*e", regex=True, projection=plane)
+    assert scans == ["prin.*ss", "prin.*e"]
+    trained = bert.trained_on(Corpus.builtin(), TrainConfig(steps=2))  # its own token table: scanned anew
+    moved = search(trained, "prin.*ss", regex=True, projection=plane)
+    assert scans == ["prin.*ss", "prin.*e", "prin.*ss"]
+    expected = plane.transform(trained.model.tok_embed.weight[[moved.hits[0].id]].detach().numpy())[0]
+    np.testing.assert_allclose(moved.hits[0].point, expected, atol=1e-6)
+
+
+def test_the_scans_of_a_table_are_forgotten_with_it(bert):
+    import gc
+
+    import core.search as module
+    from core.training import Corpus, TrainConfig
+
+    trained = bert.trained_on(Corpus.builtin(), TrainConfig(steps=2))
+    search(trained, "queen")
+    assert trained.model.tok_embed in module._CACHE
+    kept = len(module._CACHE)
+    del trained
+    gc.collect()
+    assert len(module._CACHE) == kept - 1
