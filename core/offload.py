@@ -153,10 +153,12 @@ class Offload:
                 return
             mine, theirs = socket.socketpair()
             self._process = subprocess.Popen(
-                [sys.executable, "-m", "core.offload", str(theirs.fileno()), str(self.nice)],
+                [sys.executable, "-m", "core.offload", str(theirs.fileno())],
                 cwd=ROOT, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
             )
             theirs.close()
+            # from here, not by the child itself after its imports: it is niced from its first step
+            os.setpriority(os.PRIO_PROCESS, self._process.pid, os.getpriority(os.PRIO_PROCESS, 0) + self.nice)
             self._connection = Connection(mine.detach())
 
     @property
@@ -210,7 +212,7 @@ class Offload:
                 process.wait(timeout=5)
 
 
-# the child: `python -m core.offload FD NICE`
+# the child: `python -m core.offload FD`
 
 
 def _serve(connection: Connection) -> None:
@@ -266,8 +268,7 @@ def _serve(connection: Connection) -> None:
 
 
 def main(argv: list[str]) -> None:
-    fd, nice = int(argv[0]), int(argv[1])
-    os.nice(nice)
+    fd = int(argv[0])
     torch.set_num_threads(1)
     try:
         from threadpoolctl import threadpool_limits  # noqa: PLC0415

@@ -121,7 +121,7 @@ class Session:
             return self  # re-choosing the current tables keeps any training
         if key == "upload":
             if self.uploaded is None:
-                raise ValueError("No file uploaded yet: upload a table first, then choose 'Uploaded file'.")
+                raise Refused("No file uploaded yet: upload a table first, then choose 'Uploaded file'.")
             return self._with_tables(self.uploaded)
         return self._with_tables(preset(key, self.settings))
 
@@ -137,7 +137,7 @@ class Session:
         if basis not in BASES:
             raise ValueError(f"the basis must be one of {', '.join(BASES)}, not {basis!r}.")
         if basis == "frozen" and frozen is None:
-            raise ValueError("a frozen basis needs the plane to keep; fit one on the current sentence first.")
+            raise Refused("a frozen basis needs the plane to keep; fit one on the current sentence first.")
         return replace(self, basis=basis, frozen_basis=frozen if basis == "frozen" else None)
 
     def with_frozen(self, parts: Collection[str]) -> Session:

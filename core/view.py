@@ -18,6 +18,7 @@ from core.basis import sentence_projection, vocabulary_basis
 from core.embedding import COMPONENTS, BertEmbedding
 from core.figures import Neighbourhood, Scene
 from core.neighbours import Neighbour, nearest, output_neighbours
+from core.options import Refused
 from core.projection import PCAProjection
 from core.session import Session
 from core.state import View
@@ -187,7 +188,7 @@ def fit_sentence_basis(session: Session, a: str, b: str, groups: Sequence[str] =
     """The plane "this sentence" shows right now, to keep as the frozen basis."""
     result = explore(session.with_basis("sentence"), a, b, groups)
     if result.projection is None:
-        raise ValueError("No group is ticked, so there is no plane to keep: tick at least one group.")
+        raise Refused("No group is ticked, so there is no plane to keep: tick at least one group.")
     return result.projection
 
 

@@ -238,7 +238,9 @@ def test_a_refused_upload_leaves_the_page_usable(open_page, tmp_path):
 
 
 def test_changes_made_while_training_runs_are_kept_or_refused(open_page):
-    page = open_page()
+    # 256 dimensions: 1,500 steps take ~12 s, long enough to change things while they run (the
+    # default 32 take ~4 s in the heavy-work process, which a busy machine's clicks can outlast)
+    page = open_page("?d=256")
     page.get_by_role("tab", name="Train").click()
     page.locator("#train-steps input").fill("1500")
     page.locator("#train-button").click()

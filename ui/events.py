@@ -20,6 +20,7 @@ import gradio as gr
 
 from core.live import Jobs, Lives
 from core.offload import Offload
+from core.options import Refused
 from core.session import Session
 from core.state import View
 
@@ -126,7 +127,7 @@ def update(
             return out, track(page, live, out, direct=direct)
 
         step, (out, sent) = live.apply(change, compute, tables=tables, whole=whole)
-    except (ValueError, TypeError) as error:  # Refused, and core's own readable ValueErrors
+    except Refused as error:  # what the app does not allow, said in a sentence; any other error is a fault
         if not direct:
             gr.Warning(str(error))
         current = View() if live is None else live.view
