@@ -8,10 +8,12 @@ DESIGN.md), read from the demo that this test process launched.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import html
 import json
 import re
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 
 import numpy as np
@@ -143,3 +145,10 @@ def decode(array) -> np.ndarray:
     if "shape" in array:
         values = values.reshape(tuple(int(n) for n in array["shape"].split(",")))
     return values
+
+
+def run_async(coroutine_function):
+    """Run a coroutine in a thread of its own: a session's browser keeps an event loop running
+    in the test's thread (Playwright's sync API), where asyncio.run is not allowed."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine_function()).result(timeout=120)

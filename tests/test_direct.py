@@ -12,7 +12,6 @@ import asyncio
 import json
 import os
 import secrets
-from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -20,6 +19,7 @@ import pytest
 from core.figures import expand, table_rows
 from core.options import MAX_TEXT
 from core.presets import wordpiece
+from tests.appapi import run_async
 
 os.environ.setdefault("EMBEDDING_EXPLORER_TEST_HOOKS", "1")
 
@@ -38,13 +38,6 @@ def tab(client):
 
     client.predict("The king spoke.", "", api_name="/embed")
     return client, LIVES.get(client.session_hash)
-
-
-def run(coroutine_function):
-    """Run a coroutine in a thread of its own: the session's browser keeps an event loop running
-    in the test's thread (Playwright's sync API), where asyncio.run is not allowed."""
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coroutine_function()).result(timeout=120)
 
 
 def drawn_tokens(answer: dict) -> tuple[str, ...]:
@@ -136,7 +129,7 @@ def test_past_its_waiting_bound_a_call_is_refused_at_once(tab):
 
     _client, live = tab
     direct = Direct(app.demo.explorer, waiting=0)
-    answer = run(lambda: direct.answer({"key": live.key, "change": {"sentence_a": "late"}}))
+    answer = run_async(lambda: direct.answer({"key": live.key, "change": {"sentence_a": "late"}}))
     assert "updates waiting" in answer["error"] and live.view.sentence_a != "late"
 
 
@@ -156,7 +149,7 @@ def test_a_tab_s_older_call_still_waiting_is_skipped_for_its_newer_one(tab):
                 await asyncio.sleep(0.01)
         return await first, await second
 
-    first, second = run(two_calls)
+    first, second = run_async(two_calls)
     assert first == {"skipped": True}
     assert live.view.sentence_a == "second" and "values" in second
 
