@@ -376,7 +376,7 @@ def report(results: list[dict]) -> list[tuple[str, tuple[str, ...], list[tuple[s
 
 def run(doc: str, measure, report, characters: int) -> None:
     """A browser measure's command line: --characters and --warm-up, then its tables printed."""
-    from bench.run import table
+    from bench.report import table
 
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--characters", type=int, default=characters, help="timed characters per size and kind")

@@ -169,7 +169,7 @@ def report(found: dict) -> list[tuple[str, tuple[str, ...], list[tuple[str, ...]
 
 
 def main() -> None:
-    from bench.run import table
+    from bench.report import table
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=5)

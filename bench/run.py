@@ -57,11 +57,14 @@ import sys
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.report import kb, ms, table, times  # noqa: E402
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # transformers' "Loading weights" bar
@@ -83,29 +86,6 @@ class Target:
         if self.met is None:
             return "not measured" if self.ours == "—" else "—"
         return "yes" if self.met else "no"
-
-
-def table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    """A plain-text table: the first column left-aligned, the others right-aligned."""
-    cells = [tuple(header), *(tuple(row) for row in rows)]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
-    print(title)
-    for row in cells:
-        padded = (cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True)))
-        print("  ".join(padded).rstrip())
-    print(flush=True)
-
-
-def ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
-
-
-def times(ratio: float) -> str:
-    return f"{ratio:.2f}×"
-
-
-def kb(n_bytes: float) -> str:
-    return f"{n_bytes / 1024:.1f} KB"
 
 
 # 1. update latency

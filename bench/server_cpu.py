@@ -295,7 +295,7 @@ def main() -> None:
         serve_echo(json.loads(args.serve_echo))
         return
 
-    from bench.run import table
+    from bench.report import table
 
     found = measure(1 if args.quick else args.rounds, args.sessions, args.updates)
     for title, header, rows in report(found):

@@ -180,7 +180,7 @@ def report(results: list[dict]) -> list[tuple[str, tuple[str, ...], list[tuple[s
 
 
 def main() -> None:
-    from bench.run import table
+    from bench.report import table
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--fits", type=int, default=5, help="timed fits of each kind (median)")

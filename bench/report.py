@@ -1,0 +1,32 @@
+"""How the benchmarks print: plain-text tables and the units of their figures.
+
+A leaf module: `bench/run.py` and every measure import it, and it imports nothing of theirs, so
+a measure run on its own (`python bench/X.py`) does not load the runner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    """A plain-text table: the first column left-aligned, the others right-aligned."""
+    cells = [tuple(header), *(tuple(row) for row in rows)]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    print(title)
+    for row in cells:
+        padded = (cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True)))
+        print("  ".join(padded).rstrip())
+    print(flush=True)
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def times(ratio: float) -> str:
+    return f"{ratio:.2f}×"
+
+
+def kb(n_bytes: float) -> str:
+    return f"{n_bytes / 1024:.1f} KB"
