@@ -2,8 +2,9 @@
 
 A training step, a vocabulary PCA or an export is mostly torch and numpy, but between their
 kernels each runs Python, and Python runs one thread at a time per process: beside a visitor
-looping *Refit* and *Train* in a thread of the server, another visitor's keystroke took 3.6–4.7×
-its time alone; with the same work in another process, 1.0–1.7× (`bench/public_space.py`).
+looping *Train*, *Refit* and *Export* in threads of the server, another visitor's keystroke took
+3.2–4.7× its time alone; with the same visitor on another app process, 1.0–1.9× (`python
+bench/run.py --only neighbour` measures both side by side).
 
 `Offload` keeps one child Python process (`python -m core.offload`), started on first use or by
 `start()`, niced and on one torch thread, so the serving process keeps a core. `call(fn, *args)`
@@ -25,6 +26,7 @@ the socket closes, so it never outlives the server.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import pickle
@@ -53,8 +55,8 @@ STOP_GRACE_SECONDS = 10.0  # work still running this long after its stop was sen
 
 Recipe = tuple[Callable[..., Any], tuple]
 
-# an object's key (see _key_of) -> (a weak reference to it, its recipe); and recipe -> obj, weakly: a table dropped
-# from its cache is not kept alive by having crossed once
+# an object's key (see _key_of) -> (a weak reference to it, its recipe); and recipe -> object,
+# weakly: a table dropped from its cache is not kept alive by having crossed once
 _REGISTRY: dict[tuple, tuple[Callable[[], Any], Recipe]] = {}
 _BUILT: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _REGISTRY_LOCK = threading.Lock()
@@ -158,7 +160,8 @@ class Offload:
             )
             theirs.close()
             # from here, not by the child itself after its imports: it is niced from its first step
-            os.setpriority(os.PRIO_PROCESS, self._process.pid, os.getpriority(os.PRIO_PROCESS, 0) + self.nice)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.setpriority(os.PRIO_PROCESS, self._process.pid, os.getpriority(os.PRIO_PROCESS, 0) + self.nice)
             self._connection = Connection(mine.detach())
 
     @property
@@ -191,10 +194,17 @@ class Offload:
                     elif kind == "done":
                         return rest[0]
                     elif kind == "error":
-                        raise rest[0]
+                        failure = rest[0]
+                        break
             except (EOFError, OSError) as error:
                 self.close()
                 raise OffloadError("The process that runs heavy work ended before it finished; try again.") from error
+            except BaseException:
+                # left mid-call (a progress callback failed, the thread was interrupted): the child
+                # may still send this call's messages, which the next call would read as its own
+                self.close(kill=True)
+                raise
+        raise failure
 
     def close(self, kill: bool = False) -> None:
         """End the child (closing its socket ends it; a stuck one, or with `kill`, is killed)."""

@@ -72,6 +72,15 @@ def test_progress_arrives_and_stop_ends_the_work_early(offload):
     assert offload.call(count_to, 5) == 5  # the next call is not stopped by the last one's stop
 
 
+def test_a_caller_that_fails_midway_leaves_no_stale_answer_for_the_next(offload):
+    def fails(step: int) -> None:
+        raise KeyError("a progress callback's own bug")
+
+    with pytest.raises(KeyError):
+        offload.call(count_to, 200, progress=fails)
+    assert offload.call(count_to, 3) == 3  # not the 200 of the abandoned call
+
+
 def test_a_refusal_there_is_the_same_refusal_here(offload):
     with pytest.raises(Refused, match="not allowed"):
         offload.call(refuse, "that is not allowed")
