@@ -20,7 +20,6 @@ long the import took.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -169,13 +168,9 @@ def report(found: dict) -> list[tuple[str, tuple[str, ...], list[tuple[str, ...]
 
 
 def main() -> None:
-    from bench.report import table
+    from bench.report import run_repeated
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args()
-    for title, header, rows in report(measure(args.repeats)):
-        table(title, header, rows)
+    run_repeated(__doc__, measure, report, 5)
 
 
 if __name__ == "__main__":

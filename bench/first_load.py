@@ -14,7 +14,6 @@ of --repeats visits, and ours / minimal. Measured, never asserted.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 from contextlib import ExitStack
@@ -98,13 +97,9 @@ def report(found: dict) -> list[tuple[str, tuple[str, ...], list[tuple[str, ...]
 
 
 def main() -> None:
-    from bench.report import table
+    from bench.report import run_repeated
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
-    for title, header, rows in report(measure(args.repeats)):
-        table(title, header, rows)
+    run_repeated(__doc__, measure, report, 3)
 
 
 if __name__ == "__main__":

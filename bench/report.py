@@ -6,7 +6,8 @@ a measure run on its own (`python bench/X.py`) does not load the runner.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import argparse
+from collections.abc import Callable, Sequence
 
 
 def table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
@@ -30,3 +31,13 @@ def times(ratio: float) -> str:
 
 def kb(n_bytes: float) -> str:
     return f"{n_bytes / 1024:.1f} KB"
+
+
+def run_repeated(doc: str, measure: Callable[[int], dict], report: Callable[[dict], list], repeats: int) -> None:
+    """A measure's command line: `--repeats N` runs, then its tables (`report` gives title,
+    header and rows for each)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=repeats)
+    args = parser.parse_args()
+    for title, header, rows in report(measure(args.repeats)):
+        table(title, header, rows)
