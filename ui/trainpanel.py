@@ -82,10 +82,11 @@ def train(page, request: gr.Request, steps, corpus):
             steps = high
         steps = options.whole(steps, "steps")
         options.choice(corpus, "corpus", CORPORA)
-        view, session = live.view, live.session
+        with live.lock:  # after a table change still in flight (BERT loading): train what the page will show
+            view, session = live.view, live.session
         text = Corpus.builtin() if corpus == "builtin" else Corpus.from_text(f"{view.sentence_a}\n{view.sentence_b}")
     except (Refused, ValueError) as error:
-        yield _refused(page, error)
+        yield _refused(page, live, error)
         return
     done: dict = {}
     job = Job()
@@ -135,7 +136,7 @@ def train(page, request: gr.Request, steps, corpus):
         if worker.is_alive():
             job.cancel()
     if "error" in done:
-        yield _refused(page, done["error"])
+        yield _refused(page, live, done["error"])
         return
     if "session" not in done:
         return  # cancelled: its page is gone
@@ -144,10 +145,13 @@ def train(page, request: gr.Request, steps, corpus):
     notes = () if taken == steps else (
         f"Training stopped after {job.seconds:g} s, the longest one job may run on this server: {taken:,} of "
         f"{steps:,} steps were taken. Train again to continue from here.",)
-    yield events.update(page, request, lambda view: view, tables=lambda current: current.adopt_training(trained),
+    out = events.update(page, request, lambda view: view, tables=lambda current: current.adopt_training(trained),
                         notes=notes)
+    # set aside (the tables changed meanwhile), the summary and curve go back to the tables' own
+    yield {**render.training(page, live.session), **out}
 
 
-def _refused(page, error: Exception) -> dict:
+def _refused(page, live, error: Exception) -> dict:
+    """The refusal said, and the summary and curve back to what the tab's tables have learned."""
     gr.Warning(str(error))
-    return {page.notice: render.notice((str(error),))}
+    return {**render.training(page, live.session), page.notice: render.notice((str(error),))}

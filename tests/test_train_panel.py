@@ -1,0 +1,102 @@
+"""The Train panel's handler, in-process: what it trains when the tables change around it.
+
+A class server's worker loaded BERT for the first time while a visitor pressed *Train*; the
+training took the random tables the tab still had, and its result was set aside when BERT
+arrived, with the summary left saying "Training 5 steps…" for good.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from types import SimpleNamespace
+
+import pytest
+
+import app
+from ui import events, trainpanel
+
+PAGE = app.demo.explorer
+
+
+def request():
+    return SimpleNamespace(session_hash=uuid.uuid4().hex)
+
+
+def last(outputs: list[dict]) -> dict:
+    """What the page shows after the handler's answers, each written over the one before."""
+    shown: dict = {}
+    for out in outputs:
+        shown.update(out)
+    return shown
+
+
+def test_train_pressed_while_bert_loads_trains_bert(monkeypatch):
+    import core.session
+
+    entered, release = threading.Event(), threading.Event()
+    real = core.session.preset
+
+    def slow(key, settings):  # the first BERT load of a process takes seconds
+        if key == "bert":
+            entered.set()
+            assert release.wait(60)
+        return real(key, settings)
+
+    monkeypatch.setattr(core.session, "preset", slow)
+    asked = request()
+    events.update(PAGE, asked, lambda view: view)  # the tab opens on random tables
+    loading = threading.Thread(target=events.update, args=(PAGE, asked, lambda view: view.with_(source="bert")))
+    loading.start()
+    assert entered.wait(60)
+    outputs: list[dict] = []
+    training = threading.Thread(target=lambda: outputs.extend(trainpanel.train(PAGE, asked, 3, "builtin")))
+    training.start()
+    try:
+        training.join(1.0)
+        assert training.is_alive() and outputs == []  # it waits for the tables the page is about to show
+    finally:
+        release.set()
+    loading.join(60)
+    training.join(120)
+    assert not training.is_alive()
+
+    live = events.live_of(asked)
+    assert live.session.base.key == "bert" and live.session.training.steps == 3
+    shown = last(outputs)
+    assert "Trained 3 steps" in shown[PAGE.trained] and "set aside" not in str(shown.get(PAGE.notice, ""))
+
+
+def test_a_training_set_aside_puts_the_summary_and_curve_back(monkeypatch):
+    """A table change that got in before the training was registered: its result is refused, and
+    the summary no longer says it is training."""
+    from core.session import Session
+
+    asked = request()
+    events.update(PAGE, asked, lambda view: view)
+    live = events.live_of(asked)
+    real = Session.trained_on
+
+    def changed_meanwhile(self, *args, **kwargs):
+        trained = real(self, *args, **kwargs)
+        with live.lock:  # what an event between the training's snapshot and its job would leave
+            live.view = live.view.with_(seed=live.view.settings.seed + 1)
+            live.session = live.session.with_settings(seed=live.view.settings.seed)
+        return trained
+
+    monkeypatch.setattr(Session, "trained_on", changed_meanwhile)
+    outputs = list(trainpanel.train(PAGE, asked, 3, "builtin"))
+
+    assert outputs[0][PAGE.trained] == "Training 3 steps…"
+    shown = last(outputs)
+    assert "set aside" in shown[PAGE.notice]
+    assert shown[PAGE.trained] == "" and shown[PAGE.losses] is None  # the untrained tables' own
+    assert live.session.training is None
+
+
+@pytest.mark.parametrize("steps", [0, "many"])
+def test_a_refused_training_leaves_the_summary_as_the_tables_have_it(steps):
+    asked = request()
+    events.update(PAGE, asked, lambda view: view)
+    shown = last(list(trainpanel.train(PAGE, asked, steps, "builtin")))
+    assert "steps" in shown[PAGE.notice] and shown[PAGE.trained] == ""
