@@ -107,12 +107,13 @@ def explore(
     projection, plane, previous, shift_from, neighbourhood, neighbours = None, "", None, None, None, None
     exact = model.config.d_model == 2
     if shown:
-        projection, plane, basis_note = _plane(session, [vectors[g] for g in shown], components)
+        # the plane is the untrained tables' (see _plane), and they are drawn faintly in it too:
+        # how far training moved each point
+        before = vectors if session.trained is None else _vectors(session.source.model, ids, segments)
+        projection, plane, basis_note = _plane(session, [before[g] for g in shown], components)
         notes.append(basis_note)
         points = {g: projection.transform(vectors[g]) for g in shown}
         if session.trained is not None:
-            # the untrained tables in the same plane: how far training moved each point
-            before = _vectors(session.source.model, ids, segments)
             previous = {g: projection.transform(before[g]) for g in shown}
         explained = tuple(float(r) for r in projection.explained_variance_ratio_)
         origin = projection.origin()
@@ -193,7 +194,12 @@ def fit_sentence_basis(session: Session, a: str, b: str, groups: Sequence[str] =
 
 
 def _plane(session: Session, shown: list[np.ndarray], components: int = 2) -> tuple[PCAProjection, str, str]:
-    """The projection for this update, whose variance its axes explain, and a note if any."""
+    """The projection for this update, whose variance its axes explain, and a note if any.
+
+    `shown` are the vectors of the tables before any training, and the vocabulary's plane is
+    theirs too: a trained session is drawn in the plane its untrained tables had, so a frozen
+    table's points stay exactly where they were and what moves on screen is what training
+    changed (refitted to the trained vectors, every point would move with the axes)."""
     if session.model.config.d_model == 2:
         return exact_plane(np.concatenate(shown)), "", EXACT_NOTE
     if components == 3:
@@ -202,7 +208,7 @@ def _plane(session: Session, shown: list[np.ndarray], components: int = 2) -> tu
         return PCAProjection(n_components=3, n_spectrum=sentence_projection(len(vectors)).n_spectrum).fit(
             vectors), "", note
     if session.basis == "vocabulary":
-        return vocabulary_basis(session.model.tok_embed).projection, "vocabulary", ""
+        return vocabulary_basis(session.source.model.tok_embed).projection, "vocabulary", ""
     if session.basis == "frozen" and session.frozen_basis is not None:
         return session.frozen_basis, "frozen view", ""
     vectors = np.concatenate(shown)

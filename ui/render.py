@@ -246,7 +246,8 @@ def background_json(view: View, session: Session) -> str:
     if view.background == 0 or session.basis == "sentence":
         return ""
     model = session.model
-    projection = (vocabulary_basis(model.tok_embed).projection if session.basis == "vocabulary"
+    # the untrained table's plane, as core.view._plane draws the sentence in
+    projection = (vocabulary_basis(session.source.model.tok_embed).projection if session.basis == "vocabulary"
                   else session.frozen_basis)
     behind = background(session.tokenizer, model.tok_embed, projection, view.background)
     return trace_json(background_trace(behind.points, behind.labels))
@@ -343,7 +344,7 @@ def summary(result: Exploration, session: Session) -> str:
         f"{html.escape(whose)}"
     )
     if session.trained is not None:
-        line += " · faint points: before training"
+        line += " · faint points: before training, in the plane they had then"
     return "".join(f"<p>{part}</p>" for part in (line, *(f"⚠️ {html.escape(note)}" for note in result.notes)))
 
 

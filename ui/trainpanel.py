@@ -13,11 +13,9 @@ import threading
 import gradio as gr
 
 from core import options
-from core.basis import vocabulary_basis
 from core.figures import loss_figure
 from core.live import Cancelled, Job
 from core.options import CORPORA, LIMITS, PANELS, PARTS, Refused
-from core.session import Session
 from core.training import Corpus, TrainConfig
 from ui import events, render
 from ui.plane import LIVE
@@ -102,15 +100,11 @@ def train(page, request: gr.Request, steps, corpus):
         "training", session.tables(), session.trained, session.fixed, session.trained_tokenizer, text.sentences,
         config)
 
-    def train_and_fit() -> Session:
-        new = session.trained_on(text, config, progress, job.stop, run=events.OFFLOAD.call)
-        if session.basis == "vocabulary":  # the plane the page draws next, fitted off the live path too
-            vocabulary_basis(new.model.tok_embed, run=events.OFFLOAD.call)
-        return new
-
     def work() -> None:
         try:
-            done["session"] = events.JOBS.run(live, "training", train_and_fit, job, key)
+            done["session"] = events.JOBS.run(
+                live, "training", lambda: session.trained_on(text, config, progress, job.stop, run=events.OFFLOAD.call),
+                job, key)
         except (Refused, ValueError) as error:
             done["error"] = error
         except Cancelled:

@@ -88,8 +88,8 @@ def refit(page, request: gr.Request) -> dict:
         return {page.notice: gr.skip()}
     try:
         if view.basis == "vocabulary":
-            fitted = events.JOBS.run(live, "refitting", lambda: vocabulary_basis(
-                session.model.tok_embed, refit=True, run=events.OFFLOAD.call))
+            fitted = events.JOBS.run(live, "refitting", lambda: vocabulary_basis(  # the plane core.view draws in
+                session.source.model.tok_embed, refit=True, run=events.OFFLOAD.call))
             rows = session.model.config.vocab_size
             gr.Info(f"Fitted the plane of all {rows:,} rows of the token table in {fitted.seconds:.2f} s.")
             return {page.notice: gr.skip()}
