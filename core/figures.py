@@ -361,8 +361,9 @@ def _split(scene: Scene, groups: Sequence[str], panels: str) -> bool:
         return False
     if panels == "split":
         return True
-    inner = _extent(np.concatenate([scene.points[g] for g in parts]))
-    outer = _extent(scene.points["output"])
+    measured = scene.points if scene.previous is None else scene.previous  # as _magnified: the layout before training
+    inner = _extent(np.concatenate([measured[g] for g in parts]))
+    outer = _extent(measured["output"])
     small, large = sorted((inner, outer))
     return large > 0 and large > SPLIT_ABOVE * small
 
@@ -374,21 +375,25 @@ def _magnified(scene: Scene, groups: Sequence[str], panel: Mapping[str, int]
     A position or segment cloud narrower than ``MAGNIFY_BELOW`` of its panel is scaled about
     the centre of its bounding box by the smallest round factor that makes it that wide, so
     its spread shows while its place in the plane stays where it is. The plot says so.
+
+    After training, the factor and centre are those of the points before it (``scene.previous``),
+    so a frozen table's points are drawn exactly where they were, whatever the trained ones did
+    to the panel's extent.
     """
     points = {g: np.asarray(scene.points[g]) for g in groups}
+    measured = points if scene.previous is None else {g: np.asarray(scene.previous[g]) for g in groups}
     factors = {}
     for number in set(panel.values()):
         members = [g for g in groups if panel[g] == number]
-        extent = _extent(np.concatenate([points[g] for g in members]))
+        extent = _extent(np.concatenate([measured[g] for g in members]))
         for group in members:
-            own = _extent(points[group])
+            own = _extent(measured[group])
             if group not in MAGNIFIABLE or own == 0 or extent == 0 or own >= MAGNIFY_BELOW * extent:
                 continue
             need = MAGNIFY_BELOW * extent / own
             factor = next((f for f in FACTORS if f >= need), FACTORS[-1])
-            xy = points[group]
-            centre = (np.nanmin(xy, axis=0) + np.nanmax(xy, axis=0)) / 2
-            points[group] = centre + (xy - centre) * factor
+            centre = (np.nanmin(measured[group], axis=0) + np.nanmax(measured[group], axis=0)) / 2
+            points[group] = centre + (points[group] - centre) * factor
             factors[group] = (factor, centre)
     return points, factors
 

@@ -190,7 +190,7 @@ class Offload:
                         continue
                     kind, *rest = loads(connection.recv_bytes())
                     if kind == "progress":
-                        progress(*rest[0])
+                        progress(*rest[0], **rest[1])
                     elif kind == "done":
                         return rest[0]
                     elif kind == "error":
@@ -262,7 +262,7 @@ def _serve(connection: Connection) -> None:
         stopping.clear()
         hooks = {}
         if reports:
-            hooks["progress"] = lambda *values: send(("progress", values))
+            hooks["progress"] = lambda *values, **named: send(("progress", values, named))
         if stops:
             hooks["stop"] = stopping.is_set
         try:

@@ -150,24 +150,31 @@ class Session:
         self,
         corpus: Corpus,
         config: TrainConfig,
-        progress: Callable[[int, int, tuple[float, ...]], None] | None = None,
+        progress: Callable[..., None] | None = None,
         stop: Callable[[], bool] | None = None,
         run: Callable[..., tuple[BertEmbedding, TrainResult]] | None = None,
     ) -> Session:
         """Train a private copy of the current tables (continuing any earlier training); `stop`
         as in `core.training.train`. `run(train_copy, …, progress=, stop=)` does the training
-        (`core.offload.Offload.call` does it in another process); by default here."""
+        (`core.offload.Offload.call` does it in another process); by default here.
+
+        `progress(step, steps, losses)` is also passed `frame=`, a session with the tables of
+        that step, at a quarter, half and three quarters of the way (`core.training.train_copy`)."""
         tokenizer = self.tokenizer or WordLevelTokenizer.from_text(
             "\n".join(corpus.sentences), max_size=self.settings.vocab_size
         )
+
+        def trained(model: BertEmbedding, result: TrainResult | None) -> Session:
+            return replace(self, trained=model, trained_tokenizer=tokenizer if self.source.tokenizer is None else None,
+                           training=result)
+
+        def reported(step: int, steps: int, losses: tuple[float, ...], frame: BertEmbedding | None = None) -> None:
+            progress(step, steps, losses, **({} if frame is None else {"frame": trained(frame, None)}))
+
         arguments = (self.model, self.fixed, corpus, tokenizer, config)
-        model, result = (run or _here)(train_copy, *arguments, progress=progress, stop=stop)
-        return replace(
-            self,
-            trained=model,
-            trained_tokenizer=tokenizer if self.source.tokenizer is None else None,
-            training=result,
-        )
+        model, result = (run or _here)(train_copy, *arguments, progress=reported if progress is not None else None,
+                                           stop=stop)
+        return trained(model, result)
 
     def restart(self) -> Session:
         """Untrained tables and the sentence's own plane: how a link or a tour step begins."""

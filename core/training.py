@@ -248,9 +248,21 @@ def train_copy(model: BertEmbedding, frozen: Collection[str], corpus: Corpus, to
                config: TrainConfig, progress: Callable[[int, int, tuple[float, ...]], None] | None = None,
                stop: Callable[[], bool] | None = None) -> tuple[BertEmbedding, TrainResult]:
     """A `trainable_copy` of `model`, trained: the model and what its training did. One
-    module-level call, so `core.offload` can run it in its own process."""
+    module-level call, so `core.offload` can run it in its own process.
+
+    At a quarter, half and three quarters of the steps, `progress` is also passed a frozen
+    snapshot of the tables so far (`frame=`), for the page to draw the points on their way: a
+    default training takes a third of a second, too fast to watch. A snapshot costs a
+    `trainable_copy`: the corpus's token rows and the small tables, not the vocabulary."""
     copy_ = trainable_copy(model, frozen)
-    result = train(copy_, corpus, tokenizer, config, progress, stop)
+    marks = {max(1, config.steps * quarter // 4) for quarter in (1, 2, 3)} - {config.steps}
+
+    def report(step: int, steps: int, losses: tuple[float, ...]) -> None:
+        frame = trainable_copy(copy_, PARTS).requires_grad_(False) if step in marks else None
+        progress(step, steps, losses, **({"frame": frame} if frame is not None else {}))
+
+    result = train(copy_, corpus, tokenizer, config, report if progress is not None else None, stop,
+                   marks=marks)
     return copy_.requires_grad_(False), result
 
 
@@ -265,12 +277,14 @@ def train(
     config: TrainConfig = TrainConfig(),  # noqa: B008 - frozen, so one shared default is safe
     progress: Callable[[int, int, tuple[float, ...]], None] | None = None,
     stop: Callable[[], bool] | None = None,
+    marks: Collection[int] = (),
 ) -> TrainResult:
     """Train `model` in place on `corpus`; callers pass a `trainable_copy`.
 
     Only parameters with `requires_grad` reach the optimizer, so a frozen table stays
-    bit-identical. `progress(step, steps, losses)` is called about every 5% of the steps, after
-    the model's tables have been brought up to that step, so a caller may look at them.
+    bit-identical. `progress(step, steps, losses)` is called about every 5% of the steps and at
+    each step of `marks`, after the model's tables have been brought up to that step, so a
+    caller may look at them.
     `stop()` is asked before every step: when it says so, training ends there and the result
     counts the steps taken (a server's time limit per job, or a page that went away).
     """
@@ -294,7 +308,7 @@ def train(
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
-        if progress is not None and (step % report_every == 0 or step == config.steps):
+        if progress is not None and (step % report_every == 0 or step == config.steps or step in marks):
             _write_back(model, layer, examples.rows)
             progress(step, config.steps, tuple(losses))
     optimizer.zero_grad(set_to_none=True)  # the shared parts keep no stale gradients

@@ -169,18 +169,36 @@ def test_tip_to_tail_follows_the_selected_token_only(open_page):
     assert sum(value is None for value in path) <= 1  # one polyline: the selected token's
 
 
-def test_the_loss_curve_grows_while_training_runs(open_page):
-    page = open_page()
+def test_a_default_training_is_watched_as_it_goes_and_frozen_points_stay_put(open_page):
+    """Step 7, Train with the default 100 steps (a third of a second of work): the page shows
+    the loss curve at least three times before "Trained", the token points move on the way, and
+    the frozen position points are drawn at exactly the coordinates they had before."""
+    page = open_page("step=7")
+    drawn = f"""() => {{
+        const gd = {PLOT}, curve = document.querySelector('#loss-plot .js-plotly-plot');
+        const at = name => {{ const t = gd._fullData.find(t => t.name === name);
+                              return t ? [Array.from(t.x), Array.from(t.y)] : null; }};
+        return {{curve: curve && curve._fullData && curve._fullData.length ? curve._fullData[0].y.length : 0,
+                summary: (document.querySelector('#train-summary') || {{}}).innerText || '',
+                token: at('token'), position: at('position')}};
+    }}"""
+    before = page.evaluate(drawn)
     page.get_by_role("tab", name="Train").click()
-    page.locator("#train-steps input").fill("1500")
+    assert page.locator("#train-steps input").input_value() == "100"
+    assert "frozen: position" in page.locator("#param-status").inner_text()
     page.locator("#train-button").click()
-    page.wait_for_function(
-        "() => { const p = document.querySelector('#loss-plot .js-plotly-plot');"
-        " return p && p.data.length && document.querySelector('#train-summary').innerText.includes('Training'); }",
-        timeout=120_000)
-    assert "Trained" not in page.locator("#train-summary").inner_text()  # drawn before the end
-    page.wait_for_function("() => document.querySelector('#train-summary').innerText.includes('Trained 1500')",
-                           timeout=180_000)
+    seen = []
+    while not (now := page.evaluate(drawn))["summary"].startswith("Trained"):
+        if now["curve"] and (not seen or seen[-1] != now):
+            seen.append(now)
+        page.wait_for_timeout(30)
+    assert len({s["curve"] for s in seen}) >= 3, [s["summary"] for s in seen]
+    assert len({str(s["token"]) for s in seen}) >= 3  # the points on their way, not only at the end
+    assert all(s["position"] == before["position"] for s in seen)  # the frozen ones stay put all along
+    settle(page)
+    after = page.evaluate(drawn)
+    assert "before training" in page.locator("#embed-info").inner_text()
+    assert after["position"] == before["position"] and after["token"] != before["token"]
 
 
 def test_a_group_hidden_from_the_legend_stays_hidden_while_typing(open_page):

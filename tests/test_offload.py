@@ -37,14 +37,25 @@ def test_a_bert_training_there_equals_one_here_and_shares_this_process_s_table(o
     session = Session.create(source="bert")
     here = session.trained_on(Corpus.builtin(), TrainConfig(steps=5))
     steps: list[int] = []
-    there = session.trained_on(Corpus.builtin(), TrainConfig(steps=5), lambda step, *_: steps.append(step),
-                               run=offload.call)
+    frames: dict[int, Session] = {}
+
+    def progress(step, total, losses, frame=None):
+        steps.append(step)
+        if frame is not None:
+            frames[step] = frame
+
+    there = session.trained_on(Corpus.builtin(), TrainConfig(steps=5), progress, run=offload.call)
     for name, table in here.trained.state_dict().items():
         assert torch.equal(table, there.trained.state_dict()[name]), name
     assert there.training.losses == here.training.losses
     assert steps and steps[-1] == 5
     # the 30,522-row table came back as a reference to this process's own: same memory, no copy
     assert there.trained.tok_embed.base.data_ptr() == session.model.tok_embed.weight.data_ptr()
+    # snapshots on the way, at a quarter, half and three quarters: sessions over the same shared table
+    assert sorted(frames) == [1, 2, 3]
+    for frame in frames.values():
+        assert frame.trained.tok_embed.base.data_ptr() == session.model.tok_embed.weight.data_ptr()
+    assert not torch.equal(frames[1].trained.tok_embed.values, there.trained.tok_embed.values)
     assert len(dumps(session.model)) < 20_000 < session.model.tok_embed.weight.nbytes
 
 

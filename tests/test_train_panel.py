@@ -85,13 +85,34 @@ def test_a_training_set_aside_puts_the_summary_and_curve_back(monkeypatch):
         return trained
 
     monkeypatch.setattr(Session, "trained_on", changed_meanwhile)
-    outputs = list(trainpanel.train(PAGE, asked, 3, "builtin"))
+    outputs = list(trainpanel.train(PAGE, asked, 40, "builtin"))
 
-    assert outputs[0][PAGE.trained] == "Training 3 steps…"
+    assert outputs[0][PAGE.trained] == "Training 40 steps…"
+    assert sum(PAGE.plot in out for out in outputs[1:-1]) == 3  # the snapshots were drawn on the way
     shown = last(outputs)
     assert "set aside" in shown[PAGE.notice]
     assert shown[PAGE.trained] == "" and shown[PAGE.losses] is None  # the untrained tables' own
     assert live.session.training is None
+    # and so is the plot: the last snapshot drawn does not stay as if it had been adopted
+    assert PAGE.plot in outputs[-1] and "before training" not in outputs[-1][PAGE.plot]
+
+
+def test_snapshots_are_not_drawn_over_a_view_the_person_changed_meanwhile(monkeypatch):
+    from core.session import Session
+
+    asked = request()
+    events.update(PAGE, asked, lambda view: view)
+    real = Session.trained_on
+
+    def typed_meanwhile(self, *args, **kwargs):
+        trained = real(self, *args, **kwargs)
+        events.update(PAGE, asked, lambda view: view.with_(sentence_a="a zebra typed meanwhile"))
+        return trained
+
+    monkeypatch.setattr(Session, "trained_on", typed_meanwhile)
+    outputs = list(trainpanel.train(PAGE, asked, 40, "builtin"))
+    assert not any(PAGE.plot in out for out in outputs[1:-1])
+    assert "zebra" in outputs[-1][PAGE.plot] and "Trained 40 steps" in outputs[-1][PAGE.trained]
 
 
 @pytest.mark.parametrize("steps", [0, "many"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 import gradio as gr
 
@@ -16,13 +17,16 @@ from core import options
 from core.figures import loss_figure
 from core.live import Cancelled, Job
 from core.options import CORPORA, LIMITS, PANELS, PARTS, Refused
+from core.session import Session
 from core.training import Corpus, TrainConfig
 from ui import events, render
 from ui.plane import LIVE
 from ui.viewpanel import HEAVY
 from ui.widgets import Checkbox, Number
 
-LIVE_CURVE_SECONDS = 0.5  # how often the loss curve is redrawn while training runs
+# the least time between two redraws while training: the curve grows this often, and a training
+# faster than its snapshots (a default one takes a third of a second) is still watched
+LIVE_SECONDS = 0.4
 
 
 def layout(page) -> None:
@@ -81,7 +85,7 @@ def train(page, request: gr.Request, steps, corpus):
         steps = options.whole(steps, "steps")
         options.choice(corpus, "corpus", CORPORA)
         with live.lock:  # after a table change still in flight (BERT loading): train what the page will show
-            view, session = live.view, live.session
+            view, session, revision = live.view, live.session, live.revision
         text = Corpus.builtin() if corpus == "builtin" else Corpus.from_text(f"{view.sentence_a}\n{view.sentence_b}")
     except (Refused, ValueError) as error:
         yield _refused(page, live, error)
@@ -90,8 +94,10 @@ def train(page, request: gr.Request, steps, corpus):
     job = Job()
     config = TrainConfig(steps=steps)
 
-    def progress(step: int, total: int, losses: tuple[float, ...]) -> None:
-        job.progress = (step, losses)  # read by every page that shares this training
+    def progress(step: int, total: int, losses: tuple[float, ...], frame: Session | None = None) -> None:
+        frames = job.progress[2] if job.progress else ()
+        # read by every page that shares this training: how far it got, and its snapshots so far
+        job.progress = (step, losses, frames if frame is None else (*frames, (step, losses, frame)))
 
     # the same tables, earlier training, freezes, corpus and settings train the same way: a
     # class pressing Train together trains once (core.live.Jobs). The source tables are named
@@ -116,21 +122,24 @@ def train(page, request: gr.Request, steps, corpus):
 
     worker = threading.Thread(target=work, name="training", daemon=True)
     worker.start()
+    drawn = False  # whether a snapshot's plot was drawn
     try:
         yield {page.trained: f"Training {steps:,} steps…"}
-        while worker.is_alive():
-            worker.join(LIVE_CURVE_SECONDS)
-            seen = job.shared.progress
-            if seen and worker.is_alive():
-                step, losses = seen
-                yield {page.losses: loss_figure(losses), page.trained: f"Training… step {step} of {steps}."}
+        for out, frame in _as_it_goes(page, worker, job, steps):
+            if "error" in done:
+                break
+            if frame is not None:
+                plot, revision = _plot(page, live, view, session.adopt_training(frame), revision)
+                out.update(plot)
+                drawn = drawn or bool(plot)
+            yield out
     finally:
         # gradio closes this generator when the page goes away (or its event is cancelled):
         # the training stops at its next step, unless other pages share it
         if worker.is_alive():
             job.cancel()
     if "error" in done:
-        yield _refused(page, live, done["error"])
+        yield {**_restored(page, live, drawn), **_refused(page, live, done["error"])}
         return
     if "session" not in done:
         return  # cancelled: its page is gone
@@ -141,8 +150,56 @@ def train(page, request: gr.Request, steps, corpus):
         f"{steps:,} steps were taken. Train again to continue from here.",)
     out = events.update(page, request, lambda view: view, tables=lambda current: current.adopt_training(trained),
                         notes=notes)
-    # set aside (the tables changed meanwhile), the summary and curve go back to the tables' own
-    yield {**render.training(page, live.session), **out}
+    if page.plot not in out:  # set aside (the tables changed meanwhile): the tables' own summary, curve and plot
+        out = {**render.training(page, live.session), **_restored(page, live, drawn), **out}
+    yield out
+
+
+def _plot(page, live, view, session: Session, since: int | None = None) -> tuple[dict, int]:
+    """The plot of `view` and `session`, written outside an applied change, and the tab's
+    revision after it; with `since`, only if no change was applied since that revision (the
+    person moved on: their view is drawn, not a snapshot of the one they left).
+
+    It counts as a change of the tab's revision, so the page draws it after what it shows and
+    before the next change (assets/explorer.js draws no older figure), and it is tracked, so the
+    next change knows what the page shows (`ui.events.track`)."""
+    with live.lock:
+        if since is not None and live.revision != since:
+            return {}, since
+        live.revision += 1
+        out = render.plane(page, view, session, revision=live.revision)
+        events.track(page, live, out)
+        return out, live.revision
+
+
+def _restored(page, live, drawn: bool) -> dict:
+    """After a training that drew its snapshots and was not adopted: the tab's own plot again."""
+    if not drawn:
+        return {}
+    with live.lock:  # the same lock _plot takes (reentrant): the view and session of one moment
+        return _plot(page, live, live.view, live.session)[0]
+
+
+def _as_it_goes(page, worker: threading.Thread, job: Job, steps: int):
+    """While `worker` trains, (the loss curve and summary, a snapshot or None) every
+    LIVE_SECONDS: the snapshots in order, at least LIVE_SECONDS apart (the caller draws their
+    plot), so a training faster than that still shows each of them before it ends."""
+    drawn_at, drawn_step, shown = time.monotonic(), 0, 0
+    while True:
+        running = worker.is_alive()
+        step, losses, frames = job.shared.progress or (0, (), ())
+        if time.monotonic() - drawn_at >= LIVE_SECONDS:
+            frame = None
+            if shown < len(frames):
+                step, losses, frame = frames[shown]
+                shown += 1
+            if frame is not None or (running and step != drawn_step):
+                drawn_at, drawn_step = time.monotonic(), step
+                yield {page.losses: loss_figure(losses), page.trained: f"Training… step {step} of {steps}."}, frame
+                continue
+        if not running and shown >= len(frames):
+            return
+        worker.join(0.05)
 
 
 def _refused(page, live, error: Exception) -> dict:
