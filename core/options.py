@@ -64,7 +64,7 @@ LIMITS = MappingProxyType({
     "maxlen": (3, 2048),
     "n_segments": (1, 8),
     "seed": (0, 2**31 - 1),  # torch's generators take 64 bits; one range for every seed on the page
-    "k": (1, 50),  # nearest neighbours listed for the selected token
+    "k": (0, 50),  # nearest neighbours listed (and starred) for the selected token; 0: none
     # vocabulary words behind the tokens: enough for a lecture's picture; every visitor of a
     # link draws them, so a link cannot ask a browser for all 400,003 of GloVe's
     "background": (0, 5_000),

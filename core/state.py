@@ -106,7 +106,7 @@ class View:
     regex: bool = False  # the search is a regular expression
     # the page
     view: str = "plane"  # the open main tab, a key of VIEWS
-    panel: str = "view"  # the open control tab, a key of PANELS
+    panel: str = "tour"  # the open control tab, a key of PANELS: a first visit opens on the tour
     step: int | None = None  # the tour step shown, 1-based; None outside the tour
     presenter: bool = False  # large type for a projector
     # the two documents' walk-throughs

@@ -78,14 +78,15 @@ STEPS: tuple[TourStep, ...] = (
         "in sentence A, so the shift arrows all have the same length and direction. "
         "Click a point to draw its sum tip to tail: token, plus position, plus segment.",
         _step(4, sentence_a=_A, sentence_b=_B, groups=("token", "position", "segment", "sum"), arrows=True,
-              shift=True, token=2),
+              shift=True, token=2, k=0),  # the path of "cat", without neighbour stars the text never mentions
     ),
     TourStep(
         "LayerNorm",
         "LayerNorm treats each token's sum on its own: it subtracts the mean of the sum's entries, divides by "
         "their standard deviation, then multiplies by a learned γ and adds a learned β. "
-        "In a fresh layer γ is 1 and β is 0, so every output has mean 0, standard deviation 1 and length √d, "
-        "however long its sum was, as the table beside the plot shows. "
+        "In a fresh layer γ is 1 and β is 0, so every output has mean 0 and standard deviation 1 however spread "
+        "its sum was, as the LayerNorm chart and the line under it show token by token, beside γ and β; every "
+        "output therefore has length √d. "
         "The output is what BERT's first attention layer receives.",
         _step(5, sentence_a=_A, sentence_b=_B, groups=("sum", "output"), view="layernorm"),
     ),

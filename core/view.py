@@ -81,8 +81,8 @@ def explore(
     if unknown:
         raise ValueError(f"unknown group {unknown[0]!r}; the groups are {', '.join(COMPONENTS)}.")
     shown = [g for g in COMPONENTS if g in groups]  # keep the display order whatever was ticked
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_NEIGHBOURS:
-        raise ValueError(f"the number of neighbours is {k!r}; choose 1 to {MAX_NEIGHBOURS}.")
+    if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= MAX_NEIGHBOURS:
+        raise ValueError(f"the number of neighbours is {k!r}; choose 0 (none) to {MAX_NEIGHBOURS}.")
     if isinstance(components, bool) or components not in (2, 3):
         raise ValueError(f"the view has {components!r} components; choose 2 (the plane) or 3 (PC1–PC3).")
 
@@ -119,7 +119,7 @@ def explore(
         origin = projection.origin()
         plot_message = projection.message_
         shift_from = _shift_from(model, projection, points, segment_ids, reference, flipped) if "sum" in shown else None
-        if selected is not None:
+        if selected is not None and k:  # k = 0: the selection's addition path, without neighbours
             neighbourhood, neighbours, note = _neighbours(session, encoding, vectors, segment_ids, projection,
                                                           selected, k)
             notes.append(note)

@@ -63,8 +63,12 @@ def _in_view(page, selector: str) -> bool:
                          ids=["presenter-1920x1080", "1440x900"])
 def test_a_lecture_every_tour_step_is_readable(open_page, viewport, presenter):
     page = open_page("presenter=1" if presenter else "", viewport)
-    page.get_by_role("tab", name="Tour").click()
+    # a first visit opens on the tour, its text and Next in view beside the plot
+    assert page.get_by_role("tab", name="Tour").get_attribute("aria-selected") == "true"
+    assert _in_view(page, "#tour-next") and _in_view(page, "#tour-text")
+    assert 0 <= page.locator("#embed-plot").bounding_box()["y"] < viewport[1] / 2
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    places = set()
     for number, step in enumerate(STEPS, 1):
         page.locator("#tour-next").click()
         page.wait_for_function(
@@ -74,6 +78,9 @@ def test_a_lecture_every_tour_step_is_readable(open_page, viewport, presenter):
         # the step's text and its buttons are on screen, not scrolled away
         for selector in ("#tour-next", "#tour-previous", "#tour-text"):
             assert _in_view(page, selector), f"step {number}: {selector} is out of view"
+        box = page.locator("#tour-next").bounding_box()
+        places.add((round(box["x"]), round(box["y"])))
+        assert len(places) == 1, f"step {number}: Next moved, to {places}"  # a presenter's pointer stays on it
         if step.view.view != "plane":
             continue
         assert _overlaps(page.evaluate(LABEL_BOXES)) == [], f"step {number}: labels overlap"
@@ -91,16 +98,28 @@ def test_a_lecture_every_tour_step_is_readable(open_page, viewport, presenter):
     assert page.errors == []
 
 
-def test_the_main_controls_are_a_few_tabs_from_sentence_b(open_page):
-    page = open_page()
-    page.locator("#sentence-b textarea").focus()
+def _tab_until(page, target: str, presses: int) -> list[str]:
     reached = []
-    for _ in range(12):
+    for _ in range(presses):
         page.keyboard.press("Tab")
         reached.append(page.evaluate("() => document.activeElement.closest('[id]')?.id || ''"))
-        if reached[-1] == "groups":
+        if reached[-1] == target:
             break
-    assert "groups" in reached, f"12 Tabs from sentence B reached only {reached}"
+    return reached
+
+
+def test_the_main_controls_are_a_few_tabs_from_sentence_b(open_page):
+    """A first visit opens on the tour: Next is a few Tabs away; the View panel's groups are
+    too once it is chosen (with the keyboard alone: Enter on its tab)."""
+    page = open_page()
+    page.locator("#sentence-b textarea").focus()
+    reached = _tab_until(page, "tour-next", 8)
+    assert reached[-1] == "tour-next", f"8 Tabs from sentence B reached only {reached}"
+    page.locator("#sentence-b textarea").focus()
+    assert _tab_until(page, "tab-view-button", 4)[-1] == "tab-view-button"
+    page.keyboard.press("Enter")
+    reached = _tab_until(page, "groups", 12)
+    assert "groups" in reached, f"12 Tabs from the View tab reached only {reached}"
     outline = page.evaluate("() => getComputedStyle(document.activeElement).outlineStyle")
     assert outline != "none", "the focused control must show it"
 
@@ -116,7 +135,7 @@ def test_on_a_phone_the_controls_follow_the_plot(open_page):
 
 
 def test_the_png_is_the_plot_on_screen_three_times_over(open_page):
-    page = open_page()
+    page = open_page("panel=view")
     width, height = page.evaluate(f"() => [{PLOT}._fullLayout.width, {PLOT}._fullLayout.height]")
     with page.expect_download(timeout=60_000) as download:
         page.locator("#export-png").click()
@@ -138,7 +157,7 @@ def test_search_finds_a_word_that_is_not_in_the_sentences(open_page):
 
 
 def test_three_d_shows_the_same_points_on_three_axes(open_page):
-    page = open_page(f"a={quote('the cat sat')}&b=")
+    page = open_page(f"a={quote('the cat sat')}&b=&panel=view")
     count = f"() => Object.fromEntries({PLOT}._fullData.filter(t => t.x).map(t => [t.name, t.x.length]))"
     flat = page.evaluate(count)
     page.locator("#three-d input").check()

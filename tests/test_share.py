@@ -82,7 +82,7 @@ def test_sets_are_kept_in_their_canonical_order():
         ({"background": -1}, "background is -1"),
         ({"token": MAX_TOKEN + 1}, "token is 2,048; allowed values are 0 to 2,047"),
         ({"token": "x"}, "token must be a whole number from 0 to 2,047, not 'x'"),
-        ({"k": 0}, "k is 0; allowed values are 1 to 50"),
+        ({"k": -1}, "k is -1; allowed values are 0 to 50"),
         ({"k": 51}, "k is 51"),
         ({"k": 2.5}, "k must be a whole number"),
         ({"step": 0}, "step is 0; allowed values are 1 to 7"),
@@ -185,7 +185,7 @@ def test_each_bad_parameter_is_ignored_alone_and_named():
     assert notes[4] == "Ignored background=1e3: background must be a whole number from 0 to 5,000, not '1e3'."
     assert notes[5].startswith("Ignored freeze=norm,bias: 'bias' is not one of token, position, segment, norm")
     assert notes[6] == "Ignored token=-3: token is -3; allowed values are 0 to 2,047."
-    assert notes[7] == "Ignored k=NaN: k must be a whole number from 1 to 50, not 'NaN'."
+    assert notes[7] == "Ignored k=NaN: k must be a whole number from 0 to 50, not 'NaN'."
     assert notes[-1].startswith("Ignored unknown parameter 'colour'; links use step, a, b, source,")
 
 

@@ -124,7 +124,7 @@ def test_markup_in_a_parameter_is_quoted_back_as_text_not_rendered():
     link = from_query({"<img src=x onerror=alert(1)>": "1", "k": "**7**"})
     assert link.notes == (
         "Ignored unknown parameter '<img src=x onerror=alert(1)>'; links use " + ", ".join(KNOWN) + ".",
-        "Ignored k=**7**: k must be a whole number from 1 to 50, not '**7**'.",
+        "Ignored k=**7**: k must be a whole number from 0 to 50, not '**7**'.",
     )
 
 

@@ -178,10 +178,16 @@ def test_k_neighbours_are_listed(bert, k):
     assert {kind: len(p) for kind, p in result.scene.neighbourhood.points.items()} == {"token": k, "output": k}
 
 
-@pytest.mark.parametrize("k", [0, MAX_NEIGHBOURS + 1, 2.5, True])
+@pytest.mark.parametrize("k", [-1, MAX_NEIGHBOURS + 1, 2.5, True])
 def test_k_out_of_range_is_refused(session, k):
-    with pytest.raises(ValueError, match="choose 1 to 50"):
+    with pytest.raises(ValueError, match="choose 0 \\(none\\) to 50"):
         explore(session, A, B1, selected=1, k=k)
+
+
+def test_no_neighbours_keeps_the_selection_without_stars(session):
+    """k = 0 (tour step 4): the selected token's addition path, and no neighbours found or starred."""
+    result = explore(session, A, B1, selected=1, k=0)
+    assert result.neighbours is None and result.scene.neighbourhood is None and result.scene.picked == 1
 
 
 @pytest.mark.parametrize("selected", [9, 100, -1, True])

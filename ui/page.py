@@ -21,6 +21,7 @@ from starlette.middleware.gzip import GZipMiddleware
 from starlette.responses import JSONResponse
 
 from core.options import VIEWS
+from core.state import View
 from core.uploads import UploadLimits
 from ui import events, plane, render, sideviews, tablespanel, tourpanel, trainpanel, viewpanel
 from ui.assets import ASSETS, gradio_plotly
@@ -189,7 +190,7 @@ def build_demo(*, test_hooks: bool | None = None) -> gr.Blocks:
         # after the sentences; the stylesheet draws them on the right (on a phone, below the plot)
         with gr.Row(equal_height=False, elem_id="main-row"):
             with gr.Column(scale=1, min_width=320, elem_id="control-column"), \
-                    gr.Tabs(selected="view", elem_id="controls") as page.controls:
+                    gr.Tabs(selected=View().panel, elem_id="controls") as page.controls:
                 tourpanel.layout(page)
                 viewpanel.layout(page)
                 tablespanel.layout(page)

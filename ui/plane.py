@@ -58,7 +58,7 @@ def layout(page) -> None:
                                      label="Token (or click a point)", elem_id="selected-token", scale=2,
                                      allow_custom_value=True)
             low, high = LIMITS["k"]
-            page.k = Slider(low, high, value=10, step=1, label="Neighbours", elem_id="neighbour-k", scale=1)
+            page.k = Slider(low, high, value=10, step=1, label="Neighbours (0: none)", elem_id="neighbour-k", scale=1)
             page.flip = gr.Button("Flip its segment (A ↔ B)", elem_id="flip-button", size="sm", scale=1)
         with gr.Row():
             page.near_token = Table(headers=NEIGHBOUR_HEADERS, label="Nearest by token vector (the table's row)",

@@ -55,10 +55,12 @@ window.addEventListener('popstate', () => {
 
 def layout(page) -> None:
     with gr.Tab(PANELS["tour"], id="tour", elem_id="tab-tour") as page.panel_tabs["tour"]:
-        page.tour_text = gr.Markdown(render.tour_text(None), elem_id="tour-text")
+        # the buttons above the text: a step's text is longer or shorter than the last one's, and
+        # a presenter's pointer must find Next where it was
         with gr.Row():
             page.previous_button = gr.Button("← Previous", elem_id="tour-previous", size="sm")
             page.next_button = gr.Button("Next →", variant="primary", elem_id="tour-next", size="sm")
+        page.tour_text = gr.Markdown(render.tour_text(None), elem_id="tour-text")
 
 
 def layout_address(page) -> None:
