@@ -157,6 +157,13 @@
   async function plot() {
     const Plotly = await plotlyReady;
     if (!shown || !host || !Plotly) return;
+    // plotly removes the text node of a point whose label is empty and never adds it back to that
+    // point's group: a label that was once left out (it did not fit) stayed missing on every
+    // redraw of as many points (tour step 2 lost 'cat' after step 1). Groups without a text node
+    // go, so the redraw makes them anew, each with its node
+    for (const group of host.querySelectorAll(".scatterlayer g.textpoint")) {
+      if (!group.firstChild) group.remove();
+    }
     await Plotly.react(host, withHidden(withBackground(shown.data)), shown.layout, shown.config);
     if (!listening && host.on) {
       host.on("plotly_restyle", rememberHidden);

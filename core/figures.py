@@ -23,7 +23,7 @@ import functools
 import html
 import math
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -249,10 +249,13 @@ CATEGORY = "category: {}"
 
 def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, shift: bool = False,
                    presenter: bool = False, webgl_above: int = 1500, uirevision: str = "embed",
-                   panels: str = "auto", magnify: bool = True, compact: bool = False) -> dict:
+                   panels: str = "auto", magnify: bool = True, compact: bool = False,
+                   named: Collection[str] = ()) -> dict:
     """The embedding layer's vectors in the PCA plane, one coloured trace per group.
 
-    labels: write each token beside its point.
+    labels: write each token beside its point (as many as fit without overlapping).
+    named: tokens whose labels must be written (the words a tour step's text talks about),
+        like the selected token's: they take their room first and the others give way.
     arrows: draw the sum tip to tail (token, + position, + segment = sum, then LayerNorm to
         output); needs the token, position, segment and sum groups. With a token selected
         (``scene.picked``) only its path is drawn.
@@ -290,7 +293,8 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, s
     panel = {group: 2 if split and group == "output" else 1 for group in groups}
     points, factors = (_magnified(scene, groups, panel) if magnify and not scene.exact
                        else ({g: np.asarray(scene.points[g]) for g in groups}, {}))
-    columns = _TokenColumns.of(scene, groups, points, panel, labels=labels, webgl=webgl, scale=scale, split=split)
+    columns = _TokenColumns.of(scene, groups, points, panel, labels=labels, webgl=webgl, scale=scale, split=split,
+                               named=named)
 
     data = _category_halos(scene, groups, points, panel, columns, scale) if scene.categories else []
     shared = token_columns(scene, columns.order) if compact else None
@@ -422,12 +426,14 @@ class _TokenColumns:
     hovertext: list[str]         # escaped tokens
     labels: dict[str, list[str]]  # group -> its points' written labels ("": none), if labels are on
     labelled: tuple[int, int]    # points labelled, of the distinct points that could be
+    places: dict[str, list[str]]  # group -> each label's textposition, where one is not above its point
     symbol: list[int | str]      # marker shape per token
     customdata: np.ndarray       # (L, 4) float32: id, position, segment, and 0 for the norm
 
     @classmethod
     def of(cls, scene: Scene, groups: Sequence[str], points: Mapping[str, np.ndarray], panel: Mapping[str, int],
-           *, labels: bool, webgl: bool, scale: _Scale, split: bool = False) -> _TokenColumns:
+           *, labels: bool, webgl: bool, scale: _Scale, split: bool = False,
+           named: Collection[str] = ()) -> _TokenColumns:
         symbols = _symbols(scene)
         # plain words first: plotly's legend copies the first point's shape, and a
         # diamond there would read as "this whole group is special"
@@ -435,27 +441,32 @@ class _TokenColumns:
         tokens = [scene.tokens[i] for i in order]
         # plotly parses hover text as HTML-like markup: escape what users typed so "<b>" reads "<b>"
         escaped = [html.escape(token, quote=False) for token in tokens]
-        written, labelled = {}, (0, 0)
+        written, labelled, places = {}, (0, 0), {}
         if labels:
             # each panel has its own scale, so its labels are fitted to its own share of the width
             plot_px = (scale.plot_px[0] * (1 - PANEL_GAP) / 2, scale.plot_px[1]) if split else scale.plot_px
             for number in sorted(set(panel.values())):
                 members = [g for g in groups if panel[g] == number]
                 # plotly parses SVG labels as markup too, but WebGL draws them as plain text, unescaped
-                found, counts = _labels(scene, order, tokens, members, points, scale, plot_px, escape=not webgl)
+                found, counts, where = _labels(scene, order, tokens, members, points, scale, plot_px,
+                                               escape=not webgl, named=named)
                 written.update(found)
+                places.update(where)
                 labelled = (labelled[0] + counts[0], labelled[1] + counts[1])
         return cls(
             order=order,
             hovertext=escaped,
             labels=written,
             labelled=labelled,
+            places=places,
             symbol=[symbols[i] for i in order],
             customdata=np.column_stack([scene.ids, scene.positions, scene.segment_ids,
                                         np.zeros(len(order))])[order].astype(np.float32),
         )
 
 
+# where a label that must be written may go, in the order tried (plotly's textposition)
+PLACES = ("top center", "bottom center", "middle right", "middle left")
 # who gets a label first where labels would collide: the two segment points (else buried
 # under a hundred others), the tokens themselves, then what the layer makes of them
 LABEL_PRIORITY = ("segment", "token", "output", "sum", "position")
@@ -463,15 +474,19 @@ LABEL_PRIORITY = ("segment", "token", "output", "sum", "position")
 
 def _labels(scene: Scene, order: np.ndarray, tokens: list[str], groups: Sequence[str],
             drawn: Mapping[str, np.ndarray], scale: _Scale, plot_px: tuple[float, float],
-            *, escape: bool) -> tuple[dict[str, list[str]], tuple[int, int]]:
+            *, escape: bool, named: Collection[str] = ()
+            ) -> tuple[dict[str, list[str]], tuple[int, int], dict[str, list[str]]]:
     """Each drawn group's labels, in drawing order, blank where they would overlap another,
     and how many points are labelled of how many distinct points could be.
 
     A position row belongs to a position, not to the token there, so it is labelled with its
     index; a segment row with its letter; the other groups with their token. Points that
     coincide within a group (a segment's row, a repeated word) are one vector, labelled once.
-    A selected token's neighbours are always labelled (under their stars), so their labels
-    and their stars take their room first.
+    The selected token and the `named` tokens are labelled first, in the first of the token,
+    sum and output groups drawn: above their points, or under, right or left of them where two
+    would overlap (one that fits nowhere is left out); a selected token's neighbours are always
+    labelled (under their stars). So these labels and the stars take their room first, and the
+    others give way. Also returns, by group, each label's place (PLACES) where one is not above.
     """
     texts = {
         "position": [str(scene.positions[i]) for i in order],
@@ -486,33 +501,70 @@ def _labels(scene: Scene, order: np.ndarray, tokens: list[str], groups: Sequence
         first = np.zeros(len(words), dtype=bool)
         first[firsts] = True
         wanted.append([word if keep else "" for word, keep in zip(words, first, strict=True)])
+    # the labels that must be written: the selected token's and the named ones, each point once
+    lead = next((ranked.index(g) for g in ("token", "sum", "output") if g in ranked), None)
+    named = set(named) | ({scene.tokens[scene.picked]} if scene.picked is not None else set())
+    must = np.zeros(0, dtype=int) if lead is None else np.flatnonzero([bool(w) and w in named for w in wanted[lead]])
+    must_texts = [wanted[lead][j] for j in must]
+    for j in must:  # written through the reserved room, not a second time as an ordinary label
+        wanted[lead][j] = ""
     near = scene.neighbourhood
     kinds = [kind for kind in near.points if kind in groups and len(near.points[kind])] if near is not None else []
-    reserved = reserved_texts = shifts = None
+    line = scale.text * LINE_EM
+    stars = np.concatenate([near.points[kind] for kind in kinds]) if kinds else np.zeros((0, 2))
+    # a star is a box about two characters wide; the others' labels sit above their points
+    star_text = "*" * max(1, math.ceil((scale.marker + 2) / (scale.text * CHAR_EM)))
+    star_texts = [label for kind in kinds for label in near.labels[kind]] + [star_text] * len(stars)
+    char = scale.text * CHAR_EM
+
+    def fit(place: np.ndarray, settled: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+        """Every label's mask, the must-labels at their `place` (an index of PLACES): the
+        `settled` ones first, known to fit, then the others, checked; then the stars."""
+        ranks = np.concatenate([np.flatnonzero(settled), np.flatnonzero(~settled)])  # the order they are fitted in
+        spots = points[lead][must[ranks]] if lead is not None else np.zeros((0, 2))
+        beside = [(len(must_texts[i]) * char / 2 + scale.marker, -line / 2) for i in ranks]
+        moves = {0: lambda k: (0.0, 0.0), 1: lambda k: (0.0, -(line + scale.marker)),
+                 2: lambda k: beside[k], 3: lambda k: (-beside[k][0], beside[k][1])}
+        shifts = np.array([moves[place[i]](k) for k, i in enumerate(ranks)] +
+                          [(0.0, -(line + scale.marker + 2.0))] * len(stars) +
+                          [(0.0, -(line + scale.marker) / 2)] * len(stars)).reshape(-1, 2)
+        checked = np.concatenate([np.zeros(settled.sum(), dtype=bool), np.ones((~settled).sum(), dtype=bool),
+                                  np.ones(len(stars), dtype=bool),  # the neighbours' names, not their stars
+                                  np.zeros(len(stars), dtype=bool)])
+        reserved = np.concatenate([spots, stars, stars])
+        *masks, kept = legible(points, wanted, scale.text, plot_px, reserved=reserved if len(reserved) else None,
+                               reserved_texts=[must_texts[i] for i in ranks] + star_texts, reserved_shift=shifts,
+                               reserved_checked=checked)
+        fitted = np.zeros(len(must), dtype=bool)
+        fitted[ranks] = kept[: len(must)]
+        return masks, np.concatenate([fitted, kept[len(must):]])
+
+    # every must-label above its point, checked against the ones before it; one that overlaps
+    # tries under its point, then right and left of it, the others staying where they fit
+    place, settled = np.zeros(len(must), dtype=int), np.zeros(len(must), dtype=bool)
+    for attempt in range(len(PLACES)):
+        kept, fits = fit(place, settled)
+        settled |= fits[: len(must)]
+        if settled.all() or attempt == len(PLACES) - 1:
+            break
+        place[~settled] += 1
+    for j, text, keep in zip(must, must_texts, fits[: len(must)], strict=True):
+        wanted[lead][j], kept[lead][j] = text, bool(keep)
+    fits = fits[len(must):]
+    near_labels = {}
     if kinds:
-        stars = np.concatenate([near.points[kind] for kind in kinds])
-        line = scale.text * LINE_EM
-        # a star is a box about two characters wide; the others' labels sit above their points
-        star_text = "*" * max(1, math.ceil((scale.marker + 2) / (scale.text * CHAR_EM)))
-        reserved = np.concatenate([stars, stars])
-        reserved_texts = [label for kind in kinds for label in near.labels[kind]] + [star_text] * len(stars)
-        shifts = np.concatenate([np.full(len(stars), -(line + scale.marker + 2.0)),
-                                 np.full(len(stars), -(line + scale.marker) / 2)])
-    checked = None if not kinds else np.arange(len(reserved)) < len(stars)  # names, not their stars
-    kept = legible(points, wanted, scale.text, plot_px, reserved=reserved, reserved_texts=reserved_texts or (),
-                   reserved_shift=shifts if shifts is not None else 0.0, reserved_checked=checked)
-    if kinds:
-        *kept, fits = kept
         # the neighbours' names that fit beside each other, by kind, for their own trace
-        names = iter(label if keep else "" for label, keep in zip(reserved_texts, fits[: len(stars)], strict=False))
+        names = iter(label if keep else "" for label, keep in zip(star_texts, fits[: len(stars)], strict=False))
         near_labels = {kind: [next(names) for _ in near.labels[kind]] for kind in kinds}
-    else:
-        near_labels = {}
     write = functools.partial(html.escape, quote=False) if escape else str
     labels = {group: [write(text) if keep else "" for text, keep in zip(words, mask, strict=True)]
               for group, words, mask in zip(ranked, wanted, kept, strict=True)}
     labels.update({f"near {kind}": [write(text) for text in texts] for kind, texts in near_labels.items()})
-    return labels, (sum(int(mask.sum()) for mask in kept), sum(sum(map(bool, words)) for words in wanted))
+    where = {} if lead is None or not place.any() else {ranked[lead]: [PLACES[0]] * len(wanted[lead])}
+    for j, spot in zip(must, place, strict=True):
+        if spot:
+            where[ranked[lead]][j] = PLACES[spot]
+    return labels, (sum(int(mask.sum()) for mask in kept), sum(sum(map(bool, words)) for words in wanted)), where
 
 
 def _segment_name(segment: int) -> str:
@@ -573,12 +625,13 @@ def _group_trace(group: str, scene: Scene, points: np.ndarray, columns: _TokenCo
         if piles:
             shared["piles"][group] = piles
         return _points_trace(group, drawn, columns.labels.get(group), webgl=webgl, scale=scale, axes=axes,
+                             places=columns.places.get(group),
                              marker={"size": scale.marker, "line": {"color": COLOURS[group], "width": scale.line}},
                              meta={"columns": group}, hovertemplate=template)
     customdata = columns.customdata.copy()
     customdata[:, 3] = np.asarray(scene.norms[group])[columns.order]
     return _points_trace(
-        group, drawn, columns.labels.get(group), webgl=webgl, scale=scale, axes=axes,
+        group, drawn, columns.labels.get(group), webgl=webgl, scale=scale, axes=axes, places=columns.places.get(group),
         marker={"symbol": columns.symbol, "size": scale.marker, "line": {"color": COLOURS[group], "width": scale.line}},
         hovertext=_pile_names(columns.hovertext, customdata[:, 1].astype(int).tolist(), piles),
         customdata=customdata,
@@ -685,7 +738,7 @@ def _segment_trace(group: str, scene: Scene, points: np.ndarray, columns: _Token
 
 
 def _points_trace(group: str, points: np.ndarray, labels: list[str] | None, *, webgl: bool, scale: _Scale,
-                  marker: dict, axes: Mapping[str, str], **hover) -> dict:
+                  marker: dict, axes: Mapping[str, str], places: list[str] | None = None, **hover) -> dict:
     """A group's trace: its colour, its points as float32, and its labels when they are on."""
     points = np.asarray(points, dtype=np.float32)
     trace = {
@@ -700,7 +753,7 @@ def _points_trace(group: str, points: np.ndarray, labels: list[str] | None, *, w
         **hover,
     }
     if labels is not None:
-        trace.update(mode="markers+text", text=labels, textposition="top center",
+        trace.update(mode="markers+text", text=labels, textposition=places or PLACES[0],
                      textfont={"size": scale.text, "color": COLOURS[group]})
     return trace
 

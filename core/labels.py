@@ -41,7 +41,7 @@ def legible(points: Sequence[np.ndarray], texts: Sequence[Sequence[str]], font_p
     they take their room first; those labels sit ``reserved_shift`` pixels above the others'
     (negative: below, as the neighbours' labels are written under their stars), one shift for
     all or one per reserved point (a star's own box sits half a label and a marker below the
-    others' labels, which are written above their points).
+    others' labels, which are written above their points), or (m, 2) pixels right and up.
 
     ``reserved_checked`` (m,) marks reserved labels that must not overlap the reserved ones
     before them (the neighbours' names among themselves; their stars are always kept). With
@@ -65,7 +65,10 @@ def legible(points: Sequence[np.ndarray], texts: Sequence[Sequence[str]], font_p
     line = font_px * LINE_EM
     char = font_px * CHAR_EM
     pixels = everything * scale
-    pixels[: len(fixed), 1] += reserved_shift
+    if np.ndim(reserved_shift) == 2:  # (m, 2): right and up, a label beside its point
+        pixels[: len(fixed)] += reserved_shift
+    else:
+        pixels[: len(fixed), 1] += reserved_shift
     rows = np.floor(pixels[:, 1] / line)
     lengths = np.fromiter((len(t) for group in (reserved_texts, *texts) for t in group), dtype=np.float64,
                           count=len(everything))

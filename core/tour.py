@@ -14,6 +14,7 @@ the data the page draws).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from core.options import TOUR_STEPS, Refused
@@ -31,6 +32,12 @@ class TourStep:
     title: str
     text: str  # markdown we write ourselves, 2-3 sentences
     view: View  # everything the page shows, with view.step set to the step's number
+
+    @property
+    def named(self) -> frozenset[str]:
+        """The words its text talks about, in *italics* or `code`: the plot labels those it draws."""
+        quoted = re.findall(r"\*([^*]+)\*|`([^`]+)`", self.text)
+        return frozenset(word for pair in quoted for part in pair for word in part.split())
 
     def __post_init__(self) -> None:
         if self.view.step is None:

@@ -43,6 +43,21 @@ GROUP_SPANS = f"""() => {{
 }}"""
 
 
+# the text of every label drawn beside a point (a star's name included)
+LABEL_TEXTS = f"""() => [...{PLOT}.querySelectorAll('.scatterlayer .textpoint text')]
+    .filter(t => t.getBoundingClientRect().width > 0).map(t => t.textContent)"""
+
+
+def _must_label(step) -> set[str]:
+    """The tokens of a step's view that its text names, and its selected token."""
+    from core.live import session_for
+    from core.session import Session
+
+    view = step.view
+    tokens = session_for(view, Session.create()).encode(view.sentence_a, view.sentence_b).tokens
+    return (step.named & set(tokens)) | ({tokens[view.token]} if view.token is not None else set())
+
+
 def _overlaps(boxes: list[list[float]], slack: float = 0.5) -> list[tuple]:
     found = []
     for i, a in enumerate(boxes):
@@ -84,6 +99,8 @@ def test_a_lecture_every_tour_step_is_readable(open_page, viewport, presenter):
         if step.view.view != "plane":
             continue
         assert _overlaps(page.evaluate(LABEL_BOXES)) == [], f"step {number}: labels overlap"
+        missing = _must_label(step) - set(page.evaluate(LABEL_TEXTS))
+        assert not missing, f"step {number}: the text names {sorted(missing)}, which the plot does not label"
         for group, (width, height) in page.evaluate(GROUP_SPANS).items():
             assert max(width, height) >= 0.1, f"step {number}: the {group} points are a blob ({width:.2f}×{height:.2f})"
         names = page.evaluate(f"() => {PLOT}.data.map(t => [t.name, t.type])")

@@ -104,10 +104,9 @@ def test_snapshots_are_not_drawn_over_a_view_the_person_changed_meanwhile(monkey
     events.update(PAGE, asked, lambda view: view)
     real = Session.trained_on
 
-    def typed_meanwhile(self, *args, **kwargs):
-        trained = real(self, *args, **kwargs)
+    def typed_meanwhile(self, *args, **kwargs):  # as the training starts: before any snapshot
         events.update(PAGE, asked, lambda view: view.with_(sentence_a="a zebra typed meanwhile"))
-        return trained
+        return real(self, *args, **kwargs)
 
     monkeypatch.setattr(Session, "trained_on", typed_meanwhile)
     outputs = list(trainpanel.train(PAGE, asked, 40, "builtin"))

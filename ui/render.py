@@ -179,7 +179,7 @@ def plane(page, view: View, session: Session, tokens: tuple[str, ...] | None = N
     no figure older than the one it shows, whichever path brought it."""
     result = explore_view(view, session, tokens)
     spec = embedding_spec(result.scene, labels=view.labels, arrows=view.arrows, shift=view.shift,
-                          presenter=view.presenter, compact=True)
+                          presenter=view.presenter, compact=True, named=tour.step(view.step).named if view.step else ())
     found, searched = _search(view, session, result), []
     if found is not None:
         if found.trace is not None:

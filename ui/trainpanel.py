@@ -198,6 +198,8 @@ def _as_it_goes(page, worker: threading.Thread, job: Job, steps: int):
                 yield {page.losses: loss_figure(losses), page.trained: f"Training… step {step} of {steps}."}, frame
                 continue
         if not running and shown >= len(frames):
+            if drawn_step:  # the last of them stays on screen its LIVE_SECONDS too, before the result
+                time.sleep(max(0.0, LIVE_SECONDS - (time.monotonic() - drawn_at)))
             return
         worker.join(0.05)
 
