@@ -248,3 +248,20 @@ def test_a_group_hidden_from_the_legend_stays_hidden_while_typing(open_page):
     settle(page)
     assert page.evaluate(f"() => {PLOT}._fullData.find(t => t.name === 'position').visible") == "legendonly"
     assert page.locator("#token-table tbody tr").count() > 0
+
+
+def test_search_labels_do_not_pile_up(open_page):
+    """GloVe, search *monarch*: twenty crosses and diamonds in one corner of the plane, their
+    names written one over another; now only those that fit beside each other are written."""
+    page = open_page("source=glove&search=monarch&a=the%20king%20and%20the%20queen&b=")
+    page.wait_for_function(f"() => {PLOT}._fullData.some(t => t.name === 'search')", timeout=60_000)
+    settle(page)
+    written = page.evaluate(f"() => {PLOT}._fullData.find(t => t.name === 'search').text.filter(t => t).length")
+    assert written >= 5
+    boxes = page.evaluate(f"""() => {{
+        const index = {PLOT}._fullData.findIndex(t => t.name === 'search');
+        const trace = {PLOT}.querySelectorAll('.scatterlayer .trace')[index];
+        return [...trace.querySelectorAll('.textpoint text')].map(t => t.getBoundingClientRect())
+            .filter(r => r.width > 0).map(r => [r.left, r.top, r.right, r.bottom]);
+    }}""")
+    assert len(boxes) == written and _overlaps(boxes) == []
