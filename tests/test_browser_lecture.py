@@ -265,3 +265,27 @@ def test_search_labels_do_not_pile_up(open_page):
             .filter(r => r.width > 0).map(r => [r.left, r.top, r.right, r.bottom]);
     }}""")
     assert len(boxes) == written and _overlaps(boxes) == []
+
+
+def test_on_a_phone_each_step_s_text_and_its_plot_are_on_one_screen(browser, app_url):
+    """390×844, tapping Next: the step's buttons and text above its plot, scrolled to the top of
+    the screen (the plot was 600–700 px above the screen after each Next)."""
+    from tests.browser import COUNT_REQUESTS
+
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    context.add_init_script(COUNT_REQUESTS)  # what settle() counts
+    try:
+        page = context.new_page()
+        page.goto(app_url)
+        page.wait_for_function(f"() => {PLOT} && {PLOT}.data && {PLOT}.data.length > 0", timeout=90_000)
+        settle(page)
+        for number, step in enumerate(STEPS, 1):
+            page.locator("#tour-next").tap()
+            page.wait_for_function(
+                f"() => document.querySelector('#tour-text').innerText.includes('Step {number} of')", timeout=60_000)
+            settle(page)
+            assert _in_view(page, "#tour-next") and _in_view(page, "#tour-text"), f"step {number}"
+            if step.view.view == "plane":
+                assert _in_view(page, "#embed-plot .js-plotly-plot"), f"step {number}: the plot is off screen"
+    finally:
+        context.close()

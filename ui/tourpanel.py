@@ -58,8 +58,8 @@ def layout(page) -> None:
         # the buttons above the text: a step's text is longer or shorter than the last one's, and
         # a presenter's pointer must find Next where it was
         with gr.Row():
-            page.previous_button = gr.Button("← Previous", elem_id="tour-previous", size="sm")
-            page.next_button = gr.Button("Next →", variant="primary", elem_id="tour-next", size="sm")
+            page.previous_button = gr.Button("← Previous", elem_id="tour-previous", size="sm", min_width=100)
+            page.next_button = gr.Button("Next →", variant="primary", elem_id="tour-next", size="sm", min_width=100)
         page.tour_text = gr.Markdown(render.tour_text(None), elem_id="tour-text")
 
 
@@ -69,11 +69,17 @@ def layout_address(page) -> None:
                            js_on_load=written_by_page("address", ADDRESS_JS, then="follow();"))
 
 
+# on a phone the step's buttons and text sit above its plot (assets/style.css): a step starts
+# with them at the top of the screen, so its text and its plot are seen together
+TO_THE_STEP_JS = """() => { if (matchMedia('(max-width: 600px)').matches)
+    document.querySelector('#tour-next').parentElement.scrollIntoView({block: 'start'}); }"""
+
+
 def wire(page) -> None:
     for button, move, name in ((page.next_button, 1, "next_step"), (page.previous_button, -1, "previous_step")):
         handler = events.named(lambda request, move=move: go(page, request, move), ())
         handler.__name__ = name
-        button.click(handler, None, page.everything, api_name=name, **LIVE)
+        button.click(handler, None, page.everything, api_name=name, js=TO_THE_STEP_JS, **LIVE)
     page.address.input(events.named(lambda request, sent: back(page, request, sent), ("address",)), page.address,
                        page.everything, api_name=False, **LIVE)
 
