@@ -149,6 +149,7 @@
     const { meta, ...rest } = figure.layout || {};
     drawTable(figure.layout);
     // a constant uirevision keeps what the user did to the plot (zoom, a 3-D camera) across redraws
+    openSearch(figure);
     shown = { data: expand(figure.data, figure.layout), layout: { ...rest, uirevision: "embedding" },
       config: { responsive: true, displaylogo: false, ...(figure.config || {}) } };
     await plot();
@@ -229,6 +230,17 @@
     if (!box || !target.matches("textarea, input")) return;
     send({ [SENTENCES[box.id]]: target.value });
   }, true);
+
+  // a page opened from a link with a search draws its crosses: the box they come from is opened
+  // too, not left folded away (at the first figure with crosses, once)
+  let searchOpened = false;
+  function openSearch(figure) {
+    if (searchOpened || !(figure.data || []).some((trace) => trace.name === "search")) return;
+    const button = document.querySelector("#search-panel > button.label-wrap");
+    if (!button) return;
+    searchOpened = true;
+    if (!button.classList.contains("open")) button.click();
+  }
 
   window.embeddingExplorer = {
     // #embed-plot's script: the div to draw in, and how to fire its sync event

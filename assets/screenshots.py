@@ -43,10 +43,15 @@ def main() -> None:
             page.screenshot(path=str(ROOT / "assets" / f"{name}.png"), full_page=full)
             page.context.close()
 
-        shot("screenshot", f"source=bert&{PAIR}&token=2")
+        shot("screenshot", f"source=bert&{PAIR}&token=2&panel=view")
         shot("lecture", "step=6")
         shot("presenter", "step=4&presenter=1", (1920, 1080))
-        shot("phone", f"source=bert&{PAIR}", (390, 844))
+        def two_steps(page):  # as a student taps Next: the step's text above its plot, on one screen
+            for _ in range(2):
+                page.locator("#tour-next").click()
+                settle(page)
+
+        shot("phone", "", (390, 844), then=two_steps)
 
         def train(page):
             page.get_by_role("tab", name="Train").click()

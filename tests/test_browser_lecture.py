@@ -265,6 +265,9 @@ def test_search_labels_do_not_pile_up(open_page):
             .filter(r => r.width > 0).map(r => [r.left, r.top, r.right, r.bottom]);
     }}""")
     assert len(boxes) == written and _overlaps(boxes) == []
+    # the link's search box is open, not folded away while its crosses show
+    box = page.locator("#vocab-search textarea, #vocab-search input").first
+    assert box.is_visible() and box.input_value() == "monarch"
 
 
 def test_on_a_phone_each_step_s_text_and_its_plot_are_on_one_screen(browser, app_url):
