@@ -159,7 +159,7 @@ class Session:
         (`core.offload.Offload.call` does it in another process); by default here.
 
         `progress(step, steps, losses)` is also passed `frame=`, a session with the tables of
-        that step, at a quarter, half and three quarters of the way (`core.training.train_copy`)."""
+        that step, at a fifth, two, three and four fifths of the way (`core.training.train_copy`)."""
         tokenizer = self.tokenizer or WordLevelTokenizer.from_text(
             "\n".join(corpus.sentences), max_size=self.settings.vocab_size
         )

@@ -66,6 +66,7 @@ from core.tokenizer import Encoding
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 
 # the parts a student can freeze, and the attribute of BertEmbedding each one names
+FRAMES = 4  # snapshots of the tables a training sends on its way (train_copy)
 PARTS = {"token": "tok_embed", "position": "pos_embed", "segment": "seg_embed", "norm": "norm"}
 
 # a sentence ends at a line break, or at . ! ? followed by space
@@ -250,12 +251,12 @@ def train_copy(model: BertEmbedding, frozen: Collection[str], corpus: Corpus, to
     """A `trainable_copy` of `model`, trained: the model and what its training did. One
     module-level call, so `core.offload` can run it in its own process.
 
-    At a quarter, half and three quarters of the steps, `progress` is also passed a frozen
-    snapshot of the tables so far (`frame=`), for the page to draw the points on their way: a
-    default training takes a third of a second, too fast to watch. A snapshot costs a
+    At a fifth, two, three and four fifths of the steps (`FRAMES`), `progress` is also passed a
+    frozen snapshot of the tables so far (`frame=`), for the page to draw the points on their
+    way: a default training takes a third of a second, too fast to watch. A snapshot costs a
     `trainable_copy`: the corpus's token rows and the small tables, not the vocabulary."""
     copy_ = trainable_copy(model, frozen)
-    marks = {max(1, config.steps * quarter // 4) for quarter in (1, 2, 3)} - {config.steps}
+    marks = {max(1, config.steps * k // (FRAMES + 1)) for k in range(1, FRAMES + 1)} - {config.steps}
 
     def report(step: int, steps: int, losses: tuple[float, ...]) -> None:
         frame = trainable_copy(copy_, PARTS).requires_grad_(False) if step in marks else None

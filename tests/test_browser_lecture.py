@@ -10,6 +10,7 @@ for a person to look at.
 from __future__ import annotations
 
 import io
+import json
 import os
 from pathlib import Path
 from urllib.parse import quote
@@ -219,15 +220,21 @@ def test_a_default_training_is_watched_as_it_goes_and_frozen_points_stay_put(ope
                 token: at('token'), position: at('position')}};
     }}"""
     before = page.evaluate(drawn)
+    # every state the page renders, recorded in the page at each animation frame: a sample from
+    # here, one round trip at a time, can miss one on a busy machine
+    page.evaluate(f"""() => {{ window.__seen = []; const look = () => {{
+        const now = JSON.stringify(({drawn})());
+        if (window.__seen[window.__seen.length - 1] !== now) window.__seen.push(now);
+        if (!JSON.parse(now).summary.startsWith('Trained')) requestAnimationFrame(look);
+    }}; requestAnimationFrame(look); }}""")
     page.get_by_role("tab", name="Train").click()
     assert page.locator("#train-steps input").input_value() == "100"
     assert "frozen: position" in page.locator("#param-status").inner_text()
     page.locator("#train-button").click()
-    seen = []
-    while not (now := page.evaluate(drawn))["summary"].startswith("Trained"):
-        if now["curve"] and (not seen or seen[-1] != now):
-            seen.append(now)
-        page.wait_for_timeout(30)
+    page.wait_for_function("() => (document.querySelector('#train-summary') || {}).innerText?.startsWith('Trained')",
+                           timeout=120_000)
+    seen = [state for state in map(json.loads, page.evaluate("() => window.__seen")) if state["curve"]]
+    seen = [state for state in seen if not state["summary"].startswith("Trained")]
     assert len({s["curve"] for s in seen}) >= 3, [s["summary"] for s in seen]
     assert len({str(s["token"]) for s in seen}) >= 3  # the points on their way, not only at the end
     assert all(s["position"] == before["position"] for s in seen)  # the frozen ones stay put all along

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 import app
+from core.training import FRAMES
 from ui import events, trainpanel
 
 PAGE = app.demo.explorer
@@ -88,7 +89,7 @@ def test_a_training_set_aside_puts_the_summary_and_curve_back(monkeypatch):
     outputs = list(trainpanel.train(PAGE, asked, 40, "builtin"))
 
     assert outputs[0][PAGE.trained] == "Training 40 steps…"
-    assert sum(PAGE.plot in out for out in outputs[1:-1]) == 3  # the snapshots were drawn on the way
+    assert sum(PAGE.plot in out for out in outputs[1:-1]) == FRAMES  # the snapshots were drawn on the way
     shown = last(outputs)
     assert "set aside" in shown[PAGE.notice]
     assert shown[PAGE.trained] == "" and shown[PAGE.losses] is None  # the untrained tables' own
