@@ -522,10 +522,12 @@ def _labels(scene: Scene, order: np.ndarray, tokens: list[str], groups: Sequence
         `settled` ones first, known to fit, then the others, checked; then the stars."""
         ranks = np.concatenate([np.flatnonzero(settled), np.flatnonzero(~settled)])  # the order they are fitted in
         spots = points[lead][must[ranks]] if lead is not None else np.zeros((0, 2))
-        beside = [(len(must_texts[i]) * char / 2 + scale.marker, -line / 2) for i in ranks]
-        moves = {0: lambda k: (0.0, 0.0), 1: lambda k: (0.0, -(line + scale.marker)),
-                 2: lambda k: beside[k], 3: lambda k: (-beside[k][0], beside[k][1])}
-        shifts = np.array([moves[place[i]](k) for k, i in enumerate(ranks)] +
+
+        def shift(i: int) -> tuple[float, float]:  # pixels right and up of where a label above would be
+            aside = len(must_texts[i]) * char / 2 + scale.marker
+            return ((0.0, 0.0), (0.0, -(line + scale.marker)), (aside, -line / 2), (-aside, -line / 2))[place[i]]
+
+        shifts = np.array([shift(i) for i in ranks] +
                           [(0.0, -(line + scale.marker + 2.0))] * len(stars) +
                           [(0.0, -(line + scale.marker) / 2)] * len(stars)).reshape(-1, 2)
         checked = np.concatenate([np.zeros(settled.sum(), dtype=bool), np.ones((~settled).sum(), dtype=bool),

@@ -23,6 +23,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -87,7 +88,7 @@ class SearchResult:
 
 
 def search(session: Session, query: str, *, regex: bool = False, limit: int = DEFAULT_LIMIT, k: int = 10,
-           projection: PCAProjection | None = None, around: np.ndarray | None = None) -> SearchResult:
+           projection: PCAProjection | None = None, around: Mapping[str, np.ndarray] | None = None) -> SearchResult:
     """Entries of the current token table's vocabulary matching ``query``.
 
     Plain text: the entry spelled exactly so (case-insensitively) first, then entries that
@@ -260,9 +261,10 @@ def _check(items, *, inside_repeat: bool) -> None:
 
 
 def _layer(hits: tuple[SearchHit, ...], neighbours: tuple[tuple[str, float], ...],
-           near_points: np.ndarray | None, around: np.ndarray | None = None) -> dict:
+           near_points: np.ndarray | None, around: Mapping[str, np.ndarray] | None = None) -> dict:
     """The found entries (crosses) and the first one's neighbours (small diamonds) as one trace,
-    named where the names fit beside each other on a plot that also holds `around`."""
+    named where the names fit beside each other on a plot that also holds `around` (the drawn
+    points, by group)."""
     points = [hit.point for hit in hits]
     words = [hit.word for hit in hits]
     about = ["found" for _ in hits]
@@ -274,7 +276,8 @@ def _layer(hits: tuple[SearchHit, ...], neighbours: tuple[tuple[str, float], ...
     escaped = [html.escape(word, quote=False) for word in words]
     written = escaped
     if xyz.shape[1] == 2 and len(xyz):  # only the names that fit beside each other; hover names every one
-        others = np.zeros((0, 2)) if around is None else np.asarray(around, dtype=np.float64).reshape(-1, 2)
+        drawn = [np.asarray(p, dtype=np.float64) for p in (around or {}).values() if np.shape(p)[-1:] == (2,)]
+        others = np.concatenate(drawn) if drawn else np.zeros((0, 2))
         fits = legible([others, xyz], [[""] * len(others), words], SEARCH_FONT_PX)[1]
         written = [word if keep else "" for word, keep in zip(escaped, fits, strict=True)]
     trace = {

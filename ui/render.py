@@ -19,7 +19,6 @@ import re
 from collections.abc import Iterable
 
 import gradio as gr
-import numpy as np
 from gradio.components.plot import PlotData
 
 from core import tour
@@ -209,9 +208,8 @@ def _search(view: View, session: Session, result: Exploration) -> SearchResult |
     if not view.search.strip():
         return None
     try:
-        drawn = [np.asarray(p) for p in result.scene.points.values() if np.shape(p)[-1:] == (2,)]
         return search(session, view.search, regex=view.regex, projection=result.projection,
-                      around=np.concatenate(drawn) if drawn else None)  # the plot's extent sets the labels' room
+                      around=result.scene.points)  # the plot's extent sets the labels' room
     except ValueError as error:  # a pattern outside the allowed subset: say why, draw nothing
         return SearchResult(view.search, (), message=str(error))
 
