@@ -231,6 +231,10 @@
     send({ [SENTENCES[box.id]]: target.value });
   }, true);
 
+  // a phone's plot gets larger labels fitted to its width (the page said which screen it has when
+  // it opened: ui/tourpanel.py SCREEN_JS); turned to landscape or back, the plot is fitted anew
+  matchMedia("(max-width: 600px)").addEventListener("change", (event) => send({ narrow: event.matches }));
+
   // a page opened from a link with a search draws its crosses: the box they come from is opened
   // too, not left folded away (at the first figure with crosses, once)
   let searchOpened = false;

@@ -134,3 +134,29 @@ def background(
         rows = table(torch.from_numpy(ids).long()).numpy()  # (N, d)
     points = projection.transform(rows).astype(np.float32) if len(ids) else np.zeros((0, 2), np.float32)
     return Background(ids, labels, points)
+
+
+# table -> projection -> {words: the box they fill}: the box, not the points, is what each redraw
+# needs, so a keystroke does not project thousands of rows again; both forget what is gone
+_EXTENTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_EXTENTS_LOCK = threading.Lock()
+
+
+def background_extent(
+    tokenizer: WordPieceTokenizer | WordLevelTokenizer | None,
+    table: nn.Embedding | PatchedEmbedding,
+    projection: PCAProjection,
+    n: int,
+) -> np.ndarray:
+    """The lowest and highest corner (2, 2) of ``background(tokenizer, table, projection, n)``:
+    the page draws it behind the tokens, so the plot's axes reach as far, and the labels are
+    fitted to that scale."""
+    with _EXTENTS_LOCK:
+        known = _EXTENTS.get(table, {}).get(projection, {}).get(n)
+    if known is not None:
+        return known
+    points = background(tokenizer, table, projection, n).points
+    box = np.array([points.min(axis=0), points.max(axis=0)]) if len(points) else np.full((2, 2), np.nan)
+    with _EXTENTS_LOCK:
+        _EXTENTS.setdefault(table, weakref.WeakKeyDictionary()).setdefault(projection, {})[n] = box
+    return box

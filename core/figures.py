@@ -21,7 +21,7 @@ from __future__ import annotations
 import base64
 import functools
 import html
-import math
+import itertools
 import textwrap
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,7 +31,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.io.json import to_json_plotly
 
-from core.labels import CHAR_EM, LINE_EM, PLOT_PX, legible
+from core.labels import FONT_FAMILY, LINE_EM, PLOT_PX, legible, width_em
 
 GROUPS = ("token", "position", "segment", "sum", "output")  # display order
 
@@ -250,7 +250,8 @@ CATEGORY = "category: {}"
 def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, shift: bool = False,
                    presenter: bool = False, webgl_above: int = 1500, uirevision: str = "embed",
                    panels: str = "auto", magnify: bool = True, compact: bool = False,
-                   named: Collection[str] = ()) -> dict:
+                   named: Collection[str] = (), narrow: bool = False, layer: dict | None = None,
+                   reach: np.ndarray | None = None) -> dict:
     """The embedding layer's vectors in the PCA plane, one coloured trace per group.
 
     labels: write each token beside its point (as many as fit without overlapping).
@@ -264,6 +265,12 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, s
     shift: draw the shift each segment row adds, as an arrow ending on each shifted sum,
         and state its length in the full space.
     presenter: large fonts and thick markers, readable from the back of a lecture hall.
+    narrow: drawn on a phone: labels in larger type, fitted to its narrow plot.
+    layer: a trace drawn over the token panel (the search's crosses, `core.search`): with
+        labels on, its names are fitted with the others (in the figure's label type, blank where
+        one does not fit) and every label keeps clear of its markers.
+    reach: points (n, 2) the plot's axes also reach, drawn by the page (the vocabulary behind
+        the tokens: its corners), so the labels are fitted to the scale the plot is drawn at.
     uirevision: kept constant across updates so the user's zoom and hidden legend
         entries survive while they type.
     panels: "split" draws the output in a panel of its own beside the parts (same plane,
@@ -283,18 +290,22 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, s
         raise ValueError(f"panels is {panels!r}; choose one of {', '.join(PANELS)}")
     if scene.dims == 3:
         spec = _spec_3d(scene, labels=labels, arrows=arrows, shift=shift, presenter=presenter, uirevision=uirevision)
+        if layer is not None:
+            spec["data"].append(layer)
         if compact:  # its traces stay whole (a 3-D view is asked for, not typed into): the table's columns only
             spec["layout"]["meta"] = {"columns": token_columns(scene)}
         return spec
     groups = [group for group in GROUPS if group in scene.points]
     webgl = len(groups) * len(scene.tokens) > webgl_above
-    scale = PRESENTER if presenter else NORMAL
+    scale = PRESENTER if presenter else PHONE if narrow else NORMAL
     split = _split(scene, groups, panels)
     panel = {group: 2 if split and group == "output" else 1 for group in groups}
     points, factors = (_magnified(scene, groups, panel) if magnify and not scene.exact
                        else ({g: np.asarray(scene.points[g]) for g in groups}, {}))
+    if layer is not None:
+        layer = {**layer, "textfont": {**layer.get("textfont", {}), "size": scale.text}}
     columns = _TokenColumns.of(scene, groups, points, panel, labels=labels, webgl=webgl, scale=scale, split=split,
-                               named=named)
+                               named=named, layer=layer, reach=reach)
 
     data = _category_halos(scene, groups, points, panel, columns, scale) if scene.categories else []
     shared = token_columns(scene, columns.order) if compact else None
@@ -315,7 +326,7 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, s
     titles = _axis_titles(scene)
     layout = {
         "template": TEMPLATE,
-        "font": {"size": scale.font},
+        "font": {"size": scale.font, "family": FONT_FAMILY},
         "uirevision": uirevision,
         "autosize": True,  # no fixed height: the page's CSS gives the plot its size
         # tick labels may reach past the plot's edge: by default plotly measures every one of them on
@@ -330,6 +341,10 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, s
         "annotations": _annotations(scene, scale, labelled=columns.labelled, shift=shift and "sum" in groups,
                                     split=split, factors=factors, groups=groups),
     }
+    if layer is not None:  # over everything, its names where they fit (none with labels off: hover names them)
+        data.append({**layer, "text": columns.labels.get(LAYER, [""] * len(layer["text"]))})
+    data += [_written_last(group, written, points[group][columns.order], webgl=webgl, scale=scale,
+                           axes=_AXES[panel[group]]) for group, written in columns.last.items()]
     if shared is not None:
         layout["meta"] = {"columns": shared}  # meta: plotly keeps it and draws nothing of it
     if split:
@@ -414,8 +429,12 @@ class _Scale:
 
 
 NORMAL = _Scale(marker=8, text=10, font=12, line=1)
-# presenter mode's plot fills the screen's height (assets/style.css): a 1080p projector's
-PRESENTER = _Scale(marker=15, text=18, font=20, line=2.5, plot_px=(1150.0, 540.0))  # 680 px box, less margins
+# presenter mode's plot fills the screen's height (assets/style.css): a 1080p projector's 680 px
+# box less its margins and a legend of up to two rows (1264 × 475 px measured at tour step 6)
+PRESENTER = _Scale(marker=15, text=18, font=20, line=2.5, plot_px=(1150.0, 470.0))
+# a phone's plot (390 px screen, assets/style.css): labels in 12 px type on a drawing area of about
+# 230–240 × 265–325 px once the margins, ticks and legend are off (measured in Chromium at 390 × 844)
+PHONE = _Scale(marker=8, text=12, font=12, line=1, plot_px=(225.0, 260.0))
 
 
 @dataclass(frozen=True)
@@ -427,13 +446,15 @@ class _TokenColumns:
     labels: dict[str, list[str]]  # group -> its points' written labels ("": none), if labels are on
     labelled: tuple[int, int]    # points labelled, of the distinct points that could be
     places: dict[str, list[str]]  # group -> each label's textposition, where one is not above its point
+    last: dict[str, Written]     # group -> its labels that must be written, drawn over everything
     symbol: list[int | str]      # marker shape per token
     customdata: np.ndarray       # (L, 4) float32: id, position, segment, and 0 for the norm
 
     @classmethod
     def of(cls, scene: Scene, groups: Sequence[str], points: Mapping[str, np.ndarray], panel: Mapping[str, int],
            *, labels: bool, webgl: bool, scale: _Scale, split: bool = False,
-           named: Collection[str] = ()) -> _TokenColumns:
+           named: Collection[str] = (), layer: dict | None = None, reach: np.ndarray | None = None
+           ) -> _TokenColumns:
         symbols = _symbols(scene)
         # plain words first: plotly's legend copies the first point's shape, and a
         # diamond there would read as "this whole group is special"
@@ -441,17 +462,20 @@ class _TokenColumns:
         tokens = [scene.tokens[i] for i in order]
         # plotly parses hover text as HTML-like markup: escape what users typed so "<b>" reads "<b>"
         escaped = [html.escape(token, quote=False) for token in tokens]
-        written, labelled, places = {}, (0, 0), {}
+        written, labelled, places, last = {}, (0, 0), {}, {}
         if labels:
             # each panel has its own scale, so its labels are fitted to its own share of the width
             plot_px = (scale.plot_px[0] * (1 - PANEL_GAP) / 2, scale.plot_px[1]) if split else scale.plot_px
             for number in sorted(set(panel.values())):
                 members = [g for g in groups if panel[g] == number]
                 # plotly parses SVG labels as markup too, but WebGL draws them as plain text, unescaped
-                found, counts, where = _labels(scene, order, tokens, members, points, scale, plot_px,
-                                               escape=not webgl, named=named)
+                found, counts, where, over = _labels(scene, order, tokens, members, points, scale, plot_px,
+                                                     escape=not webgl, named=named,
+                                                     layer=layer if number == 1 else None,
+                                                     reach=reach if number == 1 else None)
                 written.update(found)
                 places.update(where)
+                last.update(over)
                 labelled = (labelled[0] + counts[0], labelled[1] + counts[1])
         return cls(
             order=order,
@@ -459,14 +483,20 @@ class _TokenColumns:
             labels=written,
             labelled=labelled,
             places=places,
+            last=last,
             symbol=[symbols[i] for i in order],
             customdata=np.column_stack([scene.ids, scene.positions, scene.segment_ids,
                                         np.zeros(len(order))])[order].astype(np.float32),
         )
 
 
+LAYER = "layer"  # the labels of embedding_spec's `layer`, among a figure's labels
+NAMED = "(named)"  # the trace of a group's labels that must be written: "token (named)"
+# how far plotly's symbols reach, in marker sizes (measured in Chromium: a size-10 star is 13.3 px wide)
+SYMBOL_EXTENT = {"star": 1.35, SPECIAL: 1.3}  # SPECIAL: a diamond
 # where a label that must be written may go, in the order tried (plotly's textposition)
-PLACES = ("top center", "bottom center", "middle right", "middle left")
+PLACES = ("top center", "bottom center", "middle right", "middle left", "top right", "top left", "bottom right",
+          "bottom left")
 # who gets a label first where labels would collide: the two segment points (else buried
 # under a hundred others), the tokens themselves, then what the layer makes of them
 LABEL_PRIORITY = ("segment", "token", "output", "sum", "position")
@@ -474,8 +504,9 @@ LABEL_PRIORITY = ("segment", "token", "output", "sum", "position")
 
 def _labels(scene: Scene, order: np.ndarray, tokens: list[str], groups: Sequence[str],
             drawn: Mapping[str, np.ndarray], scale: _Scale, plot_px: tuple[float, float],
-            *, escape: bool, named: Collection[str] = ()
-            ) -> tuple[dict[str, list[str]], tuple[int, int], dict[str, list[str]]]:
+            *, escape: bool, named: Collection[str] = (), layer: dict | None = None,
+            reach: np.ndarray | None = None
+            ) -> tuple[dict[str, list[str]], tuple[int, int], dict[str, list[str]], dict[str, Written]]:
     """Each drawn group's labels, in drawing order, blank where they would overlap another,
     and how many points are labelled of how many distinct points could be.
 
@@ -485,8 +516,11 @@ def _labels(scene: Scene, order: np.ndarray, tokens: list[str], groups: Sequence
     The selected token and the `named` tokens are labelled first, in the first of the token,
     sum and output groups drawn: above their points, or under, right or left of them where two
     would overlap (one that fits nowhere is left out); a selected token's neighbours are always
-    labelled (under their stars). So these labels and the stars take their room first, and the
-    others give way. Also returns, by group, each label's place (PLACES) where one is not above.
+    labelled (under their stars). So these labels take their room first, then the names of the
+    `layer` drawn over the plot (the search's crosses: its ``text``, as LAYER in the labels
+    returned), and the others give way. No label covers a marker, nor is covered by one: every
+    point's, star's and cross's marker keeps its room (a label's own marker only touches it).
+    Also returns, by group, each label's place (PLACES) where one is not above.
     """
     texts = {
         "position": [str(scene.positions[i]) for i in order],
@@ -501,72 +535,121 @@ def _labels(scene: Scene, order: np.ndarray, tokens: list[str], groups: Sequence
         first = np.zeros(len(words), dtype=bool)
         first[firsts] = True
         wanted.append([word if keep else "" for word, keep in zip(words, first, strict=True)])
-    # the labels that must be written: the selected token's and the named ones, each point once
+    # the labels placed first, each where it fits (above, under, beside or at a corner of its point):
+    # the selected token's and the named ones, each point once, which must be written, and the
+    # segment rows' letters, which would otherwise be lost among the other groups' markers
     lead = next((ranked.index(g) for g in ("token", "sum", "output") if g in ranked), None)
     named = set(named) | ({scene.tokens[scene.picked]} if scene.picked is not None else set())
-    must = np.zeros(0, dtype=int) if lead is None else np.flatnonzero([bool(w) and w in named for w in wanted[lead]])
-    must_texts = [wanted[lead][j] for j in must]
-    for j in must:  # written through the reserved room, not a second time as an ordinary label
-        wanted[lead][j] = ""
+    placed = [] if lead is None else [(lead, j) for j, w in enumerate(wanted[lead]) if w and w in named]
+    needed = np.ones(len(placed), dtype=bool)
+    if "segment" in ranked:
+        rows = ranked.index("segment")
+        placed += [(rows, j) for j, w in enumerate(wanted[rows]) if w]
+        needed = np.concatenate([needed, np.zeros(len(placed) - len(needed), dtype=bool)])
+    placed_texts = [wanted[g][j] for g, j in placed]
+    for g, j in placed:  # written through the reserved room, not a second time as an ordinary label
+        wanted[g][j] = ""
     near = scene.neighbourhood
     kinds = [kind for kind in near.points if kind in groups and len(near.points[kind])] if near is not None else []
     line = scale.text * LINE_EM
     stars = np.concatenate([near.points[kind] for kind in kinds]) if kinds else np.zeros((0, 2))
-    # a star is a box about two characters wide; the others' labels sit above their points
-    star_text = "*" * max(1, math.ceil((scale.marker + 2) / (scale.text * CHAR_EM)))
-    star_texts = [label for kind in kinds for label in near.labels[kind]] + [star_text] * len(stars)
-    char = scale.text * CHAR_EM
+    star_texts = [label for kind in kinds for label in near.labels[kind]]  # written under their stars
+    # the layer's names, above its markers (larger than the points', so a little higher)
+    crosses = np.zeros((0, 2)) if layer is None else np.column_stack([layer["x"], layer["y"]]).astype(np.float64)
+    cross_px = np.zeros(0) if layer is None else np.broadcast_to(layer["marker"]["size"], len(crosses)).astype(float)
+    cross_texts = [] if layer is None else list(layer["text"])
+    # every marker on the plot, and its size: the groups' points (a segment's a larger square), the stars, the crosses
+    markers = np.concatenate([*points, stars, crosses])
+    star_px = (scale.marker + 2.0) * SYMBOL_EXTENT["star"]
+    symbols = _symbols(scene)
+    widest = np.array([SYMBOL_EXTENT.get(symbols[i], 1.0) for i in order])  # a token's shape, in drawing order
+    marker_px = np.concatenate([*(np.full(len(xy), scale.marker + 2.0) if group == "segment" else widest * scale.marker
+                                  for group, xy in zip(ranked, points, strict=True)),
+                                np.full(len(stars), star_px), cross_px])
+    spots = np.array([points[g][j] for g, j in placed]).reshape(-1, 2)
 
-    def fit(place: np.ndarray, settled: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
-        """Every label's mask, the must-labels at their `place` (an index of PLACES): the
-        `settled` ones first, known to fit, then the others, checked; then the stars."""
+    def shift(i: int, spot: int) -> tuple[float, float]:
+        """Pixels right and up of where a label above would be, for placed label `i` at PLACES[spot]."""
+        half = width_em(placed_texts[i]) * scale.text / 2
+        under = -(line + scale.marker)
+        return ((0.0, 0.0), (0.0, under), (half + scale.marker, -line / 2), (-half - scale.marker, -line / 2),
+                (half, 0.0), (-half, 0.0), (half, under), (-half, under))[spot]
+
+    def fit(place: np.ndarray, settled: np.ndarray, covering: bool) -> tuple[list[np.ndarray], np.ndarray]:
+        """Every label's mask, the placed ones at their `place` (an index of PLACES): the
+        `settled` ones first, known to fit, then the others, checked (a needed one against the
+        labels only if `covering`); then the stars' names and the layer's."""
         ranks = np.concatenate([np.flatnonzero(settled), np.flatnonzero(~settled)])  # the order they are fitted in
-        spots = points[lead][must[ranks]] if lead is not None else np.zeros((0, 2))
-
-        def shift(i: int) -> tuple[float, float]:  # pixels right and up of where a label above would be
-            aside = len(must_texts[i]) * char / 2 + scale.marker
-            return ((0.0, 0.0), (0.0, -(line + scale.marker)), (aside, -line / 2), (-aside, -line / 2))[place[i]]
-
-        shifts = np.array([shift(i) for i in ranks] +
-                          [(0.0, -(line + scale.marker + 2.0))] * len(stars) +
-                          [(0.0, -(line + scale.marker) / 2)] * len(stars)).reshape(-1, 2)
-        checked = np.concatenate([np.zeros(settled.sum(), dtype=bool), np.ones((~settled).sum(), dtype=bool),
-                                  np.ones(len(stars), dtype=bool),  # the neighbours' names, not their stars
-                                  np.zeros(len(stars), dtype=bool)])
-        reserved = np.concatenate([spots, stars, stars])
+        shifts = np.array([shift(i, place[i]) for i in ranks] +
+                          [(0.0, -(line + (star_px + scale.marker) / 2))] * len(stars) +  # under the star
+                          [(0.0, (size - scale.marker) / 2) for size in cross_px]).reshape(-1, 2)
+        checked = np.concatenate([np.zeros(settled.sum(), dtype=bool),
+                                  np.ones((~settled).sum() + len(stars) + len(crosses), dtype=bool)])
+        reserved = np.concatenate([spots[ranks], stars, crosses])
+        over = np.zeros(len(reserved), dtype=bool)
+        over[: len(ranks)] = covering and needed[ranks]
         *masks, kept = legible(points, wanted, scale.text, plot_px, reserved=reserved if len(reserved) else None,
-                               reserved_texts=[must_texts[i] for i in ranks] + star_texts, reserved_shift=shifts,
-                               reserved_checked=checked)
-        fitted = np.zeros(len(must), dtype=bool)
-        fitted[ranks] = kept[: len(must)]
-        return masks, np.concatenate([fitted, kept[len(must):]])
+                               reserved_texts=[placed_texts[i] for i in ranks] + star_texts + cross_texts,
+                               reserved_shift=shifts, reserved_checked=checked, markers=markers,
+                               marker_px=marker_px, lift=(scale.marker + line) / 2, reserved_covering=over,
+                               reach=reach)
+        fitted = np.zeros(len(placed), dtype=bool)
+        fitted[ranks] = kept[: len(placed)]
+        return masks, np.concatenate([fitted, kept[len(placed):]])
 
-    # every must-label above its point, checked against the ones before it; one that overlaps
-    # tries under its point, then right and left of it, the others staying where they fit
-    place, settled = np.zeros(len(must), dtype=int), np.zeros(len(must), dtype=bool)
-    for attempt in range(len(PLACES)):
-        kept, fits = fit(place, settled)
-        settled |= fits[: len(must)]
-        if settled.all() or attempt == len(PLACES) - 1:
+    # each placed label above its point, checked against the ones before it; one that overlaps tries
+    # under its point, then right and left of it, then its corners, the others staying where they
+    # fit. One that must be written and finds no free place in a crowd is written over a marker where
+    # it overlaps no label, or else above its point: a word the step's text names is never missing
+    place, settled = np.zeros(len(placed), dtype=int), np.zeros(len(placed), dtype=bool)
+    for covering, spot in itertools.product((False, True), range(len(PLACES))):
+        if covering and (settled | ~needed).all():
             break
-        place[~settled] += 1
-    for j, text, keep in zip(must, must_texts, fits[: len(must)], strict=True):
-        wanted[lead][j], kept[lead][j] = text, bool(keep)
-    fits = fits[len(must):]
+        place[~settled] = spot
+        kept, fits = fit(place, settled, covering)
+        settled |= fits[: len(placed)]
+        if settled.all():
+            break
+    if not (settled | ~needed).all():  # (a segment's letter with no free place is left to the hover)
+        place[~settled & needed] = 0
+        kept, fits = fit(place, settled | needed, covering=True)
+    for (g, j), text, keep in zip(placed, placed_texts, fits[: len(placed)], strict=True):
+        wanted[g][j], kept[g][j] = text, bool(keep)
+    fits = fits[len(placed):]
     near_labels = {}
     if kinds:
         # the neighbours' names that fit beside each other, by kind, for their own trace
-        names = iter(label if keep else "" for label, keep in zip(star_texts, fits[: len(stars)], strict=False))
+        names = iter(label if keep else "" for label, keep in zip(star_texts, fits[: len(stars)], strict=True))
         near_labels = {kind: [next(names) for _ in near.labels[kind]] for kind in kinds}
     write = functools.partial(html.escape, quote=False) if escape else str
     labels = {group: [write(text) if keep else "" for text, keep in zip(words, mask, strict=True)]
               for group, words, mask in zip(ranked, wanted, kept, strict=True)}
     labels.update({f"near {kind}": [write(text) for text in texts] for kind, texts in near_labels.items()})
-    where = {} if lead is None or not place.any() else {ranked[lead]: [PLACES[0]] * len(wanted[lead])}
-    for j, spot in zip(must, place, strict=True):
-        if spot:
-            where[ranked[lead]][j] = PLACES[spot]
-    return labels, (sum(int(mask.sum()) for mask in kept), sum(sum(map(bool, words)) for words in wanted)), where
+    if layer is not None:  # its text comes as it is drawn (escaped where it must be)
+        labels[LAYER] = [text if keep else "" for text, keep in zip(cross_texts, fits[len(stars):], strict=True)]
+    counts = (sum(int(mask.sum()) for mask in kept), sum(sum(map(bool, words)) for words in wanted))
+    where: dict[str, list[str]] = {}
+    last: dict[str, Written] = {}
+    for (g, j), spot, must, text in zip(placed, place, needed, placed_texts, strict=True):
+        group = ranked[g]
+        if must:  # written over everything (embedding_spec), so no marker drawn later hides it
+            drawn_last = last.setdefault(group, Written([], [], []))
+            drawn_last.indices.append(j)
+            drawn_last.texts.append(labels[group][j])
+            drawn_last.places.append(PLACES[spot])
+            labels[group][j] = ""
+        elif spot and text:
+            where.setdefault(group, [PLACES[0]] * len(wanted[g]))[j] = PLACES[spot]
+    return labels, counts, where, last
+
+
+@dataclass(frozen=True)
+class Written:
+    """Labels written over everything else: the words that must be labelled."""
+
+    indices: list[int]  # their points, in the group's drawing order
+    texts: list[str]
+    places: list[str]  # plotly's textposition of each
 
 
 def _segment_name(segment: int) -> str:
@@ -758,6 +841,27 @@ def _points_trace(group: str, points: np.ndarray, labels: list[str] | None, *, w
         trace.update(mode="markers+text", text=labels, textposition=places or PLACES[0],
                      textfont={"size": scale.text, "color": COLOURS[group]})
     return trace
+
+
+def _written_last(group: str, written: Written, points: np.ndarray, *, webgl: bool, scale: _Scale,
+                  axes: Mapping[str, str]) -> dict:
+    """The labels that must be written, over every marker: text only, in the group's colour,
+    shown and hidden with it."""
+    xy = np.asarray(points, dtype=np.float32)[written.indices]
+    return {
+        "type": "scattergl" if webgl else "scatter",
+        "name": f"{group} {NAMED}",
+        "legendgroup": group,
+        "showlegend": False,
+        "x": xy[:, 0],
+        "y": xy[:, 1],
+        **axes,
+        "mode": "text",
+        "text": written.texts,
+        "textposition": written.places,
+        "textfont": {"size": scale.text, "color": COLOURS[group]},
+        "hoverinfo": "skip",
+    }
 
 
 def _category_halos(scene: Scene, groups: Sequence[str], points: Mapping[str, np.ndarray],
@@ -1100,7 +1204,7 @@ def _spec_3d(scene: Scene, *, labels: bool, arrows: bool, shift: bool, presenter
     axes = {name: {"title": {"text": title}} for name, title in zip(("xaxis", "yaxis", "zaxis"), titles, strict=True)}
     return {"data": data, "layout": {
         "template": TEMPLATE_3D,
-        "font": {"size": scale.font},
+        "font": {"size": scale.font, "family": FONT_FAMILY},
         "uirevision": uirevision,
         "autosize": True,
         # equal scales on all three axes: distances are honest whichever way the scene is turned

@@ -23,14 +23,12 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 from torch import nn
 
-from core.labels import legible
 from core.neighbours import nearest
 from core.options import MAX_SEARCH
 from core.projection import PCAProjection
@@ -54,7 +52,6 @@ CACHED_QUERIES = 16  # searches kept per token table (see _found)
 DEFAULT_LIMIT = 10
 SEARCH = "search"  # the figure layer's trace name
 SEARCH_COLOUR = "#000000"
-SEARCH_FONT_PX = 12  # plotly's default text size, written down: the labels are fitted at it
 
 _ATOMIC = getattr(_constants, "ATOMIC_GROUP", None)  # (?>…), Python 3.11+
 _REPEATS = {_constants.MAX_REPEAT, _constants.MIN_REPEAT, getattr(_constants, "POSSESSIVE_REPEAT", None)} - {None}
@@ -88,7 +85,7 @@ class SearchResult:
 
 
 def search(session: Session, query: str, *, regex: bool = False, limit: int = DEFAULT_LIMIT, k: int = 10,
-           projection: PCAProjection | None = None, around: Mapping[str, np.ndarray] | None = None) -> SearchResult:
+           projection: PCAProjection | None = None) -> SearchResult:
     """Entries of the current token table's vocabulary matching ``query``.
 
     Plain text: the entry spelled exactly so (case-insensitively) first, then entries that
@@ -100,7 +97,8 @@ def search(session: Session, query: str, *, regex: bool = False, limit: int = DE
     cosine in the full space (``core.neighbours.nearest``), markers and the word itself left
     out. projection: the plane the main plot is drawn in (``Exploration.projection``); with
     it each hit and neighbour gets its point there, and ``trace`` is a layer to add to the
-    figure (in the token panel: the search is over token vectors).
+    figure (in the token panel: the search is over token vectors), every entry named; the
+    figure writes the names that fit (``core.figures.embedding_spec(layer=…)``).
 
     Raises ValueError for a query that is not allowed (too long, a pattern outside the
     subset, a bad limit); a query that simply finds nothing returns no hits and a message.
@@ -133,7 +131,7 @@ def search(session: Session, query: str, *, regex: bool = False, limit: int = DE
     hits = tuple(SearchHit(names[i], i, None if points is None else points[n]) for n, i in enumerate(ids))
     neighbours = tuple((names[id_], cosine) for id_, cosine in found)
     near_points = points[len(ids):] if points is not None and found else None
-    trace = _layer(hits, neighbours, near_points, around) if projection is not None else None
+    trace = _layer(hits, neighbours, near_points) if projection is not None else None
     more = f" (the first {limit} shown)" if truncated else ""
     return SearchResult(query, hits, neighbours, near_points, truncated,
                         f"{len(hits)} entr{'y' if len(hits) == 1 else 'ies'} found{more}.", trace)
@@ -261,10 +259,8 @@ def _check(items, *, inside_repeat: bool) -> None:
 
 
 def _layer(hits: tuple[SearchHit, ...], neighbours: tuple[tuple[str, float], ...],
-           near_points: np.ndarray | None, around: Mapping[str, np.ndarray] | None = None) -> dict:
-    """The found entries (crosses) and the first one's neighbours (small diamonds) as one trace,
-    named where the names fit beside each other on a plot that also holds `around` (the drawn
-    points, by group)."""
+           near_points: np.ndarray | None) -> dict:
+    """The found entries (crosses) and the first one's neighbours (small diamonds) as one trace."""
     points = [hit.point for hit in hits]
     words = [hit.word for hit in hits]
     about = ["found" for _ in hits]
@@ -274,12 +270,6 @@ def _layer(hits: tuple[SearchHit, ...], neighbours: tuple[tuple[str, float], ...
         about += [f"near {html.escape(hits[0].word, quote=False)}: cosine {cosine:.3f}" for _, cosine in neighbours]
     xyz = np.asarray(points, dtype=np.float32)
     escaped = [html.escape(word, quote=False) for word in words]
-    written = escaped
-    if xyz.shape[1] == 2 and len(xyz):  # only the names that fit beside each other; hover names every one
-        drawn = [np.asarray(p, dtype=np.float64) for p in (around or {}).values() if np.shape(p)[-1:] == (2,)]
-        others = np.concatenate(drawn) if drawn else np.zeros((0, 2))
-        fits = legible([others, xyz], [[""] * len(others), words], SEARCH_FONT_PX)[1]
-        written = [word if keep else "" for word, keep in zip(escaped, fits, strict=True)]
     trace = {
         "type": "scatter" if xyz.shape[1] == 2 else "scatter3d",
         "name": SEARCH,
@@ -287,11 +277,11 @@ def _layer(hits: tuple[SearchHit, ...], neighbours: tuple[tuple[str, float], ...
         "x": xyz[:, 0],
         "y": xyz[:, 1],
         "mode": "markers+text",
-        "text": written,
+        "text": escaped,
         "textposition": "top center",
         "marker": {"symbol": ["x"] * len(hits) + ["diamond"] * (len(points) - len(hits)),
                    "size": [12] * len(hits) + [7] * (len(points) - len(hits)), "color": SEARCH_COLOUR},
-        "textfont": {"color": SEARCH_COLOUR, "size": SEARCH_FONT_PX},
+        "textfont": {"color": SEARCH_COLOUR},
         "hovertext": [f"{word} · {note}" for word, note in zip(escaped, about, strict=True)],
         "hoverinfo": "text",
     }

@@ -109,6 +109,9 @@ class View:
     panel: str = "tour"  # the open control tab, a key of PANELS: a first visit opens on the tour
     step: int | None = None  # the tour step shown, 1-based; None outside the tour
     presenter: bool = False  # large type for a projector
+    # the page's own screen: a phone's narrow plot gets larger labels, fitted to its width. Each
+    # page says its own (assets/explorer.js), so no link carries it (SCREEN)
+    narrow: bool = False
     # the two documents' walk-throughs
     listing_seed: int = 0
     listing_bug: bool = False  # positions = tok_embed(pos), as the listing printed it
@@ -138,7 +141,7 @@ class View:
         options.choice(self.panel, "panel", PANELS)
         self._set("groups", options.subset(self.groups, "groups", COMPONENTS))
         self._set("frozen", frozenset(options.subset(self.frozen, "frozen", PARTS)))
-        for name in ("labels", "arrows", "shift", "presenter", "listing_bug", "lookup_grad", "regex"):
+        for name in ("labels", "arrows", "shift", "presenter", "narrow", "listing_bug", "lookup_grad", "regex"):
             options.flag(getattr(self, name), name)
         flips = self.flips
         if isinstance(flips, str) or not isinstance(flips, list | tuple | set | frozenset):
@@ -165,10 +168,16 @@ class View:
         """What decides the tables: views that agree on this share one session's tables."""
         return (self.source, self.settings, self.positions)
 
+    def seen_as(self, other: View) -> View:
+        """This view on `other`'s screen: a link or a tour step replaces what the page shows,
+        never the screen it is shown on."""
+        return replace(self, **{name: getattr(other, name) for name in SCREEN})
+
     def differs(self, other: View) -> tuple[str, ...]:
         """The fields whose values differ between two views, in field order."""
         return tuple(name for name in _FIELDS if getattr(self, name) != getattr(other, name))
 
 
 _FIELDS = tuple(f.name for f in fields(View))
+SCREEN = ("narrow",)  # the view fields the page's screen decides: never in a link
 _LABELS = {"sentence_a": "Sentence A", "sentence_b": "Sentence B", "lookup_sentence": "The lookup sentence"}

@@ -44,6 +44,37 @@ GROUP_SPANS = f"""() => {{
 }}"""
 
 
+# every drawn label that a marker drawn after it covers (plotly draws trace after trace, each
+# trace's text over its own markers): [text, the marker's trace]. A marker centred on the label's
+# own point (its own, or the same point in another group) is its anchor, not a cover; the arrow
+# heads of a path drawn tip to tail (a trace of lines) run over the points they join, by design
+HIDDEN_LABELS = f"""() => {{
+    const gd = {PLOT}, L = gd._fullLayout, root = gd.getBoundingClientRect(), slack = 1;
+    const traces = [...gd.querySelectorAll('.scatterlayer .trace')].map(g => [g, g.__data__ && g.__data__[0]
+        && g.__data__[0].trace]).filter(([, t]) => t);
+    const at = (t, d) => [root.left + L._size.l + L[t.xaxis.replace('x', 'xaxis')].l2p(d.x),
+                          root.top + L._size.t + L[t.yaxis.replace('y', 'yaxis')].l2p(d.y)];
+    const markers = traces.filter(([, t]) => !t.mode.includes('lines')).flatMap(([g, t]) =>
+        [...g.querySelectorAll('.points path.point')]
+        .map(p => [t.index, t.name, p.getBoundingClientRect()]).filter(([, , r]) => r.width > 0));
+    const hidden = [];
+    for (const [g, t] of traces) for (const e of g.querySelectorAll('.text .textpoint text')) {{
+        const r = e.getBoundingClientRect(), [x, y] = at(t, e.parentNode.__data__);
+        if (!r.width) continue;
+        for (const [index, name, m] of markers) {{
+            if (index <= t.index) continue;  // drawn before it: under it
+            if (Math.abs((m.left + m.right) / 2 - x) < 1 && Math.abs((m.top + m.bottom) / 2 - y) < 1) continue;
+            if (r.left < m.right - slack && m.left < r.right - slack && r.top < m.bottom - slack
+                && m.top < r.bottom - slack) hidden.push([e.textContent, name]);
+        }}
+    }}
+    return hidden;
+}}"""
+# the font size of every drawn label, in CSS pixels
+LABEL_SIZES = f"""() => [...{PLOT}.querySelectorAll('.scatterlayer .textpoint text')]
+    .filter(t => t.getBoundingClientRect().width > 0).map(t => parseFloat(getComputedStyle(t).fontSize))"""
+
+
 # the text of every label drawn beside a point (a star's name included)
 LABEL_TEXTS = f"""() => [...{PLOT}.querySelectorAll('.scatterlayer .textpoint text')]
     .filter(t => t.getBoundingClientRect().width > 0).map(t => t.textContent)"""
@@ -100,6 +131,7 @@ def test_a_lecture_every_tour_step_is_readable(open_page, viewport, presenter):
         if step.view.view != "plane":
             continue
         assert _overlaps(page.evaluate(LABEL_BOXES)) == [], f"step {number}: labels overlap"
+        assert page.evaluate(HIDDEN_LABELS) == [], f"step {number}: labels hidden under markers"
         missing = _must_label(step) - set(page.evaluate(LABEL_TEXTS))
         assert not missing, f"step {number}: the text names {sorted(missing)}, which the plot does not label"
         for group, (width, height) in page.evaluate(GROUP_SPANS).items():
@@ -220,16 +252,22 @@ def test_a_default_training_is_watched_as_it_goes_and_frozen_points_stay_put(ope
                 token: at('token'), position: at('position')}};
     }}"""
     before = page.evaluate(drawn)
-    # every state the page renders, recorded in the page at each animation frame: a sample from
-    # here, one round trip at a time, can miss one on a busy machine
-    page.evaluate(f"""() => {{ window.__seen = []; const look = () => {{
-        const now = JSON.stringify(({drawn})());
-        if (window.__seen[window.__seen.length - 1] !== now) window.__seen.push(now);
-        if (!JSON.parse(now).summary.startsWith('Trained')) requestAnimationFrame(look);
-    }}; requestAnimationFrame(look); }}""")
     page.get_by_role("tab", name="Train").click()
     assert page.locator("#train-steps input").input_value() == "100"
     assert "frozen: position" in page.locator("#param-status").inner_text()
+    # every state the page renders, recorded in the page at each change of its DOM (several
+    # updates landing in one frame on a busy machine are each seen) and at each animation frame:
+    # a sample from here, one round trip at a time, can miss one
+    page.evaluate(f"""() => {{ window.__seen = []; const look = () => {{
+        const now = JSON.stringify(({drawn})());
+        if (window.__seen[window.__seen.length - 1] !== now) window.__seen.push(now);
+        return !JSON.parse(now).summary.startsWith('Trained');
+    }};
+    const watcher = new MutationObserver(() => {{ if (!look()) watcher.disconnect(); }});
+    for (const id of ['#loss-plot', '#train-summary', '#embed-plot'])
+        watcher.observe(document.querySelector(id), {{subtree: true, childList: true, characterData: true}});
+    const frame = () => {{ if (look()) requestAnimationFrame(frame); }};
+    requestAnimationFrame(frame); }}""")
     page.locator("#train-button").click()
     page.wait_for_function("() => (document.querySelector('#train-summary') || {}).innerText?.startsWith('Trained')",
                            timeout=120_000)
@@ -272,6 +310,8 @@ def test_search_labels_do_not_pile_up(open_page):
             .filter(r => r.width > 0).map(r => [r.left, r.top, r.right, r.bottom]);
     }}""")
     assert len(boxes) == written and _overlaps(boxes) == []
+    # nor over the sentence's own labels, nor hidden under a marker
+    assert _overlaps(page.evaluate(LABEL_BOXES)) == [] and page.evaluate(HIDDEN_LABELS) == []
     # the link's search box is open, not folded away while its crosses show
     box = page.locator("#vocab-search textarea, #vocab-search input").first
     assert box.is_visible() and box.input_value() == "monarch"
@@ -297,5 +337,17 @@ def test_on_a_phone_each_step_s_text_and_its_plot_are_on_one_screen(browser, app
             assert _in_view(page, "#tour-next") and _in_view(page, "#tour-text"), f"step {number}"
             if step.view.view == "plane":
                 assert _in_view(page, "#embed-plot .js-plotly-plot"), f"step {number}: the plot is off screen"
+                # labels a phone can read, fitted to its narrow plot: none over another, none hidden,
+                # and the words the step's text names among them
+                sizes = page.evaluate(LABEL_SIZES)
+                assert sizes and min(sizes) >= 12, f"step {number}: labels of {sorted(set(sizes))} px"
+                assert _overlaps(page.evaluate(LABEL_BOXES)) == [], f"step {number}: labels overlap"
+                assert page.evaluate(HIDDEN_LABELS) == [], f"step {number}: labels hidden under markers"
+                missing = _must_label(step) - set(page.evaluate(LABEL_TEXTS))
+                assert not missing, f"step {number}: {sorted(missing)} not labelled"
+        # turned to landscape the screen is no longer a phone's: the plot is fitted anew, a laptop's
+        page.set_viewport_size({"width": 844, "height": 390})
+        page.wait_for_function(f"() => ({LABEL_SIZES})().length > 0 && ({LABEL_SIZES})().every(s => s === 10)",
+                               timeout=30_000)
     finally:
         context.close()

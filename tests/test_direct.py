@@ -103,6 +103,8 @@ def test_a_guessed_key_reaches_no_tab(app_url, tab):
     ({"token": "2"}, "token must be a whole number or null, not str"),
     ({"sentence_b": "w" * (MAX_TEXT + 1)}, f"{MAX_TEXT:,}"),
     ({"token": -1}, "token"),
+    ({"narrow": 1}, "narrow must be true or false, not int"),
+    ({"narrow": "yes"}, "narrow must be true or false, not str"),
 ])
 def test_a_hostile_change_is_refused_with_a_sentence_and_changes_nothing(app_url, tab, change, says):
     client, live = tab
@@ -111,6 +113,32 @@ def test_a_hostile_change_is_refused_with_a_sentence_and_changes_nothing(app_url
     notice = answer.get("error") or answer["values"]["notice"]
     assert says in notice
     assert client.predict(api_name="/fingerprint") == before
+
+
+def test_a_phone_s_screen_redraws_the_plot_in_larger_labels_fitted_to_it_and_no_link_carries_it(app_url, tab):
+    """A page that turned narrow (a phone, or a window made narrow) says so; its labels are 12 px,
+    fitted to a phone's plot, and turned wide again they are 10 px. The address never says it."""
+    client, live = tab
+
+    def label_sizes(answer: dict) -> set[float]:
+        figure = json.loads(answer["values"]["embed-plot"])
+        return {trace["textfont"]["size"] for trace in figure["data"] if trace.get("text") and "textfont" in trace}
+
+    narrow = call(app_url, {"key": live.key, "change": {"narrow": True}})
+    assert label_sizes(narrow) == {12} and live.view.narrow is True
+    assert "narrow" not in json.loads(narrow["values"]["address"])["query"]
+    typed = call(app_url, {"key": live.key, "change": {"sentence_a": "A phone's king spoke."}})
+    assert label_sizes(typed) == {12}  # typing keeps the screen
+    wide = call(app_url, {"key": live.key, "change": {"narrow": False}})
+    assert label_sizes(wide) == {10} and live.view.narrow is False
+
+
+def test_the_page_s_screen_is_read_from_what_its_script_says_and_nothing_else():
+    from ui.tourpanel import narrow
+
+    assert narrow('{"narrow": true}') is True
+    for hostile in (None, "", "{", "[]", '{"narrow": 1}', '{"narrow": "true"}', 5, '"x"', "{}" * 10_000):
+        assert narrow(hostile) is False
 
 
 def test_a_body_that_is_not_json_or_too_large_is_refused_with_a_sentence(app_url):

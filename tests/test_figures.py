@@ -140,7 +140,7 @@ def test_legend_shows_a_plain_circle():
 
 
 def test_no_shape_note_without_special_tokens_or_pieces():
-    figure = embedding_figure(make_scene(tokens=("a", "b", "c")))
+    figure = embedding_figure(make_scene(tokens=("a", "b", "c")), labels=False)  # no count of labels either
     assert figure.layout.annotations == ()
 
 

@@ -15,6 +15,7 @@ from core.figures import (
     ADDITION_PATH,
     BACKGROUND,
     GROUPS,
+    NAMED,
     NEIGHBOURS,
     NORMAL,
     PRESENTER,
@@ -150,7 +151,8 @@ def test_neighbours_of_each_kind_shown_and_a_ring_on_the_selected_token():
     scene = make_scene()
     spec = embedding_spec(scene)
     names = [trace["name"] for trace in spec["data"]]
-    assert names == [*GROUPS, NEIGHBOURS["token"], NEIGHBOURS["output"], SELECTED]
+    # the selected token's label comes last, over every marker
+    assert names == [*GROUPS, NEIGHBOURS["token"], NEIGHBOURS["output"], SELECTED, f"token {NAMED}"]
     assert NEIGHBOURS == {"token": "nearest by token vector", "output": "nearest by output vector"}
     for kind in ("token", "output"):
         (trace,) = named(spec, NEIGHBOURS[kind])
@@ -163,24 +165,26 @@ def test_neighbours_of_each_kind_shown_and_a_ring_on_the_selected_token():
 
 
 def test_neighbour_labels_are_escaped():
-    spec = embedding_spec(make_scene())
+    spec = embedding_spec(make_scene(groups=("token", "output")))  # where the token stars' names fit
     (token,) = named(spec, NEIGHBOURS["token"])
     assert token["text"] == token["hovertext"] == ["&lt;b&gt;x&lt;/b&gt;", "dog", "a&amp;b"]
     (output,) = named(spec, NEIGHBOURS["output"])
-    assert output["text"] == ["kitten", "&lt;b&gt;x&lt;/b&gt;"]
+    assert output["hovertext"] == ["kitten", "&lt;b&gt;x&lt;/b&gt;"]
+    assert all(text in ("", name) for text, name in zip(output["text"], output["hovertext"], strict=True))
     payload = figure_json(spec)
     assert "<b>x</b>" not in payload and "<i>mat</i>" not in payload
 
 
 def test_only_the_shown_kinds_get_neighbours_and_rings():
     spec = embedding_spec(make_scene(groups=("token", "sum")))
-    assert [t["name"] for t in spec["data"]] == ["token", "sum", NEIGHBOURS["token"], SELECTED]
+    assert [t["name"] for t in spec["data"]] == ["token", "sum", NEIGHBOURS["token"], SELECTED, f"token {NAMED}"]
     (ring,) = named(spec, SELECTED)
     assert len(ring["x"]) == 1
     spec = embedding_spec(make_scene(groups=("position", "output")))
-    assert [t["name"] for t in spec["data"]] == ["position", "output", NEIGHBOURS["output"], SELECTED]
-    spec = embedding_spec(make_scene(groups=("position", "sum")))
-    assert [t["name"] for t in spec["data"]] == ["position", "sum"]
+    assert [t["name"] for t in spec["data"]] == ["position", "output", NEIGHBOURS["output"], SELECTED,
+                                                 f"output {NAMED}"]
+    spec = embedding_spec(make_scene(groups=("position", "sum")))  # no stars, no ring; the selection labelled
+    assert [t["name"] for t in spec["data"]] == ["position", "sum", f"sum {NAMED}"]
 
 
 def test_a_selection_outside_the_scene_is_refused():
@@ -426,9 +430,12 @@ def test_labels_leave_the_neighbours_stars_free():
     token = scene.points["token"].copy()
     token[1] = star  # "the" sits right on the star: its label would cover it
     scene = replace(scene, points={**scene.points, "token": token})
-    (trace,) = named(embedding_spec(scene), "token")
+    spec = embedding_spec(scene)
+    (trace,) = named(spec, "token")
     labels = dict(zip(trace["hovertext"], trace["text"], strict=True))
-    assert labels["the"] == "" and labels["cat"] == "cat"
+    assert labels["the"] == "" and labels["cat"] == ""  # the selected 'cat' is written over everything:
+    (last,) = named(spec, f"token {NAMED}")
+    assert list(last["text"]) == ["cat"] and last["mode"] == "text" and last["hoverinfo"] == "skip"
 
 
 def test_notes_fit_a_phone(bert):

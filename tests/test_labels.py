@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from core.figures import GROUPS, LABELLED, embedding_spec
-from core.labels import CHAR_EM, LINE_EM, PLOT_PX, legible
+from core.labels import LINE_EM, PLOT_PX, legible, width_em
 from tests.test_figures import make_scene
 
 FONT = 10
@@ -22,7 +22,7 @@ def boxes(points, texts, masks, font=FONT):
     for xy, words, mask in zip(points, texts, masks, strict=True):
         for (x, y), word, keep in zip(xy * scale, words, mask, strict=True):
             if keep:
-                half = len(word) * font * CHAR_EM / 2
+                half = width_em(word) * font / 2
                 found.append((x - half, x + half, y))
     return found
 
@@ -37,6 +37,51 @@ def test_kept_labels_never_overlap(seed):
     assert 20 < len(kept) < 600  # some, not all, of a dense cloud
     for (a0, a1, ya), (b0, b1, yb) in itertools.combinations(kept, 2):
         assert abs(ya - yb) >= FONT * LINE_EM or a1 <= b0 or b1 <= a0  # a line apart, or side by side
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_kept_labels_cover_no_marker_but_their_own(seed):
+    """Each label written above its point (its box from the marker's top up one line) leaves
+    every other marker uncovered: no label hides a point, and no point hides a label."""
+    rng = np.random.default_rng(seed)
+    points = [rng.normal(size=(150, 2)) for _ in range(2)]
+    texts = [[f"w{'x' * (i % 7)}" for i in range(150)] for _ in range(2)]
+    marker, line = 8.0, FONT * LINE_EM
+    markers = np.concatenate(points)
+    masks = legible(points, texts, FONT, markers=markers, marker_px=marker, lift=(marker + line) / 2)
+    without = legible(points, texts, FONT)
+    assert 10 < sum(m.sum() for m in masks) < sum(m.sum() for m in without)  # markers take room
+    span = np.ptp(markers, axis=0) * 1.1
+    scale = min(w / s for w, s in zip(PLOT_PX, span, strict=True))
+    centres = markers * scale
+    for xy, words, mask in zip(points, texts, masks, strict=True):
+        for (x, y), word, keep in zip(xy * scale, words, mask, strict=True):
+            if not keep:
+                continue
+            half = width_em(word) * FONT / 2
+            bottom, top = y + marker / 2, y + marker / 2 + line  # up is +y here
+            others = np.abs(centres - (x, y)).max(axis=1) > 1e-9
+            cx, cy = centres[others].T
+            covered = (cx - marker / 2 < x + half - 0.5) & (x - half + 0.5 < cx + marker / 2) & \
+                      (cy - marker / 2 < top - 0.5) & (bottom + 0.5 < cy + marker / 2)
+            assert not covered.any(), f"{word!r} covers a marker"
+
+
+def test_a_label_that_may_cover_markers_is_still_kept_off_other_labels():
+    here = np.array([[0.0, 0.0], [1e-3, 0.0], [50.0, 50.0]])
+    markers = here + (0.0, 1.45)  # a marker about 11 px above each point, where its label would go
+    kept = legible([here[:1]], [["x"]], FONT, reserved=here[1:2], reserved_texts=["must"], reserved_checked=[True],
+                   reserved_covering=[True], markers=markers, marker_px=8.0, lift=11.0)
+    assert kept[-1].tolist() == [True] and kept[0].tolist() == [False]  # it wins its place; 'x' gives way
+    blocked = legible([here[:1]], [["x"]], FONT, reserved=here[1:2], reserved_texts=["must"], reserved_checked=[True],
+                      markers=markers, marker_px=8.0, lift=11.0)
+    assert blocked[-1].tolist() == [False]
+
+
+def test_a_label_is_as_wide_as_arial_writes_it():
+    assert width_em("listened") == pytest.approx(3.446)  # 34.5 px at 10 px in Chromium
+    assert width_em("&lt;b&gt;") == width_em("<b>")  # an escape takes the room of what it shows
+    assert width_em("猫") == 1.0 and width_em("ö") == 0.6
 
 
 def test_points_far_apart_all_keep_their_labels():

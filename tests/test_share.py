@@ -20,7 +20,7 @@ from core.options import (
     Refused,
 )
 from core.share import PARAMETERS, Link, from_query, to_query
-from core.state import View
+from core.state import SCREEN, View
 
 EXAMPLES = json.loads((Path(__file__).parents[1] / "assets" / "examples.json").read_text(encoding="utf-8"))
 MAX_BACKGROUND = LIMITS["background"][1]
@@ -56,8 +56,16 @@ def test_defaults_are_the_pages_defaults():
 
 
 def test_every_field_has_one_parameter():
-    assert sorted(PARAMETERS.values()) == sorted(f.name for f in fields(View))
+    assert sorted(PARAMETERS.values()) == sorted(f.name for f in fields(View) if f.name not in SCREEN)
     assert len(set(PARAMETERS.values())) == len(PARAMETERS)
+
+
+def test_the_screen_is_never_in_a_link_and_survives_a_link_replacing_the_view():
+    phone = View(narrow=True, sentence_a="a phone's view")
+    assert to_query(phone) == to_query(phone.with_(narrow=False))
+    linked = from_query({"a": ["another view"], "narrow": ["1"]})
+    assert linked.view.narrow is False and linked.notes  # an unknown parameter, noted
+    assert linked.view.seen_as(phone) == View(sentence_a="another view", narrow=True)
 
 
 def test_sets_are_kept_in_their_canonical_order():

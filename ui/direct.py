@@ -3,8 +3,8 @@
 Through gradio's queue a keystroke costs more than the explorer's work: a join, an event
 stream, a position estimate to every waiting visitor, and each output processed by gradio in
 the browser before Plotly draws. So the page's script (assets/explorer.js) sends the change
-(the sentences as typed, or the token clicked) with one POST to a route of the app,
-`/explorer/live`, and draws the main plane (`#embed-plot`, a `gr.HTML`) with Plotly itself.
+(the sentences as typed, the token clicked, a screen turned a phone's) with one POST to a
+route of the app, `/explorer/live`, and draws the main plane (`#embed-plot`, a `gr.HTML`) with Plotly itself.
 The call goes through `ui.events.update` and `core.live.Live.apply` like every event, and
 answers with the values of the outputs the script writes itself (`Page.direct_outputs`: the
 plot, its summary, the variance bars, the notice, the address). What else it changed (the
@@ -41,7 +41,8 @@ PATH = "/explorer/live"  # the route, under the app's root (assets/explorer.js c
 SLOTS = 1  # direct calls computing at once: in one interpreter a second thread only adds contention
 WAITING = 200  # direct calls waiting for a turn at most; past it a call is refused at once
 # what a direct call may change, and the type each value must have (as a sentence names it)
-CHANGES = {"sentence_a": (str, "text"), "sentence_b": (str, "text"), "token": (int, "a whole number or null")}
+CHANGES = {"sentence_a": (str, "text"), "sentence_b": (str, "text"), "token": (int, "a whole number or null"),
+           "narrow": (bool, "true or false")}  # narrow: the page's screen turned a phone's, or turned back
 MAX_KEY = 64
 MAX_BODY = 8 * MAX_TEXT + 4096  # bytes: two sentences at the limit, JSON-escaped, and the rest
 
@@ -127,7 +128,7 @@ def read(sent: object) -> tuple[str, dict]:
         wanted, described = CHANGES[name]
         if name == "token" and value is None:
             continue
-        if not isinstance(value, wanted) or isinstance(value, bool):
+        if not isinstance(value, wanted) or (isinstance(value, bool) and wanted is not bool):
             raise Refused(f"{name} must be {described}, not {type(value).__name__}.")
     return sent["key"], dict(change)
 

@@ -206,8 +206,8 @@ def build_demo(*, test_hooks: bool | None = None) -> gr.Blocks:
             tab.select(events.named(lambda request, key=key: events.update(
                 page, request, lambda view: view.with_(panel=key), asked=("panel",), outputs=written), ()),
                 None, written, api_name=False, show_progress="hidden", concurrency_id="live")
-        demo.load(events.named(lambda request: tourpanel.open_link(page, request), ()), None, page.everything,
-                  api_name=False, show_progress="hidden")
+        demo.load(events.named(lambda request, screen: tourpanel.open_link(page, request, screen), ("screen",)),
+                  page.address, page.everything, js=tourpanel.SCREEN_JS, api_name=False, show_progress="hidden")
         if test_hooks:
             _test_hooks(page)
     # live updates: two at a time (one per core); heavy work waits in core.live.Jobs, not here

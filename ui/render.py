@@ -22,7 +22,7 @@ import gradio as gr
 from gradio.components.plot import PlotData
 
 from core import tour
-from core.basis import background, vocabulary_basis
+from core.basis import background, background_extent, vocabulary_basis
 from core.charts import collapse_figure, variance_bars
 from core.details import layernorm_detail, positions_detail, similarity_detail
 from core.figures import background_trace, embedding_spec, figure_json, loss_figure, trace_json
@@ -40,8 +40,8 @@ NO_TOKEN = ""  # the token picker's value when no token is selected
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>&:])")
 
 # view fields whose change redraws the main plane
-_PLANE = ("sentence_a", "sentence_b", "groups", "labels", "arrows", "shift", "presenter", "token", "k", "flips",
-          "basis", *SETTINGS_FIELDS, "source", "positions", "dims", "search", "regex")
+_PLANE = ("sentence_a", "sentence_b", "groups", "labels", "arrows", "shift", "presenter", "narrow", "token", "k",
+          "flips", "basis", *SETTINGS_FIELDS, "source", "positions", "dims", "search", "regex")
 
 
 def plain(text: str) -> str:
@@ -178,12 +178,15 @@ def plane(page, view: View, session: Session, tokens: tuple[str, ...] | None = N
     `revision`: the tab's change count (`core.live.Step.revision`); the page's script draws
     no figure older than the one it shows, whichever path brought it."""
     result = explore_view(view, session, tokens)
-    spec = embedding_spec(result.scene, labels=view.labels, arrows=view.arrows, shift=view.shift,
-                          presenter=view.presenter, compact=True, named=tour.step(view.step).named if view.step else ())
     found, searched = _search(view, session, result), []
+    spec = embedding_spec(result.scene, labels=view.labels, arrows=view.arrows, shift=view.shift,
+                          presenter=view.presenter, narrow=view.narrow, compact=True,
+                          named=tour.step(view.step).named if view.step else (),
+                          layer=None if found is None else found.trace,
+                          reach=background_extent(session.tokenizer, session.model.tok_embed,
+                                                  _background_plane(session), view.background)
+                          if _behind(view, session) else None)
     if found is not None:
-        if found.trace is not None:
-            spec["data"].append(found.trace)
         searched = [[hit.word, hit.id] for hit in found.hits]
     near = result.neighbours or {}
     listed = [[[i, *pair] for i, pair in enumerate(near.get(kind, ()), 1)] for kind in ("token", "output")]
@@ -208,8 +211,7 @@ def _search(view: View, session: Session, result: Exploration) -> SearchResult |
     if not view.search.strip():
         return None
     try:
-        return search(session, view.search, regex=view.regex, projection=result.projection,
-                      around=result.scene.points)  # the plot's extent sets the labels' room
+        return search(session, view.search, regex=view.regex, projection=result.projection)
     except ValueError as error:  # a pattern outside the allowed subset: say why, draw nothing
         return SearchResult(view.search, (), message=str(error))
 
@@ -244,14 +246,21 @@ def background_json(view: View, session: Session) -> str:
     Only a fixed plane can have a background: in the sentence's own plane every keystroke
     would move all of its points, and the page would have to send them all again.
     """
-    if view.background == 0 or session.basis == "sentence":
+    if not _behind(view, session):
         return ""
-    model = session.model
-    # the untrained table's plane, as core.view._plane draws the sentence in
-    projection = (vocabulary_basis(session.source.model.tok_embed).projection if session.basis == "vocabulary"
-                  else session.frozen_basis)
-    behind = background(session.tokenizer, model.tok_embed, projection, view.background)
+    behind = background(session.tokenizer, session.model.tok_embed, _background_plane(session), view.background)
     return trace_json(background_trace(behind.points, behind.labels))
+
+
+def _behind(view: View, session: Session) -> bool:
+    """Whether the page draws a background: only a fixed plane can have one (see background_json)."""
+    return view.background > 0 and session.basis != "sentence"
+
+
+def _background_plane(session: Session):
+    """The untrained table's plane, as core.view._plane draws the sentence in."""
+    return (vocabulary_basis(session.source.model.tok_embed).projection if session.basis == "vocabulary"
+            else session.frozen_basis)
 
 
 def table_panels(page, session: Session) -> dict:

@@ -90,21 +90,36 @@ def go(page, request: gr.Request, move: int) -> dict:
     def change(view: View) -> View:
         number = (view.step or 0) + move
         # presenter mode is how the room sees the page, not part of a lesson: it stays as it is
-        return tour.step(min(max(number, 1), len(tour.STEPS))).view.with_(presenter=view.presenter)
+        return tour.step(min(max(number, 1), len(tour.STEPS))).view.with_(presenter=view.presenter).seen_as(view)
 
     return events.update(page, request, change, tables=lambda session: session.restart(), whole=True)
 
 
-def open_link(page, request: gr.Request) -> dict:
-    """A page opening: the view its link describes (a fresh page's when it has none)."""
+def open_link(page, request: gr.Request, screen: object = None) -> dict:
+    """A page opening: the view its link describes (a fresh page's when it has none), on the
+    page's screen (`SCREEN_JS`'s JSON; anything else is a laptop's)."""
     params = getattr(request, "query_params", None) or {}
     link = share.from_query({key: params.getlist(key) for key in params} if hasattr(params, "getlist") else params)
     live = events.LIVES.get(getattr(request, "session_hash", None), fresh=True)
+    on = View(narrow=narrow(screen))
     try:
-        return show(live=live, page=page, change=lambda _: link.view, notes=link.notes)
+        return show(live=live, page=page, change=lambda _: link.view.seen_as(on), notes=link.notes)
     except Refused as error:
         notes = (*link.notes, f"The link's view could not be opened ({error}); showing the default view.")
-        return show(live=live, page=page, change=lambda _: View(), notes=notes)
+        return show(live=live, page=page, change=lambda _: on, notes=notes)
+
+
+# what the page opening says of its screen (the load event's one input, `#address`): whether it is
+# a phone's, as assets/style.css decides it
+SCREEN_JS = "() => [JSON.stringify({narrow: matchMedia('(max-width: 600px)').matches})]"
+
+
+def narrow(screen: object) -> bool:
+    """Whether `SCREEN_JS` said the page is narrow; anything else (a hostile value) says no."""
+    try:
+        return json.loads(screen).get("narrow") is True
+    except (TypeError, ValueError, AttributeError):
+        return False
 
 
 def back(page, request: gr.Request, sent: str) -> dict:
@@ -119,7 +134,7 @@ def back(page, request: gr.Request, sent: str) -> dict:
             f"The page's address could not be read (at most {MAX_QUERY:,} characters of a link); it shows the "
             "view it had.",))
     link = share.from_query(parse_qs(query, keep_blank_values=True))
-    return events.update(page, request, lambda _: link.view, whole=True, notes=link.notes)
+    return events.update(page, request, link.view.seen_as, whole=True, notes=link.notes)
 
 
 def show(page, live, change, notes: tuple[str, ...] = ()) -> dict:
