@@ -31,7 +31,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.io.json import to_json_plotly
 
-from core.labels import FONT_FAMILY, LINE_EM, PLOT_PX, legible, width_em
+from core.labels import FONT_FAMILY, LINE_EM, PLOT_PX, Canvas, width_em
 
 GROUPS = ("token", "position", "segment", "sum", "output")  # display order
 
@@ -575,24 +575,28 @@ def _labels(scene: Scene, order: np.ndarray, tokens: list[str], groups: Sequence
         return ((0.0, 0.0), (0.0, under), (half + scale.marker, -line / 2), (-half - scale.marker, -line / 2),
                 (half, 0.0), (-half, 0.0), (half, under), (-half, under))[spot]
 
-    def fit(place: np.ndarray, settled: np.ndarray, covering: bool) -> tuple[list[np.ndarray], np.ndarray]:
-        """Every label's mask, the placed ones at their `place` (an index of PLACES): the
-        `settled` ones first, known to fit, then the others, checked (a needed one against the
-        labels only if `covering`); then the stars' names and the layer's."""
+    canvas = Canvas([*points, stars, crosses, *(() if reach is None else (reach,))], scale.text, plot_px,
+                    markers=markers, marker_px=marker_px, lift=(scale.marker + line) / 2)
+
+    def fit(place: np.ndarray, settled: np.ndarray, covering: bool = False,
+            others: bool = False) -> tuple[list[np.ndarray], np.ndarray]:
+        """The placed labels' mask at their `place` (an index of PLACES): the `settled` ones
+        first, known to fit, then the others, checked (a needed one against the labels only if
+        `covering`). With `others`, also every other label's mask: the stars' names, the
+        layer's, then the groups' (none of which moves a placed label: they come after it)."""
         ranks = np.concatenate([np.flatnonzero(settled), np.flatnonzero(~settled)])  # the order they are fitted in
+        after = (len(stars) + len(crosses)) if others else 0
         shifts = np.array([shift(i, place[i]) for i in ranks] +
-                          [(0.0, -(line + (star_px + scale.marker) / 2))] * len(stars) +  # under the star
-                          [(0.0, (size - scale.marker) / 2) for size in cross_px]).reshape(-1, 2)
-        checked = np.concatenate([np.zeros(settled.sum(), dtype=bool),
-                                  np.ones((~settled).sum() + len(stars) + len(crosses), dtype=bool)])
-        reserved = np.concatenate([spots[ranks], stars, crosses])
-        over = np.zeros(len(reserved), dtype=bool)
+                          ([(0.0, -(line + (star_px + scale.marker) / 2))] * len(stars) +  # under the star
+                           [(0.0, (size - scale.marker) / 2) for size in cross_px] if others else [])).reshape(-1, 2)
+        checked = np.concatenate([np.zeros(settled.sum(), dtype=bool), np.ones((~settled).sum() + after, dtype=bool)])
+        over = np.zeros(len(ranks) + after, dtype=bool)
         over[: len(ranks)] = covering and needed[ranks]
-        *masks, kept = legible(points, wanted, scale.text, plot_px, reserved=reserved if len(reserved) else None,
-                               reserved_texts=[placed_texts[i] for i in ranks] + star_texts + cross_texts,
-                               reserved_shift=shifts, reserved_checked=checked, markers=markers,
-                               marker_px=marker_px, lift=(scale.marker + line) / 2, reserved_covering=over,
-                               reach=reach)
+        *masks, kept = canvas.fit(points if others else [], wanted if others else [],
+                                  reserved=np.concatenate([spots[ranks], *((stars, crosses) if others else ())]),
+                                  reserved_texts=[placed_texts[i] for i in ranks] + (star_texts + cross_texts
+                                                                                    if others else []),
+                                  reserved_shift=shifts, reserved_checked=checked, reserved_covering=over)
         fitted = np.zeros(len(placed), dtype=bool)
         fitted[ranks] = kept[: len(placed)]
         return masks, np.concatenate([fitted, kept[len(placed):]])
@@ -602,17 +606,17 @@ def _labels(scene: Scene, order: np.ndarray, tokens: list[str], groups: Sequence
     # fit. One that must be written and finds no free place in a crowd is written over a marker where
     # it overlaps no label, or else above its point: a word the step's text names is never missing
     place, settled = np.zeros(len(placed), dtype=int), np.zeros(len(placed), dtype=bool)
-    for covering, spot in itertools.product((False, True), range(len(PLACES))):
+    for covering, spot in itertools.product((False, True), range(len(PLACES)) if placed else ()):
         if covering and (settled | ~needed).all():
             break
         place[~settled] = spot
-        kept, fits = fit(place, settled, covering)
-        settled |= fits[: len(placed)]
+        settled |= fit(place, settled, covering)[1]
         if settled.all():
             break
     if not (settled | ~needed).all():  # (a segment's letter with no free place is left to the hover)
         place[~settled & needed] = 0
-        kept, fits = fit(place, settled | needed, covering=True)
+        settled |= needed
+    kept, fits = fit(place, settled, others=True)
     for (g, j), text, keep in zip(placed, placed_texts, fits[: len(placed)], strict=True):
         wanted[g][j], kept[g][j] = text, bool(keep)
     fits = fits[len(placed):]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import html
+import itertools
 import unicodedata
 from collections.abc import Sequence
 
@@ -59,8 +60,7 @@ def legible(points: Sequence[np.ndarray], texts: Sequence[Sequence[str]], font_p
     ``reserved`` points (m, 2) have labels (``reserved_texts``) that are always written, so
     they take their room first; those labels sit ``reserved_shift`` pixels above the others'
     (negative: below, as the neighbours' labels are written under their stars), one shift for
-    all or one per reserved point (a star's own box sits half a label and a marker below the
-    others' labels, which are written above their points), or (m, 2) pixels right and up.
+    all or one per reserved point, or (m, 2) pixels right and up (a label beside its point).
 
     ``reserved_checked`` (m,) marks reserved labels that must not overlap the reserved ones
     before them (the neighbours' names among themselves). With it, one more mask is returned,
@@ -75,101 +75,141 @@ def legible(points: Sequence[np.ndarray], texts: Sequence[Sequence[str]], font_p
     """
     if not points:
         return []
-    sizes = [len(p) for p in points]
-    fixed = np.zeros((0, 2)) if reserved is None else np.asarray(reserved, dtype=np.float64).reshape(-1, 2)
-    arrays = [fixed, *(np.asarray(p, dtype=np.float64).reshape(-1, 2) for p in points)]
-    everything = np.concatenate(arrays)
-    drawn = np.zeros((0, 2)) if markers is None else np.asarray(markers, dtype=np.float64).reshape(-1, 2)
-    if len(everything) == 0:
-        return [np.zeros(0, dtype=bool) for _ in points]
-    finite = np.isfinite(everything).all(axis=1)
-    if not finite.any():
-        return [np.zeros(n, dtype=bool) for n in sizes]
-    on_plot = np.concatenate([everything[finite], drawn, np.zeros((0, 2)) if reach is None else reach])
-    on_plot = on_plot[np.isfinite(on_plot).all(axis=1)]  # what sets the axes
-    span = np.ptp(on_plot, axis=0) * AUTORANGE_PAD
-    # equal scales: the axis with more data per pixel sets the scale of both
-    scale = min(width / extent for width, extent in zip(plot_px, span, strict=True) if extent > 0) \
-        if (span > 0).any() else 1.0
-    line = font_px * LINE_EM
-    char = font_px * CHAR_EM
-    pixels = everything * scale
-    if np.ndim(reserved_shift) == 2:  # (m, 2): right and up, a label beside its point
-        pixels[: len(fixed)] += reserved_shift
-    else:
-        pixels[: len(fixed), 1] += reserved_shift
-    rows = np.floor(pixels[:, 1] / line)
-    lengths = np.fromiter((width_em(t) for group in (reserved_texts, *texts) for t in group), dtype=np.float64,
-                          count=len(everything)) / CHAR_EM  # in average characters
-    wanted = finite & (lengths > 0)
+    fixed = np.zeros((0, 2)) if reserved is None else reserved
+    canvas = Canvas([fixed, *points, *(() if reach is None else (reach,))], font_px, plot_px,
+                    markers=markers, marker_px=marker_px, lift=lift)
+    return canvas.fit(points, texts, reserved=reserved, reserved_texts=reserved_texts, reserved_shift=reserved_shift,
+                      reserved_checked=reserved_checked, reserved_covering=reserved_covering)
 
-    # two labels of two or more characters centred within two characters of each other on
-    # one line overlap, so only the first to reach such a cell (in priority order) is a
-    # candidate: at most a screenful are left for the exact check below, however long the input
-    centre = np.floor(pixels[:, 0] / (2 * char))
-    candidates = np.flatnonzero(wanted[len(fixed):]) + len(fixed)
-    if len(candidates):
-        keys = rows[candidates] * 1e6 + centre[candidates]  # one number per cell: rows are never 1e6 wide
-        _, firsts = np.unique(keys, return_index=True)
-        candidates = np.sort(candidates[firsts])
-    candidates = np.concatenate([np.flatnonzero(wanted[: len(fixed)]), candidates])
 
-    # the exact check: a label's box against the kept boxes near it, found through a grid of
-    # cells one line tall and BUCKET characters wide
-    bucket = BUCKET * char
-    # plain floats: numpy's scalars are slow in a Python loop
-    left = (pixels[:, 0] - lengths * char / 2).tolist()
-    right = (pixels[:, 0] + lengths * char / 2).tolist()
-    height, rows = pixels[:, 1].tolist(), rows.astype(int).tolist()
-    covers = _Markers(drawn * scale, marker_px, lift, line, bucket)
-    kept: dict[tuple[int, int], list[int]] = {}
-    keep = np.zeros(len(everything), dtype=bool)
-    for i in candidates.tolist():
-        row, columns = rows[i], range(int(left[i] // bucket), int(right[i] // bucket) + 1)
-        near = {j for r in (row - 1, row, row + 1) for c in columns for j in kept.get((r, c), ())}
-        checked = i >= len(fixed) or (reserved_checked is not None and reserved_checked[i])
-        covering = i < len(fixed) and reserved_covering is not None and reserved_covering[i]
-        if checked and (any(abs(height[j] - height[i]) < line and left[j] < right[i] and left[i] < right[j]
-                            for j in near)
-                        or (not covering and covers.hit(left[i], right[i], height[i], row, columns))):
-            continue
-        keep[i] = True
-        for c in columns:
-            kept.setdefault((row, c), []).append(i)
-    masks = np.split(keep[len(fixed):], np.cumsum(sizes)[:-1])
-    return [*masks, keep[: len(fixed)]] if reserved_checked is not None else masks
+class Canvas:
+    """A plot's drawing area at the scale its axes will have, and the markers drawn on it: what
+    `fit` writes labels on, as often as a caller tries places for some of them (`legible`'s
+    arguments, split between what stays and what is tried)."""
+
+    def __init__(self, reach: Sequence[np.ndarray], font_px: float, plot_px: tuple[float, float] = PLOT_PX, *,
+                 markers: np.ndarray | None = None, marker_px: float | np.ndarray = 0.0, lift: float = 0.0) -> None:
+        drawn = np.zeros((0, 2)) if markers is None else np.asarray(markers, dtype=np.float64).reshape(-1, 2)
+        on_plot = np.concatenate([*(np.asarray(p, dtype=np.float64).reshape(-1, 2) for p in reach), drawn])
+        on_plot = on_plot[np.isfinite(on_plot).all(axis=1)]  # what sets the axes
+        span = np.ptp(on_plot, axis=0) * AUTORANGE_PAD if len(on_plot) else np.zeros(2)
+        # equal scales: the axis with more data per pixel sets the scale of both
+        self.scale = min(width / extent for width, extent in zip(plot_px, span, strict=True) if extent > 0) \
+            if (span > 0).any() else 1.0
+        self.line, self.char = font_px * LINE_EM, font_px * CHAR_EM
+        self.bucket = BUCKET * self.char
+        self.markers = _Markers(drawn * self.scale, marker_px, lift, self.line, self.bucket)
+
+    def fit(self, points: Sequence[np.ndarray], texts: Sequence[Sequence[str]], *,
+            reserved: np.ndarray | None = None, reserved_texts: Sequence[str] = (),
+            reserved_shift: float | np.ndarray = 0.0, reserved_checked: np.ndarray | None = None,
+            reserved_covering: np.ndarray | None = None) -> list[np.ndarray]:
+        """`legible`'s masks on this canvas."""
+        sizes = [len(p) for p in points]
+        fixed = np.zeros((0, 2)) if reserved is None else np.asarray(reserved, dtype=np.float64).reshape(-1, 2)
+        everything = np.concatenate([fixed, *(np.asarray(p, dtype=np.float64).reshape(-1, 2) for p in points)])
+        finite = np.isfinite(everything).all(axis=1)
+        line, char, bucket = self.line, self.char, self.bucket
+        pixels = everything * self.scale
+        if np.ndim(reserved_shift) == 2:  # (m, 2): right and up, a label beside its point
+            pixels[: len(fixed)] += reserved_shift
+        else:
+            pixels[: len(fixed), 1] += reserved_shift
+        rows = np.floor(pixels[:, 1] / line)
+        lengths = np.fromiter((width_em(t) for group in (reserved_texts, *texts) for t in group), dtype=np.float64,
+                              count=len(everything)) / CHAR_EM  # in average characters
+        wanted = finite & (lengths > 0)
+
+        # two labels of two or more characters centred within two characters of each other on
+        # one line overlap, so only the first to reach such a cell (in priority order) is a
+        # candidate: at most a screenful are left for the exact check below, however long the input
+        centre = np.floor(pixels[:, 0] / (2 * char))
+        candidates = np.flatnonzero(wanted[len(fixed):]) + len(fixed)
+        if len(candidates):
+            keys = rows[candidates] * 1e6 + centre[candidates]  # one number per cell: rows are never 1e6 wide
+            _, firsts = np.unique(keys, return_index=True)
+            candidates = np.sort(candidates[firsts])
+        candidates = np.concatenate([np.flatnonzero(wanted[: len(fixed)]), candidates])
+
+        # the exact check: a label's box against the kept boxes near it, found through a grid of
+        # cells one line tall and BUCKET characters wide
+        # plain floats: numpy's scalars are slow in a Python loop
+        left = (pixels[:, 0] - lengths * char / 2).tolist()
+        right = (pixels[:, 0] + lengths * char / 2).tolist()
+        height, rows = pixels[:, 1].tolist(), rows.astype(int).tolist()
+        kept: dict[tuple[int, int], list[int]] = {}
+        keep = np.zeros(len(everything), dtype=bool)
+        for i in candidates.tolist():
+            row, columns = rows[i], range(int(left[i] // bucket), int(right[i] // bucket) + 1)
+            near = {j for r in (row - 1, row, row + 1) for c in columns for j in kept.get((r, c), ())}
+            checked = i >= len(fixed) or (reserved_checked is not None and reserved_checked[i])
+            covering = i < len(fixed) and reserved_covering is not None and reserved_covering[i]
+            if checked and (any(abs(height[j] - height[i]) < line and left[j] < right[i] and left[i] < right[j]
+                                for j in near)
+                            or (not covering and self.markers.hit(left[i], right[i], height[i], row, columns))):
+                continue
+            keep[i] = True
+            for c in columns:
+                kept.setdefault((row, c), []).append(i)
+        masks = np.split(keep[len(fixed):], np.cumsum(sizes)[:-1]) if sizes else []
+        return [*masks, keep[: len(fixed)]] if reserved_checked is not None else masks
 
 
 class _Markers:
     """The drawn markers as boxes in a label's frame (moved down by `lift`), found through the
-    same grid as the labels: whether a label's box covers one of them."""
+    same grid as the labels: whether a label's box covers one of them. The grid is built with
+    numpy (a keystroke at 512 tokens draws 2,560 markers): each cell's markers are one slice of
+    a list sorted by cell."""
 
     SLACK = 0.5  # pixels: a label's own marker touches its box, and rounding must not make that a cover
+    ROW = 1 << 20  # a cell's key: row * ROW + column (columns are far fewer than ROW / 2 either side)
 
     def __init__(self, pixels: np.ndarray, size: float | np.ndarray, lift: float, line: float, bucket: float) -> None:
         sizes = np.broadcast_to(np.asarray(size, dtype=np.float64), (len(pixels),))
         finite = np.isfinite(pixels).all(axis=1) & (sizes > 0)
         pixels, sizes = pixels[finite], sizes[finite]
-        # markers drawn at one spot (a segment's row, a repeated word) are one box
-        boxes = np.unique(np.column_stack([np.round(pixels, 1), sizes]), axis=0) if len(pixels) else np.zeros((0, 3))
-        self.x, self.y = boxes[:, 0].tolist(), (boxes[:, 1] - lift).tolist()
-        self.half = (boxes[:, 2] / 2).tolist()
-        self.line, self.bucket = line, bucket
-        self.cells: dict[tuple[int, int], list[int]] = {}
-        for i, (x, y, half) in enumerate(zip(self.x, self.y, self.half, strict=True)):
-            for row in range(int((y - half) // line), int((y + half) // line) + 1):
-                for column in range(int((x - half) // bucket), int((x + half) // bucket) + 1):
-                    self.cells.setdefault((row, column), []).append(i)
+        # markers drawn at one spot (a segment's row, a repeated word) are one box, the largest
+        spots = np.round(pixels, 1)
+        _, first, inverse = np.unique(spots[:, 0] + 1j * spots[:, 1], return_index=True, return_inverse=True)
+        half = np.zeros(len(first))
+        np.maximum.at(half, inverse.ravel(), sizes / 2)
+        x, y = spots[first, 0], spots[first, 1] - lift
+        self.x, self.y, self.half = x.tolist(), y.tolist(), half.tolist()
+        self.line = line
+        # every (marker, cell) a marker's box touches
+        rows, columns = np.floor((y - half) / line).astype(np.int64), np.floor((x - half) / bucket).astype(np.int64)
+        last_row, last_column = np.floor((y + half) / line), np.floor((x + half) / bucket)
+        members, keys = [], []
+        for down, across in itertools.product(range(int((last_row - rows).max(initial=0)) + 1),
+                                              range(int((last_column - columns).max(initial=0)) + 1)):
+            inside = np.flatnonzero((rows + down <= last_row) & (columns + across <= last_column))
+            members.append(inside)
+            keys.append((rows[inside] + down) * self.ROW + columns[inside] + across)
+        members, keys = np.concatenate(members or [np.zeros(0, int)]), np.concatenate(keys or [np.zeros(0, int)])
+        order = np.argsort(keys, kind="stable")
+        cells, starts = np.unique(keys[order], return_index=True)
+        ends = np.append(starts[1:], len(order))[: len(starts)]
+        self.members = members[order].tolist()
+        self.cells = dict(zip(cells.tolist(), zip(starts.tolist(), ends.tolist(), strict=True), strict=True))
 
     def hit(self, left: float, right: float, middle: float, row: int, columns: range) -> bool:
         """Whether the label box [left, right] × middle ± line/2 covers a marker."""
-        if not self.cells:
+        cells, members, key = self.cells, self.members, self.ROW
+        if not cells:
             return False
-        near = {j for r in (row - 1, row, row + 1) for c in columns for j in self.cells.get((r, c), ())}
-        slack = self.SLACK
-        return any(abs(self.y[j] - middle) < self.line / 2 + self.half[j] - slack
-                   and left < self.x[j] + self.half[j] - slack and self.x[j] - self.half[j] + slack < right
-                   for j in near)
+        near = set()
+        for r in (row - 1, row, row + 1):
+            for c in columns:
+                span = cells.get(r * key + c)
+                if span is not None:
+                    near.update(members[span[0]:span[1]])
+        slack, x, y, half = self.SLACK, self.x, self.y, self.half
+        tall = self.line / 2 - slack
+        for j in near:  # a plain loop: this is the label fitting's innermost step
+            size = half[j]
+            if abs(y[j] - middle) < tall + size and left < x[j] + size - slack and x[j] - size + slack < right:
+                return True
+        return False
 
 
 @functools.lru_cache(maxsize=1 << 16)  # a class types the same few thousand words
