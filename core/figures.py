@@ -514,13 +514,15 @@ def _labels(scene: Scene, order: np.ndarray, tokens: list[str], groups: Sequence
     index; a segment row with its letter; the other groups with their token. Points that
     coincide within a group (a segment's row, a repeated word) are one vector, labelled once.
     The selected token and the `named` tokens are labelled first, in the first of the token,
-    sum and output groups drawn: above their points, or under, right or left of them where two
-    would overlap (one that fits nowhere is left out); a selected token's neighbours are always
-    labelled (under their stars). So these labels take their room first, then the names of the
-    `layer` drawn over the plot (the search's crosses: its ``text``, as LAYER in the labels
-    returned), and the others give way. No label covers a marker, nor is covered by one: every
-    point's, star's and cross's marker keeps its room (a label's own marker only touches it).
-    Also returns, by group, each label's place (PLACES) where one is not above.
+    sum and output groups drawn, and the segment rows' letters with them: each above its point,
+    or under, beside or at a corner of it where that is taken. A named or selected token is
+    always written (over a marker where no place is free, over another named word where not
+    even that is) and returned apart, to be drawn over everything (`Written`). Then the selected token's
+    neighbours' names (under their stars), the names of the `layer` drawn over the plot (the
+    search's crosses: its ``text``, as LAYER in the labels returned), and the others, which give
+    way. No other label covers a marker, nor is covered by one: every point's, star's and
+    cross's marker keeps its room (a label's own marker only touches it). Also returns, by
+    group, each label's place (PLACES) where one is not above.
     """
     texts = {
         "position": [str(scene.positions[i]) for i in order],
