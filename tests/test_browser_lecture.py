@@ -134,6 +134,8 @@ def test_a_lecture_every_tour_step_is_readable(open_page, viewport, presenter):
         assert page.evaluate(HIDDEN_LABELS) == [], f"step {number}: labels hidden under markers"
         missing = _must_label(step) - set(page.evaluate(LABEL_TEXTS))
         assert not missing, f"step {number}: the text names {sorted(missing)}, which the plot does not label"
+        stars = page.evaluate(f"() => {PLOT}._fullData.filter(t => t.name.startsWith('nearest')).length")
+        assert bool(stars) == ("nearest" in step.text), f"step {number}: stars only where the text names neighbours"
         for group, (width, height) in page.evaluate(GROUP_SPANS).items():
             assert max(width, height) >= 0.1, f"step {number}: the {group} points are a blob ({width:.2f}×{height:.2f})"
         names = page.evaluate(f"() => {PLOT}.data.map(t => [t.name, t.type])")

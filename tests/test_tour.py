@@ -5,6 +5,7 @@ from urllib.parse import parse_qs
 
 import pytest
 
+from core.figures import NEIGHBOURS
 from core.options import PANELS, TOUR_STEPS, VIEWS, Refused
 from core.presets import wordpiece
 from core.share import Link, from_query, to_query
@@ -102,8 +103,8 @@ def test_a_step_must_carry_its_number_and_keep_the_tour_open():
         TourStep("t", "x. y.", View(step=1, panel="view"))
 
 
-@pytest.mark.parametrize("presenter", [False, True], ids=["laptop", "presenter"])
-def test_every_word_a_step_names_and_its_selected_token_are_labelled(presenter):
+@pytest.mark.parametrize("scale", [{}, {"presenter": True}, {"narrow": True}], ids=["laptop", "presenter", "phone"])
+def test_every_word_a_step_names_and_its_selected_token_are_labelled(scale):
     """Labels that must be written take their room first (above, else under, right or left of
     their point); the others give way. Before, step 2's *cat* and step 6's *king* were not."""
     from core.figures import embedding_spec
@@ -118,6 +119,9 @@ def test_every_word_a_step_names_and_its_selected_token_are_labelled(presenter):
         result = explore_view(lesson.view, session)
         tokens, picked = set(result.scene.tokens), lesson.view.token
         must = (lesson.named & tokens) | ({result.scene.tokens[picked]} if picked is not None else set())
-        spec = embedding_spec(result.scene, presenter=presenter, named=lesson.named)
+        spec = embedding_spec(result.scene, named=lesson.named, **scale)
         drawn = {text for trace in spec["data"] for text in trace.get("text") or () if isinstance(text, str)}
         assert must <= drawn, f"step {number}: {sorted(must - drawn)} not labelled"
+        # stars only where the text talks of neighbours: a random table's "nearest" say nothing
+        stars = [trace for trace in spec["data"] if trace["name"] in NEIGHBOURS.values()]
+        assert bool(stars) == ("nearest" in lesson.text), f"step {number}: stars the text does not explain"
