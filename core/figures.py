@@ -865,7 +865,8 @@ def _written_last(group: str, written: Written, points: np.ndarray, *, webgl: bo
         "mode": "text",
         "text": written.texts,
         "textposition": written.places,
-        "textfont": {"size": scale.text, "color": COLOURS[group]},
+        # a halo of the plot's background (plotly's "auto" shadow): readable over a marker of its own colour
+        "textfont": {"size": scale.text, "color": COLOURS[group], "shadow": "auto"},
         "hoverinfo": "skip",
     }
 
