@@ -331,12 +331,19 @@ def test_on_a_phone_each_step_s_text_and_its_plot_are_on_one_screen(browser, app
         page.goto(app_url)
         page.wait_for_function(f"() => {PLOT} && {PLOT}.data && {PLOT}.data.length > 0", timeout=90_000)
         settle(page)
+        places = set()
         for number, step in enumerate(STEPS, 1):
             page.locator("#tour-next").tap()
             page.wait_for_function(
                 f"() => document.querySelector('#tour-text').innerText.includes('Step {number} of')", timeout=60_000)
             settle(page)
             assert _in_view(page, "#tour-next") and _in_view(page, "#tour-text"), f"step {number}"
+            # a thumb finds Next where it was: at the top of the screen (a short page, the side
+            # view's step 5, scrolls a few pixels less far)
+            box = page.locator("#tour-next").bounding_box()
+            places.add((round(box["x"]), round(box["y"])))
+            assert max(y for _, y in places) - min(y for _, y in places) <= 16 and len({x for x, _ in places}) == 1, \
+                f"step {number}: Next moved, to {places}"
             if step.view.view == "plane":
                 assert _in_view(page, "#embed-plot .js-plotly-plot"), f"step {number}: the plot is off screen"
                 # labels a phone can read, fitted to its narrow plot: none over another, none hidden,
@@ -347,6 +354,8 @@ def test_on_a_phone_each_step_s_text_and_its_plot_are_on_one_screen(browser, app
                 assert page.evaluate(HIDDEN_LABELS) == [], f"step {number}: labels hidden under markers"
                 missing = _must_label(step) - set(page.evaluate(LABEL_TEXTS))
                 assert not missing, f"step {number}: {sorted(missing)} not labelled"
+                stars = page.evaluate(f"() => {PLOT}._fullData.filter(t => t.name.startsWith('nearest')).length")
+                assert bool(stars) == ("nearest" in step.text), f"step {number}: stars the text does not explain"
         # turned to landscape the screen is no longer a phone's: the plot is fitted anew, a laptop's
         page.set_viewport_size({"width": 844, "height": 390})
         page.wait_for_function(f"() => ({LABEL_SIZES})().length > 0 && ({LABEL_SIZES})().every(s => s === 10)",
