@@ -34,12 +34,41 @@ with gr.Blocks() as demo:
     plot = gr.Plot(figure, elem_id="minimal-plot")
 demo.launch()
 """
+# the floor for a page with this app's controls: one of each component type the app's page uses
+# (read from the app itself), beside the same plot, and nothing else: no events, no script of ours.
+# Gradio loads each type's code (and its "example" form) as modules of their own, a few requests a
+# type, whatever the page does with them
+SAME_TYPES = """
+import gradio as gr
+import plotly.graph_objects as go
+import app
+LAYOUT = (gr.Row, gr.Column, gr.Tab, gr.Tabs, gr.Accordion, gr.Group)
+kinds = sorted({type(b) for b in app.demo.blocks.values() if isinstance(b, gr.components.Component)
+                and not type(b).__name__ == "Form"}, key=lambda k: k.__name__)
+figure = go.Figure(go.Scatter(x=[1, 2, 3], y=[3, 1, 2], mode="markers+text", text=["a", "b", "c"]))
+with gr.Blocks() as demo:
+    with gr.Tabs():
+        with gr.Tab("one"):
+            with gr.Accordion("closed", open=False):
+                gr.Markdown("x")
+            for kind in kinds:
+                if kind is gr.Dataset:
+                    gr.Dataset(components=[gr.Textbox(visible=False)], samples=[["a"]])
+                elif kind is not gr.Plot:
+                    kind()
+            gr.Plot(figure, elem_id="minimal-plot")
+        with gr.Tab("two"):
+            gr.Markdown("y")
+print(sorted(k.__name__ for k in kinds), flush=True)
+demo.launch()
+"""
 DRAWN = {  # when each page has drawn its plot
     "app": "() => { const gd = document.querySelector('#embed-plot .js-plotly-plot'); return gd && gd.data"
            " && gd.data.length > 0; }",
     "minimal": "() => { const gd = document.querySelector('#minimal-plot .js-plotly-plot'); return gd && gd.data"
                " && gd.data.length > 0; }",
 }
+DRAWN["same types"] = DRAWN["minimal"]
 
 
 def visit(browser, url: str, drawn: str) -> dict:
@@ -70,28 +99,31 @@ def measure(repeats: int = 3) -> dict:
 
     if CHROMIUM is None:
         raise SystemExit("chromium is not installed (apt-get install chromium)")
-    found = {"app": [], "minimal": []}
+    found = {"app": [], "minimal": [], "same types": []}
     with ExitStack() as stack:
         app_url, _ = stack.enter_context(launched_app())
         minimal_url, _ = stack.enter_context(launched([sys.executable, "-c", MINIMAL], "the minimal page"))
+        same_url, _ = stack.enter_context(launched([sys.executable, "-c", SAME_TYPES], "the same types' page"))
         playwright = stack.enter_context(sync_playwright())
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         stack.callback(browser.close)
         for _ in range(repeats):
-            for name, url in (("minimal", minimal_url), ("app", app_url)):
+            for name, url in (("minimal", minimal_url), ("same types", same_url), ("app", app_url)):
                 found[name].append(visit(browser, url, DRAWN[name]))
     return {name: {key: statistics.median(v[key] for v in visits) for key in ("bytes", "requests", "html")}
             for name, visits in found.items()}
 
 
 def report(found: dict) -> list[tuple[str, tuple[str, ...], list[tuple[str, ...]]]]:
-    app, minimal = found["app"], found["minimal"]
+    app, minimal, same = found["app"], found["minimal"], found["same types"]
     rows = [
         (name, f"{m['bytes'] / 1e6:.2f}", f"{m['requests']:.0f}", f"{m['html'] / 1e3:.0f}")
-        for name, m in (("the app", app), ("minimal page (a textbox and a plot)", minimal))
+        for name, m in (("the app", app), ("minimal page (a textbox and a plot)", minimal),
+                        ("one of each of the app's component types and the plot", same))
     ]
-    rows.append(("the app / minimal", f"{app['bytes'] / minimal['bytes']:.2f}×",
-                 f"{app['requests'] / minimal['requests']:.2f}×", f"{app['html'] / max(1, minimal['html']):.2f}×"))
+    for name, base in (("minimal", minimal), ("same types", same)):
+        rows.append((f"the app / {name}", f"{app['bytes'] / base['bytes']:.2f}×",
+                     f"{app['requests'] / base['requests']:.2f}×", f"{app['html'] / max(1, base['html']):.2f}×"))
     return [("first visit, empty cache, until the plot is drawn and the network is quiet (medians)",
              ("page", "MB over the wire", "requests", "HTML KB"), rows)]
 

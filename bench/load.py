@@ -162,7 +162,8 @@ class PageSession(HttpSession):
         self.key: str | None = None
 
     def open(self) -> None:
-        out = super().predict(api_name="__load")
+        # the load event's one input: what the page's script says of its screen (a laptop's)
+        out = super().predict(json.dumps({"narrow": False}), api_name="__load")
         address = out[self.page.address_at]
         if isinstance(address, dict):
             address = address.get("value")
