@@ -18,7 +18,9 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 import numpy as np
+from torch import nn
 
+from core.embedding import PatchedEmbedding
 from core.measures import checked_matrix, checked_vector, unit_rows
 
 K_MAX = 100  # neighbours per search at most: a list for people to read, not a database
@@ -155,6 +157,40 @@ def output_neighbours_patched(base: np.ndarray, rows: np.ndarray, values: np.nda
     """``output_neighbours`` in ``base`` with the rows ``rows`` replaced by ``values``, as ``nearest_patched``."""
     args = (position_vector, segment_vector, gamma, beta, eps, query_output)
     return _patched(output_neighbours, base, rows, values, args, k, exclude, options)
+
+
+def in_table(tokens: nn.Embedding | PatchedEmbedding, query: np.ndarray, k: int = 10, exclude: Collection[int] = (),
+             *, first: int | None = None) -> tuple[Neighbour, ...]:
+    """``nearest`` over a session's token table as its layer holds it: a shared table as it is,
+    a trained one (``PatchedEmbedding``) as its shared table and its own rows, never built whole
+    (for GloVe that would be 80 MB per search). ``first``: only the first rows are searched."""
+    base, rows, values = _parts(tokens, first)
+    if rows is None:
+        return nearest(base, query, k, exclude=exclude)
+    return nearest_patched(base, rows, values, query, k, exclude=exclude)
+
+
+def outputs_in_table(tokens: nn.Embedding | PatchedEmbedding, position_vector: np.ndarray,
+                     segment_vector: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float,
+                     query_output: np.ndarray, k: int = 10, exclude: Collection[int] = ()) -> tuple[Neighbour, ...]:
+    """``output_neighbours`` over a session's token table, as ``in_table`` reads it."""
+    base, rows, values = _parts(tokens)
+    args = (position_vector, segment_vector, gamma, beta, eps, query_output)
+    if rows is None:
+        return output_neighbours(base, *args, k, exclude=exclude)
+    return output_neighbours_patched(base, rows, values, *args, k, exclude=exclude)
+
+
+def _parts(tokens: nn.Embedding | PatchedEmbedding, first: int | None = None
+           ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """A token table's rows as arrays, read only: (the table, None, None), or for a trained one
+    (its shared table, the ids it changed, their rows)."""
+    if not isinstance(tokens, PatchedEmbedding):
+        return tokens.weight.detach().numpy()[:first], None, None
+    rows, values = tokens.rows.numpy(), tokens.values.detach().numpy()
+    if first is not None:
+        rows, values = rows[rows < first], values[rows < first]
+    return tokens.base.numpy()[:first], rows, values
 
 
 def _patched(search, base, rows, values, args, k, exclude, options) -> tuple[Neighbour, ...]:

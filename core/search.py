@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from core.neighbours import nearest
+from core.neighbours import in_table
 from core.options import MAX_SEARCH
 from core.projection import PCAProjection
 from core.session import Session
@@ -154,12 +154,15 @@ def _found(tokens: nn.Module, tokenizer, query: str, regex: bool, limit: int,
             kept.move_to_end(key)
             return kept[key]
     names = tokenizer.tokens_by_id
-    table = tokens.weight.detach().numpy()  # (V, d): built whole for a trained table, read once here
-    rows = min(len(names), len(table))
+    rows = min(len(names), tokens.num_embeddings)
     ids, truncated = (_regex_matches(names, rows, query, limit) if regex
                       else _text_matches(tokenizer, names, rows, query, limit))
     markers = {tokenizer.token_to_id(t) for t in (CLS, SEP, UNK)} - {None}
-    near = nearest(table[:rows], table[ids[0]], k, exclude={ids[0], *markers}) if ids and k else ()
+    near = ()
+    if ids and k:
+        with torch.no_grad():
+            query_row = tokens(torch.tensor([ids[0]])).numpy()[0]
+        near = in_table(tokens, query_row, k, exclude={ids[0], *markers}, first=rows)
     answer = (tuple(ids), truncated, tuple((n.id, round(n.cosine, 3)) for n in near))
     with _CACHE_LOCK:
         kept[key] = answer

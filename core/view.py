@@ -17,15 +17,15 @@ import torch
 from core.basis import sentence_projection, vocabulary_basis
 from core.embedding import COMPONENTS, BertEmbedding
 from core.figures import Neighbourhood, Scene
-from core.neighbours import Neighbour, nearest, output_neighbours
-from core.options import Refused
+from core.neighbours import Neighbour, in_table, outputs_in_table
+from core.options import LIMITS, Refused
 from core.projection import PCAProjection
 from core.session import Session
 from core.state import View
 from core.tokenizer import CLS, SEP, UNK, Encoding
 from core.training import Corpus
 
-MAX_NEIGHBOURS = 50
+MAX_NEIGHBOURS = LIMITS["k"][1]  # the view's own limit: a link, the slider and the API say the same
 
 # columns of the token table shown under the plot
 TABLE_HEADERS = ("token", "id", "position", "segment") + tuple(f"|{g}|" for g in COMPONENTS)
@@ -324,7 +324,6 @@ def _neighbours(
     if isinstance(selected, bool) or not isinstance(selected, int) or not 0 <= selected < len(encoding):
         return None, None, f"Token {selected!r} is not in this sentence pair, so no neighbours are shown."
     model, names = session.model, _names(session, encoding)
-    table = model.tok_embed.weight.detach().numpy()  # (V, d), shared: read only
     # a random word table has no tokenizer of its own: its markers' ids are in the encoding's vocabulary
     lookup = session.tokenizer.token_to_id if session.tokenizer is not None else (encoding.vocab or {}).get
     markers = {lookup(t) for t in (CLS, SEP, UNK)}
@@ -333,9 +332,10 @@ def _neighbours(
     segment = model.seg_embed.weight[segment_ids[selected]].detach().numpy()
     norm = model.norm
     found: dict[str, tuple[Neighbour, ...]] = {
-        "token": nearest(table, vectors["token"][selected], k, exclude=exclude),
-        "output": output_neighbours(
-            table,
+        # the table as the layer holds it: a trained session's is never built whole here
+        "token": in_table(model.tok_embed, vectors["token"][selected], k, exclude=exclude),
+        "output": outputs_in_table(
+            model.tok_embed,
             position,
             segment,
             norm.weight.detach().numpy(),

@@ -189,3 +189,23 @@ def test_neighbours_in_a_patched_table_are_those_of_the_whole_table():
     expected = output_neighbours(whole, *layer, 12, exclude=exclude)
     found = output_neighbours_patched(base, rows, values, *layer, 12, exclude=exclude)
     assert [n.id for n in found] == [n.id for n in expected]
+
+
+def test_a_trained_session_s_neighbours_and_search_never_build_its_whole_table(monkeypatch):
+    """The selected token's neighbours and a search read a trained table as its shared rows and
+    its own: the same lists as the whole table gives, without building it (GloVe's is 80 MB)."""
+    from core import search as searching
+    from core.search import search
+    from core.view import explore
+
+    session = Session.create().with_source("bert").trained_on(Corpus.builtin(), SHORT)
+    tokens = session.model.tok_embed
+    assert isinstance(tokens, PatchedEmbedding) and len(tokens.rows) > 0
+    sentence = "the cat sat on the mat"
+    whole = explore(session, sentence, "", selected=2, k=8).neighbours  # 'cat', a word training moved
+    found = search(session, "dog", k=8).neighbours
+    assert whole["token"] and len(found) == 8
+    monkeypatch.setattr(PatchedEmbedding, "weight", property(lambda self: pytest.fail("the whole table was built")))
+    monkeypatch.setattr(searching, "_CACHE", type(searching._CACHE)())  # the search scans again
+    assert explore(session, sentence, "", selected=2, k=8).neighbours == whole
+    assert search(session, "dog", k=8).neighbours == found
