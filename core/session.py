@@ -195,8 +195,10 @@ class Session:
         if self.frozen_basis is not None:
             digest.update(self.frozen_basis.components_.tobytes())
         digest.update(repr(self.training.losses if self.training else None).encode())
-        for tensor in self.model.state_dict().values():
-            digest.update(tensor.detach().contiguous().numpy().tobytes())
+        # the last upload too: the page can switch back to it, so a refused file must not replace it
+        for model in (self.model, *(() if self.uploaded is None else (self.uploaded.model,))):
+            for tensor in model.state_dict().values():
+                digest.update(tensor.detach().contiguous().numpy().tobytes())
         return digest.hexdigest()[:16]
 
     def parameter_counts(self) -> tuple[int, int]:
