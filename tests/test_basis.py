@@ -68,7 +68,6 @@ def test_second_call_is_a_cache_hit_and_refit_gives_the_same_plane():
     # the fit is deterministic: refitting is only for the page's timing
     assert np.array_equal(again.projection.components_, first.projection.components_)
     assert np.array_equal(again.projection.spectrum_, first.projection.spectrum_)
-    assert again.seconds >= 0
     # the refit replaces the cached entry
     assert vocabulary_basis(table) is again
 

@@ -54,13 +54,19 @@ def test_components_identities():
     assert tuple(parts) == COMPONENTS
     for value in parts.values():
         assert value.shape == (3, 7, 8)
-    # summed in Hugging Face's order, so this identity is exact
-    assert torch.equal(parts["sum"], parts["token"] + parts["segment"] + parts["position"])
-    assert torch.allclose(parts["sum"], parts["token"] + parts["position"] + parts["segment"])
-    assert torch.equal(parts["output"], model.norm(parts["sum"]))
-    assert torch.equal(model(x, seg), parts["output"])
-    assert torch.equal(parts["token"], model.tok_embed.weight[x])
-    assert torch.equal(parts["segment"], model.seg_embed.weight[seg])
+    # each part is its table's rows, read here straight from the tables
+    token, segment = model.tok_embed.weight[x], model.seg_embed.weight[seg]
+    position = model.pos_embed.weight[torch.arange(7)].expand(3, 7, 8)
+    assert torch.equal(parts["token"], token) and torch.equal(parts["segment"], segment)
+    assert torch.equal(parts["position"], position)
+    # summed in Hugging Face's order (token + segment + position), so this identity is exact
+    assert torch.equal(parts["sum"], token + segment + position)
+    # LayerNorm written out: each vector centred, divided by its spread, then scaled and shifted
+    mean = parts["sum"].mean(-1, keepdim=True)
+    variance = ((parts["sum"] - mean) ** 2).mean(-1, keepdim=True)
+    expected = (parts["sum"] - mean) / torch.sqrt(variance + model.norm.eps) * model.norm.weight + model.norm.bias
+    assert torch.allclose(parts["output"], expected, atol=1e-5)
+    assert torch.equal(model(x, seg), parts["output"])  # the layer's output is the fifth component
 
 
 def test_positions_use_the_position_table_not_the_token_table():

@@ -228,7 +228,6 @@ def test_result_records_each_step_and_reports_progress(small, corpus, tokenizer)
     assert result.steps == 40 and len(result.losses) == 40
     assert all(math.isfinite(loss) for loss in result.losses)
     assert calls == [(step, 40) for step in range(2, 41, 2)]
-    assert result.seconds > 0
 
 
 def test_zero_steps_change_nothing(small, corpus, tokenizer):
