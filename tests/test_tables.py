@@ -8,7 +8,6 @@ import math
 import pickle
 import re
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -129,14 +128,30 @@ def no_preset_yet():
 def test_two_first_calls_at_once_load_the_preset_once(
     no_preset_yet: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    loads = []
+    loads, waiting = [], threading.Semaphore(0)
+
+    class Watched:
+        """The preset's lock, telling the test each time a caller reaches it."""
+
+        def __init__(self) -> None:
+            self.lock = threading.Lock()
+
+        def __enter__(self):
+            waiting.release()
+            return self.lock.__enter__()
+
+        def __exit__(self, *exc):
+            return self.lock.__exit__(*exc)
 
     def slow_load(path: Path) -> BertEmbedding:
         loads.append(path)
-        time.sleep(0.2)  # long enough for the second caller to arrive mid-load
+        # the load goes on until the second caller has reached the lock: the race, forced (without
+        # a lock, the second caller would be loading too, and the count below would say so)
+        assert waiting.acquire(timeout=30) and waiting.acquire(timeout=30)
         return BertEmbedding(vocab_size=5, d_model=4)
 
     monkeypatch.setattr(tables, "load_bert_embedding", slow_load)
+    monkeypatch.setattr(tables, "_PRESET_LOCK", Watched())
     both_ready = threading.Barrier(2)
     results = []
 
