@@ -121,3 +121,15 @@ def test_a_refused_training_leaves_the_summary_as_the_tables_have_it(steps):
     events.update(PAGE, asked, lambda view: view)
     shown = last(list(trainpanel.train(PAGE, asked, steps, "builtin")))
     assert "steps" in shown[PAGE.notice] and shown[PAGE.trained] == ""
+
+
+def test_the_curve_drawn_while_training_spans_the_whole_run_from_its_first_point():
+    """The loss curve grows along a still axis: its x range is the run's steps from the first
+    curve on, not the steps done so far (which rescaled the axis at every update)."""
+    asked = request()
+    events.update(PAGE, asked, lambda view: view)
+    outputs = list(trainpanel.train(PAGE, asked, 100, "builtin"))
+    curves = [out[PAGE.losses] for out in outputs if out.get(PAGE.trained, "").startswith("Training…")]
+    assert curves
+    for curve in curves:
+        assert curve.layout.xaxis.range == (0, 101) and len(curve.data[0].y) < 100

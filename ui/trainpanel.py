@@ -195,7 +195,9 @@ def _as_it_goes(page, worker: threading.Thread, job: Job, steps: int):
                 shown += 1
             if frame is not None or (running and step != drawn_step):
                 drawn_at, drawn_step = time.monotonic(), step
-                yield {page.losses: loss_figure(losses), page.trained: f"Training… step {step} of {steps}."}, frame
+                # the whole run's x axis from the first curve: it grows along a still axis
+                curve = loss_figure(losses, steps)
+                yield {page.losses: curve, page.trained: f"Training… step {step} of {steps}."}, frame
                 continue
         if not running and shown >= len(frames):
             if drawn_step:  # the last of them stays on screen its LIVE_SECONDS too, before the result
