@@ -113,7 +113,9 @@ class PCAProjection:
 
         Eigenvalues are sums of squares (variance × (n − 1)), the trace is the total.
         """
-        if self.svd_solver != "lanczos":  # scikit-learn's solvers, for comparison
+        # scikit-learn's solvers: the vocabulary plane's covariance solver (core/basis.py), and the
+        # others for bench/projection_solvers.py
+        if self.svd_solver != "lanczos":
             from sklearn.decomposition import PCA  # see the class's docstring
 
             # arpack needs k < min(n, d); at that size any exact solver is instant
