@@ -501,3 +501,28 @@ def test_a_slow_search_in_the_view_is_scanned_once_not_on_every_keystroke(app_ur
     for typed in ("the cat", "the cat sat", "the cat sat down"):
         client.predict(typed, "", api_name="/embed")
     assert scans == [pattern]
+
+
+def test_a_link_longer_than_any_the_page_writes_is_answered_with_a_sentence(app_url):
+    """A query string past MAX_QUERY (the page never writes one) gets 414 and what to do; at 64 KB
+    gradio's own handler answered 500. A long link within the limit still opens the page."""
+    import http.client
+
+    from core.options import MAX_QUERY
+
+    def get(query: str) -> tuple[int, str]:  # http.client: httpx itself refuses URLs past 64 KB
+        where = urlsplit(app_url)
+        connection = http.client.HTTPConnection(where.hostname, where.port, timeout=60)
+        try:
+            connection.request("GET", f"{where.path}?{query}" if query else where.path)
+            answer = connection.getresponse()
+            return answer.status, answer.read().decode(errors="replace")
+        finally:
+            connection.close()
+
+    for length in (MAX_QUERY + 1, 65_000):
+        status, text = get(f"a={'x' * length}")
+        assert status == 414 and f"at most {MAX_QUERY:,} characters" in text, length
+    assert 400 <= get(f"a={'x' * 1_000_000}")[0] < 500  # the HTTP server refuses it before the app
+    assert get(f"a={'x' * (MAX_QUERY - 10)}")[0] == 200
+    assert get("")[0] == 200  # and the server keeps serving

@@ -18,9 +18,9 @@ from gradio.components.base import _Keywords
 from gradio.route_utils import FnIndexInferError
 from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
-from starlette.responses import JSONResponse
+from starlette.responses import HTMLResponse, JSONResponse
 
-from core.options import VIEWS
+from core.options import MAX_QUERY, VIEWS
 from core.state import View
 from core.uploads import UploadLimits
 from ui import events, plane, render, sideviews, tablespanel, tourpanel, trainpanel, viewpanel
@@ -108,7 +108,9 @@ class CompressedPage:
     Gradio's page is its index with the whole page's configuration inside (every component and
     event: hundreds of KB for this page), and gradio compresses only paths with a file extension,
     so the document itself came uncompressed: a fifth of a first visit's bytes. Everything else
-    passes as it is (a keystroke's answer is not worth the server's CPU to compress).
+    passes as it is (a keystroke's answer is not worth the server's CPU to compress). A page
+    asked for with a query string longer than any link the page writes (`MAX_QUERY`) is answered
+    414 with a sentence.
     """
 
     def __init__(self, app) -> None:
@@ -117,7 +119,18 @@ class CompressedPage:
 
     async def __call__(self, scope, receive, send) -> None:
         page = scope["type"] == "http" and scope["method"] == "GET" and scope["path"].rstrip("/") == ""
+        if page and len(scope.get("query_string", b"")) > MAX_QUERY:
+            # a link the page could never have written: said in a sentence (gradio's own handler
+            # passes the page's address to httpx, whose URL limit turned a 64 KB link into a 500)
+            await TOO_LONG(scope, receive, send)
+            return
         await (self.gzip if page else self.app)(scope, receive, send)
+
+
+TOO_LONG = HTMLResponse(
+    f"<!doctype html><title>Embedding Explorer</title><p>This link is too long: a link to a view of "
+    f"Embedding Explorer is at most {MAX_QUERY:,} characters after the question mark. "
+    f"<a href='./'>Open the explorer</a> and make the link again with its button.</p>", status_code=414)
 
 
 FINISHED_ITERATING = _Keywords.FINISHED_ITERATING  # gradio's marker of an output it writes nothing to
