@@ -99,6 +99,17 @@ def _overlaps(boxes: list[list[float]], slack: float = 0.5) -> list[tuple]:
     return found
 
 
+def _assert_the_step_reads(page, number: int, step) -> None:
+    """A tour step's plot as drawn: no label over another or under a marker, every word its text
+    names labelled, and stars only where its text names nearest neighbours."""
+    assert _overlaps(page.evaluate(LABEL_BOXES)) == [], f"step {number}: labels overlap"
+    assert page.evaluate(HIDDEN_LABELS) == [], f"step {number}: labels hidden under markers"
+    missing = _must_label(step) - set(page.evaluate(LABEL_TEXTS))
+    assert not missing, f"step {number}: the text names {sorted(missing)}, which the plot does not label"
+    stars = page.evaluate(f"() => {PLOT}._fullData.filter(t => t.name.startsWith('nearest')).length")
+    assert bool(stars) == ("nearest" in step.text), f"step {number}: stars only where the text names neighbours"
+
+
 def _in_view(page, selector: str) -> bool:
     box = page.locator(selector).first.bounding_box()
     size = page.viewport_size
@@ -130,12 +141,7 @@ def test_a_lecture_every_tour_step_is_readable(open_page, viewport, presenter):
         assert len(places) == 1, f"step {number}: Next moved, to {places}"  # a presenter's pointer stays on it
         if step.view.view != "plane":
             continue
-        assert _overlaps(page.evaluate(LABEL_BOXES)) == [], f"step {number}: labels overlap"
-        assert page.evaluate(HIDDEN_LABELS) == [], f"step {number}: labels hidden under markers"
-        missing = _must_label(step) - set(page.evaluate(LABEL_TEXTS))
-        assert not missing, f"step {number}: the text names {sorted(missing)}, which the plot does not label"
-        stars = page.evaluate(f"() => {PLOT}._fullData.filter(t => t.name.startsWith('nearest')).length")
-        assert bool(stars) == ("nearest" in step.text), f"step {number}: stars only where the text names neighbours"
+        _assert_the_step_reads(page, number, step)
         for group, (width, height) in page.evaluate(GROUP_SPANS).items():
             assert max(width, height) >= 0.1, f"step {number}: the {group} points are a blob ({width:.2f}×{height:.2f})"
         names = page.evaluate(f"() => {PLOT}.data.map(t => [t.name, t.type])")
@@ -350,12 +356,7 @@ def test_on_a_phone_each_step_s_text_and_its_plot_are_on_one_screen(browser, app
                 # and the words the step's text names among them
                 sizes = page.evaluate(LABEL_SIZES)
                 assert sizes and min(sizes) >= 12, f"step {number}: labels of {sorted(set(sizes))} px"
-                assert _overlaps(page.evaluate(LABEL_BOXES)) == [], f"step {number}: labels overlap"
-                assert page.evaluate(HIDDEN_LABELS) == [], f"step {number}: labels hidden under markers"
-                missing = _must_label(step) - set(page.evaluate(LABEL_TEXTS))
-                assert not missing, f"step {number}: {sorted(missing)} not labelled"
-                stars = page.evaluate(f"() => {PLOT}._fullData.filter(t => t.name.startsWith('nearest')).length")
-                assert bool(stars) == ("nearest" in step.text), f"step {number}: stars the text does not explain"
+                _assert_the_step_reads(page, number, step)
         # turned to landscape the screen is no longer a phone's: the plot is fitted anew, a laptop's
         page.set_viewport_size({"width": 844, "height": 390})
         page.wait_for_function(f"() => ({LABEL_SIZES})().length > 0 && ({LABEL_SIZES})().every(s => s === 10)",
