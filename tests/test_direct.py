@@ -137,7 +137,9 @@ def test_the_page_s_screen_is_read_from_what_its_script_says_and_nothing_else():
     from ui.tourpanel import narrow
 
     assert narrow('{"narrow": true}') is True
-    for hostile in (None, "", "{", "[]", '{"narrow": 1}', '{"narrow": "true"}', 5, '"x"', "{}" * 10_000):
+    assert narrow('{"narrow":true}') is True and narrow('{"narrow":false}') is False
+    for hostile in (None, "", "{", "[]", '{"narrow": 1}', '{"narrow": "true"}', 5, '"x"', "{}" * 10_000,
+                    "[" * 100_000, b'{"narrow": true}', '{"narrow": true, "x": "' + "y" * 100 + '"}'):
         assert narrow(hostile) is False
 
 

@@ -4,7 +4,8 @@ Through gradio's queue a keystroke costs more than the explorer's work: a join, 
 stream, a position estimate to every waiting visitor, and each output processed by gradio in
 the browser before Plotly draws. So the page's script (assets/explorer.js) sends the change
 (the sentences as typed, the token clicked, a screen turned a phone's) with one POST to a
-route of the app, `/explorer/live`, and draws the main plane (`#embed-plot`, a `gr.HTML`) with Plotly itself.
+route of the app, `/explorer/live`, and draws the main plane (`#embed-plot`, a `gr.HTML`)
+with Plotly itself.
 The call goes through `ui.events.update` and `core.live.Live.apply` like every event, and
 answers with the values of the outputs the script writes itself (`Page.direct_outputs`: the
 plot, its summary, the variance bars, the notice, the address). What else it changed (the

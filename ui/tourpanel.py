@@ -116,9 +116,11 @@ SCREEN_JS = "() => [JSON.stringify({narrow: matchMedia('(max-width: 600px)').mat
 
 def narrow(screen: object) -> bool:
     """Whether `SCREEN_JS` said the page is narrow; anything else (a hostile value) says no."""
+    if not isinstance(screen, str) or len(screen) > 64:  # what SCREEN_JS sends is 16 characters
+        return False
     try:
         return json.loads(screen).get("narrow") is True
-    except (TypeError, ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         return False
 
 
