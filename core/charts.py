@@ -1,4 +1,4 @@
-"""The smaller figures beside the main plane: variance, similarity, positions, LayerNorm.
+"""The smaller figures beside the main plane: variance, similarity, positions, LayerNorm, loss.
 
 Like ``core.figures``, each function takes plain numbers (no torch, no gradio) and returns
 a plain plotly figure dict, ``{"data": [...], "layout": {...}}``, with numbers as float32
@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import plotly.graph_objects as go
 from plotly.colors import diverging
 
 from core.figures import COLOURS, TEMPLATE
@@ -393,3 +394,29 @@ def _plane_title(name: str, ratios: Sequence[float] | None) -> str:
     axes = list(ratios)[:2]
     label = "+".join(f"PC{i}" for i in range(1, len(axes) + 1))
     return f"{title} · {label} {sum(float(r) for r in axes):.0%}"
+
+
+LOSS_LAYOUT = {"template": TEMPLATE, "height": 240, "margin": {"l": 50, "r": 10, "t": 30, "b": 40},
+               "title": {"text": "Training loss", "font": {"size": 13}}, "uirevision": "loss",
+               "xaxis": {"title": {"text": "step"}}, "yaxis": {"title": {"text": "cross-entropy"}}}
+
+
+def loss_spec(losses: Sequence[float], steps: int | None = None) -> dict:
+    """Training loss per step as a figure dict: cheap enough to send after every reported step.
+
+    steps: the run's total number of steps, if known: the x axis then spans the whole run
+    from the first update, so the curve grows along a still axis instead of rescaling.
+    """
+    y = np.asarray(losses, dtype=np.float32).ravel()
+    trace = {"type": "scatter", "x": np.arange(1, len(y) + 1, dtype=np.int32), "y": y, "mode": "lines",
+             "name": "loss", "line": {"color": COLOURS["token"], "width": 2},
+             "hovertemplate": "step %{x}: loss %{y:.3f}<extra></extra>"}
+    layout = LOSS_LAYOUT
+    if steps is not None and steps > 0:
+        layout = {**LOSS_LAYOUT, "xaxis": {**LOSS_LAYOUT["xaxis"], "range": [0, max(int(steps), len(y)) + 1]}}
+    return {"data": [trace], "layout": layout}
+
+
+def loss_figure(losses: Sequence[float], steps: int | None = None) -> go.Figure:
+    """Training loss per step: a falling curve says the tables are learning (``loss_spec`` as a figure)."""
+    return go.Figure(loss_spec(losses, steps), _validate=False)

@@ -1049,32 +1049,6 @@ def _movement(scene: Scene, groups: list[str], panel: Mapping[str, int],
     return traces
 
 
-LOSS_LAYOUT = {"template": TEMPLATE, "height": 240, "margin": {"l": 50, "r": 10, "t": 30, "b": 40},
-               "title": {"text": "Training loss", "font": {"size": 13}}, "uirevision": "loss",
-               "xaxis": {"title": {"text": "step"}}, "yaxis": {"title": {"text": "cross-entropy"}}}
-
-
-def loss_spec(losses: Sequence[float], steps: int | None = None) -> dict:
-    """Training loss per step as a figure dict: cheap enough to send after every reported step.
-
-    steps: the run's total number of steps, if known: the x axis then spans the whole run
-    from the first update, so the curve grows along a still axis instead of rescaling.
-    """
-    y = np.asarray(losses, dtype=np.float32).ravel()
-    trace = {"type": "scatter", "x": np.arange(1, len(y) + 1, dtype=np.int32), "y": y, "mode": "lines",
-             "name": "loss", "line": {"color": COLOURS["token"], "width": 2},
-             "hovertemplate": "step %{x}: loss %{y:.3f}<extra></extra>"}
-    layout = LOSS_LAYOUT
-    if steps is not None and steps > 0:
-        layout = {**LOSS_LAYOUT, "xaxis": {**LOSS_LAYOUT["xaxis"], "range": [0, max(int(steps), len(y)) + 1]}}
-    return {"data": [trace], "layout": layout}
-
-
-def loss_figure(losses: Sequence[float], steps: int | None = None) -> go.Figure:
-    """Training loss per step: a falling curve says the tables are learning (``loss_spec`` as a figure)."""
-    return go.Figure(loss_spec(losses, steps), _validate=False)
-
-
 def _wrapped(text: str, width: int = NOTE_CHARS) -> str:
     """Plain text broken into lines of at most ``width`` characters, joined by <br>."""
     return "<br>".join(textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False)) or text

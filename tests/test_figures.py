@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 
+from core.charts import loss_figure
 from core.figures import (
     ADDITION_PATH,
     COLOURS,
@@ -21,7 +22,6 @@ from core.figures import (
     embedding_figure,
     embedding_spec,
     figure_json,
-    loss_figure,
 )
 from core.projection import PCAProjection
 

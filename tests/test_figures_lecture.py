@@ -497,7 +497,7 @@ def test_categories_colour_the_corpus_words_with_a_legend():
 
 
 def test_the_loss_curve_is_a_cheap_dict_that_can_span_the_whole_run():
-    from core.figures import loss_figure, loss_spec
+    from core.charts import loss_figure, loss_spec
 
     spec = loss_spec([3.0, 2.5, 2.0], steps=150)
     assert isinstance(spec, dict) and spec["layout"]["xaxis"]["range"] == [0, 151]

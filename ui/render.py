@@ -23,9 +23,9 @@ from gradio.components.plot import PlotData
 
 from core import tour
 from core.basis import background, background_extent, vocabulary_basis
-from core.charts import collapse_figure, variance_bars
+from core.charts import collapse_figure, loss_figure, variance_bars
 from core.details import layernorm_detail, positions_detail, similarity_detail
-from core.figures import background_trace, embedding_spec, figure_json, loss_figure, trace_json
+from core.figures import background_trace, embedding_spec, figure_json, trace_json
 from core.listing import run_listing
 from core.live import Step
 from core.lookup import walk_through

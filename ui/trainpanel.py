@@ -14,7 +14,7 @@ import time
 import gradio as gr
 
 from core import options
-from core.figures import loss_figure
+from core.charts import loss_figure
 from core.live import Cancelled, Job
 from core.options import CORPORA, LIMITS, PANELS, PARTS, Refused
 from core.session import Session
