@@ -18,7 +18,6 @@ from core.presets import (
     Settings,
     Source,
     preset,
-    random_source,
     upload_source,
     with_positions,
 )
@@ -89,12 +88,6 @@ class Session:
 
     # every change below returns a new session; tables changes discard training
 
-    def with_settings(self, **changes) -> Session:
-        """New random-table settings; raises ValueError and changes nothing if invalid."""
-        settings = replace(self.settings, **changes)
-        base = random_source(settings) if self.base.key == "random" else self.base
-        return self._with_tables(base, settings=settings)
-
     def with_tables(self, source: str, settings: Settings, positions: str) -> Session:
         """The tables a view names: a source, the random tables' settings, a position table."""
         if source not in SOURCES:
@@ -114,23 +107,9 @@ class Session:
         return replace(self, trained=trained.trained, trained_tokenizer=trained.trained_tokenizer,
                        training=trained.training)
 
-    def with_source(self, key: str) -> Session:
-        if key not in SOURCES:
-            raise ValueError(f"the table source must be one of {', '.join(SOURCES)}, not {key!r}.")
-        if key == self.base.key:
-            return self  # re-choosing the current tables keeps any training
-        if key == "upload":
-            if self.uploaded is None:
-                raise Refused("No file uploaded yet: upload a table first, then choose 'Uploaded file'.")
-            return self._with_tables(self.uploaded)
-        return self._with_tables(preset(key, self.settings))
-
     def with_upload(self, upload: UploadedTable) -> Session:
         uploaded = upload_source(upload, self.source, self.settings.seed)
         return replace(self._with_tables(uploaded), uploaded=uploaded)
-
-    def with_positions(self, kind: str) -> Session:
-        return self._with_tables(self.base, positions=kind)
 
     def with_basis(self, basis: str, frozen: PCAProjection | None = None) -> Session:
         """Draw in another plane; "frozen" keeps ``frozen``, the plane of the moment it was chosen."""

@@ -2,6 +2,8 @@
 output cosines, what LayerNorm did (and the d_model = 2 collapse), and the token × token
 cosine heatmap — each checked against the same numbers computed independently with numpy."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -84,7 +86,7 @@ def test_position_paths_follow_a_long_sentence_and_stop_at_the_table(session):
     long = " ".join(["word"] * 98)  # 100 tokens with the markers
     figure = traces(positions_detail(session, long, "").figure)
     assert len(figure["sinusoidal"]["x"]) == len(figure["this table (learned)"]["x"]) == 100
-    short_table = session.with_settings(maxlen=32)
+    short_table = session.with_tables("random", replace(session.settings, maxlen=32), session.positions)
     figure = traces(positions_detail(short_table, "a b c", "").figure)
     assert len(figure["sinusoidal"]["x"]) == len(figure["this table (learned)"]["x"]) == 32
     sinusoidal = sinusoidal_table(32, 32).weight.numpy()
@@ -93,7 +95,7 @@ def test_position_paths_follow_a_long_sentence_and_stop_at_the_table(session):
 
 
 def test_sinusoidal_positions_name_their_own_panel(session):
-    detail = positions_detail(session.with_positions("sinusoidal"), "a b", "")
+    detail = positions_detail(session.with_tables("random", session.settings, "sinusoidal"), "a b", "")
     names = [trace["name"] for trace in detail.figure["data"] if trace["mode"] == "lines+markers"]
     assert names == ["this table (sinusoidal)", "sinusoidal"]
     figure = traces(detail.figure)

@@ -198,7 +198,7 @@ def test_a_trained_session_s_neighbours_and_search_never_build_its_whole_table(m
     from core.search import search
     from core.view import explore
 
-    session = Session.create().with_source("bert").trained_on(Corpus.builtin(), SHORT)
+    session = Session.create(source="bert").trained_on(Corpus.builtin(), SHORT)
     tokens = session.model.tok_embed
     assert isinstance(tokens, PatchedEmbedding) and len(tokens.rows) > 0
     sentence = "the cat sat on the mat"

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+from core.live import session_for
 from core.presets import (
     MAX_TABLE_BYTES,
     PRESET_MAXLEN,
@@ -15,6 +16,7 @@ from core.presets import (
     with_positions,
 )
 from core.session import Session
+from core.state import View
 from core.training import Corpus, TrainConfig
 from core.uploads import UploadedTable
 from core.view import explore
@@ -96,16 +98,17 @@ def test_upload_with_words_keeps_current_tables_when_widths_match():
     assert after.source.key == "upload"
     assert after.model.pos_embed is session.model.pos_embed
     assert after.encode("blue red", "").ids[1:3] == (2, 0)
-    back = after.with_source("random").with_source("upload")
+    back = after.with_tables("random", after.settings, after.positions).with_tables("upload", after.settings,
+                                                                                  after.positions)
     assert back.model.tok_embed is after.model.tok_embed  # the upload is kept for switching back
 
 
 def test_choosing_upload_without_a_file_explains(bert):
     with pytest.raises(ValueError, match="No file uploaded yet"):
-        bert.with_source("upload")
-    assert bert.with_source("bert") is bert  # re-choosing keeps the session (and any training)
+        bert.with_tables("upload", bert.settings, bert.positions)
+    assert session_for(View(source="bert"), bert) is bert  # re-choosing keeps the session (and any training)
     with pytest.raises(ValueError, match="the table source must be one of"):
-        bert.with_source("word2vec")
+        bert.with_tables("word2vec", bert.settings, bert.positions)
 
 
 def test_training_makes_a_private_copy_and_reset_restores(bert):

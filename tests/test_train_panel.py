@@ -82,7 +82,7 @@ def test_a_training_set_aside_puts_the_summary_and_curve_back(monkeypatch):
         trained = real(self, *args, **kwargs)
         with live.lock:  # what an event between the training's snapshot and its job would leave
             live.view = live.view.with_(seed=live.view.settings.seed + 1)
-            live.session = live.session.with_settings(seed=live.view.settings.seed)
+            live.session = live.session.with_tables("random", live.view.settings, live.view.positions)
         return trained
 
     monkeypatch.setattr(Session, "trained_on", changed_meanwhile)

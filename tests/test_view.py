@@ -1,5 +1,7 @@
 """The pipeline from sentences to a scene, and the session that feeds it."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -53,7 +55,7 @@ def test_groups_can_be_switched_off_and_order_is_kept(session):
 
 
 def test_truncation_is_reported(session):
-    small = session.with_settings(maxlen=8)
+    small = session.with_tables("random", replace(session.settings, maxlen=8), session.positions)
     result = explore(small, "one two three four five six seven", "a b")
     assert len(result.encoding) == 8
     assert any("cut" in note for note in result.notes)
@@ -105,7 +107,7 @@ def test_random_tables_are_seeded_shared_and_read_only():
 )
 def test_bad_settings_raise_and_leave_the_session_alone(session, changes, message):
     with pytest.raises(ValueError, match=message):
-        session.with_settings(**changes)
+        session.with_tables("random", replace(session.settings, **changes), session.positions)
     assert session.settings == Settings()
 
 

@@ -2,6 +2,8 @@
 (points that stay put while typing), the explained-variance spectrum, the selected token's
 nearest neighbours (BERT's and a random table's), and flipping a token's segment."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -93,16 +95,16 @@ def test_a_frozen_basis_needs_a_plane_and_a_basis_must_be_known(session):
 
 def test_new_tables_of_another_width_drop_the_frozen_basis(session):
     frozen = session.with_basis("frozen", fit_sentence_basis(session, A, B1))
-    narrower = frozen.with_settings(d_model=16)
+    narrower = frozen.with_tables("random", replace(frozen.settings, d_model=16), frozen.positions)
     assert narrower.basis == "sentence" and narrower.frozen_basis is None
     explore(narrower, A, B1)  # and the view still works
-    reseeded = frozen.with_settings(seed=5)  # same width: the plane still fits
+    reseeded = frozen.with_tables("random", replace(frozen.settings, seed=5), frozen.positions)  # same width
     assert reseeded.basis == "frozen" and reseeded.frozen_basis is frozen.frozen_basis
 
 
 def test_switching_to_bert_drops_a_frozen_32_d_basis(session, bert):
     frozen = session.with_basis("frozen", fit_sentence_basis(session, A, B1))
-    assert frozen.with_source("bert").basis == "sentence"
+    assert frozen.with_tables("bert", frozen.settings, frozen.positions).basis == "sentence"
 
 
 def test_training_keeps_the_frozen_basis(session):
@@ -274,7 +276,7 @@ def test_no_shift_arrows_without_the_sum_group(session):
 
 
 def test_one_segment_row_cannot_flip(session):
-    one = session.with_settings(n_segments=1)
+    one = session.with_tables("random", replace(session.settings, n_segments=1), session.positions)
     plain = explore(one, A, B1)
     flip = explore(one, A, B1, flipped=FLIPS)
     assert flip.scene.segment_ids == plain.scene.segment_ids == (0,) * 9
