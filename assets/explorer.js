@@ -20,7 +20,7 @@
   const GROUPS = new Set(["token", "position", "sum", "output"]);
   let background = null; // the background trace, or null when it is off
 
-  // the compact figure's shared columns -> whole traces; core/figures.py `expand` is its twin
+  // the compact figure's shared columns -> whole traces; core/wire.py `expand` is its twin
   const DTYPES = { f4: Float32Array, f8: Float64Array, i1: Int8Array, u1: Uint8Array, i2: Int16Array,
     u2: Uint16Array, i4: Int32Array, u4: Uint32Array };
   const untyped = (value) => {
@@ -28,7 +28,7 @@
     const bytes = Uint8Array.from(atob(value.bdata), (c) => c.charCodeAt(0));
     return Array.from(new DTYPES[value.dtype](bytes.buffer));
   };
-  const MAX_NAMED = 5; // core/figures.py MAX_NAMED: tokens a hover names at one spot at most
+  const MAX_NAMED = 5; // core/wire.py MAX_NAMED: tokens a hover names at one spot at most
   function pileNames(names, positions, piles) {
     if (!piles || !piles.length) return names;
     const out = names.slice();

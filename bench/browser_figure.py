@@ -8,7 +8,7 @@ the page around it? In the same page of the same browser (bench/browser_roundtri
 the app with an echo added), two more text boxes each feed a plain ``gr.Plot`` of their own:
 
 - ours: the figure ``/embed`` sends for sentence A and B (``core.figures.embedding_spec``,
-  compact, made whole with ``core.figures.expand`` as the page's script does before plotly
+  compact, made whole with ``core.wire.expand`` as the page's script does before plotly
   sees it);
 - plotly.express: ``px.scatter`` of the same points, coloured by group, each labelled with
   its token and hovering its position: the figure a notebook draws (bench/update_latency.py).
@@ -47,10 +47,11 @@ def figures_for(a: str, b: str, keys: list[str]) -> dict[str, dict[str, str]]:
     import pandas as pd
     import plotly.express as px
 
-    from core.figures import embedding_spec, expand, figure_json
+    from core.figures import embedding_spec
     from core.session import Session
     from core.state import View
     from core.view import explore
+    from core.wire import expand, figure_json
 
     session, groups = Session.create(), View().groups  # the page's default tables and groups
     found: dict[str, dict[str, str]] = {kind: {} for kind in PLOTS}

@@ -48,8 +48,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.appserver import launched_app, mib  # noqa: E402
-from core.figures import expand, table_rows  # noqa: E402
 from core.presets import wordpiece  # noqa: E402
+from core.wire import expand, table_rows  # noqa: E402
 
 FILLER = "the {word} is here for update {update}", "and the {word} stays"
 

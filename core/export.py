@@ -32,7 +32,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from safetensors.numpy import save
 
-from core.figures import GROUPS, Scene
+from core.scene import GROUPS, Scene
 
 if TYPE_CHECKING:
     from core.session import Session

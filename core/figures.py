@@ -1,7 +1,8 @@
 """Projected embedding vectors -> a Plotly figure.
 
-Takes plain data (a ``Scene``) and returns a ``go.Figure``; knows nothing of torch or
-gradio, so it can be tested, and reused, without either.
+Takes plain data (a ``Scene``, core/scene.py) and returns a figure dict; knows nothing of
+torch or gradio, so it can be tested, and reused, without either. How it travels to the page
+(JSON, the compact columns) is core/wire.py.
 
 The figure is rebuilt on every keystroke, so it is built for speed and size: a plain dict
 handed to ``go.Figure(..., _validate=False)``, coordinates and hover numbers as float32
@@ -18,7 +19,6 @@ Measured on a shared 2-core machine, BERT's tables, all five groups, labels on (
 
 from __future__ import annotations
 
-import base64
 import functools
 import html
 import itertools
@@ -29,11 +29,10 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
-from plotly.io.json import to_json_plotly
 
 from core.labels import FONT_FAMILY, LINE_EM, PLOT_PX, Canvas, width_em
-
-GROUPS = ("token", "position", "segment", "sum", "output")  # display order
+from core.scene import CONTINUATION, GROUPS, SPECIAL, WORD, Scene, symbols
+from core.wire import pile_names, token_columns
 
 # Okabe–Ito: distinguishable with every common form of colour blindness
 COLOURS = {
@@ -44,16 +43,8 @@ COLOURS = {
     "output": "#CC79A7",    # reddish purple
 }
 
-# one marker shape per kind of token, the same in every group. plotly's numeric codes
-# cost a digit per point in the JSON instead of a word; the open circle keeps its name
-# because plotly.js's WebGL renderer draws its code (100) as a filled circle
-WORD, SPECIAL, CONTINUATION = 0, 2, "circle-open"  # circle, diamond, open circle
 SYMBOL_NOTE = "◆ [CLS] / [SEP]    ○ ## word piece"
 LABELLED = "{:,} of {:,} labelled; hover for the rest"  # short: a phone's plot is 370 px
-
-# numpy dtypes plotly.js reads as typed arrays, by numpy's code (little-endian, as stored here);
-# others (int64) go as plain lists, as go.Figure would send them
-TYPED_ARRAYS = frozenset({"f4", "f8", "i1", "u1", "i2", "u2", "i4", "u4"})
 
 ADDITION_PATH = "addition path"
 MOVEMENT = "before training"
@@ -72,118 +63,9 @@ TEMPLATE = {"layout": {key: value for key, value in
                                   "plot_bgcolor", "xaxis", "yaxis")}}
 
 
-@dataclass(frozen=True)
-class Neighbourhood:
-    """A selected token and its nearest vocabulary entries, placed in the scene's plane.
-
-    ``points`` maps "token" and/or "output" to the neighbours' own vectors of that kind,
-    projected: (k, dims) each, with ``labels`` (k,) and cosine similarities (k,).
-    """
-
-    selected: int  # the selected token's index in the scene
-    points: Mapping[str, np.ndarray]
-    labels: Mapping[str, tuple[str, ...]]
-    cosines: Mapping[str, np.ndarray]
-
-
-@dataclass(frozen=True)
-class Scene:
-    """Everything one picture shows, as plain data (no torch).
-
-    One entry per token in each tuple (length L). ``points`` holds the groups to draw, keyed
-    by names from ``GROUPS``; ``norms`` holds at least those (the pipeline gives all five:
-    the token table shows every norm, drawn or not). Points have 2 coordinates (the plane) or
-    3 (the rotatable PC1–PC3 view); ``origin`` has as many, and every other array of points
-    in the scene the same number of columns.
-    """
-
-    tokens: tuple[str, ...]
-    ids: tuple[int, ...]
-    positions: tuple[int, ...]
-    segment_ids: tuple[int, ...]
-    special_mask: tuple[bool, ...]        # [CLS]/[SEP] markers
-    continuation_mask: tuple[bool, ...]   # WordPiece '##' pieces
-    points: Mapping[str, np.ndarray]      # group -> (L, dims) projected coordinates
-    norms: Mapping[str, np.ndarray]       # group -> (L,) L2 norm of the full vector
-    explained: tuple[float, ...]          # explained-variance ratio of each axis
-    origin: np.ndarray                    # (dims,) where the zero vector lands in the plane
-    message: str = ""
-    # after training: the same groups' points before it, in the same plane, to show movement
-    previous: Mapping[str, np.ndarray] | None = None
-    plane: str = ""  # whose variance the axes explain, when not the points' own ("vocabulary")
-    # where each token's sum would be with its reference segment (NaN rows: no arrow); the
-    # arrow from there to the sum is the shift the segment row adds
-    shift_from: np.ndarray | None = None
-    neighbourhood: Neighbourhood | None = None
-    selected: int | None = None  # a token picked by the user: its addition path alone is drawn
-    # d_model = 2: the points are the vectors' own coordinates (no projection), axes dim 0 / dim 1
-    exact: bool = False
-    segment_shift: float | None = None  # |seg[1] − seg[0]| in the full space, for the shift's note
-    # each token's word category ("animals", …; "" for none) while training on a corpus that has them
-    categories: tuple[str, ...] | None = None
-
-    @property
-    def dims(self) -> int:
-        """How many coordinates each point has: 2 for the plane, 3 for the PC1–PC3 view."""
-        return int(np.shape(self.origin)[0]) if np.ndim(self.origin) == 1 else 2
-
-    @property
-    def picked(self) -> int | None:
-        """The selected token's index, from the selection or the neighbourhood, if any."""
-        if self.selected is not None:
-            return self.selected
-        return self.neighbourhood.selected if self.neighbourhood is not None else None
-
-    def __post_init__(self) -> None:
-        # a mismatch here is a bug upstream; name it now rather than draw a wrong picture
-        length, dims = len(self.tokens), self.dims
-        if dims not in (2, 3):
-            raise ValueError(f"Scene.origin has shape {np.shape(self.origin)}; points have 2 or 3 coordinates")
-        for field in ("ids", "positions", "segment_ids", "special_mask", "continuation_mask"):
-            if len(getattr(self, field)) != length:
-                raise ValueError(f"Scene.{field} has {len(getattr(self, field))} entries "
-                                 f"but there are {length} tokens")
-        if self.categories is not None and len(self.categories) != length:
-            raise ValueError(f"Scene.categories has {len(self.categories)} entries but there are {length} tokens")
-        for group, points in self.points.items():
-            if group not in GROUPS:
-                raise ValueError(f"unknown group {group!r}; groups are {', '.join(GROUPS)}")
-            if np.shape(points) != (length, dims):
-                raise ValueError(f"points[{group!r}] has shape {np.shape(points)}, "
-                                 f"expected ({length}, {dims})")
-            if np.shape(self.norms.get(group)) != (length,):
-                raise ValueError(f"norms[{group!r}] has shape "
-                                 f"{np.shape(self.norms.get(group))}, expected ({length},)")
-        if self.shift_from is not None and np.shape(self.shift_from) != (length, dims):
-            raise ValueError(f"Scene.shift_from has shape {np.shape(self.shift_from)}, expected ({length}, {dims})")
-        if self.neighbourhood is not None and not 0 <= self.neighbourhood.selected < length:
-            raise ValueError(f"the selected token {self.neighbourhood.selected} is not one of the {length} tokens")
-        if self.selected is not None and not 0 <= self.selected < length:
-            raise ValueError(f"the selected token {self.selected} is not one of the {length} tokens")
-        if self.previous is not None and {g: np.shape(p) for g, p in self.previous.items()} != {
-                g: np.shape(p) for g, p in self.points.items()}:
-            raise ValueError("Scene.previous must hold the same groups and shapes as points")
-
-
 def embedding_figure(scene: Scene, **options) -> go.Figure:
     """The scene as a plotly figure (options as for `embedding_spec`)."""
     return go.Figure(embedding_spec(scene, **options), _validate=False)
-
-
-def figure_json(spec: Mapping) -> str:
-    """The JSON a plot sends to the browser, straight from a figure dict.
-
-    Equal to ``go.Figure(spec).to_json()`` (numpy arrays become base64 typed arrays) but
-    without the figure object, whose construction and deep copies cost more than the rest
-    of a 512-token update put together.
-    """
-    layout = spec["layout"]
-    if "meta" in layout:  # the compact figure's shared columns hold arrays too
-        layout = {**layout, "meta": _typed(layout["meta"])}
-    figure = {"data": [_typed(trace) for trace in spec["data"]], "layout": layout}
-    if "config" in spec:
-        figure["config"] = spec["config"]  # plotly.js options the page passes on, e.g. no mode bar
-    return to_json_plotly(figure)
 
 
 def background_trace(points: np.ndarray, labels: Sequence[str]) -> dict:
@@ -211,22 +93,6 @@ def background_trace(points: np.ndarray, labels: Sequence[str]) -> dict:
     }
 
 
-def trace_json(trace: Mapping) -> str:
-    """One trace's JSON, with numpy arrays as typed arrays, as ``figure_json`` writes them."""
-    return to_json_plotly(_typed(dict(trace)))
-
-
-def _typed(value):
-    """numpy arrays -> plotly.js typed-array specs, inside (nested) dicts."""
-    if isinstance(value, np.ndarray) and value.dtype.str[1:] in TYPED_ARRAYS:
-        return {"dtype": value.dtype.str[1:], "bdata": base64.b64encode(
-            np.ascontiguousarray(value).tobytes()).decode("ascii"), **(
-            {"shape": ", ".join(map(str, value.shape))} if value.ndim > 1 else {})}
-    if isinstance(value, dict):
-        return {key: _typed(item) for key, item in value.items()}
-    return value
-
-
 PANELS = ("auto", "one", "split")
 # the output gets a panel of its own when its points and the parts' differ in extent by more
 # than this factor (BERT: the outputs spread about 8× wider than the rest, which then blur
@@ -241,7 +107,7 @@ MAGNIFIABLE = ("position", "segment")  # never token, sum or output: the additio
 NOTE_CHARS = 40  # a note's lines are at most this long: a phone's plot (≈ 370 px) holds 40 characters
 PANEL_TITLES = {1: "token + position + segment = sum", 2: "after LayerNorm: output, its own scale"}
 PANEL_GAP = 0.1  # between the two panels, a share of the figure's width
-MAX_NAMED = 5  # tokens a hover names at one spot at most; the rest are counted
+
 # ColorBrewer Set2: soft halos that do not compete with the groups' saturated Okabe–Ito colours
 CATEGORY_COLOURS = ("#66c2a5", "#fc8d62", "#8da0cb", "#e78ac3", "#a6d854", "#ffd92f", "#e5c494", "#b3b3b3")
 CATEGORY = "category: {}"
@@ -455,10 +321,10 @@ class _TokenColumns:
            *, labels: bool, webgl: bool, scale: _Scale, split: bool = False,
            named: Collection[str] = (), layer: dict | None = None, reach: np.ndarray | None = None
            ) -> _TokenColumns:
-        symbols = _symbols(scene)
+        shapes = symbols(scene)
         # plain words first: plotly's legend copies the first point's shape, and a
         # diamond there would read as "this whole group is special"
-        order = np.argsort([symbol != WORD for symbol in symbols], kind="stable")
+        order = np.argsort([shape != WORD for shape in shapes], kind="stable")
         tokens = [scene.tokens[i] for i in order]
         # plotly parses hover text as HTML-like markup: escape what users typed so "<b>" reads "<b>"
         escaped = [html.escape(token, quote=False) for token in tokens]
@@ -484,7 +350,7 @@ class _TokenColumns:
             labelled=labelled,
             places=places,
             last=last,
-            symbol=[symbols[i] for i in order],
+            symbol=[shapes[i] for i in order],
             customdata=np.column_stack([scene.ids, scene.positions, scene.segment_ids,
                                         np.zeros(len(order))])[order].astype(np.float32),
         )
@@ -563,8 +429,8 @@ def _labels(scene: Scene, order: np.ndarray, tokens: list[str], groups: Sequence
     # every marker on the plot, and its size: the groups' points (a segment's a larger square), the stars, the crosses
     markers = np.concatenate([*points, stars, crosses])
     star_px = (scale.marker + 2.0) * SYMBOL_EXTENT["star"]
-    symbols = _symbols(scene)
-    widest = np.array([SYMBOL_EXTENT.get(symbols[i], 1.0) for i in order])  # a token's shape, in drawing order
+    shapes = symbols(scene)
+    widest = np.array([SYMBOL_EXTENT.get(shapes[i], 1.0) for i in order])  # a token's shape, in drawing order
     marker_px = np.concatenate([*(np.full(len(xy), scale.marker + 2.0) if group == "segment" else widest * scale.marker
                                   for group, xy in zip(ranked, points, strict=True)),
                                 np.full(len(stars), star_px), cross_px])
@@ -677,24 +543,9 @@ def _piles(points: np.ndarray) -> list[list[int]]:
     return list(members.values())
 
 
-def _pile_names(names: list[str], positions: Sequence[int], piles: Sequence[Sequence[int]]) -> list[str]:
-    """Hover names: a point that several tokens share names each of them with its position,
-    "the (1), the (5)", since plotly's hover shows one point of a pile; others just the token."""
-    if not piles:
-        return names
-    out = list(names)
-    for indices in piles:
-        listed = ", ".join(f"{names[i]} ({positions[i]})" for i in indices[:MAX_NAMED])
-        if len(indices) > MAX_NAMED:
-            listed += f", and {len(indices) - MAX_NAMED} more"
-        for i in indices:
-            out[i] = listed
-    return out
-
-
 def _coincident(points: np.ndarray, names: list[str], positions: Sequence[int]) -> list[str]:
     """Hover names of `points` (see `_pile_names`)."""
-    return _pile_names(names, positions, _piles(points))
+    return pile_names(names, positions, _piles(points))
 
 
 def _group_trace(group: str, scene: Scene, points: np.ndarray, columns: _TokenColumns, *, webgl: bool,
@@ -724,85 +575,10 @@ def _group_trace(group: str, scene: Scene, points: np.ndarray, columns: _TokenCo
     return _points_trace(
         group, drawn, columns.labels.get(group), webgl=webgl, scale=scale, axes=axes, places=columns.places.get(group),
         marker={"symbol": columns.symbol, "size": scale.marker, "line": {"color": COLOURS[group], "width": scale.line}},
-        hovertext=_pile_names(columns.hovertext, customdata[:, 1].astype(int).tolist(), piles),
+        hovertext=pile_names(columns.hovertext, customdata[:, 1].astype(int).tolist(), piles),
         customdata=customdata,
         hovertemplate=template,
     )
-
-
-def _symbols(scene: Scene) -> list[int | str]:
-    """Each token's marker shape, in token order: a diamond for a marker, an open circle for a
-    ## word piece, a circle for a word."""
-    return [SPECIAL if special else CONTINUATION if piece else WORD
-            for special, piece in zip(scene.special_mask, scene.continuation_mask, strict=True)]
-
-
-def token_columns(scene: Scene, order: np.ndarray | None = None) -> dict:
-    """Each token's name, id, position, segment, marker shape and norms, once, in token order.
-
-    The compact figure's traces point into these (``order``: the traces' drawing order),
-    and the page's token table is drawn from them: the table costs no bytes of its own.
-    ``norm`` holds every group of ``scene.norms``, drawn or not.
-    """
-    length = len(scene.tokens)
-    return {
-        # plotly parses hover text as HTML-like markup: escape what users typed so "<b>" reads "<b>"
-        "tokens": [html.escape(token, quote=False) for token in scene.tokens],
-        "id": np.asarray(scene.ids, dtype=np.int32),
-        "position": np.asarray(scene.positions, dtype=np.uint16),  # maxlen ≤ 2,048
-        "segment": np.asarray(scene.segment_ids, dtype=np.uint8),  # ≤ 8 segments
-        "symbol": _symbols(scene),
-        "norm": {group: np.asarray(values, dtype=np.float32) for group, values in scene.norms.items()},
-        "order": np.asarray(np.arange(length) if order is None else order, dtype=np.uint16),
-        "piles": {},
-    }
-
-
-def expand(figure: dict) -> dict:
-    """A compact figure (``embedding_spec(compact=True)``, as JSON) made whole again.
-
-    The page's script does the same in the browser (assets/explorer.js, ``expand``); this is
-    its twin for anyone reading ``/embed``'s plot through the API, and the tests' reference.
-    Each group's trace gets back its hover names (piles of coinciding points named
-    together), its customdata (id, position, segment, norm, float32 as plotly would hold
-    them) and its marker shapes. A figure without shared columns is returned unchanged.
-    """
-    columns = (figure.get("layout", {}).get("meta") or {}).get("columns")
-    if not columns:
-        return figure
-    order = _untyped(columns["order"]).astype(np.int64)
-    ids, positions, segments = (_untyped(columns[key])[order] for key in ("id", "position", "segment"))
-    tokens, symbols = [columns["tokens"][i] for i in order], [columns["symbol"][i] for i in order]
-    data = []
-    for trace in figure["data"]:
-        group = trace["meta"].get("columns") if isinstance(trace.get("meta"), dict) else None
-        if group is None:
-            data.append(trace)
-            continue
-        norms = _untyped(columns["norm"][group])[order]
-        whole = {key: value for key, value in trace.items() if key != "meta"}
-        whole["marker"] = {**trace.get("marker", {}), "symbol": symbols}
-        whole["hovertext"] = _pile_names(tokens, positions.astype(int).tolist(), columns["piles"].get(group, []))
-        whole["customdata"] = np.column_stack([ids, positions, segments, norms]).astype(np.float32).tolist()
-        data.append(whole)
-    return {**figure, "data": data}
-
-
-def table_rows(figure: dict) -> list[list]:
-    """The token table, as the page draws it, from a figure's shared columns (JSON form):
-    token, id, position, segment and the norm of each component, rounded to 3 decimals."""
-    columns = figure["layout"]["meta"]["columns"]
-    ids, positions, segments = (_untyped(columns[key]).tolist() for key in ("id", "position", "segment"))
-    norms = [np.round(_untyped(values).astype(np.float64), 3).tolist() for values in columns["norm"].values()]
-    return [[html.unescape(token), ids[i], positions[i], segments[i], *(n[i] for n in norms)]
-            for i, token in enumerate(columns["tokens"])]
-
-
-def _untyped(value) -> np.ndarray:
-    """A plotly typed array ({"dtype", "bdata"}) or a list, as numpy."""
-    if isinstance(value, dict) and "bdata" in value:
-        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
-    return np.asarray(value)
 
 
 def _segment_trace(group: str, scene: Scene, points: np.ndarray, columns: _TokenColumns, *, webgl: bool,

@@ -16,10 +16,10 @@ import torch
 
 from core.basis import sentence_projection, vocabulary_basis
 from core.embedding import COMPONENTS, BertEmbedding
-from core.figures import Neighbourhood, Scene
 from core.neighbours import Neighbour, in_table, outputs_in_table
 from core.options import LIMITS, Refused
 from core.projection import PCAProjection
+from core.scene import Neighbourhood, Scene
 from core.session import Session
 from core.state import View
 from core.tokenizer import CLS, SEP, UNK, Encoding

@@ -18,9 +18,9 @@ from functools import cache
 
 import numpy as np
 
-from core.figures import expand, table_rows
 from core.options import COMPONENTS
 from core.view import TABLE_HEADERS
+from core.wire import expand, table_rows
 
 ALL = list(COMPONENTS)
 

@@ -39,7 +39,7 @@ def test_a_keystroke_writes_every_output_it_declares_and_sends_the_plot_compact(
     a keystroke writes each of its outputs; the plot's groups share one set of token columns."""
     from appapi import output_ids, unchanged
 
-    from core.figures import table_rows
+    from core.wire import table_rows
 
     raw = dict(zip(output_ids("/embed"), client.predict("A new sentence.", "And one more.", api_name="/embed"),
                    strict=True))

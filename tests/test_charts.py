@@ -20,8 +20,9 @@ from core.charts import (
     similarity_figure,
     variance_bars,
 )
-from core.figures import COLOURS, TEMPLATE, figure_json
+from core.figures import COLOURS, TEMPLATE
 from core.measures import cosine_matrix, layernorm_stats
+from core.wire import figure_json
 
 ROOT = Path(__file__).resolve().parents[1]
 MARKUP = "<b>x</b>"

@@ -16,9 +16,9 @@ import secrets
 import httpx
 import pytest
 
-from core.figures import expand, table_rows
 from core.options import MAX_TEXT
 from core.presets import wordpiece
+from core.wire import expand, table_rows
 from tests.appapi import run_async
 
 os.environ.setdefault("EMBEDDING_EXPLORER_TEST_HOOKS", "1")

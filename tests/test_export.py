@@ -19,7 +19,8 @@ from core.export import (
     figure_html,
     vectors_safetensors,
 )
-from core.figures import ADDITION_PATH, Scene, embedding_spec
+from core.figures import ADDITION_PATH, embedding_spec
+from core.scene import Scene
 from core.session import Session
 from core.view import _vectors, explore
 

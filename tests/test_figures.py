@@ -13,17 +13,10 @@ import plotly.io as pio
 import pytest
 
 from core.charts import loss_figure
-from core.figures import (
-    ADDITION_PATH,
-    COLOURS,
-    GROUPS,
-    MOVEMENT,
-    Scene,
-    embedding_figure,
-    embedding_spec,
-    figure_json,
-)
+from core.figures import ADDITION_PATH, COLOURS, MOVEMENT, embedding_figure, embedding_spec
 from core.projection import PCAProjection
+from core.scene import GROUPS, Scene
+from core.wire import figure_json
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKENS = ("[CLS]", "the", "embed", "##ding", "<img src=x onerror=alert(1)>", "[SEP]", "tom & jerry", "[SEP]")

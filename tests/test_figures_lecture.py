@@ -14,7 +14,6 @@ import pytest
 from core.figures import (
     ADDITION_PATH,
     BACKGROUND,
-    GROUPS,
     NAMED,
     NEIGHBOURS,
     NORMAL,
@@ -22,17 +21,15 @@ from core.figures import (
     SEGMENT_SHIFT,
     SELECTED,
     SVG_BACKGROUND,
-    Neighbourhood,
-    Scene,
     background_trace,
     embedding_figure,
     embedding_spec,
-    figure_json,
-    trace_json,
 )
 from core.projection import PCAProjection
+from core.scene import GROUPS, Neighbourhood, Scene
 from core.session import Session
 from core.view import explore
+from core.wire import figure_json, trace_json
 
 TOKENS = ("[CLS]", "the", "cat", "[SEP]", "on", "<i>mat</i>", "[SEP]")
 SEGMENTS = (0, 0, 0, 0, 1, 1, 1)

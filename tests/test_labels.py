@@ -6,8 +6,9 @@ import itertools
 import numpy as np
 import pytest
 
-from core.figures import GROUPS, LABELLED, embedding_spec
+from core.figures import LABELLED, embedding_spec
 from core.labels import LINE_EM, PLOT_PX, legible, width_em
+from core.scene import GROUPS
 from tests.test_figures import make_scene
 
 FONT = 10

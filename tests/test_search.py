@@ -5,11 +5,11 @@ import numpy as np
 import plotly.io as pio
 import pytest
 
-from core.figures import figure_json
 from core.presets import Settings
 from core.search import MAX_HITS, MAX_QUERY, SEARCH, search
 from core.session import Session
 from core.view import explore
+from core.wire import figure_json
 
 A, B = "The king spoke to the queen.", "A man and a woman listened."
 

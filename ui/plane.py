@@ -76,7 +76,7 @@ def layout(page) -> None:
                                         interactive=False, elem_id="search-hits", max_height=200)
     page.examples = gr.Examples(EXAMPLES, inputs=[page.sentence_a, page.sentence_b], label="Example pairs",
                                 elem_id="examples")
-    # drawn by the page's script from the plot's own token columns (core.figures.token_columns):
+    # drawn by the page's script from the plot's own token columns (core.wire.token_columns):
     # a keystroke sends the tokens once, for the plot and this table together
     page.table = gr.HTML(TOKEN_TABLE, elem_id="token-table")
 

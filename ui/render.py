@@ -25,7 +25,7 @@ from core import tour
 from core.basis import background, background_extent, vocabulary_basis
 from core.charts import collapse_figure, loss_figure, variance_bars
 from core.details import layernorm_detail, positions_detail, similarity_detail
-from core.figures import background_trace, embedding_spec, figure_json, trace_json
+from core.figures import background_trace, embedding_spec
 from core.listing import run_listing
 from core.live import Step
 from core.lookup import walk_through
@@ -35,6 +35,7 @@ from core.session import Session
 from core.share import to_query
 from core.state import SETTINGS_FIELDS, View
 from core.view import Exploration, explore_view, flipped_tokens
+from core.wire import figure_json, trace_json
 
 NO_TOKEN = ""  # the token picker's value when no token is selected
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>&:])")
@@ -170,7 +171,7 @@ _ALL_FIELDS = tuple(View.__dataclass_fields__)
 
 
 def plane(page, view: View, session: Session, tokens: tuple[str, ...] | None = None, revision: int = 0) -> dict:
-    """The main plot (in its compact form, which also carries the token table: `core.figures.expand`),
+    """The main plot (in its compact form, which also carries the token table: `core.wire.expand`),
     its summary, the neighbours, the search and the variance bar.
 
     `tokens`: the view's tokens when the caller has them (an applied change has), so the
