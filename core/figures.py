@@ -19,9 +19,7 @@ Measured on a shared 2-core machine, BERT's tables, all five groups, labels on (
 
 from __future__ import annotations
 
-import functools
 import html
-import itertools
 import textwrap
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,8 +28,9 @@ import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from core.labels import FONT_FAMILY, LINE_EM, PLOT_PX, Canvas, width_em
-from core.scene import CONTINUATION, GROUPS, SPECIAL, WORD, Scene, symbols
+from core.labels import FONT_FAMILY, LABEL_PRIORITY, LAYER, PLACES, PLOT_PX, Written
+from core.labels import place as place_labels
+from core.scene import CONTINUATION, GROUPS, SPECIAL, WORD, Scene, segment_name, symbols
 from core.wire import pile_names, token_columns
 
 # Okabe–Ito: distinguishable with every common form of colour blindness
@@ -335,7 +334,7 @@ class _TokenColumns:
             for number in sorted(set(panel.values())):
                 members = [g for g in groups if panel[g] == number]
                 # plotly parses SVG labels as markup too, but WebGL draws them as plain text, unescaped
-                found, counts, where, over = _labels(scene, order, tokens, members, points, scale, plot_px,
+                found, counts, where, over = place_labels(scene, order, tokens, members, points, scale, plot_px,
                                                      escape=not webgl, named=named,
                                                      layer=layer if number == 1 else None,
                                                      reach=reach if number == 1 else None)
@@ -356,176 +355,7 @@ class _TokenColumns:
         )
 
 
-LAYER = "layer"  # the labels of embedding_spec's `layer`, among a figure's labels
 NAMED = "(named)"  # the trace of a group's labels that must be written: "token (named)"
-# how far plotly's symbols reach, in marker sizes (measured in Chromium: a size-10 star is 13.3 px wide)
-SYMBOL_EXTENT = {"star": 1.35, SPECIAL: 1.3}  # SPECIAL: a diamond
-# where a label that must be written may go, in the order tried (plotly's textposition)
-PLACES = ("top center", "bottom center", "middle right", "middle left", "top right", "top left", "bottom right",
-          "bottom left")
-# who gets a label first where labels would collide: the two segment points (else buried
-# under a hundred others), the tokens themselves, then what the layer makes of them
-LABEL_PRIORITY = ("segment", "token", "output", "sum", "position")
-
-
-def _labels(scene: Scene, order: np.ndarray, tokens: list[str], groups: Sequence[str],
-            drawn: Mapping[str, np.ndarray], scale: _Scale, plot_px: tuple[float, float],
-            *, escape: bool, named: Collection[str] = (), layer: dict | None = None,
-            reach: np.ndarray | None = None
-            ) -> tuple[dict[str, list[str]], tuple[int, int], dict[str, list[str]], dict[str, Written]]:
-    """Each drawn group's labels, in drawing order, blank where they would overlap another,
-    and how many points are labelled of how many distinct points could be.
-
-    A position row belongs to a position, not to the token there, so it is labelled with its
-    index; a segment row with its letter; the other groups with their token. Points that
-    coincide within a group (a segment's row, a repeated word) are one vector, labelled once.
-    The selected token and the `named` tokens are labelled first, in the first of the token,
-    sum and output groups drawn, and the segment rows' letters with them: each above its point,
-    or under, beside or at a corner of it where that is taken. A named or selected token is
-    always written (over a marker where no place is free, over another named word where not
-    even that is) and returned apart, to be drawn over everything (`Written`). Then the selected token's
-    neighbours' names (under their stars), the names of the `layer` drawn over the plot (the
-    search's crosses: its ``text``, as LAYER in the labels returned), and the others, which give
-    way. No other label covers a marker, nor is covered by one: every point's, star's and
-    cross's marker keeps its room (a label's own marker only touches it). Also returns, by
-    group, each label's place (PLACES) where one is not above.
-    """
-    texts = {
-        "position": [str(scene.positions[i]) for i in order],
-        "segment": [_segment_name(scene.segment_ids[i]) for i in order],
-    }
-    ranked = [group for group in LABEL_PRIORITY if group in groups]
-    points = [np.ascontiguousarray(drawn[group], dtype=np.float64)[order] for group in ranked]
-    wanted = []
-    for group, xy in zip(ranked, points, strict=True):
-        words = texts.get(group, tokens)
-        _, firsts = np.unique(xy.view(np.complex128).ravel(), return_index=True)  # (x, y) as one number
-        first = np.zeros(len(words), dtype=bool)
-        first[firsts] = True
-        wanted.append([word if keep else "" for word, keep in zip(words, first, strict=True)])
-    # the labels placed first, each where it fits (above, under, beside or at a corner of its point):
-    # the selected token's and the named ones, each point once, which must be written, and the
-    # segment rows' letters, which would otherwise be lost among the other groups' markers
-    lead = next((ranked.index(g) for g in ("token", "sum", "output") if g in ranked), None)
-    named = set(named) | ({scene.tokens[scene.picked]} if scene.picked is not None else set())
-    placed = [] if lead is None else [(lead, j) for j, w in enumerate(wanted[lead]) if w and w in named]
-    needed = np.ones(len(placed), dtype=bool)
-    if "segment" in ranked:
-        rows = ranked.index("segment")
-        placed += [(rows, j) for j, w in enumerate(wanted[rows]) if w]
-        needed = np.concatenate([needed, np.zeros(len(placed) - len(needed), dtype=bool)])
-    placed_texts = [wanted[g][j] for g, j in placed]
-    for g, j in placed:  # written through the reserved room, not a second time as an ordinary label
-        wanted[g][j] = ""
-    near = scene.neighbourhood
-    kinds = [kind for kind in near.points if kind in groups and len(near.points[kind])] if near is not None else []
-    line = scale.text * LINE_EM
-    stars = np.concatenate([near.points[kind] for kind in kinds]) if kinds else np.zeros((0, 2))
-    star_texts = [label for kind in kinds for label in near.labels[kind]]  # written under their stars
-    # the layer's names, above its markers (larger than the points', so a little higher)
-    crosses = np.zeros((0, 2)) if layer is None else np.column_stack([layer["x"], layer["y"]]).astype(np.float64)
-    cross_px = np.zeros(0) if layer is None else np.broadcast_to(layer["marker"]["size"], len(crosses)).astype(float)
-    cross_texts = [] if layer is None else list(layer["text"])
-    # every marker on the plot, and its size: the groups' points (a segment's a larger square), the stars, the crosses
-    markers = np.concatenate([*points, stars, crosses])
-    star_px = (scale.marker + 2.0) * SYMBOL_EXTENT["star"]
-    shapes = symbols(scene)
-    widest = np.array([SYMBOL_EXTENT.get(shapes[i], 1.0) for i in order])  # a token's shape, in drawing order
-    marker_px = np.concatenate([*(np.full(len(xy), scale.marker + 2.0) if group == "segment" else widest * scale.marker
-                                  for group, xy in zip(ranked, points, strict=True)),
-                                np.full(len(stars), star_px), cross_px])
-    spots = np.array([points[g][j] for g, j in placed]).reshape(-1, 2)
-
-    def shift(i: int, spot: int) -> tuple[float, float]:
-        """Pixels right and up of where a label above would be, for placed label `i` at PLACES[spot]."""
-        half = width_em(placed_texts[i]) * scale.text / 2
-        under = -(line + scale.marker)
-        return ((0.0, 0.0), (0.0, under), (half + scale.marker, -line / 2), (-half - scale.marker, -line / 2),
-                (half, 0.0), (-half, 0.0), (half, under), (-half, under))[spot]
-
-    canvas = Canvas([*points, stars, crosses, *(() if reach is None else (reach,))], scale.text, plot_px,
-                    markers=markers, marker_px=marker_px, lift=(scale.marker + line) / 2)
-
-    def fit(place: np.ndarray, settled: np.ndarray, covering: bool = False,
-            others: bool = False) -> tuple[list[np.ndarray], np.ndarray]:
-        """The placed labels' mask at their `place` (an index of PLACES): the `settled` ones
-        first, known to fit, then the others, checked (a needed one against the labels only if
-        `covering`). With `others`, also every other label's mask: the stars' names, the
-        layer's, then the groups' (none of which moves a placed label: they come after it)."""
-        ranks = np.concatenate([np.flatnonzero(settled), np.flatnonzero(~settled)])  # the order they are fitted in
-        after = (len(stars) + len(crosses)) if others else 0
-        shifts = np.array([shift(i, place[i]) for i in ranks] +
-                          ([(0.0, -(line + (star_px + scale.marker) / 2))] * len(stars) +  # under the star
-                           [(0.0, (size - scale.marker) / 2) for size in cross_px] if others else [])).reshape(-1, 2)
-        checked = np.concatenate([np.zeros(settled.sum(), dtype=bool), np.ones((~settled).sum() + after, dtype=bool)])
-        over = np.zeros(len(ranks) + after, dtype=bool)
-        over[: len(ranks)] = covering and needed[ranks]
-        *masks, kept = canvas.fit(points if others else [], wanted if others else [],
-                                  reserved=np.concatenate([spots[ranks], *((stars, crosses) if others else ())]),
-                                  reserved_texts=[placed_texts[i] for i in ranks] + (star_texts + cross_texts
-                                                                                    if others else []),
-                                  reserved_shift=shifts, reserved_checked=checked, reserved_covering=over)
-        fitted = np.zeros(len(placed), dtype=bool)
-        fitted[ranks] = kept[: len(placed)]
-        return masks, np.concatenate([fitted, kept[len(placed):]])
-
-    # each placed label above its point, checked against the ones before it; one that overlaps tries
-    # under its point, then right and left of it, then its corners, the others staying where they
-    # fit. One that must be written and finds no free place in a crowd is written over a marker where
-    # it overlaps no label, or else above its point: a word the step's text names is never missing
-    place, settled = np.zeros(len(placed), dtype=int), np.zeros(len(placed), dtype=bool)
-    for covering, spot in itertools.product((False, True), range(len(PLACES)) if placed else ()):
-        if covering and (settled | ~needed).all():
-            break
-        place[~settled] = spot
-        settled |= fit(place, settled, covering)[1]
-        if settled.all():
-            break
-    if not (settled | ~needed).all():  # (a segment's letter with no free place is left to the hover)
-        place[~settled & needed] = 0
-        settled |= needed
-    kept, fits = fit(place, settled, others=True)
-    for (g, j), text, keep in zip(placed, placed_texts, fits[: len(placed)], strict=True):
-        wanted[g][j], kept[g][j] = text, bool(keep)
-    fits = fits[len(placed):]
-    near_labels = {}
-    if kinds:
-        # the neighbours' names that fit beside each other, by kind, for their own trace
-        names = iter(label if keep else "" for label, keep in zip(star_texts, fits[: len(stars)], strict=True))
-        near_labels = {kind: [next(names) for _ in near.labels[kind]] for kind in kinds}
-    write = functools.partial(html.escape, quote=False) if escape else str
-    labels = {group: [write(text) if keep else "" for text, keep in zip(words, mask, strict=True)]
-              for group, words, mask in zip(ranked, wanted, kept, strict=True)}
-    labels.update({f"near {kind}": [write(text) for text in texts] for kind, texts in near_labels.items()})
-    if layer is not None:  # its text comes as it is drawn (escaped where it must be)
-        labels[LAYER] = [text if keep else "" for text, keep in zip(cross_texts, fits[len(stars):], strict=True)]
-    counts = (sum(int(mask.sum()) for mask in kept), sum(sum(map(bool, words)) for words in wanted))
-    where: dict[str, list[str]] = {}
-    last: dict[str, Written] = {}
-    for (g, j), spot, must, text in zip(placed, place, needed, placed_texts, strict=True):
-        group = ranked[g]
-        if must:  # written over everything (embedding_spec), so no marker drawn later hides it
-            drawn_last = last.setdefault(group, Written([], [], []))
-            drawn_last.indices.append(j)
-            drawn_last.texts.append(labels[group][j])
-            drawn_last.places.append(PLACES[spot])
-            labels[group][j] = ""
-        elif spot and text:
-            where.setdefault(group, [PLACES[0]] * len(wanted[g]))[j] = PLACES[spot]
-    return labels, counts, where, last
-
-
-@dataclass(frozen=True)
-class Written:
-    """Labels written over everything else: the words that must be labelled."""
-
-    indices: list[int]  # their points, in the group's drawing order
-    texts: list[str]
-    places: list[str]  # plotly's textposition of each
-
-
-def _segment_name(segment: int) -> str:
-    return chr(ord("A") + segment) if 0 <= segment < 26 else str(segment)
 
 
 def _piles(points: np.ndarray) -> list[list[int]]:
@@ -595,7 +425,7 @@ def _segment_trace(group: str, scene: Scene, points: np.ndarray, columns: _Token
         group, np.asarray(points)[columns.order][first],
         None if labels is None else [labels[i] for i in first], webgl=webgl, scale=scale, axes=axes,
         marker={"symbol": "square", "size": scale.marker + 2},
-        hovertext=[_segment_name(int(row)) for row in rows],
+        hovertext=[segment_name(int(row)) for row in rows],
         customdata=np.column_stack([rows, count, norms]).astype(np.float32),
         hovertemplate=(
             "<b>segment %{hovertext}</b> · row %{customdata[0]} of the segment table<br>"
@@ -891,7 +721,7 @@ def _spec_3d(scene: Scene, *, labels: bool, arrows: bool, shift: bool, presenter
         if group == "segment":
             segments = np.asarray(scene.segment_ids)[order]
             rows, first, count = np.unique(segments, return_index=True, return_counts=True)
-            names = [_segment_name(int(row)) for row in rows]
+            names = [segment_name(int(row)) for row in rows]
             trace = _trace_3d(group, xyz[first], marker={"symbol": "square", "size": size + 2}, hovertext=names,
                               customdata=np.column_stack([rows, count, np.asarray(scene.norms[group])[order][first]]
                                                          ).astype(np.float32),

@@ -118,3 +118,8 @@ def symbols(scene: Scene) -> list[int | str]:
     ## word piece, a circle for a word."""
     return [SPECIAL if special else CONTINUATION if piece else WORD
             for special, piece in zip(scene.special_mask, scene.continuation_mask, strict=True)]
+
+
+def segment_name(segment: int) -> str:
+    """A segment row's name: A, B, … (a number past Z)."""
+    return chr(ord("A") + segment) if 0 <= segment < 26 else str(segment)
