@@ -358,30 +358,23 @@ class Jobs:
         self._shared: OrderedDict[object, Job] = OrderedDict()
         self._remember, self._kept = remember, kept
 
-    def run(self, live: Live, name: str, work: Callable[[], T], job: Job | None = None, key: object = None) -> T:
+    def run(self, live: Live, name: str, work: Callable[[], T], job: Job | None = None, key: object = None,
+            admitted: threading.Event | None = None) -> T:
         """`work()` in its turn; `job` (its handle) can cancel it while it waits or runs. With a
         `key`, a job already asked for with the same key is shared instead of run again.
-        Raises `Refused` (busy, or this tab already has a job) or `Cancelled`."""
+        Raises `Refused` (busy, or this tab already has a job) or `Cancelled`.
+
+        `admitted` is set once the tab counts as running the job (or the job was refused): a
+        caller that runs this on a thread of its own waits for it before telling the page, so
+        a table change the page sends next is refused, not applied under the running job."""
         own = job = job or Job(clock=self.clock)
-        with live.lock:
-            if live.job is not None:
-                raise Refused(f"{live.job.capitalize()} is still running for this page; wait for it to finish "
-                              f"before {name}.")
-            with self._cond:
-                if key is not None:
-                    self._forget_old()
-                shared = self._shared.get(key) if key is not None else None
-                if shared is not None and not shared.cancelled and not shared.failed:
-                    shared.want()
-                    job.following = shared
-                    job = shared
-                else:
-                    self._admit(name)
-                    self._line.append(job)
-                    if key is not None:
-                        self._shared[key] = job
-                    shared = None
-            live.job = name
+        try:
+            self._enter(live, name, job, key)
+        finally:
+            if admitted is not None:
+                admitted.set()
+        shared = job.following
+        job = shared or job
         try:
             if shared is None:
                 self._run_in_turn(name, job, work)
@@ -402,6 +395,27 @@ class Jobs:
             if key is not None:
                 with self._cond:
                     self._forget_old()
+
+    def _enter(self, live: Live, name: str, job: Job, key: object) -> None:
+        """The tab takes the job (following an identical one already asked for, `job.following`),
+        or `Refused` if it has one, or the line is too long."""
+        with live.lock:
+            if live.job is not None:
+                raise Refused(f"{live.job.capitalize()} is still running for this page; wait for it to finish "
+                              f"before {name}.")
+            with self._cond:
+                if key is not None:
+                    self._forget_old()
+                shared = self._shared.get(key) if key is not None else None
+                if shared is not None and not shared.cancelled and not shared.failed:
+                    shared.want()
+                    job.following = shared
+                else:
+                    self._admit(name)
+                    self._line.append(job)
+                    if key is not None:
+                        self._shared[key] = job
+            live.job = name
 
     def _admit(self, name: str) -> None:
         """Refuse at once, with the expected wait, when the line is full or too long to wait in."""

@@ -133,3 +133,37 @@ def test_the_curve_drawn_while_training_spans_the_whole_run_from_its_first_point
     assert curves
     for curve in curves:
         assert curve.layout.xaxis.range == (0, 101) and len(curve.data[0].y) < 100
+
+
+def test_the_page_hears_training_only_once_a_table_change_would_be_refused(monkeypatch):
+    """The handler's first answer ("Training…") waits until the tab counts as training. Before,
+    it came as the training's thread started, and a table change the page sent at once could be
+    applied first (a busy server's thread slow to take the tab's lock), the training's result
+    then set aside. Forced here: the training's thread reaches the tab's line late."""
+    asked = request()
+    events.update(PAGE, asked, lambda view: view)
+    live = events.live_of(asked)
+    reached, release = threading.Event(), threading.Event()
+    real = events.JOBS.run
+
+    def late(*args, **kwargs):
+        reached.set()
+        assert release.wait(60)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(events.JOBS, "run", late)
+    handler = trainpanel.train(PAGE, asked, 2000, "builtin")
+    first: list[dict] = []
+    told = threading.Thread(target=lambda: first.append(next(handler)))
+    told.start()
+    try:
+        assert reached.wait(60)
+        told.join(0.5)
+        assert told.is_alive() and first == []  # not told "Training…" before the tab counts as training
+    finally:
+        release.set()
+    told.join(60)
+    assert first and first[0][PAGE.trained].startswith("Training 2,000 steps")
+    refused = events.update(PAGE, asked, lambda view: view.with_(source="glove"))
+    assert "Training is running" in refused[PAGE.notice] and live.view.source == "random"
+    handler.close()  # the page goes away: the training stops

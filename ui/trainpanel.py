@@ -106,11 +106,13 @@ def train(page, request: gr.Request, steps, corpus):
         "training", session.tables(), session.trained, session.fixed, session.trained_tokenizer, text.sentences,
         config)
 
+    admitted = threading.Event()  # the tab counts as training (or the training was refused)
+
     def work() -> None:
         try:
             done["session"] = events.JOBS.run(
                 live, "training", lambda: session.trained_on(text, config, progress, job.stop, run=events.OFFLOAD.call),
-                job, key)
+                job, key, admitted=admitted)
         except (Refused, ValueError) as error:
             done["error"] = error
         except Cancelled:
@@ -119,9 +121,14 @@ def train(page, request: gr.Request, steps, corpus):
             logging.getLogger(__name__).exception("training failed")
             done["error"] = RuntimeError(f"Training failed on the server ({type(error).__name__}); the tables are "
                                          "as they were.")
+        finally:
+            admitted.set()
 
     worker = threading.Thread(target=work, name="training", daemon=True)
     worker.start()
+    # the page hears "Training…" only once the tab counts as training: a table change it sends
+    # next is refused ("Training is running"), never applied under the training
+    admitted.wait()
     drawn = False  # whether a snapshot's plot was drawn
     try:
         yield {page.trained: f"Training {steps:,} steps…"}
