@@ -103,6 +103,20 @@ class Background:
     def __len__(self) -> int:
         return len(self.ids)
 
+    @property
+    def extent(self) -> np.ndarray:
+        """Its lowest and highest corner (2, 2) (NaN when empty): the page draws it behind the
+        tokens, so the plot's axes reach as far, and the labels are fitted to that scale."""
+        if not len(self.points):
+            return np.full((2, 2), np.nan)
+        return np.array([self.points.min(axis=0), self.points.max(axis=0)])
+
+
+# table -> projection -> {words: Background}: the page draws it once per plane, and each redraw
+# of the tokens fits its labels to its extent; both read this one, and it forgets what is gone
+_BACKGROUNDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_BACKGROUNDS_LOCK = threading.Lock()
+
 
 def ranked_vocabulary(
     tokenizer: WordPieceTokenizer | WordLevelTokenizer | None, rows: int
@@ -125,38 +139,21 @@ def background(
     projection: PCAProjection,
     n: int,
 ) -> Background:
-    """The ``n`` most frequent vocabulary entries' token vectors in ``projection``'s plane."""
+    """The ``n`` most frequent vocabulary entries' token vectors in ``projection``'s plane
+    (computed once per table, plane and ``n``, then kept while both live)."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise ValueError(f"the background shows a whole number of words, 0 or more, not {n!r}.")
+    with _BACKGROUNDS_LOCK:
+        known = _BACKGROUNDS.get(table, {}).get(projection, {}).get(n)
+    if known is not None:
+        return known
     ids, labels = ranked_vocabulary(tokenizer, table.num_embeddings)
     ids, labels = ids[:n], labels[:n]
     with torch.no_grad():  # a lookup, not .weight: a trained (patched) table is never built whole here
         rows = table(torch.from_numpy(ids).long()).numpy()  # (N, d)
     points = projection.transform(rows).astype(np.float32) if len(ids) else np.zeros((0, 2), np.float32)
-    return Background(ids, labels, points)
+    found = Background(ids, labels, points)
+    with _BACKGROUNDS_LOCK:
+        _BACKGROUNDS.setdefault(table, weakref.WeakKeyDictionary()).setdefault(projection, {})[n] = found
+    return found
 
-
-# table -> projection -> {words: the box they fill}: the box, not the points, is what each redraw
-# needs, so a keystroke does not project thousands of rows again; both forget what is gone
-_EXTENTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_EXTENTS_LOCK = threading.Lock()
-
-
-def background_extent(
-    tokenizer: WordPieceTokenizer | WordLevelTokenizer | None,
-    table: nn.Embedding | PatchedEmbedding,
-    projection: PCAProjection,
-    n: int,
-) -> np.ndarray:
-    """The lowest and highest corner (2, 2) of ``background(tokenizer, table, projection, n)``:
-    the page draws it behind the tokens, so the plot's axes reach as far, and the labels are
-    fitted to that scale."""
-    with _EXTENTS_LOCK:
-        known = _EXTENTS.get(table, {}).get(projection, {}).get(n)
-    if known is not None:
-        return known
-    points = background(tokenizer, table, projection, n).points
-    box = np.array([points.min(axis=0), points.max(axis=0)]) if len(points) else np.full((2, 2), np.nan)
-    with _EXTENTS_LOCK:
-        _EXTENTS.setdefault(table, weakref.WeakKeyDictionary()).setdefault(projection, {})[n] = box
-    return box

@@ -98,16 +98,18 @@ class Canvas:
     `fit` writes labels on, as often as a caller tries places for some of them (`legible`'s
     arguments, split between what stays and what is tried)."""
 
-    def __init__(self, reach: Sequence[np.ndarray], font_px: float, plot_px: tuple[float, float] = PLOT_PX, *,
+    def __init__(self, extent: Sequence[np.ndarray], font_px: float, plot_px: tuple[float, float] = PLOT_PX, *,
                  markers: np.ndarray | None = None, marker_px: float | np.ndarray = 0.0, lift: float = 0.0) -> None:
+        """`extent`: arrays of the points the axes reach besides the markers (labelled points,
+        and what the plot draws that has neither label nor marker here)."""
         drawn = np.zeros((0, 2)) if markers is None else np.asarray(markers, dtype=np.float64).reshape(-1, 2)
-        on_plot = np.concatenate([*(np.asarray(p, dtype=np.float64).reshape(-1, 2) for p in reach), drawn])
+        on_plot = np.concatenate([*(np.asarray(p, dtype=np.float64).reshape(-1, 2) for p in extent), drawn])
         on_plot = on_plot[np.isfinite(on_plot).all(axis=1)]  # what sets the axes
         span = np.ptp(on_plot, axis=0) * AUTORANGE_PAD if len(on_plot) else np.zeros(2)
         # equal scales: the axis with more data per pixel sets the scale of both
         self.scale = min(width / extent for width, extent in zip(plot_px, span, strict=True) if extent > 0) \
             if (span > 0).any() else 1.0
-        self.line, self.char = font_px * LINE_EM, font_px * CHAR_EM
+        self.font_px, self.line, self.char = font_px, font_px * LINE_EM, font_px * CHAR_EM
         self.bucket = BUCKET * self.char
         self.markers = _Markers(drawn * self.scale, marker_px, lift, self.line, self.bucket)
 
@@ -127,9 +129,9 @@ class Canvas:
         else:
             pixels[: len(fixed), 1] += reserved_shift
         rows = np.floor(pixels[:, 1] / line)
-        lengths = np.fromiter((width_em(t) for group in (reserved_texts, *texts) for t in group), dtype=np.float64,
-                              count=len(everything)) / CHAR_EM  # in average characters
-        wanted = finite & (lengths > 0)
+        half = np.fromiter((width_em(t) for group in (reserved_texts, *texts) for t in group), dtype=np.float64,
+                           count=len(everything)) * (self.font_px / 2)  # half of each label's width, in pixels
+        wanted = finite & (half > 0)
 
         # two labels of two or more characters centred within two characters of each other on
         # one line overlap, so only the first to reach such a cell (in priority order) is a
@@ -145,8 +147,8 @@ class Canvas:
         # the exact check: a label's box against the kept boxes near it, found through a grid of
         # cells one line tall and BUCKET characters wide
         # plain floats: numpy's scalars are slow in a Python loop
-        left = (pixels[:, 0] - lengths * char / 2).tolist()
-        right = (pixels[:, 0] + lengths * char / 2).tolist()
+        left = (pixels[:, 0] - half).tolist()
+        right = (pixels[:, 0] + half).tolist()
         height, rows = pixels[:, 1].tolist(), rows.astype(int).tolist()
         kept: dict[tuple[int, int], list[int]] = {}
         keep = np.zeros(len(everything), dtype=bool)
@@ -392,17 +394,15 @@ def place(scene: Scene, order: np.ndarray, tokens: list[str], groups: Sequence[s
         labels[LAYER] = [text if keep else "" for text, keep in zip(cross_texts, fits[len(stars):], strict=True)]
     counts = (sum(int(mask.sum()) for mask in kept), sum(sum(map(bool, words)) for words in wanted))
     where: dict[str, list[str]] = {}
-    last: dict[str, Written] = {}
+    over: dict[str, list[tuple[int, str, str]]] = {}  # group -> (point, label, place) written over everything
     for (g, j), spot, must, text in zip(placed, place, needed, placed_texts, strict=True):
         group = ranked[g]
         if must:  # written over everything (embedding_spec), so no marker drawn later hides it
-            drawn_last = last.setdefault(group, Written([], [], []))
-            drawn_last.indices.append(j)
-            drawn_last.texts.append(labels[group][j])
-            drawn_last.places.append(PLACES[spot])
+            over.setdefault(group, []).append((j, labels[group][j], PLACES[spot]))
             labels[group][j] = ""
         elif spot and text:
             where.setdefault(group, [PLACES[0]] * len(wanted[g]))[j] = PLACES[spot]
+    last = {group: Written(*map(list, zip(*written, strict=True))) for group, written in over.items()}
     return labels, counts, where, last
 
 

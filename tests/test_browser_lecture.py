@@ -102,6 +102,17 @@ def _overlaps(boxes: list[list[float]], slack: float = 0.5) -> list[tuple]:
     return found
 
 
+def _next(page, number: int, *, tap: bool = False) -> None:
+    """Next, clicked (or tapped, as on a phone), until step `number` is shown and settled."""
+    if tap:
+        page.locator("#tour-next").tap()
+    else:
+        page.locator("#tour-next").click()
+    page.wait_for_function(
+        f"() => document.querySelector('#tour-text').innerText.includes('Step {number} of')", timeout=60_000)
+    settle(page)
+
+
 def _assert_the_step_reads(page, number: int, step) -> None:
     """A tour step's plot as drawn: no label over another or under a marker, every word its text
     names labelled, and stars only where its text names nearest neighbours."""
@@ -136,10 +147,7 @@ def test_a_lecture_every_tour_step_is_readable(open_page, viewport, presenter):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     places = set()
     for number, step in enumerate(STEPS, 1):
-        page.locator("#tour-next").click()
-        page.wait_for_function(
-            f"() => document.querySelector('#tour-text').innerText.includes('Step {number} of')", timeout=60_000)
-        settle(page)
+        _next(page, number)
         page.screenshot(path=str(ARTIFACTS / f"tour-{viewport[0]}x{viewport[1]}-step{number}.png"))
         # the step's text and its buttons are on screen, not scrolled away
         for selector in ("#tour-next", "#tour-previous", "#tour-text"):
@@ -347,10 +355,7 @@ def test_on_a_phone_each_step_s_text_and_its_plot_are_on_one_screen(browser, app
         settle(page)
         places = set()
         for number, step in enumerate(STEPS, 1):
-            page.locator("#tour-next").tap()
-            page.wait_for_function(
-                f"() => document.querySelector('#tour-text').innerText.includes('Step {number} of')", timeout=60_000)
-            settle(page)
+            _next(page, number, tap=True)
             assert _in_view(page, "#tour-next") and _in_view(page, "#tour-text"), f"step {number}"
             # a thumb finds Next where it was: at the top of the screen (a short page, the side
             # view's step 5, scrolls a few pixels less far)

@@ -22,7 +22,7 @@ import gradio as gr
 from gradio.components.plot import PlotData
 
 from core import tour
-from core.basis import background, background_extent, vocabulary_basis
+from core.basis import background, vocabulary_basis
 from core.charts import collapse_figure, loss_figure, variance_bars
 from core.details import layernorm_detail, positions_detail, similarity_detail
 from core.figures import background_trace, embedding_spec
@@ -184,9 +184,7 @@ def plane(page, view: View, session: Session, tokens: tuple[str, ...] | None = N
                           presenter=view.presenter, narrow=view.narrow, compact=True,
                           named=tour.step(view.step).named if view.step else (),
                           layer=None if found is None else found.trace,
-                          reach=background_extent(session.tokenizer, session.model.tok_embed,
-                                                  _background_plane(session), view.background)
-                          if _behind(view, session) else None)
+                          reach=_behind_tokens(view, session).extent if _behind(view, session) else None)
     if found is not None:
         searched = [[hit.word, hit.id] for hit in found.hits]
     near = result.neighbours or {}
@@ -249,7 +247,7 @@ def background_json(view: View, session: Session) -> str:
     """
     if not _behind(view, session):
         return ""
-    behind = background(session.tokenizer, session.model.tok_embed, _background_plane(session), view.background)
+    behind = _behind_tokens(view, session)
     return trace_json(background_trace(behind.points, behind.labels))
 
 
@@ -258,10 +256,12 @@ def _behind(view: View, session: Session) -> bool:
     return view.background > 0 and session.basis != "sentence"
 
 
-def _background_plane(session: Session):
-    """The untrained table's plane, as core.view._plane draws the sentence in."""
-    return (vocabulary_basis(session.source.model.tok_embed).projection if session.basis == "vocabulary"
-            else session.frozen_basis)
+def _behind_tokens(view: View, session: Session):
+    """The background the page draws (cached: core.basis.background), in the untrained table's
+    plane, as core.view._plane draws the sentence in."""
+    plane = (vocabulary_basis(session.source.model.tok_embed).projection if session.basis == "vocabulary"
+             else session.frozen_basis)
+    return background(session.tokenizer, session.model.tok_embed, plane, view.background)
 
 
 def table_panels(page, session: Session) -> dict:
