@@ -23,6 +23,8 @@ a patched module: a test that moves a hand clock must not move the server's even
 from __future__ import annotations
 
 import difflib
+import ipaddress
+import os
 import secrets
 import threading
 import time
@@ -31,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from core.memory import BUDGET, Budget, private
 from core.options import Refused
 from core.session import Session
 from core.state import View
@@ -42,6 +45,10 @@ JOB_QUEUE = 200  # heavy jobs in line at most; past it a job is refused at once,
 JOB_WAIT_SECONDS = 60.0  # a job whose line holds more work than this is refused at once, not left waiting
 JOB_SECONDS = 60.0  # a training stops here, keeping the steps it took (core.training.train's `stop`)
 MAX_TABS = 5_000  # tabs kept at once; past it the longest-unused is forgotten first
+# new tabs one client address may open at once (a class behind one school address), then one more
+# every NEW_TAB_SECONDS; EXPLORER_NEW_TABS changes the first (the tests' one client opens thousands)
+NEW_TABS = int(os.environ.get("EXPLORER_NEW_TABS", "200"))
+NEW_TAB_SECONDS = 2.0
 _ENDED_REMEMBERED = 20_000  # hashes of forgotten tabs, to tell "expired" from "new"
 
 
@@ -109,6 +116,14 @@ def follow(old: tuple[str, ...], new: tuple[str, ...], view: View) -> tuple[View
     return view.with_(token=token, flips=frozenset(flips)), tuple(notes)
 
 
+def holding(session: Session) -> dict[int, int]:
+    """The tables a session holds, as `core.memory.Budget` counts them."""
+    models = {id(m): m for m in (session.base.model, session.source.model, session.trained,
+                                  None if session.uploaded is None else session.uploaded.model)}
+    words = () if session.uploaded is None else (session.uploaded.tokenizer,)
+    return private(models.values(), words)
+
+
 @dataclass(frozen=True)
 class Step:
     """One applied change: the view and session before and after, and what was let go."""
@@ -139,7 +154,7 @@ class Live:
     """What one browser tab shows, and the tables behind it."""
 
     view: View = field(default_factory=View)
-    session: Session = field(default_factory=Session.create)
+    _session: Session | None = field(default_factory=Session.create, repr=False)
     tokens: tuple[str, ...] = ()  # the tokens last drawn, to follow a selection through edits
     job: str | None = None  # the heavy job queued or running for this tab, if any
     # whether the page's token picker holds a list of tokens: filled when it is opened, and
@@ -156,6 +171,51 @@ class Live:
     shown: dict = field(default_factory=dict, repr=False)
     pending: dict = field(default_factory=dict, repr=False)
     latest: int = 0  # the newest direct call's number: an older one still waiting is skipped
+    # a parked tab's plane (its basis and a frozen plane), kept while its tables are let go (see `park`)
+    _parked: tuple | None = field(default=None, repr=False)
+
+    @property
+    def session(self) -> Session:
+        """The tab's session; a parked tab's is rebuilt from its view first (see `park`).
+
+        Raises `Refused` when the memory budget cannot hold the tables again just now; the tab
+        stays parked and its view as it was."""
+        if self._parked is None:
+            return self._session
+        with self.lock:
+            if self._parked is not None:
+                basis, plane = self._parked
+                view = self.view
+                session = Session.create().with_tables(view.source, view.settings, view.positions)
+                self._session, self._parked = session.with_frozen(view.frozen).with_basis(basis, plane), None
+            return self._session
+
+    @session.setter
+    def session(self, session: Session) -> None:
+        self._session, self._parked = session, None
+
+    def holding(self) -> dict[int, int]:
+        """What this tab's tables hold (`core.memory.private`); nothing while parked."""
+        session = self._session  # one read: the tab may be parked or changed meanwhile
+        return {} if session is None else holding(session)
+
+    def park(self) -> bool:
+        """Let go of the tables, when the view rebuilds them exactly: random tables (their seed
+        is in the view), BERT's or GloVe's with another position table. Not an upload or a
+        training, which the view cannot bring back, nor a tab in the middle of a change or a job.
+        Returns whether it parked. The caller makes room for another page's tables; this tab's
+        next event rebuilds its own (`session`), the same numbers as before."""
+        if not self.lock.acquire(blocking=False):
+            return False
+        try:
+            session = self._session
+            if (session is None or self.job is not None or session.uploaded is not None
+                    or session.training is not None or session.tables() != self.view.tables()):
+                return False
+            self._parked, self._session = (session.basis, session.frozen_basis), None
+            return True
+        finally:
+            self.lock.release()
 
     def apply(
         self,
@@ -178,7 +238,10 @@ class Live:
             if self.job is not None and (tables is not None or view.tables() != self.view.tables()):
                 raise Refused(f"{self.job.capitalize()} is running for this page: the tables can change "
                               "when it has finished.")
-            session = session_for(view, tables(self.session) if tables is not None else self.session)
+            current = self.session
+            session = session_for(view, tables(current) if tables is not None else current)
+            if session is not current:
+                BUDGET.check_tab(holding(session))
             tokens = session.encode(view.sentence_a, view.sentence_b).tokens
             view, notes = follow(() if whole else self.tokens, tokens, view)
             step = Step(self.view, view, self.session, session, tokens, notes, self.tokens, self.revision + 1)
@@ -189,18 +252,31 @@ class Live:
 
 class Lives:
     """Every tab's `Live`, by gradio's session hash (and by its own key, for direct calls);
-    forgotten after `idle` seconds unused."""
+    forgotten after `idle` seconds unused.
+
+    The store is shared by strangers, so a new tab is a resource: each client address may open
+    `new_tabs` tabs at once and then one every `refill` seconds (`NewTabs`), so nobody can
+    flush a class out of the store by opening thousands. Given a `budget`
+    (`core.memory.BUDGET` in the app), the store is what it counts, and it parks the least
+    recently used tabs to make room for new tables.
+    """
 
     def __init__(self, idle: float = IDLE_SECONDS, limit: int = MAX_TABS,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, budget: Budget | None = None,
+                 new_tabs: int = NEW_TABS, refill: float = NEW_TAB_SECONDS) -> None:
         self.idle, self.limit, self.clock = idle, limit, clock
         self._lives: OrderedDict[str, Live] = OrderedDict()  # least recently used first
-        self._ended: OrderedDict[str, None] = OrderedDict()
+        self._ended: OrderedDict[str, str] = OrderedDict()  # hash -> why it ended
         self._keys: dict[str, str] = {}  # Live.key -> the tab's session hash
         self._lock = threading.Lock()
+        self.new_tabs = NewTabs(new_tabs, refill, clock)
+        if budget is not None:
+            budget.tabs = self._holdings
+            budget.park = Live.park
 
-    def get(self, key: str | None, *, fresh: bool = False) -> Live:
-        """The tab's state, touched as used; a new one for a new tab (or when `fresh`).
+    def get(self, key: str | None, *, fresh: bool = False, address: str | None = None) -> Live:
+        """The tab's state, touched as used; a new one for a new tab (or when `fresh`), if its
+        client `address` may open one now (`NewTabs`).
 
         Raises `Expired` for a tab that was forgotten: its page shows a view the server no
         longer has, so it must be reloaded rather than silently drawn with other tables.
@@ -211,15 +287,22 @@ class Lives:
         with self._lock:
             self._sweep(now)
             live = None if fresh else self._lives.get(key)
+            if live is not None:
+                self._lives.move_to_end(key)
+                live.used = now
+                return live
+            if key in self._ended and not fresh:
+                raise Expired(self._ended[key])
+        self.new_tabs.take(address)
+        new = Live()  # outside the store's lock: its tables may need the memory budget, which reads the store
+        with self._lock:
+            live = None if fresh else self._lives.get(key)
             if live is None:
-                if key in self._ended and not fresh:
-                    raise Expired("This page was unused for over an hour and its session has ended: reload the "
-                                  "page to start again.")
                 self._ended.pop(key, None)
                 old = self._lives.get(key)
                 if old is not None:
                     self._keys.pop(old.key, None)
-                live = self._lives[key] = Live()
+                live = self._lives[key] = new
                 self._keys[live.key] = key
             self._lives.move_to_end(key)
             live.used = now
@@ -235,7 +318,8 @@ class Lives:
         with self._lock:
             hash_ = self._keys.get(key) if isinstance(key, str) else None
             if hash_ is None:
-                raise Expired("This page's session has ended (unused for over an hour, or the server restarted): "
+                raise Expired("This page's session has ended (unused for over an hour, let go to make room for others, "
+                              "or the server restarted): "
                               "reload the page to start again.")
             live = self._lives[hash_]
             self._lives.move_to_end(hash_)
@@ -245,16 +329,74 @@ class Lives:
     def __len__(self) -> int:
         return len(self._lives)
 
+    def _holdings(self) -> list[tuple[Live, dict[int, int]]]:
+        """Every tab with what its tables hold, least recently used first (for the budget)."""
+        with self._lock:
+            tabs = list(self._lives.values())
+        return [(live, live.holding()) for live in tabs]
+
     def _sweep(self, now: float) -> None:
         while self._lives:
             key, live = next(iter(self._lives.items()))
-            if now - live.used <= self.idle and len(self._lives) <= self.limit:
+            idle = now - live.used > self.idle
+            if not idle and len(self._lives) <= self.limit:
                 break
             del self._lives[key]
             self._keys.pop(live.key, None)
-            self._ended[key] = None
+            self._ended[key] = IDLE if idle else PUSHED_OUT.format(limit=self.limit)
             if len(self._ended) > _ENDED_REMEMBERED:
                 self._ended.popitem(last=False)
+
+
+IDLE = "This page was unused for over an hour and its session has ended: reload the page to start again."
+PUSHED_OUT = ("The server keeps {limit:,} pages at most and had to let this one go, the longest unused, to make "
+              "room for others: reload the page. Its address keeps the view; an uploaded file or a training must be "
+              "made again.")
+
+
+class NewTabs:
+    """How many new tabs each client may open: `burst` at once, then one every `refill` seconds.
+
+    A class behind one school address opens its hundred pages at once, so the burst is larger
+    than any class; a stranger's script opening thousands gets a sentence instead. Addresses are
+    what the server sees (behind a proxy, the forwarded address uvicorn trusts: see README,
+    *Reliability*); IPv6 clients are counted by their /64, which one household or machine holds.
+    """
+
+    def __init__(self, burst: int = NEW_TABS, refill: float = NEW_TAB_SECONDS,
+                 clock: Callable[[], float] = time.monotonic, remember: int = 10_000) -> None:
+        self.burst, self.refill, self.clock, self.remember = burst, refill, clock, remember
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # client -> (tokens, when)
+        self._lock = threading.Lock()
+
+    def take(self, address: str | None) -> None:
+        """Count one new tab for `address` (None: not known, as in-process calls; not counted),
+        or raise `Refused` saying when the next may come."""
+        if not address:
+            return
+        client = _client(address)
+        now = self.clock()
+        with self._lock:
+            tokens, when = self._buckets.pop(client, (float(self.burst), now))
+            tokens = min(float(self.burst), tokens + (now - when) / self.refill)
+            if tokens < 1:
+                self._buckets[client] = (tokens, now)
+                wait = (1 - tokens) * self.refill
+                raise Refused(f"Too many new pages from your address ({self.burst} at once, then one every "
+                              f"{self.refill:g} s): try again in {max(1, round(wait))} s.")
+            self._buckets[client] = (tokens - 1, now)
+            while len(self._buckets) > self.remember:
+                self._buckets.popitem(last=False)  # the longest quiet: they would be full again anyway
+
+
+def _client(address: str) -> str:
+    """An IPv4 address as it is; an IPv6 address by its /64 network."""
+    if ":" not in address:
+        return address
+    try:
+        return str(ipaddress.ip_network(f"{address}/64", strict=False))
+    except ValueError:
+        return address
 
 
 class Job:

@@ -12,9 +12,10 @@ from __future__ import annotations
 import functools
 import math
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -22,6 +23,7 @@ from torch import nn
 
 from core import offload
 from core.embedding import BertEmbedding
+from core.memory import BUDGET, private
 from core.options import LIMITS, POSITIONS, SOURCES, TOKENIZERS  # noqa: F401 - re-exported
 from core.state import LISTING_SETTINGS, WORDPIECE_VOCAB_SIZE, Settings  # noqa: F401 - re-exported
 from core.tables import bert_preset
@@ -48,6 +50,7 @@ class Source:
     notes: tuple[str, ...] = ()  # what the user should know about these tables
     # what the source's own position table is, for the summary ("learned" positions are these)
     own_positions: str = "its own, trainable"
+    holds: object = field(default=None, repr=False, compare=False)  # what it shares with others: an upload's tables
 
     @property
     def label(self) -> str:
@@ -105,13 +108,17 @@ class ByteBoundedCache:
     bytes to MAX_TABLE_BYTES, so four entries could hold 4 × 127 MiB for the life of the
     process. Here the bound is what matters, the bytes kept: entries are dropped oldest
     first until the rest fit, and a result larger than the whole bound is returned
-    uncached. Thread-safe; a result being built is not shared, so two sessions asking for
-    the same new layer at once may both build it (the second one is kept).
+    uncached. A result dropped from the cache that some session still holds is found again
+    (weakly), so identical settings never hold two copies. Thread-safe; a result being built is
+    not shared, so two sessions asking for the same new layer at once may both build it (the
+    second one is kept).
     """
 
     def __init__(self, function: Callable, size_of: Callable[[object], int], max_bytes: int):
         self.function, self.size_of, self.max_bytes = function, size_of, max_bytes
         self._entries: OrderedDict[object, tuple[object, int]] = OrderedDict()
+        # every result still held by anyone, kept or not: identical settings share one table
+        self._alive: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
         self._lock = threading.Lock()
         functools.update_wrapper(self, function)
 
@@ -120,9 +127,12 @@ class ByteBoundedCache:
             if key in self._entries:
                 self._entries.move_to_end(key)
                 return self._entries[key][0]
-        value = self.function(key)  # outside the lock: other sessions need not wait for a build
+            value = self._alive.get(key)  # dropped from the cache, but still held by some tab
+        if value is None:
+            value = self.function(key)  # outside the lock: other sessions need not wait for a build
         size = self.size_of(value)
         with self._lock:
+            self._alive[key] = value
             if size <= self.max_bytes:
                 self._entries[key] = (value, size)
                 self._entries.move_to_end(key)
@@ -134,6 +144,11 @@ class ByteBoundedCache:
     def nbytes(self) -> int:
         """Bytes of every result kept now."""
         return sum(size for _, size in self._entries.values())
+
+    def values(self) -> list:
+        """The results kept now."""
+        with self._lock:
+            return [value for value, _ in self._entries.values()]
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -149,7 +164,8 @@ class ByteBoundedCache:
 
 def preset(key: str, settings: Settings) -> Source:
     """The tables a key of SOURCES names, but an upload (which is a file, not a name)."""
-    presets = {"random": random_source, "bert": lambda _: bert_source(), "glove": lambda _: glove_source()}
+    presets = {"random": lambda s: default_random_source() if s == Settings() else random_source(s),
+               "bert": lambda _: bert_source(), "glove": lambda _: glove_source()}
     if key not in presets:
         raise ValueError(f"{key!r} is not a preset; the presets are {', '.join(presets)}.")
     return presets[key](settings)
@@ -178,12 +194,13 @@ def _source_bytes(source: Source) -> int:
 def _random_source(settings: Settings) -> Source:
     """A layer drawn N(0, 1) as `nn.Embedding` initialises it, from the settings' seed."""
     seed = settings.seed
-    model = BertEmbedding.from_modules(
-        random_table(settings.table_rows, settings.d_model, 1.0, seed),
-        random_table(settings.maxlen, settings.d_model, 1.0, seed + 1),
-        random_table(settings.n_segments, settings.d_model, 1.0, seed + 2),
-        identity_norm(settings.d_model),
-    )
+    with BUDGET.reserve(settings.table_bytes, "these random tables"):
+        model = BertEmbedding.from_modules(
+            random_table(settings.table_rows, settings.d_model, 1.0, seed),
+            random_table(settings.maxlen, settings.d_model, 1.0, seed + 1),
+            random_table(settings.n_segments, settings.d_model, 1.0, seed + 2),
+            identity_norm(settings.d_model),
+        )
     if settings.tokenizer == "wordpiece":
         return _registered(Source("random", _shared(model), wordpiece(), "BERT WordPiece"), settings)
     vocabulary = f"words of your text (Counter, {settings.vocab_size:,} max)"
@@ -191,6 +208,16 @@ def _random_source(settings: Settings) -> Source:
 
 
 random_source = ByteBoundedCache(_random_source, _source_bytes, RANDOM_CACHE_BYTES)
+BUDGET.kept_by(lambda: private(source.model for source in random_source.values()), random_source.cache_clear)
+
+
+@functools.cache
+def default_random_source() -> Source:
+    """A fresh page's tables: built once and shared by every tab, like BERT's (not a visitor's own,
+    and never let go to make room: every new page needs them)."""
+    source = _random_source(Settings())
+    BUDGET.shared(source.model)
+    return source
 
 
 def bert_source() -> Source:
@@ -200,7 +227,7 @@ def bert_source() -> Source:
 
 @functools.cache
 def _bert_source() -> Source:
-    return _registered(Source("bert", bert_preset(), wordpiece(), "BERT WordPiece"), None)
+    return _registered(Source("bert", BUDGET.shared(bert_preset()), wordpiece(), "BERT WordPiece"), None)
 
 
 def glove_source() -> Source:
@@ -227,7 +254,8 @@ def _glove_source() -> Source:
         identity_norm(width),
     )
     notes += ("GloVe has word vectors only: its position and segment tables are random, at GloVe's scale.",)
-    return _registered(Source("glove", _shared(model), WordLevelTokenizer(words), "GloVe's 400,000 words", notes,
+    return _registered(Source("glove", BUDGET.shared(_shared(model)), WordLevelTokenizer(words),
+                              "GloVe's 400,000 words", notes,
                               own_positions="random at GloVe's scale: GloVe has none"), None)
 
 
@@ -243,38 +271,76 @@ def _with_special_rows(vectors: torch.Tensor, seed: int) -> tuple[nn.Embedding, 
     return nn.Embedding.from_pretrained(table, freeze=True), (note,)
 
 
+@dataclass(eq=False)
+class _UploadTables:
+    """What an uploaded file's content gives every page that uploads it: its token table (with
+    rows for the markers), the tokenizer that indexes it, or its whole layer."""
+
+    tokens: nn.Embedding | None
+    tokenizer: WordPieceTokenizer | WordLevelTokenizer
+    vocabulary: str
+    notes: tuple[str, ...]
+    layer: BertEmbedding | None = None  # a whole layer the file brought, ready to use as it is
+
+
+# a file's content hash -> its tables, while any page holds them: a class uploading one file holds it once
+_UPLOADS: weakref.WeakValueDictionary[str, _UploadTables] = weakref.WeakValueDictionary()
+_UPLOADS_LOCK = threading.Lock()
+
+
+def _upload_tables(upload: UploadedTable) -> _UploadTables:
+    """The tables of `upload`'s content, shared with every page that uploaded the same file.
+
+    The markers' rows are drawn from seed 0, as GloVe's are, so a file gives the same table
+    whatever the random tables' settings were when it came."""
+    with _UPLOADS_LOCK:
+        found = _UPLOADS.get(upload.digest) if upload.digest else None
+    if found is not None:
+        return found
+    notes = list(upload.notes)
+    model = upload.embedding
+    if model is not None and model.config.vocab_size == WORDPIECE_VOCAB_SIZE:
+        tables = _UploadTables(None, wordpiece(), "BERT WordPiece", tuple(notes), layer=_shared(model))
+    else:
+        table = model.tok_embed.weight.detach() if model is not None else upload.token_table
+        rows = table.shape[0]
+        if upload.words is None and rows == WORDPIECE_VOCAB_SIZE:
+            tokens, tokenizer, vocabulary = nn.Embedding.from_pretrained(table, freeze=True), wordpiece(), \
+                "BERT WordPiece"
+            notes.append("The table has 30,522 rows, BERT's vocabulary size, so BERT's WordPiece tokenizer reads it.")
+        else:
+            tokens, special = _with_special_rows(table, seed=0)
+            notes += special
+            if upload.words is not None:
+                tokenizer, vocabulary = WordLevelTokenizer(upload.words), f"the file's {rows:,} words"
+            else:
+                tokenizer = WordLevelTokenizer([str(i) for i in range(rows)])
+                vocabulary = f"row numbers 0 to {rows - 1:,}"
+                notes.append(
+                    f"The file has no words, only {rows:,} rows: type row numbers such as '0 5 17' to look them up."
+                )
+        tables = _UploadTables(tokens, tokenizer, vocabulary, tuple(notes))
+    if upload.digest:
+        with _UPLOADS_LOCK:
+            tables = _UPLOADS.setdefault(upload.digest, tables)
+    return tables
+
+
 def upload_source(upload: UploadedTable, current: Source, seed: int) -> Source:
     """A source from an uploaded file, reusing the current tables where the file has none."""
-    notes = list(upload.notes)
+    tables = _upload_tables(upload)
+    notes = list(tables.notes)
+    if tables.layer is not None:
+        return Source("upload", tables.layer, tables.tokenizer, tables.vocabulary, tuple(notes), holds=tables)
     if upload.embedding is not None:
-        model = upload.embedding
-        if model.config.vocab_size == WORDPIECE_VOCAB_SIZE:
-            return Source("upload", _shared(model), wordpiece(), "BERT WordPiece", tuple(notes))
-        table = model.tok_embed.weight.detach()
-        keep = (model.pos_embed, model.seg_embed, model.norm)
+        keep = (upload.embedding.pos_embed, upload.embedding.seg_embed, upload.embedding.norm)
+        own = "the file's own"
     else:
-        table = upload.token_table
         keep = (current.model.pos_embed, current.model.seg_embed, current.model.norm)
-    own = "the file's own" if upload.embedding is not None else f"those of {current.label}: the file has none"
-
-    rows, width = table.shape
-    if upload.words is None and rows == WORDPIECE_VOCAB_SIZE:
-        tokens, tokenizer, vocabulary = nn.Embedding.from_pretrained(table, freeze=True), wordpiece(), "BERT WordPiece"
-        notes.append("The table has 30,522 rows, BERT's vocabulary size, so BERT's WordPiece tokenizer reads it.")
-    else:
-        tokens, special = _with_special_rows(table, seed)
-        notes += special
-        if upload.words is not None:
-            tokenizer, vocabulary = WordLevelTokenizer(upload.words), f"the file's {rows:,} words"
-        else:
-            tokenizer = WordLevelTokenizer([str(i) for i in range(rows)])
-            vocabulary = f"row numbers 0 to {rows - 1:,}"
-            notes.append(
-                f"The file has no words, only {rows:,} rows: type row numbers such as '0 5 17' to look them up."
-            )
-
+        own = f"those of {current.label}: the file has none"
+    width = tables.tokens.embedding_dim
     if keep[0].embedding_dim != width:
-        std = float(table.std())
+        std = float(tables.tokens.weight.std())
         keep = (
             random_table(current.model.config.maxlen, width, std, seed + 1),
             random_table(current.model.config.n_segments, width, std, seed + 2),
@@ -285,8 +351,9 @@ def upload_source(upload: UploadedTable, current: Source, seed: int) -> Source:
             f"The file's vectors have {width} dimensions and the current tables "
             f"{current.model.config.d_model}, so new random position and segment tables were made at {width}."
         )
-    model = BertEmbedding.from_modules(tokens, *keep)
-    return Source("upload", _shared(model), tokenizer, vocabulary, tuple(notes), own_positions=own)
+    model = BertEmbedding.from_modules(tables.tokens, *keep)
+    return Source("upload", _shared(model), tables.tokenizer, tables.vocabulary, tuple(notes), own_positions=own,
+                  holds=tables)
 
 
 def with_positions(source: Source, kind: str, seed: int) -> Source:
@@ -296,14 +363,31 @@ def with_positions(source: Source, kind: str, seed: int) -> Source:
     if kind == "learned":
         return source
     model = source.model
+    key = (kind, seed if kind == "random" else None)
+    with _POSITIONED_LOCK:
+        swapped = _POSITIONED.setdefault(model, weakref.WeakValueDictionary()).get(key)
+    if swapped is None:
+        maxlen, width = model.config.maxlen, model.config.d_model
+        with BUDGET.reserve(4 * maxlen * width, f"a {kind} position table"):
+            swapped = _shared(BertEmbedding.from_modules(model.tok_embed, _position_table(model, kind, seed),
+                                                         model.seg_embed, model.norm))
+        with _POSITIONED_LOCK:
+            swapped = _POSITIONED[model].setdefault(key, swapped)
+    return replace(source, model=swapped)
+
+
+# a layer -> its layers with other position tables, while any session holds them: pages asking for
+# the same swap share one table
+_POSITIONED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_POSITIONED_LOCK = threading.Lock()
+
+
+def _position_table(model: BertEmbedding, kind: str, seed: int) -> nn.Embedding:
     maxlen, width = model.config.maxlen, model.config.d_model
     if kind == "sinusoidal":
-        positions = sinusoidal_table(maxlen, width)
-    else:
-        std = float(model.tok_embed.weight.std()) if model.config.vocab_size > 1 else 1.0
-        # a stream of its own: the source's tables use seed, seed + 1, seed + 2, and random
-        # positions drawn from one of those would equal a table the source already has
-        scale = std if math.isfinite(std) and std > 0 else 1.0
-        positions = random_table(maxlen, width, scale, seed + RANDOM_POSITIONS_STREAM)
-    swapped = BertEmbedding.from_modules(model.tok_embed, positions, model.seg_embed, model.norm)
-    return replace(source, model=_shared(swapped))
+        return sinusoidal_table(maxlen, width)
+    std = float(model.tok_embed.weight.std()) if model.config.vocab_size > 1 else 1.0
+    # a stream of its own: the source's tables use seed, seed + 1, seed + 2, and random
+    # positions drawn from one of those would equal a table the source already has
+    scale = std if math.isfinite(std) and std > 0 else 1.0
+    return random_table(maxlen, width, scale, seed + RANDOM_POSITIONS_STREAM)

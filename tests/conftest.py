@@ -11,6 +11,8 @@ import pytest
 
 # the tests' /fingerprint endpoint: read when `app` is first imported, so set before any import of it
 os.environ["EMBEDDING_EXPLORER_TEST_HOOKS"] = "1"
+# the suite is one client opening thousands of tabs; tests/test_public_space.py checks the limit itself
+os.environ.setdefault("EXPLORER_NEW_TABS", "1000000")
 
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None)
 # flags that keep headless chromium off the network and quiet on a machine without one

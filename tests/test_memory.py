@@ -8,6 +8,7 @@ that a trained one stores only what training changed. These tests measure that b
 from __future__ import annotations
 
 import copy
+import weakref
 from dataclasses import replace
 
 import numpy as np
@@ -159,7 +160,12 @@ def test_the_random_cache_stays_within_its_byte_bound(monkeypatch):
     assert len(cache) == 2
     assert cache(replace(one, seed=5)) is source  # the newest is kept
     huge = Settings(tokenizer="word", vocab_size=30_000, d_model=64)  # 7.8 MiB: more than the bound
-    assert cache(huge) is not cache(huge) and len(cache) == 2  # built each time, never kept
+    held = cache(huge)
+    assert len(cache) == 2 and huge not in cache  # never kept: larger than the bound
+    assert cache(huge) is held  # but shared while someone holds it
+    gone = weakref.ref(held.model)
+    del held
+    assert gone() is None  # the cache does not keep it alive
     cache.cache_clear()
     assert cache.nbytes == 0
 

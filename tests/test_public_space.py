@@ -526,3 +526,137 @@ def test_a_link_longer_than_any_the_page_writes_is_answered_with_a_sentence(app_
     assert 400 <= get(f"a={'x' * 1_000_000}")[0] < 500  # the HTTP server refuses it before the app
     assert get(f"a={'x' * (MAX_QUERY - 10)}")[0] == 200
     assert get("")[0] == 200  # and the server keeps serving
+
+
+# --- g. memory, uploads and the store, bounded against strangers (core/memory.py, core/live.NewTabs) ---
+
+STRANGER = "203.0.113.7"  # documentation addresses, forwarded as a proxy would (uvicorn trusts loopback's)
+STUDENT = "198.51.100.20"
+
+
+def visitor_from(app_url, address: str):
+    from gradio_client import Client
+
+    return Client(app_url, verbose=False, headers={"X-Forwarded-For": address})
+
+
+def distinct_large(seed: int) -> tuple:
+    """/settings for a random layer of about 16 MiB that no other test asks for."""
+    return ("word", 4000, 1024, 64, 2, 7_000 + seed)
+
+
+def test_tabs_asking_for_distinct_large_tables_stay_within_the_memory_budget(app_url, monkeypatch):
+    """Break 1: each tab's own random layer counted against one budget; the longest unused tabs'
+    layers are let go and rebuilt, the same numbers, when they come back."""
+    from core.memory import BUDGET, MIB
+
+    monkeypatch.setattr(BUDGET, "limit", BUDGET.held() + 40 * MIB)  # room for about two of them
+    first = new_client(app_url)
+    call_settings = lambda client, seed: client.predict(*distinct_large(seed), api_name="/settings")  # noqa: E731
+    call_settings(first, 0)
+    first.predict("the tables come back", "as they were", api_name="/embed")
+    before = fingerprint(first)
+    for seed in range(1, 7):  # six more, 96 MiB more than the budget's room
+        call_settings(new_client(app_url), seed)
+        assert BUDGET.held() <= BUDGET.limit
+    assert fingerprint(first) == before  # rebuilt from its seed: the view and every number as before
+    out = first.predict("the tables come back", "as they were", api_name="/embed")
+    assert "has no room" not in str(out)
+
+
+def test_a_class_uploading_one_file_holds_it_once_and_its_raw_file_is_deleted(app_url, tmp_path):
+    """Break 2: the same content is one table however many pages upload it; a read upload's raw
+    file leaves the disk at once."""
+    import numpy as np
+    from gradio_client import handle_file
+
+    import app
+    from core.memory import BUDGET
+
+    path = tmp_path / "class.npy"
+    np.save(path, np.random.default_rng(21).normal(size=(20_000, 100)).astype(np.float32))  # 8 MB
+    held = []
+    for _ in range(4):
+        client = new_client(app_url)
+        client.predict(handle_file(str(path)), api_name="/upload")
+        held.append(BUDGET.held())
+    assert held[-1] - held[0] < 2 * 2**20  # three more pages, not three more tables
+    waiting = [name for name in app.demo.upload_file_set if name.endswith("class.npy") and os.path.exists(name)]
+    assert waiting == []  # read, then deleted
+
+
+def test_a_refused_upload_s_raw_file_is_deleted_too(app_url, tmp_path):
+    from gradio_client import handle_file
+
+    import app
+
+    path = tmp_path / "refused.npy"
+    path.write_bytes(b"not a table at all")
+    new_client(app_url).predict(handle_file(str(path)), api_name="/upload")
+    assert not [name for name in app.demo.upload_file_set if name.endswith("refused.npy") and os.path.exists(name)]
+
+
+def test_an_upload_past_the_memory_budget_is_refused_with_a_sentence_and_changes_nothing(app_url, tmp_path,
+                                                                                        monkeypatch):
+    import numpy as np
+    from gradio_client import handle_file
+
+    from core.memory import BUDGET, MIB
+
+    monkeypatch.setattr(BUDGET, "limit", 4 * MIB)  # less than the file's table, whatever is let go
+    path = tmp_path / "wide.npy"
+    np.save(path, np.random.default_rng(22).normal(size=(20_000, 100)).astype(np.float32))  # 8 MB
+    client = new_client(app_url)
+    client.predict("kept as it was", "", api_name="/embed")
+    before = fingerprint(client)
+    result = client.predict(handle_file(str(path)), api_name="/upload")
+    notice = html.unescape(text_of(output(client, "upload", result, "notice")))
+    assert "memory for visitors' own tables (4 MiB" in notice
+    assert fingerprint(client) == before
+
+
+def test_raw_uploads_nobody_reads_are_bounded_and_swept(app_url, tmp_path, monkeypatch):
+    """Break 2: files posted to gradio's upload route with no event behind them."""
+    import httpx
+
+    import app
+    from ui import rawfiles
+
+    rawfiles.sweep(app.demo.upload_file_set, keep=0.0)  # other tests' files are not this test's business
+    monkeypatch.setattr(rawfiles, "RAW_BYTES", 3 * 2**20)
+    blob = os.urandom(2 * 2**20)
+
+    def post(name: str) -> httpx.Response:
+        return httpx.post(f"{app_url}gradio_api/upload", files={"files": (name, blob)}, timeout=60)
+
+    first = post("one.bin")
+    assert first.status_code == 200, first.text
+    refused = post("two.bin")  # 2 MB waiting + 2 MB coming > 3 MB
+    assert refused.status_code == 503 and "uploaded files waiting to be read" in refused.text
+    monkeypatch.setattr(rawfiles, "RAW_SECONDS", 0.0)  # the first file is now past its time
+    time.sleep(0.05)
+    assert post("three.bin").status_code == 200  # the sweep made room
+    assert not os.path.exists(first.json()[0])
+
+
+def test_a_stranger_opening_many_tabs_cannot_push_a_student_out(app_url, monkeypatch):
+    """Break 4: new tabs are limited per address, so a student's tab is never flushed out."""
+    import httpx
+
+    import ui.events
+    from core.live import Lives
+
+    store = Lives(limit=30, new_tabs=10, refill=600.0)
+    monkeypatch.setattr(ui.events, "LIVES", store)
+    student = visitor_from(app_url, STUDENT)
+    student.predict("my own view", "", api_name="/embed")
+    answers = []
+    for i in range(50):
+        sent = httpx.post(f"{app_url}gradio_api/call/embed", headers={"X-Forwarded-For": STRANGER},
+                          json={"data": [f"stranger {i}", ""], "session_hash": f"stranger-{i}"}, timeout=30)
+        event = sent.json()["event_id"]
+        answers.append(httpx.get(f"{app_url}gradio_api/call/embed/{event}", timeout=30).text)
+    refused = [a for a in answers if "Too many new pages from your address" in a]
+    assert len(refused) == 40 and len(store) == 11
+    out = student.predict("my own view", "still here", api_name="/embed")
+    assert "reload the page" not in str(out)

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 import gradio as gr
 
 from core.live import Jobs, Lives
+from core.memory import BUDGET
 from core.offload import Offload
 from core.options import Refused
 from core.session import Session
@@ -26,13 +27,22 @@ from core.state import View
 
 # every tab's state, and the pool heavy work shares: one job at a time, the rest in line, one per
 # tab; a training's or a refit's computing runs in the process OFFLOAD keeps, off this one's lock
-LIVES = Lives()
+LIVES = Lives(budget=BUDGET)
 JOBS = Jobs(workers=1)
 OFFLOAD = Offload()
 
 
-def live_of(request: gr.Request | None):
-    return LIVES.get(getattr(request, "session_hash", None))
+def live_of(request: gr.Request | None, *, fresh: bool = False):
+    """The tab an event comes from (a new one for a new session hash, if its address may open one)."""
+    return LIVES.get(getattr(request, "session_hash", None), fresh=fresh, address=address_of(request))
+
+
+def address_of(request: gr.Request | None) -> str | None:
+    """The client's address as the server sees it: behind a trusted proxy, the forwarded one
+    (uvicorn reads it from the peers in FORWARDED_ALLOW_IPS; `Explorer.launch` trusts a Space's proxy)."""
+    client = getattr(request, "client", None)
+    host = getattr(client, "host", None)
+    return host if isinstance(host, str) else None
 
 
 def track(page, live, out: dict, *, direct: bool = False) -> tuple[dict, bool]:

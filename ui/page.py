@@ -23,7 +23,7 @@ from starlette.responses import HTMLResponse, JSONResponse
 from core.options import MAX_QUERY, VIEWS
 from core.state import View
 from core.uploads import UploadLimits
-from ui import events, plane, render, sideviews, tablespanel, tourpanel, trainpanel, viewpanel
+from ui import events, plane, rawfiles, render, sideviews, tablespanel, tourpanel, trainpanel, viewpanel
 from ui.assets import ASSETS, gradio_plotly
 
 # gradio's queue summarises its event log (a pandas DataFrame of up to 10,000 events) after
@@ -149,10 +149,15 @@ class Explorer(gr.Blocks):
     def launch(self, *args, app_kwargs: dict | None = None, **kwargs):
         app_kwargs = dict(app_kwargs or {})
         app_kwargs["routes"] = [*app_kwargs.get("routes", ()), self.explorer.direct.route()]
-        app_kwargs["middleware"] = [*app_kwargs.get("middleware", ()), Middleware(CompressedPage)]
+        app_kwargs["middleware"] = [*app_kwargs.get("middleware", ()), Middleware(CompressedPage),
+                                    Middleware(rawfiles.UploadGate)]
         app_kwargs["exception_handlers"] = {**app_kwargs.get("exception_handlers", {}),
                                             FnIndexInferError: no_such_endpoint}
         events.OFFLOAD.start()  # heavy work's process imports while the server comes up
+        if os.environ.get("SPACE_ID"):
+            # a Space is reached only through its proxy: the visitor's address is the forwarded one
+            # (core.live.NewTabs counts new tabs per address), which uvicorn reads from trusted peers
+            os.environ.setdefault("FORWARDED_ALLOW_IPS", "*")
         return super().launch(*args, app_kwargs=app_kwargs, **kwargs)
 
     async def postprocess_data(self, block_fn, predictions, state):

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
+
 import gradio as gr
 
+from core.memory import BUDGET
 from core.options import LIMITS, PANELS, POSITIONS, SOURCES, TOKENIZERS, Refused
 from core.presets import random_source
 from core.state import DOCUMENT_SENTENCE, LISTING_SETTINGS, SETTINGS_FIELDS, Settings
 from core.uploads import UploadLimits, read_upload
-from ui import events, render
+from ui import events, rawfiles, render
 from ui.plane import LIVE
 from ui.viewpanel import HEAVY
 from ui.widgets import Number, Slider
@@ -84,20 +87,35 @@ def listing(page, request: gr.Request) -> dict:
 
 
 def upload(page, request: gr.Request, path: str | None) -> dict:
-    """Read an uploaded table (in the heavy pool) and switch to it; a refusal leaves all as it was."""
+    """Read an uploaded table (in the heavy pool) and switch to it; a refusal leaves all as it was.
+
+    The file's size is reserved in the memory budget while it is read and taken in (its table
+    is about as large), and the raw file is deleted once read: the table is in memory, shared
+    with any page that uploads the same content."""
     live = events.live_of(request)
     try:
         if not path:
             raise Refused("No file arrived; choose a table file to upload.")
-        table = events.JOBS.run(live, "reading the upload", lambda: read_upload(path, UPLOAD_LIMITS))
+        with BUDGET.reserve(_size(path), "the uploaded file's table"):
+            table = events.JOBS.run(live, "reading the upload", lambda: read_upload(path, UPLOAD_LIMITS))
+            out = events.update(page, request, lambda view: view.with_(source="upload"),
+                                tables=lambda session: session.with_upload(table))
     except (Refused, ValueError) as error:
         gr.Warning(str(error))
         # the box is emptied, so a refused file does not look loaded
         return {page.upload: None, page.notice: render.notice((str(error),)),
                 **render.fields(page, live.view, ("source",))}
-    out = events.update(page, request, lambda view: view.with_(source="upload"),
-                        tables=lambda session: session.with_upload(table))
+    finally:
+        if path:
+            rawfiles.forget(path)
     return {**out, page.upload: None}
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0  # read_upload says what is wrong with it
 
 
 def _slider(name: str, label: str, defaults: Settings) -> gr.Slider:

@@ -100,7 +100,10 @@ def open_link(page, request: gr.Request, screen: object = None) -> dict:
     page's screen (`SCREEN_JS`'s JSON; anything else is a laptop's)."""
     params = getattr(request, "query_params", None) or {}
     link = share.from_query({key: params.getlist(key) for key in params} if hasattr(params, "getlist") else params)
-    live = events.LIVES.get(getattr(request, "session_hash", None), fresh=True)
+    try:
+        live = events.live_of(request, fresh=True)
+    except Refused as error:  # too many new pages from this address: the page says so, and draws nothing
+        return {page.notice: render.notice((str(error),))}
     on = View(narrow=narrow(screen))
     try:
         return show(live=live, page=page, change=lambda _: link.view.seen_as(on), notes=link.notes)

@@ -1,0 +1,168 @@
+"""The process's one memory budget for the tables visitors make their own.
+
+BERT's and GloVe's tables are read once and shared by every tab: they are the process's base,
+not a visitor's. What a visitor can add is *private*: a random layer of their own settings (up
+to 128 MiB), a position table of another kind, an uploaded file's table and words, a trained
+copy. Each tab's session holds its own, so without a bound a stranger opening tabs with
+distinct settings grew the process by 128 MiB a tab until the Space fell.
+
+One `Budget` per process (`BUDGET`) counts what is held, from the holders themselves: the
+distinct private tensors of every tab's session and of the caches, by the memory they view, so
+a table shared by a thousand tabs counts once and the count cannot drift from the truth. Every
+path that builds a table — a link, a tour step, the settings, an upload — first reserves its
+bytes (`Budget.reserve`). Past the limit, room is made by *parking* the least recently used
+tabs whose tables can be rebuilt exactly from their view (a random layer is its seed; see
+`core.live.Live.park`); only if that frees too little is the new table refused, with a
+sentence. A tab is capped too (`Budget.check_tab`), so one page cannot hold the budget alone.
+
+The limits are read from the environment when the app starts (`EXPLORER_TABLE_MEMORY_MIB`,
+`EXPLORER_TAB_MEMORY_MIB`), so a Space with more or less memory sets them without a code
+change, and a test sets small ones.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+
+from torch import nn
+
+from core.options import Refused
+
+MIB = 2**20
+# every visitor's private tables together: a 16 GB Space keeps the base (~2 GB with BERT, GloVe,
+# gradio and the heavy-work process) and this, with room to spare for the work of the moment
+PROCESS_BYTES = 4096 * MIB
+# one tab: the largest random layer with a position table of another kind (136 MiB), beside the
+# largest upload it keeps to switch back to (60 million numbers, 229 MiB), and a training
+TAB_BYTES = 448 * MIB
+WORD_BYTES = 120  # what one word of an uploaded vocabulary costs: its string, its dict entry, its list slot
+
+Holding = dict[int, int]  # a storage's address -> its bytes
+
+
+def private(modules: Iterable[nn.Module | None], words: Iterable[object] = ()) -> Holding:
+    """The storages `modules` hold (by address, with their bytes), and an estimate for
+    vocabularies (`words`: tokenizers of uploaded files) under their ids."""
+    held: Holding = {}
+    for module in modules:
+        if module is None:
+            continue
+        for tensor in (*module.parameters(), *module.buffers()):
+            storage = tensor.untyped_storage()
+            held[storage.data_ptr()] = storage.nbytes()
+    for tokenizer in words:
+        if tokenizer is not None:
+            held[id(tokenizer)] = WORD_BYTES * len(getattr(tokenizer, "vocab", ()))
+    return held
+
+
+class Budget:
+    """What the process's private tables may hold, and the one check every new table passes.
+
+    `tabs()` lists the store's tabs, least recently used first, each with what it holds
+    (`private`); `park(tab)` lets a tab's tables go when its view can rebuild them, and says
+    whether it did. Caches say what they keep and how to empty them (`kept_by`). Both are
+    given by the store (`core.live.Lives`) and the caches (`core.presets`), which are the
+    truth; with neither, nothing is held and only the limits apply.
+    """
+
+    def __init__(self, limit: int = PROCESS_BYTES, tab_limit: int = TAB_BYTES) -> None:
+        self.limit, self.tab_limit = limit, tab_limit
+        self.tabs: Callable[[], list[tuple[object, Holding]]] = list
+        self.park: Callable[[object], bool] = lambda tab: False
+        self._kept: list[Callable[[], Holding]] = []
+        self._clear: list[Callable[[], None]] = []
+        self._base: set[int] = set()  # storages of the shared presets: never a visitor's
+        self._reserved = 0
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_environment(cls) -> Budget:
+        def mib(name: str, default: int) -> int:
+            value = os.environ.get(name, "")
+            return int(value) * MIB if value.strip().isdigit() and int(value) > 0 else default
+
+        return cls(mib("EXPLORER_TABLE_MEMORY_MIB", PROCESS_BYTES), mib("EXPLORER_TAB_MEMORY_MIB", TAB_BYTES))
+
+    def shared(self, module: nn.Module) -> nn.Module:
+        """Mark a preset's tables (BERT's, GloVe's) as the process's base; returns `module`."""
+        self._base.update(private([module]))
+        return module
+
+    def kept_by(self, holder: Callable[[], Holding], clear: Callable[[], None]) -> None:
+        """Count what a cache holds (`holder()` lists it now); `clear()` empties it to make room."""
+        self._kept.append(holder)
+        self._clear.append(clear)
+
+    def held(self) -> int:
+        """Bytes of the distinct private storages held now, by tabs and caches."""
+        return sum(self._holders()[1].values())
+
+    def _holders(self) -> tuple[list[tuple[object, Holding]], Holding]:
+        tabs = [(tab, self._own(holding)) for tab, holding in self.tabs()]
+        every: Holding = {}
+        for holding in (*(h for _, h in tabs), *(self._own(kept()) for kept in self._kept)):
+            every.update(holding)
+        return tabs, every
+
+    def _own(self, holding: Holding) -> Holding:
+        return {address: size for address, size in holding.items() if address not in self._base}
+
+    def check_tab(self, holding: Holding) -> None:
+        """Refuse a tab's tables past the tab's limit (`holding`: what it would hold)."""
+        size = sum(self._own(holding).values())
+        if size > self.tab_limit:
+            raise Refused(f"These tables would take {size / MIB:,.0f} MiB of the server's memory for this page, more "
+                          f"than the {self.tab_limit / MIB:,.0f} MiB a page may hold: choose smaller settings (fewer "
+                          "dimensions or positions), or BERT's or GloVe's tables, which every page shares.")
+
+    @contextmanager
+    def reserve(self, nbytes: int, what: str) -> Iterator[None]:
+        """Room for a new table of `nbytes` while it is built; parks tabs to make it, or refuses.
+
+        The reservation lasts while the table is built (and counted twice once it is held:
+        erring on the safe side for a moment), so two builds at once cannot both take the last
+        room.
+        """
+        if nbytes > self.tab_limit:
+            self.check_tab({-1: nbytes})
+        with self._lock:
+            tabs, every = self._holders()
+            short = sum(every.values()) + self._reserved + nbytes - self.limit
+            if short > 0:
+                self._make_room(short, tabs, every)
+                short = self.held() + self._reserved + nbytes - self.limit
+            if short > 0:
+                raise Refused(
+                    f"The server's memory for visitors' own tables ({self.limit / MIB:,.0f} MiB, shared by every page) "
+                    f"has no room for {what} ({nbytes / MIB:,.1f} MiB) just now: choose smaller settings, or BERT's or "
+                    "GloVe's tables, which every page shares, or try again in a few minutes.")
+            self._reserved += nbytes
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._reserved -= nbytes
+
+    def _make_room(self, needed: int, tabs: list[tuple[object, Holding]], every: Holding) -> None:
+        """Empty the caches (what they keep is rebuilt on demand), then park tabs, least recently
+        used first, until what only they held covers what is still `needed`."""
+        for clear in self._clear:
+            clear()
+        holders = Counter(address for _, holding in tabs for address in holding)
+        needed -= sum(every.values()) - sum(size for address, size in every.items() if address in holders)
+        freed = 0
+        for tab, holding in tabs:
+            if freed >= needed:
+                break
+            alone = sum(size for address, size in holding.items() if holders[address] == 1)
+            if alone and self.park(tab):
+                freed += alone
+                holders.subtract(holding.keys())
+
+
+BUDGET = Budget.from_environment()

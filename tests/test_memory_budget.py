@@ -1,0 +1,193 @@
+"""The process's one memory budget (core/memory.py), the store's new-tab limit, and shared tables.
+
+In process, with a budget and a store of each test's own: what is counted (each table once,
+whoever holds it), what is parked to make room (the least recently used tab whose view
+rebuilds its tables exactly), what is refused (with a sentence, changing nothing), and how
+many tabs one address may open. The launched app's cases are in tests/test_public_space.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from core import memory, presets
+from core.live import PUSHED_OUT, Expired, Lives, NewTabs
+from core.memory import MIB, Budget
+from core.options import Refused
+from core.state import Settings
+from core.uploads import read_upload
+
+
+def big(seed: int) -> dict:
+    """A random layer of about 8 MiB: word-level, 2,000 rows at width 1,024, 64 positions."""
+    return {"tokenizer": "word", "vocab_size": 2000, "d_model": 1024, "maxlen": 64, "seed": seed}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture()
+def budget(monkeypatch):
+    """A budget of 20 MiB (two large layers and change) counting a store of its own."""
+    own = Budget(limit=20 * MIB, tab_limit=12 * MIB)
+    own.shared(presets.default_random_source().model)  # a fresh page's tables are every page's
+    monkeypatch.setattr(memory, "BUDGET", own)
+    monkeypatch.setattr(presets, "BUDGET", own)
+    import core.live
+
+    monkeypatch.setattr(core.live, "BUDGET", own)
+    own.kept_by(lambda: memory.private(source.model for source in presets.random_source.values()),
+                presets.random_source.cache_clear)
+    presets.random_source.cache_clear()  # nothing kept from other tests: this store is the truth
+    yield own
+    presets.random_source.cache_clear()
+
+
+def settle(live, **settings) -> None:
+    """The tab asks for random tables of these settings, as a settings event does."""
+    live.apply(lambda view: view.with_(source="random", **settings), lambda step: None)
+
+
+def test_a_table_many_tabs_hold_is_counted_once(budget):
+    store = Lives(budget=budget)
+    for name in ("a", "b", "c"):
+        settle(store.get(name), **big(1))
+    presets.random_source.cache_clear()  # only the tabs hold it now
+    assert budget.held() == pytest.approx(Settings(**big(1)).table_bytes, rel=0.01)
+
+
+def test_identical_settings_share_one_table_after_the_cache_let_it_go(budget):
+    store = Lives(budget=budget)
+    settle(store.get("a"), **big(1))
+    presets.random_source.cache_clear()
+    settle(store.get("b"), **big(1))
+    assert store.get("a").session.source.model is store.get("b").session.source.model
+
+
+def test_past_the_budget_the_longest_unused_tab_is_parked_and_rebuilt_exactly(budget):
+    clock = Clock()
+    store = Lives(budget=budget, clock=clock)
+    first = store.get("first")
+    settle(first, **big(1))
+    first.apply(lambda view: view.with_(sentence_a="the quick brown fox", token=2), lambda step: None)
+    before = first.session.fingerprint(), first.view, first.session.model.tok_embed.weight.clone()
+    for seed in (2, 3, 4):  # three more layers of 8 MiB, in a budget of 20: room is made
+        clock.now += 1
+        settle(store.get(f"tab-{seed}"), **big(seed))
+    assert budget.held() <= budget.limit
+    assert first._parked is not None  # the longest unused let its tables go
+    clock.now += 1
+    assert (first.session.fingerprint(), first.view) == before[:2]  # rebuilt on its next read
+    assert torch.equal(first.session.model.tok_embed.weight, before[2])  # the same numbers, from the seed
+
+
+def test_a_tab_that_cannot_be_rebuilt_is_never_parked_and_a_new_table_is_refused(budget):
+    store = Lives(budget=budget)
+    keepers = [store.get(f"keeper-{seed}") for seed in (1, 2)]
+    for seed, keeper in enumerate(keepers, start=1):
+        settle(keeper, **big(seed))
+        trained = keeper.session.trained_on(*_tiny_training())
+        keeper.apply(lambda view: view, lambda step: None, tables=lambda session, trained=trained: trained)
+    other = store.get("other")
+    before = other.session.fingerprint(), other.view
+    with pytest.raises(Refused, match=r"own tables \(20 MiB.*has no room for these random tables.*smaller settings"):
+        settle(other, **big(3))  # 8 + 8 + 8 MiB, and the trained tabs cannot be parked
+    assert (other.session.fingerprint(), other.view) == before  # a refusal changes nothing
+    assert all(k._parked is None and k.session.training is not None for k in keepers)
+
+
+def test_one_tab_cannot_hold_more_than_its_share(budget):
+    store = Lives(budget=budget)
+    live = store.get("greedy")
+    before = live.session.fingerprint()
+    with pytest.raises(Refused, match=r"would take 119 MiB .* more than the 12 MiB a page may hold"):
+        settle(live, **{**big(1), "tokenizer": "wordpiece"})
+    assert live.session.fingerprint() == before
+
+
+def test_a_parked_tab_whose_tables_cannot_come_back_says_so_and_keeps_its_view(budget):
+    store = Lives(budget=budget)
+    parked = store.get("parked")
+    settle(parked, **big(1))
+    view = parked.view
+    assert parked.park()
+    budget.limit = 4 * MIB  # meanwhile the server's room shrank below the layer
+    presets.random_source.cache_clear()
+    with pytest.raises(Refused, match="memory for visitors' own tables .* has no room"):
+        parked.session  # noqa: B018 - reading it rebuilds
+    assert parked.view == view and parked._parked is not None  # still parked, the view as it was
+    budget.limit = 20 * MIB
+    assert parked.session.settings == Settings(**big(1))
+
+
+def test_uploads_of_the_same_file_share_one_table(tmp_path, budget):
+    path = tmp_path / "table.npy"
+    np.save(path, np.random.default_rng(0).normal(size=(5000, 300)).astype(np.float32))
+    store = Lives(budget=budget)
+    sources = []
+    for name in ("a", "b", "c"):
+        live = store.get(name)
+        table = read_upload(path)
+        live.apply(lambda view: view.with_(source="upload"), lambda step: None,
+                   tables=lambda session, table=table: session.with_upload(table))
+        sources.append(live.session.source.model.tok_embed.weight)
+    assert sources[0].data_ptr() == sources[1].data_ptr() == sources[2].data_ptr()
+    assert budget.held() < 2 * 5003 * 300 * 4  # once, not three times
+
+
+def test_new_tabs_from_one_address_are_limited_and_refilled():
+    clock = Clock()
+    tabs = NewTabs(burst=3, refill=2.0, clock=clock)
+    for _ in range(3):
+        tabs.take("203.0.113.7")
+    with pytest.raises(Refused, match=r"Too many new pages from your address \(3 at once, then one every 2 s\): "
+                                      r"try again in 2 s"):
+        tabs.take("203.0.113.7")
+    tabs.take("198.51.100.1")  # another address is not held back
+    clock.now += 2.0
+    tabs.take("203.0.113.7")  # one more after the refill time
+
+
+def test_an_ipv6_network_counts_as_one_address():
+    tabs = NewTabs(burst=2, refill=60.0, clock=Clock())
+    tabs.take("2001:db8:1:2::1")
+    tabs.take("2001:db8:1:2::ffff")
+    with pytest.raises(Refused):
+        tabs.take("2001:db8:1:2:abcd::9")  # the same /64
+    tabs.take("2001:db8:1:3::1")
+
+
+def test_a_store_asked_for_too_many_new_tabs_keeps_the_ones_it_has():
+    store = Lives(new_tabs=5, refill=60.0, clock=Clock())
+    student = store.get("student", address="192.0.2.10")
+    for i in range(5):
+        store.get(f"stranger-{i}", address="203.0.113.7")
+    with pytest.raises(Refused, match="Too many new pages"):
+        store.get("stranger-99", address="203.0.113.7")
+    for i in range(5):  # the stranger's existing tabs go on being served
+        store.get(f"stranger-{i}", address="203.0.113.7")
+    assert store.get("student", address="192.0.2.10") is student and len(store) == 6
+
+
+def test_a_tab_pushed_out_for_room_is_told_so_not_that_it_was_unused():
+    store = Lives(limit=2, clock=Clock())
+    store.get("one")
+    store.get("two")
+    store.get("three")  # "one" is the longest unused: let go for room
+    with pytest.raises(Expired) as refused:
+        store.get("one")
+    assert str(refused.value) == PUSHED_OUT.format(limit=2)
+    assert "unused for over an hour" not in str(refused.value) and "address keeps the view" in str(refused.value)
+
+
+def _tiny_training():
+    from core.training import Corpus, TrainConfig
+
+    return Corpus(("the cat sat", "a dog ran")), TrainConfig(steps=2)
