@@ -660,3 +660,23 @@ def test_a_stranger_opening_many_tabs_cannot_push_a_student_out(app_url, monkeyp
     assert len(refused) == 40 and len(store) == 11
     out = student.predict("my own view", "still here", api_name="/embed")
     assert "reload the page" not in str(out)
+
+
+def test_a_link_to_a_large_random_layer_builds_it_in_the_heavy_pool(app_url, monkeypatch):
+    """Break 1: a link's tables were built in the page-load event, on the live path every
+    keystroke shares; now in the heavy pool, like the settings' (`events.built_first`)."""
+    from types import SimpleNamespace
+
+    import app
+    import ui.events
+    from ui import tourpanel
+
+    jobs = []
+    run = ui.events.JOBS.run
+    monkeypatch.setattr(ui.events.JOBS, "run", lambda live, name, *a, **k: (jobs.append(name), run(live, name, *a,
+                                                                                                  **k))[1])
+    query = {"tokenizer": ["word"], "vocab": ["6000"], "d": ["1024"], "maxlen": ["64"], "seed": ["4242"]}
+    page = app.demo.explorer
+    out = tourpanel.open_link(page, SimpleNamespace(session_hash="large-link", query_params=query), None)
+    assert jobs == ["building the tables"]
+    assert "6,000" in str(out[page.tables_info]) or "6000" in str(out[page.tables_info])

@@ -29,6 +29,7 @@ from core.state import View
 # tab; a training's or a refit's computing runs in the process OFFLOAD keeps, off this one's lock
 LIVES = Lives(budget=BUDGET)
 JOBS = Jobs(workers=1)
+LARGE_TABLE_BYTES = 16 * 2**20  # a random layer larger than this is built in the heavy pool (about 0.1 s+)
 OFFLOAD = Offload()
 
 
@@ -127,6 +128,7 @@ def update(
 
     try:
         live = live or live_of(request)
+        built_first(live, change)
 
         def compute(step):  # under the tab's lock
             out = render.outputs(page, step, asked=asked, whole=whole, notes=notes, listed=live.listed)
@@ -151,6 +153,24 @@ def update(
     if direct:
         return sent
     return postprocess(out) if postprocessed else out
+
+
+def built_first(live, change: Callable[[View], View]) -> None:
+    """Build in the heavy pool, first, a large random layer that `change` asks for.
+
+    A random layer of the largest settings takes about a second to draw; built inside the
+    change, it would hold one of the two live slots that every page's keystrokes share. Every
+    path that changes tables (settings, a link, a tour step, Back) comes through here, so each
+    waits its turn in `JOBS` like any heavy work (and the memory budget sees it as it is built)."""
+    from core.presets import random_source
+
+    try:
+        wanted = change(live.view)
+    except Refused:
+        return  # the change itself is refused, with its message, when it is applied
+    settings = wanted.settings
+    if wanted.source == "random" and settings.table_bytes > LARGE_TABLE_BYTES and settings not in random_source:
+        JOBS.run(live, "building the tables", lambda: random_source(settings))
 
 
 def _within(page, values: dict, outputs: Iterable | None) -> dict:

@@ -8,7 +8,6 @@ import gradio as gr
 
 from core.memory import BUDGET
 from core.options import LIMITS, PANELS, POSITIONS, SOURCES, TOKENIZERS, Refused
-from core.presets import random_source
 from core.state import DOCUMENT_SENTENCE, LISTING_SETTINGS, SETTINGS_FIELDS, Settings
 from core.uploads import UploadLimits, read_upload
 from ui import events, rawfiles, render
@@ -17,7 +16,6 @@ from ui.viewpanel import HEAVY
 from ui.widgets import Number, Slider
 
 UPLOAD_LIMITS = UploadLimits()
-LARGE_TABLE_BYTES = 16 * 2**20  # a random layer larger than this is built in the heavy pool (about 0.1 s+)
 
 
 def layout(page) -> None:
@@ -62,20 +60,8 @@ def wire(page) -> None:
 
 
 def apply_settings(page, request: gr.Request, values: tuple) -> dict:
-    """New random-table settings; a table over LARGE_TABLE_BYTES is built in the heavy pool first."""
+    """New random-table settings (a large layer is built in the heavy pool first: `events.built_first`)."""
     changes = dict(zip(SETTINGS_FIELDS, values, strict=True))
-    live = events.live_of(request)
-    try:
-        wanted = live.view.with_(**changes).settings
-    except Refused:
-        wanted = None  # update() below refuses it, with the message and the widgets put back
-    if wanted is not None and live.view.source == "random" and wanted not in random_source \
-            and wanted.table_bytes > LARGE_TABLE_BYTES:
-        try:
-            events.JOBS.run(live, "building the tables", lambda: random_source(wanted))
-        except Refused as error:
-            gr.Warning(str(error))
-            return {**render.fields(page, live.view, SETTINGS_FIELDS), page.notice: render.notice((str(error),))}
     return events.update(page, request, lambda view: view.with_(**changes), asked=SETTINGS_FIELDS)
 
 

@@ -144,6 +144,7 @@ def back(page, request: gr.Request, sent: str) -> dict:
 
 def show(page, live, change, notes: tuple[str, ...] = ()) -> dict:
     """Apply a whole view, untrained; raises Refused (changing nothing) if it cannot be had."""
+    events.built_first(live, change)
     def compute(step):
         out = render.outputs(page, step, whole=True, notes=notes, key=live.key)
         events.track(page, live, out)
