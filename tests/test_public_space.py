@@ -680,3 +680,16 @@ def test_a_link_to_a_large_random_layer_builds_it_in_the_heavy_pool(app_url, mon
     out = tourpanel.open_link(page, SimpleNamespace(session_hash="large-link", query_params=query), None)
     assert jobs == ["building the tables"]
     assert "6,000" in str(out[page.tables_info]) or "6000" in str(out[page.tables_info])
+
+
+@pytest.mark.parametrize(("api", "args"), [("/embed", ("a", "b")), ("/refit", ()), ("/export", ("a", "b")),
+                                           ("/train", (5, "builtin")), ("/upload", (None,))])
+def test_a_new_tab_refused_for_its_address_gets_the_sentence_from_every_endpoint(app_url, monkeypatch, api, args):
+    import ui.events
+    from core.live import Lives
+
+    monkeypatch.setattr(ui.events, "LIVES", Lives(new_tabs=0))
+    client = visitor_from(app_url, STRANGER)
+    result = client.predict(*args, api_name=api)
+    values = result if isinstance(result, tuple | list) else (result,)
+    assert any("Too many new pages from your address" in html.unescape(str(v)) for v in values), values

@@ -91,7 +91,10 @@ def _fingerprint(value) -> tuple | None:
 
 def sync(page, request: gr.Request) -> dict:
     """What direct calls changed on the page's gradio components (pickers, tables, side views)."""
-    live = live_of(request)
+    try:
+        live = live_of(request)
+    except Refused:  # an ended session, or a stranger's new tab refused: nothing of its is pending
+        return _within(page, {}, page.sync_outputs)
     with live.lock:
         pending, live.pending = live.pending, {}
     return _within(page, pending, page.sync_outputs)

@@ -118,7 +118,11 @@ def select(page):
 
 
 def choices(page, request: gr.Request):
-    live = events.live_of(request)
+    try:
+        live = events.live_of(request)
+    except Refused as error:  # an ended session, or a stranger's new tab refused: the picker stays as it is
+        gr.Warning(str(error))
+        return gr.skip()
     with live.lock:
         tokens, token = live.tokens, live.view.token
         live.listed = True

@@ -78,8 +78,9 @@ def upload(page, request: gr.Request, path: str | None) -> dict:
     The file's size is reserved in the memory budget while it is read and taken in (its table
     is about as large), and the raw file is deleted once read: the table is in memory, shared
     with any page that uploads the same content."""
-    live = events.live_of(request)
+    live = None
     try:
+        live = events.live_of(request)
         if not path:
             raise Refused("No file arrived; choose a table file to upload.")
         with BUDGET.reserve(_size(path), "the uploaded file's table"):
@@ -90,7 +91,7 @@ def upload(page, request: gr.Request, path: str | None) -> dict:
         gr.Warning(str(error))
         # the box is emptied, so a refused file does not look loaded
         return {page.upload: None, page.notice: render.notice((str(error),)),
-                **render.fields(page, live.view, ("source",))}
+                **({} if live is None else render.fields(page, live.view, ("source",)))}
     finally:
         if path:
             rawfiles.forget(path)

@@ -76,7 +76,12 @@ def reset(page, request: gr.Request) -> dict:
 
 def train(page, request: gr.Request, steps, corpus):
     """A few gradient steps on the tab's tables, the loss curve drawn as they go."""
-    live = events.live_of(request)
+    try:
+        live = events.live_of(request)
+    except Refused as error:  # an ended session, or too many new pages from one address
+        gr.Warning(str(error))
+        yield {page.notice: render.notice((str(error),))}
+        return
     low, high = LIMITS["steps"]
     try:
         if isinstance(steps, int | float) and not isinstance(steps, bool) and steps > high:

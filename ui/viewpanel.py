@@ -81,12 +81,12 @@ def wire(page) -> None:
 
 def refit(page, request: gr.Request) -> dict:
     """Fit the plane again: the frozen one on the current sentence, the vocabulary's from scratch."""
-    live = events.live_of(request)
-    view, session = live.view, live.session
-    if view.basis == "sentence":
-        gr.Info("'This sentence' refits on every change already; freeze the plane to keep one.")
-        return {page.notice: gr.skip()}
     try:
+        live = events.live_of(request)
+        view, session = live.view, live.session  # a parked tab's tables come back here, or a sentence says why not
+        if view.basis == "sentence":
+            gr.Info("'This sentence' refits on every change already; freeze the plane to keep one.")
+            return {page.notice: gr.skip()}
         if view.basis == "vocabulary":
             fitted = events.JOBS.run(live, "refitting", lambda: vocabulary_basis(  # the plane core.view draws in
                 session.source.model.tok_embed, refit=True, run=events.OFFLOAD.call))
@@ -119,12 +119,11 @@ def export(page, request: gr.Request, sentence_a: str, sentence_b: str) -> dict:
     """The current view as files: coordinates (CSV), raw vectors (safetensors), the figure (HTML)."""
     changed = events.update(page, request, lambda view: view.with_(sentence_a=sentence_a, sentence_b=sentence_b),
                             asked=("sentence_a", "sentence_b"), outputs=[page.notice])
-    live = events.live_of(request)
-    view, session = live.view, live.session
-    if (view.sentence_a, view.sentence_b) != (sentence_a or "", sentence_b or ""):
-        return changed  # the sentences were refused (the notice says why): no files of another view
-
     try:
+        live = events.live_of(request)
+        view, session = live.view, live.session
+        if (view.sentence_a, view.sentence_b) != (sentence_a or "", sentence_b or ""):
+            return changed  # the sentences were refused (the notice says why): no files of another view
         files = events.JOBS.run(live, "exporting", lambda: events.OFFLOAD.call(
             export_view, export_folder(page, request), view, session))
     except (Refused, OffloadError) as error:
