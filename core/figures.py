@@ -22,7 +22,7 @@ from __future__ import annotations
 import html
 import textwrap
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import plotly.graph_objects as go
@@ -379,19 +379,14 @@ def _coincident(points: np.ndarray, names: list[str], positions: Sequence[int]) 
 
 
 def _group_trace(group: str, scene: Scene, points: np.ndarray, columns: _TokenColumns, *, webgl: bool,
-                 scale: _Scale, axes: Mapping[str, str], shared: dict | None = None) -> dict:
+                 scale: _Scale, axes: Mapping[str, str], shared: dict | None = None, marker: dict | None = None
+                 ) -> dict:
     """One group's points: colour by group, shape by kind of token, hover by token.
 
     With `shared` (the compact form) the trace keeps only what is its own — points, labels,
     the template — and adds its piles of coinciding points to `shared`."""
     drawn = np.asarray(points)[columns.order]
-    # with two dimensions the point is the vector itself: hover shows it
-    vector = "<br>vector (%{x:.3f}, %{y:.3f})" if scene.exact else ""
-    template = (
-        f"<b>%{{hovertext}}</b> · {group}<br>"
-        "id %{customdata[0]} · position %{customdata[1]} · segment %{customdata[2]}<br>"
-        f"‖vector‖ = %{{customdata[3]:.3f}}{vector}<extra></extra>"
-    )
+    template = _token_hover(group, scene.exact)
     piles = _piles(drawn)
     if shared is not None:
         if piles:
@@ -402,17 +397,26 @@ def _group_trace(group: str, scene: Scene, points: np.ndarray, columns: _TokenCo
                              meta={"columns": group}, hovertemplate=template)
     customdata = columns.customdata.copy()
     customdata[:, 3] = np.asarray(scene.norms[group])[columns.order]
+    marker = marker or {"symbol": columns.symbol, "size": scale.marker,
+                        "line": {"color": COLOURS[group], "width": scale.line}}
     return _points_trace(
         group, drawn, columns.labels.get(group), webgl=webgl, scale=scale, axes=axes, places=columns.places.get(group),
-        marker={"symbol": columns.symbol, "size": scale.marker, "line": {"color": COLOURS[group], "width": scale.line}},
-        hovertext=pile_names(columns.hovertext, customdata[:, 1].astype(int).tolist(), piles),
-        customdata=customdata,
-        hovertemplate=template,
+        marker=marker, hovertext=pile_names(columns.hovertext, customdata[:, 1].astype(int).tolist(), piles),
+        customdata=customdata, hovertemplate=template,
     )
 
 
+def _token_hover(group: str, exact: bool) -> str:
+    """A token's hover: its name, group, id, position, segment and norm (and, with two
+    dimensions, where the point is the vector itself, the vector)."""
+    vector = "<br>vector (%{x:.3f}, %{y:.3f})" if exact else ""
+    return (f"<b>%{{hovertext}}</b> · {group}<br>"
+            "id %{customdata[0]} · position %{customdata[1]} · segment %{customdata[2]}<br>"
+            f"‖vector‖ = %{{customdata[3]:.3f}}{vector}<extra></extra>")
+
+
 def _segment_trace(group: str, scene: Scene, points: np.ndarray, columns: _TokenColumns, *, webgl: bool,
-                   scale: _Scale, axes: Mapping[str, str]) -> dict:
+                   scale: _Scale, axes: Mapping[str, str], size: int | None = None) -> dict:
     """One point per segment row, not one per token: all of a segment's tokens share its row,
     so drawing each of them would stack hundreds of markers on two spots, send them with every
     keystroke, and hover only the top one. Hovering a segment's point says how many tokens use it."""
@@ -420,11 +424,11 @@ def _segment_trace(group: str, scene: Scene, points: np.ndarray, columns: _Token
     rows, first, count = np.unique(segments, return_index=True, return_counts=True)
     norms = np.asarray(scene.norms[group])[columns.order][first]
     labels = columns.labels.get(group)
+    labels = None if labels is None else [labels[i] for i in first]
     vector = "<br>vector (%{x:.3f}, %{y:.3f})" if scene.exact else ""
     return _points_trace(
-        group, np.asarray(points)[columns.order][first],
-        None if labels is None else [labels[i] for i in first], webgl=webgl, scale=scale, axes=axes,
-        marker={"symbol": "square", "size": scale.marker + 2},
+        group, np.asarray(points)[columns.order][first], labels, webgl=webgl, scale=scale, axes=axes,
+        marker={"symbol": "square", "size": (scale.marker if size is None else size) + 2},
         hovertext=[segment_name(int(row)) for row in rows],
         customdata=np.column_stack([rows, count, norms]).astype(np.float32),
         hovertemplate=(
@@ -436,22 +440,23 @@ def _segment_trace(group: str, scene: Scene, points: np.ndarray, columns: _Token
 
 def _points_trace(group: str, points: np.ndarray, labels: list[str] | None, *, webgl: bool, scale: _Scale,
                   marker: dict, axes: Mapping[str, str], places: list[str] | None = None, **hover) -> dict:
-    """A group's trace: its colour, its points as float32, and its labels when they are on."""
+    """A group's trace: its colour, its points as float32, and its labels when they are on.
+    Points of three coordinates make the PC1–PC3 view's trace (scatter3d: no text positions)."""
     points = np.asarray(points, dtype=np.float32)
     trace = {
-        "type": "scattergl" if webgl else "scatter",
+        "type": "scatter3d" if points.shape[1] == 3 else "scattergl" if webgl else "scatter",
         "name": group,
         "legendgroup": group,
-        "x": points[:, 0],
-        "y": points[:, 1],
+        **{axis: points[:, i] for i, axis in enumerate("xyz"[:points.shape[1]])},
         **axes,
         "mode": "markers",
         "marker": {"color": COLOURS[group], **marker},
         **hover,
     }
     if labels is not None:
-        trace.update(mode="markers+text", text=labels, textposition=places or PLACES[0],
-                     textfont={"size": scale.text, "color": COLOURS[group]})
+        trace.update(mode="markers+text", text=labels, textfont={"size": scale.text, "color": COLOURS[group]})
+        if points.shape[1] == 2:
+            trace["textposition"] = places or PLACES[0]
     return trace
 
 
@@ -517,12 +522,7 @@ def _addition_path(scene: Scene, scale: _Scale, *, to_output: bool = True) -> di
     sum's point, and a last arrow shows where LayerNorm takes it (when the output is drawn
     in the same panel).
     """
-    rows = [scene.picked] if scene.picked is not None else slice(None)
-    points, origin = {g: np.asarray(p)[rows] for g, p in scene.points.items()}, np.asarray(scene.origin, np.float64)
-    step = points["token"] + (points["position"] - origin)
-    vertices = [points["token"], step, step + (points["segment"] - origin)]
-    if to_output and "output" in points:
-        vertices.append(points["output"])
+    vertices = _addition_vertices(scene, to_output=to_output)
     # an arrow head on every vertex but the first: that one is where a path starts
     heads = np.full((len(vertices[0]), len(vertices) + 1), scale.marker + 2, dtype=np.uint8)
     heads[:, [0, -1]] = 0
@@ -539,22 +539,42 @@ def _addition_path(scene: Scene, scale: _Scale, *, to_output: bool = True) -> di
     }
 
 
+def _addition_vertices(scene: Scene, *, to_output: bool = True) -> list[np.ndarray]:
+    """The corners of each drawn token's path: token, + position, + segment (= sum), then its
+    output when `to_output` (see `_addition_path`); the selected token's alone when one is."""
+    rows = [scene.picked] if scene.picked is not None else slice(None)
+    points, origin = {g: np.asarray(p)[rows] for g, p in scene.points.items()}, np.asarray(scene.origin, np.float64)
+    step = points["token"] + (points["position"] - origin)
+    vertices = [points["token"], step, step + (points["segment"] - origin)]
+    if to_output and "output" in points:
+        vertices.append(points["output"])
+    return vertices
+
+
+def _shift_lines(scene: Scene) -> tuple[np.ndarray, np.ndarray] | None:
+    """Where each shifted sum would be with its reference segment, and where it is (None: no
+    token is shifted)."""
+    rows = np.flatnonzero(~np.isnan(scene.shift_from).any(axis=1))
+    if not len(rows):
+        return None
+    return scene.shift_from[rows], np.asarray(scene.points["sum"], dtype=np.float32)[rows]
+
+
 def _segment_shift(scene: Scene, scale: _Scale) -> list[dict]:
     """An arrow from where each shifted sum would be with its reference segment to where it is.
 
     Segment B adds one and the same vector, seg[1] − seg[0], to every one of its tokens;
     in a fixed plane every arrow is therefore the same arrow, which is the point.
     """
-    rows = np.flatnonzero(~np.isnan(scene.shift_from).any(axis=1))
-    if not len(rows):
+    lines = _shift_lines(scene)
+    if lines is None:
         return []
-    ends = np.asarray(scene.points["sum"], dtype=np.float32)[rows]
-    heads = np.tile(np.array([0, scale.marker + 4, 0], dtype=np.uint8), len(rows))
+    heads = np.tile(np.array([0, scale.marker + 4, 0], dtype=np.uint8), len(lines[0]))
     trace = {
         "type": "scatter",
         "name": SEGMENT_SHIFT,
         "legendgroup": SEGMENT_SHIFT,
-        **_polylines([scene.shift_from[rows], ends]),
+        **_polylines(list(lines)),
         "mode": "lines+markers",
         "line": {"color": COLOURS["segment"], "width": scale.line + 1, "dash": "dot"},
         "marker": {"symbol": "arrow", "angleref": "previous", "size": heads, "color": COLOURS["segment"]},
@@ -572,10 +592,7 @@ def _neighbourhood(scene: Scene, groups: list[str], scale: _Scale, panel: Mappin
     the names fit beside each other (`written`, from the label fitting; hover names them all)."""
     near = scene.neighbourhood
     traces = []
-    for kind, points in near.points.items():
-        if kind not in groups or not len(points):
-            continue
-        labels = [html.escape(label, quote=False) for label in near.labels[kind]]
+    for kind, points, hover in _neighbours(near, groups):
         traces.append({
             "type": "scatter",
             "name": NEIGHBOURS[kind],
@@ -584,18 +601,15 @@ def _neighbourhood(scene: Scene, groups: list[str], scale: _Scale, panel: Mappin
             "y": np.asarray(points[:, 1], dtype=np.float32),
             **_AXES[panel[kind]],
             "mode": "markers+text",
-            "text": (written or {}).get(f"near {kind}", labels),
+            "text": (written or {}).get(f"near {kind}", hover["hovertext"]),
             "textposition": "bottom center",
             "textfont": {"size": scale.text, "color": COLOURS[kind]},
             "marker": {"symbol": "star", "size": scale.marker + 2, "color": "white",
                        "line": {"color": COLOURS[kind], "width": scale.line + 1}},
-            "customdata": np.asarray(near.cosines[kind], dtype=np.float32),
-            "hovertext": labels,
-            "hovertemplate": f"<b>%{{hovertext}}</b> · {NEIGHBOURS[kind]}<br>cosine %{{customdata:.3f}}<extra></extra>",
+            **hover,
         })
-    for number in sorted({panel[g] for g in groups if g in ("token", "output")}):
-        rings = [g for g in groups if g in ("token", "output") and panel[g] == number]
-        points = np.concatenate([scene.points[g][[near.selected]] for g in rings]).astype(np.float32)
+    for number in sorted({panel[g] for g in groups if g in RINGED}):
+        points = _rings(scene, [g for g in groups if g in RINGED and panel[g] == number], near.selected)
         traces.append({
             "type": "scatter",
             "name": SELECTED,
@@ -610,6 +624,29 @@ def _neighbourhood(scene: Scene, groups: list[str], scale: _Scale, panel: Mappin
             "hoverinfo": "skip",
         })
     return traces
+
+
+RINGED = ("token", "output")  # the groups whose selected point is ringed: those neighbours are found for
+
+
+def _neighbours(near, groups: Sequence[str]) -> list[tuple[str, np.ndarray, dict]]:
+    """Each drawn group's nearest entries: (group, their points, their hover: escaped names,
+    cosines and the template)."""
+    found = []
+    for kind, points in near.points.items():
+        if kind in groups and len(points):
+            found.append((kind, np.asarray(points), {
+                "customdata": np.asarray(near.cosines[kind], dtype=np.float32),
+                "hovertext": [html.escape(label, quote=False) for label in near.labels[kind]],
+                "hovertemplate": f"<b>%{{hovertext}}</b> · {NEIGHBOURS[kind]}<br>cosine %{{customdata:.3f}}"
+                                 "<extra></extra>",
+            }))
+    return found
+
+
+def _rings(scene: Scene, groups: Sequence[str], selected: int) -> np.ndarray:
+    """The selected token's points in these groups, to draw a ring around each."""
+    return np.concatenate([np.asarray(scene.points[g])[[selected]] for g in groups]).astype(np.float32)
 
 
 def _polylines(vertices: list[np.ndarray]) -> dict[str, np.ndarray]:
@@ -705,41 +742,27 @@ TEMPLATE_3D = {"layout": {**TEMPLATE["layout"], "scene": pio.templates["plotly_w
 
 
 def _spec_3d(scene: Scene, *, labels: bool, arrows: bool, shift: bool, presenter: bool, uirevision: str) -> dict:
-    """The scene's three principal components in a rotatable scene: the same groups, hover,
-    arrows and selection as the plane, with cones for arrow heads."""
+    """The scene's three principal components in a rotatable scene: the same traces as the
+    plane's (the builders above take three coordinates), with cones for arrow heads."""
     groups = [group for group in GROUPS if group in scene.points]
     scale = PRESENTER if presenter else NORMAL
     panel = dict.fromkeys(groups, 1)
     columns = _TokenColumns.of(scene, groups, scene.points, panel, labels=False, webgl=False, scale=scale)
-    order, size = columns.order, round(scale.marker * 0.75)
-    symbols = [SYMBOLS_3D[s] for s in columns.symbol]
-    positions = [scene.positions[i] for i in order]
-    labelled = labels and len(scene.tokens) <= LABELS_3D
+    size = round(scale.marker * 0.75)
+    if labels and len(scene.tokens) <= LABELS_3D:  # one group named: labels cannot be kept apart while it turns
+        named = next((g for g in LABEL_PRIORITY if g in groups and g != "segment"), None)
+        columns = replace(columns, labels={named: columns.hovertext} if named else {})
+    symbols_3d = [SYMBOLS_3D[shape] for shape in columns.symbol]
     data = []
     for group in groups:
-        xyz = np.asarray(scene.points[group], dtype=np.float32)[order]
         if group == "segment":
-            segments = np.asarray(scene.segment_ids)[order]
-            rows, first, count = np.unique(segments, return_index=True, return_counts=True)
-            names = [segment_name(int(row)) for row in rows]
-            trace = _trace_3d(group, xyz[first], marker={"symbol": "square", "size": size + 2}, hovertext=names,
-                              customdata=np.column_stack([rows, count, np.asarray(scene.norms[group])[order][first]]
-                                                         ).astype(np.float32),
-                              hovertemplate="<b>segment %{hovertext}</b> · row %{customdata[0]} of the segment "
-                                            "table<br>shared by %{customdata[1]} tokens<br>‖vector‖ = "
-                                            "%{customdata[2]:.3f}<extra></extra>")
+            trace = _segment_trace(group, scene, scene.points[group], columns, webgl=False, scale=scale, axes={},
+                                   size=size)
             if labels:
-                trace.update(mode="markers+text", text=names)
+                trace.update(mode="markers+text", text=trace["hovertext"])
         else:
-            customdata = columns.customdata.copy()
-            customdata[:, 3] = np.asarray(scene.norms[group])[order]
-            trace = _trace_3d(group, xyz, marker={"symbol": symbols, "size": size}, customdata=customdata,
-                              hovertext=_coincident(xyz, columns.hovertext, positions),
-                              hovertemplate=f"<b>%{{hovertext}}</b> · {group}<br>id %{{customdata[0]}} · position "
-                                            "%{customdata[1]} · segment %{customdata[2]}<br>‖vector‖ = "
-                                            "%{customdata[3]:.3f}<extra></extra>")
-            if labelled and group == next(g for g in LABEL_PRIORITY if g in groups and g != "segment"):
-                trace.update(mode="markers+text", text=columns.hovertext)
+            trace = _group_trace(group, scene, scene.points[group], columns, webgl=False, scale=scale, axes={},
+                                 marker={"symbol": symbols_3d, "size": size})
         trace["textfont"] = {"size": scale.text, "color": COLOURS[group]}
         data.append(trace)
     extent = _extent(np.concatenate([scene.points[g] for g in groups])) if groups else 0.0
@@ -749,44 +772,29 @@ def _spec_3d(scene: Scene, *, labels: bool, arrows: bool, shift: bool, presenter
         data.append({"type": "scatter3d", "name": MOVEMENT, "legendgroup": MOVEMENT, **_polylines([before, after]),
                      "mode": "lines", "line": {"color": "rgba(120,120,120,0.45)", "width": 2}, "hoverinfo": "skip"})
     if arrows and {"token", "position", "segment", "sum"} <= set(groups):
-        rows = [scene.picked] if scene.picked is not None else slice(None)
-        points, origin = {g: np.asarray(p)[rows] for g, p in scene.points.items()}, np.asarray(scene.origin)
-        step = points["token"] + (points["position"] - origin)
-        vertices = [points["token"], step, step + (points["segment"] - origin)]
-        if "output" in points:
-            vertices.append(points["output"])
+        vertices = _addition_vertices(scene)
         data.append({"type": "scatter3d", "name": ADDITION_PATH, "legendgroup": ADDITION_PATH,
                      **_polylines(vertices), "mode": "lines", "line": {"color": "#9a9a9a", "width": scale.line * 3},
                      "hoverinfo": "skip"})
         data.append(_cones(ADDITION_PATH, vertices[:-1], vertices[1:], "#9a9a9a", extent))
-    if shift and scene.shift_from is not None and "sum" in groups:
-        rows = np.flatnonzero(~np.isnan(scene.shift_from).any(axis=1))
-        if len(rows):
-            ends = np.asarray(scene.points["sum"])[rows]
-            data.append({"type": "scatter3d", "name": SEGMENT_SHIFT, "legendgroup": SEGMENT_SHIFT,
-                         **_polylines([scene.shift_from[rows], ends]), "mode": "lines",
-                         "line": {"color": COLOURS["segment"], "width": scale.line * 3, "dash": "dot"},
-                         "hoverinfo": "skip"})
-            data.append(_cones(SEGMENT_SHIFT, [scene.shift_from[rows]], [ends], COLOURS["segment"], extent))
+    lines = _shift_lines(scene) if shift and scene.shift_from is not None and "sum" in groups else None
+    if lines is not None:
+        data.append({"type": "scatter3d", "name": SEGMENT_SHIFT, "legendgroup": SEGMENT_SHIFT,
+                     **_polylines(list(lines)), "mode": "lines",
+                     "line": {"color": COLOURS["segment"], "width": scale.line * 3, "dash": "dot"},
+                     "hoverinfo": "skip"})
+        data.append(_cones(SEGMENT_SHIFT, [lines[0]], [lines[1]], COLOURS["segment"], extent))
     near = scene.neighbourhood
     if near is not None:
-        for kind, points in near.points.items():
-            if kind not in groups or not len(points):
-                continue
-            names = [html.escape(label, quote=False) for label in near.labels[kind]]
-            data.append(_trace_3d(NEIGHBOURS[kind], np.asarray(points, dtype=np.float32),
-                                  marker={"symbol": "diamond-open", "size": size + 2, "color": COLOURS[kind]},
-                                  mode="markers+text", text=names,
-                                  textfont={"size": scale.text, "color": COLOURS[kind]},
-                                  hovertext=names, customdata=np.asarray(near.cosines[kind], dtype=np.float32),
-                                  hovertemplate=f"<b>%{{hovertext}}</b> · {NEIGHBOURS[kind]}<br>cosine "
-                                                "%{customdata:.3f}<extra></extra>"))
-    if scene.picked is not None:
-        rings = [g for g in groups if g in ("token", "output")]
-        if rings:
-            points = np.concatenate([np.asarray(scene.points[g])[[scene.picked]] for g in rings]).astype(np.float32)
-            data.append(_trace_3d(SELECTED, points, marker={"symbol": "circle-open", "size": size * 3,
-                                                            "color": "#222"}, hoverinfo="skip"))
+        for kind, points, hover in _neighbours(near, groups):
+            data.append(_trace_3d(NEIGHBOURS[kind], points, marker={"symbol": "diamond-open", "size": size + 2,
+                                                                     "color": COLOURS[kind]},
+                                  mode="markers+text", text=hover["hovertext"],
+                                  textfont={"size": scale.text, "color": COLOURS[kind]}, **hover))
+    rings = [g for g in groups if g in RINGED]
+    if scene.picked is not None and rings:
+        data.append(_trace_3d(SELECTED, _rings(scene, rings, scene.picked),
+                              marker={"symbol": "circle-open", "size": size * 3, "color": "#222"}, hoverinfo="skip"))
     titles = _axis_titles(scene)
     axes = {name: {"title": {"text": title}} for name, title in zip(("xaxis", "yaxis", "zaxis"), titles, strict=True)}
     return {"data": data, "layout": {
@@ -804,11 +812,10 @@ def _spec_3d(scene: Scene, *, labels: bool, arrows: bool, shift: bool, presenter
 
 
 def _trace_3d(name: str, xyz: np.ndarray, *, marker: dict, **rest) -> dict:
+    """A 3-D trace of markers that is not one of the five groups (neighbours, the selection ring)."""
     xyz = np.asarray(xyz, dtype=np.float32)
-    group = name if name in COLOURS else None
     return {"type": "scatter3d", "name": name, "legendgroup": name, "x": xyz[:, 0], "y": xyz[:, 1], "z": xyz[:, 2],
-            "mode": "markers", **rest,
-            "marker": {**({"color": COLOURS[group]} if group else {}), **marker}}
+            "mode": "markers", **rest, "marker": marker}
 
 
 def _cones(name: str, starts: list[np.ndarray], ends: list[np.ndarray], colour: str, extent: float) -> dict:
