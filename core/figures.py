@@ -51,7 +51,6 @@ SEGMENT_SHIFT = "segment shift"
 NEIGHBOURS = {"token": "nearest by token vector", "output": "nearest by output vector"}
 SELECTED = "selected token"
 BACKGROUND = "vocabulary"
-SVG_BACKGROUND = 5_000  # background words drawn as SVG (beneath the tokens); more go to WebGL
 
 # plotly_white's look for a 2-D scatter plot only: the full template also styles
 # heatmaps, maps, 3-D scenes, …, which would add kilobytes to every update and, since
@@ -71,16 +70,16 @@ def background_trace(points: np.ndarray, labels: Sequence[str]) -> dict:
     """The vocabulary drawn faintly behind the tokens.
 
     Sent to the browser once per basis, not with every update (see assets/explorer.js), so it
-    is a trace of its own rather than part of ``embedding_spec``. Plotly draws every WebGL
-    trace above every SVG one, so a WebGL background would cover the tokens: up to
-    ``SVG_BACKGROUND`` words (the page's cap) it is an SVG trace, drawn first and so
-    underneath; beyond that it stays WebGL and the page draws the tokens in WebGL too.
+    is a trace of its own rather than part of ``embedding_spec``. It is SVG, drawn first and so
+    underneath the tokens: plotly draws every WebGL trace above every SVG one, so a WebGL
+    background would cover them. SVG holds the most words a view may ask for
+    (``LIMITS["background"]``, 5,000) at an easy pace.
     """
     points = np.asarray(points, dtype=np.float32)
     if points.ndim != 2 or points.shape[1:] != (2,) or len(points) != len(labels):
         raise ValueError(f"the background needs (N, 2) points and N labels, not {points.shape} and {len(labels)}")
     return {
-        "type": "scatter" if len(points) <= SVG_BACKGROUND else "scattergl",
+        "type": "scatter",
         "name": BACKGROUND,
         "legendgroup": BACKGROUND,
         "x": points[:, 0],

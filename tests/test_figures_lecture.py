@@ -20,11 +20,11 @@ from core.figures import (
     PRESENTER,
     SEGMENT_SHIFT,
     SELECTED,
-    SVG_BACKGROUND,
     background_trace,
     embedding_figure,
     embedding_spec,
 )
+from core.options import LIMITS
 from core.projection import PCAProjection
 from core.scene import GROUPS, Neighbourhood, Scene
 from core.session import Session
@@ -245,8 +245,8 @@ def test_a_vocabulary_view_names_its_plane():
 def test_background_trace_is_a_faint_layer_beneath_the_tokens():
     points = np.array([[0.5, -1.25], [3.0, 4.0], [1e-3, 2.0]])  # float64 in
     trace = background_trace(points, ["<b>x</b>", "a&b", "the"])
-    # WebGL is drawn above every SVG trace: up to the page's cap the background is SVG, drawn first
-    assert trace["type"] == "scatter" and SVG_BACKGROUND == 5_000
+    # WebGL is drawn above every SVG trace: the background is SVG, drawn first
+    assert trace["type"] == "scatter"
     assert trace["name"] == trace["legendgroup"] == BACKGROUND == "vocabulary"
     assert trace["x"].dtype == trace["y"].dtype == np.float32
     np.testing.assert_array_equal(trace["x"], points[:, 0].astype(np.float32))
@@ -255,10 +255,9 @@ def test_background_trace_is_a_faint_layer_beneath_the_tokens():
     assert trace["mode"] == "markers" and trace["hoverinfo"] == "text"
 
 
-def test_a_background_beyond_the_cap_is_webgl():
-    many = background_trace(np.zeros((SVG_BACKGROUND + 1, 2)), ["w"] * (SVG_BACKGROUND + 1))
-    assert many["type"] == "scattergl"
-    assert background_trace(np.zeros((SVG_BACKGROUND, 2)), ["w"] * SVG_BACKGROUND)["type"] == "scatter"
+def test_the_largest_background_a_view_may_ask_for_is_svg_beneath_the_tokens():
+    largest = LIMITS["background"][1]
+    assert background_trace(np.zeros((largest, 2)), ["w"] * largest)["type"] == "scatter"
 
 
 def test_empty_background_trace():
