@@ -261,3 +261,27 @@ def test_bert_output_neighbours_of_king_stay_royal(bert):
     found = output_neighbours(weights["table"], position, segment, weights["gamma"], weights["beta"],
                               model.norm.eps, query, k=10, exclude=[king])
     assert len(royal & set(ids(found))) >= 5
+
+
+def test_a_shared_table_s_norms_are_computed_once_while_it_lives(monkeypatch):
+    """Every keystroke with a token selected searches the same shared table: its row norms
+    are kept (half a search's work), give the same ranking, and go with the table."""
+    import gc
+
+    import torch
+
+    from core import neighbours
+    from core.neighbours import in_table
+
+    calls = []
+    monkeypatch.setattr(neighbours, "table_norms", lambda t: calls.append(len(t)) or table_norms(t))
+    table = torch.nn.Embedding.from_pretrained(torch.randn(500, 16, generator=torch.Generator().manual_seed(3)))
+    query = table.weight[7].numpy() + 0.1
+    found = [in_table(table, query, 5, exclude={7}) for _ in range(3)]
+    assert calls == [500]  # once for three searches
+    assert found[0] == found[2] == nearest(table.weight.detach().numpy(), query, 5, exclude={7})
+    key = id(table.weight)
+    assert key in neighbours._NORMS
+    del table, found
+    gc.collect()
+    assert key not in neighbours._NORMS
