@@ -20,7 +20,8 @@
   const GROUPS = new Set(["token", "position", "sum", "output"]);
   let background = null; // the background trace, or null when it is off
 
-  // the compact figure's shared columns -> whole traces; core/wire.py `expand` is its twin
+  // the compact figure's shared columns -> whole traces; core/wire.py `expand` is its twin, and
+  // core/wire.py's docstring describes the columns (both checked against tests/fixtures/wire.json)
   const DTYPES = { f4: Float32Array, f8: Float64Array, i1: Int8Array, u1: Uint8Array, i2: Int16Array,
     u2: Uint16Array, i4: Int32Array, u4: Uint32Array };
   const untyped = (value) => {
@@ -287,5 +288,9 @@
       return [];
     },
     hasBackground: () => background !== null,
+    // the wire format's readers, for tests/test_wire_format.py: expand(data, layout) -> traces,
+    // drawTable(layout) fills #token-table's body
+    expand,
+    drawTable,
   };
 })();

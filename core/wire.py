@@ -7,6 +7,45 @@ id, position, segment, marker shape, norms and drawing order) once, in
 (assets/explorer.js, ``expand``) puts it back into each group's trace before Plotly draws;
 `expand` here is its twin, for API readers and the tests, and `table_rows` reads the token
 table back from the same columns.
+
+The compact form, described once for both readers: this module's `expand` and `table_rows`,
+and assets/explorer.js's ``expand`` and ``drawTable``. tests/test_wire_format.py checks the
+code still sends tests/fixtures/wire.json's compact figure, and that both readers turn it into
+the fixture's traces and table (``python -m tests.wire_fixture`` rewrites it).
+
+``layout.meta.columns`` — one entry per token, L tokens in sentence order; a dtype is a
+plotly typed array ``{"dtype", "bdata"}`` (base64 of little-endian values), a list is JSON:
+
+============  ==================  ============================================================
+key           type                what it holds
+============  ==================  ============================================================
+``tokens``    list of L str       each token, HTML-escaped (``&lt;b&gt;``): plotly reads hover
+                                  text as markup; the table shows it unescaped
+``id``        i4 (L)              its row of the token table
+``position``  u2 (L)              its position, the row of the position table (maxlen ≤ 2,048)
+``segment``   u1 (L)              its segment row: 0 for sentence A, 1 for B (≤ 8 segments)
+``symbol``    list of L int|str   its marker shape (`core.scene`): 0 a word, 2 a [CLS]/[SEP]
+                                  marker, "circle-open" a ## word piece
+``norm``      {group: f4 (L)}     each component's full-vector L2 norm, every group of the
+                                  scene (drawn or not), in the token table's column order
+``order``     u2 (L)              the drawing order: point j of a group's trace is token
+                                  ``order[j]`` (plain words first, for the legend's shape)
+``piles``     {group: [[int]]}    that group's points that coincide, as indices j of the
+                                  drawing order; a group with none is left out
+============  ==================  ============================================================
+
+``layout.meta.revision`` (`ui.render.plane`) is the tab's change count: the page never draws
+a figure older than the one it shows.
+
+A trace that reads the columns is marked ``meta: {"columns": group}`` and sends only what is
+its own (x, y, labels, colours, hover template). Reading it back removes ``meta`` and adds, in
+the drawing order: ``hovertext``, the tokens, the points of a pile named together as
+"the (1), the (5)" (`pile_names`: at most ``MAX_NAMED``, then "and N more");
+``customdata``, one ``[id, position, segment, norm]`` row per point (float32 values);
+and ``marker.symbol``. Every other trace (the segment rows, arrows, label layers, the
+search) is sent whole and read as it is; a 3-D figure sends all its traces whole and the
+columns only for the table. The token table (`table_rows`, ``drawTable``) is one row per
+token in sentence order: token, id, position, segment, then each ``norm`` to 3 decimals.
 """
 
 from __future__ import annotations
