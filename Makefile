@@ -29,10 +29,10 @@ lint:
 
 # every performance target in one table (10-15 minutes); bench-quick is a rough two-minute pass
 bench: install-dev system-packages
-	$(PYTHON) bench/run.py
+	$(PYTHON) -m bench.run
 
 bench-quick: install-dev system-packages
-	$(PYTHON) bench/run.py --quick
+	$(PYTHON) -m bench.run --quick
 
 # a class on one machine: one app process per core behind HAProxy (installed when missing and run as root);
 # WORKERS=4 PORT=8000 make class to change them

@@ -1,6 +1,6 @@
 """What the browser pays to draw the plane's figure, apart from the rest of the page.
 
-    python bench/browser_figure.py [--characters 20] [--warm-up 3]
+    python -m bench.browser_figure [--characters 20] [--warm-up 3]
 
 bench/browser_roundtrip.py measures a key in sentence A until the main plot shows it, against
 an echo. This asks where the difference goes: is it the figure, any figure of these points, or
@@ -29,14 +29,11 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
-from bench import browser_roundtrip as roundtrip  # noqa: E402
+from bench import browser_roundtrip as roundtrip
 
 SIZES = roundtrip.SIZES
 PLOTS = ("ours", "express")

@@ -1,6 +1,6 @@
 """From a key press in the browser to the plot showing it, against an echo in the same page.
 
-    python bench/browser_roundtrip.py [--characters 30] [--warm-up 3]
+    python -m bench.browser_roundtrip [--characters 30] [--warm-up 3]
 
 What a student feels while typing is the whole round trip: the key event, gradio sending
 the sentences, the server's update, the answer's trip back, and plotly redrawing. This
@@ -38,15 +38,12 @@ import html
 import io
 import os
 import statistics
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 # the browser and flags the page tests use: headless, and off the network
-from tests.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+from tests.conftest import CHROMIUM, CHROMIUM_ARGS
 
 SIZES = (16, 128)  # the page's default pair (its first example), and a 128-token pair
 KEYS = "sqxzjkvwy"  # characters to type: each must change the token list (checked below)

@@ -1,6 +1,6 @@
 """Cold start: `python app.py` to its first page, against gradio's own start, in one run.
 
-    python bench/cold_start.py [--repeats 5]
+    python -m bench.cold_start [--repeats 5]
 
 A Space that wakes up, or a lecturer who starts the app before class, waits for this. Each
 of three child processes is started fresh (cwd the repository root, a free loopback port in
@@ -32,10 +32,9 @@ from pathlib import Path
 
 import psutil
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from bench.appserver import free_port, mib, stop
 
-from bench.appserver import free_port, mib, stop  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 MINIMAL = """
 import gradio as gr

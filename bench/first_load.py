@@ -1,6 +1,6 @@
 """A first visit's weight: the bytes and requests until the page has drawn, against a minimal Gradio page.
 
-    python bench/first_load.py [--repeats 3]
+    python -m bench.first_load [--repeats 3]
 
 Two servers side by side, each in its own child process: the app (`python app.py`) and a
 minimal `gr.Blocks` page with one textbox and one `gr.Plot` showing a small figure (the least
@@ -17,13 +17,9 @@ from __future__ import annotations
 import statistics
 import sys
 from contextlib import ExitStack
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.appserver import launched, launched_app  # noqa: E402
-from tests.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+from bench.appserver import launched, launched_app
+from tests.conftest import CHROMIUM, CHROMIUM_ARGS
 
 MINIMAL = """
 import gradio as gr

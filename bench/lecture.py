@@ -1,6 +1,6 @@
 """A class typing at human speed: key-to-answer latency and server CPU per update, then capacity on paper.
 
-    python bench/lecture.py [--students 100] [--duration 90] [--quick] [--setups echo,app,lb1,lb2]
+    python -m bench.lecture [--students 100] [--duration 90] [--quick] [--setups echo,app,lb1,lb2]
                             [--protocol direct|queue|call] [--compare-protocols]
 
 Each simulated student loads the page (which gives it the balancer's sticky cookie) and runs
@@ -51,16 +51,12 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import httpx
 import psutil
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.appserver import launched, launched_app  # noqa: E402
-from deploy.serve import ClassServer, free_port  # noqa: E402
+from bench.appserver import launched, launched_app
+from deploy.serve import ClassServer, free_port
 
 WORDS = (
     "elephant", "violin", "tractor", "mountain", "umbrella", "piano", "volcano", "guitar", "dragon", "castle",
@@ -423,7 +419,7 @@ def serving(setup: str) -> Iterator[tuple[str, list[psutil.Process]]]:
             yield url, [process]
         return
     if setup == "echo":  # the floor: a one-textbox echo app, its event on gradio's queue (bench/server_cpu.py)
-        command = [sys.executable, str(ROOT / "bench" / "server_cpu.py"), "--serve-echo", '{"show_error": false}']
+        command = [sys.executable, "-m", "bench.server_cpu", "--serve-echo", '{"show_error": false}']
         with launched(command, "the echo app") as (url, process):
             yield url, [process]
         return

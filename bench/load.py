@@ -1,6 +1,6 @@
 """A class at once: one student alone, then a crowd typing while some of them train.
 
-    python bench/load.py [--clients 50] [--updates 20] [--trainings 10] [--steps 100] [--via http]
+    python -m bench.load [--clients 50] [--updates 20] [--trainings 10] [--steps 100] [--via http]
 
 Launches `app.py` in a child process on a free loopback port, then:
 
@@ -33,7 +33,6 @@ import contextlib
 import json
 import os
 import statistics
-import sys
 import threading
 import time
 import uuid
@@ -44,12 +43,9 @@ from pathlib import Path
 import httpx
 import psutil
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.appserver import launched_app, mib  # noqa: E402
-from core.presets import wordpiece  # noqa: E402
-from core.wire import expand, table_rows  # noqa: E402
+from bench.appserver import launched_app, mib
+from core.presets import wordpiece
+from core.wire import expand, table_rows
 
 FILLER = "the {word} is here for update {update}", "and the {word} stays"
 

@@ -1,6 +1,6 @@
 """A class pressing *Next* at once (the lecturer says "next step"), against an echo burst.
 
-    python bench/next_burst.py [--students 100] [--spread 2] [--presses 3]
+    python -m bench.next_burst [--students 100] [--spread 2] [--presses 3]
 
 One launched app (`python app.py`, as on a Space) and, side by side, a one-textbox echo app
 (bench/server_cpu.py's), each in its own process. Every student is its own session, opened as
@@ -23,14 +23,10 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.appserver import launched, launched_app  # noqa: E402
-from bench.load import HttpSession, PageSession, endpoints_of  # noqa: E402
-from bench.train_burst import percentile  # noqa: E402
+from bench.appserver import launched, launched_app
+from bench.load import HttpSession, PageSession, endpoints_of
+from bench.train_burst import percentile
 
 TIMEOUT = 120
 
@@ -67,7 +63,7 @@ def main() -> None:
     args = parser.parse_args()
     with ExitStack() as stack:
         app_url, _ = stack.enter_context(launched_app())
-        echo_command = [sys.executable, str(ROOT / "bench" / "server_cpu.py"), "--serve-echo", '{"show_error": false}']
+        echo_command = [sys.executable, "-m", "bench.server_cpu", "--serve-echo", '{"show_error": false}']
         echo_url, _ = stack.enter_context(launched(echo_command, "the echo app"))
         app_endpoints, echo_endpoints = endpoints_of(app_url), endpoints_of(echo_url)
         students = [PageSession(app_url, app_endpoints, TIMEOUT) for _ in range(args.students)]

@@ -17,34 +17,30 @@ them shows how much noise the machine adds to the timings. The Δ columns are ho
 each solver's explained-variance ratios are from the exact answer (LAPACK's full SVD):
 a fast but approximate solver would make the axis labels and the picture wobble.
 
-Run: ``python bench/projection_solvers.py [rounds]`` (one BLAS thread, as the app)
+Run: ``python -m bench.projection_solvers [rounds]`` (one BLAS thread, as the app)
 """
 
 from __future__ import annotations
 
+import argparse
 import random
 import statistics
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 import scipy.linalg
 import torch
 from sklearn.decomposition import PCA
 
-# run as a plain script from anywhere: make the project's packages importable
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from core.basis import SPECTRUM  # noqa: E402
-from core.embedding import COMPONENTS  # noqa: E402
-from core.projection import PCAProjection  # noqa: E402
-from core.tables import bert_preset  # noqa: E402
+from core.basis import SPECTRUM
+from core.embedding import COMPONENTS
+from core.projection import PCAProjection
+from core.tables import bert_preset
 
 TOKENS = 512
 SOLVERS = ("auto", "full", "covariance_eigh", "randomized", "arpack")
-ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 31  # timed runs per solver; the median shrugs off a busy neighbour
+ROUNDS = 31  # timed runs per solver; the median shrugs off a busy neighbour
 
 
 def minilm(rng: np.random.Generator) -> np.ndarray:
@@ -60,13 +56,13 @@ def noise(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
     return rng.standard_normal(shape).astype(np.float32)
 
 
-def median_ms(fits: dict[str, Callable[[], object]]) -> dict[str, float]:
+def median_ms(fits: dict[str, Callable[[], object]], rounds: int = ROUNDS) -> dict[str, float]:
     """Median wall time of each fit, interleaved so that load spikes hit all alike."""
     for fit in fits.values():  # warm up caches, thread pools and lazy imports
         fit()
     times: dict[str, list[float]] = {name: [] for name in fits}
     order = list(fits)
-    for _ in range(ROUNDS):
+    for _ in range(rounds):
         random.shuffle(order)  # no fit always runs first, right after another's work
         for name in order:
             start = time.perf_counter()
@@ -77,6 +73,10 @@ def median_ms(fits: dict[str, Callable[[], object]]) -> dict[str, float]:
 
 def main() -> None:
     from threadpoolctl import threadpool_limits
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("rounds", nargs="?", type=int, default=ROUNDS, help="timed runs per solver")
+    rounds = parser.parse_args().rounds
 
     threadpool_limits(1)  # the app's setting
     torch.set_num_threads(1)
@@ -95,14 +95,14 @@ def main() -> None:
 
     print(
         f"PCA to 2-D of a {real.shape[0]} × {real.shape[1]} float32 matrix, median of "
-        f"{ROUNDS} interleaved runs in ms; ratio = time / default's time; Δ = largest "
+        f"{rounds} interleaved runs in ms; ratio = time / default's time; Δ = largest "
         f"explained-variance ratio error (relative); ∠ = largest principal angle (rad) of the "
         f"plane; both against numpy's SVD of the float64 data\n"
     )
     print(f"{'':<30}" + "".join(f"{name:>10}{'ratio':>7}{'Δ':>9}{'∠':>9}" for name in inputs))
     cells: dict[str, str] = dict.fromkeys(estimators, "")
     for X in inputs.values():
-        ms = median_ms({name: lambda make=make, X=X: make().fit(X) for name, make in estimators.items()})
+        ms = median_ms({name: lambda make=make, X=X: make().fit(X) for name, make in estimators.items()}, rounds)
         centred = X.astype(np.float64) - X.astype(np.float64).mean(axis=0)
         _, s, vt = np.linalg.svd(centred, full_matrices=False)
         exact = s[:2] ** 2 / np.sum(s**2)

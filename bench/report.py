@@ -1,7 +1,7 @@
 """How the benchmarks print: plain-text tables and the units of their figures.
 
-A leaf module: `bench/run.py` and every measure import it, and it imports nothing of theirs, so
-a measure run on its own (`python bench/X.py`) does not load the runner.
+A leaf module: `bench/run.py` and the measures import it, and it imports nothing of theirs, so
+a measure run on its own (`python -m bench.X`) does not load the runner.
 """
 
 from __future__ import annotations

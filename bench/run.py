@@ -1,6 +1,6 @@
 """Every performance target in one run: a table per measure, then one summary of the targets.
 
-    python bench/run.py [--quick] [--only NAME[,NAME]]
+    python -m bench.run [--quick] [--only NAME[,NAME]]
 
 Each measure times ours against a baseline measured side by side in the same run, and
 prints both with their ratio; the summary has one row per target (measure, ours, baseline,
@@ -61,9 +61,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench.report import kb, ms, table, times  # noqa: E402
+from bench.report import kb, ms, table, times
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
@@ -525,14 +523,14 @@ def bursts(quick: bool) -> list[Target]:
 
     students = 40 if quick else 100
     targets = []
-    for name, command in (("next", ["bench/next_burst.py", "--students", str(students), "--presses", "3"]),
-                          ("train", ["bench/train_burst.py", "--students", str(students), "--spread", "5"])):
+    for name, command in (("next", ["-m", "bench.next_burst", "--students", str(students), "--presses", "3"]),
+                          ("train", ["-m", "bench.train_burst", "--students", str(students), "--spread", "5"])):
         print(f"10. {name} burst: python {' '.join(command)}", flush=True)
         done = subprocess.run([sys.executable, *command], capture_output=True, text=True, timeout=1800,
                               cwd=Path(__file__).resolve().parents[1])
         print(done.stdout[-3000:], flush=True)
         if done.returncode:
-            raise RuntimeError(f"bench/{name}_burst.py failed:\n{done.stderr[-2000:]}")
+            raise RuntimeError(f"python -m bench.{name}_burst failed:\n{done.stderr[-2000:]}")
         found = json.loads(done.stdout.strip().splitlines()[-1])
         if name == "next":
             targets.append(Target(f"{students} students press Next within 2 s: p95", ms(found["p95"]),
@@ -632,7 +630,7 @@ def main() -> int:
 
     torch.set_num_threads(1)
     threadpool_limits(1)
-    print(f"bench/run.py{' --quick' if args.quick else ''}: {', '.join(chosen)}; {os.cpu_count()} CPUs, "
+    print(f"python -m bench.run{' --quick' if args.quick else ''}: {', '.join(chosen)}; {os.cpu_count()} CPUs, "
           f"1 torch thread, 1 BLAS thread\n", flush=True)
 
     targets: list[Target] = []

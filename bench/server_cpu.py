@@ -1,7 +1,7 @@
 """Server CPU per live update of the app (as its page sends it, and through the API) against per event of a
 one-textbox echo app, under the same load.
 
-    python bench/server_cpu.py [--rounds 3] [--sessions 10] [--updates 20] [--quick]
+    python -m bench.server_cpu [--rounds 3] [--sessions 10] [--updates 20] [--quick]
 
 A class costs the server what each keystroke costs it, and a gradio event has a floor no app
 can go below: the queue, the event stream, the JSON of the answer. This puts the app next to
@@ -49,13 +49,10 @@ import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 
 import httpx
 import psutil
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 EMBED_PARAMETERS = ["sentence_a", "sentence_b"]  # what this measure sends /embed, checked against the app
@@ -152,7 +149,7 @@ def both_servers() -> Iterator[tuple[Served, Served, Served]]:
         app = Served("app", url, process, "embed", fn_index)
         page = Served("page", url, process, "embed", fn_index, via="page")
         options = json.dumps({key: config[key] for key in ECHO_OPTIONS if key in config})
-        command = [sys.executable, str(Path(__file__).resolve()), "--serve-echo", options]
+        command = [sys.executable, "-m", "bench.server_cpu", "--serve-echo", options]
         url, process = stack.enter_context(launched(command, "the echo app"))
         echo_app = Served("echo", url, process, "echo", endpoints_of(url)["echo"])
         yield page, app, echo_app

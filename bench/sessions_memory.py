@@ -1,6 +1,6 @@
 """What a session costs in memory: idle, untrained and trained, per table source.
 
-    python bench/sessions_memory.py [--sessions 200] [--each 20] [--app]
+    python -m bench.sessions_memory [--sessions 200] [--each 20] [--app]
 
 In this process (no server), with one torch thread as the app runs:
 
@@ -24,19 +24,15 @@ from __future__ import annotations
 import argparse
 import copy
 import gc
-import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import psutil
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from core.embedding import BertEmbedding, private_bytes  # noqa: E402
-from core.presets import LIMITS, Settings  # noqa: E402
-from core.session import Session  # noqa: E402
-from core.training import PARTS, Corpus, TrainConfig, train  # noqa: E402
+from core.embedding import BertEmbedding, private_bytes
+from core.presets import LIMITS, Settings
+from core.session import Session
+from core.training import PARTS, Corpus, TrainConfig, train
 
 TARGET_MIB = 12  # per trained BERT session
 CONFIG = TrainConfig(steps=20)

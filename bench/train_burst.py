@@ -1,6 +1,6 @@
 """A class pressing *Train* at once (tour step 7), against the same burst with every student's own tables.
 
-    python bench/train_burst.py [--students 40] [--spread 2] [--steps 100]
+    python -m bench.train_burst [--students 40] [--spread 2] [--steps 100]
 
 One launched app (`python app.py`, as on a Space). Each student is its own session: it draws
 its sentences, then presses *Train* at a random moment within --spread seconds. Two bursts
@@ -22,17 +22,12 @@ import argparse
 import json
 import random
 import statistics
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.appserver import launched_app  # noqa: E402
+from bench.appserver import launched_app
 
 SENTENCES = ("The cat sat on the mat.", "A dog slept on the rug.")
 

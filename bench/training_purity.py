@@ -16,24 +16,20 @@ timed once on its own and kept out of the other numbers. On a machine whose core
 with other work, PyTorch's thread pool waits on itself at every small operation: run with
 ``OMP_NUM_THREADS=1`` for steady numbers there.
 
-Run: ``python bench/training_purity.py``
+Run: ``python -m bench.training_purity``
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
 import time
-from pathlib import Path
 
 import torch
 
-# run as a plain script from anywhere: make the project's packages importable
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from core.embedding import BertEmbedding  # noqa: E402
-from core.presets import Settings, random_source, wordpiece  # noqa: E402
-from core.tokenizer import WordLevelTokenizer  # noqa: E402
-from core.training import (  # noqa: E402
+from core.embedding import BertEmbedding
+from core.presets import Settings, random_source, wordpiece
+from core.tokenizer import WordLevelTokenizer
+from core.training import (
     Corpus,
     Tokenizer,
     TrainConfig,
@@ -140,6 +136,7 @@ def measure(layers: tuple[int, ...] = (32,), shapes: tuple[tuple[int, int, int],
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()  # no options: --help
     corpus, tokenizer = Corpus.builtin(), wordpiece()
     words = sum(len(w) for w in corpus.categories.values())
     warm_up = first_backward(corpus, tokenizer)

@@ -1,6 +1,6 @@
 """One live update, ours against the notebook path and the bare compute, in one run.
 
-    python bench/update_latency.py [--repeats 30]
+    python -m bench.update_latency [--repeats 30]
 
 For sentence pairs of 16, 128 and 512 tokens on the BERT (MiniLM, d=384) tables it times:
 
@@ -27,21 +27,18 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from threadpoolctl import threadpool_limits  # noqa: E402
+import numpy as np
+import torch
+from threadpoolctl import threadpool_limits
 
-from core.embedding import COMPONENTS  # noqa: E402
-from core.presets import wordpiece  # noqa: E402
-from core.session import Session  # noqa: E402
-from core.tables import minilm_dir  # noqa: E402
+from core.embedding import COMPONENTS
+from core.presets import wordpiece
+from core.session import Session
+from core.tables import minilm_dir
 
 TEXT = (
     "the quick brown fox jumps over the lazy dog while students watch vectors move across "

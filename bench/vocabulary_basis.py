@@ -1,6 +1,6 @@
 """The whole-vocabulary plane: its first fit, its cache, and projecting an update into it.
 
-    python bench/vocabulary_basis.py [--fits 5] [--transforms 500] [--tables bert,glove]
+    python -m bench.vocabulary_basis [--fits 5] [--transforms 500] [--tables bert,glove]
 
 The "whole vocabulary" basis is PCA of every row of the token table (BERT MiniLM's
 30,522 × 384, GloVe's 400,003 × 50). It is the one slow step of that plane, so it is fitted
@@ -30,22 +30,19 @@ import argparse
 import os
 import random
 import statistics
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from sklearn.decomposition import PCA  # noqa: E402
-from threadpoolctl import threadpool_limits  # noqa: E402
+import numpy as np
+import torch
+from sklearn.decomposition import PCA
+from threadpoolctl import threadpool_limits
 
-from core.basis import SPECTRUM, is_cached, vocabulary_basis  # noqa: E402
-from core.embedding import COMPONENTS, BertEmbedding  # noqa: E402
-from core.presets import bert_source, glove_source  # noqa: E402
+from core.basis import SPECTRUM, is_cached, vocabulary_basis
+from core.embedding import COMPONENTS, BertEmbedding
+from core.presets import bert_source, glove_source
 
 TABLES = {"bert": ("BERT MiniLM", bert_source), "glove": ("GloVe 6B 50d", glove_source)}
 TOKENS = 512

@@ -3,8 +3,8 @@
 A training step, a vocabulary PCA or an export is mostly torch and numpy, but between their
 kernels each runs Python, and Python runs one thread at a time per process: beside a visitor
 looping *Train*, *Refit* and *Export* in threads of the server, another visitor's keystroke took
-3.2–4.7× its time alone; with the same visitor on another app process, 1.0–1.9× (`python
-bench/run.py --only neighbour` measures both side by side).
+3.2–4.7× its time alone; with the same visitor on another app process, 1.0–1.9× (`python -m
+bench.run --only neighbour` measures both side by side).
 
 `Offload` keeps one child Python process (`python -m core.offload`), started on first use or by
 `start()`, niced and on one torch thread, so the serving process keeps a core. `call(fn, *args)`
