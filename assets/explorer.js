@@ -92,16 +92,11 @@
   let key = null; // the tab's key for direct calls, issued with the page's first address
   const mainPlot = () => (host && host.data ? host : null);
 
-  // the background goes first, so it is drawn behind the tokens; a stale copy is replaced.
-  // Plotly draws every WebGL trace above every SVG one: a background of up to 5,000 words
-  // comes as SVG (core/figures.py background_trace), a larger one as WebGL, and then the
-  // plain point traces go to WebGL too, so the tokens stay on top of it
+  // the background goes first, so it is drawn behind the tokens (it is SVG: core/figures.py
+  // background_trace); a stale copy is replaced
   const withBackground = (data) => {
     const rest = (data || []).filter((trace) => trace.name !== BACKGROUND);
-    if (!background) return rest;
-    if (background.type !== "scattergl") return [background, ...rest];
-    return [background, ...rest.map((trace) =>
-      trace.type === "scatter" && !String(trace.mode || "").includes("lines") ? { ...trace, type: "scattergl" } : trace)];
+    return background ? [background, ...rest] : rest;
   };
 
   // groups hidden by a click on their legend entry stay hidden through the redraws typing sends
