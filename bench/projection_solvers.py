@@ -34,9 +34,9 @@ import torch
 from sklearn.decomposition import PCA
 
 from core.basis import SPECTRUM
+from core.checkpoints import bert_preset
 from core.embedding import COMPONENTS
 from core.projection import PCAProjection
-from core.tables import bert_preset
 
 TOKENS = 512
 SOLVERS = ("auto", "full", "covariance_eigh", "randomized", "arpack")

@@ -35,10 +35,10 @@ import numpy as np
 import torch
 from threadpoolctl import threadpool_limits
 
+from core.checkpoints import minilm_dir
 from core.embedding import COMPONENTS
 from core.presets import wordpiece
 from core.session import Session
-from core.tables import minilm_dir
 
 TEXT = (
     "the quick brown fox jumps over the lazy dog while students watch vectors move across "

@@ -22,11 +22,11 @@ import torch
 from torch import nn
 
 from core import offload
+from core.checkpoints import bert_preset
 from core.embedding import BertEmbedding
 from core.memory import BUDGET, private
 from core.options import LIMITS, POSITIONS, SOURCES, TOKENIZERS  # noqa: F401 - re-exported
 from core.state import LISTING_SETTINGS, WORDPIECE_VOCAB_SIZE, Settings  # noqa: F401 - re-exported
-from core.tables import bert_preset
 from core.tokenizer import CLS, SEP, UNK, WordLevelTokenizer, WordPieceTokenizer
 from core.uploads import UploadedTable
 

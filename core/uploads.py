@@ -18,7 +18,7 @@ treated as hostile until it has been checked:
   all of them become a `ValueError` that says what was wrong and what is allowed.
 
 A file holding BERT's embedding tables becomes a whole `BertEmbedding` (through
-`core.tables.bert_state_to_embedding`, the one mapping of BERT's names); a file holding one
+`core.checkpoints.bert_state_to_embedding`, the one mapping of BERT's names); a file holding one
 2-D table (a tensor, an array, word vectors) becomes a token table, with its words when the
 file has them.
 """
@@ -41,8 +41,8 @@ import numpy as np
 import torch
 from safetensors import safe_open
 
+from core.checkpoints import RENAMES, bert_state_to_embedding, check_finite
 from core.embedding import BertEmbedding
-from core.tables import RENAMES, bert_state_to_embedding, check_finite
 
 Kind = Literal["bert", "token"]
 Format = Literal["safetensors", "torch", "npy", "word2vec-text", "word2vec-binary"]
@@ -647,7 +647,7 @@ def _token_table(
 
 
 def _bert_layer(state: Mapping[str, torch.Tensor], limits: UploadLimits) -> tuple[BertEmbedding, list[str]]:
-    """BERT's embedding layer, mapped by core.tables after the checks only an upload needs."""
+    """BERT's embedding layer, mapped by core.checkpoints after the checks only an upload needs."""
     floats = {key: tensor for key, tensor in state.items() if tensor.is_floating_point()}
     embedding = bert_state_to_embedding(state)  # checks every table it maps, NaN/Inf included
     for what, table in (

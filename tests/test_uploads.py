@@ -22,7 +22,7 @@ import torch
 from gensim.models import KeyedVectors
 from safetensors.torch import save_file
 
-from core.tables import minilm_dir
+from core.checkpoints import minilm_dir
 from core.uploads import UploadLimits, read_upload
 
 # torch warns about pickle.dump's protocol just before it refuses the file

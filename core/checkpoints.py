@@ -1,4 +1,4 @@
-"""Where tables come from: BERT checkpoints, read safely and mapped onto `BertEmbedding`.
+"""BERT checkpoints, read safely and mapped onto `BertEmbedding`.
 
 A BERT checkpoint names its embedding tables the Hugging Face way
 (`bert.embeddings.word_embeddings.weight`, ...); the explorer's module names them the way the

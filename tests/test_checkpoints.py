@@ -16,15 +16,15 @@ import torch
 from safetensors.torch import save_file
 from transformers import BertConfig, BertModel
 
-from core import tables
-from core.embedding import BertEmbedding, EmbeddingConfig
-from core.tables import (
+from core import checkpoints
+from core.checkpoints import (
     ALLOWED_SUFFIXES,
     bert_preset,
     bert_state_to_embedding,
     load_bert_embedding,
     minilm_dir,
 )
+from core.embedding import BertEmbedding, EmbeddingConfig
 
 # a BERT small enough to build in milliseconds; one encoder layer, so whole-model files have one
 TINY = {
@@ -120,9 +120,9 @@ def test_preset_is_minilm_loaded_once_and_frozen() -> None:
 
 @pytest.fixture()
 def no_preset_yet():
-    tables._load_preset.cache_clear()
+    checkpoints._load_preset.cache_clear()
     yield
-    tables._load_preset.cache_clear()  # drop whatever the test cached; the next caller loads the real one
+    checkpoints._load_preset.cache_clear()  # drop whatever the test cached; the next caller loads the real one
 
 
 def test_two_first_calls_at_once_load_the_preset_once(
@@ -150,8 +150,8 @@ def test_two_first_calls_at_once_load_the_preset_once(
         assert waiting.acquire(timeout=30) and waiting.acquire(timeout=30)
         return BertEmbedding(vocab_size=5, d_model=4)
 
-    monkeypatch.setattr(tables, "load_bert_embedding", slow_load)
-    monkeypatch.setattr(tables, "_PRESET_LOCK", Watched())
+    monkeypatch.setattr(checkpoints, "load_bert_embedding", slow_load)
+    monkeypatch.setattr(checkpoints, "_PRESET_LOCK", Watched())
     both_ready = threading.Barrier(2)
     results = []
 
