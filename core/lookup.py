@@ -33,14 +33,14 @@ import torch
 from torch import nn
 
 from core.listing import read_only
-from core.options import lookup_sentence
+from core.options import LIMITS, lookup_sentence
 from core.tokenizer import _check_text
 
 DOCUMENT_SENTENCE = "i am new to PyTorch i am having fun"
 PRETRAINED = ((0.1, 0.2, 0.3), (0.4, 0.5, 0.6))  # the document's two pretrained vectors
 PRETRAINED_IDS = (0, 1)  # the ids it looks up in them
 
-MAX_DIM = 16
+MAX_DIM = LIMITS["lookup_dim"][1]  # the page's own limit: a link, the box and the API say the same
 MAX_SEED = 2**32 - 1
 LEARNING_RATE = 0.1
 

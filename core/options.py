@@ -80,6 +80,7 @@ MAX_SEARCH = 100  # characters of a vocabulary search
 MAX_LOOKUP_WORDS = 200  # the lookup walk-through's sentence: enough for a paragraph, every id printed
 MAX_LOOKUP_CHARS = 2_000  # so a single enormous "word" cannot flood the printout
 MAX_QUERY = 32_000  # characters of a view's query string the page keeps in its address bar (F5, Back)
+MAX_PARAMETERS = 64  # a link's parameters read: one with more is cut, and each ignored one costs a note
 MAX_FLIPS = 64  # tokens given the other segment at once
 
 
@@ -155,6 +156,15 @@ def subset(values: object, name: str, allowed) -> tuple[str, ...]:
     if unknown:
         raise Refused(f"{name} may hold only {', '.join(allowed)}, not {_shown(unknown[0])}.")
     return tuple(v for v in allowed if v in values)
+
+
+def flipped(values: object, name: str) -> frozenset[int]:
+    """Token positions (each a `whole` number within LIMITS["token"]), at most MAX_FLIPS of them."""
+    if isinstance(values, str) or not isinstance(values, list | tuple | set | frozenset):
+        raise Refused(f"{name} must be a set of token positions, not {type(values).__name__}.")
+    if len(values) > MAX_FLIPS:
+        raise Refused(f"{len(values):,} flipped tokens; at most {MAX_FLIPS} can be flipped at once.")
+    return frozenset(whole(i, "token") for i in values)
 
 
 def flag(value: object, name: str) -> bool:

@@ -26,24 +26,13 @@ from dataclasses import dataclass
 from urllib.parse import quote, urlencode
 
 from core import options, tour
-from core.options import (
-    BASES,
-    COMPONENTS,
-    MAX_TEXT,
-    PANELS,
-    PARTS,
-    POSITIONS,
-    SHAREABLE_SOURCES,
-    TOKENIZERS,
-    VIEWS,
-    Refused,
-)
-from core.state import View
+from core.fields import Choice, Flag, Flipped, Kind, Names, Text, Whole
+from core.options import MAX_PARAMETERS, MAX_TEXT, PARTS, SHAREABLE_SOURCES, Refused
+from core.state import FIELDS, View
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
 _SHOWN = 40  # characters of a bad name or value quoted back in a note
-_MAX_PARAMETERS = 64  # a link with more is cut: each ignored one costs a note
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")  # from JSON "\ud800"; UTF-8 cannot encode them
 NONE = "none"  # the empty set of groups, freezes or flips, and no selected token or tour step
 
@@ -80,13 +69,13 @@ def from_query(params: Mapping[str, str | list[str]]) -> Link:
     valid ``step`` is the base the other parameters change; otherwise a fresh page is.
     """
     try:
-        items = [(str(name), _last(raw)) for name, raw in list(params.items())[:_MAX_PARAMETERS + 1]]
+        items = [(str(name), _last(raw)) for name, raw in list(params.items())[:MAX_PARAMETERS + 1]]
     except Exception:  # a link must never break the page
         return Link(View(), ("Ignored the link's parameters: they could not be read.",))
     notes: list[str] = []
-    if len(items) > _MAX_PARAMETERS:
-        items = items[:_MAX_PARAMETERS]
-        notes.append(f"The link has more than {_MAX_PARAMETERS} parameters; the first {_MAX_PARAMETERS} were read.")
+    if len(items) > MAX_PARAMETERS:
+        items = items[:MAX_PARAMETERS]
+        notes.append(f"The link has more than {MAX_PARAMETERS} parameters; the first {MAX_PARAMETERS} were read.")
     items = [(name, value) for name, value in items if not name.startswith("__") and value is not None]
     step = None
     for name, value in items:
@@ -236,40 +225,33 @@ def _write(value: object) -> str:
     return str(value)
 
 
-# query parameter -> (View field, reader, writer), in the order links are written
+def _reader(name: str, kind: Kind) -> Reader:
+    """The reader of a view field's link parameter, from the field's kind (`core.state.FIELDS`):
+    a link takes what the View takes, with the same limits."""
+    if name == "source":  # the one field a link reads more narrowly than a View: no uploaded file
+        return _choice(SHAREABLE_SOURCES, {"upload": "a link cannot carry an uploaded file"})
+    match kind:
+        case Text():  # a Sentence too: cut to its limit here, and checked by the View as it is built
+            return _text(kind.label, kind.limit)
+        case Whole():
+            return _number(kind.limit or name, optional=kind.optional)
+        case Choice():
+            return _choice(kind.allowed)
+        case Names():
+            return _names(kind.allowed, as_set=kind.as_set)
+        case Flag():
+            return _flag
+        case Flipped():
+            return _positions
+    raise TypeError(f"a link cannot read the view field {name!r}: core/share.py has no reader of {kind!r}.")
+
+
+# query parameter -> (View field, reader, writer), in the order links are written: the tour step
+# first (the base the others change), then the fields in the View's order
 _PARAMETERS: dict[str, tuple[str, Reader, Writer]] = {
-    "step": ("step", lambda v: (_step(v), None), _write),
-    "a": ("sentence_a", _text("Sentence A"), _write),
-    "b": ("sentence_b", _text("Sentence B"), _write),
-    "source": ("source", _choice(SHAREABLE_SOURCES, {"upload": "a link cannot carry an uploaded file"}), _write),
-    "tokenizer": ("tokenizer", _choice(TOKENIZERS), _write),
-    "vocab": ("vocab_size", _number("vocab_size"), _write),
-    "d": ("d_model", _number("d_model"), _write),
-    "maxlen": ("maxlen", _number("maxlen"), _write),
-    "segments": ("n_segments", _number("n_segments"), _write),
-    "seed": ("seed", _number("seed"), _write),
-    "positions": ("positions", _choice(POSITIONS), _write),
-    "freeze": ("frozen", _names(PARTS, as_set=True), _write),
-    "groups": ("groups", _names(COMPONENTS), _write),
-    "labels": ("labels", _flag, _write),
-    "arrows": ("arrows", _flag, _write),
-    "shift": ("shift", _flag, _write),
-    "basis": ("basis", _choice(BASES), _write),
-    "background": ("background", _number("background"), _write),
-    "token": ("token", _number("token", optional=True), _write),
-    "k": ("k", _number("k"), _write),
-    "flip": ("flips", _positions, _write),
-    "dims": ("dims", _number("dims"), _write),
-    "search": ("search", _text("The search", options.MAX_SEARCH), _write),
-    "regex": ("regex", _flag, _write),
-    "view": ("view", _choice(VIEWS), _write),
-    "panel": ("panel", _choice(PANELS), _write),
-    "presenter": ("presenter", _flag, _write),
-    "listing_seed": ("listing_seed", _number("seed"), _write),
-    "listing_bug": ("listing_bug", _flag, _write),
-    "lookup": ("lookup_sentence", _text("The lookup sentence"), _write),
-    "lookup_dim": ("lookup_dim", _number("lookup_dim"), _write),
-    "lookup_grad": ("lookup_grad", _flag, _write),
+    declared.link: (name, _reader(name, declared.kind), _write)
+    for name, declared in sorted(FIELDS.items(), key=lambda item: item[0] != "step")
+    if declared.link is not None
 }
 PARAMETERS = {parameter: field for parameter, (field, _, _) in _PARAMETERS.items()}  # parameter -> View field
 _NAMES = {field: parameter for parameter, field in PARAMETERS.items()}

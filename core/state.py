@@ -18,10 +18,26 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 
 from core import options
+from core.fields import (
+    BACKGROUND,
+    DETAIL,
+    LISTING,
+    LOOKUP,
+    PLANE,
+    TABLES,
+    Choice,
+    Flag,
+    Flipped,
+    Names,
+    Sentence,
+    Text,
+    Whole,
+    declarations,
+    declare,
+)
 from core.options import (
     BASES,
     COMPONENTS,
-    MAX_FLIPS,
     MAX_SEARCH,
     PANELS,
     PARTS,
@@ -77,78 +93,71 @@ SETTINGS_FIELDS = tuple(f.name for f in fields(Settings))
 
 @dataclass(frozen=True)
 class View:
-    """Everything the page shows, as plain values; the defaults are a fresh page's."""
+    """Everything the page shows, as plain values; the defaults are a fresh page's.
 
-    sentence_a: str = DEFAULT_A
-    sentence_b: str = DEFAULT_B
-    # the tables
-    source: str = "random"  # a key of SOURCES
-    tokenizer: str = Settings.tokenizer  # the random tables' settings, as in `Settings`
-    vocab_size: int = Settings.vocab_size
-    d_model: int = Settings.d_model
-    maxlen: int = Settings.maxlen
-    n_segments: int = Settings.n_segments
-    seed: int = Settings.seed
-    positions: str = "learned"  # a key of POSITIONS
-    frozen: frozenset[str] = frozenset()  # parts training leaves alone
+    Each field is declared once, here (`core.fields.declare`): its default, its kind (type and
+    limits, checked when a View is built), its link parameter, the page's widget that shows it
+    and what its change redraws. Links (`core.share`), the page (`ui.render`, `ui.page`) and the
+    checks below all read these declarations (`FIELDS`); the README's "Adding a view field" says how.
+    """
+
+    sentence_a: str = declare(DEFAULT_A, Text("Sentence A"), link="a", widget="sentence_a", redraws={PLANE},
+                              typed=True)
+    sentence_b: str = declare(DEFAULT_B, Text("Sentence B"), link="b", widget="sentence_b", redraws={PLANE},
+                              typed=True)
+    # the tables: the random tables' settings are as in `Settings`
+    source: str = declare("random", Choice(SOURCES), link="source", widget="source", redraws={TABLES})
+    tokenizer: str = declare(Settings.tokenizer, Choice(TOKENIZERS), link="tokenizer", widget="tokenizer",
+                             redraws={TABLES})
+    vocab_size: int = declare(Settings.vocab_size, Whole(), link="vocab", widget="vocab_size", redraws={TABLES})
+    d_model: int = declare(Settings.d_model, Whole(), link="d", widget="d_model", redraws={TABLES})
+    maxlen: int = declare(Settings.maxlen, Whole(), link="maxlen", widget="maxlen", redraws={TABLES})
+    n_segments: int = declare(Settings.n_segments, Whole(), link="segments", widget="n_segments", redraws={TABLES})
+    seed: int = declare(Settings.seed, Whole(), link="seed", widget="seed", redraws={TABLES})
+    positions: str = declare("learned", Choice(POSITIONS), link="positions", widget="positions", redraws={TABLES})
+    # parts training leaves alone: one checkbox each (Page.freezes)
+    frozen: frozenset[str] = declare(frozenset(), Names(PARTS, as_set=True), link="freeze", widget="freezes",
+                                     redraws={TABLES})
     # the plane
-    groups: tuple[str, ...] = COMPONENTS  # groups plotted, in COMPONENTS order
-    labels: bool = True  # token text beside points, where it fits
-    arrows: bool = False  # the addition path tip to tail
-    shift: bool = False  # the one vector seg[1] − seg[0] that B adds
-    basis: str = "sentence"  # a key of BASES
-    background: int = 0  # vocabulary words drawn faintly behind; 0 draws none
-    token: int | None = None  # the selected token's position in the sequence
-    k: int = 10  # its nearest neighbours listed
-    flips: frozenset[int] = frozenset()  # positions given the other segment id
-    dims: int = 2  # 2: the plane; 3: PC1–PC3 in a rotatable view
-    search: str = ""  # a word (or pattern) looked up in the whole vocabulary and marked in the plot
-    regex: bool = False  # the search is a regular expression
-    # the page
-    view: str = "plane"  # the open main tab, a key of VIEWS
-    panel: str = "tour"  # the open control tab, a key of PANELS: a first visit opens on the tour
-    step: int | None = None  # the tour step shown, 1-based; None outside the tour
-    presenter: bool = False  # large type for a projector
+    groups: tuple[str, ...] = declare(COMPONENTS, Names(COMPONENTS), link="groups", widget="groups",
+                                      redraws={PLANE})  # groups plotted, in COMPONENTS order
+    labels: bool = declare(True, Flag(), link="labels", widget="labels", redraws={PLANE})  # token text, where it fits
+    arrows: bool = declare(False, Flag(), link="arrows", widget="arrows", redraws={PLANE})  # the sum tip to tail
+    shift: bool = declare(False, Flag(), link="shift", widget="shift", redraws={PLANE})  # seg[1] − seg[0], B's shift
+    basis: str = declare("sentence", Choice(BASES), link="basis", widget="basis", redraws={PLANE, BACKGROUND})
+    # vocabulary words drawn faintly behind (0: none); the plot's axes reach their corners
+    background: int = declare(0, Whole(), link="background", widget="background", redraws={BACKGROUND, PLANE})
+    # the selected token's position in the sequence, and its nearest neighbours listed
+    token: int | None = declare(None, Whole(optional=True), link="token", widget="token", redraws={PLANE})
+    k: int = declare(10, Whole(), link="k", widget="k", redraws={PLANE})
+    # positions given the other segment id, by the flip button: the plot shows them
+    flips: frozenset[int] = declare(frozenset(), Flipped(), link="flip", widget=None, redraws={PLANE})
+    # 2: the plane; 3: PC1–PC3 in a rotatable view (the 3-D checkbox)
+    dims: int = declare(2, Whole(), link="dims", widget="three_d", redraws={PLANE})
+    # a word (or a regular expression) looked up in the whole vocabulary and marked in the plot
+    search: str = declare("", Text("The search", MAX_SEARCH), link="search", widget="search", redraws={PLANE},
+                          typed=True)
+    regex: bool = declare(False, Flag(), link="regex", widget="regex", redraws={PLANE}, typed=True)
+    # the page: the open main tab and control tab (a first visit opens on the tour)
+    view: str = declare("plane", Choice(VIEWS), link="view", widget="views", redraws={DETAIL, LISTING, LOOKUP})
+    panel: str = declare("tour", Choice(PANELS), link="panel", widget="controls", redraws=set())
+    # the tour step shown, 1-based (None outside the tour): the plot labels the words its text names
+    step: int | None = declare(None, Whole(optional=True), link="step", widget="tour_text", redraws={PLANE})
+    presenter: bool = declare(False, Flag(), link="presenter", widget="presenter", redraws={PLANE})  # large type
     # the page's own screen: a phone's narrow plot gets larger labels, fitted to its width. Each
     # page says its own (assets/explorer.js), so no link carries it (SCREEN)
-    narrow: bool = False
-    # the two documents' walk-throughs
-    listing_seed: int = 0
-    listing_bug: bool = False  # positions = tok_embed(pos), as the listing printed it
-    lookup_sentence: str = DOCUMENT_SENTENCE
-    lookup_dim: int = 3
-    lookup_grad: bool = True
+    narrow: bool = declare(False, Flag(), link=None, widget=None, redraws={PLANE})
+    # the two documents' walk-throughs; listing_bug: positions = tok_embed(pos), as the listing printed it
+    listing_seed: int = declare(0, Whole("seed"), link="listing_seed", widget="listing_seed", redraws={LISTING})
+    listing_bug: bool = declare(False, Flag(), link="listing_bug", widget="listing_bug", redraws={LISTING})
+    lookup_sentence: str = declare(DOCUMENT_SENTENCE, Sentence("The lookup sentence"), link="lookup",
+                                   widget="lookup_sentence", redraws={LOOKUP}, typed=True)
+    lookup_dim: int = declare(3, Whole(), link="lookup_dim", widget="lookup_dim", redraws={LOOKUP})
+    lookup_grad: bool = declare(True, Flag(), link="lookup_grad", widget="lookup_grad", redraws={LOOKUP})
 
     def __post_init__(self) -> None:
-        for name in ("sentence_a", "sentence_b"):
-            self._set(name, options.text(getattr(self, name), _LABELS[name]))
-        self._set("lookup_sentence", options.lookup_sentence(self.lookup_sentence))
-        self._set("search", options.text(self.search, "The search", MAX_SEARCH))
-        options.choice(self.source, "source", SOURCES)
-        settings = self.settings  # checks the random-table settings (raises if one is not allowed)
-        for name in SETTINGS_FIELDS:
-            self._set(name, getattr(settings, name))  # as Settings normalised them: 32.0 -> 32
-        for name in ("k", "background", "dims"):
-            self._set(name, options.whole(getattr(self, name), name))
-        self._set("listing_seed", options.whole(self.listing_seed, "seed"))
-        self._set("lookup_dim", options.whole(self.lookup_dim, "lookup_dim"))
-        for name in ("token", "step"):
-            if getattr(self, name) is not None:
-                self._set(name, options.whole(getattr(self, name), name))
-        options.choice(self.positions, "positions", POSITIONS)
-        options.choice(self.basis, "basis", BASES)
-        options.choice(self.view, "view", VIEWS)
-        options.choice(self.panel, "panel", PANELS)
-        self._set("groups", options.subset(self.groups, "groups", COMPONENTS))
-        self._set("frozen", frozenset(options.subset(self.frozen, "frozen", PARTS)))
-        for name in ("labels", "arrows", "shift", "presenter", "narrow", "listing_bug", "lookup_grad", "regex"):
-            options.flag(getattr(self, name), name)
-        flips = self.flips
-        if isinstance(flips, str) or not isinstance(flips, list | tuple | set | frozenset):
-            raise Refused(f"flips must be a set of token positions, not {type(flips).__name__}.")
-        if len(flips) > MAX_FLIPS:
-            raise Refused(f"{len(flips):,} flipped tokens; at most {MAX_FLIPS} can be flipped at once.")
-        self._set("flips", frozenset(options.whole(i, "token") for i in flips))
+        for name, declared in FIELDS.items():  # each value checked once, as its declaration says
+            self._set(name, declared.kind.check(getattr(self, name), name))
 
     def _set(self, name: str, value: object) -> None:
         object.__setattr__(self, name, value)
@@ -178,6 +187,6 @@ class View:
         return tuple(name for name in _FIELDS if getattr(self, name) != getattr(other, name))
 
 
-_FIELDS = tuple(f.name for f in fields(View))
-SCREEN = ("narrow",)  # the view fields the page's screen decides: never in a link
-_LABELS = {"sentence_a": "Sentence A", "sentence_b": "Sentence B", "lookup_sentence": "The lookup sentence"}
+FIELDS = declarations(View)  # name -> its declaration (core.fields.Field), in field order
+_FIELDS = tuple(f.name for f in fields(View))  # every field, declared or not (tests/test_fields.py checks)
+SCREEN = tuple(name for name, declared in FIELDS.items() if declared.link is None)  # the screen's: never in a link

@@ -91,15 +91,15 @@ class Page:
 
     @property
     def everything(self) -> list:
-        """Every component a change can write: a link, a tour step or a table change may set any."""
-        widgets = [getattr(self, name) for name in render.SIMPLE]
-        return [
-            *self.live_outputs, *widgets, self.vocab_size, *self.freezes.values(), self.three_d, self.views,
-            self.controls,
-            self.tour_text, self.background_json, self.tables_info, self.random_panel, self.params, self.losses,
-            self.trained, self.listing_output, self.listing_facts, self.listing_plot, self.lookup_vocab,
+        """Every component a change can write: a link, a tour step or a table change may set any.
+        The view fields' widgets come from their declarations (`core.state.View`, `render.WIDGETS`)."""
+        widgets = [getattr(self, name) for name in render.WIDGETS]
+        widgets = [part for widget in widgets for part in (widget.values() if isinstance(widget, dict) else [widget])]
+        return list(dict.fromkeys([  # the token picker is a live output and a field's widget: listed once
+            *self.live_outputs, *widgets, self.background_json, self.tables_info, self.random_panel, self.params,
+            self.losses, self.trained, self.listing_output, self.listing_facts, self.listing_plot, self.lookup_vocab,
             self.lookup_code, self.lookup_output, self.lookup_info,
-        ]
+        ]))
 
 
 class CompressedPage:

@@ -3,8 +3,9 @@
 `outputs(page, step)` is the only place that decides what the page shows after a change:
 every field of the view has one widget writer (`fields`), and every computed output (the
 plane, the side view, the tables' summary, the background, the documents) is redrawn only
-when something it depends on changed. A link, a tour step and a keystroke all pass here, so
-they cannot render the same view two ways.
+when a field it depends on changed. Which widget shows a field and what its change redraws
+are the field's declaration (`core.state.View`, `core.fields`), not lists kept here. A link, a
+tour step and a keystroke all pass here, so they cannot render the same view two ways.
 
 Text that comes from a user or a link — sentences, tokens, notes quoting them, parameter
 names — is shown as plain text: `plain` escapes it before it meets Markdown, and notices are
@@ -25,6 +26,7 @@ from core import tour
 from core.basis import background, vocabulary_basis
 from core.charts import collapse_figure, loss_figure, variance_bars
 from core.details import layernorm_detail, positions_detail, similarity_detail
+from core.fields import BACKGROUND, DETAIL, LISTING, LOOKUP, PLANE, TABLES
 from core.figures import background_trace, embedding_spec
 from core.listing import run_listing
 from core.live import Step
@@ -33,16 +35,12 @@ from core.options import BASES, DETAILS, MAX_QUERY, PARTS, POSITIONS
 from core.search import SearchResult, search
 from core.session import Session
 from core.share import to_query
-from core.state import SETTINGS_FIELDS, View
+from core.state import FIELDS, View
 from core.view import Exploration, explore_view, flipped_tokens
 from core.wire import figure_json, trace_json
 
 NO_TOKEN = ""  # the token picker's value when no token is selected
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>&:])")
-
-# view fields whose change redraws the main plane
-_PLANE = ("sentence_a", "sentence_b", "groups", "labels", "arrows", "shift", "presenter", "narrow", "token", "k",
-          "flips", "basis", *SETTINGS_FIELDS, "source", "positions", "dims", "search", "regex")
 
 
 def plain(text: str) -> str:
@@ -67,38 +65,63 @@ def token_choices(tokens: Iterable[str]) -> list[tuple[str, int | str]]:
 
 
 def fields(page, view: View, names: Iterable[str], tokens: tuple[str, ...] = ()) -> dict:
-    """The widgets of these view fields, set to the view's values."""
+    """The widgets of these view fields (each field's declared `widget`), set to the view's values.
+
+    `tokens`: the view's tokens, for the token picker's list."""
     names = set(names)
+    names |= {shown for name, shown in _ALSO.items() if name in names}
     out: dict = {}
-    for name in (name for name in SIMPLE if name in names):
-        value = getattr(view, name)
-        out[getattr(page, name)] = list(value) if isinstance(value, tuple) else value  # gradio wants lists
-    if names & {"tokenizer", "vocab_size"}:
-        out[page.vocab_size] = gr.update(value=view.vocab_size, visible=view.tokenizer == "word")
-    if names & {"frozen", "positions"}:
-        fixed = view.positions == "sinusoidal"  # fixed positions never train: shown frozen, not a choice
-        for part in PARTS:
-            frozen = part in view.frozen or (part == "position" and fixed)
-            out[page.freezes[part]] = gr.update(value=frozen, interactive=not (part == "position" and fixed))
-    if "token" in names:
-        value = NO_TOKEN if view.token is None else view.token
-        out[page.token] = gr.update(choices=token_choices(tokens), value=value) if tokens else gr.update(value=value)
-    if "dims" in names:
-        out[page.three_d] = view.dims == 3
-    if "view" in names:
-        out[page.views] = gr.Tabs(selected=view.view)
-    if "panel" in names:
-        out[page.controls] = gr.Tabs(selected=view.panel)
-    if "step" in names:
-        out[page.tour_text] = tour_text(view.step)
+    for name, declared in FIELDS.items():
+        if name not in names or declared.widget is None:
+            continue
+        widget = getattr(page, declared.widget)
+        if name in _WRITERS:
+            out.update(_WRITERS[name](widget, view, tokens))
+        else:
+            value = getattr(view, name)
+            out[widget] = list(value) if isinstance(value, tuple) else value  # gradio wants lists
     return out
 
 
-# widgets whose value is the field's value, in the page's order: a tuple, so every process
-# lists the endpoints' outputs in the same order (a set's order changes with the process)
-SIMPLE = ("sentence_a", "sentence_b", "source", "tokenizer", "d_model", "maxlen", "n_segments", "seed", "positions",
-           "groups", "labels", "arrows", "shift", "basis", "background", "k", "presenter", "listing_seed",
-           "listing_bug", "lookup_sentence", "lookup_dim", "lookup_grad", "search", "regex")
+def _vocab_size(widget, view: View, tokens) -> dict:
+    return {widget: gr.update(value=view.vocab_size, visible=view.tokenizer == "word")}
+
+
+def _freezes(widgets: dict, view: View, tokens) -> dict:
+    fixed = view.positions == "sinusoidal"  # fixed positions never train: shown frozen, not a choice
+    return {widgets[part]: gr.update(value=part in view.frozen or (part == "position" and fixed),
+                                     interactive=not (part == "position" and fixed)) for part in PARTS}
+
+
+def _token(widget, view: View, tokens) -> dict:
+    value = NO_TOKEN if view.token is None else view.token
+    return {widget: gr.update(choices=token_choices(tokens), value=value) if tokens else gr.update(value=value)}
+
+
+# the widgets that show something other than their field's value as it is: (widget, view, tokens) -> writes
+_WRITERS = {
+    "vocab_size": _vocab_size,
+    "frozen": _freezes,
+    "token": _token,
+    "dims": lambda widget, view, tokens: {widget: view.dims == 3},
+    "view": lambda widget, view, tokens: {widget: gr.Tabs(selected=view.view)},
+    "panel": lambda widget, view, tokens: {widget: gr.Tabs(selected=view.panel)},
+    "step": lambda widget, view, tokens: {widget: tour_text(view.step)},
+}
+# a field whose value another field's widget shows as well: the vocabulary size is shown only for
+# the word tokenizer, and the position table's freeze is not a choice while the table is fixed
+_ALSO = {"tokenizer": "vocab_size", "positions": "frozen"}
+# the Page attributes of the fields' widgets (ui.page.Page.everything), in the order an event's
+# API answer lists them: those that show their field's value as it is, then the others, each in
+# the View's order. A tuple, so every process lists the outputs alike (a set's order changes)
+WIDGETS = tuple(dict.fromkeys(
+    [declared.widget for name, declared in FIELDS.items() if declared.widget and name not in _WRITERS]
+    + [declared.widget for name, declared in FIELDS.items() if declared.widget and name in _WRITERS]))
+
+
+def _redrawn(names: Iterable[str]) -> frozenset[str]:
+    """What a change of these fields draws again, as their declarations say (core.fields.REDRAWS)."""
+    return frozenset().union(*(FIELDS[name].redraws for name in names))
 
 
 def outputs(page, step: Step, *, asked: Iterable[str] = (), whole: bool = False, notes: Iterable[str] = (),
@@ -110,7 +133,8 @@ def outputs(page, step: Step, *, asked: Iterable[str] = (), whole: bool = False,
     when the page opens."""
     view, session = step.view, step.session
     changed = set(view.differs(step.old_view))
-    write = set(_ALL_FIELDS) if whole else (changed - set(asked)) | ({"token"} & set(asked))
+    redrawn = _redrawn(changed)
+    write = set(FIELDS) if whole else (changed - set(asked)) | ({"token"} & set(asked))
     out = fields(page, view, write, step.tokens)
     if step.tokens != step.old_tokens and page.token not in out and (listed or view.token is not None):
         # the picker never lists tokens that are gone: with a token selected it shows the new list
@@ -120,28 +144,28 @@ def outputs(page, step: Step, *, asked: Iterable[str] = (), whole: bool = False,
         out[page.token] = gr.update(choices=token_choices(step.tokens if view.token is not None else ()))
     elif page.token not in out:  # its value, plainly: an update of the choices costs far more
         out[page.token] = NO_TOKEN if view.token is None else view.token
-    tables = whole or step.tables_changed or bool(changed & {"source", "positions", "frozen", *SETTINGS_FIELDS})
+    tables = whole or step.tables_changed or TABLES in redrawn
     # sentences that tokenize as before (a space typed, a space deleted) draw what is drawn: a
     # class types a space every sixth key, and the plane is most of a keystroke's work
     retyped = (changed <= {"sentence_a", "sentence_b"} and step.tokens == step.old_tokens
                and session is step.old_session and session.tokenizer is not None)
-    redraw = not retyped and bool(changed & set(_PLANE))
+    redraw = not retyped and PLANE in redrawn
     if whole or tables or redraw:
         out.update(plane(page, view, session, step.tokens, revision=step.revision))
         # the side views not open are emptied (each is drawn when it is opened), so none shows
         # another sentence's numbers when it opens
         out.update(dict.fromkeys(page.detail_outputs))
-    if view.view in DETAILS and (whole or tables or redraw or "view" in changed):
+    if view.view in DETAILS and (whole or tables or redraw or DETAIL in redrawn):
         out.update(detail(page, view, session, step.tokens))
-    if whole or tables or changed & {"basis", "background"}:
+    if whole or tables or BACKGROUND in redrawn:
         out[page.background_json] = background_json(view, session)
     if tables:
         out.update(table_panels(page, session))
     if whole or step.old_session.training is not session.training:
         out.update(training(page, session))
-    if view.view == "listing" and (whole or changed & {"view", "listing_seed", "listing_bug"}):
+    if view.view == "listing" and (whole or LISTING in redrawn):
         out.update(listing(page, view))
-    if view.view == "lookup" and (whole or changed & {"view", "lookup_sentence", "lookup_dim", "lookup_grad"}):
+    if view.view == "lookup" and (whole or LOOKUP in redrawn):
         out.update(lookup(page, view))
     if whole or changed or notes or step.notes:  # an echo of what the page already shows keeps the notice
         out[page.notice] = notice((*notes, *step.notes))
@@ -150,9 +174,9 @@ def outputs(page, step: Step, *, asked: Iterable[str] = (), whole: bool = False,
     return out
 
 
-# fields a person changes a character at a time: the address bar rewrites one history entry
-# while they change, so Back goes to the view before the typing, not to each keystroke
-TYPED = frozenset({"sentence_a", "sentence_b", "search", "regex", "lookup_sentence"})
+# fields a person changes a character at a time (declared `typed`): the address bar rewrites one
+# history entry while they change, so Back goes to the view before the typing, not to each keystroke
+TYPED = frozenset(name for name, declared in FIELDS.items() if declared.typed)
 
 
 def address(view: View, push: bool, key: str | None = None) -> str:
@@ -165,9 +189,6 @@ def address(view: View, push: bool, key: str | None = None) -> str:
     if key is not None:
         sent["key"] = key
     return json.dumps(sent)
-
-
-_ALL_FIELDS = tuple(View.__dataclass_fields__)
 
 
 def plane(page, view: View, session: Session, tokens: tuple[str, ...] | None = None, revision: int = 0) -> dict:

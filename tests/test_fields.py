@@ -1,0 +1,193 @@
+"""One declaration per view field (core/fields.py): every field has every part, and the page
+does what the parts say.
+
+A field of `View` is declared once, with its kind (type and limits), link parameter, widget and
+what its change redraws; links, rendering and the page derive from that. These tests fail when a
+field lacks a part, names a widget the page does not have, or redraws other than it declares.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import fields
+
+import pytest
+
+from core.fields import BACKGROUND, DETAIL, LISTING, LOOKUP, PLANE, REDRAWS, TABLES, Field, Kind, Names, Text, Whole
+from core.live import Step
+from core.options import DETAILS, LIMITS
+from core.session import Session
+from core.share import PARAMETERS
+from core.state import FIELDS, SCREEN, View
+
+NAMES = [f.name for f in fields(View)]
+
+
+@pytest.fixture(scope="module")
+def page():
+    import app
+
+    return app.demo.explorer
+
+
+def widgets_of(page, declared: Field) -> list:
+    widget = getattr(page, declared.widget)
+    return list(widget.values()) if isinstance(widget, dict) else [widget]
+
+
+def missing_parts(page, name: str) -> list[str]:
+    """What the field `name` lacks, in words (empty: it is declared whole)."""
+    from ui import render
+
+    declared = FIELDS.get(name)
+    if not isinstance(declared, Field):
+        return ["a declaration: write it as `name: type = declare(default, kind, link=…, widget=…, redraws=…)`"]
+    lacks = []
+    default = View.__dataclass_fields__[name].default
+    if not isinstance(declared.kind, Kind):
+        lacks.append(f"a kind (its type and limits), not {declared.kind!r}")
+    elif declared.kind.check(default, name) != default:
+        lacks.append(f"a default its own kind keeps as it is ({default!r})")
+    if declared.link is None:
+        if name not in SCREEN or name in PARAMETERS.values():
+            lacks.append("its place outside links (View.SCREEN)")
+    elif not (isinstance(declared.link, str) and re.fullmatch(r"[a-z][a-z_]*", declared.link)):
+        lacks.append(f"a link parameter (lower-case letters and _), or link=None; not {declared.link!r}")
+    elif PARAMETERS.get(declared.link) != name:
+        lacks.append(f"a link parameter of its own: {declared.link!r} reads {PARAMETERS.get(declared.link)!r}")
+    shown = render.fields(page, View(), {name})
+    if declared.widget is None:
+        if shown:
+            lacks.append("widget=None while the page writes a widget of it")
+    elif not isinstance(declared.widget, str) or not hasattr(page, declared.widget):
+        lacks.append(f"a widget on the page: ui.page.Page has no {declared.widget!r}")
+    else:
+        widgets = widgets_of(page, declared)
+        if not all(widget in shown for widget in widgets):
+            lacks.append(f"a writer of its widget {declared.widget!r} (ui/render.py fields)")
+        if not all(widget in page.everything for widget in widgets):
+            lacks.append(f"its widget {declared.widget!r} among the outputs of every event (Page.everything)")
+    if not isinstance(declared.redraws, frozenset) or not declared.redraws <= set(REDRAWS):
+        lacks.append(f"what it redraws, from {', '.join(REDRAWS)} (redraws=set(): nothing)")
+    return lacks
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_view_field_is_declared_with_every_part(page, name):
+    assert missing_parts(page, name) == []
+
+
+def test_the_declarations_are_the_views_fields():
+    assert list(FIELDS) == NAMES
+
+
+def test_links_keep_their_parameters_and_order():
+    """The link format is a contract: derived from the declarations, it stays what it was."""
+    assert list(PARAMETERS) == [
+        "step", "a", "b", "source", "tokenizer", "vocab", "d", "maxlen", "segments", "seed", "positions", "freeze",
+        "groups", "labels", "arrows", "shift", "basis", "background", "token", "k", "flip", "dims", "search", "regex",
+        "view", "panel", "presenter", "listing_seed", "listing_bug", "lookup", "lookup_dim", "lookup_grad"]
+    assert SCREEN == ("narrow",)
+
+
+def test_a_misspelt_redraw_is_refused_where_it_is_declared():
+    with pytest.raises(ValueError, match="a field redraws only tables, plane"):
+        Field(Whole(), link="x", widget=None, redraws={"plain"}, typed=False)
+
+
+# --- what a change redraws is what its declaration says ---
+
+
+def another(name: str, value: object) -> object:
+    """An allowed value of field `name` other than `value`."""
+    kind = FIELDS[name].kind
+    if isinstance(value, bool):
+        return not value
+    if isinstance(kind, Whole):
+        low, _ = LIMITS[kind.limit or name]
+        return low + 1 if value == low else low
+    if isinstance(kind, Names):
+        chosen = tuple(value) or kind.allowed[:1]
+        chosen = chosen[:-1] if len(chosen) > 1 else kind.allowed[-1:]
+        return frozenset(chosen) if kind.as_set else chosen
+    if isinstance(kind, Text):
+        return "the dog slept"
+    if name == "flips":
+        return frozenset({1})
+    return next(key for key in kind.allowed if key != value)  # a Choice
+
+
+def drawn(page, out: dict, view: View) -> set[str]:
+    """What `render.outputs` drew again, named as in core.fields.REDRAWS."""
+    seen = {what for what, component in ((TABLES, page.tables_info), (PLANE, page.plot),
+                                         (BACKGROUND, page.background_json), (LISTING, page.listing_output),
+                                         (LOOKUP, page.lookup_output)) if component in out}
+    side = {"positions": page.positions_plot, "layernorm": page.layernorm_plot, "similarity": page.similarity_plot}
+    if view.view in side and out.get(side[view.view]) is not None:
+        seen.add(DETAIL)
+    return seen
+
+
+def closure(redraws: frozenset[str]) -> set[str]:
+    """What a declaration's redraws bring with them: tables the plane and the background, the
+    plane its open side view."""
+    wanted = set(redraws)
+    if TABLES in wanted:
+        wanted |= {PLANE, BACKGROUND}
+    if PLANE in wanted:
+        wanted.add(DETAIL)
+    return wanted
+
+
+def expected(redraws: frozenset[str], view: View) -> set[str]:
+    """What the declaration says a change draws on a page showing `view`: a side view only while open."""
+    shown = {DETAIL} if view.view in DETAILS else {LISTING} if view.view == "listing" else \
+        {LOOKUP} if view.view == "lookup" else set()
+    return {what for what in closure(redraws) if what not in (DETAIL, LISTING, LOOKUP) or what in shown}
+
+
+@pytest.fixture(scope="module")
+def session():
+    return Session.create()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_change_of_each_field_redraws_what_it_declares(page, session, name):
+    from ui import render
+
+    declared = FIELDS[name]
+    tab = "plane" if name == "view" else "listing" if LISTING in declared.redraws else \
+        "lookup" if LOOKUP in declared.redraws else "positions"
+    old = View(view=tab, panel="view")
+    new = old.with_(**{name: another(name, getattr(old, name))})
+    assert new.differs(old) == (name,)
+    tokens = [session.encode(view.sentence_a, view.sentence_b).tokens for view in (old, new)]
+    step = Step(old, new, session, session, tokens[1], (), tokens[0], revision=1)
+    out = render.outputs(page, step)
+    assert drawn(page, out, new) == expected(declared.redraws, new)
+    if declared.widget is not None:  # and its widget shows the new value
+        assert all(widget in out for widget in widgets_of(page, declared))
+
+
+def draw(page, what: str, view: View, session: Session):
+    """One of the things a change can redraw, drawn for `view`, as ui/render.py draws it."""
+    from ui import render
+
+    if what == PLANE:
+        return render.plane(page, view, session)
+    if what == DETAIL:
+        return render.detail(page, view, session)
+    if what == BACKGROUND:
+        return render.background_json(view, session)
+    return render.listing(page, view) if what == LISTING else render.lookup(page, view)
+
+
+@pytest.mark.parametrize("name", [name for name in NAMES if name not in FIELDS or TABLES not in FIELDS[name].redraws])
+def test_what_a_field_does_not_redraw_does_not_depend_on_it(page, session, name):
+    """The other half of a declaration's truth: a field left out of what something redraws
+    (the plane, say) must not change that thing, or the page would keep showing it stale."""
+    behind = session.with_basis("vocabulary")  # a fixed plane: the background and its reach are drawn
+    old = View(view="positions", background=0 if name == "background" else 100)
+    new = old.with_(**{name: LIMITS["background"][1] if name == "background" else another(name, getattr(old, name))})
+    for what in set(REDRAWS) - closure(FIELDS[name].redraws) - {TABLES}:
+        assert draw(page, what, old, behind) == draw(page, what, new, behind), f"{name} changes the {what}"
