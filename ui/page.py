@@ -60,11 +60,107 @@ TEST_HOOKS = "EMBEDDING_EXPLORER_TEST_HOOKS"  # set to 1 to add the tests' /fing
 
 
 class Page:
-    """The page's components by name; panels add theirs in `layout` and find others' here."""
+    """The page's components by name; panels add theirs in `layout` and find others' here.
+
+    Every component is declared below, under the module that makes it, and nothing else can be
+    set (`__slots__`): a misspelt name fails where it is set, not as a widget that is never
+    written. A view field's widget is named by its declaration in `core.state.View`."""
+
+    # the page (build_demo)
+    controls: gr.Tabs  # the control column's tabs: Tour, View, Tables, Train
+    views: gr.Tabs  # the main column's tabs: the plane and the side views
+    plane_tab: gr.Tab
+    panel_tabs: dict[str, gr.Tab]  # the control tabs by PANELS key, each added by its panel
+    # ui/plane.py: the sentences, the main plot, the selected token, the search
+    sentence_a: gr.Textbox
+    sentence_b: gr.Textbox
+    notice: gr.HTML
+    direct: plane.Direct  # the page's live route (ui/direct.py)
+    plot: gr.HTML
+    info: gr.HTML
+    token: gr.Dropdown
+    k: gr.Slider
+    flip: gr.Button
+    near_token: gr.Dataframe
+    near_output: gr.Dataframe
+    search: gr.Textbox
+    regex: gr.Checkbox
+    search_info: gr.Markdown
+    search_hits: gr.Dataframe
+    examples: gr.Examples
+    table: gr.HTML
+    embed_api: gr.Button
+    # ui/sideviews.py: positions, LayerNorm, similarity, the two documents
+    tabs: dict[str, gr.Tab]  # the side views' tabs by VIEWS key
+    positions_plot: gr.Plot
+    repeated: gr.Dataframe
+    layernorm_plot: gr.Plot
+    layernorm_info: gr.Markdown
+    similarity_plot: gr.Plot
+    listing_seed: gr.Number
+    listing_bug: gr.Checkbox
+    listing_output: gr.Code
+    listing_facts: gr.Markdown
+    listing_plot: gr.Plot
+    lookup_sentence: gr.Textbox
+    lookup_dim: gr.Number
+    lookup_grad: gr.Checkbox
+    lookup_info: gr.Markdown
+    lookup_vocab: gr.Dataframe
+    lookup_code: gr.Code
+    lookup_output: gr.Code
+    # ui/tourpanel.py: the tour and the address bar
+    previous_button: gr.Button
+    next_button: gr.Button
+    tour_text: gr.Markdown
+    address: gr.HTML
+    # ui/viewpanel.py: what to draw, in which plane; the link and exports
+    groups: gr.CheckboxGroup
+    labels: gr.Checkbox
+    arrows: gr.Checkbox
+    shift: gr.Checkbox
+    three_d: gr.Checkbox
+    basis: gr.Radio
+    background: gr.Number
+    refit_button: gr.Button
+    variance: gr.HTML
+    background_json: gr.Textbox
+    presenter: gr.Checkbox
+    share_button: gr.Button
+    png_button: gr.Button
+    export_button: gr.Button
+    share_query: gr.Textbox
+    share_link: gr.Textbox
+    share_notes: gr.Markdown
+    exports: gr.File
+    # ui/tablespanel.py: the tables and the random tables' settings
+    source: gr.Radio
+    upload: gr.File
+    positions: gr.Radio
+    tables_info: gr.Markdown
+    random_panel: gr.Accordion
+    tokenizer: gr.Radio
+    vocab_size: gr.Number
+    d_model: gr.Slider
+    maxlen: gr.Slider
+    n_segments: gr.Slider
+    seed: gr.Number
+    listing: gr.Button
+    # ui/trainpanel.py: freezes and training
+    freezes: dict[str, gr.Checkbox]  # by PARTS name
+    params: gr.Markdown
+    corpus: gr.Radio
+    steps: gr.Number
+    train_button: gr.Button
+    reset_button: gr.Button
+    trained: gr.Markdown
+    losses: gr.Plot
+
+    __slots__ = tuple(__annotations__)
 
     def __init__(self) -> None:
-        self.freezes: dict[str, gr.Checkbox] = {}
-        self.panel_tabs: dict[str, gr.Tab] = {}
+        self.freezes = {}
+        self.panel_tabs = {}
 
     @property
     def live_outputs(self) -> list:
