@@ -45,9 +45,9 @@ def figures_for(a: str, b: str, keys: list[str]) -> dict[str, dict[str, str]]:
     import plotly.express as px
 
     from core.figures import embedding_spec
+    from core.pipeline import explore
     from core.session import Session
     from core.state import View
-    from core.view import explore
     from core.wire import expand, figure_json
 
     session, groups = Session.create(), View().groups  # the page's default tables and groups

@@ -6,7 +6,7 @@ For sentence pairs of 16, 128 and 512 tokens on the BERT (MiniLM, d=384) tables 
 
 - ours:  the page's own keystroke compute, `ui.render.plane(app.demo.explorer, view, session)`,
          for a fresh tab's `View` of the pair (default toggles, nothing selected, no search)
-         in a new session's "this sentence" plane: `core.view.explore` (tokenize →
+         in a new session's "this sentence" plane: `core.pipeline.explore` (tokenize →
          components → PCA to 2-D, plus the spectrum of the explained-variance bar where the
          app measures one), the plot's figure JSON (`embedding_spec` + `figure_json`), the
          variance bar's HTML (`variance_bars`), the token table, the summary, the neighbours

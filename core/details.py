@@ -1,6 +1,6 @@
 """The side views of one sentence pair: positions, LayerNorm and token-to-token similarity.
 
-Each takes the same inputs as the main plane (`core.view.explore`) and returns a figure dict
+Each takes the same inputs as the main plane (`core.pipeline.explore`) and returns a figure dict
 plus what the page lists beside it, so what a side tab shows is always the sentence the
 plane shows. They run only when their tab is open: a 512 × 512 heatmap is not worth sending
 on every keystroke to a student who is looking at the plane.
@@ -15,10 +15,10 @@ import numpy as np
 
 from core.charts import collapse_figure, layernorm_figure, positions_figure, similarity_figure
 from core.measures import RepeatedToken, cosine_matrix, layernorm_stats, repeated_tokens
+from core.pipeline import explore
 from core.presets import POSITIONS, sinusoidal_table
 from core.projection import PCAProjection
 from core.session import Session
-from core.view import explore
 
 PATH_POSITIONS = 64  # positions drawn at least: a path needs a few dozen steps to show its shape
 # a position whose vector is this many times the median position's length is left out of the

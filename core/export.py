@@ -10,7 +10,7 @@ most ordinary format for its job:
   only arrays, so opening it runs no code, unlike a pickle.
 * ``.html`` — the interactive figure with plotly.js inside, so it opens offline.
 
-The file writers read neither torch nor gradio: they take the plain data `core.view.explore`
+The file writers read neither torch nor gradio: they take the plain data `core.pipeline.explore`
 produces (a `Scene`, vectors as numpy arrays, a figure dict). `export_view` runs the pipeline
 for a tab's view and writes them: one module-level call, which `core.offload` runs in its own
 process (the figure's HTML alone is megabytes of Python string work).
@@ -149,7 +149,7 @@ def export_view(folder: Path, view: View, session: Session) -> list[str]:
     """The three files of `view` (a `core.state.View`) on `session`'s tables, in `folder`, which
     is emptied first: a tab's next export replaces its last."""
     from core.figures import embedding_spec
-    from core.view import explore_view  # torch: only for this call, the writers above need none
+    from core.pipeline import explore_view  # torch: only for this call, the writers above need none
 
     result = explore_view(view, session)
     spec = embedding_spec(result.scene, labels=view.labels, arrows=view.arrows, shift=view.shift,

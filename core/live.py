@@ -35,9 +35,9 @@ from typing import TypeVar
 
 from core.memory import BUDGET, Budget, private
 from core.options import Refused
+from core.pipeline import fit_sentence_basis
 from core.session import Session
 from core.state import View
-from core.view import fit_sentence_basis
 
 T = TypeVar("T")
 IDLE_SECONDS = 3600  # a tab unused this long is forgotten

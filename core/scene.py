@@ -1,6 +1,6 @@
 """What one picture of the embedding layer shows, as plain data: the `Scene`.
 
-The pipeline (`core/view.py`) fills it from the tables; the figure builders (`core/figures.py`),
+The pipeline (`core/pipeline.py`) fills it from the tables; the figure builders (`core/figures.py`),
 the wire format (`core/wire.py`) and the label placement (`core/labels.py`) read it. No torch,
 no plotly, no gradio.
 """

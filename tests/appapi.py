@@ -19,7 +19,7 @@ from functools import cache
 import numpy as np
 
 from core.options import COMPONENTS
-from core.view import TABLE_HEADERS
+from core.pipeline import TABLE_HEADERS
 from core.wire import expand, table_rows
 
 ALL = list(COMPONENTS)

@@ -213,16 +213,16 @@ def test_installed_versions_carry_the_security_fixes():
 
 
 def test_a_crashing_callback_leaves_every_session_working(app_url, client, monkeypatch):
-    from core import view
+    from core import pipeline
 
-    real = view.explore
+    real = pipeline.explore
 
     def flaky(session, a, b, groups, **options):
         if a == "boom":
             raise RuntimeError("an unexpected fault inside the update")
         return real(session, a, b, groups, **options)
 
-    monkeypatch.setattr(view, "explore", flaky)
+    monkeypatch.setattr(pipeline, "explore", flaky)
     other = Client(app_url, verbose=False)
     embed(client, "calm before")
     before = fingerprint(client)

@@ -20,9 +20,9 @@ from core.export import (
     vectors_safetensors,
 )
 from core.figures import ADDITION_PATH, embedding_spec
+from core.pipeline import _vectors, explore
 from core.scene import Scene
 from core.session import Session
-from core.view import _vectors, explore
 
 
 @pytest.fixture(scope="module")

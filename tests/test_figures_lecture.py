@@ -25,10 +25,10 @@ from core.figures import (
     embedding_spec,
 )
 from core.options import LIMITS
+from core.pipeline import explore
 from core.projection import PCAProjection
 from core.scene import GROUPS, Neighbourhood, Scene
 from core.session import Session
-from core.view import explore
 from core.wire import figure_json, trace_json
 
 TOKENS = ("[CLS]", "the", "cat", "[SEP]", "on", "<i>mat</i>", "[SEP]")

@@ -201,8 +201,8 @@ def test_a_trained_session_s_neighbours_and_search_never_build_its_whole_table(m
     """The selected token's neighbours and a search read a trained table as its shared rows and
     its own: the same lists as the whole table gives, without building it (GloVe's is 80 MB)."""
     from core import search as searching
+    from core.pipeline import explore
     from core.search import search
-    from core.view import explore
 
     session = Session.create(source="bert").trained_on(Corpus.builtin(), SHORT)
     tokens = session.model.tok_embed

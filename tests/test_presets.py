@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from core.live import session_for
+from core.pipeline import explore
 from core.presets import (
     MAX_TABLE_BYTES,
     PRESET_MAXLEN,
@@ -19,7 +20,6 @@ from core.session import Session
 from core.state import View
 from core.training import Corpus, TrainConfig
 from core.uploads import UploadedTable
-from core.view import explore
 
 
 @pytest.fixture(scope="module")

@@ -5,10 +5,10 @@ import numpy as np
 import plotly.io as pio
 import pytest
 
+from core.pipeline import explore
 from core.presets import Settings
 from core.search import MAX_HITS, MAX_QUERY, SEARCH, search
 from core.session import Session
-from core.view import explore
 from core.wire import figure_json
 
 A, B = "The king spoke to the queen.", "A man and a woman listened."

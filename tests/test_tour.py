@@ -109,8 +109,8 @@ def test_every_word_a_step_names_and_its_selected_token_are_labelled(scale):
     their point); the others give way. Before, step 2's *cat* and step 6's *king* were not."""
     from core.figures import embedding_spec
     from core.live import session_for
+    from core.pipeline import explore_view
     from core.session import Session
-    from core.view import explore_view
 
     for number, lesson in enumerate(STEPS, 1):
         if lesson.view.view != "plane":

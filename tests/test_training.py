@@ -334,12 +334,12 @@ def test_config_names_the_field_and_the_allowed_range(changes, message):
 
 @pytest.mark.parametrize("basis", ["sentence", "vocabulary"])
 def test_a_frozen_table_s_points_stay_exactly_where_they_were_after_training(basis):
-    """A trained session is drawn in its untrained tables' plane (core/view.py `_plane`): refitted,
+    """A trained session is drawn in its untrained tables' plane (core/pipeline.py `_plane`): refitted,
     the frozen positions of tour step 7 moved by up to 4.5 units on screen."""
     import numpy as np
 
+    from core.pipeline import explore
     from core.session import Session
-    from core.view import explore
 
     a, b, groups = "the cat and the dog slept", "my aunt visited my uncle", ("token", "position")
     session = Session.create().with_frozen(frozenset({"position"})).with_basis(basis)

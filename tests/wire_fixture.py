@@ -7,7 +7,7 @@ sentences that exercise every column (a word six times, whose token points pile 
 a hover names, a ## word piece, the [CLS]/[SEP] markers, and "<", ">" and "&", which the hover
 text escapes). It holds:
 
-- ``scene``: the `Scene` the pipeline drew (``core.view.explore_view``), its arrays as lists,
+- ``scene``: the `Scene` the pipeline drew (``core.pipeline.explore_view``), its arrays as lists,
   so the figure is rebuilt from the same numbers anywhere, without torch or PCA;
 - ``compact``: what the page receives (``embedding_spec(scene, compact=True)``, as JSON);
 - ``expanded``: the traces the page must draw, taken from the *whole* figure
@@ -109,9 +109,9 @@ def table_of(scene: Scene) -> list[list]:
 
 def build() -> dict:
     """The fixture, from the app's pipeline (its default tables, view and options)."""
+    from core.pipeline import explore_view
     from core.session import Session
     from core.state import View
-    from core.view import explore_view
 
     view = View(sentence_a=SENTENCES[0], sentence_b=SENTENCES[1])
     stored = scene_json(explore_view(view, Session.create(view.settings, view.source)).scene)

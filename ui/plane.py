@@ -11,7 +11,7 @@ from __future__ import annotations
 import gradio as gr
 
 from core.options import LIMITS, MAX_SEARCH, MAX_TEXT, Refused
-from core.view import TABLE_HEADERS
+from core.pipeline import TABLE_HEADERS
 from ui import events, render
 from ui.assets import EXAMPLES
 from ui.direct import Direct, written_by_page

@@ -32,11 +32,11 @@ from core.listing import run_listing
 from core.live import Step
 from core.lookup import walk_through
 from core.options import BASES, DETAILS, MAX_QUERY, PARTS, POSITIONS
+from core.pipeline import Exploration, explore_view, flipped_tokens
 from core.search import SearchResult, search
 from core.session import Session
 from core.share import to_query
 from core.state import FIELDS, View
-from core.view import Exploration, explore_view, flipped_tokens
 from core.wire import figure_json, trace_json
 
 NO_TOKEN = ""  # the token picker's value when no token is selected
@@ -279,7 +279,7 @@ def _behind(view: View, session: Session) -> bool:
 
 def _behind_tokens(view: View, session: Session):
     """The background the page draws (cached: core.basis.background), in the untrained table's
-    plane, as core.view._plane draws the sentence in."""
+    plane, as core.pipeline._plane draws the sentence in."""
     plane = (vocabulary_basis(session.source.model.tok_embed).projection if session.basis == "vocabulary"
              else session.frozen_basis)
     return background(session.tokenizer, session.model.tok_embed, plane, view.background)

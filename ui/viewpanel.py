@@ -12,8 +12,8 @@ from core.basis import vocabulary_basis
 from core.export import export_view
 from core.offload import OffloadError
 from core.options import BASES, COMPONENTS, LIMITS, PANELS, Refused
+from core.pipeline import fit_sentence_basis
 from core.share import to_query
-from core.view import fit_sentence_basis
 from ui import events, render
 from ui.direct import written_by_page
 from ui.plane import LIVE
@@ -88,7 +88,7 @@ def refit(page, request: gr.Request) -> dict:
             gr.Info("'This sentence' refits on every change already; freeze the plane to keep one.")
             return {page.notice: gr.skip()}
         if view.basis == "vocabulary":
-            fitted = events.JOBS.run(live, "refitting", lambda: vocabulary_basis(  # the plane core.view draws in
+            fitted = events.JOBS.run(live, "refitting", lambda: vocabulary_basis(  # the plane core.pipeline draws in
                 session.source.model.tok_embed, refit=True, run=events.OFFLOAD.call))
             rows = session.model.config.vocab_size
             gr.Info(f"Fitted the plane of all {rows:,} rows of the token table in {fitted.seconds:.2f} s.")

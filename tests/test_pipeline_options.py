@@ -1,4 +1,4 @@
-"""core.view.explore's lecture options, through real sessions: the vocabulary and frozen bases
+"""core.pipeline.explore's lecture options, through real sessions: the vocabulary and frozen bases
 (points that stay put while typing), the explained-variance spectrum, the selected token's
 nearest neighbours (BERT's and a random table's), and flipping a token's segment."""
 
@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from core.basis import BASES
+from core.pipeline import MAX_NEIGHBOURS, explore, fit_sentence_basis
 from core.presets import Settings
 from core.session import Session
 from core.training import Corpus, TrainConfig
-from core.view import MAX_NEIGHBOURS, explore, fit_sentence_basis
 
 A = "the cat sat"
 B1, B2 = "on the mat", "a dog barked at the postman today"

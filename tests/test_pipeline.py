@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from core.embedding import COMPONENTS
+from core.pipeline import TABLE_HEADERS, explore
 from core.presets import LISTING_SETTINGS, Settings, random_source
 from core.session import Session
-from core.view import TABLE_HEADERS, explore
 
 
 @pytest.fixture(scope="module")
