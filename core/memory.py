@@ -8,7 +8,8 @@ distinct settings grew the process by 128 MiB a tab until the Space fell.
 
 One `Budget` per process (`BUDGET`) counts what is held, from the holders themselves: the
 distinct private tensors of every tab's session and of the caches, by the memory they view, so
-a table shared by a thousand tabs counts once and the count cannot drift from the truth. Every
+a table shared by a thousand tabs counts once and the count cannot drift from the truth; and,
+for each tab in the store, what it holds beside tables (`TAB_STATE_BYTES`, measured). Every
 path that builds a table — a link, a tour step, the settings, an upload — first reserves its
 bytes (`Budget.reserve`). Past the limit, room is made by *parking* the least recently used
 tabs whose tables can be rebuilt exactly from their view (a random layer is its seed; see
@@ -40,6 +41,10 @@ PROCESS_BYTES = 4096 * MIB
 # largest upload it keeps to switch back to (60 million numbers, 229 MiB), and a training
 TAB_BYTES = 448 * MIB
 WORD_BYTES = 120  # what one word of an uploaded vocabulary costs: its string, its dict entry, its list slot
+# what a tab holds beside its tables, counted for every tab in the store: its view, its session's
+# objects and gradio's per-session state (its last outputs). Measured through the launched app:
+# 60 tabs +22 MiB beside their tables (bench/memory_attack.py), 5,050 new tabs +1.1 GB
+TAB_STATE_BYTES = 384 * 2**10
 
 Holding = dict[int, int]  # a storage's address -> its bytes
 
@@ -99,8 +104,13 @@ class Budget:
         self._clear.append(clear)
 
     def held(self) -> int:
-        """Bytes of the distinct private storages held now, by tabs and caches."""
-        return sum(self._holders()[1].values())
+        """Bytes held now: the distinct private storages of tabs and caches, and each tab's state."""
+        tabs, every = self._holders()
+        return self._total(tabs, every)
+
+    @staticmethod
+    def _total(tabs: list, every: Holding) -> int:
+        return sum(every.values()) + len(tabs) * TAB_STATE_BYTES
 
     def _holders(self) -> tuple[list[tuple[object, Holding]], Holding]:
         tabs = [(tab, self._own(holding)) for tab, holding in self.tabs()]
@@ -132,7 +142,7 @@ class Budget:
             self.check_tab({-1: nbytes})
         with self._lock:
             tabs, every = self._holders()
-            short = sum(every.values()) + self._reserved + nbytes - self.limit
+            short = self._total(tabs, every) + self._reserved + nbytes - self.limit
             if short > 0:
                 self._make_room(short, tabs, every)
                 short = self.held() + self._reserved + nbytes - self.limit

@@ -1,0 +1,184 @@
+"""What strangers can make a public Space hold: random tables, uploads, and tabs.
+
+    python -m bench.memory_attack [--budget-mib N] [--only random|uploads|tabs]
+
+Launches `app.py` in a child process with the memory budget for visitors' own tables set to
+`--budget-mib` (`EXPLORER_TABLE_MEMORY_MIB`; the app's default is 4,096) and plays the
+attacks of the public-Space review against it, through gradio_client and raw HTTP calls, as a
+stranger would:
+
+1. 60 tabs, each asking `/settings` for a distinct largest random layer (127.2 MiB each,
+   7.5 GiB in all): the server's RSS growth, at its peak and after (target ≤ the budget),
+   and how many were refused;
+2. 30 tabs, each uploading a distinct file near the upload cap (a 188 MiB `.npy`): the
+   same;
+3. a student's tab, then 5,050 new tabs opened by one stranger's address (raw
+   `/gradio_api/call/embed` calls, each with a session hash of its own): how many the server
+   refused, and whether the student's view was kept.
+
+Each figure is printed beside its target; nothing is asserted. `bench/public_space.py` reports
+the same rows beside its others.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import threading
+import time
+import uuid
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from bench.appserver import launched_app, mib
+from bench.report import table
+
+LARGEST = ("wordpiece", 1000, 1024, 2048, 8)  # /settings' values but the seed: a 127.2 MiB layer
+LAYER_MIB = 127.2
+STUDENT = "198.51.100.20"  # documentation addresses, forwarded as a proxy would (uvicorn trusts loopback's)
+STRANGER = "203.0.113.7"
+UPLOAD_ROWS, UPLOAD_WIDTH = 48_000, 1_024  # 188 MiB of float32, under the 200 MB file cap and 60 M numbers
+
+
+def visitor(url: str, address: str):
+    from gradio_client import Client
+
+    return Client(url, verbose=False, download_files=False, headers={"X-Forwarded-For": address})
+
+
+def warmed(url: str, process) -> float:
+    """The server's RSS once it has served what every visitor's first visit loads (WordPiece,
+    the plane's solvers, a small random layer): what strangers' tables are counted above."""
+    warm = visitor(url, "192.0.2.254")
+    warm.predict("wordpiece", 1000, 32, 512, 2, 1, api_name="/settings")
+    warm.predict("the first visit loads", "what every visit needs", api_name="/embed")
+    time.sleep(2)
+    return mib(process)
+
+
+class Peak:
+    """The process's resident memory, sampled every 20 ms while the block runs, above `base`."""
+
+    def __init__(self, process, base: float) -> None:
+        self.process, self.before, self.peak = process, base, mib(process)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.02):
+            self.peak = max(self.peak, mib(self.process))
+
+    def __enter__(self) -> Peak:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.after = mib(self.process)
+
+
+def noticed(result) -> str:
+    """What a call's answer says in its notice, whichever output it is."""
+    values = result if isinstance(result, tuple | list) else (result,)
+    return " ".join(v for v in values if isinstance(v, str) and "⚠️" in v)
+
+
+def random_table_rows(url: str, process, base: float, budget_mib: int, tabs: int = 60) -> list[tuple[str, ...]]:
+    refused = 0
+    with Peak(process, base) as rss:
+        for i in range(tabs):
+            answer = visitor(url, f"192.0.2.{i % 250}").predict(*LARGEST, 90_000 + i, api_name="/settings")
+            refused += "has no room" in noticed(answer)
+    return _rss_rows(f"{tabs} tabs each asking for a distinct largest random layer "
+                     f"({tabs * LAYER_MIB / 1024:.1f} GiB unbounded)", rss, budget_mib, refused, tabs)
+
+
+def upload_rows(url: str, process, base: float, budget_mib: int, tabs: int = 30) -> list[tuple[str, ...]]:
+    import numpy as np
+    from gradio_client import handle_file
+
+    refused = 0
+    table = np.random.default_rng(0).standard_normal((UPLOAD_ROWS, UPLOAD_WIDTH), dtype=np.float32)
+    size = table.nbytes / 2**20
+    with tempfile.TemporaryDirectory() as folder, Peak(process, base) as rss:
+        path = Path(folder) / "near-the-cap.npy"
+        for i in range(tabs):
+            table[0, 0] = i  # a distinct file each time: nothing to share by content
+            np.save(path, table)
+            answer = visitor(url, f"192.0.2.{i}").predict(handle_file(str(path)), api_name="/upload")
+            refused += "has no room" in noticed(answer)
+    return _rss_rows(f"{tabs} tabs each uploading a distinct {size:.0f} MiB file "
+                     f"({tabs * size / 1024:.1f} GiB unbounded)", rss, budget_mib, refused, tabs)
+
+
+def _rss_rows(what: str, rss: Peak, budget_mib: int, refused: int, tabs: int) -> list[tuple[str, ...]]:
+    peak, after = rss.peak - rss.before, rss.after - rss.before
+    return [
+        (f"{what}: peak RSS above the warm server", f"{peak:+,.0f} MiB", f"budget {budget_mib:,} MiB",
+         f"{peak / budget_mib:.2f}×", "≤ 1× the budget", "yes" if peak <= budget_mib else "no"),
+        ("  RSS above the warm server after; refused with a sentence", f"{after:+,.0f} MiB; {refused} of {tabs}",
+         "", "", "", ""),
+    ]
+
+
+def eviction_rows(url: str, tabs: int = 5_050) -> list[tuple[str, ...]]:
+    """An idle student's tab, then a stranger's thousands of new tabs from one address."""
+    import httpx
+
+    student = visitor(url, STUDENT)
+    student.predict("my own view", "kept while strangers come", api_name="/embed")
+    refused = Counter()
+    lock = threading.Lock()
+
+    def open_tab(_: int) -> None:
+        with httpx.Client(timeout=60, headers={"X-Forwarded-For": STRANGER}) as http:
+            sent = http.post(f"{url}gradio_api/call/embed",
+                             json={"data": ["a stranger's tab", ""], "session_hash": uuid.uuid4().hex})
+            answer = http.get(f"{url}gradio_api/call/embed/{sent.json()['event_id']}").text
+        with lock:
+            refused["refused" if "Too many new pages" in answer else "opened"] += 1
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(open_tab, range(tabs)))
+    seconds = time.perf_counter() - start
+    answer = student.predict("my own view", "still here?", api_name="/embed")
+    kept = "reload the page" not in str(answer)
+    return [(f"a student's idle tab after one address opened {tabs:,} new tabs in {seconds:.0f} s",
+             "kept" if kept else "pushed out", f"{refused['refused']:,} refused, {refused['opened']:,} opened", "",
+             "kept", "yes" if kept else "no")]
+
+
+HEADER = ("measure", "ours", "baseline", "ratio", "target", "met?")
+
+
+def rows(url: str, process, budget_mib: int, only: str | None = None) -> list[tuple[str, ...]]:
+    """Every attack's rows, one after another on one server (what an earlier one left is held
+    while the next runs, as on a Space): RSS is counted above the warm server."""
+    base = warmed(url, process)
+    found = []
+    if only in (None, "random"):
+        found += random_table_rows(url, process, base, budget_mib)
+    if only in (None, "uploads"):
+        found += upload_rows(url, process, base, budget_mib)
+    if only in (None, "tabs"):
+        found += eviction_rows(url, 5_050)
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--budget-mib", type=int, default=1024, help="the app's budget for visitors' own tables")
+    parser.add_argument("--only", choices=("random", "uploads", "tabs"), help="one attack")
+    args = parser.parse_args()
+    os.environ["EXPLORER_TABLE_MEMORY_MIB"] = str(args.budget_mib)
+    with launched_app() as (url, process):
+        table(f"what strangers can make the server hold (budget for visitors' own tables {args.budget_mib:,} MiB)",
+              HEADER, rows(url, process, args.budget_mib, args.only))
+
+
+if __name__ == "__main__":
+    main()
