@@ -341,17 +341,9 @@ class _TokenColumns:
                 places.update(where)
                 last.update(over)
                 labelled = (labelled[0] + counts[0], labelled[1] + counts[1])
-        return cls(
-            order=order,
-            hovertext=escaped,
-            labels=written,
-            labelled=labelled,
-            places=places,
-            last=last,
-            symbol=[shapes[i] for i in order],
-            customdata=np.column_stack([scene.ids, scene.positions, scene.segment_ids,
-                                        np.zeros(len(order))])[order].astype(np.float32),
-        )
+        customdata = np.column_stack([scene.ids, scene.positions, scene.segment_ids, np.zeros(len(order))])
+        return cls(order, escaped, written, labelled, places, last, symbol=[shapes[i] for i in order],
+                   customdata=customdata[order].astype(np.float32))
 
 
 NAMED = "(named)"  # the trace of a group's labels that must be written: "token (named)"
