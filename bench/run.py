@@ -282,7 +282,7 @@ def measure_payload(sizes: tuple[int, ...] = (16, 128, 512), background: tuple[i
 
 
 def _unrevised(figure: str) -> dict:
-    """A figure's JSON without its revision (the tab's change count, core.live.Step.revision)."""
+    """A figure's JSON without its revision (the tab's change count, core.live.Change.revision)."""
     found = json.loads(figure)
     found["layout"]["meta"].pop("revision", None)
     return found

@@ -125,7 +125,7 @@ def holding(session: Session) -> dict[int, int]:
 
 
 @dataclass(frozen=True)
-class Step:
+class Change:
     """One applied change: the view and session before and after, and what was let go."""
 
     old_view: View
@@ -220,11 +220,11 @@ class Live:
     def apply(
         self,
         change: Callable[[View], View],
-        compute: Callable[[Step], T],
+        compute: Callable[[Change], T],
         *,
         tables: Callable[[Session], Session] | None = None,
         whole: bool = False,
-    ) -> tuple[Step, T]:
+    ) -> tuple[Change, T]:
         """Change the view, compute what the page shows, then swap the new state in.
 
         `change(view)` gives the new view; `tables(session)`, if given, changes the tables
@@ -244,7 +244,7 @@ class Live:
                 BUDGET.check_tab(holding(session))
             tokens = session.encode(view.sentence_a, view.sentence_b).tokens
             view, notes = follow(() if whole else self.tokens, tokens, view)
-            step = Step(self.view, view, self.session, session, tokens, notes, self.tokens, self.revision + 1)
+            step = Change(self.view, view, self.session, session, tokens, notes, self.tokens, self.revision + 1)
             out = compute(step)
             self.view, self.session, self.tokens, self.revision = view, session, tokens, step.revision
             return step, out

@@ -14,7 +14,7 @@ from dataclasses import fields
 import pytest
 
 from core.fields import BACKGROUND, DETAIL, LISTING, LOOKUP, PLANE, REDRAWS, TABLES, Field, Kind, Names, Text, Whole
-from core.live import Step
+from core.live import Change
 from core.options import DETAILS, LIMITS
 from core.session import Session
 from core.share import PARAMETERS
@@ -162,7 +162,7 @@ def test_a_change_of_each_field_redraws_what_it_declares(page, session, name):
     new = old.with_(**{name: another(name, getattr(old, name))})
     assert new.differs(old) == (name,)
     tokens = [session.encode(view.sentence_a, view.sentence_b).tokens for view in (old, new)]
-    step = Step(old, new, session, session, tokens[1], (), tokens[0], revision=1)
+    step = Change(old, new, session, session, tokens[1], (), tokens[0], revision=1)
     out = render.outputs(page, step)
     assert drawn(page, out, new) == expected(declared.redraws, new)
     if declared.widget is not None:  # and its widget shows the new value

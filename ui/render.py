@@ -29,7 +29,7 @@ from core.details import layernorm_detail, positions_detail, similarity_detail
 from core.fields import BACKGROUND, DETAIL, LISTING, LOOKUP, PLANE, TABLES
 from core.figures import background_trace, embedding_spec
 from core.listing import run_listing
-from core.live import Step
+from core.live import Change
 from core.lookup import walk_through
 from core.options import BASES, DETAILS, MAX_QUERY, PARTS, POSITIONS
 from core.pipeline import Exploration, explore_view, flipped_tokens
@@ -124,7 +124,7 @@ def _redrawn(names: Iterable[str]) -> frozenset[str]:
     return frozenset().union(*(FIELDS[name].redraws for name in names))
 
 
-def outputs(page, step: Step, *, asked: Iterable[str] = (), whole: bool = False, notes: Iterable[str] = (),
+def outputs(page, step: Change, *, asked: Iterable[str] = (), whole: bool = False, notes: Iterable[str] = (),
             listed: bool = True, key: str | None = None) -> dict:
     """Everything the page must redraw after `step`.
 
@@ -197,7 +197,7 @@ def plane(page, view: View, session: Session, tokens: tuple[str, ...] | None = N
 
     `tokens`: the view's tokens when the caller has them (an applied change has), so the
     live path does not tokenize the sentences once more to find the flipped ones.
-    `revision`: the tab's change count (`core.live.Step.revision`); the page's script draws
+    `revision`: the tab's change count (`core.live.Change.revision`); the page's script draws
     no figure older than the one it shows, whichever path brought it."""
     result = explore_view(view, session, tokens)
     found, searched = _search(view, session, result), []
