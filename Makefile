@@ -27,7 +27,7 @@ system-packages:
 lint:
 	$(PYTHON) -m ruff check .
 
-# every performance target in one table (10-15 minutes); bench-quick is a rough two-minute pass
+# every performance target in one table (about 15 minutes); bench-quick is a rough pass (about 8 minutes)
 bench: install-dev system-packages
 	$(PYTHON) -m bench.run
 

@@ -41,7 +41,7 @@ Whatever the numbers, nothing here asserts a time: "met?" is reported ("—" for
 without a target), and the exit status is non-zero only when a measure could not run. The
 process takes the app's thread settings (one torch thread, one BLAS thread) before anything
 is timed. ``--quick`` runs every measure with few repeats (a smoke run of about eight
-minutes, half of it the lecture: its numbers are rough); the full run takes about twenty
+minutes, half of it the lecture: its numbers are rough); the full run takes about fifteen
 minutes on a 2-core machine.
 """
 
