@@ -171,6 +171,7 @@ class Live:
     shown: dict = field(default_factory=dict, repr=False)
     pending: dict = field(default_factory=dict, repr=False)
     latest: int = 0  # the newest direct call's number: an older one still waiting is skipped
+    client: str | None = None  # the client address (an IPv6 /64) that opened it, if known: its share of memory
     # a parked tab's plane (its basis and a frozen plane), kept while its tables are let go (see `park`)
     _parked: tuple | None = field(default=None, repr=False)
 
@@ -241,7 +242,9 @@ class Live:
             current = self.session
             session = session_for(view, tables(current) if tables is not None else current)
             if session is not current:
-                BUDGET.check_tab(holding(session))
+                held = holding(session)
+                BUDGET.check_tab(held)
+                BUDGET.check_client(self, held)
             tokens = session.encode(view.sentence_a, view.sentence_b).tokens
             view, notes = follow(() if whole else self.tokens, tokens, view)
             step = Change(self.view, view, self.session, session, tokens, notes, self.tokens, self.revision + 1)
@@ -294,7 +297,8 @@ class Lives:
             if key in self._ended and not fresh:
                 raise Expired(self._ended[key])
         self.new_tabs.take(address)
-        new = Live()  # outside the store's lock: its tables may need the memory budget, which reads the store
+        # outside the store's lock: its tables may need the memory budget, which reads the store
+        new = Live(client=_client(address) if address else None)
         with self._lock:
             live = None if fresh else self._lives.get(key)
             if live is None:

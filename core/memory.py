@@ -14,7 +14,8 @@ path that builds a table — a link, a tour step, the settings, an upload — fi
 bytes (`Budget.reserve`). Past the limit, room is made by *parking* the least recently used
 tabs whose tables can be rebuilt exactly from their view (a random layer is its seed; see
 `core.live.Live.park`); only if that frees too little is the new table refused, with a
-sentence. A tab is capped too (`Budget.check_tab`), so one page cannot hold the budget alone.
+sentence. A tab is capped too (`Budget.check_tab`), and so are the tabs of one client address
+(`Budget.check_client`), so one page, or one stranger's many, cannot hold the budget alone.
 
 The limits are read from the environment when the app starts (`EXPLORER_TABLE_MEMORY_MIB`,
 `EXPLORER_TAB_MEMORY_MIB`), so a Space with more or less memory sets them without a code
@@ -37,6 +38,10 @@ MIB = 2**20
 # every visitor's private tables together: a 16 GB Space keeps the base (~2 GB with BERT, GloVe,
 # gradio and the heavy-work process) and this, with room to spare for the work of the moment
 PROCESS_BYTES = 4096 * MIB
+# one client address (a household, a school behind one address: by its /64 for IPv6): a quarter
+# of the process's budget, so a stranger's few greedy tabs cannot hold it all and lock everyone
+# else out of uploads and large tables
+ADDRESS_SHARE = 4
 # one tab: the largest random layer with a position table of another kind (136 MiB), beside the
 # largest upload it keeps to switch back to (60 million numbers, 229 MiB), and a training
 TAB_BYTES = 448 * MIB
@@ -121,6 +126,34 @@ class Budget:
 
     def _own(self, holding: Holding) -> Holding:
         return {address: size for address, size in holding.items() if address not in self._base}
+
+    def check_client(self, tab: object, holding: Holding) -> None:
+        """Refuse a tab's tables when, with them (`holding`: what the tab would hold), the tabs of
+        its client address would hold more than their share of the budget (`ADDRESS_SHARE`).
+        The address's own tabs unused longest whose tables can be rebuilt are parked first."""
+        client = getattr(tab, "client", None)
+        if client is None:
+            return
+        share = self.limit // ADDRESS_SHARE
+        mine = [(other, self._own(h)) for other, h in self.tabs()
+                if other is not tab and getattr(other, "client", None) == client]
+
+        def size() -> int:
+            held = dict(self._own(holding))
+            for _, other in mine:
+                held.update(other)
+            return sum(held.values())
+
+        for index, (other, _) in enumerate(mine):  # least recently used first
+            if size() <= share:
+                break
+            if self.park(other):
+                mine[index] = (other, {})
+        if size() > share:
+            raise Refused(f"The pages from your address would hold {size() / MIB:,.0f} MiB of the server's memory "
+                          f"for visitors' own tables, more than one address may ({share / MIB:,.0f} MiB): close "
+                          "pages you no longer use (they are let go after an hour unused), or choose smaller "
+                          "settings, or BERT's or GloVe's tables, which every page shares.")
 
     def check_tab(self, holding: Holding) -> None:
         """Refuse a tab's tables past the tab's limit (`holding`: what it would hold)."""

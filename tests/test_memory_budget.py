@@ -192,3 +192,29 @@ def _tiny_training():
     from core.training import Corpus, TrainConfig
 
     return Corpus(("the cat sat", "a dog ran")), TrainConfig(steps=2)
+
+
+def test_the_tabs_of_one_address_hold_at_most_their_share(budget):
+    """A stranger's few greedy tabs cannot hold the whole budget: each address gets a quarter
+    (here 5 MiB of 20), while another address's tab still gets its table."""
+    store = Lives(budget=budget)
+    small = {"tokenizer": "word", "vocab_size": 1000, "d_model": 1024, "maxlen": 64}  # about 4.2 MiB
+    greedy = [store.get(f"greedy-{i}", address="203.0.113.7") for i in range(2)]
+    settle(greedy[0], **small, seed=1)
+    trained = greedy[0].session.trained_on(*_tiny_training())  # a training cannot be rebuilt: never parked
+    greedy[0].apply(lambda view: view, lambda step: None, tables=lambda session: trained)
+    before = greedy[1].session.fingerprint()
+    with pytest.raises(Refused, match=r"pages from your address would hold [\d,]+ MiB .* more than one address "
+                                      r"may \(5 MiB\)"):
+        settle(greedy[1], **small, seed=2)
+    assert greedy[1].session.fingerprint() == before
+    settle(store.get("student", address="198.51.100.20"), **small, seed=3)  # another address: its own share
+
+
+def test_an_address_s_own_unused_tabs_make_room_for_its_new_one(budget):
+    store = Lives(budget=budget)
+    small = {"tokenizer": "word", "vocab_size": 1000, "d_model": 1024, "maxlen": 64}
+    old, new = (store.get(name, address="192.0.2.5") for name in ("old", "new"))
+    settle(old, **small, seed=1)
+    settle(new, **small, seed=2)  # 8 MiB over a 5 MiB share: the address's older tab is parked
+    assert old._parked is not None and new.session.settings.seed == 2

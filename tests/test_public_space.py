@@ -611,7 +611,7 @@ def test_an_upload_past_the_memory_budget_is_refused_with_a_sentence_and_changes
     before = fingerprint(client)
     result = client.predict(handle_file(str(path)), api_name="/upload")
     notice = html.unescape(text_of(output(client, "upload", result, "notice")))
-    assert "memory for visitors' own tables (4 MiB" in notice
+    assert "memory for visitors' own tables" in notice and "MiB" in notice  # the process's, or its address's share
     assert fingerprint(client) == before
 
 

@@ -85,6 +85,7 @@ def upload(page, request: gr.Request, path: str | None) -> dict:
         live = events.live_of(request)
         if not path:
             raise Refused("No file arrived; choose a table file to upload.")
+        BUDGET.check_client(live, {**live.holding(), -1: _size(path)})  # before any work: refused at once
         with BUDGET.reserve(2 * _size(path), "the uploaded file's table"):
             table = events.JOBS.run(live, "reading the upload", lambda: read_upload(path, UPLOAD_LIMITS))
             out = events.update(page, request, lambda view: view.with_(source="upload"),
