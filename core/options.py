@@ -83,6 +83,16 @@ MAX_QUERY = 32_000  # characters of a view's query string the page keeps in its 
 MAX_PARAMETERS = 64  # a link's parameters read: one with more is cut, and each ignored one costs a note
 MAX_FLIPS = 64  # tokens given the other segment at once
 
+# gradio's queue (ui/admission.py): what may wait at once. A call's work is counted in short
+# updates: 1, plus 1 per QUEUE_WORK_CHARS characters of text it carries (two sentences at
+# MAX_TEXT: 21), since an update's cost grows with its text up to the table's positions
+QUEUE_WORK_CHARS = 1_000
+QUEUE_WAITING = 1_000  # calls waiting, every visitor together: past it, "try again in a minute"
+# work waiting from one client address: a class of a hundred behind one school address, each page
+# with two short updates waiting, fits with room; a flood of long calls gets a dozen places
+QUEUE_ADDRESS_WORK = 300
+QUEUE_PER_TAB = 4  # calls waiting from one page (its live updates replace each other besides)
+
 
 def default_pair() -> tuple[str, str]:
     """The page's first example pair: what a fresh page and a link without sentences show."""

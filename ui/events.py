@@ -24,6 +24,7 @@ from core.offload import Offload
 from core.options import Refused
 from core.session import Session
 from core.state import View
+from ui.admission import superseded
 
 # every tab's state, and the pool heavy work shares: one job at a time, the rest in line, one per
 # tab; a training's or a refit's computing runs in the process OFFLOAD keeps, off this one's lock
@@ -128,6 +129,10 @@ def update(
     from ui import render  # render imports the panels' names; events is imported by them
 
     outputs = None if outputs is None else list(outputs)
+    if request is not None and superseded(request):
+        # a newer call of this event from this tab waits behind it in gradio's queue
+        # (ui/admission.py): that one writes the page; this one answers "no change" at once
+        return _within(page, {}, outputs)
 
     try:
         live = live or live_of(request)

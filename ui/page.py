@@ -23,7 +23,7 @@ from starlette.responses import HTMLResponse, JSONResponse
 from core.options import MAX_QUERY, VIEWS
 from core.state import View
 from core.uploads import UploadLimits
-from ui import events, plane, rawfiles, render, sideviews, tablespanel, tourpanel, trainpanel, viewpanel
+from ui import admission, events, plane, rawfiles, render, sideviews, tablespanel, tourpanel, trainpanel, viewpanel
 from ui.assets import ASSETS, gradio_plotly
 
 # gradio's queue summarises its event log (a pandas DataFrame of up to 10,000 events) after
@@ -247,6 +247,8 @@ class Explorer(gr.Blocks):
         app_kwargs["routes"] = [*app_kwargs.get("routes", ()), self.explorer.direct.route()]
         app_kwargs["middleware"] = [*app_kwargs.get("middleware", ()), Middleware(CompressedPage),
                                     Middleware(rawfiles.UploadGate)]
+        # a call no queue bound would let in is refused before gradio reads it (ui.admission.Door)
+        app_kwargs["middleware"].append(Middleware(admission.Door, admission=self.admission))
         app_kwargs["exception_handlers"] = {**app_kwargs.get("exception_handlers", {}),
                                             FnIndexInferError: no_such_endpoint}
         events.OFFLOAD.start()  # heavy work's process imports while the server comes up
@@ -324,8 +326,11 @@ def build_demo(*, test_hooks: bool | None = None) -> gr.Blocks:
                   page.address, page.everything, js=tourpanel.SCREEN_JS, api_name=False, show_progress="hidden")
         if test_hooks:
             _test_hooks(page)
-    # live updates: two at a time (one per core); heavy work waits in core.live.Jobs, not here
+    # live updates: two at a time (one per core); heavy work waits in core.live.Jobs, not here.
+    # gradio's own bound (max_size) is off: ui.admission bounds the line per tab, per address and
+    # in all, each refusal a sentence, and serves it in fair turns across addresses
     demo.queue(default_concurrency_limit=2, max_size=None)
+    admission.install(demo)
     demo.explorer = page  # benchmarks call the page's own rendering (ui.render) with its components
     return demo
 
