@@ -1,6 +1,6 @@
 """What a public Space costs when strangers push it: heavy neighbours, crowds that train, huge text, exports.
 
-    python bench/public_space.py [--quick] [--only N ...]
+    python -m bench.public_space [--quick] [--only N ...]
 
 Launches `app.py` in a child process (`bench.appserver.launched_app`) with its own gradio
 cache folder, talks to it with `gradio_client` as strangers would, and prints one markdown
@@ -23,7 +23,11 @@ table, each figure beside its baseline or target measured in the same run:
    student's update through the queue (target ≤ 2 s) and keystroke as the page sends it, p50 and
    p95 against alone, the queue's length meanwhile, and how many of the flood were refused;
 6. a keystroke on GloVe with a slow regular-expression search in the view (as a link can carry
-   it), against one without a search (target ≤ 2×).
+   it), against one without a search (target ≤ 2×);
+7. what strangers can make the server hold (`bench.memory_attack`, on an app of its own with a
+   `ATTACK_BUDGET_MIB` budget for visitors' tables): 60 distinct largest random layers, 30
+   distinct uploads near the cap, 5,050 new tabs from one address (targets: peak RSS above the
+   warm server ≤ the budget; an idle student's tab kept).
 
 Timings on a shared machine are noisy; read the ratios. Asserts nothing.
 """
@@ -41,10 +45,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from bench import memory_attack
+from bench.appserver import launched_app, mib
 
-from bench.appserver import launched_app, mib  # noqa: E402
+ATTACK_BUDGET_MIB = 1024  # section 7's budget: small enough to fill in a minute
 
 PAIR = ("the quick brown fox jumps over", "a lazy dog by the river")  # 12 words
 LARGE = [("wordpiece", 1000, 1024, 2048, 8, seed) for seed in (1, 2)]  # ~127 MiB random layers
@@ -413,12 +417,12 @@ def disk_rows(url: str, cache: Path) -> list[tuple[str, ...]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer calls and sessions (a rough pass)")
-    parser.add_argument("--only", type=int, action="append", choices=range(1, 7), metavar="N",
-                        help="run only section N of the list above (repeatable); default: all six")
+    parser.add_argument("--only", type=int, action="append", choices=range(1, 8), metavar="N",
+                        help="run only section N of the list above (repeatable); default: all seven")
     args = parser.parse_args()
     print("command:", shlex.join([Path(sys.executable).name, *sys.argv]))
     count, sessions = (12, 4) if args.quick else (40, 12)
-    only = set(args.only or range(1, 7))
+    only = set(args.only or range(1, 8))
     with tempfile.TemporaryDirectory(prefix="public-space-cache-") as cache:
         os.environ["GRADIO_TEMP_DIR"] = cache  # the child's cache is its own, so its size is ours
         with launched_app() as (url, process):
@@ -434,6 +438,10 @@ def main() -> None:
                 (4, lambda: disk_rows(url, Path(cache))),
             ]
             rows = [row for number, rows_of in sections if number in only for row in rows_of()]
+        if 7 in only:  # an app of its own, with a budget small enough to fill quickly
+            os.environ["EXPLORER_TABLE_MEMORY_MIB"] = str(ATTACK_BUDGET_MIB)
+            with launched_app() as (url, process):
+                rows += memory_attack.rows(url, process, ATTACK_BUDGET_MIB)
     print()
     print("| measure | ours | baseline | ratio | target | met |")
     print("|---|---:|---:|---:|---|---|")

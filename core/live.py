@@ -298,7 +298,7 @@ class Lives:
                 raise Expired(self._ended[key])
         self.new_tabs.take(address)
         # outside the store's lock: its tables may need the memory budget, which reads the store
-        new = Live(client=_client(address) if address else None)
+        new = Live(client=client_of(address) if address else None)
         with self._lock:
             live = None if fresh else self._lives.get(key)
             if live is None:
@@ -378,7 +378,7 @@ class NewTabs:
         or raise `Refused` saying when the next may come."""
         if not address:
             return
-        client = _client(address)
+        client = client_of(address)
         now = self.clock()
         with self._lock:
             tokens, when = self._buckets.pop(client, (float(self.burst), now))
@@ -393,8 +393,10 @@ class NewTabs:
                 self._buckets.popitem(last=False)  # the longest quiet: they would be full again anyway
 
 
-def _client(address: str) -> str:
-    """An IPv4 address as it is; an IPv6 address by its /64 network."""
+def client_of(address: str) -> str:
+    """A client as every per-address bound counts it (new tabs here, memory in core/memory, the
+    queue in ui/admission): an IPv4 address as it is, an IPv6 address by its /64 network, which
+    one household or machine holds."""
     if ":" not in address:
         return address
     try:

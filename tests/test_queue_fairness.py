@@ -309,3 +309,26 @@ def test_a_call_whose_tab_gradio_let_go_while_it_waited_does_not_stop_the_queue(
     student = tab()
     event_id = queued(join(app_url, list(PAIR), student, STUDENT))  # "Queue is stopped": 503
     assert named("/embed", answered(app_url, student, [event_id])[0][1]["data"]).written("embed-plot")
+
+
+@pytest.mark.parametrize(("hops", "forwarded", "seen"), [
+    (1, "198.51.100.20", "198.51.100.20"),
+    (1, "203.0.113.99, 198.51.100.20", "198.51.100.20"),  # a client's own entry to the left is not believed
+    (2, "203.0.113.99, 198.51.100.20, 10.0.0.5", "198.51.100.20"),
+    (1, None, "10.16.3.80"),  # no header: the peer, as it was
+    (0, "203.0.113.99", "10.16.3.80"),  # off
+])
+def test_the_client_address_is_the_one_the_trusted_proxy_appended(hops, forwarded, seen):
+    import asyncio
+
+    from ui.admission import ForwardedClient
+
+    found = []
+
+    async def app(scope, receive, send):
+        found.append(scope["client"][0])
+
+    headers = [] if forwarded is None else [(b"x-forwarded-for", forwarded.encode())]
+    scope = {"type": "http", "client": ("10.16.3.80", 5000), "headers": headers}
+    asyncio.run(ForwardedClient(app, hops=hops)(scope, None, None))
+    assert found == [seen]

@@ -41,8 +41,8 @@ Refusals are sentences a person can act on: what happened and what to do. The pa
 own "busy, try again" for 503; an API client reads `detail` in the JSON answer.
 
 Addresses are what the server sees: behind a trusted proxy, the forwarded address (uvicorn
-rewrites the client from X-Forwarded-For for the peers in FORWARDED_ALLOW_IPS; see
-`ui.page.Explorer.launch`). IPv6 clients count by their /64, as `core.live.NewTabs` does.
+rewrites the client from X-Forwarded-For for the peers in FORWARDED_ALLOW_IPS; behind a Space's
+proxy, `ForwardedClient` below). IPv6 clients count by their /64 (`core.live.client_of`).
 When every visitor shares one address (a proxy that is not trusted), fairness across addresses
 has nothing to share out, and the address's work bound is what keeps a flood short.
 
@@ -56,12 +56,12 @@ gradio holds nothing for it.
 from __future__ import annotations
 
 import bisect
-import ipaddress
 from dataclasses import dataclass
 
 from fastapi import HTTPException, status
 from starlette.responses import JSONResponse
 
+from core.live import client_of as network_of
 from core.options import QUEUE_ADDRESS_WORK, QUEUE_PER_TAB, QUEUE_WAITING, QUEUE_WORK_CHARS
 
 LIVE = "live"  # the concurrency group of the page's live updates (ui.plane.LIVE)
@@ -87,15 +87,8 @@ def client_of(request) -> str:
 
 
 def address_of(host: object) -> str:
-    """A client host as the bounds count it: IPv4 as it is, IPv6 by its /64."""
-    if not isinstance(host, str) or not host:
-        return UNKNOWN
-    if ":" not in host:
-        return host
-    try:
-        return str(ipaddress.ip_network(f"{host}/64", strict=False))
-    except ValueError:
-        return host
+    """A client host as the bounds count it (`core.live.client_of`); `UNKNOWN` when not told."""
+    return network_of(host) if isinstance(host, str) and host else UNKNOWN
 
 
 def characters_of(data) -> int:
@@ -360,3 +353,28 @@ def install(blocks, admission: Admission | None = None) -> Admission:
 
 
 __all__ = ["Admission", "Door", "FairLine", "install", "superseded", "work_of"]
+
+
+class ForwardedClient:
+    """ASGI middleware: the client's address read from X-Forwarded-For, behind `hops` proxies.
+
+    Every per-address bound (new tabs, memory, the queue) counts the address the server sees.
+    Behind HAProxy on the same machine (`make class`), uvicorn already puts the forwarded address
+    there, for the peers in FORWARDED_ALLOW_IPS (loopback by default). A Space's proxy reaches the
+    app from internal addresses that change, and trusting every peer instead ("*") makes uvicorn
+    take the leftmost entry, which the client writes itself: a flood could claim a new address per
+    call. Here the entry `hops` places from the right is taken, the one the outermost of the
+    trusted proxies appended: a client can put entries before it, never replace it. `hops` is
+    `EXPLORER_PROXY_HOPS` (1 on a Space, where the app sets it; 0, off, elsewhere).
+    """
+
+    def __init__(self, app, hops: int = 0) -> None:
+        self.app, self.hops = app, hops
+
+    async def __call__(self, scope, receive, send) -> None:
+        if self.hops > 0 and scope["type"] in ("http", "websocket"):
+            entries = [entry.strip() for name, value in scope.get("headers", ())
+                       if name == b"x-forwarded-for" for entry in value.decode("latin-1").split(",")]
+            if len(entries) >= self.hops and entries[-self.hops]:
+                scope = {**scope, "client": (entries[-self.hops], 0)}
+        await self.app(scope, receive, send)

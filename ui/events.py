@@ -41,7 +41,7 @@ def live_of(request: gr.Request | None, *, fresh: bool = False):
 
 def address_of(request: gr.Request | None) -> str | None:
     """The client's address as the server sees it: behind a trusted proxy, the forwarded one
-    (uvicorn reads it from the peers in FORWARDED_ALLOW_IPS; `Explorer.launch` trusts a Space's proxy)."""
+    (uvicorn reads it from the peers in FORWARDED_ALLOW_IPS, `ui.admission.ForwardedClient` behind a Space's proxy)."""
     client = getattr(request, "client", None)
     host = getattr(client, "host", None)
     return host if isinstance(host, str) else None

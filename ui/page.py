@@ -245,17 +245,16 @@ class Explorer(gr.Blocks):
     def launch(self, *args, app_kwargs: dict | None = None, **kwargs):
         app_kwargs = dict(app_kwargs or {})
         app_kwargs["routes"] = [*app_kwargs.get("routes", ()), self.explorer.direct.route()]
-        app_kwargs["middleware"] = [*app_kwargs.get("middleware", ()), Middleware(CompressedPage),
+        # the client's address first: every per-address bound reads it (a Space's proxy is one hop)
+        hops = os.environ.get("EXPLORER_PROXY_HOPS", "1" if os.environ.get("SPACE_ID") else "0")
+        app_kwargs["middleware"] = [Middleware(admission.ForwardedClient, hops=int(hops) if hops.isdigit() else 0),
+                                    *app_kwargs.get("middleware", ()), Middleware(CompressedPage),
                                     Middleware(rawfiles.UploadGate)]
         # a call no queue bound would let in is refused before gradio reads it (ui.admission.Door)
         app_kwargs["middleware"].append(Middleware(admission.Door, admission=self.admission))
         app_kwargs["exception_handlers"] = {**app_kwargs.get("exception_handlers", {}),
                                             FnIndexInferError: no_such_endpoint}
         events.OFFLOAD.start()  # heavy work's process imports while the server comes up
-        if os.environ.get("SPACE_ID"):
-            # a Space is reached only through its proxy: the visitor's address is the forwarded one
-            # (core.live.NewTabs counts new tabs per address), which uvicorn reads from trusted peers
-            os.environ.setdefault("FORWARDED_ALLOW_IPS", "*")
         return super().launch(*args, app_kwargs=app_kwargs, **kwargs)
 
     async def postprocess_data(self, block_fn, predictions, state):
