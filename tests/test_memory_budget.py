@@ -18,19 +18,12 @@ from core.memory import MIB, Budget
 from core.options import Refused
 from core.state import Settings
 from core.uploads import read_upload
+from tests.test_live import Clock
 
 
 def big(seed: int) -> dict:
     """A random layer of about 8 MiB: word-level, 2,000 rows at width 1,024, 64 positions."""
     return {"tokenizer": "word", "vocab_size": 2000, "d_model": 1024, "maxlen": 64, "seed": seed}
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture()
