@@ -332,3 +332,12 @@ def test_the_client_address_is_the_one_the_trusted_proxy_appended(hops, forwarde
     scope = {"type": "http", "client": ("10.16.3.80", 5000), "headers": headers}
     asyncio.run(ForwardedClient(app, hops=hops)(scope, None, None))
     assert found == [seen]
+
+
+@pytest.mark.parametrize("number", [9_999, -5])
+def test_a_join_naming_an_event_the_app_does_not_have_is_a_404_with_a_sentence(app_url, number):
+    """Gradio looked the number up and raised KeyError: a 500 for any stranger's junk."""
+    answer = httpx.post(f"{app_url}gradio_api/queue/join",
+                        json={"data": [], "fn_index": number, "session_hash": uuid.uuid4().hex}, timeout=30)
+    assert answer.status_code == 404 and f"no event number {number}" in answer.json()["detail"]
+    assert httpx.post(f"{app_url}gradio_api/call/embed", json={"data": ["a", "b"]}, timeout=30).status_code == 200

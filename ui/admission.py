@@ -243,7 +243,10 @@ class Admission:
     async def push(self, body, request, username):
         """Gradio's `Queue.push`, behind the bounds: refuses (raising the HTTP answer) or queues."""
         fn = self.blocks.fns.get(body.fn_index) if body.fn_index is not None else None
-        if fn is None:  # gradio answers a missing or unknown function its own way
+        if fn is None and body.fn_index is not None:  # gradio's own lookup raised KeyError: a 500
+            self.refuse(status.HTTP_404_NOT_FOUND, f"This app has no event number {body.fn_index}; its endpoints "
+                        "are listed at ?view=api.")
+        if fn is None:  # gradio answers a missing function (a name to look up) its own way
             return await self._push(body=body, request=request, username=username)
         self.queue.create_event_queue_for_fn(fn)
         lines = self.lines()
