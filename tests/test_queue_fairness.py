@@ -319,8 +319,7 @@ def test_a_call_whose_tab_gradio_let_go_while_it_waited_does_not_stop_the_queue(
     (0, "203.0.113.99", "10.16.3.80"),  # off
 ])
 def test_the_client_address_is_the_one_the_trusted_proxy_appended(hops, forwarded, seen):
-    import asyncio
-
+    from tests.appapi import run_async
     from ui.admission import ForwardedClient
 
     found = []
@@ -330,7 +329,7 @@ def test_the_client_address_is_the_one_the_trusted_proxy_appended(hops, forwarde
 
     headers = [] if forwarded is None else [(b"x-forwarded-for", forwarded.encode())]
     scope = {"type": "http", "client": ("10.16.3.80", 5000), "headers": headers}
-    asyncio.run(ForwardedClient(app, hops=hops)(scope, None, None))
+    run_async(lambda: ForwardedClient(app, hops=hops)(scope, None, None))
     assert found == [seen]
 
 
