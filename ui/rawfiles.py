@@ -1,14 +1,15 @@
-"""Uploaded files on disk: bounded while they wait, deleted once read.
+"""Uploaded files on disk: bounded, and deleted minutes after they came.
 
 Gradio's upload route stores any file it is sent, with no session and no event, and keeps it
 until its cache is swept (hourly here). A stranger could fill the disk with 50 MB files in
-seconds. The app needs a raw file only until the upload event reads it (`core.uploads`), after
-which its table is in memory. So:
+seconds. The app needs a raw file only until the upload event reads it (`core.uploads`), a
+moment after it came, after which its table is in memory. So before gradio stores a new file,
+files that came more than `RAW_SECONDS` ago, read or not, are deleted (`UploadGate`), and a new
+file is refused at once, with a sentence, while the files kept hold `RAW_BYTES` or more.
 
-- the upload event deletes its file once read (`forget`);
-- before gradio stores a new file, files that arrived more than `RAW_SECONDS` ago and were never
-  read are deleted (`UploadGate`), and a new file is refused at once, with a sentence, while
-  the files waiting hold `RAW_BYTES` or more.
+A file is not deleted as soon as it is read: gradio stores a file at a path made from its
+content's hash, so two visitors uploading the same file at once share one path, and deleting it
+after the first read took it from the second (the test suite's two workers showed it).
 
 Gradio records each upload in its Blocks' `upload_file_set` (only uploads: exports and other
 outputs go elsewhere in its cache), which is what is swept here.
@@ -76,8 +77,8 @@ class UploadGate:
             coming = _content_length(scope)
             if waiting + coming > limit:
                 refusal = PlainTextResponse(
-                    f"The server holds as many uploaded files waiting to be read as it can ({limit / 2**20:,.0f} MB); "
-                    f"try again in a minute, when they are read or deleted.", status_code=503,
+                    f"The server holds as many recently uploaded files as it can ({limit / 2**20:,.0f} MB); try "
+                    "again in a minute or two, when the oldest are deleted.", status_code=503,
                     headers={"Retry-After": "60"})
                 await refusal(scope, receive, send)
                 return

@@ -10,7 +10,7 @@ from core.memory import BUDGET
 from core.options import LIMITS, PANELS, POSITIONS, SOURCES, TOKENIZERS, Refused
 from core.state import DOCUMENT_SENTENCE, LISTING_SETTINGS, SETTINGS_FIELDS, Settings
 from core.uploads import UploadLimits, read_upload
-from ui import events, rawfiles, render
+from ui import events, render
 from ui.plane import LIVE
 from ui.viewpanel import HEAVY
 from ui.widgets import Number, Slider
@@ -78,8 +78,9 @@ def upload(page, request: gr.Request, path: str | None) -> dict:
     Twice the file's size is reserved in the memory budget while it is read and taken in: the
     table read from it (about as large as the file) and the same table with rows for the
     markers exist at once (measured: 30 uploads of 188 MiB peaked at 1.18× a 1,024 MiB budget
-    with the file's size reserved once). The raw file is deleted once read: the table is in
-    memory, shared with any page that uploads the same content."""
+    with the file's size reserved once). The raw file is left to `ui.rawfiles`' sweep, not deleted
+    here: gradio stores a file by its content's hash, so another visitor's upload of the same
+    file may be about to read the same path."""
     live = None
     try:
         live = events.live_of(request)
@@ -95,9 +96,6 @@ def upload(page, request: gr.Request, path: str | None) -> dict:
         # the box is emptied, so a refused file does not look loaded
         return {page.upload: None, page.notice: render.notice((str(error),)),
                 **({} if live is None else render.fields(page, live.view, ("source",)))}
-    finally:
-        if path:
-            rawfiles.forget(path)
     return {**out, page.upload: None}
 
 
