@@ -136,7 +136,8 @@ def update(
 
     try:
         live = live or live_of(request)
-        built_first(live, change)
+        if not direct:  # a direct call changes the sentences or the selection, never the tables
+            built_first(live, change)
 
         def compute(step):  # under the tab's lock
             out = render.outputs(page, step, asked=asked, whole=whole, notes=notes, listed=live.listed)
