@@ -274,7 +274,11 @@ def _with_special_rows(vectors: torch.Tensor, seed: int) -> tuple[nn.Embedding, 
 @dataclass(eq=False)
 class _UploadTables:
     """What an uploaded file's content gives every page that uploads it: its token table (with
-    rows for the markers), the tokenizer that indexes it, or its whole layer."""
+    rows for the markers), the tokenizer that indexes it, or its whole layer.
+
+    Its `notes` come from the content alone; what depends on how this page's copy came (its
+    name, say) stays with the `UploadedTable`, since a later page shares these tables under
+    another name."""
 
     tokens: nn.Embedding | None
     tokenizer: WordPieceTokenizer | WordLevelTokenizer
@@ -297,7 +301,7 @@ def _upload_tables(upload: UploadedTable) -> _UploadTables:
         found = _UPLOADS.get(upload.digest) if upload.digest else None
     if found is not None:
         return found
-    notes = list(upload.notes)
+    notes: list[str] = []
     model = upload.embedding
     if model is not None and model.config.vocab_size == WORDPIECE_VOCAB_SIZE:
         tables = _UploadTables(None, wordpiece(), "BERT WordPiece", tuple(notes), layer=_shared(model))
@@ -329,7 +333,7 @@ def _upload_tables(upload: UploadedTable) -> _UploadTables:
 def upload_source(upload: UploadedTable, current: Source, seed: int) -> Source:
     """A source from an uploaded file, reusing the current tables where the file has none."""
     tables = _upload_tables(upload)
-    notes = list(tables.notes)
+    notes = [*upload.notes, *tables.notes]
     if tables.layer is not None:
         return Source("upload", tables.layer, tables.tokenizer, tables.vocabulary, tuple(notes), holds=tables)
     if upload.embedding is not None:

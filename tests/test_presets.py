@@ -91,6 +91,24 @@ def test_upload_of_a_bare_matrix_uses_row_numbers_and_remakes_tables_at_its_widt
     assert enc.ids[1:4] == (0, 5, 39) and enc.n_unknown == 1
 
 
+def test_one_content_shares_its_tables_but_each_copy_keeps_its_own_notes(bert, tmp_path):
+    """Pages uploading the same file share its tables (by content hash); what a copy's name
+    earned (a note that the name misleads) is that copy's, not the next page's."""
+    from core.uploads import read_upload
+
+    table = np.random.default_rng(5).normal(size=(20, 6)).astype(np.float32)
+    np.save(tmp_path / "table.npy", table)
+    (tmp_path / "table.safetensors").write_bytes((tmp_path / "table.npy").read_bytes())
+    plain = upload_source(read_upload(tmp_path / "table.npy"), bert.source, seed=0)
+    misnamed = upload_source(read_upload(tmp_path / "table.safetensors"), bert.source, seed=0)
+    assert misnamed.model.tok_embed is plain.model.tok_embed  # one table for both
+    name_note = "although its name ends in .safetensors"
+    assert any(name_note in n for n in misnamed.notes)
+    assert not any(name_note in n for n in plain.notes)
+    again = upload_source(read_upload(tmp_path / "table.npy"), bert.source, seed=0)
+    assert again.notes == plain.notes
+
+
 def test_upload_with_words_keeps_current_tables_when_widths_match():
     session = Session.create(Settings(d_model=4))
     upload = UploadedTable("token", "word2vec-text", None, torch.randn(3, 4), ("red", "green", "blue"), ())
