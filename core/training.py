@@ -286,8 +286,10 @@ def train(
     bit-identical. `progress(step, steps, losses)` is called about every 5% of the steps and at
     each step of `marks`, after the model's tables have been brought up to that step, so a
     caller may look at them.
-    `stop()` is asked before every step: when it says so, training ends there and the result
-    counts the steps taken (a server's time limit per job, or a page that went away).
+    `stop()` is asked before every step after the first: when it says so, training ends there
+    and the result counts the steps taken (a server's time limit per job, or a page that went
+    away). The first step always runs, so a time limit that the setting-up used up (a busy
+    server) still ends with a step taken, not an empty result.
     """
     start = time.perf_counter()
     if not any(p.requires_grad for p in model.parameters()):
@@ -301,7 +303,7 @@ def train(
     report_every = max(1, config.steps // 20)
     losses = []
     for step in range(1, config.steps + 1):
-        if stop is not None and stop():
+        if stop is not None and step > 1 and stop():
             break
         x, seg, keep, target = examples.sample(config.batch_size, generator)
         loss = masked_token_loss(layer, x, seg, keep, target, config.window)

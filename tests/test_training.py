@@ -230,6 +230,19 @@ def test_result_records_each_step_and_reports_progress(small, corpus, tokenizer)
     assert calls == [(step, 40) for step in range(2, 41, 2)]
 
 
+def test_stop_ends_training_between_steps_after_the_first(small, corpus, tokenizer):
+    """A job's time limit may be used up by the setting-up on a busy server: the first step
+    still runs, and `stop` is asked before each later one."""
+    asked = []
+    result = train(small, corpus, tokenizer, TrainConfig(steps=40), stop=lambda: asked.append(1) or True)
+    assert result.steps == 1 and len(asked) == 1
+
+    asked.clear()
+    stop_before_fifth = lambda: asked.append(1) or len(asked) == 4  # noqa: E731 - asked before steps 2 to 5
+    result = train(small, corpus, tokenizer, TrainConfig(steps=40), stop=stop_before_fifth)
+    assert result.steps == 4 and len(asked) == 4
+
+
 def test_zero_steps_change_nothing(small, corpus, tokenizer):
     before = tables(small)
     result = train(small, corpus, tokenizer, TrainConfig(steps=0))
