@@ -340,3 +340,37 @@ def test_a_join_naming_an_event_the_app_does_not_have_is_a_404_with_a_sentence(a
                         json={"data": [], "fn_index": number, "session_hash": uuid.uuid4().hex}, timeout=30)
     assert answer.status_code == 404 and f"no event number {number}" in answer.json()["detail"]
     assert httpx.post(f"{app_url}gradio_api/call/embed", json={"data": ["a", "b"]}, timeout=30).status_code == 200
+
+
+def waiting_call(address: str, text: str = "a short update", session: str | None = None):
+    """A stand-in for gradio's waiting Event: what FairLine reads of one."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(data=SimpleNamespace(data=[text, ""]), session_hash=session or tab(),
+                           request=SimpleNamespace(client=SimpleNamespace(host=address)))
+
+
+def test_once_the_line_has_emptied_an_address_that_sent_before_is_not_behind_a_newcomer():
+    """Found on a CI machine: an address's last finish stayed ahead of the clock after its
+    calls were all taken, so its next update waited behind a stranger's first long call."""
+    from ui.admission import FairLine
+
+    line = FairLine()
+    for _ in range(3):  # the student's earlier updates, each taken in turn
+        call = waiting_call(STUDENT)
+        line.append(call)
+        line.remove(line[0])
+    assert not line
+    flood = waiting_call(STRANGER, BIG)
+    line.append(flood)
+    update = waiting_call(STUDENT)
+    line.append(update)
+    assert line.place(update) == 0 and line.place(flood) == 1
+
+    busy = FairLine()  # while the line is not empty, an address's recent calls still count
+    busy.append(waiting_call(CLASSMATE))
+    for _ in range(3):
+        busy.append(waiting_call(STUDENT))
+    newcomer = waiting_call(STRANGER)
+    busy.append(newcomer)
+    assert busy.place(newcomer) <= 2

@@ -130,7 +130,8 @@ class FairLine(list):
     Start-time fair queueing, with each client address a flow: a call may start at
     ``max(clock, the finish of its address's previous call)`` and finishes ``work`` later; the
     line is sorted by start, then finish, then arrival. `clock` is the start of the call taken
-    last. An address with nothing in hand starts at the clock (at the head of the line's
+    last; once the line is empty every address starts afresh (its last call's finish would
+    otherwise still lie ahead of the clock, behind a stranger's first call). An address with nothing in hand starts at the clock (at the head of the line's
     current round), and among calls that start together the lighter goes first; an address
     that sent much waits for its finish tags to come round, however many tabs it uses.
 
@@ -182,6 +183,8 @@ class FairLine(list):
         if self and self[0] is event:  # gradio takes the head: the line's time moves to its start
             self.clock = max(self.clock, turn_of(event).start)
         super().remove(event)
+        if not self:  # the line emptied: a new round, in which no address is behind
+            self.finish.clear()
 
     def place(self, event) -> int:
         """Where `event` stands in the line (0: next), or -1."""
