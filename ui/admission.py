@@ -131,9 +131,10 @@ class FairLine(list):
     ``max(clock, the finish of its address's previous call)`` and finishes ``work`` later; the
     line is sorted by start, then finish, then arrival. `clock` is the start of the call taken
     last; once the line is empty every address starts afresh (its last call's finish would
-    otherwise still lie ahead of the clock, behind a stranger's first call). An address with nothing in hand starts at the clock (at the head of the line's
-    current round), and among calls that start together the lighter goes first; an address
-    that sent much waits for its finish tags to come round, however many tabs it uses.
+    otherwise still lie ahead of the clock, behind a stranger's first call). An address with
+    nothing in hand starts at the clock (at the head of the line's current round), and among
+    calls that start together the lighter goes first; an address that sent much waits for its
+    finish tags to come round, however many tabs it uses.
 
     Within one address (a class behind one school address, or every visitor behind a proxy the
     server does not trust), a call takes the turns of the address's waiting calls from other
