@@ -13,6 +13,7 @@
 //    into every redraw of the main plot, so a keystroke never sends them again;
 //  - presenter mode's large type across the whole page;
 //  - PNG export at three times the screen's resolution.
+// A class (following the lecturer's page) is assets/classroom.js.
 (() => {
   const MAIN = "#embed-plot";
   const BACKGROUND = "vocabulary";
@@ -195,14 +196,15 @@
     flush();
   }
   const escapeHtml = (text) => String(text).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-  function receive(answer) {
+  // `syncWith`: the event that fetches the rest (a class's whole view has its own, assets/classroom.js)
+  function receive(answer, syncWith = sync) {
     if (!answer || answer.skipped) return;
     if (answer.error) {
       setOutput("notice", `<p>⚠️ ${escapeHtml(answer.error)}</p>`);
       return;
     }
     for (const [id, value] of Object.entries(answer.values || {})) setOutput(id, value);
-    if (answer.sync && sync) sync();
+    if (answer.sync && syncWith) syncWith();
   }
   // an output the page writes: set as gradio would (its component's script installed the setter),
   // so a later value from the queue is compared with this one. The plot is only drawn: each of
@@ -254,7 +256,9 @@
     setKey(value) {
       key = value;
       flush();
+      if (window.embeddingExplorerClass) window.embeddingExplorerClass.setKey(value);
     },
+    receive,
     // called with the JSON of one trace, or "" to remove the layer
     setBackground(json) {
       background = json ? JSON.parse(json) : null;

@@ -174,6 +174,9 @@ class Live:
     client: str | None = None  # the client address (an IPv6 /64) that opened it, if known: its share of memory
     # a parked tab's plane (its basis and a frozen plane), kept while its tables are let go (see `park`)
     _parked: tuple | None = field(default=None, repr=False)
+    # the tab's part in a class (core/classroom.py: it leads one, or follows one), told of every
+    # change to the view by `apply`; anything with a `changed(view)` method
+    member: object | None = field(default=None, repr=False)
 
     @property
     def session(self) -> Session:
@@ -250,6 +253,8 @@ class Live:
             step = Change(self.view, view, self.session, session, tokens, notes, self.tokens, self.revision + 1)
             out = compute(step)
             self.view, self.session, self.tokens, self.revision = view, session, tokens, step.revision
+            if self.member is not None:
+                self.member.changed(view)
             return step, out
 
 

@@ -35,6 +35,8 @@ _FALSE = frozenset({"0", "false", "no", "off"})
 _SHOWN = 40  # characters of a bad name or value quoted back in a note
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")  # from JSON "\ud800"; UTF-8 cannot encode them
 NONE = "none"  # the empty set of groups, freezes or flips, and no selected token or tour step
+# parameters of a page's address that are not part of its view: the class it follows (core/classroom.py)
+PAGE_PARAMETERS = frozenset({"class"})
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,8 @@ def from_query(params: Mapping[str, str | list[str]]) -> Link:
     if len(items) > MAX_PARAMETERS:
         items = items[:MAX_PARAMETERS]
         notes.append(f"The link has more than {MAX_PARAMETERS} parameters; the first {MAX_PARAMETERS} were read.")
-    items = [(name, value) for name, value in items if not name.startswith("__") and value is not None]
+    items = [(name, value) for name, value in items
+             if not name.startswith("__") and name not in PAGE_PARAMETERS and value is not None]
     step = None
     for name, value in items:
         if name == "step":

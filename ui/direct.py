@@ -28,6 +28,7 @@ winning); a body is at most `MAX_BODY`.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import anyio
 import orjson
@@ -36,6 +37,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from core.options import MAX_TEXT, Refused
+from core.state import View
 from ui import events
 
 PATH = "/explorer/live"  # the route, under the app's root (assets/explorer.js calls it relative to the page)
@@ -70,6 +72,11 @@ class Direct:
             tab = events.LIVES.by_key(key)
         except Refused as error:
             return {"error": str(error)}
+        return await self.turn(tab, lambda: self.apply(tab, changes))
+
+    async def turn(self, tab, work: Callable[[], dict]) -> dict:
+        """`work()`'s answer, computed in this page's turn on a worker thread, within the bounds
+        (a class's follow and lead calls take the same turns, `ui.classroutes`)."""
         if self._turns is None:
             self._turns, self._threads = anyio.Semaphore(self.slots), anyio.CapacityLimiter(self.slots)
         if self.waiting >= self.limit:
@@ -82,16 +89,25 @@ class Direct:
             async with self._turns:
                 if tab.latest != mine:  # a newer call of this tab is waiting: it answers instead
                     return {"skipped": True}
-                return await anyio.to_thread.run_sync(self.apply, tab, changes, limiter=self._threads)
+                return await anyio.to_thread.run_sync(work, limiter=self._threads)
         finally:
             self.waiting -= 1
 
     def apply(self, tab, changes: dict) -> dict:
         """Apply the change to the tab (on a worker thread) and say what the page writes."""
+        return self.answered(lambda: events.update(
+            self.page, None, lambda view: view.with_(**changes), asked=tuple(changes),
+            outputs=self.page.sync_outputs + self.page.direct_outputs, live=tab, direct=True))
+
+    def show(self, tab, change: Callable[[View], View], notes: tuple[str, ...] = ()) -> dict:
+        """Show the tab a whole view, as a link would (on a worker thread): what the page's script
+        writes comes back; everything else waits for the page's whole sync (`Page.everything`)."""
+        return self.answered(lambda: events.update(self.page, None, change, whole=True, notes=notes,
+                                                   outputs=self.page.everything, live=tab, direct=True))
+
+    def answered(self, update: Callable[[], tuple[dict, bool]]) -> dict:
         began = time.perf_counter()
-        values, sync = events.update(self.page, None, lambda view: view.with_(**changes), asked=tuple(changes),
-                                     outputs=self.page.sync_outputs + self.page.direct_outputs, live=tab,
-                                     direct=True)
+        values, sync = update()
         self.calls += 1  # for benchmarks; exact with one slot, approximate with more
         self.seconds += time.perf_counter() - began
         return {"values": {component.elem_id: value for component, value in values.items()}, "sync": sync}

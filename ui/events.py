@@ -90,15 +90,19 @@ def _fingerprint(value) -> tuple | None:
     return None
 
 
-def sync(page, request: gr.Request) -> dict:
-    """What direct calls changed on the page's gradio components (pickers, tables, side views)."""
+def sync(page, request: gr.Request, outputs: list | None = None) -> dict:
+    """What direct calls changed on the page's gradio components (pickers, tables, side views):
+    those of `outputs` (the plot's sync event's, by default; a class's whole view has more)."""
+    outputs = page.sync_outputs if outputs is None else outputs
     try:
         live = live_of(request)
     except Refused:  # an ended session, or a stranger's new tab refused: nothing of its is pending
-        return _within(page, {}, page.sync_outputs)
+        return _within(page, {}, outputs)
+    wanted = set(outputs)
     with live.lock:
-        pending, live.pending = live.pending, {}
-    return _within(page, pending, page.sync_outputs)
+        taken = {component: live.pending.pop(component) for component in list(live.pending)
+                 if component in wanted}
+    return _within(page, taken, outputs)
 
 
 def update(

@@ -23,7 +23,19 @@ from starlette.responses import HTMLResponse, JSONResponse
 from core.options import MAX_QUERY, VIEWS
 from core.state import View
 from core.uploads import UploadLimits
-from ui import admission, events, plane, rawfiles, render, sideviews, tablespanel, tourpanel, trainpanel, viewpanel
+from ui import (
+    admission,
+    classroutes,
+    events,
+    plane,
+    rawfiles,
+    render,
+    sideviews,
+    tablespanel,
+    tourpanel,
+    trainpanel,
+    viewpanel,
+)
 from ui.assets import ASSETS, gradio_plotly
 
 # gradio's queue summarises its event log (a pandas DataFrame of up to 10,000 events) after
@@ -50,7 +62,7 @@ LAUNCH_OPTIONS = {
     "theme": gr.themes.Soft(),
     "css_paths": [ASSETS / "style.css"],
     "head": f"<script>window.EMBEDDING_EXPLORER_PLOTLY = {json.dumps(gradio_plotly())};\n"
-            f"{(ASSETS / 'explorer.js').read_text()}</script>",
+            f"{(ASSETS / 'explorer.js').read_text()}\n{(ASSETS / 'classroom.js').read_text()}</script>",
     "show_error": False,  # users see the sentences we write, never stack traces
     "max_file_size": MAX_UPLOAD_BYTES,
     "run_history": False,  # gradio would copy every figure into the browser's storage
@@ -113,6 +125,8 @@ class Page:
     previous_button: gr.Button
     next_button: gr.Button
     tour_text: gr.Markdown
+    class_box: gr.HTML
+    classes: classroutes.ClassRoutes  # a class's routes (ui/classroutes.py)
     address: gr.HTML
     # ui/viewpanel.py: what to draw, in which plane; the link and exports
     groups: gr.CheckboxGroup
@@ -244,7 +258,8 @@ class Explorer(gr.Blocks):
 
     def launch(self, *args, app_kwargs: dict | None = None, **kwargs):
         app_kwargs = dict(app_kwargs or {})
-        app_kwargs["routes"] = [*app_kwargs.get("routes", ()), self.explorer.direct.route()]
+        app_kwargs["routes"] = [*app_kwargs.get("routes", ()), self.explorer.direct.route(),
+                                *self.explorer.classes.routes()]
         # the client's address first: every per-address bound reads it (a Space's proxy is one hop)
         hops = os.environ.get("EXPLORER_PROXY_HOPS", "1" if os.environ.get("SPACE_ID") else "0")
         app_kwargs["middleware"] = [Middleware(admission.ForwardedClient, hops=int(hops) if hops.isdigit() else 0),
@@ -301,6 +316,7 @@ def build_demo(*, test_hooks: bool | None = None) -> gr.Blocks:
         gr.Markdown(INTRO, elem_id="intro")
         plane.layout_sentences(page)
         tourpanel.layout_address(page)
+        page.classes = classroutes.ClassRoutes(page, classroutes.CLASSROOM)
         # the controls come first in the page's order, so the keyboard reaches them a few Tabs
         # after the sentences; the stylesheet draws them on the right (on a phone, below the plot)
         with gr.Row(equal_height=False, elem_id="main-row"):

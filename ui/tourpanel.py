@@ -35,7 +35,9 @@ const follow = () => {
   try { sent = JSON.parse(props.value); } catch (error) { return; }
   if (sent && typeof sent.key === 'string') window.embeddingExplorer.setKey(sent.key);
   if (!sent || typeof sent.query !== 'string') return;
-  const url = location.pathname + (sent.query ? '?' + sent.query : '') + location.hash;
+  const kept = window.embeddingExplorerClass ? window.embeddingExplorerClass.param() : '';  // class=ID
+  const query = [sent.query, kept].filter(Boolean).join('&');
+  const url = location.pathname + (query ? '?' + query : '') + location.hash;
   if (url !== location.pathname + location.search + location.hash) {
     const replace = first || restoring || (!sent.push && typing);
     if (replace) history.replaceState(null, '', url); else history.pushState(null, '', url);
@@ -61,6 +63,12 @@ def layout(page) -> None:
             page.previous_button = gr.Button("← Previous", elem_id="tour-previous", size="sm", min_width=100)
             page.next_button = gr.Button("Next →", variant="primary", elem_id="tour-next", size="sm", min_width=100)
         page.tour_text = gr.Markdown(render.tour_text(None), elem_id="tour-text")
+        # a class (assets/classroom.js writes the box): its own event fetches everything a lesson changed
+        page.class_box = gr.HTML("", elem_id="class-box", html_template='<div class="class-host"></div>',
+                                 js_on_load=CLASS_JS)
+
+
+CLASS_JS = "window.embeddingExplorerClass.attach(element.querySelector('.class-host'), () => trigger('input'));"
 
 
 def layout_address(page) -> None:
@@ -82,6 +90,8 @@ def wire(page) -> None:
         button.click(handler, None, page.everything, api_name=name, js=TO_THE_STEP_JS, **LIVE)
     page.address.input(events.named(lambda request, sent: back(page, request, sent), ("address",)), page.address,
                        page.everything, api_name=False, **LIVE)
+    page.class_box.input(events.named(lambda request: events.sync(page, request, page.everything), ()), None,
+                         page.everything, api_name=False, **LIVE)
 
 
 def go(page, request: gr.Request, move: int) -> dict:

@@ -1,0 +1,240 @@
+// A class (core/classroom.py, ui/classroutes.py): the lecturer's page leads, students' pages follow.
+//  - "Start a class" (the Tour panel's class box) makes this page the lecturer's: it shows the
+//    student link (?class=ID) and, once, the lecturer link (?class=ID#lead=SECRET) for another
+//    screen. The secret lives in this tab's sessionStorage (so F5 keeps leading) and never in
+//    the address bar: a page opened from the lecturer link moves it there and drops the #lead.
+//  - a page whose address names a class follows it: it reads the class's stream (one POST, a
+//    JSON line per change) and, while following, asks to be shown each new lesson; a change
+//    of the student's own stops following (the server sees it) and the banner offers
+//    "Follow the lecturer again".
+//  - the lecturer's page hears how many pages are connected and how many follow.
+// The address keeps `class=ID` beside the view's query (ui/tourpanel.py ADDRESS_JS asks `param`).
+(() => {
+  const LEAD = "embedding-explorer-lead:"; // sessionStorage: class id -> the lecturer's secret
+  const ID = /^[A-Za-z0-9_-]{16}$/;
+  const url = (path) => new URL(`explorer/class/${path}`, document.baseURI);
+  const escapeHtml = (text) => String(text).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+  let classId = new URLSearchParams(location.search).get("class");
+  if (classId && !ID.test(classId)) classId = null;
+  const fragment = new URLSearchParams(location.hash.slice(1));
+  if (classId && fragment.get("lead")) {
+    sessionStorage.setItem(LEAD + classId, fragment.get("lead"));
+    history.replaceState(history.state, "", location.pathname + location.search);
+  }
+  const secret = () => (classId ? sessionStorage.getItem(LEAD + classId) : null);
+
+  let key = null;
+  let box = null; // the class box in the Tour panel
+  let syncAll = null; // fires the class box's event: the page fetches everything a lesson changed
+  let state = null; // the stream's last message
+  let problem = ""; // the last refusal, said in the box
+  let justStarted = null; // {student, lecturer}: the links, the lecturer's shown once
+  let streaming = null; // the AbortController of the open stream
+  let following = false; // a follow call in flight
+
+  async function post(path, body) {
+    try {
+      const response = await fetch(url(path), {
+        method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ key, ...body }),
+      });
+      return await response.json();
+    } catch (error) {
+      return { error: "The server could not be reached: check the connection." };
+    }
+  }
+
+  function shown(answer) {
+    if (answer && !answer.error && window.embeddingExplorer) window.embeddingExplorer.receive(answer, syncAll);
+  }
+
+  async function connect() {
+    if (!key || !classId || streaming) return;
+    if (secret() && !(state && state.role === "lecturer")) {
+      const answer = await post("lead", { class: classId, secret: secret() });
+      if (answer.error) {
+        problem = answer.error;
+        sessionStorage.removeItem(LEAD + classId);
+      } else {
+        shown(answer);
+      }
+    }
+    listen();
+  }
+
+  async function listen() {
+    const controller = new AbortController();
+    streaming = controller;
+    let retry = true;
+    try {
+      const response = await fetch(url("stream"), {
+        method: "POST", headers: { "Content-Type": "application/json" }, signal: controller.signal,
+        body: JSON.stringify({ key, class: classId }),
+      });
+      if (!response.ok) {
+        const answer = await response.json().catch(() => ({}));
+        problem = answer.error || `The class could not be joined (${response.status}).`;
+        retry = response.status >= 500;
+        render();
+      } else {
+        const reader = response.body.getReader();
+        const decoder = new TextDecoder();
+        let buffered = "";
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buffered += decoder.decode(value, { stream: true });
+          let end;
+          while ((end = buffered.indexOf("\n")) >= 0) {
+            const line = buffered.slice(0, end).trim();
+            buffered = buffered.slice(end + 1);
+            if (line) heard(JSON.parse(line));
+          }
+        }
+      }
+    } catch (error) {
+      // a dropped connection (a proxy, a laptop's sleep): opened again below
+    }
+    if (streaming === controller) streaming = null;
+    if (retry && classId && !(state && state.ended) && !controller.signal.aborted) setTimeout(connect, 2000);
+  }
+
+  function heard(message) {
+    state = message;
+    problem = "";
+    if (message.role === "student" && message.following && message.version > message.shown && !message.ended) {
+      follow();
+    }
+    render();
+  }
+
+  async function follow() {
+    if (following) return;
+    following = true;
+    const answer = await post("follow", {});
+    following = false;
+    if (answer.error) problem = answer.error;
+    shown(answer);
+    render();
+  }
+
+  async function start() {
+    const answer = await post("start", {});
+    if (answer.error) {
+      problem = answer.error;
+      render();
+      return;
+    }
+    if (streaming) streaming.abort();
+    streaming = null;
+    classId = answer.class;
+    sessionStorage.setItem(LEAD + classId, answer.secret);
+    const base = `${location.origin}${location.pathname}?class=${classId}`;
+    justStarted = { student: base, lecturer: `${base}#lead=${answer.secret}` };
+    state = { role: "lecturer", class: classId, step: answer.step, connected: 0, following: 0, ended: "" };
+    history.replaceState(history.state, "", withClass(location.search.replace(/^[?]/, "")));
+    render();
+    listen();
+  }
+
+  async function end() {
+    const answer = await post("end", { secret: secret() });
+    if (answer.error) problem = answer.error;
+    else state = { ...state, ended: answer.ended };
+    if (streaming) streaming.abort();
+    render();
+  }
+
+  // the address with the class kept beside the view's query
+  function withClass(query) {
+    const rest = new URLSearchParams(query);
+    rest.delete("class");
+    const parts = [rest.toString(), classId ? `class=${classId}` : ""].filter(Boolean);
+    return location.pathname + (parts.length ? `?${parts.join("&")}` : "");
+  }
+
+  const step = (message) => (message && message.step ? `step ${message.step}` : "a view off the tour");
+
+  function render() {
+    if (box) box.innerHTML = boxHtml();
+    banner();
+  }
+
+  function boxHtml() {
+    const said = problem ? `<p class="class-problem" role="alert">⚠️ ${escapeHtml(problem)}</p>` : "";
+    if (!state || state.ended) {
+      const ended = state && state.ended ? `<p>${escapeHtml(state.ended)}</p>` : "";
+      if (state && state.role === "student") return said + ended;
+      return `${said}${ended}<p>Teaching? Start a class: every student who opens its link sees what this page `
+        + "shows, step by step, and you see how many follow.</p>"
+        + '<button id="class-start" class="class-button" type="button">Start a class</button>';
+    }
+    if (state.role !== "lecturer") {
+      return `${said}<p>This page is in a class: it shows what the lecturer's page shows.</p>`;
+    }
+    let links = `<label class="class-link">Student link <input id="class-student-link" readonly value="${
+      escapeHtml(`${location.origin}${location.pathname}?class=${classId}`)}"></label>`;
+    if (justStarted) { // folded, so a projected page does not show it to the room
+      links += '<details class="class-link"><summary>Lecturer link (shown once; keep it private)</summary>'
+        + "It lets another screen (the projector's computer, say) lead this class. "
+        + `<input id="class-lecturer-link" readonly value="${escapeHtml(justStarted.lecturer)}"></details>`;
+    }
+    return `${said}<p><strong>Class running.</strong> Students follow this page.</p>${links}`
+      + '<button id="class-end" class="class-button" type="button">End the class</button>';
+  }
+
+  function banner() {
+    let element = document.getElementById("class-banner");
+    if (!state && !problem) {
+      if (element) element.remove();
+      return;
+    }
+    if (!element) {
+      element = document.createElement("div");
+      element.id = "class-banner";
+      element.setAttribute("role", "status");
+      document.body.appendChild(element);
+    }
+    if (state && state.ended) {
+      element.innerHTML = `<span id="class-status">${escapeHtml(state.ended)}</span>`;
+    } else if (!state) {
+      element.innerHTML = `<span id="class-status">⚠️ ${escapeHtml(problem)}</span>`;
+    } else if (state.role === "lecturer") {
+      element.innerHTML = `<span id="class-status">Class: <b id="class-connected">${state.connected}</b> connected, `
+        + `<b id="class-following">${state.following}</b> following</span>`;
+    } else if (state.following) {
+      element.innerHTML = `<span id="class-status">Following the lecturer (<span id="class-step">${
+        escapeHtml(step(state))}</span>)</span>`;
+    } else {
+      element.innerHTML = `<span id="class-status">Exploring on your own. The lecturer is on <span id="class-step">${
+        escapeHtml(step(state))}</span>.</span> `
+        + '<button id="class-follow" class="class-button" type="button">Follow the lecturer again</button>';
+    }
+  }
+
+  document.addEventListener("click", (event) => {
+    const target = event.target;
+    if (!target || !target.closest) return;
+    if (target.closest("#class-start")) start();
+    else if (target.closest("#class-end")) end();
+    else if (target.closest("#class-follow")) follow();
+    else if (target.closest("#class-student-link, #class-lecturer-link")) target.select();
+  });
+
+  window.embeddingExplorerClass = {
+    // the class box's script: where to write, and how to fire its whole sync
+    attach(element, fireSync) {
+      box = element;
+      syncAll = fireSync;
+      render();
+    },
+    setKey(value) {
+      if (value === key) return;
+      key = value;
+      if (streaming) streaming.abort();
+      streaming = null;
+      connect();
+    },
+    param: () => (classId ? `class=${classId}` : ""),
+  };
+})();

@@ -1,0 +1,262 @@
+"""The class link's routes: start, lead, follow and end a class, and each page's stream.
+
+A class is `core.classroom`; these are its doors, beside the page's direct route
+(`ui.direct`) and like it outside gradio's queue, for the same reasons: a class is a hundred
+pages at once, and each of them hears of a new lesson within a second. Every call names its
+page by the key the page was issued (`core.live.Live.key`), in a POST body, never in an
+address a proxy would log.
+
+    POST explorer/class/start   {key}                 the page's view becomes a class's lesson, the page
+                                                      its lecturer's: {class, secret, step}
+    POST explorer/class/lead    {key, class, secret}  the lecturer's link opened on another page: it is
+                                                      shown the lesson and leads from now on
+    POST explorer/class/follow  {key}                 a student's page is shown the newest lesson
+    POST explorer/class/end     {key, secret}         the lecturer ends the class
+    POST explorer/class/stream  {key, class}          newline-delimited JSON, one message per change:
+                                                      a student's page hears the lesson's version and
+                                                      step and whether it follows; the lecturer's page
+                                                      also hears how many pages are connected and follow
+
+`lead` and `follow` answer as a direct call does (the values the page's script writes) and
+take the same bounded turns (`Direct.turn`); what else the new view changed waits for the
+page's whole sync (`Page.everything`), fetched with the class box's own event.
+
+A stream waits in the event loop and holds no thread: a new lesson wakes the streams of its
+class in this process (`Streams.wake`, from the store's listener), and each says what changed
+for its page. An idle stream sends a blank line every `KEEPALIVE` seconds, so proxies keep it;
+a lecturer's also reads the counts once a second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+
+import anyio
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from core.classroom import Classroom, Forbidden, Leader, Lesson, lesson_of, lesson_view
+from core.options import Refused
+from ui import events
+from ui.admission import client_of
+
+PREFIX = "/explorer/class"
+MAX_BODY = 1024  # bytes: a key, a class id and a secret
+KEEPALIVE = 15.0  # seconds between blank lines on an idle stream
+COUNTS_SECONDS = 1.0  # how often a lecturer's stream reads how many pages follow
+RECOUNT_SECONDS = 10.0  # how often this process writes its pages' counts again (core.classroom.PRESENCE_SECONDS)
+
+
+# every class this process serves pages of: in memory, or in the store EXPLORER_CLASS_STORE names
+CLASSROOM = Classroom()
+
+
+class NotFound(Refused):
+    """No such class (or it ended): answered 404."""
+
+
+class Streams:
+    """The class streams this process serves, woken when their class changes."""
+
+    def __init__(self, classroom: Classroom) -> None:
+        self.classroom = classroom
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.changed: dict[str, asyncio.Event] = {}  # class id -> set when it changes (then replaced)
+        self.lessons: dict[str, Lesson] = {}  # the newest lesson heard of each class with a stream here
+        self.streams: dict[str, int] = {}  # class id -> its streams here
+        self.open: dict[str, object] = {}  # page key -> its stream's token: a page's newer stream replaces its older
+        self._recounting = False
+        classroom.store.listen(self._heard)
+        classroom.hear(self._wake_soon)
+
+    def _heard(self, lesson: Lesson) -> None:
+        """A new lesson, from any process (on the store's thread)."""
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self._keep, lesson)
+
+    def _keep(self, lesson: Lesson) -> None:
+        old = self.lessons.get(lesson.id)
+        if lesson.id in self.streams and (old is None or lesson.version >= old.version):
+            self.lessons[lesson.id] = lesson
+        self._wake(lesson.id)
+
+    def _wake_soon(self, class_id: str) -> None:
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self._wake, class_id)
+
+    def _wake(self, class_id: str) -> None:
+        event = self.changed.get(class_id)
+        if event is not None:
+            self.changed[class_id] = asyncio.Event()  # the waiters hold the old one, which is set
+            event.set()
+
+    def _recount(self) -> None:
+        while True:
+            time.sleep(RECOUNT_SECONDS)
+            with contextlib.suppress(Exception):  # the store is away for now: the next round writes again
+                self.classroom.recount()
+
+    async def stream(self, live, lesson: Lesson, member):
+        """The page's messages, one JSON line per change, until the class ends or the page goes."""
+        if self.loop is None:
+            self.loop = asyncio.get_running_loop()
+        if not self._recounting:
+            self._recounting = True
+            threading.Thread(target=self._recount, name="class-counts", daemon=True).start()
+        class_id, leading, token = lesson.id, isinstance(member, Leader), object()
+        self.streams[class_id] = self.streams.get(class_id, 0) + 1
+        self.changed.setdefault(class_id, asyncio.Event())
+        if class_id not in self.lessons or self.lessons[class_id].version < lesson.version:
+            self.lessons[class_id] = lesson
+        self.open[live.key] = token
+        if not leading:
+            await anyio.to_thread.run_sync(self.classroom.connect, live.key, member)
+        sent, counts, counted = None, (0, 0), -COUNTS_SECONDS
+        try:
+            while self.open.get(live.key) is token:
+                if leading and self.loop.time() - counted >= COUNTS_SECONDS:
+                    counts = await anyio.to_thread.run_sync(self.classroom.store.presence, class_id)
+                    counted = self.loop.time()
+                message = {"class": class_id, "role": "lecturer" if leading else "student",
+                           **self.lessons[class_id].message()}
+                if leading:
+                    message.update(connected=counts[0], following=counts[1])
+                    if live.member is not member and not message["ended"]:  # ended here, or another class began
+                        message["ended"] = "This page no longer leads the class."
+                else:
+                    message.update(following=member.following, shown=member.shown)
+                if message != sent:
+                    yield orjson.dumps(message) + b"\n"
+                    sent = message
+                if message["ended"]:
+                    return
+                try:
+                    await asyncio.wait_for(self.changed[class_id].wait(), COUNTS_SECONDS if leading else KEEPALIVE)
+                except TimeoutError:
+                    if not leading:
+                        yield b"\n"  # kept alive through proxies
+        finally:
+            if self.open.get(live.key) is token:
+                del self.open[live.key]
+            self.streams[class_id] -= 1
+            if not self.streams[class_id]:
+                for held in (self.streams, self.changed, self.lessons):
+                    held.pop(class_id, None)
+            if not leading:
+                await anyio.to_thread.run_sync(self.classroom.disconnect, live.key, member)
+
+
+class ClassRoutes:
+    """The routes of one page (`Page.direct` computes what `lead` and `follow` show)."""
+
+    def __init__(self, page, classroom: Classroom) -> None:
+        self.page = page
+        self.classroom = classroom
+        self.streams = Streams(self.classroom)
+
+    def routes(self) -> list[Route]:
+        return [Route(f"{PREFIX}/{name}", self._endpoint(name), methods=["POST"])
+                for name in ("start", "lead", "follow", "end", "stream")]
+
+    def _endpoint(self, name: str):
+        handler = getattr(self, name)
+
+        async def endpoint(request: Request) -> Response:
+            body = b""
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > MAX_BODY:
+                    return _json({"error": f"A class call is at most {MAX_BODY:,} bytes; this one is larger."}, 413)
+            try:
+                sent = orjson.loads(body)
+            except orjson.JSONDecodeError:
+                sent = None
+            try:
+                if not isinstance(sent, dict) or not isinstance(sent.get("key"), str):
+                    raise Refused("This request carries no valid page key; reload the page.")
+                live = events.LIVES.by_key(sent["key"])
+                return await handler(request, live, sent)
+            except Forbidden as error:
+                return _json({"error": str(error)}, 403)
+            except NotFound as error:
+                return _json({"error": str(error)}, 404)
+            except Refused as error:
+                return _json({"error": str(error)}, 429 if "at most" in str(error) else 400)
+
+        return endpoint
+
+    async def start(self, request: Request, live, sent: dict) -> Response:
+        address = client_of(request)
+        lesson, secret = await anyio.to_thread.run_sync(self.classroom.start, live, address)
+        return _json({"class": lesson.id, "secret": secret, "step": lesson.step})
+
+    async def lead(self, request: Request, live, sent: dict) -> Response:
+        lesson = await anyio.to_thread.run_sync(self._lesson, self.classroom.check, sent.get("class"),
+                                                sent.get("secret"))
+        secret = sent.get("secret")
+        answer = await self._show(live, lesson, lambda: None,
+                                  lambda shown: shown and self.classroom.lead(live, lesson.id, secret))
+        return _json({**answer, "class": lesson.id})
+
+    async def follow(self, request: Request, live, sent: dict) -> Response:
+        member, lesson = await anyio.to_thread.run_sync(self._lesson, self.classroom.follow, live)
+        answer = await self._show(live, lesson, lambda: self.classroom.expect(member, lesson),
+                                  lambda shown: self.classroom.shown(member, lesson, shown))
+        return _json(answer)
+
+    async def end(self, request: Request, live, sent: dict) -> Response:
+        lesson = await anyio.to_thread.run_sync(self._lesson, self.classroom.end, live, sent.get("secret"))
+        return _json({"ended": lesson.ended})
+
+    async def stream(self, request: Request, live, sent: dict) -> Response:
+        member = live.member
+        if isinstance(member, Leader) and member.class_id == sent.get("class"):
+            lesson = await anyio.to_thread.run_sync(self._lesson, self.classroom.lesson, member.class_id)
+        else:
+            member = await anyio.to_thread.run_sync(self._lesson, self.classroom.join, live, sent.get("class"))
+            lesson = await anyio.to_thread.run_sync(self._lesson, self.classroom.lesson, member.class_id)
+        return StreamingResponse(self.streams.stream(live, lesson, member), media_type="application/x-ndjson",
+                                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+
+    @staticmethod
+    def _lesson(call, *args):
+        """`call(*args)`, its refusal of a class that is not there said as NotFound."""
+        try:
+            return call(*args)
+        except Forbidden:
+            raise
+        except Refused as error:
+            if "class" in str(error) and ("ended" in str(error) or "No class" in str(error)):
+                raise NotFound(str(error)) from error
+            raise
+
+    async def _show(self, live, lesson: Lesson, before, after) -> dict:
+        """Show `live`'s tab the lesson, in the page's direct turn: `before()`, then the view,
+        then `after(shown)`, `shown` being whether the tab took it (a view can be refused: the
+        memory budget, a training running)."""
+
+        def change(view):
+            return lesson_view(lesson.query).with_(presenter=view.presenter).seen_as(view)
+
+        # a lesson's large random layer is built in the heavy pool first, as a link's is
+        await anyio.to_thread.run_sync(events.built_first, live, change)
+
+        def work() -> dict:
+            before()
+            answer = self.page.direct.show(live, change)
+            after(lesson_of(live.view) == lesson.query)
+            return answer
+
+        return await self.page.direct.turn(live, work)
+
+
+def _json(answer: dict, status: int = 200) -> Response:
+    return Response(orjson.dumps(answer), status_code=status, media_type="application/json")
+
+
+__all__ = ["ClassRoutes"]
