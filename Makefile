@@ -15,9 +15,9 @@ install:
 install-dev:
 	$(PYTHON) -m pip install -q -r requirements-dev.txt
 
-# the tests' two system programs, from Debian's packages in one apt-get run: chromium for the
-# browser tests, haproxy for the class server's; installing needs root (CI and Spaces builders are)
-SYSTEM_PACKAGES = chromium haproxy
+# the tests' system programs, from Debian's packages in one apt-get run: chromium for the browser
+# tests, haproxy and redis-server for the class server's; installing needs root (CI and Spaces builders are)
+SYSTEM_PACKAGES = chromium haproxy redis-server
 MISSING = $(strip $(foreach p,$(SYSTEM_PACKAGES),$(if $(shell command -v $(p) 2>/dev/null || ls /usr/bin/$(p) /usr/sbin/$(p) 2>/dev/null),,$(p))))
 system-packages:
 	@[ -z "$(MISSING)" ] || \
