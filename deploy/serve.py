@@ -12,7 +12,11 @@ exports and their downloads — must reach the same worker; API clients that kee
 
 HAProxy comes from Debian's package: when it is missing and this runs as root, it is
 installed (`apt-get install haproxy`); otherwise the command says how to install it.
-Ctrl-C or SIGTERM stops HAProxy and every worker. A worker that dies is started again;
+A class (a lecturer's page that students' pages follow, core/classroom.py) lives in a
+redis-server this command starts on a loopback port (from Debian's package, installed the same
+way), so students on any worker follow; set EXPLORER_CLASS_STORE=redis://host:port/0 to use a
+Redis of your own instead.
+Ctrl-C or SIGTERM stops HAProxy, every worker and Redis. A worker that dies is started again;
 its visitors lose their session (the page says so) and are sent to another worker.
 """
 
@@ -59,30 +63,37 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
     return True
 
 
-def ensure_haproxy() -> str:
-    """The haproxy executable; installed from Debian's packages when missing and we are root."""
-    found = shutil.which("haproxy") or next(
-        (p for p in ("/usr/sbin/haproxy", "/usr/local/sbin/haproxy") if os.access(p, os.X_OK)), None
+def ensure_program(name: str) -> str:
+    """The executable `name` (haproxy, redis-server: each Debian's package of that name);
+    installed from Debian's packages when missing and we are root."""
+    found = shutil.which(name) or next(
+        (p for p in (f"/usr/sbin/{name}", f"/usr/local/sbin/{name}", f"/usr/bin/{name}") if os.access(p, os.X_OK)),
+        None,
     )
     if found:
         return found
     if os.geteuid() != 0 or not shutil.which("apt-get"):
         raise ServeError(
-            "haproxy is not installed. Install it with 'sudo apt-get install haproxy' (Debian/Ubuntu),"
+            f"{name} is not installed. Install it with 'sudo apt-get install {name}' (Debian/Ubuntu),"
             " or run this command as root, which installs it; or serve one process with 'python app.py'."
         )
-    print("haproxy is missing: installing it from Debian's packages (apt-get install haproxy) ...", flush=True)
+    print(f"{name} is missing: installing it from Debian's packages (apt-get install {name}) ...", flush=True)
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", "haproxy"]
+    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", name]
     # a fresh machine has no package lists yet: update only when the first attempt fails
     if subprocess.run(install, env=env, stdout=subprocess.DEVNULL).returncode != 0:
         subprocess.run(["apt-get", "update", "-q"], env=env, stdout=subprocess.DEVNULL, check=False)
         if subprocess.run(install, env=env, stdout=subprocess.DEVNULL).returncode != 0:
-            raise ServeError("apt-get could not install haproxy; see its messages above")
-    found = shutil.which("haproxy") or "/usr/sbin/haproxy"
-    if not os.access(found, os.X_OK):
-        raise ServeError("haproxy was installed but its executable was not found")
+            raise ServeError(f"apt-get could not install {name}; see its messages above")
+    found = shutil.which(name) or next((p for p in (f"/usr/sbin/{name}", f"/usr/bin/{name}") if os.access(p, os.X_OK)),
+                                       None)
+    if found is None:
+        raise ServeError(f"{name} was installed but its executable was not found")
     return found
+
+
+def ensure_haproxy() -> str:
+    return ensure_program("haproxy")
 
 
 def haproxy_config(host: str, port: int, workers: list[int], *, log_requests: bool = False) -> str:
@@ -172,9 +183,10 @@ class Worker:
     restarts: int = 0
     started: float = field(default=0.0)
 
-    def start(self) -> None:
+    def start(self, store: str = "") -> None:
         env = {
             **os.environ,
+            "EXPLORER_CLASS_STORE": store,  # the class server's Redis: a class's students on any worker follow
             "GRADIO_SERVER_NAME": "127.0.0.1",
             "GRADIO_SERVER_PORT": str(self.port),
             # each worker its own cache folder, so one worker's cleanup never deletes another's files
@@ -252,6 +264,10 @@ class ClassServer:
         ]
         self.haproxy: subprocess.Popen | None = None
         self.config_path = self.run_dir / "haproxy.cfg"
+        # a class's lessons and counts, shared by the workers (core/classroom.py): a redis-server of
+        # this server's own on a loopback port, unless EXPLORER_CLASS_STORE names one already
+        self.store = os.environ.get("EXPLORER_CLASS_STORE", "").strip()
+        self.redis: subprocess.Popen | None = None
 
     def _worker_ports(self, n: int, first: int) -> list[int]:
         if first == 0:  # any free loopback ports (tests, benchmarks)
@@ -283,8 +299,10 @@ class ClassServer:
         check = subprocess.run([haproxy, "-c", "-q", "-f", str(self.config_path)], capture_output=True, text=True)
         if check.returncode != 0:
             raise ServeError(f"haproxy refused its configuration {self.config_path}:\n{check.stderr}{check.stdout}")
+        if not self.store:
+            self.store = self._start_redis()
         for worker in self.workers:
-            worker.start()
+            worker.start(self.store)
         self._wait_until_ready()
         # -db: stay in the foreground, so this process owns it and its log goes to our stdout
         self.haproxy = subprocess.Popen(
@@ -300,6 +318,27 @@ class ClassServer:
             if time.monotonic() > deadline:
                 raise ServeError(f"haproxy did not answer on port {self.port} within 15 s")
             time.sleep(0.2)
+
+    def _start_redis(self) -> str:
+        """A redis-server for the workers' classes, on a free loopback port, kept in memory only."""
+        redis_server = ensure_program("redis-server")
+        port = free_port()
+        self.redis = subprocess.Popen(
+            [redis_server, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no",
+             "--protected-mode", "yes"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent,
+        )
+        deadline = time.monotonic() + 15
+        while True:
+            if self.redis.poll() is not None:
+                raise ServeError(f"redis-server exited with code {self.redis.returncode}")
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1) as connection:
+                connection.sendall(b"PING\r\n")
+                if connection.recv(16).startswith(b"+PONG"):
+                    return f"redis://127.0.0.1:{port}/0"
+            if time.monotonic() > deadline:
+                raise ServeError(f"redis-server did not answer on port {port} within 15 s")
+            time.sleep(0.1)
 
     def _wait_until_ready(self) -> None:
         deadline = time.monotonic() + self.start_timeout
@@ -327,8 +366,8 @@ class ClassServer:
             return False
 
     def processes(self) -> list[subprocess.Popen]:
-        """The running children: the workers, then HAProxy (for benchmarks that read their CPU time)."""
-        return [p for p in [*(w.process for w in self.workers), self.haproxy] if p is not None]
+        """The running children: the workers, then HAProxy and Redis (for benchmarks that read their CPU time)."""
+        return [p for p in [*(w.process for w in self.workers), self.haproxy, self.redis] if p is not None]
 
     def watch_once(self) -> None:
         """Start again any worker that died; HAProxy dying ends the class server."""
@@ -343,7 +382,7 @@ class ClassServer:
                 print(f"worker {worker.index} exited with code {code}; starting it again. Its log:\n{worker.tail()}",
                       file=sys.stderr, flush=True)
                 worker.restarts += 1
-                worker.start()
+                worker.start(self.store)
 
     def stop(self) -> None:
         stop_process(self.haproxy, timeout=10)
@@ -353,6 +392,7 @@ class ClassServer:
                     worker.process.terminate()
         for worker in self.workers:
             stop_process(worker.process)
+        stop_process(self.redis, timeout=10)
 
     def __enter__(self) -> ClassServer:
         try:

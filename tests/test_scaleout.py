@@ -305,15 +305,19 @@ def test_compose_file_runs_replicas_behind_haproxy_with_sticky_cookies():
     assert int(str(app["deploy"]["replicas"]).strip("${}").split(":-")[-1]) >= 2
     assert balancer["image"].startswith("haproxy:")
     assert any(str(p).endswith(":7860") for p in balancer["ports"])
+    assert app["environment"]["EXPLORER_CLASS_STORE"] == "redis://redis:6379/0"  # a class across replicas
+    assert compose["services"]["redis"]["image"].startswith("redis:") and "redis" in app["depends_on"]
     config = (DEPLOY / "haproxy.cfg").read_text()
     assert "cookie SERVERID insert indirect nocache" in config
     assert "timeout tunnel" in config and "server-template" in config
 
 
 def test_kubernetes_manifest_has_client_ip_affinity_and_cookie_affinity_at_the_ingress():
-    documents = {d["kind"]: d for d in yaml.safe_load_all((DEPLOY / "k8s.yaml").read_text()) if d}
-    assert {"Deployment", "Service", "Ingress"} <= set(documents)
-    deployment, service, ingress = documents["Deployment"], documents["Service"], documents["Ingress"]
+    loaded = [d for d in yaml.safe_load_all((DEPLOY / "k8s.yaml").read_text()) if d]
+    documents = {(d["kind"], d["metadata"]["name"]): d for d in loaded}
+    name = "embedding-explorer"
+    deployment, service = documents["Deployment", name], documents["Service", name]
+    ingress = documents["Ingress", name]
     assert deployment["spec"]["replicas"] >= 2
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     assert container["ports"][0]["containerPort"] == 7860
@@ -324,6 +328,12 @@ def test_kubernetes_manifest_has_client_ip_affinity_and_cookie_affinity_at_the_i
     assert int(annotations["nginx.ingress.kubernetes.io/proxy-read-timeout"]) >= 3600
     backend = ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]
     assert backend["name"] == service["metadata"]["name"]
+    # a class across pods: every pod names the one Redis, which its Service reaches
+    store = next(e["value"] for e in container["env"] if e["name"] == "EXPLORER_CLASS_STORE")
+    redis = documents["Service", "embedding-explorer-redis"]
+    assert store == f"redis://{redis['metadata']['name']}:6379/0"
+    redis_pods = documents["Deployment", "embedding-explorer-redis"]["spec"]["template"]["metadata"]["labels"]
+    assert redis["spec"]["selector"] == redis_pods
 
 
 def test_dockerfile_installs_the_requirements_on_python_311_slim():

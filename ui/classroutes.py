@@ -101,8 +101,10 @@ class Streams:
             with contextlib.suppress(Exception):  # the store is away for now: the next round writes again
                 self.classroom.recount()
 
-    async def stream(self, live, lesson: Lesson, member):
-        """The page's messages, one JSON line per change, until the class ends or the page goes."""
+    async def stream(self, live, lesson: Lesson, member, receive):
+        """The page's messages, one JSON line per change, until the class ends or the page goes
+        (`receive`, the request's: a page that reloads or closes is let go at once, not at the
+        next write that fails, so the counts are right within a second)."""
         if self.loop is None:
             self.loop = asyncio.get_running_loop()
         if not self._recounting:
@@ -117,6 +119,7 @@ class Streams:
         if not leading:
             await anyio.to_thread.run_sync(self.classroom.connect, live.key, member)
         sent, counts, counted = None, (0, 0), -COUNTS_SECONDS
+        gone = asyncio.ensure_future(_disconnected(receive))
         try:
             while self.open.get(live.key) is token:
                 if leading and self.loop.time() - counted >= COUNTS_SECONDS:
@@ -135,20 +138,25 @@ class Streams:
                     sent = message
                 if message["ended"]:
                     return
-                try:
-                    await asyncio.wait_for(self.changed[class_id].wait(), COUNTS_SECONDS if leading else KEEPALIVE)
-                except TimeoutError:
-                    if not leading:
-                        yield b"\n"  # kept alive through proxies
-        finally:
+                changed = asyncio.ensure_future(self.changed[class_id].wait())
+                await asyncio.wait((changed, gone), timeout=COUNTS_SECONDS if leading else KEEPALIVE,
+                                   return_when=asyncio.FIRST_COMPLETED)
+                woke = changed.done()
+                changed.cancel()
+                if gone.done():
+                    return
+                if not woke and not leading:
+                    yield b"\n"  # kept alive through proxies
+        finally:  # also when the response is cancelled (the page went): so nothing here awaits
+            gone.cancel()
             if self.open.get(live.key) is token:
                 del self.open[live.key]
             self.streams[class_id] -= 1
             if not self.streams[class_id]:
                 for held in (self.streams, self.changed, self.lessons):
                     held.pop(class_id, None)
-            if not leading:
-                await anyio.to_thread.run_sync(self.classroom.disconnect, live.key, member)
+            if not leading:  # the store's write is left to a thread
+                self.loop.run_in_executor(None, self.classroom.disconnect, live.key, member)
 
 
 class ClassRoutes:
@@ -220,7 +228,8 @@ class ClassRoutes:
         else:
             member = await anyio.to_thread.run_sync(self._lesson, self.classroom.join, live, sent.get("class"))
             lesson = await anyio.to_thread.run_sync(self._lesson, self.classroom.lesson, member.class_id)
-        return StreamingResponse(self.streams.stream(live, lesson, member), media_type="application/x-ndjson",
+        return StreamingResponse(self.streams.stream(live, lesson, member, request.receive),
+                                 media_type="application/x-ndjson",
                                  headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
     @staticmethod
@@ -253,6 +262,12 @@ class ClassRoutes:
             return answer
 
         return await self.page.direct.turn(live, work)
+
+
+async def _disconnected(receive) -> None:
+    """Returns when the client has gone (the request's body was read already)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 def _json(answer: dict, status: int = 200) -> Response:

@@ -1,0 +1,131 @@
+"""A class in Chromium: a lecturer's page leads, students' pages follow (core/classroom.py,
+ui/classroutes.py, assets/classroom.js).
+
+The lecture as it happens: the lecturer starts a class from the Tour panel and hands out the
+student link; three students open it; one wanders off by typing; the lecturer presses Next.
+The two who follow show what the lecturer's page shows, point for point; the one who wandered
+keeps their own view until they press "Follow the lecturer again". The lecturer's page counts
+them all along. The same through the class server (two workers and Redis) is in
+tests/test_scaleout.py.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from tests.browser import COORDINATES, settle
+
+pytestmark = pytest.mark.browser
+
+BANNER = "() => (document.querySelector('#class-banner') || {}).innerText || ''"
+
+
+def start_class(lecturer) -> str:
+    """Press "Start a class" on the lecturer's page; the student link it shows."""
+    lecturer.get_by_role("tab", name="Tour").click()
+    lecturer.locator("#class-start").click()
+    lecturer.locator("#class-student-link").wait_for()
+    return lecturer.locator("#class-student-link").input_value()
+
+
+def counts(page, connected: int, following: int) -> None:
+    """Until the lecturer's banner counts this many pages connected and following."""
+    page.wait_for_function(
+        """([c, f]) => {
+            const n = (id) => Number((document.getElementById(id) || {}).innerText);
+            return n('class-connected') === c && n('class-following') === f;
+        }""", arg=[connected, following], timeout=60_000)
+
+
+def shows_the_same(student, lecturer) -> None:
+    """Until the student's plot is the lecturer's, point for point."""
+    student.wait_for_function(
+        f"(expected) => JSON.stringify(({COORDINATES})()) === JSON.stringify(expected)",
+        arg=lecturer.evaluate(COORDINATES), timeout=60_000)
+
+
+def test_students_follow_the_lecturers_next_and_one_who_wandered_comes_back(open_page):
+    lecturer = open_page()
+    link = start_class(lecturer)
+    class_id = parse_qs(urlsplit(link).query)["class"][0]
+    assert f"class={class_id}" in lecturer.url  # F5 keeps the class
+    assert "lead" not in lecturer.url  # the lecturer's secret is never in the address bar
+    students = [open_page(f"class={class_id}") for _ in range(3)]
+    counts(lecturer, 3, 3)
+    for student in students:
+        student.wait_for_function(f"() => ({BANNER})().includes('Following the lecturer')", timeout=60_000)
+        shows_the_same(student, lecturer)
+    follower, other, wanderer = students
+
+    wanderer.locator("#sentence-a textarea").fill("my own words about a violin")
+    wanderer.wait_for_function(f"() => ({BANNER})().includes('Exploring on your own')", timeout=60_000)
+    counts(lecturer, 3, 2)
+    own = wanderer.evaluate(COORDINATES)
+
+    lecturer.locator("#tour-next").click()
+    settle(lecturer)
+    assert "step=1" in lecturer.url
+    for student in (follower, other):
+        shows_the_same(student, lecturer)
+        student.wait_for_function(f"() => ({BANNER})().includes('step 1')", timeout=60_000)
+        assert "step=1" in student.url and f"class={class_id}" in student.url
+        # the step's text came too, not only the plot
+        student.wait_for_function("() => document.querySelector('#tour-text').innerText.includes('Step 1 of')",
+                                  timeout=60_000)
+    settle(wanderer)
+    assert wanderer.evaluate(COORDINATES) == own  # left as the student made it
+    assert "violin" in wanderer.locator("#sentence-a textarea").input_value()
+    wanderer.wait_for_function(f"() => ({BANNER})().includes('The lecturer is on step 1')", timeout=60_000)
+
+    wanderer.locator("#class-follow").click()
+    shows_the_same(wanderer, lecturer)
+    wanderer.wait_for_function(f"() => ({BANNER})().includes('Following the lecturer')", timeout=60_000)
+    counts(lecturer, 3, 3)
+    for page in (lecturer, *students):
+        assert page.errors == []
+
+
+def test_f5_keeps_a_student_following_and_the_lecturer_leading(open_page):
+    lecturer = open_page()
+    class_id = parse_qs(urlsplit(start_class(lecturer)).query)["class"][0]
+    student = open_page(f"class={class_id}")
+    counts(lecturer, 1, 1)
+    lecturer.locator("#tour-next").click()
+    settle(lecturer)  # its own plot drawn first: that is what the student's is compared with
+    shows_the_same(student, lecturer)
+
+    student.reload()
+    student.wait_for_function(f"() => ({BANNER})().includes('Following the lecturer (step 1)')", timeout=60_000)
+    lecturer.reload()  # the secret stays in this tab's session storage: it leads again
+    lecturer.wait_for_function("() => document.getElementById('class-connected') !== null", timeout=60_000)
+    settle(lecturer)
+    lecturer.locator("#tour-next").click()
+    settle(lecturer)
+    assert "step=2" in lecturer.url
+    shows_the_same(student, lecturer)
+    student.wait_for_function(f"() => ({BANNER})().includes('step 2')", timeout=60_000)
+    counts(lecturer, 1, 1)
+
+
+def test_the_lecturer_link_on_another_screen_leads_and_ending_the_class_tells_the_students(open_page):
+    lecturer = open_page()
+    start_class(lecturer)
+    lecturer.locator("#class-box details summary").click()  # folded, so a projector does not show it
+    lecturer_link = lecturer.locator("#class-lecturer-link").input_value()
+    query, secret = urlsplit(lecturer_link).query, urlsplit(lecturer_link).fragment
+    assert secret.startswith("lead=")
+    student = open_page(query)
+    counts(lecturer, 1, 1)
+
+    projector = open_page(f"{query}#{secret}")  # the lecturer's link, opened on the projector's computer
+    projector.wait_for_function("() => document.getElementById('class-connected') !== null", timeout=60_000)
+    assert "lead=" not in projector.url  # taken out of the address bar as soon as it was read
+    projector.locator("#tour-next").click()
+    settle(projector)
+    shows_the_same(student, projector)
+
+    lecturer.locator("#class-end").click()
+    student.wait_for_function(f"() => ({BANNER})().includes('The lecturer ended the class')", timeout=60_000)
+    assert not student.locator("#class-follow").count()
