@@ -170,11 +170,11 @@ def _check_room(running: int, from_address: int, limit: int, per_address: int) -
 
 
 def _lesson(class_id: str, record: dict, now: float | None = None) -> Lesson:
+    ends = float(record["ends"])  # Redis gives every field as text
     ended = record["ended"] or (
-        "The class has ended: its lecturer was away for too long." if now is not None and record["ends"] <= now
-        else "")
+        "The class has ended: its lecturer was away for too long." if now is not None and ends <= now else "")
     return Lesson(class_id, int(record["version"]), record["query"],
-                  None if record["step"] in (None, "") else int(record["step"]), float(record["ends"]), ended)
+                  None if record["step"] in (None, "") else int(record["step"]), ends, ended)
 
 
 class RedisStore:

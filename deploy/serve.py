@@ -465,7 +465,7 @@ def main(argv: list[str] | None = None) -> int:
                     server.watch_once()
                     time.sleep(1)
     except KeyboardInterrupt:
-        print("\nstopped: HAProxy and every worker", flush=True)
+        print("\nstopped: HAProxy, every worker and Redis", flush=True)
         return 0
     except ServeError as error:
         print(f"error: {error}", file=sys.stderr, flush=True)

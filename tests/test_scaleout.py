@@ -171,7 +171,10 @@ def test_an_api_client_that_keeps_cookies_embeds_and_uploads_through_the_balance
 
 def open_page(browser, url: str, worker: str | None = None):
     """A new browser (context) at the class's URL; `worker` presets the stickiness cookie."""
+    from tests.browser import COUNT_REQUESTS
+
     context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    context.add_init_script(COUNT_REQUESTS)  # so `tests.browser.settle` can wait for the page's events
     if worker:
         context.add_cookies([{"name": "SERVERID", "value": worker, "url": url}])
     page = context.new_page()
@@ -276,6 +279,45 @@ def test_bert_training_export_upload_and_a_link_work_behind_the_balancer(class_s
         assert cookie(context) == worker and errors == []
     finally:
         context.close()
+
+
+@pytest.mark.browser
+def test_a_class_follows_its_lecturer_across_workers_through_redis(class_server, browser):
+    """tests/test_browser_class.py's lecture, with the lecturer on one worker and students on
+    both: the lesson and the counts go through the class server's Redis."""
+    from tests.browser import settle
+    from tests.test_browser_class import BANNER, COORDINATES, counts, shows_the_same, start_class
+
+    url = class_server.url
+    opened = [open_page(browser, url)]
+    try:
+        lecturer = opened[0][1]
+        mine = cookie(opened[0][0])
+        other = {"w1": "w2", "w2": "w1"}[mine]
+        link = start_class(lecturer)
+        for worker in (other, mine, other):  # two students on the other worker, one on the lecturer's
+            opened.append(open_page(browser, link, worker))
+        (_, near), (_, far), (_, wanderer) = opened[2], opened[1], opened[3]
+        counts(lecturer, 3, 3)
+        assert [cookie(context) for context, _ in opened] == [mine, other, mine, other]
+
+        wanderer.locator("#sentence-a textarea").fill("my own words about a violin")
+        wanderer.wait_for_function(f"() => ({BANNER})().includes('Exploring on your own')", timeout=60_000)
+        counts(lecturer, 3, 2)
+        own = wanderer.evaluate(COORDINATES)
+        lecturer.locator("#tour-next").click()
+        lecturer.wait_for_function("() => location.search.includes('step=1')", timeout=60_000)
+        settle(lecturer)
+        for student in (near, far):
+            shows_the_same(student, lecturer)
+            student.wait_for_function(f"() => ({BANNER})().includes('step 1')", timeout=60_000)
+        assert wanderer.evaluate(COORDINATES) == own
+        wanderer.locator("#class-follow").click()
+        shows_the_same(wanderer, lecturer)
+        counts(lecturer, 3, 3)
+    finally:
+        for context, _ in opened:
+            context.close()
 
 
 def test_sigterm_stops_the_balancer_and_every_worker(tmp_path, haproxy):

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import threading
 import time
 
@@ -45,6 +46,7 @@ from core.options import Refused
 from ui import events
 from ui.admission import client_of
 
+LOG = logging.getLogger(__name__)
 PREFIX = "/explorer/class"
 MAX_BODY = 1024  # bytes: a key, a class id and a secret
 KEEPALIVE = 15.0  # seconds between blank lines on an idle stream
@@ -195,6 +197,9 @@ class ClassRoutes:
                 return _json({"error": str(error)}, 404)
             except Refused as error:
                 return _json({"error": str(error)}, 429 if "at most" in str(error) else 400)
+            except Exception:  # a fault (a bug, the store away): logged here, a plain sentence there
+                LOG.exception("class call %s failed", name)
+                return _json({"error": "The class could not be reached just now; the page tries again."}, 503)
 
         return endpoint
 
