@@ -170,10 +170,14 @@
         + '<button id="class-start" class="class-button" type="button">Start a class</button>';
     }
     if (state.role !== "lecturer") {
-      return `${said}<p>This page is in a class: it shows what the lecturer's page shows.</p>`;
+      return said + (state.following
+        ? "<p>This page is in a class: it shows what the lecturer's page shows, step by step.</p>"
+        : "<p>This page is in a class, and you are exploring on your own: the banner at the bottom brings "
+          + "you back to the lecturer's view.</p>");
     }
     let links = `<label class="class-link">Student link <input id="class-student-link" readonly value="${
-      escapeHtml(`${location.origin}${location.pathname}?class=${classId}`)}"></label>`;
+      escapeHtml(`${location.origin}${location.pathname}?class=${classId}`)}"></label>`
+      + '<button id="class-copy" class="class-button" type="button">Copy the student link</button> ';
     if (justStarted) { // folded, so a projected page does not show it to the room
       links += '<details class="class-link"><summary>Lecturer link (shown once; keep it private)</summary>'
         + "It lets another screen (the projector's computer, say) lead this class. "
@@ -212,12 +216,24 @@
     }
   }
 
+  async function copyLink(button) {
+    const input = document.getElementById("class-student-link");
+    try {
+      await navigator.clipboard.writeText(input.value);
+      button.textContent = "Copied";
+    } catch (error) { // no clipboard (a page not served over https): selected, for Ctrl-C
+      input.select();
+      button.textContent = "Selected: press Ctrl-C";
+    }
+  }
+
   document.addEventListener("click", (event) => {
     const target = event.target;
     if (!target || !target.closest) return;
     if (target.closest("#class-start")) start();
     else if (target.closest("#class-end")) end();
     else if (target.closest("#class-follow")) follow();
+    else if (target.closest("#class-copy")) copyLink(target.closest("#class-copy"));
     else if (target.closest("#class-student-link, #class-lecturer-link")) target.select();
   });
 

@@ -1,6 +1,7 @@
 """Make the README's pictures: the app launched here, opened in Debian's Chromium.
 
     python assets/screenshots.py          # writes assets/*.png
+    python assets/screenshots.py class    # only assets/class.png (any of the names below)
 
 Each picture is a link into the app (a view written as a query string), so what a picture
 shows can be opened by anyone: the README's pictures are views of the app, not mock-ups.
@@ -22,7 +23,36 @@ from PIL import Image  # noqa: E402
 PAIR = "a=" + quote("The king spoke to the queen.") + "&b=" + quote("A man and a woman listened.")
 
 
-def main() -> None:
+def lecture_with_a_class(browser, url: str) -> None:
+    """assets/class.png: the lecturer's page of a class on step 3 (its counts at the bottom),
+    beside a student who wandered off, offered the way back."""
+    from tests.browser import open_at, settle
+
+    lecturer = open_at(browser, url, "step=2", (1440, 1000))
+    lecturer.locator("#class-start").click()
+    link = lecturer.locator("#class-student-link").input_value()
+    students = [open_at(browser, url, link.split("?", 1)[1], (1440, 1000)) for _ in range(3)]
+    lecturer.locator("#tour-next").click()
+    settle(lecturer)
+    wanderer = students[2]
+    wanderer.locator("#sentence-a textarea").fill("the violin and the cello")
+    wanderer.wait_for_function("() => document.querySelector('#class-follow') !== null", timeout=60_000)
+    settle(wanderer)
+    lecturer.wait_for_function("() => (document.getElementById('class-following') || {}).innerText === '2'",
+                               timeout=60_000)
+    tiles = [Image.open(io.BytesIO(page.screenshot())) for page in (lecturer, wanderer)]
+    sheet = Image.new("RGB", (sum(t.width for t in tiles) + 24, max(t.height for t in tiles)), "white")
+    sheet.paste(tiles[0], (0, 0))
+    sheet.paste(tiles[1], (tiles[0].width + 24, 0))
+    sheet.thumbnail((1800, 1800))
+    sheet.save(ROOT / "assets" / "class.png")
+    for page in (lecturer, *students):
+        page.context.close()
+
+
+def main(only: tuple[str, ...] = ()) -> None:
+    """Every picture, or those named in `only` (screenshot, lecture, presenter, phone, training,
+    class, views)."""
     from playwright.sync_api import sync_playwright
 
     import app
@@ -36,6 +66,8 @@ def main() -> None:
         browser = playwright.chromium.launch(executable_path=CHROMIUM or "/usr/bin/chromium", args=CHROMIUM_ARGS)
 
         def shot(name: str, query: str, viewport=(1440, 1000), full=False, then=None):
+            if only and name not in only:
+                return
             page = open_at(browser, url, query, viewport)
             if then is not None:
                 then(page)
@@ -62,6 +94,12 @@ def main() -> None:
 
         shot("training", "step=7&panel=train", then=train)
 
+        if not only or "class" in only:
+            lecture_with_a_class(browser, url)
+        if only and "views" not in only:
+            browser.close()
+            app.demo.close()
+            return
         # the side views, four in one picture
         tiles = []
         for tab in ("Positions", "LayerNorm", "Similarity", "The listing"):
@@ -85,4 +123,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-    main()
+    main(tuple(sys.argv[1:]))

@@ -53,6 +53,7 @@ PRESENCE_SECONDS = 30.0  # a process's count of its students is forgotten this l
 ID = re.compile(r"[A-Za-z0-9_-]{16}")  # secrets.token_urlsafe(12)
 SECRET = re.compile(r"[A-Za-z0-9_-]{32}")  # secrets.token_urlsafe(24)
 NO_CLASS = "No class has this link: it may have ended, or the link was cut off. Ask the lecturer for it again."
+AWAY = f"The class has ended: its lecturer's page changed nothing for {IDLE_SECONDS / 3600:g} hours."
 NOT_LECTURER = "This is not the lecturer's link of this class: only the lecturer's link can change what the class sees."
 
 
@@ -71,8 +72,11 @@ class Lesson:
     def view(self) -> View:
         return lesson_view(self.query)
 
-    def message(self) -> dict:
-        return {"version": self.version, "step": self.step, "ended": self.ended}
+    def message(self, now: float) -> dict:
+        """What a page hears of the class at wall-clock time `now`: a class its lecturer left
+        too long ago has ended, though nobody published that."""
+        ended = self.ended or (AWAY if now >= self.ends else "")
+        return {"version": self.version, "step": self.step, "ended": ended}
 
 
 def lesson_of(view: View) -> str:
@@ -140,9 +144,8 @@ class MemoryStore:
                 record.update(ended=ended, version=record["version"] + 1)
             lesson = _lesson(class_id, record)
             listeners = list(self._listeners)
-        if query is not None or ended:
-            for listener in listeners:
-                listener(lesson)
+        for listener in listeners:  # a new lesson, or only a later end: the pages keep both
+            listener(lesson)
         return lesson
 
     def set_presence(self, class_id: str, process: str, connected: int, following: int) -> None:
@@ -171,8 +174,7 @@ def _check_room(running: int, from_address: int, limit: int, per_address: int) -
 
 def _lesson(class_id: str, record: dict, now: float | None = None) -> Lesson:
     ends = float(record["ends"])  # Redis gives every field as text
-    ended = record["ended"] or (
-        "The class has ended: its lecturer was away for too long." if now is not None and ends <= now else "")
+    ended = record["ended"] or (AWAY if now is not None and ends <= now else "")
     return Lesson(class_id, int(record["version"]), record["query"],
                   None if record["step"] in (None, "") else int(record["step"]), ends, ended)
 
@@ -256,10 +258,9 @@ class RedisStore:
                 pipe.zrem(f"explorer:classes:{record['address']}", class_id)
             pipe.execute()
         lesson = _lesson(class_id, {**record, **changes, "version": version})
-        if query is not None or ended:
-            self.redis.publish(self.CHANNEL, json.dumps({"id": class_id, "version": lesson.version,
-                                                         "query": lesson.query, "step": lesson.step,
-                                                         "ends": lesson.ends, "ended": lesson.ended}))
+        # a new lesson, or only a later end: every process's pages keep both
+        self.redis.publish(self.CHANNEL, json.dumps({"id": class_id, "version": lesson.version, "query": lesson.query,
+                                                     "step": lesson.step, "ends": lesson.ends, "ended": lesson.ended}))
         return lesson
 
     def set_presence(self, class_id: str, process: str, connected: int, following: int) -> None:

@@ -83,7 +83,7 @@ class Streams:
 
     def _keep(self, lesson: Lesson) -> None:
         old = self.lessons.get(lesson.id)
-        if lesson.id in self.streams and (old is None or lesson.version >= old.version):
+        if lesson.id in self.streams and (old is None or lesson.version >= old.version):  # (>=: a later end)
             self.lessons[lesson.id] = lesson
         self._wake(lesson.id)
 
@@ -128,7 +128,7 @@ class Streams:
                     counts = await anyio.to_thread.run_sync(self.classroom.store.presence, class_id)
                     counted = self.loop.time()
                 message = {"class": class_id, "role": "lecturer" if leading else "student",
-                           **self.lessons[class_id].message()}
+                           **self.lessons[class_id].message(time.time())}
                 if leading:
                     message.update(connected=counts[0], following=counts[1])
                     if live.member is not member and not message["ended"]:  # ended here, or another class began
