@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import subprocess
 import sys
+import time
 
 import pytest
 
@@ -101,3 +103,43 @@ def open_page(browser, app_url):
     yield lambda query="", viewport=(1400, 1000), wait=True: open_at(browser, app_url, query, viewport, contexts, wait)
     for context in contexts:
         context.close()
+
+
+@pytest.fixture(scope="session")
+def redis_url():
+    """A redis-server of this test process's own, on a free loopback port, keeping nothing on disk:
+    the class store's tests (core/classroom.py's RedisStore) run against it."""
+    server = shutil.which("redis-server")
+    if server is None:
+        if os.environ.get("CI"):
+            pytest.fail("redis-server is not installed; CI must run the class store's tests (apt-get install "
+                        "redis-server)")
+        pytest.skip("redis-server is not installed here (apt-get install redis-server); CI runs these")
+    import redis
+
+    port = free_port()
+    process = subprocess.Popen([server, "--port", str(port), "--save", "", "--appendonly", "no",
+                                "--bind", "127.0.0.1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"redis://127.0.0.1:{port}/0"
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"redis-server exited at once (code {process.returncode}) on port {port}")
+            try:
+                with redis.Redis.from_url(url, socket_timeout=1) as probe:
+                    if probe.ping():
+                        break
+            except (redis.ConnectionError, redis.TimeoutError):
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"redis-server on port {port} did not answer PING within 20 s")
+            time.sleep(0.05)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
