@@ -22,6 +22,7 @@ import pytest
 import core.classroom as classroom
 from core import tour
 from core.classroom import (
+    AWAY,
     IDLE_SECONDS,
     NO_CLASS,
     NOT_LECTURER,
@@ -41,8 +42,6 @@ from core.options import Refused
 from core.state import View
 
 URLSAFE = re.compile(r"[A-Za-z0-9_-]+")
-# the sentence of a class whose lecturer was away too long (core.classroom.AWAY, where it is named)
-AWAY = getattr(classroom, "AWAY", "The class has ended: its lecturer was away for too long.")
 ENDED = "The lecturer ended the class."
 WAIT = 15.0  # seconds a bounded poll waits at most for what another thread delivers
 
