@@ -28,6 +28,7 @@ a class ends `IDLE_SECONDS` after its lecturer was last seen. Ids and secrets ar
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -84,8 +85,10 @@ def lesson_of(view: View) -> str:
     return to_query(view.with_(presenter=False, narrow=False))[0]
 
 
+@functools.lru_cache(maxsize=256)
 def lesson_view(query: str) -> View:
-    """A lesson's view, read as any link is (never raising)."""
+    """A lesson's view, read as any link is (never raising); read once for a whole class (a
+    `View` is immutable, so every follower may share it)."""
     from urllib.parse import parse_qs
 
     return from_query(parse_qs(query, keep_blank_values=True)).view
@@ -165,10 +168,10 @@ class MemoryStore:
 
 def _check_room(running: int, from_address: int, limit: int, per_address: int) -> None:
     if running >= limit:
-        raise Refused(f"This server runs at most {limit:,} classes at once, and that many are running; "
+        raise Full(f"This server runs at most {limit:,} classes at once, and that many are running; "
                       "try again later.")
     if from_address >= per_address:
-        raise Refused(f"At most {per_address} classes can run at once from one network address; end one (its "
+        raise Full(f"At most {per_address} classes can run at once from one network address; end one (its "
                       "End the class button) or wait until one ends.")
 
 
@@ -204,12 +207,41 @@ class RedisStore:
     return 0
     """
 
+    # one step, so two processes publishing at once never leave a version with another's query,
+    # and an end is never undone: the class's end time moves in both sorted sets (the running
+    # classes, and its address's), a new query takes the next version, an end takes one more
+    _PUBLISH = """
+    local now, idle = tonumber(ARGV[1]), tonumber(ARGV[2])
+    local record = redis.call('HMGET', KEYS[1], 'ends', 'ended', 'query', 'address')
+    if not record[1] or record[2] ~= '' or tonumber(record[1]) <= now then return false end
+    local ends = now + idle
+    local by_address = 'explorer:classes:' .. record[4]
+    redis.call('HSET', KEYS[1], 'ends', ends)
+    if ARGV[4] == '1' and ARGV[5] ~= record[3] then
+        redis.call('HSET', KEYS[1], 'query', ARGV[5], 'step', ARGV[6])
+        redis.call('HINCRBY', KEYS[1], 'version', 1)
+    end
+    if ARGV[7] ~= '' then
+        redis.call('HSET', KEYS[1], 'ended', ARGV[7])
+        redis.call('HINCRBY', KEYS[1], 'version', 1)
+        redis.call('ZREM', KEYS[2], ARGV[3])
+        redis.call('ZREM', by_address, ARGV[3])
+    else
+        redis.call('ZADD', KEYS[2], ends, ARGV[3])
+        redis.call('ZADD', by_address, ends, ARGV[3])
+        redis.call('EXPIRE', by_address, math.ceil(idle) + 60)
+    end
+    redis.call('EXPIRE', KEYS[1], math.ceil(idle) + 60)
+    return redis.call('HGETALL', KEYS[1])
+    """
+
     def __init__(self, url: str, clock: Callable[[], float] = time.time) -> None:
         import redis
 
         self.url, self.clock = url, clock
         self.redis = redis.Redis.from_url(url, decode_responses=True, socket_timeout=5, health_check_interval=30)
         self._create = self.redis.register_script(self._CREATE)
+        self._publish = self.redis.register_script(self._PUBLISH)
         self._listeners: list[Callable[[Lesson], None]] = []
         self._thread: threading.Thread | None = None
 
@@ -236,28 +268,13 @@ class RedisStore:
         return self.redis.hget(self._key(class_id), "secret")
 
     def publish(self, class_id: str, query: str | None, step: int | None, ended: str = "") -> Lesson | None:
-        key, now = self._key(class_id), self.clock()
-        record = self.redis.hgetall(key)
-        if not record or record["ended"] or float(record["ends"]) <= now:
+        found = self._publish(keys=[self._key(class_id), "explorer:classes"],
+                              args=[self.clock(), IDLE_SECONDS, class_id, "" if query is None else "1", query or "",
+                                    "" if step is None else step, ended])
+        if not found:
             return None
-        ends = now + IDLE_SECONDS
-        changes: dict[str, object] = {"ends": ends}
-        version = int(record["version"])
-        if query is not None and (query != record["query"] or ended):
-            changes.update(query=query, step="" if step is None else step)
-            version = self.redis.hincrby(key, "version", 1)
-        if ended:
-            changes["ended"] = ended
-            version = self.redis.hincrby(key, "version", 1)
-        with self.redis.pipeline() as pipe:
-            pipe.hset(key, mapping=changes)
-            pipe.expire(key, int(IDLE_SECONDS) + 60)
-            pipe.zadd("explorer:classes", {class_id: ends})
-            if ended:
-                pipe.zrem("explorer:classes", class_id)
-                pipe.zrem(f"explorer:classes:{record['address']}", class_id)
-            pipe.execute()
-        lesson = _lesson(class_id, {**record, **changes, "version": version})
+        record = dict(zip(found[::2], found[1::2], strict=True))
+        lesson = _lesson(class_id, record)
         # a new lesson, or only a later end: every process's pages keep both
         self.redis.publish(self.CHANNEL, json.dumps({"id": class_id, "version": lesson.version, "query": lesson.query,
                                                      "step": lesson.step, "ends": lesson.ends, "ended": lesson.ended}))
@@ -334,6 +351,7 @@ class Leader:
                     timer.daemon = True
                     timer.start()
                 return
+            self._waiting = None  # a held older view (its timer ran late) never goes out after this one
             self._send(view)
 
     def _flush(self) -> None:
@@ -374,6 +392,7 @@ class Classroom:
         self.process = uuid.uuid4().hex
         self._pages: dict[str, dict[str, Follower]] = {}  # class id -> page key -> its follower
         self._lock = threading.Lock()
+        self._counting = threading.Lock()
         self._heard: list[Callable[[str], None]] = []  # told the id of a class whose lesson or counts changed
         self.store.listen(lambda lesson: self._tell(lesson.id))
 
@@ -383,6 +402,9 @@ class Classroom:
         view = live.view
         lesson = self.store.create(class_id, digest(secret), address, lesson_of(view), view.step,
                                    MAX_CLASSES, CLASSES_PER_ADDRESS)
+        led = live.member
+        if isinstance(led, Leader):  # a page leads one class: the one it led ends (said to its students)
+            self.store.publish(led.class_id, None, None, ended="The lecturer started another class.")
         live.member = Leader(self, class_id)
         live.member._sent = lesson.query
         return lesson, secret
@@ -390,12 +412,12 @@ class Classroom:
     def lesson(self, class_id: object) -> Lesson:
         """The class's lesson; raises `Refused` for an id no class has, or a class that ended."""
         if not isinstance(class_id, str) or not ID.fullmatch(class_id):
-            raise Refused(NO_CLASS)
+            raise Gone(NO_CLASS)
         lesson = self.store.lesson(class_id)
         if lesson is None:
-            raise Refused(NO_CLASS)
+            raise Gone(NO_CLASS)
         if lesson.ended:
-            raise Refused(lesson.ended)
+            raise Gone(lesson.ended)
         return lesson
 
     def check(self, class_id: object, secret: object) -> Lesson:
@@ -423,7 +445,7 @@ class Classroom:
         ended = self.store.publish(member.class_id, None, None, ended="The lecturer ended the class.")
         live.member = None
         if ended is None:
-            raise Refused(NO_CLASS)
+            raise Gone(NO_CLASS)
         return ended
 
     def join(self, live, class_id: object) -> Follower:
@@ -436,7 +458,7 @@ class Classroom:
             return member
         connected, _ = self.store.presence(lesson.id)
         if connected >= MAX_FOLLOWERS:
-            raise Refused(f"This class has {MAX_FOLLOWERS:,} pages following it, as many as one class may have.")
+            raise Full(f"This class has {MAX_FOLLOWERS:,} pages following it, as many as one class may have.")
         live.member = Follower(self, lesson.id)
         return live.member
 
@@ -477,9 +499,10 @@ class Classroom:
     def counted(self, class_id: str) -> None:
         """Write this process's count of the class's pages to the store (a follower's page left,
         came, or stopped following)."""
-        with self._lock:
-            pages = list(self._pages.get(class_id, {}).values())
-        self.store.set_presence(class_id, self.process, len(pages), sum(p.following for p in pages))
+        with self._counting:  # read and written together: an older count is never written last
+            with self._lock:
+                pages = list(self._pages.get(class_id, {}).values())
+            self.store.set_presence(class_id, self.process, len(pages), sum(p.following for p in pages))
         self._tell(class_id)
 
     def recount(self) -> None:
@@ -499,3 +522,11 @@ class Classroom:
 
 class Forbidden(Refused):
     """Refused because the caller is not the lecturer: answered 403."""
+
+
+class Gone(Refused):
+    """No class has this id, or it ended: answered 404."""
+
+
+class Full(Refused):
+    """A bound was met (classes at once, from one address, pages in one class): answered 429."""

@@ -253,9 +253,6 @@ def test_a_page_that_leaves_is_no_longer_counted(pages, started, opened):
                              f"{CLASSROOM.store.presence(class_id)}") from None
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a page's older stream, ended by its newer one, disconnects the page in "
-                                       "its finally (Classroom.disconnect finds the same Follower under the key), "
-                                       "so the page whose stream is open is no longer counted")
 def test_a_page_that_opens_its_stream_again_is_still_counted(pages, started, opened):
     """The page's script opens the stream again when it drops (assets/classroom.js); the server may
     not yet know the old one is gone. The newer replaces the older, and the page stays counted."""
@@ -357,8 +354,6 @@ def test_a_get_is_not_a_class_call(app_url):
 # --- bounds ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="bug: ui/classroutes.py answers 429 only for a sentence with a lower-case "
-                                       "'at most'; the per-address refusal begins 'At most', so it is answered 400")
 def test_past_the_classes_of_one_address_a_start_is_refused_429_with_a_sentence(app_url, pages, started,
                                                                                monkeypatch):
     monkeypatch.setattr(classroom, "CLASSES_PER_ADDRESS", 2)
@@ -418,8 +413,6 @@ def test_the_lecturers_link_on_another_page_leads_and_is_shown_the_lesson(app_ur
     assert lesson(class_id).version == 2
 
 
-@pytest.mark.xfail(strict=True, reason="bug: ui/classroutes.py lead shows the tab the lesson before it leads the "
-                                       "class; a tab that leads another class publishes that lesson into it")
 def test_leading_a_class_never_changes_the_class_the_page_led_before(app_url, pages, started):
     _, lecturer = pages("The other class's lesson.")
     _, both = pages("This page's own class.")

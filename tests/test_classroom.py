@@ -289,8 +289,6 @@ def test_a_burst_of_changes_publishes_a_few_versions_and_always_the_last(room, s
     assert len({lsn.version for lsn in heard_of(heard, lesson.id)}) == published
 
 
-@pytest.mark.xfail(strict=True, reason="bug: Leader.changed sends a due change directly without dropping the "
-                                       "change a late timer still holds, which is then published over it")
 def test_a_late_timer_never_publishes_an_older_view_over_a_newer_one(room, store, monkeypatch):
     """A throttled change waits for a timer thread; on a busy server (the GIL held by a model)
     that thread runs late. A change arriving after the wait is over but before the timer ran is
@@ -320,8 +318,8 @@ def test_a_late_timer_never_publishes_an_older_view_over_a_newer_one(room, store
 
 
 class HeldRedis:
-    """A Redis client whose next pipeline opened on a thread named `held` waits until the test lets
-    it go: one process's publish overtaken by another's."""
+    """A Redis client whose message published on a thread named `held` waits until the test lets
+    it go: one process's publish overtaken by another's between its write and its message."""
 
     def __init__(self, client) -> None:
         self.client, self.arrived, self.release = client, threading.Event(), threading.Event()
@@ -329,28 +327,24 @@ class HeldRedis:
     def __getattr__(self, name: str):
         return getattr(self.client, name)
 
-    def pipeline(self, *args, **kwargs):
+    def publish(self, *args, **kwargs):
         if threading.current_thread().name == "held":
             self.arrived.set()
             self.release.wait(WAIT)
-        return self.client.pipeline(*args, **kwargs)
+        return self.client.publish(*args, **kwargs)
 
 
-def test_two_processes_publishing_at_once_agree_on_the_newest_lesson(stores, request):
+@pytest.mark.parametrize("stores", ["redis"], indirect=True)  # one process's memory store publishes under its lock
+def test_two_processes_publishing_at_once_agree_on_the_newest_lesson(stores):
     """The lecturer's page on two screens (each its own process) publishes at once: the lesson
     the store keeps is the one of its newest version, the one every page heard last."""
     one, two = stores(), stores()
-    if isinstance(one, MemoryStore):
-        pytest.skip("one process's store publishes under its lock; two processes share only Redis")
-    request.applymarker(pytest.mark.xfail(strict=True, reason=(
-        "bug: RedisStore.publish reads the class, increments its version and writes its query in three steps, "
-        "not one: an overtaken publish writes its older query under the newer version")))
     heard = hearing(two)
     made = one.create(secrets.token_urlsafe(12), "digest", "192.0.2.20", "k=3", None, 10, 10)
     one.redis = HeldRedis(one.redis)
     first = threading.Thread(target=one.publish, args=(made.id, "k=4", None), name="held")
     first.start()
-    assert one.redis.arrived.wait(WAIT)  # its version is taken, its query not yet written
+    assert one.redis.arrived.wait(WAIT)  # its lesson is written (version 2), its message not yet sent
     second = two.publish(made.id, "k=5", None)
     one.redis.release.set()
     first.join(WAIT)
@@ -453,8 +447,6 @@ class Held:
         self.store.set_presence(*args)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: Classroom.counted reads its pages under its lock but writes the count "
-                                       "after releasing it, so a slower writer's older count lands last")
 def test_a_count_written_while_a_page_leaves_never_outlives_the_page(store):
     held = Held(store)
     room = Classroom(held)
@@ -507,11 +499,6 @@ def test_a_class_kept_alive_past_its_first_idle_time_still_counts_for_its_addres
                                                                                    request):
     """The lecturer's activity keeps a class running past IDLE_SECONDS after it started; it is
     still one of its address's classes then."""
-    if isinstance(store, RedisStore):
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "bug: RedisStore.publish moves a class's end in explorer:classes but not in its address's set "
-            "(explorer:classes:ADDRESS, scored and expired by the end made at create), so the address's count "
-            "forgets it IDLE_SECONDS after it started")))
     monkeypatch.setattr(classroom, "CLASSES_PER_ADDRESS", 1)
     lecturer = tab()
     lesson, _ = room.start(lecturer, "198.51.100.1")

@@ -41,7 +41,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from core.classroom import Classroom, Forbidden, Leader, Lesson, lesson_of, lesson_view
+from core.classroom import Classroom, Forbidden, Full, Gone, Leader, Lesson, lesson_of, lesson_view
 from core.options import Refused
 from ui import events
 from ui.admission import client_of
@@ -56,10 +56,6 @@ RECOUNT_SECONDS = 10.0  # how often this process writes its pages' counts again 
 
 # every class this process serves pages of: in memory, or in the store EXPLORER_CLASS_STORE names
 CLASSROOM = Classroom()
-
-
-class NotFound(Refused):
-    """No such class (or it ended): answered 404."""
 
 
 class Streams:
@@ -151,13 +147,14 @@ class Streams:
                     yield b"\n"  # kept alive through proxies
         finally:  # also when the response is cancelled (the page went): so nothing here awaits
             gone.cancel()
-            if self.open.get(live.key) is token:
+            current = self.open.get(live.key) is token  # not when the page's newer stream replaced it
+            if current:
                 del self.open[live.key]
             self.streams[class_id] -= 1
             if not self.streams[class_id]:
                 for held in (self.streams, self.changed, self.lessons):
                     held.pop(class_id, None)
-            if not leading:  # the store's write is left to a thread
+            if current and not leading:  # the store's write is left to a thread
                 self.loop.run_in_executor(None, self.classroom.disconnect, live.key, member)
 
 
@@ -191,12 +188,9 @@ class ClassRoutes:
                     raise Refused("This request carries no valid page key; reload the page.")
                 live = events.LIVES.by_key(sent["key"])
                 return await handler(request, live, sent)
-            except Forbidden as error:
-                return _json({"error": str(error)}, 403)
-            except NotFound as error:
-                return _json({"error": str(error)}, 404)
-            except Refused as error:
-                return _json({"error": str(error)}, 429 if "at most" in str(error) else 400)
+            except Refused as error:  # a sentence, with the status that says what kind
+                status = {Forbidden: 403, Gone: 404, Full: 429}.get(type(error), 400)
+                return _json({"error": str(error)}, status)
             except Exception:  # a fault (a bug, the store away): logged here, a plain sentence there
                 LOG.exception("class call %s failed", name)
                 return _json({"error": "The class could not be reached just now; the page tries again."}, 503)
@@ -209,45 +203,44 @@ class ClassRoutes:
         return _json({"class": lesson.id, "secret": secret, "step": lesson.step})
 
     async def lead(self, request: Request, live, sent: dict) -> Response:
-        lesson = await anyio.to_thread.run_sync(self._lesson, self.classroom.check, sent.get("class"),
+        lesson = await anyio.to_thread.run_sync(self.classroom.check, sent.get("class"),
                                                 sent.get("secret"))
-        secret = sent.get("secret")
-        answer = await self._show(live, lesson, lambda: None,
-                                  lambda shown: shown and self.classroom.lead(live, lesson.id, secret))
+        secret, before = sent.get("secret"), live.member
+
+        def detach() -> None:  # showing this class's lesson is no change of the class the page led before
+            live.member = None
+
+        def led(shown: bool) -> None:
+            if shown:
+                self.classroom.lead(live, lesson.id, secret)
+            else:
+                live.member = before
+
+        answer = await self._show(live, lesson, detach, led)
         return _json({**answer, "class": lesson.id})
 
     async def follow(self, request: Request, live, sent: dict) -> Response:
-        member, lesson = await anyio.to_thread.run_sync(self._lesson, self.classroom.follow, live)
+        member, lesson = await anyio.to_thread.run_sync(self.classroom.follow, live)
+        if member.following and member.shown >= lesson.version:  # shown already: a page asking twice
+            return _json({"values": {}, "sync": False})
         answer = await self._show(live, lesson, lambda: self.classroom.expect(member, lesson),
                                   lambda shown: self.classroom.shown(member, lesson, shown))
         return _json(answer)
 
     async def end(self, request: Request, live, sent: dict) -> Response:
-        lesson = await anyio.to_thread.run_sync(self._lesson, self.classroom.end, live, sent.get("secret"))
+        lesson = await anyio.to_thread.run_sync(self.classroom.end, live, sent.get("secret"))
         return _json({"ended": lesson.ended})
 
     async def stream(self, request: Request, live, sent: dict) -> Response:
         member = live.member
         if isinstance(member, Leader) and member.class_id == sent.get("class"):
-            lesson = await anyio.to_thread.run_sync(self._lesson, self.classroom.lesson, member.class_id)
+            lesson = await anyio.to_thread.run_sync(self.classroom.lesson, member.class_id)
         else:
-            member = await anyio.to_thread.run_sync(self._lesson, self.classroom.join, live, sent.get("class"))
-            lesson = await anyio.to_thread.run_sync(self._lesson, self.classroom.lesson, member.class_id)
+            member = await anyio.to_thread.run_sync(self.classroom.join, live, sent.get("class"))
+            lesson = await anyio.to_thread.run_sync(self.classroom.lesson, member.class_id)
         return StreamingResponse(self.streams.stream(live, lesson, member, request.receive),
                                  media_type="application/x-ndjson",
                                  headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
-
-    @staticmethod
-    def _lesson(call, *args):
-        """`call(*args)`, its refusal of a class that is not there said as NotFound."""
-        try:
-            return call(*args)
-        except Forbidden:
-            raise
-        except Refused as error:
-            if "class" in str(error) and ("ended" in str(error) or "No class" in str(error)):
-                raise NotFound(str(error)) from error
-            raise
 
     async def _show(self, live, lesson: Lesson, before, after) -> dict:
         """Show `live`'s tab the lesson, in the page's direct turn: `before()`, then the view,
