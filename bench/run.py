@@ -36,6 +36,13 @@ ratio, target, met?). The measures, by NAME:
               (bench/lecture.py); and, from the CPU per update, the cores a 500-student course
               needs for p95 ≤ 1 s. Reported only: p95 key-to-answer and CPU per update for each
               setup, and the cores. Without haproxy the balanced setups are not measured.
+- class:      a class on one process (bench/class_follow.py): the server's CPU while 100
+              students' pages hold their class streams open and idle, against the same pages
+              open without streams; and the lecturer's *Next* reaching the followers (the
+              stream's message, then the follow call's answer, the figure), alone and while 30
+              of them type, against the streams' fan-out alone (the pages only listen).
+              Targets: the idle streams ≤ 10% of one core (the total, not the difference);
+              95% of the followers reached within 1.5 s, alone and beside the typists.
 
 Whatever the numbers, nothing here asserts a time: "met?" is reported ("—" for a figure
 without a target), and the exit status is non-zero only when a measure could not run. The
@@ -597,6 +604,37 @@ def first_load(quick: bool) -> list[Target]:
                    "—", None)]
 
 
+# 13. a class following its lecturer
+
+
+def class_follow(quick: bool) -> list[Target]:
+    from bench.class_follow import WITHIN, measure, report
+
+    students, typing = 100, 30
+    try:
+        found = measure(students, typing, presses=3 if quick else 5, window=8.0 if quick else 20.0)
+    except SystemExit as stopped:  # the app did not start: this measure could not run
+        raise RuntimeError(str(stopped)) from None
+    print(flush=True)
+    for title, header, rows in report(found):
+        table(f"13. {title}", header, rows)
+    if found["errors"]:
+        print(f"WARNING: {len(found['errors'])} page call(s) failed; the first: {found['errors'][0]}\n")
+    idle, base = found["followers_pct"], found["baseline_pct"]
+    scenarios = found["scenarios"]
+    echo = scenarios["echo"]["p95"]
+    targets = [Target(f"class: {students} followers' streams idle, server CPU (window total, % of one core)",
+                      f"{idle:.1f}%", f"{base:.1f}% (same pages, no streams)", f"{idle - base:+.1f} pt",
+                      "≤ 10% of one core", idle <= 10)]
+    for name, label in (("alone", f"{students} followers"),
+                        ("typing", f"{students - typing} followers while {typing} type")):
+        s = scenarios[name]
+        targets.append(Target(f"class: Next reaches {label}, share within {WITHIN:g} s (p95)",
+                              f"{s['within']:.0%} (p95 {ms(s['p95'])})", f"{ms(echo)} (stream alone, p95)",
+                              times(s["p95"] / echo), f"≥ 95% within {WITHIN:g} s", s["within"] >= 0.95))
+    return targets
+
+
 MEASURES: dict[str, Callable[[bool], list[Target]]] = {
     "latency": latency,
     "server_cpu": server_cpu,
@@ -610,6 +648,7 @@ MEASURES: dict[str, Callable[[bool], list[Target]]] = {
     "bursts": bursts,
     "neighbour": neighbour,
     "first_load": first_load,
+    "class": class_follow,
 }
 
 

@@ -1,0 +1,658 @@
+"""A class following its lecturer: what the students' pages cost the server while they wait, and how soon
+the lecturer's *Next* reaches them.
+
+    python -m bench.class_follow [--students 100] [--typing 30] [--presses 5] [--window 20] [--quick]
+                                 [--no-sync]
+
+One launched app (`python app.py` in a child process, as a Space runs it: one process). A
+lecturer's page and --students students' pages each open as a page does: the page-load event
+through gradio's queue, whose address carries the tab's key (bench/load.py `PageCalls`). The
+lecturer's page starts a class (POST explorer/class/start). Each student's page then behaves
+as assets/classroom.js does: it holds its class stream open (POST explorer/class/stream,
+newline-delimited JSON; one asyncio task per page, each page its own httpx connection pool)
+and, when a message says it follows and the version is newer than the one it was shown, asks
+to be shown the lesson (POST explorer/class/follow, whose answer is the figure the page
+draws), one follow at a time; then it fetches the rest of the view through gradio's queue
+with the class box's own event, as the page does (--no-sync leaves that queued part out).
+
+1. Idle: the server's CPU (the app's process and its children, user + system) over --window
+   seconds in three states, one after another in the same run: the baseline, every page open
+   and no class stream; every student's stream open, each page having followed the first
+   lesson; and the lecturer's stream open beside them (a lecturer's page reads the counts
+   once a second). Each as % of one core, and over the baseline.
+2. Next: the lecturer's page presses *Next* (its `next_step` event through gradio's queue, as
+   the button sends it) --presses times, waiting after each until every follower has it. Per
+   follower: the time from the press to its stream saying the new version (heard) and to its
+   follow call's answer (reached: the page can draw the figure); with the queued sync, also to
+   its answer (synced: the whole view). Three scenarios on the same steps (2, 3, …), the
+   lecturer sent back to step 1 with *Previous* between them (those lessons are followed, not
+   measured):
+   - alone: every student follows;
+   - echo, the baseline: the same presses while the pages only listen (no follow call), so
+     the stream's fan-out is timed alone, and the follow calls' cost shows in the ratio of a
+     scenario's reached p95 to the echo's heard p95;
+   - typing: --typing of the students type at human speed (5 keys/s; each keystroke a direct
+     call to /explorer/live with the growing sentence, one call at a time and the newest text
+     winning, and the queued sync when an answer asks for it, as the page sends them; a queued
+     sync is not sent again while one is pending, gradio's "once" trigger mode). A
+     typing student stops following, as it should, so reach is measured over the others
+     (students − typing); the typists' own key-to-answer latency is reported beside it.
+
+Targets (bench/run.py, measure `class`): the students' idle streams ≤ 10% of one core, judged
+on the total CPU of the busier of the two windows with streams, not on its difference over the
+baseline (the app's own idle: gradio's queue loop and threads); 95% of the followers reached
+within 1.5 s, alone and while others type. Times are measured, never asserted; the exit status
+is non-zero only when the measure could not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import contextlib
+import json
+import os
+import random
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import httpx
+import orjson
+import psutil
+
+from bench.report import ms, table, times
+
+WITHIN = 1.5  # seconds: the target's reach
+KEYS_PER_SECOND = 5.0  # a typing student's pace
+CALL_TIMEOUT = 120.0  # seconds one call may take
+PRESS_TIMEOUT = 60.0  # seconds a press may take to reach every follower; the rest count as missed
+SETTLE = 1.0  # seconds of quiet after a press has reached everyone (and before an idle window)
+OPENING = 8  # pages opening at once (the page-load event through the queue)
+WORDS = ("river", "garden", "castle", "violin", "tractor", "mountain", "umbrella", "candle", "island", "bridge")
+SENTENCE = "the {w} sat quietly on the old mat while a small dog slept by the door"
+
+
+class CallFailed(Exception):
+    pass
+
+
+def now() -> float:
+    return time.monotonic()
+
+
+def tree_seconds(process: psutil.Process) -> float:
+    """CPU seconds (user + system) of the app's process and its children (the heavy pool's)."""
+    total = 0.0
+    for each in (process, *process.children(recursive=True)):
+        with contextlib.suppress(psutil.Error):
+            spent = each.cpu_times()
+            total += spent.user + spent.system
+    return total
+
+
+def busy_seconds() -> float:
+    spent = psutil.cpu_times()
+    return spent.user + spent.system + getattr(spent, "nice", 0.0)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else float("nan")
+
+
+# the page's calls, read from the app's config
+
+
+@dataclass(frozen=True)
+class Calls:
+    load: int  # the page-load event (its address carries the tab's key)
+    address_at: int
+    sync: int  # #embed-plot's input event: what a direct call left for the queue
+    class_sync: int  # the class box's input event: what a lesson left for the queue
+    next: int
+    previous: int
+
+    @classmethod
+    def discover(cls, url: str) -> Calls:
+        from bench.load import PageCalls
+
+        config = httpx.get(f"{url}config", timeout=30).raise_for_status().json()
+        ids = {c.get("props", {}).get("elem_id"): c["id"] for c in config["components"]}
+        named = {d["api_name"]: d["id"] for d in config["dependencies"] if d.get("api_name")}
+        missing = [name for name in ("next_step", "previous_step") if name not in named]
+        if "class-box" not in ids or missing:
+            raise RuntimeError(f"the app has no class box or no {missing}: update bench/class_follow.py to the page")
+        box = [ids["class-box"], "input"]
+        class_sync = next(d["id"] for d in config["dependencies"] if box in map(list, d["targets"]))
+        page = PageCalls.discover(url)
+        return cls(page.load, page.address_at, page.sync, class_sync, named["next_step"], named["previous_step"])
+
+
+# one page
+
+
+class Page:
+    """One browser tab of the app, as assets/explorer.js and assets/classroom.js drive it."""
+
+    def __init__(self, url: str, calls: Calls, sync: bool) -> None:
+        limits = httpx.Limits(max_connections=6, max_keepalive_connections=6)  # a browser's per host
+        self.http = httpx.AsyncClient(base_url=url, timeout=httpx.Timeout(CALL_TIMEOUT, connect=30), limits=limits)
+        self.calls, self.sync = calls, sync
+        self.session_hash = uuid.uuid4().hex[:11]
+        self.key: str | None = None
+        self.class_id: str | None = None
+        self.last: dict = {}  # the stream's last message
+        self.heard: dict[int, float] = {}  # version -> when the stream first said it
+        self.followed: dict[int, float] = {}  # version a follow was asked for -> when its answer came
+        self.synced: dict[int, float] = {}  # version -> when the queued sync after its follow answered
+        self.follows = True  # False: the page only listens (the echo baseline)
+        self.following_call = False  # a follow call in flight (classroom.js `following`)
+        self.syncing: asyncio.Task | None = None
+        self.plot_syncing: asyncio.Task | None = None
+        self.answer_bytes: list[int] = []
+        self.errors: list[str] = []
+        self.tasks: set[asyncio.Task] = set()
+        self.stream: asyncio.Task | None = None
+        self.streaming = asyncio.Event()  # set at the stream's first message
+
+    def spawn(self, work) -> asyncio.Task:
+        task = asyncio.create_task(work)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return task
+
+    def error(self, where: str, error: object) -> None:
+        self.errors.append(f"{where}: {error!r}"[:240])
+
+    async def queued(self, fn_index: int, data: list) -> tuple[list, float]:
+        """One event through gradio's queue, as the page sends it (join, then the session's event
+        stream, read on to its close): its output data and when it came."""
+        join = await self.http.post("gradio_api/queue/join",
+                                    json={"data": data, "fn_index": fn_index, "session_hash": self.session_hash})
+        if join.status_code != 200:
+            raise CallFailed(f"join: HTTP {join.status_code} {join.text[:160]}")
+        event_id = join.json()["event_id"]
+        answer, at = None, 0.0
+        async with self.http.stream("GET", "gradio_api/queue/data", params={"session_hash": self.session_hash}) as s:
+            async for line in s.aiter_lines():
+                if not line.startswith("data:"):
+                    continue
+                if answer is None and '"process_completed"' in line[:40] and event_id in line[:100]:
+                    at = now()
+                    message = orjson.loads(line[5:])
+                    if not message.get("success"):
+                        raise CallFailed(f"app error: {(message.get('output') or {}).get('error')!r}")
+                    answer = message["output"]["data"]
+                elif '"close_stream"' in line and answer is not None:
+                    break
+        if answer is None:
+            raise CallFailed("the event stream closed without an answer")
+        return answer, at
+
+    async def open(self) -> None:
+        # the load event's one input: what the page's script says of its screen (a laptop's)
+        data, _ = await self.queued(self.calls.load, [json.dumps({"narrow": False})])
+        address = data[self.calls.address_at]
+        self.key = json.loads(address["value"] if isinstance(address, dict) else address)["key"]
+
+    async def post(self, path: str, body: dict) -> tuple[dict, int]:
+        try:
+            answer = await self.http.post(path, json={"key": self.key, **body})
+        except (httpx.ReadError, httpx.RemoteProtocolError):
+            # a kept-alive connection the server closed as it was reused: sent again once, as a
+            # browser does when a reused connection fails before any answer
+            answer = await self.http.post(path, json={"key": self.key, **body})
+        return orjson.loads(answer.content), len(answer.content)
+
+    # the class (assets/classroom.js)
+
+    async def start(self) -> str:
+        answer, _ = await self.post("explorer/class/start", {})
+        if "class" not in answer:
+            raise CallFailed(f"start: {answer.get('error')!r}")
+        self.class_id = answer["class"]
+        return self.class_id
+
+    def listen(self, class_id: str) -> None:
+        self.class_id = class_id
+        self.stream = self.spawn(self._listen())
+
+    async def _listen(self) -> None:
+        body = {"key": self.key, "class": self.class_id}
+        timeout = httpx.Timeout(CALL_TIMEOUT, connect=30, read=120)  # an idle stream says a blank line every 15 s
+        try:
+            async with self.http.stream("POST", "explorer/class/stream", json=body, timeout=timeout) as response:
+                if response.status_code != 200:
+                    self.error("stream", f"HTTP {response.status_code} {(await response.aread())[:160]!r}")
+                    return
+                async for line in response.aiter_lines():
+                    if line.strip():
+                        self.hear(orjson.loads(line))
+            if not (self.last.get("ended")):
+                self.error("stream", "closed by the server")
+        except (httpx.HTTPError, ValueError) as error:
+            self.error("stream", error)
+
+    def hear(self, message: dict) -> None:
+        version = int(message.get("version") or 0)
+        self.heard.setdefault(version, now())
+        self.last = message
+        self.streaming.set()
+        if (message.get("role") == "student" and message.get("following") and version > message.get("shown", 0)
+                and not message.get("ended") and self.follows and not self.following_call):
+            self.following_call = True  # classroom.js: one follow at a time; a message meanwhile is not followed
+            self.spawn(self.follow(version))
+
+    async def follow(self, version: int) -> None:
+        try:
+            answer, size = await self.post("explorer/class/follow", {})
+        except (httpx.HTTPError, ValueError) as error:
+            self.error("follow", error)
+            return
+        finally:
+            self.following_call = False
+        if "error" in answer or answer.get("skipped"):
+            self.error("follow", answer.get("error") or "skipped")
+            return
+        self.followed.setdefault(version, now())
+        self.answer_bytes.append(size)
+        if answer.get("sync") and self.sync:
+            self.sync_whole(version)
+
+    def sync_whole(self, version: int) -> None:
+        """The class box's event, through the queue. Gradio's trigger mode for an input event is
+        "once": while one is pending, the page sends no other (the trigger is dropped)."""
+        if self.syncing is None or self.syncing.done():
+            self.syncing = self.spawn(self._sync(version))
+
+    async def _sync(self, version: int) -> None:
+        try:
+            _, at = await self.queued(self.calls.class_sync, [])
+            self.synced.setdefault(version, at)
+        except (CallFailed, httpx.HTTPError, ValueError) as error:
+            self.error("class sync", error)
+
+    def version(self) -> int:
+        return max(self.heard, default=0)
+
+    def has(self, base: int, kind: str) -> float | None:
+        """When this page first had a version newer than `base`: heard, followed or synced."""
+        times_ = [t for v, t in getattr(self, kind).items() if v > base]
+        return min(times_) if times_ else None
+
+    # typing (assets/explorer.js): one direct call in flight, the newest text in the next
+
+    async def type(self, stop: asyncio.Event, word: str, seed: int, latencies: list[float]) -> None:
+        rng = random.Random(seed)
+        state = {"text": "", "pending": []}
+        changed = asyncio.Event()
+
+        async def sender() -> None:
+            while True:
+                await changed.wait()
+                changed.clear()
+                keys, state["pending"] = state["pending"], []
+                try:
+                    answer, _ = await self.post("explorer/live", {"change": {"sentence_a": state["text"]}})
+                except (httpx.HTTPError, ValueError) as error:
+                    self.error("type", error)
+                    continue
+                if "error" in answer:
+                    self.error("type", answer["error"])
+                    continue
+                answered = now()
+                latencies.extend(answered - k for k in keys)
+                if answer.get("sync"):
+                    self.plot_sync()
+
+        sending = self.spawn(sender())
+        sentence = SENTENCE.format(w=word)
+        try:
+            while not stop.is_set():
+                for end in range(1, len(sentence) + 1):
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), rng.uniform(0.8, 1.2) / KEYS_PER_SECOND)
+                    if stop.is_set():
+                        break
+                    state["text"] = sentence[:end]
+                    state["pending"].append(now())
+                    changed.set()
+        finally:
+            deadline = now() + CALL_TIMEOUT
+            while (state["pending"] or changed.is_set()) and now() < deadline and not sending.done():
+                await asyncio.sleep(0.05)
+            sending.cancel()
+
+    def plot_sync(self) -> None:
+        """#embed-plot's event, through the queue; "once", as the class box's (`sync_whole`)."""
+        if self.plot_syncing is None or self.plot_syncing.done():
+            self.plot_syncing = self.spawn(self._plot_sync())
+
+    async def _plot_sync(self) -> None:
+        try:
+            await self.queued(self.calls.sync, [])
+        except (CallFailed, httpx.HTTPError, ValueError) as error:
+            self.error("sync", error)
+
+    async def close(self) -> None:
+        for task in list(self.tasks):
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        await self.http.aclose()
+
+
+# the measure
+
+
+@dataclass
+class Press:
+    scenario: str
+    step: int
+    measured: int  # the followers it is measured over
+    lecturer: float  # press to the lecturer's own answer
+    heard: list[float] = field(default_factory=list)
+    reached: list[float] = field(default_factory=list)
+    synced: list[float] = field(default_factory=list)
+    missed: int = 0  # followers not reached within PRESS_TIMEOUT
+
+
+@dataclass
+class Window:
+    name: str
+    streams: int
+    seconds: float
+    server: float  # CPU seconds
+    generator: float
+    others: float
+    counts: str = ""  # what the lecturer's banner said
+
+
+class Lecture:
+    def __init__(self, url: str, process: psutil.Process, students: int, sync: bool) -> None:
+        self.url, self.process = url, process
+        self.calls = Calls.discover(url)
+        self.lecturer = Page(url, self.calls, sync)
+        self.students = [Page(url, self.calls, sync) for _ in range(students)]
+        self.step = 0
+
+    @property
+    def pages(self) -> list[Page]:
+        return [self.lecturer, *self.students]
+
+    async def open(self) -> None:
+        gate = asyncio.Semaphore(OPENING)
+
+        async def opened(page: Page) -> None:
+            async with gate:
+                await page.open()
+
+        await asyncio.gather(*(opened(page) for page in self.pages))
+        await self.lecturer.start()
+
+    async def window(self, name: str, seconds: float, streams: int) -> Window:
+        await asyncio.sleep(SETTLE)
+        server, own, everyone, began = tree_seconds(self.process), time.process_time(), busy_seconds(), now()
+        await asyncio.sleep(seconds)
+        took = now() - began
+        server, own = tree_seconds(self.process) - server, time.process_time() - own
+        everyone = busy_seconds() - everyone
+        last = self.lecturer.last
+        counts = f"{last.get('connected')} connected, {last.get('following')} following" if last else ""
+        return Window(name, streams, took, server, own, max(0.0, everyone - server - own), counts)
+
+    async def join(self) -> None:
+        """Every student's stream opened; each page hears its first message and follows the first lesson."""
+        for page in self.students:
+            page.listen(self.lecturer.class_id)
+        await self.until(lambda: all(p.followed or p.errors for p in self.students), CALL_TIMEOUT)
+        await self.until(lambda: all(not p.tasks - {p.stream} for p in self.students), CALL_TIMEOUT)
+        late = [p for p in self.students if not p.followed]
+        if len(late) == len(self.students):
+            raise RuntimeError(f"no student followed the first lesson: {self.students[0].errors[:2]}")
+
+    @staticmethod
+    async def until(done: Callable[[], bool], seconds: float) -> bool:
+        deadline = now() + seconds
+        while not done():
+            if now() > deadline:
+                return False
+            await asyncio.sleep(0.02)
+        return True
+
+    async def press(self, move: int, scenario: str, measured: list[Page], kind: str) -> Press:
+        """The lecturer presses Next (or Previous); wait until every measured page has the new
+        version (`kind`: "heard" or "followed"), then until the pages' calls are done."""
+        base = max(p.version() for p in self.pages)
+        fn = self.calls.next if move > 0 else self.calls.previous
+        began = now()
+        try:
+            await self.lecturer.queued(fn, [])
+        except (CallFailed, httpx.HTTPError) as error:
+            raise RuntimeError(f"the lecturer's {'Next' if move > 0 else 'Previous'} failed: {error!r}") from error
+        lecturer = now() - began
+        self.step += move
+        await self.until(lambda: all(p.has(base, kind) is not None for p in measured), PRESS_TIMEOUT)
+        # the pages' own calls (follows, syncs) finished before the next press
+        await self.until(lambda: all(not p.tasks - {p.stream} for p in measured), PRESS_TIMEOUT)
+        found = Press(scenario, self.step, len(measured), lecturer)
+        for page in measured:
+            heard, reached, synced = (page.has(base, k) for k in ("heard", "followed", "synced"))
+            if heard is not None:
+                found.heard.append(heard - began)
+            if reached is not None:
+                found.reached.append(reached - began)
+            if synced is not None:
+                found.synced.append(synced - began)
+            if (heard if kind == "heard" else reached) is None:
+                found.missed += 1
+        if measured and found.missed == len(measured):
+            errors = [e for page in measured for e in page.errors][:2]
+            raise RuntimeError(f"no page had the lesson of step {self.step} within {PRESS_TIMEOUT:g} s: {errors}")
+        await asyncio.sleep(SETTLE)
+        return found
+
+    async def back_to(self, step: int) -> None:
+        while self.step > step:
+            await self.press(-1, "back", [p for p in self.students if p.follows], "followed")
+
+    async def close(self) -> None:
+        await asyncio.gather(*(page.close() for page in self.pages), return_exceptions=True)
+
+
+async def run(url: str, process: psutil.Process, students: int, typing: int, presses: int, window: float,
+              sync: bool, say: Callable[[str], None]) -> dict:
+    lecture = Lecture(url, process, students, sync)
+    windows: list[Window] = []
+    found_presses: list[Press] = []
+    typed: list[float] = []
+    typists = lecture.students[:typing]
+    followers = lecture.students[typing:]
+    try:
+        began = now()
+        await lecture.open()
+        say(f"  {students + 1} pages opened, the class started ({now() - began:.0f} s)")
+        windows.append(await lecture.window("baseline: every page open, no class stream", window, 0))
+        began = now()
+        await lecture.join()
+        say(f"  {students} students' streams open, the first lesson followed ({now() - began:.0f} s)")
+        windows.append(await lecture.window("the students' streams, each page following", window, students))
+        lecture.lecturer.listen(lecture.lecturer.class_id)
+        await lecture.until(lambda: lecture.lecturer.streaming.is_set() or bool(lecture.lecturer.errors), 30)
+        windows.append(await lecture.window("the students' and the lecturer's streams", window, students + 1))
+        say(f"  idle windows measured ({window:g} s each)")
+
+        await lecture.press(+1, "warm-up", lecture.students, "followed")  # to step 1
+        first = lecture.step
+        for _ in range(presses):
+            found_presses.append(await lecture.press(+1, "alone", lecture.students, "followed"))
+        say(f"  alone: {presses} presses")
+        await lecture.back_to(first)
+        for page in lecture.students:
+            page.follows = False
+        for _ in range(presses):
+            found_presses.append(await lecture.press(+1, "echo", lecture.students, "heard"))
+        for page in lecture.students:
+            page.follows = True
+        await lecture.back_to(first)  # the first Previous's message has every page follow again
+        say(f"  echo: {presses} presses")
+
+        stop = asyncio.Event()
+        typing_tasks = [page.spawn(page.type(stop, WORDS[i % len(WORDS)], i, typed)) for i, page in
+                        enumerate(typists)]
+        await lecture.until(lambda: all(not p.last.get("following", True) for p in typists), 30)
+        await asyncio.sleep(2.0)
+        typed.clear()  # the typists' latency while the presses run
+        try:
+            for _ in range(presses):
+                found_presses.append(await lecture.press(+1, "typing", followers, "followed"))
+        finally:
+            stop.set()
+            await asyncio.wait(typing_tasks, timeout=CALL_TIMEOUT)
+        say(f"  typing: {presses} presses")
+        stopped = sum(not p.last.get("following", True) for p in typists)
+        strays = sum(not p.last.get("following", True) for p in followers)
+    finally:
+        errors = [e for page in lecture.pages for e in page.errors]
+        sizes = [b for page in lecture.students for b in page.answer_bytes]
+        await lecture.close()
+    return {"students": students, "typing": typing, "presses": presses, "window": window, "sync": sync,
+            "cores": os.cpu_count() or 1, "windows": windows, "runs": found_presses, "typed": typed,
+            "typists_stopped": stopped, "followers_stopped": strays, "errors": errors,
+            "answer_bytes": statistics.median(sizes) if sizes else 0}
+
+
+def measure(students: int = 100, typing: int = 30, presses: int = 5, window: float = 20.0, sync: bool = True,
+            say: Callable[[str], None] = lambda line: print(line, flush=True)) -> dict:
+    """The whole measure on a launched app (bench/appserver.py): returns every window and press."""
+    from bench.appserver import launched_app
+
+    if not 0 <= typing < students:
+        raise SystemExit(f"--typing must be between 0 and --students − 1, not {typing}")
+    with launched_app() as (url, process):
+        found = asyncio.run(run(url, process, students, typing, presses, window, sync, say))
+    return summarise(found)
+
+
+def summarise(found: dict) -> dict:
+    windows = found["windows"]
+    base = windows[0]
+    found["baseline_pct"] = 100 * base.server / base.seconds
+    found["followers_pct"] = max(100 * w.server / w.seconds for w in windows[1:])
+    found["scenarios"] = {}
+    for scenario in ("alone", "echo", "typing"):
+        runs = [r for r in found["runs"] if r.scenario == scenario]
+        measured = sum(r.measured for r in runs)
+        reached = [s for r in runs for s in (r.heard if scenario == "echo" else r.reached)]
+        found["scenarios"][scenario] = {
+            "measured": measured, "presses": len(runs),
+            "heard": [s for r in runs for s in r.heard], "reached": reached,
+            "synced": [s for r in runs for s in r.synced],
+            "within": sum(s <= WITHIN for s in reached) / measured if measured else 0.0,
+            "p95": percentile(reached, 0.95),
+            "missed": sum(r.missed for r in runs),
+            "lecturer": [r.lecturer for r in runs],
+        }
+    return found
+
+
+def spread(values: list[float]) -> tuple[str, str, str]:
+    if not values:
+        return "—", "—", "—"
+    return ms(statistics.median(values)), ms(percentile(values, 0.95)), ms(max(values))
+
+
+def report(found: dict) -> list[tuple[str, tuple[str, ...], list[tuple[str, ...]]]]:
+    cores, base = found["cores"], found["windows"][0]
+    base_pct = 100 * base.server / base.seconds
+    idle_rows = []
+    for w in found["windows"]:
+        pct = 100 * w.server / w.seconds
+        idle_rows.append((w.name, str(w.streams), f"{w.seconds:.1f}", f"{w.server:.2f}", f"{pct:.1f}%",
+                          "" if w is base else f"{pct - base_pct:+.1f} pt", f"{100 * w.generator / w.seconds:.1f}%",
+                          f"{100 * w.others / w.seconds / cores:.0f}%", w.counts))
+    sync = "and its queued sync (synced)" if found["sync"] else "(the queued sync the page fires after it: left out)"
+    press_rows = []
+    for r in found["runs"]:
+        scope = (f"{r.measured} listening" if r.scenario == "echo" else
+                 f"{r.measured} following" + (f", {found['typing']} typing" if r.scenario == "typing" else ""))
+        reached = r.heard if r.scenario == "echo" else r.reached
+        p50, p95, top = spread(reached)
+        press_rows.append((r.scenario, str(r.step), scope, ms(r.lecturer), spread(r.heard)[1], p50, p95, top,
+                           spread(r.synced)[1] if found["sync"] and r.scenario != "echo" else "—",
+                           f"{sum(s <= WITHIN for s in reached) / r.measured:.0%}", str(r.missed)))
+    echo = found["scenarios"]["echo"]
+    echo_p95 = percentile(echo["heard"], 0.95)
+    summary_rows = []
+    for scenario, label in (("alone", "alone: every student follows"),
+                            ("typing", f"typing: {found['typing']} type, the others follow"),
+                            ("echo", "echo: the pages only listen (baseline)")):
+        s = found["scenarios"][scenario]
+        if not s["presses"]:
+            continue
+        p50, p95, top = spread(s["reached"])
+        ratio = percentile(s["reached"], 0.95) / echo_p95 if s["reached"] and echo["heard"] else float("nan")
+        summary_rows.append((label, str(s["measured"]), spread(s["lecturer"])[0], spread(s["heard"])[1], p50, p95,
+                             top, f"{s['within']:.1%}", str(s["missed"]), times(ratio)))
+    typed = found["typed"]
+    tables = [
+        (f"class idle: server CPU (app process and children, user + system) over {found['window']:g} s per window, "
+         f"{found['students']} students' pages and a lecturer's open; % of one core; generator: this process, % "
+         f"of one core; others: the rest of the machine, share of {cores} cores; lecturer's banner: what its "
+         "stream last said",
+         ("window", "streams", "wall s", "CPU s", "server", "over baseline", "generator", "others",
+          "lecturer's banner"),
+         idle_rows),
+        (f"class Next, each press: press (the lecturer's next_step through the queue) to each page's stream "
+         f"saying the new version (heard) and to its follow call's answer (reached) {sync}; echo: the same "
+         "presses, the pages only listen, reached = heard",
+         ("scenario", "step", "pages", "lecturer's answer", "heard p95", "reached p50", "p95", "max", "synced p95",
+          f"≤ {WITHIN:g} s", "missed"),
+         press_rows),
+        (f"class Next, all presses pooled; ratio: reached p95 / echo's heard p95; typing: {KEYS_PER_SECOND:g} keys/s "
+         f"each; the typists' key-to-answer p50 {spread(typed)[0]}, p95 {spread(typed)[1]} ({len(typed)} keys); "
+         f"{found['typists_stopped']} of {found['typing']} typists stopped following, "
+         f"{found['followers_stopped']} of the others did; a follow answer: "
+         f"{found['answer_bytes'] / 1024:.0f} KB (median)",
+         ("scenario", "followers × presses", "lecturer p50", "heard p95", "reached p50", "p95", "max",
+          f"≤ {WITHIN:g} s", "missed", "p95 / echo"),
+         summary_rows),
+    ]
+    return tables
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--students", type=int, default=100)
+    parser.add_argument("--typing", type=int, default=30, help="students who type during the last presses")
+    parser.add_argument("--presses", type=int, default=None, help="presses per scenario (5; 3 with --quick)")
+    parser.add_argument("--window", type=float, default=None, help="seconds per idle window (20; 8 with --quick)")
+    parser.add_argument("--quick", action="store_true", help="shorter windows and fewer presses")
+    parser.add_argument("--no-sync", action="store_true",
+                        help="leave out the queued sync a page fires after each follow answer")
+    args = parser.parse_args()
+    presses = args.presses or (3 if args.quick else 5)
+    window = args.window or (8.0 if args.quick else 20.0)
+    print(f"python -m bench.class_follow: {args.students} students ({args.typing} of them typing in the last "
+          f"scenario), {presses} presses per scenario, {window:g} s idle windows; {os.cpu_count()} CPUs", flush=True)
+    try:
+        found = measure(args.students, args.typing, presses, window, not args.no_sync)
+    except (RuntimeError, CallFailed, httpx.HTTPError) as error:
+        print(f"the measure could not run: {error}", file=sys.stderr)
+        return 1
+    print()
+    for title, header, rows in report(found):
+        table(title, header, rows)
+    for error, count in collections.Counter(found["errors"]).most_common(6):
+        print(f"  error ×{count}: {error}")
+    if found["errors"]:
+        print(f"  {len(found['errors'])} failed page call(s) in all")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
