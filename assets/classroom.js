@@ -108,6 +108,7 @@
     render();
   }
 
+  // one follow call at a time; a lesson heard while one is answered is asked for after it
   async function follow() {
     if (following) return;
     following = true;
@@ -116,6 +117,9 @@
     if (answer.error) problem = answer.error;
     shown(answer);
     render();
+    const newer = state && state.role === "student" && state.following && !state.ended
+      && state.version > (answer.version || state.shown);
+    if (!answer.error && newer) follow();
   }
 
   async function start() {

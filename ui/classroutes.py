@@ -207,10 +207,10 @@ class ClassRoutes:
                                                 sent.get("secret"))
         secret, before = sent.get("secret"), live.member
 
-        def detach() -> None:  # showing this class's lesson is no change of the class the page led before
+        def detach(_lesson: Lesson) -> None:  # showing this class's lesson is no change of the class led before
             live.member = None
 
-        def led(shown: bool) -> None:
+        def led(_lesson: Lesson, shown: bool) -> None:
             if shown:
                 self.classroom.lead(live, lesson.id, secret)
             else:
@@ -222,9 +222,9 @@ class ClassRoutes:
     async def follow(self, request: Request, live, sent: dict) -> Response:
         member, lesson = await anyio.to_thread.run_sync(self.classroom.follow, live)
         if member.following and member.shown >= lesson.version:  # shown already: a page asking twice
-            return _json({"values": {}, "sync": False})
-        answer = await self._show(live, lesson, lambda: self.classroom.expect(member, lesson),
-                                  lambda shown: self.classroom.shown(member, lesson, shown))
+            return _json({"values": {}, "sync": False, "version": member.shown})
+        answer = await self._show(live, lesson, lambda shown: self.classroom.expect(member, shown),
+                                  lambda shown, took: self.classroom.shown(member, shown, took))
         return _json(answer)
 
     async def end(self, request: Request, live, sent: dict) -> Response:
@@ -243,21 +243,25 @@ class ClassRoutes:
                                  headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
     async def _show(self, live, lesson: Lesson, before, after) -> dict:
-        """Show `live`'s tab the lesson, in the page's direct turn: `before()`, then the view,
-        then `after(shown)`, `shown` being whether the tab took it (a view can be refused: the
-        memory budget, a training running)."""
+        """Show `live`'s tab the class's lesson, in the page's direct turn: `before(lesson)`,
+        then the view, then `after(lesson, shown)`, `shown` being whether the tab took it (a
+        view can be refused: the memory budget, a training running). The lesson is read again
+        when the turn comes, so a follower that waited behind a class shows the newest; the
+        answer says which (`version`)."""
 
-        def change(view):
-            return lesson_view(lesson.query).with_(presenter=view.presenter).seen_as(view)
+        def showing(shown: Lesson):
+            return lambda view: lesson_view(shown.query).with_(presenter=view.presenter).seen_as(view)
 
         # a lesson's large random layer is built in the heavy pool first, as a link's is
-        await anyio.to_thread.run_sync(events.built_first, live, change)
+        await anyio.to_thread.run_sync(events.built_first, live, showing(lesson))
 
         def work() -> dict:
-            before()
-            answer = self.page.direct.show(live, change)
-            after(lesson_of(live.view) == lesson.query)
-            return answer
+            newest = self.classroom.store.lesson(lesson.id)
+            shown = newest if newest is not None and newest.version > lesson.version and not newest.ended else lesson
+            before(shown)
+            answer = self.page.direct.show(live, showing(shown))
+            after(shown, lesson_of(live.view) == shown.query)
+            return {**answer, "version": shown.version}
 
         return await self.page.direct.turn(live, work)
 

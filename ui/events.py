@@ -47,7 +47,7 @@ def address_of(request: gr.Request | None) -> str | None:
     return host if isinstance(host, str) else None
 
 
-def track(page, live, out: dict, *, direct: bool = False) -> tuple[dict, bool]:
+def track(page, live, out: dict, *, direct: bool = False, whole: bool = False) -> tuple[dict, bool]:
     """Keep `live.shown` and `live.pending` true to the page's gradio components (under `live.lock`).
 
     An event through gradio's queue writes what it returns, superseding what a direct call left
@@ -56,7 +56,9 @@ def track(page, live, out: dict, *, direct: bool = False) -> tuple[dict, bool]:
     it with one queued `sync` event. A value equal to what the component already holds is not
     sent again, so typing with nothing selected never needs the queue.
 
-    Returns the direct call's page-written values and whether the page must sync.
+    Returns the direct call's page-written values and whether the page must sync: whether
+    anything of the plot's sync event is pending (`Page.sync_outputs`), or, for a whole view
+    (a class's lesson: `whole`), anything at all, which the class box's sync fetches.
     """
     own = set(page.direct_outputs)
     written = {}
@@ -74,18 +76,22 @@ def track(page, live, out: dict, *, direct: bool = False) -> tuple[dict, bool]:
             live.shown.pop(component, None)
         else:
             live.shown[component] = mark
-    return written, bool(live.pending)
+    if whole:
+        return written, bool(live.pending)
+    return written, any(component in live.pending for component in page.sync_outputs)
 
 
 def _fingerprint(value) -> tuple | None:
-    """A value to compare with the next one sent to a component; None: always send it (an
-    update, a figure)."""
+    """A value to compare with the next one sent to a component; None: always send it (a
+    figure). An update (``gr.update(...)``) compares by its properties: a class's lesson sets
+    the freezes, the tabs and the picker each time, and an update gradio is sent builds its
+    component anew, which cost a follower's page more than the lesson's plot."""
     if value is None or isinstance(value, str | int | float | bool):
         return ("value", value)
-    if isinstance(value, list):
+    if isinstance(value, list | dict):
         try:
-            return ("list", json.dumps(value))
-        except TypeError:
+            return (type(value).__name__, json.dumps(value, sort_keys=True))
+        except (TypeError, ValueError):
             return None
     return None
 
@@ -144,12 +150,14 @@ def update(
             built_first(live, change)
 
         def compute(step):  # under the tab's lock
+            for widget in render.widgets_of(page, asked):  # it shows what the user set, not what was sent
+                live.shown.pop(widget, None)
             out = render.outputs(page, step, asked=asked, whole=whole, notes=notes, listed=live.listed)
             picker = out.get(page.token) if outputs is None or page.token in outputs else None
             if isinstance(picker, dict) and "choices" in picker:
                 live.listed = len(picker["choices"]) > 1  # more than "none"
             out = _within(page, out, outputs)
-            return out, track(page, live, out, direct=direct)
+            return out, track(page, live, out, direct=direct, whole=whole)
 
         step, (out, sent) = live.apply(change, compute, tables=tables, whole=whole)
     except Refused as error:  # what the app does not allow, said in a sentence; any other error is a fault
@@ -187,12 +195,15 @@ def built_first(live, change: Callable[[View], View]) -> None:
 
 
 def _within(page, values: dict, outputs: Iterable | None) -> dict:
+    outputs = None if outputs is None else list(outputs)
     if outputs is not None:
         allowed = set(outputs)
         values = {component: value for component, value in values.items() if component in allowed}
-    # gradio reads an empty mapping as one value, not as "nothing changed": name one output
-    # (the notice, which every event may write)
-    return values or {page.notice: gr.skip()}
+    # gradio reads an empty mapping as one value, not as "nothing changed": name one of the
+    # event's outputs (the notice, which most events may write; else its first)
+    if values:
+        return values
+    return {page.notice if outputs is None or page.notice in outputs else outputs[0]: gr.skip()}
 
 
 def postprocess(values: dict) -> dict:

@@ -14,9 +14,13 @@ escaped HTML.
 
 from __future__ import annotations
 
+import copy
 import html
 import json
 import re
+import threading
+import weakref
+from collections import OrderedDict
 from collections.abc import Iterable
 
 import gradio as gr
@@ -114,6 +118,20 @@ _ALSO = {"tokenizer": "vocab_size", "positions": "frozen"}
 # the Page attributes of the fields' widgets (ui.page.Page.everything), in the order an event's
 # API answer lists them: those that show their field's value as it is, then the others, each in
 # the View's order. A tuple, so every process lists the outputs alike (a set's order changes)
+def widgets_of(page, names: Iterable[str]) -> list:
+    """The components that show these view fields (a field's widget may be several: the freezes)."""
+    names = set(names)
+    names |= {shown for name, shown in _ALSO.items() if name in names}
+    found = []
+    for name in names:
+        declared = FIELDS.get(name)
+        if declared is None or declared.widget is None:
+            continue
+        widget = getattr(page, declared.widget)
+        found += list(widget.values()) if isinstance(widget, dict) else [widget]
+    return found
+
+
 WIDGETS = tuple(dict.fromkeys(
     [declared.widget for name, declared in FIELDS.items() if declared.widget and name not in _WRITERS]
     + [declared.widget for name, declared in FIELDS.items() if declared.widget and name in _WRITERS]))
@@ -191,6 +209,14 @@ def address(view: View, push: bool, key: str | None = None) -> str:
     return json.dumps(sent)
 
 
+# the planes drawn last, shared by every tab that shows the same view on the same shared tables:
+# a class's hundred pages are shown each lesson, and compute it once (`plane`)
+PLANES_KEPT = 32
+_PLANES: OrderedDict[tuple, tuple[object, dict]] = OrderedDict()
+_PLANES_LOCK = threading.Lock()
+REVISION = -1  # the revision a shared plane's figure is written with, replaced by each tab's own
+
+
 def plane(page, view: View, session: Session, tokens: tuple[str, ...] | None = None, revision: int = 0) -> dict:
     """The main plot (in its compact form, which also carries the token table: `core.wire.expand`),
     its summary, the neighbours, the search and the variance bar.
@@ -198,7 +224,42 @@ def plane(page, view: View, session: Session, tokens: tuple[str, ...] | None = N
     `tokens`: the view's tokens when the caller has them (an applied change has), so the
     live path does not tokenize the sentences once more to find the flipped ones.
     `revision`: the tab's change count (`core.live.Change.revision`); the page's script draws
-    no figure older than the one it shows, whichever path brought it."""
+    no figure older than the one it shows, whichever path brought it.
+
+    A session on shared tables (untrained, not an upload, no plane of its own) shows the same
+    plane as every other on the same tables for the same view, so the planes drawn last are
+    kept and shared (`_PLANES`); a session of its own computes its own, always."""
+    key = _shared_plane_key(view, session, tokens)
+    if key is None:
+        return _plane(page, view, session, tokens, revision)
+    with _PLANES_LOCK:
+        found = _PLANES.get(key)
+        if found is not None:
+            _PLANES.move_to_end(key)
+    # the tables are held weakly (the memory budget counts only what tabs hold), and an id reused
+    # by other tables after those went is not a match
+    if found is None or found[0]() is not session.source.model:
+        found = (weakref.ref(session.source.model), _plane(page, view, session, tokens, REVISION))
+        with _PLANES_LOCK:
+            _PLANES[key] = found
+            while len(_PLANES) > PLANES_KEPT:
+                _PLANES.popitem(last=False)
+    out = {component: copy.deepcopy(value) if isinstance(value, list) else value
+           for component, value in found[1].items()}
+    out[page.plot] = out[page.plot].replace(f'"revision":{REVISION}', f'"revision":{revision}', 1)
+    return out
+
+
+def _shared_plane_key(view: View, session: Session, tokens: tuple[str, ...] | None) -> tuple | None:
+    """What decides a plane drawn on shared tables; None for a session with tables of its own."""
+    if (session.trained is not None or session.training is not None or session.frozen_basis is not None
+            or "upload" in (session.base.key, session.source.key)):
+        return None
+    return (view, tokens, id(session.source.model), session.base.key, session.source.key, session.settings,
+            session.positions, session.frozen, session.basis)
+
+
+def _plane(page, view: View, session: Session, tokens: tuple[str, ...] | None, revision: int) -> dict:
     result = explore_view(view, session, tokens)
     found, searched = _search(view, session, result), []
     spec = embedding_spec(result.scene, labels=view.labels, arrows=view.arrows, shift=view.shift,
