@@ -41,9 +41,10 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from core import tour
 from core.classroom import Classroom, Forbidden, Full, Gone, Leader, Lesson, lesson_of, lesson_view
 from core.options import Refused
-from ui import events
+from ui import events, render
 from ui.admission import client_of
 
 LOG = logging.getLogger(__name__)
@@ -200,7 +201,20 @@ class ClassRoutes:
     async def start(self, request: Request, live, sent: dict) -> Response:
         address = client_of(request)
         lesson, secret = await anyio.to_thread.run_sync(self.classroom.start, live, address)
+        threading.Thread(target=self.warm, name="class-warm", daemon=True).start()
         return _json({"class": lesson.id, "secret": secret, "step": lesson.step})
+
+    def warm(self) -> None:
+        """Draw every tour step's plane once, in the background, when a class starts: a class
+        is the tour's audience, and its first lesson on BERT's tables would otherwise load them
+        (and fit their vocabulary plane) while a hundred pages wait. The planes are kept for
+        the followers (`render.plane`); the pretrained tables stay loaded, as for any visitor."""
+        from core.live import session_for
+        from core.session import Session
+
+        for step in tour.STEPS:
+            with contextlib.suppress(Refused):
+                render.plane(self.page, step.view, session_for(step.view, Session.create()))
 
     async def lead(self, request: Request, live, sent: dict) -> Response:
         lesson = await anyio.to_thread.run_sync(self.classroom.check, sent.get("class"),

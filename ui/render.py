@@ -108,8 +108,8 @@ _WRITERS = {
     "frozen": _freezes,
     "token": _token,
     "dims": lambda widget, view, tokens: {widget: view.dims == 3},
-    "view": lambda widget, view, tokens: {widget: gr.Tabs(selected=view.view)},
-    "panel": lambda widget, view, tokens: {widget: gr.Tabs(selected=view.panel)},
+    "view": lambda widget, view, tokens: {widget: gr.update(selected=view.view)},
+    "panel": lambda widget, view, tokens: {widget: gr.update(selected=view.panel)},
     "step": lambda widget, view, tokens: {widget: tour_text(view.step)},
 }
 # a field whose value another field's widget shows as well: the vocabulary size is shown only for

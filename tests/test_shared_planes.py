@@ -1,0 +1,98 @@
+"""What a class's hundred pages share, and what each keeps its own (ui/render.plane, ui/events.track).
+
+A plane drawn on shared tables for a view is drawn once and handed to every tab that shows the
+same view on the same tables, each with its own revision; tables of a session's own (an upload,
+a training) are never shared. An update the page was sent already is not sent again, unless
+the user changed that widget since.
+"""
+
+from __future__ import annotations
+
+import json
+
+import gradio as gr
+import pytest
+import torch
+
+from core.live import Live, session_for
+from core.session import Session
+from core.state import View
+from core.uploads import UploadedTable
+from ui import events, render
+
+
+@pytest.fixture(scope="module")
+def page():
+    import app
+
+    return app.demo.explorer
+
+
+@pytest.fixture()
+def drawn(monkeypatch):
+    """How many planes were computed (not taken from the shared ones)."""
+    calls = []
+    original = render._plane
+    monkeypatch.setattr(render, "_plane", lambda *args: calls.append(args[1]) or original(*args))
+    return calls
+
+
+def revision(out: dict, page) -> int:
+    return json.loads(out[page.plot])["layout"]["meta"]["revision"]
+
+
+def test_two_tabs_showing_one_view_on_shared_tables_share_its_plane_each_with_its_revision(page, drawn):
+    view = View(sentence_a="the shared plane of a lesson", sentence_b="drawn once for the class")
+    first, second = session_for(view, Session.create()), session_for(view, Session.create())
+    assert first is not second and first.source.model is second.source.model  # shared tables
+    a = render.plane(page, view, first, revision=3)
+    b = render.plane(page, view, second, revision=41)
+    assert len(drawn) == 1
+    assert (revision(a, page), revision(b, page)) == (3, 41)
+    assert a[page.plot].replace('"revision":3', "") == b[page.plot].replace('"revision":41', "")
+    assert a[page.info] == b[page.info] and a[page.near_token] == b[page.near_token]
+    assert a[page.near_token] is not b[page.near_token]  # a tab's lists are its own to change
+
+    other = view.with_(sentence_b="another sentence, another plane")
+    render.plane(page, other, session_for(other, first), revision=4)
+    seeded = view.with_(seed=view.seed + 1)  # other tables: never the first tables' plane
+    render.plane(page, seeded, session_for(seeded, first), revision=5)
+    assert len(drawn) == 3
+
+
+def test_tables_of_a_session_s_own_are_never_shared(page, drawn):
+    view = View(sentence_a="0 1 2 3", sentence_b="")
+    upload = UploadedTable("token", "npy", None, torch.randn(8, 4), None, ())
+    own = [Session.create().with_upload(upload) for _ in range(2)]
+    for session in own:
+        render.plane(page, view.with_(source="upload"), session, revision=1)
+    assert len(drawn) == 2
+
+
+def test_an_update_sent_already_is_not_sent_again_unless_the_user_changed_its_widget(page):
+    live = Live()
+    out = {page.controls: gr.update(selected="view"), page.views: gr.update(selected="plane")}
+    _, sync = events.track(page, live, out, direct=True, whole=True)
+    assert set(live.pending) == {page.controls, page.views} and sync
+    live.pending.clear()
+    _, sync = events.track(page, live, out, direct=True, whole=True)
+    assert live.pending == {} and not sync  # the page shows these already
+
+    # the student opens the Train tab: its widget shows what the user chose, not what was sent
+    events.update(page, None, lambda view: view.with_(panel="train"), asked=("panel",), live=live, direct=True)
+    assert page.controls not in live.shown
+    live.pending.clear()
+    events.track(page, live, out, direct=True, whole=True)
+    assert page.controls in live.pending  # a lesson on the View tab is sent again
+    assert page.views not in live.pending
+
+
+def test_the_plot_s_sync_is_asked_for_only_when_its_own_outputs_wait(page):
+    """A lesson's leftovers for the class box's sync do not make every keystroke fetch, nor
+    fail, the plot's sync (it answered with an output it does not have)."""
+    live = Live()
+    events.track(page, live, {page.tour_text: "**Step 2**"}, direct=True, whole=True)
+    _, sync = events.track(page, live, {}, direct=True)
+    assert page.tour_text in live.pending and not sync
+    answer = events._within(page, {}, page.sync_outputs)
+    assert list(answer) and set(answer) <= set(page.sync_outputs)
