@@ -96,3 +96,18 @@ def test_the_plot_s_sync_is_asked_for_only_when_its_own_outputs_wait(page):
     assert page.tour_text in live.pending and not sync
     answer = events._within(page, {}, page.sync_outputs)
     assert list(answer) and set(answer) <= set(page.sync_outputs)
+
+
+def test_an_open_side_view_and_the_background_are_drawn_once_for_tabs_on_shared_tables(page, monkeypatch):
+    calls = []
+    original = render._detail
+    monkeypatch.setattr(render, "_detail", lambda *args: calls.append(args[1]) or original(*args))
+    view = View(sentence_a="a side view shared by a class", sentence_b="", view="layernorm")
+    sessions = [session_for(view, Session.create()) for _ in range(3)]
+    drawn = [render.detail(page, view, session) for session in sessions]
+    assert len(calls) == 1 and drawn[0].keys() == drawn[2].keys()
+    assert page.layernorm_plot in drawn[0]
+
+    behind = View(sentence_a="the vocabulary behind", basis="vocabulary", background=500)
+    first, second = (session_for(behind, Session.create()) for _ in range(2))
+    assert render.background_json(behind, first) is render.background_json(behind, second) != ""

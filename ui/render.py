@@ -209,12 +209,49 @@ def address(view: View, push: bool, key: str | None = None) -> str:
     return json.dumps(sent)
 
 
-# the planes drawn last, shared by every tab that shows the same view on the same shared tables:
-# a class's hundred pages are shown each lesson, and compute it once (`plane`)
-PLANES_KEPT = 32
-_PLANES: OrderedDict[tuple, tuple[object, dict]] = OrderedDict()
-_PLANES_LOCK = threading.Lock()
+# what was drawn last on shared tables (a plane, a side view, a background), shared by every tab
+# that shows the same view on the same tables: a class's hundred pages are shown each lesson,
+# and draw it once (`_shared`)
+SHARED_KEPT = 64
+_SHARED: OrderedDict[tuple, tuple[object, object]] = OrderedDict()
+_SHARED_LOCK = threading.Lock()
 REVISION = -1  # the revision a shared plane's figure is written with, replaced by each tab's own
+
+
+def _shared(kind: str, view: View, session: Session, tokens: tuple[str, ...] | None, draw):
+    """`draw()`, or what it gave a tab that showed the same view on the same shared tables.
+
+    A session on shared tables (untrained, not an upload, no plane of its own) shows what every
+    other one on the same tables shows for the same view; a session with tables of its own
+    always draws its own. The tables are held weakly (the memory budget counts only what tabs
+    hold), and an id reused by other tables after those went is not a match."""
+    key = _shared_key(kind, view, session, tokens)
+    if key is None:
+        return draw()
+    with _SHARED_LOCK:
+        found = _SHARED.get(key)
+        if found is not None:
+            _SHARED.move_to_end(key)
+    if found is None or found[0]() is not session.source.model:
+        found = (weakref.ref(session.source.model), draw())
+        with _SHARED_LOCK:
+            _SHARED[key] = found
+            while len(_SHARED) > SHARED_KEPT:
+                _SHARED.popitem(last=False)
+    drawn = found[1]
+    if isinstance(drawn, dict):  # a tab's lists are its own to change
+        drawn = {component: copy.deepcopy(value) if isinstance(value, list) else value
+                 for component, value in drawn.items()}
+    return drawn
+
+
+def _shared_key(kind: str, view: View, session: Session, tokens: tuple[str, ...] | None) -> tuple | None:
+    """What decides a drawing on shared tables; None for a session with tables of its own."""
+    if (session.trained is not None or session.training is not None or session.frozen_basis is not None
+            or "upload" in (session.base.key, session.source.key)):
+        return None
+    return (kind, view, tokens, id(session.source.model), session.base.key, session.source.key, session.settings,
+            session.positions, session.frozen, session.basis)
 
 
 def plane(page, view: View, session: Session, tokens: tuple[str, ...] | None = None, revision: int = 0) -> dict:
@@ -224,39 +261,11 @@ def plane(page, view: View, session: Session, tokens: tuple[str, ...] | None = N
     `tokens`: the view's tokens when the caller has them (an applied change has), so the
     live path does not tokenize the sentences once more to find the flipped ones.
     `revision`: the tab's change count (`core.live.Change.revision`); the page's script draws
-    no figure older than the one it shows, whichever path brought it.
-
-    A session on shared tables (untrained, not an upload, no plane of its own) shows the same
-    plane as every other on the same tables for the same view, so the planes drawn last are
-    kept and shared (`_PLANES`); a session of its own computes its own, always."""
-    key = _shared_plane_key(view, session, tokens)
-    if key is None:
-        return _plane(page, view, session, tokens, revision)
-    with _PLANES_LOCK:
-        found = _PLANES.get(key)
-        if found is not None:
-            _PLANES.move_to_end(key)
-    # the tables are held weakly (the memory budget counts only what tabs hold), and an id reused
-    # by other tables after those went is not a match
-    if found is None or found[0]() is not session.source.model:
-        found = (weakref.ref(session.source.model), _plane(page, view, session, tokens, REVISION))
-        with _PLANES_LOCK:
-            _PLANES[key] = found
-            while len(_PLANES) > PLANES_KEPT:
-                _PLANES.popitem(last=False)
-    out = {component: copy.deepcopy(value) if isinstance(value, list) else value
-           for component, value in found[1].items()}
+    no figure older than the one it shows, whichever path brought it. A plane on shared tables
+    is drawn once for every tab (`_shared`), with each tab's revision written into its JSON."""
+    out = _shared("plane", view, session, tokens, lambda: _plane(page, view, session, tokens, REVISION))
     out[page.plot] = out[page.plot].replace(f'"revision":{REVISION}', f'"revision":{revision}', 1)
     return out
-
-
-def _shared_plane_key(view: View, session: Session, tokens: tuple[str, ...] | None) -> tuple | None:
-    """What decides a plane drawn on shared tables; None for a session with tables of its own."""
-    if (session.trained is not None or session.training is not None or session.frozen_basis is not None
-            or "upload" in (session.base.key, session.source.key)):
-        return None
-    return (view, tokens, id(session.source.model), session.base.key, session.source.key, session.settings,
-            session.positions, session.frozen, session.basis)
 
 
 def _plane(page, view: View, session: Session, tokens: tuple[str, ...] | None, revision: int) -> dict:
@@ -308,7 +317,12 @@ def search_text(found: SearchResult | None) -> str:
 
 
 def detail(page, view: View, session: Session, tokens: tuple[str, ...] | None = None) -> dict:
-    """The open side view, computed for the current sentences."""
+    """The open side view, computed for the current sentences (once for every tab on the same
+    shared tables, `_shared`)."""
+    return _shared("detail", view, session, tokens, lambda: _detail(page, view, session, tokens))
+
+
+def _detail(page, view: View, session: Session, tokens: tuple[str, ...] | None) -> dict:
     a, b = view.sentence_a, view.sentence_b
     flipped = flipped_tokens(view, session, tokens)
     if view.view == "positions":
@@ -329,8 +343,12 @@ def background_json(view: View, session: Session) -> str:
     """
     if not _behind(view, session):
         return ""
-    behind = _behind_tokens(view, session)
-    return trace_json(background_trace(behind.points, behind.labels))
+
+    def draw() -> str:
+        behind = _behind_tokens(view, session)
+        return trace_json(background_trace(behind.points, behind.labels))
+
+    return _shared("background", view, session, None, draw)
 
 
 def _behind(view: View, session: Session) -> bool:
