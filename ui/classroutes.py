@@ -46,6 +46,7 @@ from core.classroom import Classroom, Forbidden, Full, Gone, Leader, Lesson, les
 from core.options import Refused
 from ui import events, render
 from ui.admission import client_of
+from ui.direct import json_body
 
 LOG = logging.getLogger(__name__)
 PREFIX = "/explorer/class"
@@ -175,15 +176,9 @@ class ClassRoutes:
         handler = getattr(self, name)
 
         async def endpoint(request: Request) -> Response:
-            body = b""
-            async for chunk in request.stream():
-                body += chunk
-                if len(body) > MAX_BODY:
-                    return _json({"error": f"A class call is at most {MAX_BODY:,} bytes; this one is larger."}, 413)
-            try:
-                sent = orjson.loads(body)
-            except orjson.JSONDecodeError:
-                sent = None
+            sent, within = await json_body(request, MAX_BODY)
+            if not within:
+                return _json({"error": f"A class call is at most {MAX_BODY:,} bytes; this one is larger."}, 413)
             try:
                 if not isinstance(sent, dict) or not isinstance(sent.get("key"), str):
                     raise Refused("This request carries no valid page key; reload the page.")

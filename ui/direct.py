@@ -116,18 +116,26 @@ class Direct:
         """The app's route for these calls: one POST of JSON, answered with JSON."""
 
         async def live(request: Request) -> Response:
-            body = b""
-            async for chunk in request.stream():
-                body += chunk
-                if len(body) > MAX_BODY:
-                    return _json({"error": f"An update is at most {MAX_BODY:,} bytes; this one is larger."}, 413)
-            try:
-                sent = orjson.loads(body)
-            except orjson.JSONDecodeError:
-                sent = None
+            sent, within = await json_body(request, MAX_BODY)
+            if not within:
+                return _json({"error": f"An update is at most {MAX_BODY:,} bytes; this one is larger."}, 413)
             return _json(await self.answer(sent))
 
         return Route(PATH, live, methods=["POST"])
+
+
+async def json_body(request: Request, limit: int) -> tuple[object, bool]:
+    """The request's JSON (None when it is not JSON), and whether its body kept within `limit`
+    bytes (read no further than that: a larger body is refused while it streams in)."""
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            return None, False
+    try:
+        return orjson.loads(body), True
+    except orjson.JSONDecodeError:
+        return None, True
 
 
 def _json(answer: dict, status: int = 200) -> Response:
