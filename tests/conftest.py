@@ -41,10 +41,15 @@ def free_port() -> int:
 def no_shared_results():
     """Every test starts without the trainings earlier tests finished: the app shares a finished
     training with whoever asks for the same one next (core.live.Jobs), which would turn a test's
-    training into an instant answer, depending on which tests ran before it in this process."""
+    training into an instant answer, depending on which tests ran before it in this process.
+    Nor the drawings shared by tabs on the same tables (ui/render.py `_shared`): a test that
+    changes how a view is drawn draws it anew."""
     events = sys.modules.get("ui.events")
     if events is not None:
         events.JOBS.forget()
+    render = sys.modules.get("ui.render")
+    if render is not None:
+        render.forget_shared()
     yield
 
 

@@ -22,12 +22,28 @@ pytestmark = pytest.mark.browser
 BANNER = "() => (document.querySelector('#class-banner') || {}).innerText || ''"
 
 
+STARTED: list[str] = []  # the classes this module's tests started, ended after each test
+
+
 def start_class(lecturer) -> str:
     """Press "Start a class" on the lecturer's page; the student link it shows."""
     lecturer.get_by_role("tab", name="Tour").click()
     lecturer.locator("#class-start").click()
     lecturer.locator("#class-student-link").wait_for()
-    return lecturer.locator("#class-student-link").input_value()
+    link = lecturer.locator("#class-student-link").input_value()
+    STARTED.append(parse_qs(urlsplit(link).query)["class"][0])
+    return link
+
+
+@pytest.fixture(autouse=True)
+def classes_end():
+    """Every class a test here started ends with it: each counts against the loopback address's
+    classes, which other tests on this worker's app start too."""
+    yield
+    from ui.classroutes import CLASSROOM
+
+    while STARTED:
+        CLASSROOM.store.publish(STARTED.pop(), None, None, ended="The test is over.")
 
 
 def counts(page, connected: int, following: int) -> None:

@@ -29,8 +29,12 @@ NO_KEY = "This request carries no valid page key; reload the page."
 CLOSED = object()  # the stream's end, as its reader hands it on
 
 
-def call(app_url: str, name: str, sent=None, content: bytes | None = None) -> httpx.Response:
-    return httpx.post(f"{app_url}explorer/class/{name}", json=sent, content=content, timeout=60)
+def call(app_url: str, name: str, sent=None, content: bytes | None = None,
+         address: str | None = None) -> httpx.Response:
+    """One class call; `address`: the client address a proxy would forward (the server trusts
+    its loopback peer's X-Forwarded-For), so a test's per-address count is its own."""
+    headers = {"X-Forwarded-For": address} if address else None
+    return httpx.post(f"{app_url}explorer/class/{name}", json=sent, content=content, timeout=60, headers=headers)
 
 
 class Stream:
@@ -144,8 +148,8 @@ def started(app_url):
 
     classes: list[str] = []
 
-    def start(live) -> dict:
-        response = call(app_url, "start", {"key": live.key})
+    def start(live, address: str | None = None) -> dict:
+        response = call(app_url, "start", {"key": live.key}, address=address)
         assert response.status_code == 200, response.text
         classes.append(response.json()["class"])
         return response.json()
@@ -357,10 +361,11 @@ def test_a_get_is_not_a_class_call(app_url):
 def test_past_the_classes_of_one_address_a_start_is_refused_429_with_a_sentence(app_url, pages, started,
                                                                                monkeypatch):
     monkeypatch.setattr(classroom, "CLASSES_PER_ADDRESS", 2)
+    address = "198.51.100.57"  # its own: other tests' classes from the loopback address do not count here
     lives = [pages()[1] for _ in range(3)]
-    started(lives[0])
-    started(lives[1])
-    refused = call(app_url, "start", {"key": lives[2].key})
+    started(lives[0], address)
+    started(lives[1], address)
+    refused = call(app_url, "start", {"key": lives[2].key}, address=address)
     assert "At most 2 classes can run at once from one network address" in refused.json()["error"]
     assert lives[2].member is None
     assert refused.status_code == 429

@@ -245,6 +245,12 @@ def _shared(kind: str, view: View, session: Session, tokens: tuple[str, ...] | N
     return drawn
 
 
+def forget_shared() -> None:
+    """Let go of every shared drawing (the tests start each from none)."""
+    with _SHARED_LOCK:
+        _SHARED.clear()
+
+
 def _shared_key(kind: str, view: View, session: Session, tokens: tuple[str, ...] | None) -> tuple | None:
     """What decides a drawing on shared tables; None for a session with tables of its own."""
     if (session.trained is not None or session.training is not None or session.frozen_basis is not None
