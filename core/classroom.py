@@ -244,6 +244,7 @@ class RedisStore:
         self._publish = self.redis.register_script(self._PUBLISH)
         self._listeners: list[Callable[[Lesson], None]] = []
         self._thread: threading.Thread | None = None
+        self._subscribed = threading.Event()
 
     @staticmethod
     def _key(class_id: str) -> str:
@@ -296,28 +297,45 @@ class RedisStore:
         return connected, following
 
     def listen(self, listener: Callable[[Lesson], None]) -> None:
+        """`listener` hears every lesson published from now on, by any process (it returns once
+        this process is subscribed, so nothing published after it is missed)."""
         self._listeners.append(listener)
         if self._thread is None:
             self._thread = threading.Thread(target=self._listen, name="class-lessons", daemon=True)
             self._thread.start()
+        self._subscribed.wait(10)
 
     def _listen(self) -> None:
-        """Every process hears every lesson; a lost connection is made again (a lesson missed
-        meanwhile reaches the pages with the next one, or when they read the class again)."""
+        """Every process hears every lesson. It polls its subscription (a blocking read would
+        time out with the client's socket timeout on a quiet channel, and the channel was left
+        unheard while it subscribed again); a lost connection is made again, and a lesson
+        missed meanwhile reaches the pages with the next one, or when they read the class."""
         import redis
 
         while True:
             try:
-                pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
+                pubsub = self.redis.pubsub()
                 pubsub.subscribe(self.CHANNEL)
-                for message in pubsub.listen():
-                    sent = json.loads(message["data"])
-                    lesson = Lesson(sent["id"], int(sent["version"]), sent["query"], sent["step"],
-                                    float(sent["ends"]), sent["ended"])
-                    for listener in list(self._listeners):
-                        listener(lesson)
-            except (redis.ConnectionError, redis.TimeoutError, ValueError, KeyError):
-                time.sleep(1)
+                while True:
+                    message = pubsub.get_message(timeout=1.0)
+                    if message is None:
+                        continue
+                    if message["type"] == "subscribe":
+                        self._subscribed.set()
+                    elif message["type"] == "message":
+                        self._heard(message["data"])
+            except (redis.ConnectionError, redis.TimeoutError):
+                time.sleep(0.5)
+
+    def _heard(self, data: str) -> None:
+        try:
+            sent = json.loads(data)
+            lesson = Lesson(sent["id"], int(sent["version"]), sent["query"], sent["step"], float(sent["ends"]),
+                            sent["ended"])
+        except (ValueError, KeyError, TypeError):  # not one of ours: ignored
+            return
+        for listener in list(self._listeners):
+            listener(lesson)
 
 
 def store_from_environment() -> MemoryStore | RedisStore:
