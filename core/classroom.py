@@ -423,8 +423,7 @@ class Classroom:
         led = live.member
         if isinstance(led, Leader):  # a page leads one class: the one it led ends (said to its students)
             self.store.publish(led.class_id, None, None, ended="The lecturer started another class.")
-        live.member = Leader(self, class_id)
-        live.member._sent = lesson.query
+        live.member = Leader(self, class_id, _sent=lesson.query)
         return lesson, secret
 
     def lesson(self, class_id: object) -> Lesson:

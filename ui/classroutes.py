@@ -46,7 +46,7 @@ from core.classroom import Classroom, Forbidden, Full, Gone, Leader, Lesson, les
 from core.options import Refused
 from ui import events, render
 from ui.admission import client_of
-from ui.direct import json_body
+from ui.direct import json_answer, json_body
 
 LOG = logging.getLogger(__name__)
 PREFIX = "/explorer/class"
@@ -178,7 +178,7 @@ class ClassRoutes:
         async def endpoint(request: Request) -> Response:
             sent, within = await json_body(request, MAX_BODY)
             if not within:
-                return _json({"error": f"A class call is at most {MAX_BODY:,} bytes; this one is larger."}, 413)
+                return json_answer({"error": f"A class call is at most {MAX_BODY:,} bytes; this one is larger."}, 413)
             try:
                 if not isinstance(sent, dict) or not isinstance(sent.get("key"), str):
                     raise Refused("This request carries no valid page key; reload the page.")
@@ -186,10 +186,10 @@ class ClassRoutes:
                 return await handler(request, live, sent)
             except Refused as error:  # a sentence, with the status that says what kind
                 status = {Forbidden: 403, Gone: 404, Full: 429}.get(type(error), 400)
-                return _json({"error": str(error)}, status)
+                return json_answer({"error": str(error)}, status)
             except Exception:  # a fault (a bug, the store away): logged here, a plain sentence there
                 LOG.exception("class call %s failed", name)
-                return _json({"error": "The class could not be reached just now; the page tries again."}, 503)
+                return json_answer({"error": "The class could not be reached just now; the page tries again."}, 503)
 
         return endpoint
 
@@ -197,7 +197,7 @@ class ClassRoutes:
         address = client_of(request)
         lesson, secret = await anyio.to_thread.run_sync(self.classroom.start, live, address)
         threading.Thread(target=self.warm, name="class-warm", daemon=True).start()
-        return _json({"class": lesson.id, "secret": secret, "step": lesson.step})
+        return json_answer({"class": lesson.id, "secret": secret, "step": lesson.step})
 
     def warm(self) -> None:
         """Draw every tour step's plane once, in the background, when a class starts: a class
@@ -226,19 +226,19 @@ class ClassRoutes:
                 live.member = before
 
         answer = await self._show(live, lesson, detach, led)
-        return _json({**answer, "class": lesson.id})
+        return json_answer({**answer, "class": lesson.id})
 
     async def follow(self, request: Request, live, sent: dict) -> Response:
         member, lesson = await anyio.to_thread.run_sync(self.classroom.follow, live)
         if member.following and member.shown >= lesson.version:  # shown already: a page asking twice
-            return _json({"values": {}, "sync": False, "version": member.shown})
+            return json_answer({"values": {}, "sync": False, "version": member.shown})
         answer = await self._show(live, lesson, lambda shown: self.classroom.expect(member, shown),
                                   lambda shown, took: self.classroom.shown(member, shown, took))
-        return _json(answer)
+        return json_answer(answer)
 
     async def end(self, request: Request, live, sent: dict) -> Response:
         lesson = await anyio.to_thread.run_sync(self.classroom.end, live, sent.get("secret"))
-        return _json({"ended": lesson.ended})
+        return json_answer({"ended": lesson.ended})
 
     async def stream(self, request: Request, live, sent: dict) -> Response:
         member = live.member
@@ -279,10 +279,6 @@ async def _disconnected(receive) -> None:
     """Returns when the client has gone (the request's body was read already)."""
     while (await receive())["type"] != "http.disconnect":
         pass
-
-
-def _json(answer: dict, status: int = 200) -> Response:
-    return Response(orjson.dumps(answer), status_code=status, media_type="application/json")
 
 
 __all__ = ["ClassRoutes"]

@@ -118,8 +118,8 @@ class Direct:
         async def live(request: Request) -> Response:
             sent, within = await json_body(request, MAX_BODY)
             if not within:
-                return _json({"error": f"An update is at most {MAX_BODY:,} bytes; this one is larger."}, 413)
-            return _json(await self.answer(sent))
+                return json_answer({"error": f"An update is at most {MAX_BODY:,} bytes; this one is larger."}, 413)
+            return json_answer(await self.answer(sent))
 
         return Route(PATH, live, methods=["POST"])
 
@@ -138,7 +138,7 @@ async def json_body(request: Request, limit: int) -> tuple[object, bool]:
         return None, True
 
 
-def _json(answer: dict, status: int = 200) -> Response:
+def json_answer(answer: dict, status: int = 200) -> Response:
     return Response(orjson.dumps(answer), status_code=status, media_type="application/json")
 
 
