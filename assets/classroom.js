@@ -26,7 +26,6 @@
 
   let key = null;
   let box = null; // the class box in the Tour panel
-  let syncAll = null; // fires the class box's event: the page fetches everything a lesson changed
   let state = null; // the stream's last message
   let problem = ""; // the last refusal, said in the box
   let justStarted = null; // {student, lecturer}: the links, the lecturer's shown once
@@ -45,7 +44,7 @@
   }
 
   function shown(answer) {
-    if (answer && !answer.error && window.embeddingExplorer) window.embeddingExplorer.receive(answer, syncAll);
+    if (answer && !answer.error && window.embeddingExplorer) window.embeddingExplorer.receive(answer);
   }
 
   async function connect() {
@@ -242,10 +241,9 @@
   });
 
   window.embeddingExplorerClass = {
-    // the class box's script: where to write, and how to fire its whole sync
-    attach(element, fireSync) {
+    // the class box's script: where to write
+    attach(element) {
       box = element;
-      syncAll = fireSync;
       render();
     },
     setKey(value) {

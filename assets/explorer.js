@@ -89,7 +89,8 @@
   plotlyReady.then((value) => { plotly = value; });
 
   let host = null; // the div Plotly draws the main plane in (inside #embed-plot)
-  let sync = null; // fires #embed-plot's sync event: the queued fetch of what else a direct call changed
+  let handOver = null; // fires #embed-plot's hand-over event: gradio sets what a direct answer brought it
+  let forGradio = {}; // those values, by place among the hand-over's outputs, until it takes them
   let key = null; // the tab's key for direct calls, issued with the page's first address
   const mainPlot = () => (host && host.data ? host : null);
 
@@ -196,15 +197,29 @@
     flush();
   }
   const escapeHtml = (text) => String(text).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-  // `syncWith`: the event that fetches the rest (a class's whole view has its own, assets/classroom.js)
-  function receive(answer, syncWith = sync) {
+  // a direct answer (a keystroke's, a click's, a class's lesson: assets/classroom.js): the values
+  // this script writes, and the rest handed to gradio's components by the hand-over event (one
+  // that runs in the browser alone); a value not yet taken is replaced by a newer one
+  function receive(answer) {
     if (!answer || answer.skipped) return;
     if (answer.error) {
       setOutput("notice", `<p>⚠️ ${escapeHtml(answer.error)}</p>`);
       return;
     }
     for (const [id, value] of Object.entries(answer.values || {})) setOutput(id, value);
-    if (answer.sync && syncWith) syncWith();
+    const rest = answer.rest || {};
+    if (Object.keys(rest).length) {
+      Object.assign(forGradio, rest);
+      if (handOver) handOver();
+    }
+  }
+  // the hand-over event's script (ui/plane.py HAND_OVER_JS): the values for its outputs, in
+  // order; gradio leaves an output whose value is undefined as it is
+  function takeForGradio() {
+    const values = [];
+    for (const [place, value] of Object.entries(forGradio)) values[Number(place)] = value;
+    forGradio = {};
+    return values;
   }
   // an output the page writes: set as gradio would (its component's script installed the setter),
   // so a later value from the queue is compared with this one. The plot is only drawn: each of
@@ -245,13 +260,15 @@
   }
 
   window.embeddingExplorer = {
-    // #embed-plot's script: the div to draw in, and how to fire its sync event
-    attach(element, fireSync) {
+    // #embed-plot's script: the div to draw in, and how to fire its hand-over event
+    attach(element, fireHandOver) {
       host = element;
-      sync = fireSync;
+      handOver = fireHandOver;
       if (shown) plot();
       flush();
+      if (Object.keys(forGradio).length) handOver();
     },
+    handOver: takeForGradio,
     draw,
     setKey(value) {
       key = value;

@@ -166,10 +166,9 @@ class Live:
     # when it loads, since a direct call carries no gradio session hash
     key: str = field(default_factory=lambda: secrets.token_urlsafe(24), repr=False)
     revision: int = 0
-    # what the page's gradio components were last sent (a fingerprint a component), and what a
-    # direct call computed for them that the page has yet to fetch through the queue
+    # what the page's gradio components were last sent (a fingerprint a component): a value the
+    # component holds already is not sent again
     shown: dict = field(default_factory=dict, repr=False)
-    pending: dict = field(default_factory=dict, repr=False)
     latest: int = 0  # the newest direct call's number: an older one still waiting is skipped
     client: str | None = None  # the client address (an IPv6 /64) that opened it, if known: its share of memory
     # a parked tab's plane (its basis and a frozen plane), kept while its tables are let go (see `park`)

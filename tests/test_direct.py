@@ -1,9 +1,9 @@
 """The page's direct path (ui/direct.py), called as the page's script calls it: one POST to the
 app's `/explorer/live`, the tab named by the key the server issued.
 
-A keystroke changes the tab's view and answers the figure; a click on a point also leaves the
-picker and the neighbour tables for the page's `sync` event; anything hostile is refused with a
-sentence and changes nothing; the path's bounds hold.
+A keystroke changes the tab's view and answers the figure; a click on a point also answers the
+picker and the neighbour tables, for the page to hand to gradio's components; anything hostile
+is refused with a sentence and changes nothing; the path's bounds hold.
 """
 
 from __future__ import annotations
@@ -31,6 +31,18 @@ def call(app_url: str, sent) -> dict:
     return response.json()
 
 
+def page_of(app_url: str):
+    """The launched app's page (its components), for the places of the hand-over's outputs."""
+    import app
+
+    return app.demo.explorer
+
+
+def place(page, elem_id: str) -> str:
+    """Where the component `elem_id` is among the hand-over event's outputs (`Page.everything`)."""
+    return str(next(i for i, component in enumerate(page.everything) if component.elem_id == elem_id))
+
+
 @pytest.fixture()
 def tab(client):
     """A tab opened through gradio (its first event makes it), and its key."""
@@ -49,7 +61,7 @@ def test_a_keystroke_changes_the_tab_and_answers_its_figure_summary_and_address(
     client, live = tab
     before = client.predict(api_name="/fingerprint")
     answer = call(app_url, {"key": live.key, "change": {"sentence_a": "A queen ran home."}})
-    assert answer["sync"] is False  # nothing selected: the queue is not needed
+    assert set(answer["rest"]) <= {place(page_of(app_url), "selected-token")}  # nothing selected: the plot alone
     assert drawn_tokens(answer) == wordpiece().encode("A queen ran home.").tokens
     values = answer["values"]
     assert "7 tokens" in values["embed-info"]
@@ -62,19 +74,24 @@ def test_a_keystroke_changes_the_tab_and_answers_its_figure_summary_and_address(
     assert revisions[1] == revisions[0] + 1
 
 
-def test_a_click_selects_and_leaves_the_picker_and_neighbours_for_the_sync_event(app_url, tab):
+def test_a_click_answers_the_picker_and_neighbours_for_gradio_s_components(app_url, tab):
+    """A click on a point selects its token in one call: the plot is drawn by the page, and the
+    picker and both neighbour tables come in the same answer, as gradio's browser code takes
+    them, each at its place among the hand-over event's outputs (`Page.everything`)."""
     client, live = tab
+    page = page_of(app_url)
     answer = call(app_url, {"key": live.key, "change": {"token": 2}})
-    assert answer["sync"] is True and live.view.token == 2
+    assert live.view.token == 2
     figure = json.loads(answer["values"]["embed-plot"])
     assert any(trace.get("name") == "selected token" for trace in figure["data"])
-    ids = {component.elem_id for component in live.pending}
-    assert {"selected-token", "neighbours-token", "neighbours-output"} <= ids
-    # what the queue writes afterwards supersedes what was pending (an unchanged view writes nothing)
-    client.predict("The king spoke.", "", api_name="/embed")
-    assert {"neighbours-token", "neighbours-output"} <= {c.elem_id for c in live.pending}
-    client.predict("The king spoke!", "", api_name="/embed")
-    assert not {"neighbours-token", "neighbours-output"} & {c.elem_id for c in live.pending}
+    rest = answer["rest"]
+    assert place(page, "neighbours-token") in rest and place(page, "neighbours-output") in rest
+    table = rest[place(page, "neighbours-token")]
+    assert table["headers"] == ["#", "token", "cosine"] and len(table["data"]) == live.view.k
+    assert rest[place(page, "selected-token")]["value"] == 2
+    # the same click again changes nothing: nothing is sent twice
+    again = call(app_url, {"key": live.key, "change": {"token": 2}})
+    assert not set(again["rest"]) & {place(page, "neighbours-token"), place(page, "neighbours-output")}
 
 
 @pytest.mark.parametrize("sent", [

@@ -72,42 +72,21 @@ def test_tables_of_a_session_s_own_are_never_shared(page, drawn):
 def test_an_update_sent_already_is_not_sent_again_unless_the_user_changed_its_widget(page):
     live = Live()
     out = {page.controls: gr.update(selected="view"), page.views: gr.update(selected="plane")}
-    _, sync = events.track(page, live, out, direct=True, whole=True)
-    assert set(live.pending) == {page.controls, page.views} and sync
-    live.pending.clear()
-    _, sync = events.track(page, live, out, direct=True, whole=True)
-    assert live.pending == {} and not sync  # the page shows these already
+    _, rest = events.track(page, live, out, direct=True)
+    assert set(rest) == {page.controls, page.views}
+    _, rest = events.track(page, live, out, direct=True)
+    assert rest == {}  # the page shows these already
 
     # the student opens the Train tab: its widget shows what the user chose, not what was sent
     events.update(page, None, lambda view: view.with_(panel="train"), asked=("panel",), live=live, direct=True)
     assert page.controls not in live.shown
-    live.pending.clear()
-    events.track(page, live, out, direct=True, whole=True)
-    assert page.controls in live.pending  # a lesson on the View tab is sent again
-    assert page.views not in live.pending
+    _, rest = events.track(page, live, out, direct=True)
+    assert set(rest) == {page.controls}  # a lesson on the View tab is sent again
 
 
-def test_the_plot_s_sync_is_asked_for_only_when_its_own_outputs_wait(page):
-    """A lesson's leftovers for the class box's sync do not make every keystroke fetch, nor
-    fail, the plot's sync (it answered with an output it does not have)."""
+def test_what_the_page_writes_and_what_gradio_sets_are_split_and_a_skip_is_neither(page):
     live = Live()
-    events.track(page, live, {page.tour_text: "**Step 2**"}, direct=True, whole=True)
-    _, sync = events.track(page, live, {}, direct=True)
-    assert page.tour_text in live.pending and not sync
-    answer = events._within(page, {}, page.sync_outputs)
-    assert list(answer) and set(answer) <= set(page.sync_outputs)
-
-
-def test_an_open_side_view_and_the_background_are_drawn_once_for_tabs_on_shared_tables(page, monkeypatch):
-    calls = []
-    original = render._detail
-    monkeypatch.setattr(render, "_detail", lambda *args: calls.append(args[1]) or original(*args))
-    view = View(sentence_a="a side view shared by a class", sentence_b="", view="layernorm")
-    sessions = [session_for(view, Session.create()) for _ in range(3)]
-    drawn = [render.detail(page, view, session) for session in sessions]
-    assert len(calls) == 1 and drawn[0].keys() == drawn[2].keys()
-    assert page.layernorm_plot in drawn[0]
-
-    behind = View(sentence_a="the vocabulary behind", basis="vocabulary", background=500)
-    first, second = (session_for(behind, Session.create()) for _ in range(2))
-    assert render.background_json(behind, first) is render.background_json(behind, second) != ""
+    written, rest = events.track(page, live, {page.tour_text: "**Step 2**", page.info: "<p>6 tokens</p>",
+                                              page.notice: gr.skip(), page.token: gr.skip()}, direct=True)
+    assert written == {page.info: "<p>6 tokens</p>"} and rest == {page.tour_text: "**Step 2**"}
+    assert page.token not in live.shown  # a skip is not what the picker holds

@@ -17,9 +17,8 @@ address a proxy would log.
                                                       step and whether it follows; the lecturer's page
                                                       also hears how many pages are connected and follow
 
-`lead` and `follow` answer as a direct call does (the values the page's script writes) and
-take the same bounded turns (`Direct.turn`); what else the new view changed waits for the
-page's whole sync (`Page.everything`), fetched with the class box's own event.
+`lead` and `follow` answer as a direct call does (the values the page's script writes, and
+those it hands to gradio's components) and take the same bounded turns (`Direct.turn`).
 
 A stream waits in the event loop and holds no thread: a new lesson wakes the streams of its
 class in this process (`Streams.wake`, from the store's listener), and each says what changed
@@ -231,7 +230,7 @@ class ClassRoutes:
     async def follow(self, request: Request, live, sent: dict) -> Response:
         member, lesson = await anyio.to_thread.run_sync(self.classroom.follow, live)
         if member.following and member.shown >= lesson.version:  # shown already: a page asking twice
-            return json_answer({"values": {}, "sync": False, "version": member.shown})
+            return json_answer({"values": {}, "rest": {}, "version": member.shown})
         answer = await self._show(live, lesson, lambda shown: self.classroom.expect(member, shown),
                                   lambda shown, took: self.classroom.shown(member, shown, took))
         return json_answer(answer)

@@ -8,9 +8,10 @@ route of the app, `/explorer/live`, and draws the main plane (`#embed-plot`, a `
 with Plotly itself.
 The call goes through `ui.events.update` and `core.live.Live.apply` like every event, and
 answers with the values of the outputs the script writes itself (`Page.direct_outputs`: the
-plot, its summary, the variance bars, the notice, the address). What else it changed (the
-picker, the neighbour tables, an open side view) waits on the server until the page fetches
-it with one queued `sync` event.
+plot, its summary, the variance bars, the notice, the address) and, as gradio's browser code
+takes them, those of the other components it changed (the picker, the neighbour tables, an
+open side view; for a class's lesson, any): the page hands them to gradio with one event that
+runs in the browser alone (`ui.plane.HAND_OVER_JS`). No change needs a trip through the queue.
 
 A route of the app, not a gradio server function (`gr.HTML(server_functions=…)`): measured
 side by side on the same app, the same keystrokes cost the server a fifth less CPU through the
@@ -64,6 +65,7 @@ class Direct:
         self.calls, self.seconds = 0, 0.0  # calls computed and their seconds on the worker thread
         self._turns: anyio.Semaphore | None = None  # made in the server's event loop, on first use
         self._threads: anyio.CapacityLimiter | None = None
+        self._places: dict | None = None  # each component's place among the hand-over event's outputs
 
     async def answer(self, sent: object) -> dict:
         """The answer to one call: the values the page writes, or a sentence saying why not."""
@@ -97,20 +99,26 @@ class Direct:
         """Apply the change to the tab (on a worker thread) and say what the page writes."""
         return self.answered(lambda: events.update(
             self.page, None, lambda view: view.with_(**changes), asked=tuple(changes),
-            outputs=self.page.sync_outputs + self.page.direct_outputs, live=tab, direct=True))
+            outputs=self.page.typed_outputs, live=tab, direct=True))
 
     def show(self, tab, change: Callable[[View], View], notes: tuple[str, ...] = ()) -> dict:
-        """Show the tab a whole view, as a link would (on a worker thread): what the page's script
-        writes comes back; everything else waits for the page's whole sync (`Page.everything`)."""
+        """Show the tab a whole view, as a link would (on a worker thread): any component may change."""
         return self.answered(lambda: events.update(self.page, None, change, whole=True, notes=notes,
                                                    outputs=self.page.everything, live=tab, direct=True))
 
-    def answered(self, update: Callable[[], tuple[dict, bool]]) -> dict:
+    def answered(self, update: Callable[[], tuple[dict, dict]]) -> dict:
+        """The answer the page reads: `values`, by element id, for its script to write; `rest`, by
+        place in `Page.everything` (the hand-over event's outputs), for gradio's components."""
         began = time.perf_counter()
-        values, sync = update()
+        values, rest = update()
+        if self._places is None:
+            self._places = {component: str(i) for i, component in enumerate(self.page.everything)}
+        answer = {"values": {component.elem_id: value for component, value in values.items()},
+                  "rest": {self._places[component]: events.for_browser(component, value)
+                           for component, value in rest.items()}}
         self.calls += 1  # for benchmarks; exact with one slot, approximate with more
         self.seconds += time.perf_counter() - began
-        return {"values": {component.elem_id: value for component, value in values.items()}, "sync": sync}
+        return answer
 
     def route(self) -> Route:
         """The app's route for these calls: one POST of JSON, answered with JSON."""
@@ -139,7 +147,9 @@ async def json_body(request: Request, limit: int) -> tuple[object, bool]:
 
 
 def json_answer(answer: dict, status: int = 200) -> Response:
-    return Response(orjson.dumps(answer), status_code=status, media_type="application/json")
+    # numpy arrays and scalars as lists and numbers (a postprocessed table can hold them)
+    return Response(orjson.dumps(answer, option=orjson.OPT_SERIALIZE_NUMPY), status_code=status,
+                    media_type="application/json")
 
 
 def read(sent: object) -> tuple[str, dict]:

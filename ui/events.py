@@ -47,45 +47,48 @@ def address_of(request: gr.Request | None) -> str | None:
     return host if isinstance(host, str) else None
 
 
-def track(page, live, out: dict, *, direct: bool = False, whole: bool = False) -> tuple[dict, bool]:
-    """Keep `live.shown` and `live.pending` true to the page's gradio components (under `live.lock`).
+def track(page, live, out: dict, *, direct: bool = False) -> tuple[dict, dict]:
+    """Keep `live.shown` true to the page's gradio components (under `live.lock`), and split a
+    direct call's values by who writes them.
 
-    An event through gradio's queue writes what it returns, superseding what a direct call left
-    pending. A direct call (ui/direct.py) returns only the outputs the page's own script writes
-    (`Page.direct_outputs`); what else it changed waits in `live.pending`, and the page fetches
-    it with one queued `sync` event. A value equal to what the component already holds is not
-    sent again, so typing with nothing selected never needs the queue.
+    An event through gradio's queue writes what it returns. A direct call (ui/direct.py, a
+    class's lesson: ui/classroutes.py) answers with the outputs the page's own script writes
+    (`Page.direct_outputs`) and, of the others, those whose component does not hold the value
+    already: the page hands them to gradio with one event that runs in the browser alone
+    (`ui.plane.HAND_OVER_JS`), so no change needs a second trip through the queue. A value equal
+    to what the component holds is not sent again, so typing with nothing selected sends only
+    the plot.
 
-    Returns the direct call's page-written values and whether the page must sync: whether
-    anything of the plot's sync event is pending (`Page.sync_outputs`), or, for a whole view
-    (a class's lesson: `whole`), anything at all, which the class box's sync fetches.
+    Returns the page-written values and the rest (both by component); `gr.skip()` is neither.
     """
     own = set(page.direct_outputs)
-    written = {}
+    written, rest = {}, {}
     for component, value in out.items():
         if component in own:
             if isinstance(value, str):
                 written[component] = value
             continue
+        if _skipped(value):
+            continue
         mark = _fingerprint(value)
-        if not direct:
-            live.pending.pop(component, None)
-        elif mark is None or live.shown.get(component) != mark:
-            live.pending[component] = value
+        if not direct or mark is None or live.shown.get(component) != mark:
+            rest[component] = value
         if mark is None:
             live.shown.pop(component, None)
         else:
             live.shown[component] = mark
-    if whole:
-        return written, bool(live.pending)
-    return written, any(component in live.pending for component in page.sync_outputs)
+    return written, rest
+
+
+def _skipped(value) -> bool:
+    return _is_update(value) and len(value) == 1
 
 
 def _fingerprint(value) -> tuple | None:
     """A value to compare with the next one sent to a component; None: always send it (a
     figure). An update (``gr.update(...)``) compares by its properties: a class's lesson sets
-    the freezes, the tabs and the picker each time, and an update gradio is sent builds its
-    component anew, which cost a follower's page more than the lesson's plot."""
+    the freezes, the tabs and the picker each time, and each update makes the browser's gradio
+    rebuild its component, which cost a follower's page more than the lesson's plot."""
     if value is None or isinstance(value, str | int | float | bool):
         return ("value", value)
     if isinstance(value, list | dict):
@@ -94,21 +97,6 @@ def _fingerprint(value) -> tuple | None:
         except (TypeError, ValueError):
             return None
     return None
-
-
-def sync(page, request: gr.Request, outputs: list | None = None) -> dict:
-    """What direct calls changed on the page's gradio components (pickers, tables, side views):
-    those of `outputs` (the plot's sync event's, by default; a class's whole view has more)."""
-    outputs = page.sync_outputs if outputs is None else outputs
-    try:
-        live = live_of(request)
-    except Refused:  # an ended session, or a stranger's new tab refused: nothing of its is pending
-        return _within(page, {}, outputs)
-    wanted = set(outputs)
-    with live.lock:
-        taken = {component: live.pending.pop(component) for component in list(live.pending)
-                 if component in wanted}
-    return _within(page, taken, outputs)
 
 
 def update(
@@ -134,7 +122,7 @@ def update(
     declared with ``postprocess=False`` (`ui.plane.KEYSTROKE`; see `postprocess`).
     `live`: the tab, when the caller found it (a direct call, by its key); `direct`: the call
     came straight from the page's script, not through gradio's queue, and gets back
-    ``(values the script writes, whether the page must sync)`` (see `track`).
+    ``(values the script writes, the rest for gradio's components)`` (see `track`).
     """
     from ui import render  # render imports the panels' names; events is imported by them
 
@@ -157,7 +145,7 @@ def update(
             if isinstance(picker, dict) and "choices" in picker:
                 live.listed = len(picker["choices"]) > 1  # more than "none"
             out = _within(page, out, outputs)
-            return out, track(page, live, out, direct=direct, whole=whole)
+            return out, track(page, live, out, direct=direct)
 
         step, (out, sent) = live.apply(change, compute, tables=tables, whole=whole)
     except Refused as error:  # what the app does not allow, said in a sentence; any other error is a fault
@@ -167,9 +155,11 @@ def update(
         shown = render.fields(page, current, asked)  # put the refused widgets back
         out = _within(page, {**shown, page.notice: render.notice((str(error),))}, outputs)
         if live is None:
-            sent = ({page.notice: out[page.notice]}, False)
+            sent = ({page.notice: out[page.notice]}, {})
         else:
             with live.lock:
+                for widget in render.widgets_of(page, asked):  # they show what the user set: put back
+                    live.shown.pop(widget, None)
                 sent = track(page, live, out, direct=direct)
     if direct:
         return sent
@@ -215,16 +205,35 @@ def postprocess(values: dict) -> dict:
     thread) does the same work in one go. Updates (``gr.update``, ``gr.skip``) pass through:
     gradio still applies them.
     """
+    return {component: value if _is_update(value) else _postprocessed(component, value)
+            for component, value in values.items()}
+
+
+def for_browser(component, value):
+    """`value` as gradio's browser code takes it for `component`, with no event on the server:
+    a value postprocessed; an update's properties as they are and its value postprocessed. The
+    page's updates set only plain properties (`visible`, `interactive`, `selected`, a picker's
+    `choices`, already (label, value) pairs), so nothing but the value needs the component:
+    gradio's own path builds the whole component anew for each update."""
+    if not _is_update(value):
+        return _postprocessed(component, value)
+    out = dict(value)
+    if "value" in out:
+        out["value"] = _postprocessed(component, out["value"])
+    return out
+
+
+def _is_update(value) -> bool:
+    return isinstance(value, dict) and value.get("__type__") == "update"
+
+
+def _postprocessed(component, value):
     from gradio.data_classes import GradioModel, GradioRootModel
 
-    out = {}
-    for component, value in values.items():
-        if value is not None and not (isinstance(value, dict) and value.get("__type__") == "update"):
-            value = component.postprocess(value)
-            if isinstance(value, GradioModel | GradioRootModel):
-                value = value.model_dump()
-        out[component] = value
-    return out
+    if value is None:
+        return None
+    value = component.postprocess(value)
+    return value.model_dump() if isinstance(value, GradioModel | GradioRootModel) else value
 
 
 def setter(page, *names: str, outputs: Iterable | None = None, postprocessed: bool = False):

@@ -190,10 +190,9 @@ class Page:
         return [self.plot, self.info, self.variance, self.notice, self.address]
 
     @property
-    def sync_outputs(self) -> list:
-        """What else a direct call can change: fetched by the page with one queued `sync` event."""
-        direct = set(self.direct_outputs)
-        return [c for c in self.live_outputs if c not in direct] + [self.sentence_a, self.sentence_b]
+    def typed_outputs(self) -> list:
+        """What a direct call (a keystroke, a click on a point, a screen turned) can change."""
+        return [*self.live_outputs, self.sentence_a, self.sentence_b]
 
     @property
     def detail_outputs(self) -> list:

@@ -19,11 +19,16 @@ from ui.widgets import Checkbox, Slider, Table
 
 NEIGHBOUR_HEADERS = ["#", "token", "cosine"]
 # the main plot: assets/explorer.js draws each figure this component is given, from the queue
-# or from a direct call (ui/direct.py), and fires its `sync` event when a direct answer asks
+# or from a direct call (ui/direct.py), and fires its `input` event, the hand-over, when a
+# direct answer carries values for gradio's components
 PLOT_JS = """
 window.embeddingExplorer.attach(element.querySelector('.plane-host'), () => trigger('input'));
 watch('value', () => window.embeddingExplorer.draw(props.value));
 """
+# the hand-over: an event with no server function, whose script returns the values a direct
+# answer brought for gradio's components (`Page.everything`, in order; the others undefined,
+# which gradio leaves as they are). Gradio sets them as it sets an event's outputs
+HAND_OVER_JS = "() => window.embeddingExplorer.handOver()"
 LIVE = {"concurrency_id": "live", "show_progress": "hidden"}
 # the keystroke's events: gradio does not postprocess their values, ui.events.postprocess does
 KEYSTROKE = {**LIVE, "postprocess": False}
@@ -96,9 +101,9 @@ def wire(page) -> None:
     # the list is filled from the tab's own tokens when opened, so it never lists stale ones
     page.token.focus(events.named(lambda request: choices(page, request), ()), None, page.token, api_name="picker",
                      **LIVE)
-    # what a direct call changed beyond the plot: fetched through the queue when it answers "sync"
-    page.plot.input(events.named(lambda request: events.sync(page, request), ()), None, page.sync_outputs,
-                    api_name=False, **LIVE)
+    # what a direct call or a class's lesson changed beyond what the page's script writes (ui/direct.py)
+    page.plot.input(None, None, page.everything, js=HAND_OVER_JS, api_name=False, show_progress="hidden",
+                    trigger_mode="always_last")
     search = events.setter(page, "search", "regex", outputs=live, postprocessed=True)
     gr.on([page.search.change, page.regex.input], search, [page.search, page.regex], live, api_name="search",
           trigger_mode="always_last", **keystroke)

@@ -63,12 +63,12 @@ def layout(page) -> None:
             page.previous_button = gr.Button("← Previous", elem_id="tour-previous", size="sm", min_width=100)
             page.next_button = gr.Button("Next →", variant="primary", elem_id="tour-next", size="sm", min_width=100)
         page.tour_text = gr.Markdown(render.tour_text(None), elem_id="tour-text")
-        # a class (assets/classroom.js writes the box): its own event fetches everything a lesson changed
+        # a class (assets/classroom.js writes the box); a lesson's values come as a keystroke's do
         page.class_box = gr.HTML("", elem_id="class-box", html_template='<div class="class-host"></div>',
                                  js_on_load=CLASS_JS)
 
 
-CLASS_JS = "window.embeddingExplorerClass.attach(element.querySelector('.class-host'), () => trigger('input'));"
+CLASS_JS = "window.embeddingExplorerClass.attach(element.querySelector('.class-host'));"
 
 
 def layout_address(page) -> None:
@@ -90,8 +90,6 @@ def wire(page) -> None:
         button.click(handler, None, page.everything, api_name=name, js=TO_THE_STEP_JS, **LIVE)
     page.address.input(events.named(lambda request, sent: back(page, request, sent), ("address",)), page.address,
                        page.everything, api_name=False, **LIVE)
-    page.class_box.input(events.named(lambda request: events.sync(page, request, page.everything), ()), None,
-                         page.everything, api_name=False, **LIVE)
 
 
 def go(page, request: gr.Request, move: int) -> dict:
