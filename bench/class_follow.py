@@ -2,7 +2,6 @@
 the lecturer's *Next* reaches them.
 
     python -m bench.class_follow [--students 100] [--typing 30] [--presses 5] [--window 20] [--quick]
-                                 [--no-sync]
 
 One launched app (`python app.py` in a child process, as a Space runs it: one process). A
 lecturer's page and --students students' pages each open as a page does: the page-load event
@@ -11,9 +10,10 @@ lecturer's page starts a class (POST explorer/class/start). Each student's page 
 as assets/classroom.js does: it holds its class stream open (POST explorer/class/stream,
 newline-delimited JSON; one asyncio task per page, each page its own httpx connection pool)
 and, when a message says it follows and the version is newer than the one it was shown, asks
-to be shown the lesson (POST explorer/class/follow, whose answer is the figure the page
-draws), one follow at a time; then it fetches the rest of the view through gradio's queue
-with the class box's own event, as the page does (--no-sync leaves that queued part out).
+to be shown the lesson (POST explorer/class/follow), one follow at a time. The follow's answer
+is the whole view: the figure and what else the page's script writes, and the step's text and
+widgets for gradio's components, which the page hands over with an event that runs in the
+browser alone (ui/plane.py HAND_OVER_JS). Nothing of a lesson goes through gradio's queue.
 
 1. Idle: the server's CPU (the app's process and its children, user + system) over --window
    seconds in three states, one after another in the same run: the baseline, every page open
@@ -23,18 +23,16 @@ with the class box's own event, as the page does (--no-sync leaves that queued p
 2. Next: the lecturer's page presses *Next* (its `next_step` event through gradio's queue, as
    the button sends it) --presses times, waiting after each until every follower has it. Per
    follower: the time from the press to its stream saying the new version (heard) and to its
-   follow call's answer (reached: the page can draw the figure); with the queued sync, also to
-   its answer (synced: the whole view). Three scenarios on the same steps (2, 3, …), the
-   lecturer sent back to step 1 with *Previous* between them (those lessons are followed, not
-   measured):
+   follow call's answer (reached: the page has the whole view). Three scenarios on the same
+   steps (2, 3, …), the lecturer sent back to step 1 with *Previous* between them (those
+   lessons are followed, not measured):
    - alone: every student follows;
    - echo, the baseline: the same presses while the pages only listen (no follow call), so
      the stream's fan-out is timed alone, and the follow calls' cost shows in the ratio of a
      scenario's reached p95 to the echo's heard p95;
    - typing: --typing of the students type at human speed (5 keys/s; each keystroke a direct
      call to /explorer/live with the growing sentence, one call at a time and the newest text
-     winning, and the queued sync when an answer asks for it, as the page sends them; a queued
-     sync is not sent again while one is pending, gradio's "once" trigger mode). A
+     winning, as the page sends them; its answer, too, brings all the keystroke changed). A
      typing student stops following, as it should, so reach is measured over the others
      (students − typing); the typists' own key-to-answer latency is reported beside it.
 
@@ -112,8 +110,6 @@ def percentile(values: list[float], q: float) -> float:
 class Calls:
     load: int  # the page-load event (its address carries the tab's key)
     address_at: int
-    sync: int  # #embed-plot's input event: what a direct call left for the queue
-    class_sync: int  # the class box's input event: what a lesson left for the queue
     next: int
     previous: int
 
@@ -127,10 +123,8 @@ class Calls:
         missing = [name for name in ("next_step", "previous_step") if name not in named]
         if "class-box" not in ids or missing:
             raise RuntimeError(f"the app has no class box or no {missing}: update bench/class_follow.py to the page")
-        box = [ids["class-box"], "input"]
-        class_sync = next(d["id"] for d in config["dependencies"] if box in map(list, d["targets"]))
         page = PageCalls.discover(url)
-        return cls(page.load, page.address_at, page.sync, class_sync, named["next_step"], named["previous_step"])
+        return cls(page.load, page.address_at, named["next_step"], named["previous_step"])
 
 
 # one page
@@ -139,21 +133,18 @@ class Calls:
 class Page:
     """One browser tab of the app, as assets/explorer.js and assets/classroom.js drive it."""
 
-    def __init__(self, url: str, calls: Calls, sync: bool) -> None:
+    def __init__(self, url: str, calls: Calls) -> None:
         limits = httpx.Limits(max_connections=6, max_keepalive_connections=6)  # a browser's per host
         self.http = httpx.AsyncClient(base_url=url, timeout=httpx.Timeout(CALL_TIMEOUT, connect=30), limits=limits)
-        self.calls, self.sync = calls, sync
+        self.calls = calls
         self.session_hash = uuid.uuid4().hex[:11]
         self.key: str | None = None
         self.class_id: str | None = None
         self.last: dict = {}  # the stream's last message
         self.heard: dict[int, float] = {}  # version -> when the stream first said it
-        self.followed: dict[int, float] = {}  # version a follow was asked for -> when its answer came
-        self.synced: dict[int, float] = {}  # version -> when the queued sync after its follow answered
+        self.followed: dict[int, float] = {}  # version a follow was asked for -> when its answer (the whole view) came
         self.follows = True  # False: the page only listens (the echo baseline)
         self.following_call = False  # a follow call in flight (classroom.js `following`)
-        self.syncing: asyncio.Task | None = None
-        self.plot_syncing: asyncio.Task | None = None
         self.answer_bytes: list[int] = []
         self.errors: list[str] = []
         self.tasks: set[asyncio.Task] = set()
@@ -261,27 +252,12 @@ class Page:
             return
         self.followed.setdefault(version, now())
         self.answer_bytes.append(size)
-        if answer.get("sync") and self.sync:
-            self.sync_whole(version)
-
-    def sync_whole(self, version: int) -> None:
-        """The class box's event, through the queue. Gradio's trigger mode for an input event is
-        "once": while one is pending, the page sends no other (the trigger is dropped)."""
-        if self.syncing is None or self.syncing.done():
-            self.syncing = self.spawn(self._sync(version))
-
-    async def _sync(self, version: int) -> None:
-        try:
-            _, at = await self.queued(self.calls.class_sync, [])
-            self.synced.setdefault(version, at)
-        except (CallFailed, httpx.HTTPError, ValueError) as error:
-            self.error("class sync", error)
 
     def version(self) -> int:
         return max(self.heard, default=0)
 
     def has(self, base: int, kind: str) -> float | None:
-        """When this page first had a version newer than `base`: heard, followed or synced."""
+        """When this page first had a version newer than `base`: heard or followed."""
         times_ = [t for v, t in getattr(self, kind).items() if v > base]
         return min(times_) if times_ else None
 
@@ -307,8 +283,6 @@ class Page:
                     continue
                 answered = now()
                 latencies.extend(answered - k for k in keys)
-                if answer.get("sync"):
-                    self.plot_sync()
 
         sending = self.spawn(sender())
         sentence = SENTENCE.format(w=word)
@@ -328,17 +302,6 @@ class Page:
                 await asyncio.sleep(0.05)
             sending.cancel()
 
-    def plot_sync(self) -> None:
-        """#embed-plot's event, through the queue; "once", as the class box's (`sync_whole`)."""
-        if self.plot_syncing is None or self.plot_syncing.done():
-            self.plot_syncing = self.spawn(self._plot_sync())
-
-    async def _plot_sync(self) -> None:
-        try:
-            await self.queued(self.calls.sync, [])
-        except (CallFailed, httpx.HTTPError, ValueError) as error:
-            self.error("sync", error)
-
     async def close(self) -> None:
         for task in list(self.tasks):
             task.cancel()
@@ -357,7 +320,6 @@ class Press:
     lecturer: float  # press to the lecturer's own answer
     heard: list[float] = field(default_factory=list)
     reached: list[float] = field(default_factory=list)
-    synced: list[float] = field(default_factory=list)
     missed: int = 0  # followers not reached within PRESS_TIMEOUT
 
 
@@ -373,11 +335,11 @@ class Window:
 
 
 class Lecture:
-    def __init__(self, url: str, process: psutil.Process, students: int, sync: bool) -> None:
+    def __init__(self, url: str, process: psutil.Process, students: int) -> None:
         self.url, self.process = url, process
         self.calls = Calls.discover(url)
-        self.lecturer = Page(url, self.calls, sync)
-        self.students = [Page(url, self.calls, sync) for _ in range(students)]
+        self.lecturer = Page(url, self.calls)
+        self.students = [Page(url, self.calls) for _ in range(students)]
         self.step = 0
 
     @property
@@ -437,17 +399,15 @@ class Lecture:
         lecturer = now() - began
         self.step += move
         await self.until(lambda: all(p.has(base, kind) is not None for p in measured), PRESS_TIMEOUT)
-        # the pages' own calls (follows, syncs) finished before the next press
+        # the pages' own calls (follows) finished before the next press
         await self.until(lambda: all(not p.tasks - {p.stream} for p in measured), PRESS_TIMEOUT)
         found = Press(scenario, self.step, len(measured), lecturer)
         for page in measured:
-            heard, reached, synced = (page.has(base, k) for k in ("heard", "followed", "synced"))
+            heard, reached = (page.has(base, k) for k in ("heard", "followed"))
             if heard is not None:
                 found.heard.append(heard - began)
             if reached is not None:
                 found.reached.append(reached - began)
-            if synced is not None:
-                found.synced.append(synced - began)
             if (heard if kind == "heard" else reached) is None:
                 found.missed += 1
         if measured and found.missed == len(measured):
@@ -465,8 +425,8 @@ class Lecture:
 
 
 async def run(url: str, process: psutil.Process, students: int, typing: int, presses: int, window: float,
-              sync: bool, say: Callable[[str], None]) -> dict:
-    lecture = Lecture(url, process, students, sync)
+              say: Callable[[str], None]) -> dict:
+    lecture = Lecture(url, process, students)
     windows: list[Window] = []
     found_presses: list[Press] = []
     typed: list[float] = []
@@ -520,13 +480,13 @@ async def run(url: str, process: psutil.Process, students: int, typing: int, pre
         errors = [e for page in lecture.pages for e in page.errors]
         sizes = [b for page in lecture.students for b in page.answer_bytes]
         await lecture.close()
-    return {"students": students, "typing": typing, "presses": presses, "window": window, "sync": sync,
+    return {"students": students, "typing": typing, "presses": presses, "window": window,
             "cores": os.cpu_count() or 1, "windows": windows, "runs": found_presses, "typed": typed,
             "typists_stopped": stopped, "followers_stopped": strays, "errors": errors,
             "answer_bytes": statistics.median(sizes) if sizes else 0}
 
 
-def measure(students: int = 100, typing: int = 30, presses: int = 5, window: float = 20.0, sync: bool = True,
+def measure(students: int = 100, typing: int = 30, presses: int = 5, window: float = 20.0,
             say: Callable[[str], None] = lambda line: print(line, flush=True)) -> dict:
     """The whole measure on a launched app (bench/appserver.py): returns every window and press."""
     from bench.appserver import launched_app
@@ -534,7 +494,7 @@ def measure(students: int = 100, typing: int = 30, presses: int = 5, window: flo
     if not 0 <= typing < students:
         raise SystemExit(f"--typing must be between 0 and --students − 1, not {typing}")
     with launched_app() as (url, process):
-        found = asyncio.run(run(url, process, students, typing, presses, window, sync, say))
+        found = asyncio.run(run(url, process, students, typing, presses, window, say))
     return summarise(found)
 
 
@@ -551,7 +511,6 @@ def summarise(found: dict) -> dict:
         found["scenarios"][scenario] = {
             "measured": measured, "presses": len(runs),
             "heard": [s for r in runs for s in r.heard], "reached": reached,
-            "synced": [s for r in runs for s in r.synced],
             "within": sum(s <= WITHIN for s in reached) / measured if measured else 0.0,
             "p95": percentile(reached, 0.95),
             "missed": sum(r.missed for r in runs),
@@ -575,7 +534,6 @@ def report(found: dict) -> list[tuple[str, tuple[str, ...], list[tuple[str, ...]
         idle_rows.append((w.name, str(w.streams), f"{w.seconds:.1f}", f"{w.server:.2f}", f"{pct:.1f}%",
                           "" if w is base else f"{pct - base_pct:+.1f} pt", f"{100 * w.generator / w.seconds:.1f}%",
                           f"{100 * w.others / w.seconds / cores:.0f}%", w.counts))
-    sync = "and its queued sync (synced)" if found["sync"] else "(the queued sync the page fires after it: left out)"
     press_rows = []
     for r in found["runs"]:
         scope = (f"{r.measured} listening" if r.scenario == "echo" else
@@ -583,7 +541,6 @@ def report(found: dict) -> list[tuple[str, tuple[str, ...], list[tuple[str, ...]
         reached = r.heard if r.scenario == "echo" else r.reached
         p50, p95, top = spread(reached)
         press_rows.append((r.scenario, str(r.step), scope, ms(r.lecturer), spread(r.heard)[1], p50, p95, top,
-                           spread(r.synced)[1] if found["sync"] and r.scenario != "echo" else "—",
                            f"{sum(s <= WITHIN for s in reached) / r.measured:.0%}", str(r.missed)))
     echo = found["scenarios"]["echo"]
     echo_p95 = percentile(echo["heard"], 0.95)
@@ -607,10 +564,10 @@ def report(found: dict) -> list[tuple[str, tuple[str, ...], list[tuple[str, ...]
          ("window", "streams", "wall s", "CPU s", "server", "over baseline", "generator", "others",
           "lecturer's banner"),
          idle_rows),
-        (f"class Next, each press: press (the lecturer's next_step through the queue) to each page's stream "
-         f"saying the new version (heard) and to its follow call's answer (reached) {sync}; echo: the same "
-         "presses, the pages only listen, reached = heard",
-         ("scenario", "step", "pages", "lecturer's answer", "heard p95", "reached p50", "p95", "max", "synced p95",
+        ("class Next, each press: press (the lecturer's next_step through the queue) to each page's stream "
+         "saying the new version (heard) and to its follow call's answer, the whole view (reached); echo: the "
+         "same presses, the pages only listen, reached = heard",
+         ("scenario", "step", "pages", "lecturer's answer", "heard p95", "reached p50", "p95", "max",
           f"≤ {WITHIN:g} s", "missed"),
          press_rows),
         (f"class Next, all presses pooled; ratio: reached p95 / echo's heard p95; typing: {KEYS_PER_SECOND:g} keys/s "
@@ -632,15 +589,13 @@ def main() -> int:
     parser.add_argument("--presses", type=int, default=None, help="presses per scenario (5; 3 with --quick)")
     parser.add_argument("--window", type=float, default=None, help="seconds per idle window (20; 8 with --quick)")
     parser.add_argument("--quick", action="store_true", help="shorter windows and fewer presses")
-    parser.add_argument("--no-sync", action="store_true",
-                        help="leave out the queued sync a page fires after each follow answer")
     args = parser.parse_args()
     presses = args.presses or (3 if args.quick else 5)
     window = args.window or (8.0 if args.quick else 20.0)
     print(f"python -m bench.class_follow: {args.students} students ({args.typing} of them typing in the last "
           f"scenario), {presses} presses per scenario, {window:g} s idle windows; {os.cpu_count()} CPUs", flush=True)
     try:
-        found = measure(args.students, args.typing, presses, window, not args.no_sync)
+        found = measure(args.students, args.typing, presses, window)
     except (RuntimeError, CallFailed, httpx.HTTPError) as error:
         print(f"the measure could not run: {error}", file=sys.stderr)
         return 1

@@ -22,10 +22,10 @@ Server CPU is every server process's CPU time (workers and HAProxy) over the mea
 window, divided by the updates answered in it. The load generator is one asyncio thread with
 one httpx connection pool per student; its own CPU time is printed beside the server's so
 you can see the server, not the generator, is the bottleneck (--protocol picks the route:
-`direct`, the page's own (ui/direct.py: one POST to the app's /explorer/live, and the
-queued sync event when an answer asks for it); `queue`, the API's /embed through the queue's
-join + event stream; or gradio's REST `/gradio_api/call/embed`; --compare-protocols measures
-each on one process first).
+`direct`, the page's own (ui/direct.py: one POST to the app's /explorer/live, whose answer
+carries every value the call changed on the page, so nothing follows it through the queue);
+`queue`, the API's /embed through the queue's join + event stream; or gradio's REST
+`/gradio_api/call/embed`; --compare-protocols measures each on one process first).
 
 Finally it prints, from the measured CPU per update, how many cores and machines a course
 of --course students needs for p95 <= 1 s:
@@ -201,24 +201,23 @@ async def queue_answer(http: httpx.AsyncClient, fn_index: int, session_hash: str
 
 
 async def open_page(http: httpx.AsyncClient, page, session_hash: str) -> str:
-    """The page-load event (a view for the tab, and the key its direct calls carry)."""
-    address = (await queue_answer(http, page.load, session_hash, []))[page.address_at]
+    """The page-load event (a view for the tab, and the key its direct calls carry); its one input:
+    what the page's script says of its screen (a laptop's)."""
+    address = (await queue_answer(http, page.load, session_hash, [json.dumps({"narrow": False})]))[page.address_at]
     return json.loads(address["value"] if isinstance(address, dict) else address)["key"]
 
 
 async def embed_direct(http: httpx.AsyncClient, endpoint: Endpoint, session_hash: str, text: str,
-                       page=None, key: str | None = None) -> int:
-    """The page's own protocol: the text straight to the tab (ui/direct.py), and the queued sync
-    event when the answer asks for it (it does not while nothing is selected)."""
+                       key: str | None = None) -> int:
+    """The page's own protocol: the text straight to the tab (ui/direct.py), one POST and its
+    JSON answer. The answer carries the values the page's script writes and the rest for
+    gradio's components, which the page hands over in the browser: no queued call follows."""
     answer = await http.post("explorer/live", json={"key": key, "change": {"sentence_a": text, "sentence_b": ""}})
     if answer.status_code != 200:
         raise CallFailed(f"direct: HTTP {answer.status_code}")
     found = answer.json()
     if "error" in found:
         raise CallFailed(f"refused: {found['error']}")
-    if found.get("sync"):
-        await queue_answer(http, page.sync, session_hash, [])
-        return 2
     return 1
 
 
@@ -312,7 +311,7 @@ class Student:
             self.changed.clear()
             keys, self.pending, self.busy = self.pending, [], True
             try:
-                extra = {"page": self.endpoint.page, "key": self.tab_key} if self.direct else {}
+                extra = {"key": self.tab_key} if self.direct else {}
                 messages = await self.send(http, self.endpoint, self.session_hash, self.text, **extra)
             except (CallFailed, httpx.HTTPError, ValueError, KeyError) as error:
                 self.tally.errors.append(f"student {self.index}: {error!r}"[:200])

@@ -130,31 +130,31 @@ class HttpSession:
 @dataclass(frozen=True)
 class PageCalls:
     """How the page itself talks to the app, read from its config: its load event (which issues
-    the tab's key with the address) and the queued `sync` event the page sends when a direct
-    call (ui/direct.py) asks for it."""
+    the tab's key with the address). Nothing else of the page goes through the queue for a
+    direct call (ui/direct.py): its answer brings the values for gradio's components as well,
+    handed to them by an event that runs in the browser alone (ui/plane.py HAND_OVER_JS)."""
 
     load: int  # fn_index of the page-load event
     address_at: int  # where #address is among its outputs
-    sync: int  # fn_index of #embed-plot's input event
 
     @classmethod
     def discover(cls, url: str) -> PageCalls:
         config = httpx.get(f"{url}config", timeout=30).raise_for_status().json()
         ids = {c.get("props", {}).get("elem_id"): c["id"] for c in config["components"]}
         load = next(d for d in config["dependencies"] if any(t[1] == "load" for t in d["targets"]))
-        sync = next(d for d in config["dependencies"] if [ids["embed-plot"], "input"] in map(list, d["targets"]))
-        return cls(load["id"], load["outputs"].index(ids["address"]), sync["id"])
+        return cls(load["id"], load["outputs"].index(ids["address"]))
 
 
 class PageSession(HttpSession):
     """One visitor as the page behaves: it opens with the page-load event (through the queue; the
     answer's address carries the tab's key), then sends what is typed straight to the tab
-    (ui/direct.py: one POST to the app's /explorer/live), and fetches through the queue what
-    a direct answer asks it to `sync`. Other endpoints go through the queue as the page's buttons do."""
+    (ui/direct.py: one POST to the app's /explorer/live, whose answer carries every value the
+    call changed on the page: nothing more to fetch). Other endpoints go through the queue as
+    the page's buttons do."""
 
     def __init__(self, url: str, endpoints: dict[str, int], timeout: float, page: PageCalls | None = None):
         self.page = page or PageCalls.discover(url)
-        super().__init__(url, {**endpoints, "__load": self.page.load, "__sync": self.page.sync}, timeout)
+        super().__init__(url, {**endpoints, "__load": self.page.load}, timeout)
         self.key: str | None = None
 
     def open(self) -> None:
@@ -178,8 +178,6 @@ class PageSession(HttpSession):
         found = answer.json()
         if "error" in found:
             raise CallFailed(f"refused: {found['error']}")
-        if found.get("sync"):
-            super().predict(api_name="__sync")
         return found
 
 

@@ -212,7 +212,7 @@ class Flood:
 def student_latencies(url: str, count: int, address: str = STUDENT, queued: list[int] | None = None,
                       budget: float = 240) -> tuple[list[float], list[float], str]:
     """A student (a tab of its own, from `address`) alternating a keystroke as the page sends it (a
-    direct call, and the queued `sync` when the answer asks for it) with an update through
+    direct call, whose answer brings all it changed: no queued call follows) with an update through
     gradio's queue (`embed` with a 12-word pair: what the page's other widgets, an example click
     and the API all go through). Seconds of each kind, and why it stopped early if it did: after
     at least 3 of each once `budget` seconds are spent, or at a call not answered within

@@ -39,8 +39,8 @@ ratio, target, met?). The measures, by NAME:
 - class:      a class on one process (bench/class_follow.py): the server's CPU while 100
               students' pages hold their class streams open and idle, against the same pages
               open without streams; and the lecturer's *Next* reaching the followers (the
-              stream's message, then the follow call's answer, the figure), alone and while 30
-              of them type, against the streams' fan-out alone (the pages only listen).
+              stream's message, then the follow call's answer, the whole view), alone and while
+              30 of them type, against the streams' fan-out alone (the pages only listen).
               Targets: the idle streams ≤ 10% of one core (the total, not the difference);
               95% of the followers reached within 1.5 s, alone and beside the typists.
 
