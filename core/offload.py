@@ -27,6 +27,7 @@ the socket closes, so it never outlives the server.
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import os
 import pickle
@@ -138,6 +139,26 @@ def loads(data: bytes) -> Any:
     return _Unpickler(io.BytesIO(data)).load()
 
 
+def _spawn(command: list[str], fd: int) -> subprocess.Popen:
+    """The child, started with a copy of the environment made here.
+
+    Without `env`, the child is started (with vfork) on the process's own environment table,
+    which the server's other threads may be rewriting as it starts (a library setting a
+    variable): the exec then read a freed table and failed with "[Errno 14] Bad address", about
+    once in fifteen launches on a busy machine, and the whole app failed to start. A copy is
+    the child's alone. One more try covers any other passing failure of the same kind."""
+    def start() -> subprocess.Popen:
+        return subprocess.Popen(command, cwd=ROOT, pass_fds=(fd,), stdin=subprocess.DEVNULL, env=dict(os.environ))
+
+    try:
+        return start()
+    except OSError as error:
+        if error.errno != errno.EFAULT:
+            raise
+    time.sleep(0.1)
+    return start()
+
+
 class Offload:
     """One child process and the calls it runs, one at a time (callers wait their turn)."""
 
@@ -154,10 +175,7 @@ class Offload:
             if self._process is not None and self._process.poll() is None:
                 return
             mine, theirs = socket.socketpair()
-            self._process = subprocess.Popen(
-                [sys.executable, "-m", "core.offload", str(theirs.fileno())],
-                cwd=ROOT, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
-            )
+            self._process = _spawn([sys.executable, "-m", "core.offload", str(theirs.fileno())], theirs.fileno())
             theirs.close()
             # from here, not by the child itself after its imports: it is niced from its first step
             with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -130,3 +130,30 @@ def test_closing_ends_the_process():
     child = psutil.Process(worker.pid)
     worker.close()
     assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
+
+
+def test_the_child_starts_on_a_copy_of_the_environment_and_a_passing_bad_address_is_tried_again(monkeypatch):
+    """A failed exec with "[Errno 14] Bad address" once stopped the whole app from starting."""
+    import errno
+
+    from core import offload
+
+    calls = []
+
+    def popen(command, **options):
+        calls.append(options)
+        if len(calls) == 1:
+            raise OSError(errno.EFAULT, "Bad address")
+        return "started"
+
+    monkeypatch.setattr(offload.subprocess, "Popen", popen)
+    monkeypatch.setattr(offload.time, "sleep", lambda seconds: None)
+    assert offload._spawn(["python"], 3) == "started" and len(calls) == 2
+    assert all(isinstance(c["env"], dict) and c["env"] is not offload.os.environ for c in calls)
+
+    def missing(command, **options):
+        raise FileNotFoundError(errno.ENOENT, "No such file")
+
+    monkeypatch.setattr(offload.subprocess, "Popen", missing)
+    with pytest.raises(FileNotFoundError):
+        offload._spawn(["python"], 3)
