@@ -63,7 +63,7 @@ import httpx
 import orjson
 import psutil
 
-from bench.report import ms, table, times
+from bench.report import ms, percentile, table, times
 
 WITHIN = 1.5  # seconds: the target's reach
 KEYS_PER_SECOND = 5.0  # a typing student's pace
@@ -97,10 +97,6 @@ def busy_seconds() -> float:
     spent = psutil.cpu_times()
     return spent.user + spent.system + getattr(spent, "nice", 0.0)
 
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else float("nan")
 
 
 # the page's calls, read from the app's config

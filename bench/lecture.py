@@ -56,6 +56,7 @@ import httpx
 import psutil
 
 from bench.appserver import launched, launched_app
+from bench.report import percentile
 from deploy.serve import ClassServer, free_port
 
 WORDS = (
@@ -368,10 +369,6 @@ def cpu_seconds(processes: list[psutil.Process]) -> float:
             total += times.user + times.system
     return total
 
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
 
 
 @dataclass

@@ -47,6 +47,7 @@ from pathlib import Path
 
 from bench import memory_attack
 from bench.appserver import launched_app, mib
+from bench.report import percentile
 
 ATTACK_BUDGET_MIB = 1024  # section 7's budget: small enough to fill in a minute
 
@@ -61,10 +62,6 @@ def client(url: str):
 
     return Client(url, verbose=False, download_files=False)
 
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def embed_latencies(url: str, count: int) -> list[float]:

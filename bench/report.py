@@ -7,7 +7,15 @@ a measure run on its own (`python -m bench.X`) does not load the runner.
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable, Sequence
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The nearest-rank percentile: the least value with at least a fraction `q` of the values
+    at or below it (NaN for none). The one definition every measure's p50 and p95 use."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))] if ordered else float("nan")
 
 
 def table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:

@@ -28,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from bench.appserver import launched_app
+from bench.report import percentile
 
 SENTENCES = ("The cat sat on the mat.", "A dog slept on the rug.")
 
@@ -39,10 +40,6 @@ class Burst:
     last_done: float = 0.0
     typing: list[float] = field(default_factory=list)
 
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else float("nan")
 
 
 def summary_of(client, result) -> tuple[str, str]:

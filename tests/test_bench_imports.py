@@ -39,3 +39,13 @@ def test_report_is_a_leaf():
 def test_the_reader_sees_imports():
     """The check itself: the runner's own imports of the measures are found."""
     assert {"bench.report", "bench.update_latency", "bench.lecture"} <= bench_imports(BENCH / "run.py")
+
+
+def test_the_one_percentile_is_the_nearest_rank():
+    """Every measure's p50 and p95 come from bench/report.py's one definition."""
+    from bench.report import percentile
+
+    values = [float(n) for n in range(1, 21)]  # 1 … 20
+    assert percentile(values, 0.95) == 19.0 and percentile(values, 0.5) == 10.0
+    assert percentile([3.0, 1.0, 2.0], 1.0) == 3.0 and percentile([5.0], 0.0) == 5.0
+    assert percentile([], 0.95) != percentile([], 0.95)  # NaN: no values, no percentile
