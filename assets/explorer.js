@@ -276,6 +276,11 @@
       if (window.embeddingExplorerClass) window.embeddingExplorerClass.setKey(value);
     },
     receive,
+    // a tab's select (ui/plane.py tab_opened): sent once the page has its key; gradio's selects
+    // of the tabs the page is built with come before it, and change nothing
+    tabOpened(change) {
+      if (key) send(change);
+    },
     // called with the JSON of one trace, or "" to remove the layer
     setBackground(json) {
       background = json ? JSON.parse(json) : null;

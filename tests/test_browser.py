@@ -107,3 +107,33 @@ def test_freeze_token_train_and_the_loss_curve_appears(page):
         timeout=60_000,
     )
     page.wait_for_function(f"() => ({PLOT_DATA})().some(t => t.name === 'before training')", timeout=30_000)
+
+
+def test_opening_a_page_sends_one_event_and_a_link_s_panel_is_opened(browser, app_url):
+    """A page opening sends its load event and nothing else through the queue: writing a tab
+    selection or an empty search the page already holds made gradio's browser code fire three
+    events more (two tab selects, one redrawing the plane, and a search). A link to another
+    panel still opens it."""
+    import json
+
+    def opened(query: str) -> tuple[list, object]:
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        joins = []
+        page.on("request", lambda request: joins.append(json.loads(request.post_data)["fn_index"])
+                if "queue/join" in request.url else None)
+        page.goto(f"{app_url}?{query}")
+        wait_for_plot(page)
+        page.wait_for_load_state("networkidle")
+        page.wait_for_timeout(1000)
+        return joins, context, page
+
+    joins, context, _ = opened("")
+    config = context.pages[0].evaluate("() => window.gradio_config")
+    load = next(d["id"] for d in config["dependencies"] if any(t[1] == "load" for t in d["targets"]))
+    assert joins == [load]
+    context.close()
+    joins, context, page = opened("panel=train")
+    assert page.get_by_role("tab", name="Train").get_attribute("aria-selected") == "true"
+    assert page.locator("#train-steps input").is_visible()
+    context.close()

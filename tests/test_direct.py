@@ -111,10 +111,27 @@ def test_a_guessed_key_reaches_no_tab(app_url, tab):
     assert client.predict(api_name="/fingerprint") == before
 
 
+def test_opening_a_tab_is_a_direct_change_and_a_side_view_comes_drawn(app_url, tab):
+    """A control tab or a main tab opened on the page: the view keeps it (links carry it), and a
+    side view's drawing comes in the same answer, for gradio's components."""
+    client, live = tab
+    page = page_of(app_url)
+    answer = call(app_url, {"key": live.key, "change": {"panel": "train"}})
+    assert live.view.panel == "train" and "panel=train" in json.loads(answer["values"]["address"])["query"]
+    assert place(page, "controls") not in answer["rest"]  # the page shows the tab it opened
+    answer = call(app_url, {"key": live.key, "change": {"view": "layernorm"}})
+    assert live.view.view == "layernorm"
+    drawn = answer["rest"][place(page, "layernorm-plot")]
+    assert drawn["type"] == "plotly" and json.loads(drawn["plot"])["data"]
+
+
 @pytest.mark.parametrize("change, says", [
     ({}, "changes some of"),
     ({"sentence_a": "x", "source": "bert"}, "nothing else"),
-    ({"view": "listing"}, "nothing else"),
+    ({"step": 3}, "nothing else"),
+    ({"view": "settings"}, "view"),
+    ({"panel": ["train"]}, "panel must be text, not list"),
+    ({"panel": "admin"}, "panel"),
     ({"sentence_a": 5}, "sentence_a must be text, not int"),
     ({"token": True}, "token must be a whole number or null, not bool"),
     ({"token": "2"}, "token must be a whole number or null, not str"),

@@ -90,3 +90,14 @@ def test_what_the_page_writes_and_what_gradio_sets_are_split_and_a_skip_is_neith
                                               page.notice: gr.skip(), page.token: gr.skip()}, direct=True)
     assert written == {page.info: "<p>6 tokens</p>"} and rest == {page.tour_text: "**Step 2**"}
     assert page.token not in live.shown  # a skip is not what the picker holds
+
+
+def test_what_the_page_holds_as_built_is_known_and_nothing_else(page):
+    assert events.as_built(page.views, gr.update(selected="plane"))
+    assert not events.as_built(page.views, gr.update(selected="layernorm"))
+    assert events.as_built(page.controls, gr.update(selected="tour"))
+    assert events.as_built(page.search, "")  # built empty (None): "" is what it holds
+    assert not events.as_built(page.search, "king")
+    assert events.as_built(page.tour_text, page.tour_text.value)
+    assert not events.as_built(page.token, gr.update(choices=[("none", ""), ("0: [CLS]", 0)]))
+    assert not events.as_built(page.notice, {"a": 1})  # not a value a component is built with

@@ -46,7 +46,8 @@ SLOTS = 1  # direct calls computing at once: in one interpreter a second thread 
 WAITING = 200  # direct calls waiting for a turn at most; past it a call is refused at once
 # what a direct call may change, and the type each value must have (as a sentence names it)
 CHANGES = {"sentence_a": (str, "text"), "sentence_b": (str, "text"), "token": (int, "a whole number or null"),
-           "narrow": (bool, "true or false")}  # narrow: the page's screen turned a phone's, or turned back
+           "narrow": (bool, "true or false"),  # the page's screen turned a phone's, or turned back
+           "panel": (str, "text"), "view": (str, "text")}  # a tab opened (each checked by `View.with_`)
 MAX_KEY = 64
 MAX_BODY = 8 * MAX_TEXT + 4096  # bytes: two sentences at the limit, JSON-escaped, and the rest
 
@@ -99,7 +100,7 @@ class Direct:
         """Apply the change to the tab (on a worker thread) and say what the page writes."""
         return self.answered(lambda: events.update(
             self.page, None, lambda view: view.with_(**changes), asked=tuple(changes),
-            outputs=self.page.typed_outputs, live=tab, direct=True))
+            outputs=self.page.everything, live=tab, direct=True))
 
     def show(self, tab, change: Callable[[View], View], notes: tuple[str, ...] = ()) -> dict:
         """Show the tab a whole view, as a link would (on a worker thread): any component may change."""

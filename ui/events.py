@@ -80,6 +80,28 @@ def track(page, live, out: dict, *, direct: bool = False) -> tuple[dict, dict]:
     return written, rest
 
 
+def as_built(component, value) -> bool:
+    """Whether `component` holds `value` already as the page is built (its constructor's value
+    and properties), so a page opening need not write it.
+
+    Writing it anyway is not free: gradio's browser code fires a tab's `select` when its Tabs
+    are given a selection, and a textbox's `change` when its empty value becomes "", so every
+    page opening sent three events more through the queue (one of them redrawing the plane)."""
+    if _is_update(value):
+        return all(_same(getattr(component, name, _MISSING), wanted)
+                   for name, wanted in value.items() if name != "__type__")
+    if value is None or isinstance(value, str | int | float | bool | list):
+        return _same(getattr(component, "value", _MISSING), value)
+    return False
+
+
+_MISSING = object()
+
+
+def _same(built, value) -> bool:
+    return built is not _MISSING and (built == value or (built is None and value == ""))
+
+
 def _skipped(value) -> bool:
     return _is_update(value) and len(value) == 1
 

@@ -190,11 +190,6 @@ class Page:
         return [self.plot, self.info, self.variance, self.notice, self.address]
 
     @property
-    def typed_outputs(self) -> list:
-        """What a direct call (a keystroke, a click on a point, a screen turned) can change."""
-        return [*self.live_outputs, self.sentence_a, self.sentence_b]
-
-    @property
     def detail_outputs(self) -> list:
         return [self.positions_plot, self.repeated, self.layernorm_plot, self.layernorm_info, self.similarity_plot]
 
@@ -325,17 +320,15 @@ def build_demo(*, test_hooks: bool | None = None) -> gr.Blocks:
                 viewpanel.layout(page)
                 tablespanel.layout(page)
                 trainpanel.layout(page)
-            with gr.Column(scale=3, elem_id="main-column"), gr.Tabs(elem_id="views") as page.views:
+            with gr.Column(scale=3, elem_id="main-column"), \
+                    gr.Tabs(selected="plane", elem_id="views") as page.views:
                 with gr.Tab(VIEWS["plane"], id="plane", elem_id="tab-plane") as page.plane_tab:
                     plane.layout(page)
                 sideviews.layout(page)
         for panel in (plane, sideviews, tourpanel, viewpanel, tablespanel, trainpanel):
             panel.wire(page)
-        written = [page.notice, page.address]
         for key, tab in page.panel_tabs.items():  # the open control tab is part of the view (links carry it)
-            tab.select(events.named(lambda request, key=key: events.update(
-                page, request, lambda view: view.with_(panel=key), asked=("panel",), outputs=written), ()),
-                None, written, api_name=False, show_progress="hidden", concurrency_id="live")
+            tab.select(None, js=plane.tab_opened("panel", key))
         demo.load(events.named(lambda request, screen: tourpanel.open_link(page, request, screen), ("screen",)),
                   page.address, page.everything, js=tourpanel.SCREEN_JS, api_name=False, show_progress="hidden")
         if test_hooks:

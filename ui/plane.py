@@ -8,6 +8,8 @@ tab's state (`ui.direct`) and draws the plot itself. The same changes have API e
 
 from __future__ import annotations
 
+import json
+
 import gradio as gr
 
 from core.options import LIMITS, MAX_SEARCH, MAX_TEXT, Refused
@@ -29,6 +31,13 @@ watch('value', () => window.embeddingExplorer.draw(props.value));
 # answer brought for gradio's components (`Page.everything`, in order; the others undefined,
 # which gradio leaves as they are). Gradio sets them as it sets an event's outputs
 HAND_OVER_JS = "() => window.embeddingExplorer.handOver()"
+
+
+def tab_opened(field: str, key: str) -> str:
+    """The script of a tab's `select`: the view's `field` (`panel`, a control tab; `view`, a main
+    one) set to `key` over the direct path. Gradio also fires `select` for the tabs selected
+    when the page is built; the page's script lets those go, as the page has no key yet."""
+    return f"() => window.embeddingExplorer.tabOpened({json.dumps({field: key})})"
 LIVE = {"concurrency_id": "live", "show_progress": "hidden"}
 # the keystroke's events: gradio does not postprocess their values, ui.events.postprocess does
 KEYSTROKE = {**LIVE, "postprocess": False}

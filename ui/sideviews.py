@@ -11,7 +11,7 @@ import gradio as gr
 from core.options import LIMITS, MAX_TEXT, VIEWS
 from core.state import DOCUMENT_SENTENCE
 from ui import events
-from ui.plane import LIVE
+from ui.plane import LIVE, tab_opened
 from ui.widgets import Checkbox, Number, Table
 
 
@@ -68,10 +68,9 @@ def layout(page) -> None:
 
 def wire(page) -> None:
     outputs = page.everything
-    # a tab opened: the view remembers it (links carry it) and draws it
+    # a tab opened: the view remembers it (links carry it) and draws it, over the direct path
     for key, tab in (("plane", page.plane_tab), *page.tabs.items()):
-        tab.select(events.named(lambda request, key=key: open_view(page, request, key), ()), None, outputs,
-                   api_name=False, **LIVE)
+        tab.select(None, js=tab_opened("view", key))
     listing = [page.listing_seed, page.listing_bug]
     gr.on([page.listing_seed.input, page.listing_bug.input], events.setter(page, "listing_seed", "listing_bug"),
           listing, outputs, api_name="listing_run", trigger_mode="always_last", **LIVE)
@@ -80,6 +79,3 @@ def wire(page) -> None:
           events.setter(page, "lookup_sentence", "lookup_dim", "lookup_grad"), lookup, outputs, api_name="lookup",
           trigger_mode="always_last", **LIVE)
 
-
-def open_view(page, request: gr.Request, key: str) -> dict:
-    return events.update(page, request, lambda view: view.with_(view=key), asked=("view",))

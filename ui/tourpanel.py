@@ -156,7 +156,8 @@ def show(page, live, change, notes: tuple[str, ...] = ()) -> dict:
     def compute(step):
         out = render.outputs(page, step, whole=True, notes=notes, key=live.key)
         events.track(page, live, out)
-        return out
+        # what the page holds as built is not written again (see `events.as_built`)
+        return {component: value for component, value in out.items() if not events.as_built(component, value)}
 
     _, out = live.apply(change, compute, tables=lambda session: session.restart(), whole=True)
     return out
