@@ -43,6 +43,9 @@ def launched(command: list[str], name: str, start_timeout: float = 120) -> Itera
     set to a free loopback port; yields the URL, once its config answers, and its process."""
     port = free_port()
     env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port)}
+    # served as the public serves it: a measure that imports the tests' helpers (tests/conftest.py
+    # turns the tests' hooks on for this process) does not pass their hidden controls on
+    env.pop("EMBEDDING_EXPLORER_TEST_HOOKS", None)
     server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/"
     try:
