@@ -175,7 +175,9 @@
   let inflight = false;
   let queued = null;
   function send(change) {
-    queued = { ...(queued || {}), ...change };
+    // presses of Next and Previous made while one is in flight add up: none is lost
+    const move = queued && "move" in queued && "move" in change ? { move: queued.move + change.move } : {};
+    queued = { ...(queued || {}), ...change, ...move };
     flush();
   }
   async function flush() {
@@ -280,6 +282,14 @@
     // of the tabs the page is built with come before it, and change nothing
     tabOpened(change) {
       if (key) send(change);
+    },
+    // an example pair clicked (ui/plane.py EXAMPLES_JS): the server sets both sentences
+    example(number) {
+      send({ example: number });
+    },
+    // the tour's Next (1) or Previous (-1) (ui/tourpanel.py TOUR_BUTTONS_JS)
+    move(step) {
+      send({ move: step });
     },
     // called with the JSON of one trace, or "" to remove the layer
     setBackground(json) {

@@ -88,9 +88,9 @@ def named(api_name: str, result) -> Outputs:
         whole = expand(json.loads(plot))
         out["embed-plot"] = {"plot": json.dumps(whole)}
         out["token-table"] = {"headers": list(TABLE_HEADERS), "data": table_rows(whole)}
-    info = out.get("embed-info")
-    if isinstance(info, str):  # HTML: read as the text a person reads
-        out["embed-info"] = text_of(info)
+    for written in ("embed-info", "tour-text"):  # HTML: read as the text a person reads
+        if isinstance(out.get(written), str):
+            out[written] = text_of(out[written])
     return out
 
 

@@ -137,3 +137,22 @@ def test_opening_a_page_sends_one_event_and_a_link_s_panel_is_opened(browser, ap
     assert page.get_by_role("tab", name="Train").get_attribute("aria-selected") == "true"
     assert page.locator("#train-steps input").is_visible()
     context.close()
+
+
+def test_a_tab_s_controls_load_when_it_opens_and_an_example_pair_fills_both_boxes(page):
+    """A first visit loads the code of what it shows (the Tour panel and the plane); a tab's
+    controls are drawn, and their code fetched, when the tab opens (ui/ondemand.py)."""
+    wait_for_plot(page)
+    page.wait_for_load_state("networkidle")
+    assert page.locator("#train-button").count() == 0 and page.locator("#refit-button").count() == 0
+    fetched = []
+    page.on("request", lambda request: fetched.append(request.url) if "/assets/" in request.url else None)
+    page.get_by_role("tab", name="Train").click()
+    page.locator("#train-button").wait_for(state="visible", timeout=30_000)
+    assert fetched  # the Train panel's code came now
+    page.locator("#examples button[data-example='2']").click()
+    page.wait_for_function("() => document.querySelector('#sentence-a textarea').value.includes('river bank')",
+                           timeout=30_000)
+    assert "interest rates" in page.locator("#sentence-b textarea").input_value()
+    page.wait_for_function(f"() => ({PLOT_DATA})().some(t => (t.hovertext || []).some(h => h.startsWith('river')))",
+                           timeout=30_000)

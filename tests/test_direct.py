@@ -226,3 +226,42 @@ def test_text_that_tokenizes_as_before_answers_the_address_and_redraws_nothing(a
     assert live.view.sentence_a == "The king spoke. "
     answer = call(app_url, {"key": live.key, "change": {"sentence_a": "The king spoke. A"}})
     assert drawn_tokens(answer) == wordpiece().encode("The king spoke. A").tokens
+
+
+def test_an_example_pair_writes_both_sentence_boxes_and_draws_them(app_url, tab):
+    from ui.assets import EXAMPLES
+
+    client, live = tab
+    page = page_of(app_url)
+    answer = call(app_url, {"key": live.key, "change": {"example": 2}})
+    assert (live.view.sentence_a, live.view.sentence_b) == tuple(EXAMPLES[2])
+    assert answer["rest"][place(page, "sentence-a")] == EXAMPLES[2][0]  # the boxes do not show it yet
+    assert answer["rest"][place(page, "sentence-b")] == EXAMPLES[2][1]
+    assert drawn_tokens(answer) == wordpiece().encode(*EXAMPLES[2]).tokens
+
+
+def test_next_and_previous_go_direct_and_restart_the_tables(app_url, tab):
+    from core import tour
+
+    client, live = tab
+    page = page_of(app_url)
+    answer = call(app_url, {"key": live.key, "change": {"move": 1}})
+    assert live.view.step == 1 and live.view.sentence_a == tour.STEPS[0].view.sentence_a
+    assert "Step 1 of" in answer["rest"][place(page, "tour-text")]
+    call(app_url, {"key": live.key, "change": {"move": 2}})  # two presses made while one was in flight
+    assert live.view.step == 3
+    call(app_url, {"key": live.key, "change": {"move": -7}})  # never before the first step
+    assert live.view.step == 1
+
+
+@pytest.mark.parametrize("change, says", [
+    ({"example": 99}, "example must be from 0"), ({"example": -1}, "example must be from 0"),
+    ({"example": "2"}, "example must be a whole number, not str"), ({"move": 0}, "move must be a number of steps"),
+    ({"move": 99}, "move must be a number of steps"), ({"move": 1.0}, "move must be a whole number, not float"),
+])
+def test_a_hostile_example_or_move_is_refused_and_changes_nothing(app_url, tab, change, says):
+    client, live = tab
+    before = client.predict(api_name="/fingerprint")
+    answer = call(app_url, {"key": live.key, "change": change})
+    assert set(answer) == {"error"} and says in answer["error"]
+    assert client.predict(api_name="/fingerprint") == before

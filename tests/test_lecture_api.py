@@ -521,7 +521,7 @@ def test_next_starts_the_tour_at_step_one(client):
 def test_previous_on_the_first_step_stays_there(client):
     call(client, "/next_step")
     out = call(client, "/previous_step")
-    assert out.value("tour-text").startswith("**Step 1 of 7")
+    assert out.value("tour-text").startswith("Step 1 of 7")
     assert out.value("sentence-a") == tour.STEPS[0].view.sentence_a
 
 
@@ -546,7 +546,7 @@ def test_walking_the_tour_sets_each_step(client):
         elif number == 7:
             assert out["token-table"]["data"][1][-1] == pytest.approx(RANDOM_OUTPUT_NORM, rel=1e-2)
     last = call(client, "/next_step")  # past the end: stays on the last step
-    assert last.value("tour-text").startswith(f"**Step {len(tour.STEPS)} of {len(tour.STEPS)}")
+    assert last.value("tour-text").startswith(f"Step {len(tour.STEPS)} of {len(tour.STEPS)}")
 
 
 def test_a_tour_step_clears_segment_flips(client):

@@ -37,9 +37,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from core import tour
 from core.options import MAX_TEXT, Refused
 from core.state import View
 from ui import events
+from ui.assets import EXAMPLES
 
 PATH = "/explorer/live"  # the route, under the app's root (assets/explorer.js calls it relative to the page)
 SLOTS = 1  # direct calls computing at once: in one interpreter a second thread only adds contention
@@ -47,7 +49,9 @@ WAITING = 200  # direct calls waiting for a turn at most; past it a call is refu
 # what a direct call may change, and the type each value must have (as a sentence names it)
 CHANGES = {"sentence_a": (str, "text"), "sentence_b": (str, "text"), "token": (int, "a whole number or null"),
            "narrow": (bool, "true or false"),  # the page's screen turned a phone's, or turned back
-           "panel": (str, "text"), "view": (str, "text")}  # a tab opened (each checked by `View.with_`)
+           "panel": (str, "text"), "view": (str, "text"),  # a tab opened (each checked by `View.with_`)
+           "example": (int, "a whole number"),  # an example pair clicked: its place in EXAMPLES
+           "move": (int, "a whole number")}  # the tour's Next or Previous: a whole view, untrained (core.tour.moved)
 MAX_KEY = 64
 MAX_BODY = 8 * MAX_TEXT + 4096  # bytes: two sentences at the limit, JSON-escaped, and the rest
 
@@ -71,11 +75,15 @@ class Direct:
     async def answer(self, sent: object) -> dict:
         """The answer to one call: the values the page writes, or a sentence saying why not."""
         try:
-            key, changes = read(sent)
+            key, changes, asked = read(sent)
             tab = events.LIVES.by_key(key)
         except Refused as error:
             return {"error": str(error)}
-        return await self.turn(tab, lambda: self.apply(tab, changes))
+        if "move" in changes:  # a tour step replaces the whole view: what else was typed meanwhile goes with it
+            move = changes["move"]
+            return await self.turn(tab, lambda: self.show(tab, lambda view: tour.moved(view, move),
+                                                          tables=lambda session: session.restart()))
+        return await self.turn(tab, lambda: self.apply(tab, changes, asked))
 
     async def turn(self, tab, work: Callable[[], dict]) -> dict:
         """`work()`'s answer, computed in this page's turn on a worker thread, within the bounds
@@ -96,15 +104,17 @@ class Direct:
         finally:
             self.waiting -= 1
 
-    def apply(self, tab, changes: dict) -> dict:
-        """Apply the change to the tab (on a worker thread) and say what the page writes."""
+    def apply(self, tab, changes: dict, asked: tuple[str, ...] | None = None) -> dict:
+        """Apply the change to the tab (on a worker thread) and say what the page writes. `asked`:
+        the fields whose widgets show the change already (all of them, unless said)."""
         return self.answered(lambda: events.update(
-            self.page, None, lambda view: view.with_(**changes), asked=tuple(changes),
+            self.page, None, lambda view: view.with_(**changes), asked=tuple(changes) if asked is None else asked,
             outputs=self.page.everything, live=tab, direct=True))
 
-    def show(self, tab, change: Callable[[View], View], notes: tuple[str, ...] = ()) -> dict:
-        """Show the tab a whole view, as a link would (on a worker thread): any component may change."""
-        return self.answered(lambda: events.update(self.page, None, change, whole=True, notes=notes,
+    def show(self, tab, change: Callable[[View], View], notes: tuple[str, ...] = (), tables=None) -> dict:
+        """Show the tab a whole view, as a link would (on a worker thread): any component may change.
+        `tables`: what becomes of the session's tables (a tour step restarts them untrained)."""
+        return self.answered(lambda: events.update(self.page, None, change, whole=True, notes=notes, tables=tables,
                                                    outputs=self.page.everything, live=tab, direct=True))
 
     def answered(self, update: Callable[[], tuple[dict, dict]]) -> dict:
@@ -153,8 +163,10 @@ def json_answer(answer: dict, status: int = 200) -> Response:
                     media_type="application/json")
 
 
-def read(sent: object) -> tuple[str, dict]:
-    """The tab's key and the change, checked: anything else is refused with a sentence."""
+def read(sent: object) -> tuple[str, dict, tuple[str, ...]]:
+    """The tab's key, the change to the view and the fields the page shows already (the
+    widgets the user set), checked: anything else is refused with a sentence. An example pair
+    is its two sentences, which the page's boxes do not show yet."""
     if not isinstance(sent, dict) or not isinstance(sent.get("key"), str) or not 0 < len(sent["key"]) <= MAX_KEY:
         raise Refused("This request carries no valid page key; reload the page.")
     change = sent.get("change")
@@ -166,7 +178,18 @@ def read(sent: object) -> tuple[str, dict]:
             continue
         if not isinstance(value, wanted) or (isinstance(value, bool) and wanted is not bool):
             raise Refused(f"{name} must be {described}, not {type(value).__name__}.")
-    return sent["key"], dict(change)
+    change = dict(change)
+    asked = tuple(name for name in change if name != "example")
+    if "example" in change:
+        number = change.pop("example")
+        if not 0 <= number < len(EXAMPLES):
+            raise Refused(f"example must be from 0 to {len(EXAMPLES) - 1}, not {number}.")
+        change.update(sentence_a=EXAMPLES[number][0], sentence_b=EXAMPLES[number][1])
+        asked = tuple(name for name in asked if name not in ("sentence_a", "sentence_b"))
+    if "move" in change and not (change["move"] and abs(change["move"]) <= len(tour.STEPS)):
+        raise Refused(f"move must be a number of steps, from -{len(tour.STEPS)} to {len(tour.STEPS)}, not 0 "
+                      f"({change['move']} was sent).")
+    return sent["key"], change, asked
 
 
 # the script of each gr.HTML output the page writes itself: it lets assets/explorer.js set the

@@ -27,6 +27,7 @@ from ui import (
     admission,
     classroutes,
     events,
+    ondemand,
     plane,
     rawfiles,
     render,
@@ -58,8 +59,16 @@ one 2-D plane (PCA). Hover a point for its numbers; click a point to select its 
 """
 
 # passed to launch() by `python app.py` and by the tests, so both serve the same page
+# the type is the visitor's own system faces, not web fonts: four fewer downloads before the
+# page reads well, and the same face on every screen of a class as its laptops have it
+SYSTEM_FONTS = ["system-ui", "-apple-system", "Segoe UI", "Roboto", "Helvetica Neue", "Arial", "sans-serif"]
+SYSTEM_MONO = ["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "Liberation Mono", "monospace"]
+
 LAUNCH_OPTIONS = {
-    "theme": gr.themes.Soft(),
+    "theme": gr.themes.Soft(font=SYSTEM_FONTS, font_mono=SYSTEM_MONO),
+    # the footer keeps its link to the API's page (gradio_client users); "built with" and
+    # gradio's settings are left out
+    "footer_links": ["api"],
     "css_paths": [ASSETS / "style.css"],
     "head": f"<script>window.EMBEDDING_EXPLORER_PLOTLY = {json.dumps(gradio_plotly())};\n"
             f"{(ASSETS / 'explorer.js').read_text()}\n{(ASSETS / 'classroom.js').read_text()}</script>",
@@ -90,6 +99,7 @@ class Page:
     direct: plane.Direct  # the page's live route (ui/direct.py)
     plot: gr.HTML
     info: gr.HTML
+    neighbours: gr.Accordion  # the selected token's picker, neighbours and flip
     token: gr.Dropdown
     k: gr.Slider
     flip: gr.Button
@@ -99,7 +109,7 @@ class Page:
     regex: gr.Checkbox
     search_info: gr.Markdown
     search_hits: gr.Dataframe
-    examples: gr.Examples
+    examples: gr.HTML  # the example pairs (ui/plane.py examples_html)
     table: gr.HTML
     embed_api: gr.Button
     # ui/sideviews.py: positions, LayerNorm, similarity, the two documents
@@ -122,9 +132,10 @@ class Page:
     lookup_code: gr.Code
     lookup_output: gr.Code
     # ui/tourpanel.py: the tour and the address bar
-    previous_button: gr.Button
-    next_button: gr.Button
-    tour_text: gr.Markdown
+    tour_buttons: gr.HTML  # ← Previous and Next → (#tour-previous, #tour-next), the page's own
+    previous_button: gr.Button  # hidden: the API's previous_step
+    next_button: gr.Button  # hidden: the API's next_step
+    tour_text: gr.HTML
     class_box: gr.HTML
     classes: classroutes.ClassRoutes  # a class's routes (ui/classroutes.py)
     address: gr.HTML
@@ -180,7 +191,7 @@ class Page:
     def live_outputs(self) -> list:
         """What a keystroke can change: the plane, the open side view, the picker, the notice.
         (The token table is drawn in the browser from the plot's token columns.)"""
-        return [self.plot, self.info, self.token, self.near_token, self.near_output, self.variance,
+        return [self.plot, self.info, self.neighbours, self.token, self.near_token, self.near_output, self.variance,
                 self.search_hits, self.search_info, *self.detail_outputs, self.notice, self.address]
 
     @property
@@ -307,7 +318,7 @@ def build_demo(*, test_hooks: bool | None = None) -> gr.Blocks:
     page = Page()
     # uploaded files are deleted an hour after they arrive (checked every 10 minutes)
     with Explorer(title="Embedding Explorer", delete_cache=(600, 3600)) as demo:
-        gr.Markdown(INTRO, elem_id="intro")
+        gr.HTML(render.markdown(INTRO), elem_id="intro", elem_classes=["prose"])
         plane.layout_sentences(page)
         tourpanel.layout_address(page)
         page.classes = classroutes.ClassRoutes(page, classroutes.CLASSROOM)
@@ -327,8 +338,7 @@ def build_demo(*, test_hooks: bool | None = None) -> gr.Blocks:
                 sideviews.layout(page)
         for panel in (plane, sideviews, tourpanel, viewpanel, tablespanel, trainpanel):
             panel.wire(page)
-        for key, tab in page.panel_tabs.items():  # the open control tab is part of the view (links carry it)
-            tab.select(None, js=plane.tab_opened("panel", key))
+        ondemand.defer(page)  # a tab's components are drawn when it is first opened; its select tells the view
         demo.load(events.named(lambda request, screen: tourpanel.open_link(page, request, screen), ("screen",)),
                   page.address, page.everything, js=tourpanel.SCREEN_JS, api_name=False, show_progress="hidden")
         if test_hooks:

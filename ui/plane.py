@@ -8,7 +8,7 @@ tab's state (`ui.direct`) and draws the plot itself. The same changes have API e
 
 from __future__ import annotations
 
-import json
+import html
 
 import gradio as gr
 
@@ -31,13 +31,6 @@ watch('value', () => window.embeddingExplorer.draw(props.value));
 # answer brought for gradio's components (`Page.everything`, in order; the others undefined,
 # which gradio leaves as they are). Gradio sets them as it sets an event's outputs
 HAND_OVER_JS = "() => window.embeddingExplorer.handOver()"
-
-
-def tab_opened(field: str, key: str) -> str:
-    """The script of a tab's `select`: the view's `field` (`panel`, a control tab; `view`, a main
-    one) set to `key` over the direct path. Gradio also fires `select` for the tabs selected
-    when the page is built; the page's script lets those go, as the page has no key yet."""
-    return f"() => window.embeddingExplorer.tabOpened({json.dumps({field: key})})"
 LIVE = {"concurrency_id": "live", "show_progress": "hidden"}
 # the keystroke's events: gradio does not postprocess their values, ui.events.postprocess does
 KEYSTROKE = {**LIVE, "postprocess": False}
@@ -65,7 +58,9 @@ def layout(page) -> None:
     page.plot = gr.HTML("", elem_id="embed-plot", html_template='<div class="plane-host"></div>',
                         js_on_load=PLOT_JS)
     page.info = gr.HTML("", elem_id="embed-info", js_on_load=written_by_page("embed-info"), elem_classes=["prose"])
-    with gr.Accordion("Nearest neighbours and segments of one token", open=True):
+    # closed until a token is selected (ui.render opens it), so its controls' code loads then (ui.ondemand)
+    with gr.Accordion("Nearest neighbours and segments of one token", open=False,
+                      elem_id="neighbours-panel") as page.neighbours:
         with gr.Row():
             # its choices are the tab's current tokens, filled when it is opened
             page.token = gr.Dropdown([("none", render.NO_TOKEN)], value=render.NO_TOKEN,
@@ -88,8 +83,9 @@ def layout(page) -> None:
         page.search_info = gr.Markdown(elem_id="search-info")
         page.search_hits = Table(headers=["entry", "id"], label="Found (crosses in the plot)",
                                         interactive=False, elem_id="search-hits", max_height=200)
-    page.examples = gr.Examples(EXAMPLES, inputs=[page.sentence_a, page.sentence_b], label="Example pairs",
-                                elem_id="examples")
+    # a click on a pair sends it over the direct path (ui/direct.py `example`); drawn by the page,
+    # not gr.Examples, whose table loaded each example component's code with the page
+    page.examples = gr.HTML(examples_html(), elem_id="examples", js_on_load=EXAMPLES_JS)
     # drawn by the page's script from the plot's own token columns (core.wire.token_columns):
     # a keystroke sends the tokens once, for the plot and this table together
     page.table = gr.HTML(TOKEN_TABLE, elem_id="token-table")
@@ -101,9 +97,6 @@ def wire(page) -> None:
     # the page types through ui.direct; this hidden button is the same change for API clients
     page.embed_api = gr.Button(visible=False)
     page.embed_api.click(embed, [page.sentence_a, page.sentence_b], live, api_name="embed", **keystroke)
-    # an example pair is a click: once gradio has put it in the boxes, it goes through the queue
-    page.examples.load_input_event.then(embed, [page.sentence_a, page.sentence_b], live, api_name=False,
-                                        **keystroke)
     page.k.release(events.setter(page, "k", outputs=live, postprocessed=True), page.k, live, api_name="k",
                    **keystroke)
     page.token.input(select(page), page.token, live, api_name="select", **keystroke)
@@ -118,6 +111,24 @@ def wire(page) -> None:
           trigger_mode="always_last", **keystroke)
     page.flip.click(events.named(lambda request: flip(page, request), ()), None, live, api_name="flip",
                     **keystroke)
+
+
+EXAMPLES_JS = """
+element.addEventListener('click', (event) => {
+  const pair = event.target.closest && event.target.closest('button[data-example]');
+  if (pair) window.embeddingExplorer.example(Number(pair.dataset.example));
+});
+"""
+
+
+def examples_html() -> str:
+    """The example pairs as buttons, each sentence pair on one (escaped: they are our own files,
+    but text is text)."""
+    pairs = "".join(
+        f'<li><button type="button" class="example-pair" data-example="{number}">{html.escape(a)}'
+        + (f' <span class="example-b">/ {html.escape(b)}</span>' if b else "") + "</button></li>"
+        for number, (a, b) in enumerate(EXAMPLES))
+    return f'<div class="examples"><span class="examples-label">Example pairs</span><ul>{pairs}</ul></div>'
 
 
 def select(page):

@@ -162,6 +162,8 @@ def outputs(page, step: Change, *, asked: Iterable[str] = (), whole: bool = Fals
         out[page.token] = gr.update(choices=token_choices(step.tokens if view.token is not None else ()))
     elif page.token not in out:  # its value, plainly: an update of the choices costs far more
         out[page.token] = NO_TOKEN if view.token is None else view.token
+    if view.token is not None and (whole or step.old_view.token is None):
+        out[page.neighbours] = gr.update(open=True)  # a token selected: its neighbours show
     tables = whole or step.tables_changed or TABLES in redrawn
     # sentences that tokenize as before (a space typed, a space deleted) draw what is drawn: a
     # class types a space every sixth key, and the plane is most of a keystroke's work
@@ -466,10 +468,26 @@ def summary(result: Exploration, session: Session) -> str:
 
 
 def tour_text(number: int | None) -> str:
+    """The step's text as HTML (`#tour-text` is a gr.HTML: see `markdown`)."""
     if number is None:
-        return (
+        return markdown(
             f"**A guided tour in {len(tour.STEPS)} steps**, from tokens to a trained table. Each step sets the "
             "sentences, tables and toggles, and explains what the plot shows. Press **Next** to begin."
         )
     step = tour.step(number)
-    return f"**Step {number} of {len(tour.STEPS)}: {step.title}**\n\n{step.text}"
+    return markdown(f"**Step {number} of {len(tour.STEPS)}: {step.title}**\n\n{step.text}")
+
+
+_MARKDOWN_IT = None
+
+
+def markdown(text: str) -> str:
+    """The page's own Markdown (the intro, the tour's steps) as HTML, made here: a gr.HTML shows
+    it, and the page then loads no Markdown component's code (ui.ondemand's reason). Raw HTML
+    in the text is escaped, as gr.Markdown would have shown it."""
+    global _MARKDOWN_IT
+    if _MARKDOWN_IT is None:
+        from markdown_it import MarkdownIt
+
+        _MARKDOWN_IT = MarkdownIt("commonmark", {"html": False, "typographer": False})
+    return _MARKDOWN_IT.render(text).strip()

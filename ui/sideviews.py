@@ -11,7 +11,7 @@ import gradio as gr
 from core.options import LIMITS, MAX_TEXT, VIEWS
 from core.state import DOCUMENT_SENTENCE
 from ui import events
-from ui.plane import LIVE, tab_opened
+from ui.plane import LIVE
 from ui.widgets import Checkbox, Number, Table
 
 
@@ -67,10 +67,7 @@ def layout(page) -> None:
 
 
 def wire(page) -> None:
-    outputs = page.everything
-    # a tab opened: the view remembers it (links carry it) and draws it, over the direct path
-    for key, tab in (("plane", page.plane_tab), *page.tabs.items()):
-        tab.select(None, js=tab_opened("view", key))
+    outputs = page.everything  # a tab opened is ui.ondemand's (the view is told, and draws it)
     listing = [page.listing_seed, page.listing_bug]
     gr.on([page.listing_seed.input, page.listing_bug.input], events.setter(page, "listing_seed", "listing_bug"),
           listing, outputs, api_name="listing_run", trigger_mode="always_last", **LIVE)

@@ -59,10 +59,12 @@ def layout(page) -> None:
     with gr.Tab(PANELS["tour"], id="tour", elem_id="tab-tour") as page.panel_tabs["tour"]:
         # the buttons above the text: a step's text is longer or shorter than the last one's, and
         # a presenter's pointer must find Next where it was
-        with gr.Row():
-            page.previous_button = gr.Button("← Previous", elem_id="tour-previous", size="sm", min_width=100)
-            page.next_button = gr.Button("Next →", variant="primary", elem_id="tour-next", size="sm", min_width=100)
-        page.tour_text = gr.Markdown(render.tour_text(None), elem_id="tour-text")
+        # (the page's own buttons, over the direct path; the API's next_step and previous_step are hidden ones)
+        page.tour_buttons = gr.HTML(TOUR_BUTTONS, elem_id="tour-buttons", container=False, padding=False,
+                                    js_on_load=TOUR_BUTTONS_JS)
+        page.previous_button = gr.Button("← Previous", elem_id="tour-previous-api", visible=False)
+        page.next_button = gr.Button("Next →", elem_id="tour-next-api", visible=False)
+        page.tour_text = gr.HTML(render.tour_text(None), elem_id="tour-text", elem_classes=["prose"])
         # a class (assets/classroom.js writes the box); a lesson's values come as a keystroke's do
         page.class_box = gr.HTML("", elem_id="class-box", html_template='<div class="class-host"></div>',
                                  js_on_load=CLASS_JS)
@@ -77,30 +79,34 @@ def layout_address(page) -> None:
                            js_on_load=written_by_page("address", ADDRESS_JS, then="follow();"))
 
 
-# on a phone the step's buttons and text sit above its plot (assets/style.css): a step starts
-# with them at the top of the screen, so its text and its plot are seen together
-TO_THE_STEP_JS = """() => { if (matchMedia('(max-width: 600px)').matches)
-    document.querySelector('#tour-next').parentElement.scrollIntoView({block: 'start'}); }"""
+TOUR_BUTTONS = ('<div class="tour-buttons"><button id="tour-previous" type="button" class="tour-button">← Previous'
+                '</button><button id="tour-next" type="button" class="tour-button primary">Next →</button></div>')
+# a press moves the tour over the direct path (ui/direct.py `move`). On a phone the step's
+# buttons and text sit above its plot (assets/style.css): a step starts with them at the top of
+# the screen, so its text and its plot are seen together
+TOUR_BUTTONS_JS = """
+element.addEventListener('click', (event) => {
+  const button = event.target.closest && event.target.closest('#tour-previous, #tour-next');
+  if (!button) return;
+  window.embeddingExplorer.move(button.id === 'tour-next' ? 1 : -1);
+  if (matchMedia('(max-width: 600px)').matches) button.parentElement.scrollIntoView({block: 'start'});
+});
+"""
 
 
 def wire(page) -> None:
     for button, move, name in ((page.next_button, 1, "next_step"), (page.previous_button, -1, "previous_step")):
         handler = events.named(lambda request, move=move: go(page, request, move), ())
         handler.__name__ = name
-        button.click(handler, None, page.everything, api_name=name, js=TO_THE_STEP_JS, **LIVE)
+        button.click(handler, None, page.everything, api_name=name, **LIVE)
     page.address.input(events.named(lambda request, sent: back(page, request, sent), ("address",)), page.address,
                        page.everything, api_name=False, **LIVE)
 
 
 def go(page, request: gr.Request, move: int) -> dict:
-    """The step after (or before) the one shown; from outside the tour, Next starts it."""
-
-    def change(view: View) -> View:
-        number = (view.step or 0) + move
-        # presenter mode is how the room sees the page, not part of a lesson: it stays as it is
-        return tour.step(min(max(number, 1), len(tour.STEPS))).view.with_(presenter=view.presenter).seen_as(view)
-
-    return events.update(page, request, change, tables=lambda session: session.restart(), whole=True)
+    """The step after (or before) the one shown, for the API (the page's buttons go direct)."""
+    return events.update(page, request, lambda view: tour.moved(view, move), tables=lambda session: session.restart(),
+                         whole=True)
 
 
 def open_link(page, request: gr.Request, screen: object = None) -> dict:
