@@ -26,7 +26,7 @@ from contextlib import ExitStack
 
 from bench.appserver import launched, launched_app
 from bench.load import HttpSession, PageSession, endpoints_of
-from bench.train_burst import percentile
+from bench.report import percentile
 
 TIMEOUT = 120
 

@@ -560,8 +560,8 @@ def neighbour(quick: bool) -> list[Target]:
     beside the same visitor on another app process (the floor: two processes sharing two cores),
     in alternating rounds; the medians of the rounds' p50 ratios."""
     from bench.appserver import launched_app
-    from bench.lecture import percentile
     from bench.public_space import beside_heavy_neighbour
+    from bench.report import percentile
 
     ratios: dict[str, list[float]] = {"same": [], "floor": []}
     seconds: dict[str, list[float]] = {"same": [], "floor": [], "alone": []}

@@ -192,6 +192,7 @@ def test_the_main_controls_are_a_few_tabs_from_sentence_b(open_page):
     page.locator("#sentence-b textarea").focus()
     assert _tab_until(page, "tab-view-button", 4)[-1] == "tab-view-button"
     page.keyboard.press("Enter")
+    page.locator("#groups").wait_for(state="visible")  # the panel's controls are drawn as it opens
     reached = _tab_until(page, "groups", 12)
     assert "groups" in reached, f"12 Tabs from the View tab reached only {reached}"
     outline = page.evaluate("() => getComputedStyle(document.activeElement).outlineStyle")
@@ -280,6 +281,7 @@ def test_a_default_training_is_watched_as_it_goes_and_frozen_points_stay_put(ope
     page.get_by_role("tab", name="Train").click()
     assert page.locator("#train-steps input").input_value() == "100"
     assert "frozen: position" in page.locator("#param-status").inner_text()
+    page.locator("#loss-plot").wait_for(state="attached")  # the tab's controls are drawn as it opens
     # every state the page renders, recorded in the page at each change of its DOM (several
     # updates landing in one frame on a busy machine are each seen) and at each animation frame:
     # a sample from here, one round trip at a time, can miss one

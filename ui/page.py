@@ -191,7 +191,7 @@ class Page:
     def live_outputs(self) -> list:
         """What a keystroke can change: the plane, the open side view, the picker, the notice.
         (The token table is drawn in the browser from the plot's token columns.)"""
-        return [self.plot, self.info, self.neighbours, self.token, self.near_token, self.near_output, self.variance,
+        return [self.plot, self.info, self.token, self.near_token, self.near_output, self.variance,
                 self.search_hits, self.search_info, *self.detail_outputs, self.notice, self.address]
 
     @property
@@ -211,9 +211,9 @@ class Page:
         widgets = [getattr(self, name) for name in render.WIDGETS]
         widgets = [part for widget in widgets for part in (widget.values() if isinstance(widget, dict) else [widget])]
         return list(dict.fromkeys([  # the token picker is a live output and a field's widget: listed once
-            *self.live_outputs, *widgets, self.background_json, self.tables_info, self.random_panel, self.params,
-            self.losses, self.trained, self.listing_output, self.listing_facts, self.listing_plot, self.lookup_vocab,
-            self.lookup_code, self.lookup_output, self.lookup_info,
+            *self.live_outputs, *widgets, self.neighbours, self.background_json, self.tables_info, self.random_panel,
+            self.params, self.losses, self.trained, self.listing_output, self.listing_facts, self.listing_plot,
+            self.lookup_vocab, self.lookup_code, self.lookup_output, self.lookup_info,
         ]))
 
 
