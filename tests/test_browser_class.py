@@ -145,3 +145,24 @@ def test_the_lecturer_link_on_another_screen_leads_and_ending_the_class_tells_th
     lecturer.locator("#class-end").click()
     student.wait_for_function(f"() => ({BANNER})().includes('The lecturer ended the class')", timeout=60_000)
     assert not student.locator("#class-follow").count()
+
+
+def test_a_student_on_a_phone_follows_and_the_banner_covers_none_of_the_step(open_page):
+    """A phone at 390×844 follows the lecturer's Next: the step's text and sentences come, the
+    banner says so, and it covers neither the step's text nor the buttons."""
+    lecturer = open_page()
+    class_id = parse_qs(urlsplit(start_class(lecturer)).query)["class"][0]
+    phone = open_page(f"class={class_id}", (390, 844))
+    phone.wait_for_function(f"() => ({BANNER})().includes('Following the lecturer')", timeout=60_000)
+    for number in (1, 2):
+        lecturer.locator("#tour-next").click()
+        phone.wait_for_function(f"() => document.querySelector('#tour-text').innerText.includes('Step {number} of')",
+                                timeout=60_000)
+        phone.wait_for_function(f"() => ({BANNER})().includes('step {number}')", timeout=60_000)
+    settle(phone)
+    assert phone.locator("#sentence-a textarea").input_value() == lecturer.locator("#sentence-a textarea").input_value()
+    banner = phone.locator("#class-banner").bounding_box()
+    assert banner["y"] + banner["height"] <= 844 and banner["width"] <= 390  # on the screen, not beside it
+    phone.evaluate("() => document.querySelector('#tour-text').scrollIntoView({block: 'start'})")
+    text = phone.locator("#tour-text").bounding_box()
+    assert text["y"] + text["height"] <= banner["y"] or text["y"] >= banner["y"] + banner["height"]
