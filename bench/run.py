@@ -68,7 +68,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.report import kb, ms, table, times
+from bench.report import kb, ms, percentile, table, times
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
@@ -492,7 +492,7 @@ def lecture(quick: bool) -> list[Target]:
         for result in found or [None]:
             label = result.name if result else name
             latencies = result.tally.latencies if result else []
-            p95 = hall.percentile(latencies, 0.95) if latencies else None
+            p95 = percentile(latencies, 0.95) if latencies else None
             cpu = ms(result.cpu_per_update) if result and result.tally.updates else "—"
             if setup == "echo":
                 floor = p95
@@ -561,7 +561,6 @@ def neighbour(quick: bool) -> list[Target]:
     in alternating rounds; the medians of the rounds' p50 ratios."""
     from bench.appserver import launched_app
     from bench.public_space import beside_heavy_neighbour
-    from bench.report import percentile
 
     ratios: dict[str, list[float]] = {"same": [], "floor": []}
     seconds: dict[str, list[float]] = {"same": [], "floor": [], "alone": []}
