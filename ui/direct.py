@@ -70,7 +70,8 @@ class Direct:
         self.calls, self.seconds = 0, 0.0  # calls computed and their seconds on the worker thread
         self._turns: anyio.Semaphore | None = None  # made in the server's event loop, on first use
         self._threads: anyio.CapacityLimiter | None = None
-        self._places: dict | None = None  # each component's place among the hand-over event's outputs
+        self._everything: list | None = None  # Page.everything, read once: every direct call's outputs
+        self._places: dict = {}  # each component's place among them (the hand-over event's outputs)
 
     async def answer(self, sent: object) -> dict:
         """The answer to one call: the values the page writes, or a sentence saying why not."""
@@ -109,23 +110,37 @@ class Direct:
         the fields whose widgets show the change already (all of them, unless said)."""
         return self.answered(lambda: events.update(
             self.page, None, lambda view: view.with_(**changes), asked=tuple(changes) if asked is None else asked,
-            outputs=self.page.everything, live=tab, direct=True))
+            outputs=self.everything, live=tab, direct=True))
 
     def show(self, tab, change: Callable[[View], View], notes: tuple[str, ...] = (), tables=None) -> dict:
         """Show the tab a whole view, as a link would (on a worker thread): any component may change.
         `tables`: what becomes of the session's tables (a tour step restarts them untrained)."""
         return self.answered(lambda: events.update(self.page, None, change, whole=True, notes=notes, tables=tables,
-                                                   outputs=self.page.everything, live=tab, direct=True))
+                                                   outputs=self.everything, live=tab, direct=True))
+
+    @property
+    def everything(self) -> list:
+        """`Page.everything`, built once (the page's components are fixed once it is built), with
+        each component's place in it."""
+        if self._everything is None:
+            self._everything = self.page.everything
+            self._places = {component: str(i) for i, component in enumerate(self._everything)}
+        return self._everything
+
+    @property
+    def places(self) -> dict:
+        """Each component's place in `everything`, as the answer's `rest` names it."""
+        self.everything  # noqa: B018 (built with it)
+        return self._places
 
     def answered(self, update: Callable[[], tuple[dict, dict]]) -> dict:
         """The answer the page reads: `values`, by element id, for its script to write; `rest`, by
         place in `Page.everything` (the hand-over event's outputs), for gradio's components."""
         began = time.perf_counter()
         values, rest = update()
-        if self._places is None:
-            self._places = {component: str(i) for i, component in enumerate(self.page.everything)}
+        places = self.places
         answer = {"values": {component.elem_id: value for component, value in values.items()},
-                  "rest": {self._places[component]: events.for_browser(component, value)
+                  "rest": {places[component]: events.for_browser(component, value)
                            for component, value in rest.items()}}
         self.calls += 1  # for benchmarks; exact with one slot, approximate with more
         self.seconds += time.perf_counter() - began

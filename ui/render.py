@@ -15,6 +15,7 @@ escaped HTML.
 from __future__ import annotations
 
 import copy
+import functools
 import html
 import json
 import re
@@ -467,6 +468,7 @@ def summary(result: Exploration, session: Session) -> str:
     return "".join(f"<p>{part}</p>" for part in (line, *(f"⚠️ {html.escape(note)}" for note in result.notes)))
 
 
+@functools.cache  # eight texts, made once each
 def tour_text(number: int | None) -> str:
     """The step's text as HTML (`#tour-text` is a gr.HTML: see `markdown`)."""
     if number is None:
@@ -478,16 +480,15 @@ def tour_text(number: int | None) -> str:
     return markdown(f"**Step {number} of {len(tour.STEPS)}: {step.title}**\n\n{step.text}")
 
 
-_MARKDOWN_IT = None
-
-
 def markdown(text: str) -> str:
     """The page's own Markdown (the intro, the tour's steps) as HTML, made here: a gr.HTML shows
     it, and the page then loads no Markdown component's code (ui.ondemand's reason). Raw HTML
     in the text is escaped, as gr.Markdown would have shown it."""
-    global _MARKDOWN_IT
-    if _MARKDOWN_IT is None:
-        from markdown_it import MarkdownIt
+    return _markdown_it().render(text).strip()
 
-        _MARKDOWN_IT = MarkdownIt("commonmark", {"html": False, "typographer": False})
-    return _MARKDOWN_IT.render(text).strip()
+
+@functools.cache
+def _markdown_it():
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False, "typographer": False})
