@@ -21,10 +21,10 @@ from core.checkpoints import (
     ALLOWED_SUFFIXES,
     bert_preset,
     bert_state_to_embedding,
-    load_bert_embedding,
     minilm_dir,
 )
 from core.embedding import BertEmbedding, EmbeddingConfig
+from core.tables import load_bert_embedding  # the documented name scripts outside the app use
 
 # a BERT small enough to build in milliseconds; one encoder layer, so whole-model files have one
 TINY = {
