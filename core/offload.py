@@ -295,6 +295,20 @@ def _serve(connection: Connection) -> None:
             send(("error", OffloadError(f"the result could not be sent back: {error}")))
 
 
+def warm() -> None:
+    """A one-step training on a tiny layer, before any job comes: what the first training runs.
+
+    A process's first training builds its layer on torch's "meta" device, and that first use
+    imports torch's compiler: 3.5 s (measured with py-spy during a class's Train burst), which
+    every page of the class waited for. Here it is paid while the server starts."""
+    from core.session import Session  # noqa: PLC0415 - the heavy work's own modules, once the child runs
+    from core.state import Settings  # noqa: PLC0415
+    from core.training import Corpus, TrainConfig  # noqa: PLC0415
+
+    tiny = Session.create(Settings(tokenizer="word", vocab_size=50, d_model=2, maxlen=16))
+    tiny.trained_on(Corpus.builtin(), TrainConfig(steps=1))
+
+
 def main(argv: list[str]) -> None:
     fd = int(argv[0])
     torch.set_num_threads(1)
@@ -304,6 +318,7 @@ def main(argv: list[str]) -> None:
         threadpool_limits(1)
     except ImportError:
         pass
+    warm()
     _serve(Connection(fd))
 
 
