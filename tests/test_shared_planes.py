@@ -1,8 +1,9 @@
 """What a class's hundred pages share, and what each keeps its own (ui/render.plane, ui/events.track).
 
 A plane drawn on shared tables for a view is drawn once and handed to every tab that shows the
-same view on the same tables, each with its own revision; tables of a session's own (an upload,
-a training) are never shared. An update the page was sent already is not sent again, unless
+same view on the same tables, each with its own revision; so are one training's tables, which a
+class that pressed Train together adopts as one; tables of a session's own (an upload, a training
+of its own) are never shared. An update the page was sent already is not sent again, unless
 the user changed that widget since.
 """
 
@@ -17,6 +18,7 @@ import torch
 from core.live import Live, session_for
 from core.session import Session
 from core.state import View
+from core.training import Corpus, TrainConfig
 from core.uploads import UploadedTable
 from ui import events, render
 
@@ -58,6 +60,28 @@ def test_two_tabs_showing_one_view_on_shared_tables_share_its_plane_each_with_it
     seeded = view.with_(seed=view.seed + 1)  # other tables: never the first tables' plane
     render.plane(page, seeded, session_for(seeded, first), revision=5)
     assert len(drawn) == 3
+
+
+def test_pages_that_adopted_one_training_share_its_drawings_and_a_training_of_its_own_is_not(page, drawn):
+    view = View(sentence_a="the cat sat on the mat", sentence_b="a dog slept on the rug")
+    base = session_for(view, Session.create())
+    frames = []
+    trained = base.trained_on(Corpus.builtin(), TrainConfig(steps=5),
+                              progress=lambda step, steps, losses, frame=None: frame and frames.append(frame))
+    class_pages = [session_for(view, Session.create()).adopt_training(trained) for _ in range(3)]
+    drawings = [render.plane(page, view, session, revision=1) for session in class_pages]
+    assert len(drawn) == 1
+    assert drawings[0][page.plot] == drawings[2][page.plot]
+    assert "before training" in drawings[0][page.info]  # the trained tables' plane, not the untrained one
+    snapshots = [session_for(view, Session.create()).adopt_training(frames[0]) for _ in range(2)]
+    for session in snapshots:
+        render.plane(page, view, session, revision=1)
+    assert len(drawn) == 2  # a snapshot is drawn once for the class too
+
+    again = base.trained_on(Corpus.builtin(), TrainConfig(steps=5))  # the same numbers, but another page's own
+    render.plane(page, view, again, revision=1)
+    render.plane(page, view, base, revision=1)  # and the untrained tables are not the trained ones
+    assert len(drawn) == 4
 
 
 def test_tables_of_a_session_s_own_are_never_shared(page, drawn):

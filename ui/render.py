@@ -224,10 +224,13 @@ REVISION = -1  # the revision a shared plane's figure is written with, replaced 
 def _shared(kind: str, view: View, session: Session, tokens: tuple[str, ...] | None, draw):
     """`draw()`, or what it gave a tab that showed the same view on the same shared tables.
 
-    A session on shared tables (untrained, not an upload, no plane of its own) shows what every
-    other one on the same tables shows for the same view; a session with tables of its own
-    always draws its own. The tables are held weakly (the memory budget counts only what tabs
-    hold), and an id reused by other tables after those went is not a match."""
+    A session on shared tables (not an upload, no plane of its own) shows what every other one
+    on the same tables shows for the same view. Trained tables are shared too when they are one
+    training's: a class that pressed Train together trains once (`core.live.Jobs`), and every
+    page adopts the same read-only result and watches the same snapshots, so each snapshot and
+    the result are drawn once for the class. A session with tables of its own always draws its
+    own. The tables are held weakly (the memory budget counts only what tabs hold), and an id
+    reused by other tables after those went is not a match."""
     key = _shared_key(kind, view, session, tokens)
     if key is None:
         return draw()
@@ -235,8 +238,8 @@ def _shared(kind: str, view: View, session: Session, tokens: tuple[str, ...] | N
         found = _SHARED.get(key)
         if found is not None:
             _SHARED.move_to_end(key)
-    if found is None or found[0]() is not session.source.model:
-        found = (weakref.ref(session.source.model), draw())
+    if found is None or found[0]() is not session.model:
+        found = (weakref.ref(session.model), draw())
         with _SHARED_LOCK:
             _SHARED[key] = found
             while len(_SHARED) > SHARED_KEPT:
@@ -255,12 +258,15 @@ def forget_shared() -> None:
 
 
 def _shared_key(kind: str, view: View, session: Session, tokens: tuple[str, ...] | None) -> tuple | None:
-    """What decides a drawing on shared tables; None for a session with tables of its own."""
-    if (session.trained is not None or session.training is not None or session.frozen_basis is not None
-            or "upload" in (session.base.key, session.source.key)):
+    """What decides a drawing on shared tables; None for a session with tables of its own.
+
+    A trained session is named by its training's objects, which every page that adopted that
+    training holds (`Session.adopt_training`), and which nothing changes once made."""
+    if session.frozen_basis is not None or "upload" in (session.base.key, session.source.key):
         return None
-    return (kind, view, tokens, id(session.source.model), session.base.key, session.source.key, session.settings,
-            session.positions, session.frozen, session.basis)
+    return (kind, view, tokens, id(session.source.model), id(session.trained), id(session.trained_tokenizer),
+            id(session.training), session.base.key, session.source.key, session.settings, session.positions,
+            session.frozen, session.basis)
 
 
 def plane(page, view: View, session: Session, tokens: tuple[str, ...] | None = None, revision: int = 0) -> dict:
