@@ -7,6 +7,7 @@ arrived, with the summary left saying "Training 5 steps…" for good.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import uuid
 from types import SimpleNamespace
@@ -22,6 +23,14 @@ PAGE = app.demo.explorer
 
 def request():
     return SimpleNamespace(session_hash=uuid.uuid4().hex)
+
+
+def answers(asked, steps, corpus: str = "builtin") -> list[dict]:
+    """Every answer the handler gives, as gradio takes them from its async generator."""
+    async def taken() -> list[dict]:
+        return [out async for out in trainpanel.train(PAGE, asked, steps, corpus)]
+
+    return asyncio.run(taken())
 
 
 def last(outputs: list[dict]) -> dict:
@@ -51,7 +60,7 @@ def test_train_pressed_while_bert_loads_trains_bert(monkeypatch):
     loading.start()
     assert entered.wait(60)
     outputs: list[dict] = []
-    training = threading.Thread(target=lambda: outputs.extend(trainpanel.train(PAGE, asked, 3, "builtin")))
+    training = threading.Thread(target=lambda: outputs.extend(answers(asked, 3)))
     training.start()
     try:
         training.join(1.0)
@@ -86,7 +95,7 @@ def test_a_training_set_aside_puts_the_summary_and_curve_back(monkeypatch):
         return trained
 
     monkeypatch.setattr(Session, "trained_on", changed_meanwhile)
-    outputs = list(trainpanel.train(PAGE, asked, 40, "builtin"))
+    outputs = answers(asked, 40)
 
     assert outputs[0][PAGE.trained] == "Training 40 steps…"
     assert sum(PAGE.plot in out for out in outputs[1:-1]) == FRAMES  # the snapshots were drawn on the way
@@ -110,7 +119,7 @@ def test_snapshots_are_not_drawn_over_a_view_the_person_changed_meanwhile(monkey
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(Session, "trained_on", typed_meanwhile)
-    outputs = list(trainpanel.train(PAGE, asked, 40, "builtin"))
+    outputs = answers(asked, 40)
     assert not any(PAGE.plot in out for out in outputs[1:-1])
     assert "zebra" in outputs[-1][PAGE.plot] and "Trained 40 steps" in outputs[-1][PAGE.trained]
 
@@ -119,7 +128,7 @@ def test_snapshots_are_not_drawn_over_a_view_the_person_changed_meanwhile(monkey
 def test_a_refused_training_leaves_the_summary_as_the_tables_have_it(steps):
     asked = request()
     events.update(PAGE, asked, lambda view: view)
-    shown = last(list(trainpanel.train(PAGE, asked, steps, "builtin")))
+    shown = last(answers(asked, steps))
     assert "steps" in shown[PAGE.notice] and shown[PAGE.trained] == ""
 
 
@@ -128,7 +137,7 @@ def test_the_curve_drawn_while_training_spans_the_whole_run_from_its_first_point
     curve on, not the steps done so far (which rescaled the axis at every update)."""
     asked = request()
     events.update(PAGE, asked, lambda view: view)
-    outputs = list(trainpanel.train(PAGE, asked, 100, "builtin"))
+    outputs = answers(asked, 100)
     curves = [out[PAGE.losses] for out in outputs if out.get(PAGE.trained, "").startswith("Training…")]
     assert curves
     for curve in curves:
@@ -152,9 +161,9 @@ def test_the_page_hears_training_only_once_a_table_change_would_be_refused(monke
         return real(*args, **kwargs)
 
     monkeypatch.setattr(events.JOBS, "run", late)
-    handler = trainpanel.train(PAGE, asked, 2000, "builtin")
+    handler, loop = trainpanel.train(PAGE, asked, 2000, "builtin"), asyncio.new_event_loop()
     first: list[dict] = []
-    told = threading.Thread(target=lambda: first.append(next(handler)))
+    told = threading.Thread(target=lambda: first.append(loop.run_until_complete(anext(handler))))
     told.start()
     try:
         assert reached.wait(60)
@@ -166,4 +175,5 @@ def test_the_page_hears_training_only_once_a_table_change_would_be_refused(monke
     assert first and first[0][PAGE.trained].startswith("Training 2,000 steps")
     refused = events.update(PAGE, asked, lambda view: view.with_(source="glove"))
     assert "Training is running" in refused[PAGE.notice] and live.view.source == "random"
-    handler.close()  # the page goes away: the training stops
+    loop.run_until_complete(handler.aclose())  # the page goes away: the training stops
+    loop.close()

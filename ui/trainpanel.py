@@ -3,30 +3,42 @@
 Training runs in the heavy pool (`core.live.Jobs`), outside the tab's lock, so the tab keeps
 answering while it trains: view changes apply at once, table changes are refused until it
 ends, and the trained tables are then adopted by whatever the tab shows by that time.
+
+A page watching its training is an async generator: it waits on the event loop, not on a
+thread, so a class of a hundred watching one training together holds no thread of the
+server's pool and waits behind no other page (`TRAINING`, its own line). Before, each watcher
+held one of the heavy line's 16 places for its whole replay, and a class's Train burst took
+39 s to answer its last page.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import threading
 import time
 
+import anyio
 import gradio as gr
 
 from core import options
 from core.charts import loss_figure
-from core.live import Cancelled, Job
+from core.live import JOB_QUEUE, Cancelled, Job
 from core.options import CORPORA, LIMITS, PANELS, PARTS, Refused
 from core.session import Session
 from core.training import Corpus, TrainConfig
 from ui import events, render
 from ui.plane import LIVE
-from ui.viewpanel import HEAVY
 from ui.widgets import Checkbox, Number
 
 # the least time between two redraws while training: the curve grows this often, and a training
 # faster than its snapshots (a default one takes a third of a second) is still watched
 LIVE_SECONDS = 0.4
+POLL_SECONDS = 0.1  # how often a watcher looks again when a redraw's time came and nothing was new
+# the pages watching a training: as many as may have a training in line (`core.live.Jobs` bounds
+# the work itself), each waiting on the event loop, so none waits for another page's replay
+TRAINING = {"concurrency_id": "training", "concurrency_limit": JOB_QUEUE + 1, "show_progress": "hidden"}
 
 
 def layout(page) -> None:
@@ -55,12 +67,14 @@ def wire(page) -> None:
     gr.on([box.input for box in freezes], events.named(lambda request, *on: freeze(page, request, on), PARTS),
           freezes, outputs, api_name="freeze", **LIVE)
 
-    def train_handler(request: gr.Request, steps, corpus):
-        yield from train(page, request, steps, corpus)
+    async def train_handler(request: gr.Request, steps, corpus):
+        async with contextlib.aclosing(train(page, request, steps, corpus)) as answers:
+            async for out in answers:
+                yield out
 
     # the summary line says how far training got; no progress overlay on every output
     page.train_button.click(events.named(train_handler, ("steps", "corpus")), [page.steps, page.corpus], outputs,
-                            api_name="train", **{**HEAVY, "show_progress": "hidden"})
+                            api_name="train", **TRAINING)
     page.reset_button.click(events.named(lambda request: reset(page, request), ()), None, outputs, api_name="reset",
                             **LIVE)
 
@@ -74,7 +88,7 @@ def reset(page, request: gr.Request) -> dict:
     return events.update(page, request, lambda view: view, tables=lambda session: session.reset())
 
 
-def train(page, request: gr.Request, steps, corpus):
+async def train(page, request: gr.Request, steps, corpus):
     """A few gradient steps on the tab's tables, the loss curve drawn as they go."""
     try:
         live = events.live_of(request)
@@ -89,8 +103,8 @@ def train(page, request: gr.Request, steps, corpus):
             steps = high
         steps = options.whole(steps, "steps")
         options.choice(corpus, "corpus", CORPORA)
-        with live.lock:  # after a table change still in flight (BERT loading): train what the page will show
-            view, session, revision = live.view, live.session, live.revision
+        # after a table change still in flight (BERT loading): train what the page will show
+        view, session, revision = await anyio.to_thread.run_sync(_now, live)
         text = Corpus.builtin() if corpus == "builtin" else Corpus.from_text(f"{view.sentence_a}\n{view.sentence_b}")
     except (Refused, ValueError) as error:
         yield _refused(page, live, error)
@@ -112,6 +126,7 @@ def train(page, request: gr.Request, steps, corpus):
         config)
 
     admitted = threading.Event()  # the tab counts as training (or the training was refused)
+    loop, finished = asyncio.get_running_loop(), asyncio.Event()  # the training's thread has ended
 
     def work() -> None:
         try:
@@ -128,34 +143,50 @@ def train(page, request: gr.Request, steps, corpus):
                                          "as they were.")
         finally:
             admitted.set()
+            with contextlib.suppress(RuntimeError):  # the server's loop is closing: nobody watches
+                loop.call_soon_threadsafe(finished.set)
 
     worker = threading.Thread(target=work, name="training", daemon=True)
     worker.start()
     # the page hears "Training…" only once the tab counts as training: a table change it sends
     # next is refused ("Training is running"), never applied under the training
-    admitted.wait()
+    await anyio.to_thread.run_sync(admitted.wait)
     drawn = False  # whether a snapshot's plot was drawn
     try:
         yield {page.trained: f"Training {steps:,} steps…"}
-        for out, frame in _as_it_goes(page, worker, job, steps):
-            if "error" in done:
-                break
-            if frame is not None:
-                plot, revision = _plot(page, live, view, session.adopt_training(frame), revision)
-                out.update(plot)
-                drawn = drawn or bool(plot)
-            yield out
+        async with contextlib.aclosing(_as_it_goes(page, finished, job, steps)) as snapshots:
+            async for out, frame in snapshots:
+                if "error" in done:
+                    break
+                if frame is not None:
+                    plot, revision = await anyio.to_thread.run_sync(
+                        _plot, page, live, view, session.adopt_training(frame), revision)
+                    out.update(plot)
+                    drawn = drawn or bool(plot)
+                yield out
     finally:
         # gradio closes this generator when the page goes away (or its event is cancelled):
         # the training stops at its next step, unless other pages share it
         if worker.is_alive():
             job.cancel()
     if "error" in done:
-        yield {**_restored(page, live, drawn), **_refused(page, live, done["error"])}
+        restored = await anyio.to_thread.run_sync(_restored, page, live, drawn)
+        yield {**restored, **_refused(page, live, done["error"])}
         return
     if "session" not in done:
         return  # cancelled: its page is gone
-    trained = done["session"]
+    yield await anyio.to_thread.run_sync(_adopted, page, request, live, done["session"], steps, job, drawn)
+
+
+def _now(live) -> tuple:
+    """The tab's view, session and revision of one moment, after any change in flight."""
+    with live.lock:
+        return live.view, live.session, live.revision
+
+
+def _adopted(page, request: gr.Request, live, trained: Session, steps: int, job: Job, drawn: bool) -> dict:
+    """The page's answer once its training is done: the trained tables adopted by what the tab
+    shows now, or, if its tables changed meanwhile, their own summary, curve and plot."""
     taken = trained.training.steps
     notes = () if taken == steps else (
         f"Training stopped after {job.seconds:g} s, the longest one job may run on this server: {taken:,} of "
@@ -164,7 +195,7 @@ def train(page, request: gr.Request, steps, corpus):
                         notes=notes)
     if page.plot not in out:  # set aside (the tables changed meanwhile): the tables' own summary, curve and plot
         out = {**render.training(page, live.session), **_restored(page, live, drawn), **out}
-    yield out
+    return out
 
 
 def _plot(page, live, view, session: Session, since: int | None = None) -> tuple[dict, int]:
@@ -192,13 +223,13 @@ def _restored(page, live, drawn: bool) -> dict:
         return _plot(page, live, live.view, live.session)[0]
 
 
-def _as_it_goes(page, worker: threading.Thread, job: Job, steps: int):
-    """While `worker` trains, (the loss curve and summary, a snapshot or None) every
-    LIVE_SECONDS: the snapshots in order, at least LIVE_SECONDS apart (the caller draws their
-    plot), so a training faster than that still shows each of them before it ends."""
+async def _as_it_goes(page, finished: asyncio.Event, job: Job, steps: int):
+    """While the training runs (until `finished`), (the loss curve and summary, a snapshot or
+    None) every LIVE_SECONDS: the snapshots in order, at least LIVE_SECONDS apart (the caller
+    draws their plot), so a training faster than that still shows each of them before it ends."""
     drawn_at, drawn_step, shown = time.monotonic(), 0, 0
     while True:
-        running = worker.is_alive()
+        running = not finished.is_set()
         step, losses, frames = job.shared.progress or (0, (), ())
         if time.monotonic() - drawn_at >= LIVE_SECONDS:
             frame = None
@@ -213,9 +244,15 @@ def _as_it_goes(page, worker: threading.Thread, job: Job, steps: int):
                 continue
         if not running and shown >= len(frames):
             if drawn_step:  # the last of them stays on screen its LIVE_SECONDS too, before the result
-                time.sleep(max(0.0, LIVE_SECONDS - (time.monotonic() - drawn_at)))
+                await asyncio.sleep(max(0.0, LIVE_SECONDS - (time.monotonic() - drawn_at)))
             return
-        worker.join(0.05)
+        # until the next redraw is due (or, past it with nothing new, a moment), or the training ends
+        wait = max(POLL_SECONDS, LIVE_SECONDS - (time.monotonic() - drawn_at))
+        if running:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(finished.wait(), wait)
+        else:  # the snapshots left are shown in their turn
+            await asyncio.sleep(wait)
 
 
 def _refused(page, live, error: Exception) -> dict:
