@@ -4,6 +4,9 @@ shared tables crossing by reference, progress and stop carried across, failures 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import psutil
@@ -21,6 +24,7 @@ from core.uploads import UploadedTable
 from tests.offload_jobs import count_to, exit_now, ignore_stop, refuse
 
 SMALL = Settings(d_model=16, maxlen=64, seed=3)
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
@@ -157,3 +161,22 @@ def test_the_child_starts_on_a_copy_of_the_environment_and_a_passing_bad_address
     monkeypatch.setattr(offload.subprocess, "Popen", missing)
     with pytest.raises(FileNotFoundError):
         offload._spawn(["python"], 3)
+
+
+def test_the_process_is_warm_before_its_first_job_a_training_imports_nothing_more():
+    """`warm` runs what a first training runs, so the class's first Train does not wait for
+    torch's imports (seconds, the first time a layer is built on the meta device)."""
+    script = (
+        "import sys\n"
+        "from core.offload import warm\n"
+        "from core.session import Session\n"
+        "from core.state import Settings\n"
+        "from core.training import Corpus, TrainConfig\n"
+        "warm()\n"
+        "before = set(sys.modules)\n"
+        "Session.create(Settings(d_model=16, maxlen=64, seed=3)).trained_on(Corpus.builtin(), TrainConfig(steps=3))\n"
+        "print(sorted(name for name in set(sys.modules) - before if name.startswith('torch')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
