@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from core.memory import BUDGET, Budget, private
-from core.options import Refused
+from core.options import COMPONENTS, Refused
 from core.pipeline import fit_sentence_basis
 from core.session import Session
 from core.state import View
@@ -60,11 +60,12 @@ class Cancelled(Exception):
     """A heavy job whose page went away before it started or finished: nobody reads its result."""
 
 
-def session_for(view: View, current: Session) -> Session:
+def session_for(view: View, current: Session, *, whole: bool = False) -> Session:
     """The session `view` asks for, reusing `current`'s tables (and training) where they agree.
 
-    Raises `Refused` when the view cannot be had (no uploaded file yet, a setting out of range),
-    leaving `current` untouched.
+    `whole`: the view arrives whole (a link, Back, a tour step, a class's lesson), not as a
+    change the person makes on the page. Raises `Refused` when the view cannot be had (no
+    uploaded file yet, a setting out of range), leaving `current` untouched.
     """
     new = current
     if view.tables() != current.tables():
@@ -74,7 +75,11 @@ def session_for(view: View, current: Session) -> Session:
     if view.basis != new.basis:
         plane = None
         if view.basis == "frozen":
-            plane = fit_sentence_basis(new, view.sentence_a, view.sentence_b, view.groups)
+            # a frozen plane is the one the ticked groups show. Freezing with none ticked is refused,
+            # but unticking them all after is not, and the address then says so: a whole view cannot
+            # say which groups its plane was kept with, so it keeps the one every group spans
+            groups = view.groups or (COMPONENTS if whole else ())
+            plane = fit_sentence_basis(new, view.sentence_a, view.sentence_b, groups)
         new = new.with_basis(view.basis, plane)
     return new
 
@@ -242,7 +247,7 @@ class Live:
                 raise Refused(f"{self.job.capitalize()} is running for this page: the tables can change "
                               "when it has finished.")
             current = self.session
-            session = session_for(view, tables(current) if tables is not None else current)
+            session = session_for(view, tables(current) if tables is not None else current, whole=whole)
             if session is not current:
                 held = holding(session)
                 BUDGET.check_tab(held)

@@ -22,7 +22,7 @@ from core.options import (
     TOKENIZERS,
     VIEWS,
 )
-from core.share import PARAMETERS, from_query, to_query
+from core.share import PAGE_PARAMETERS, PARAMETERS, from_query, to_query
 from core.state import SCREEN, View
 
 # text a link must carry: unicode, the query string's own punctuation, newlines, markup
@@ -109,8 +109,8 @@ def test_any_query_reads_without_raising_and_names_each_parameter_it_ignored(par
     assert isinstance(link.view, View)
     assert all(isinstance(note, str) and note for note in link.notes)
     for name, value in params.items():
-        if name.startswith("__"):
-            continue  # gradio's own (?__theme=dark) pass silently
+        if name.startswith("__") or name in PAGE_PARAMETERS:
+            continue  # gradio's own (?__theme=dark) and the page's (?class=…) pass silently
         if name not in KNOWN:
             assert f"Ignored unknown parameter {_shown(name)!r};" in "\n".join(link.notes), (name, link.notes)
         elif from_query({name: value}).notes:
