@@ -278,8 +278,9 @@
       if (window.embeddingExplorerClass) window.embeddingExplorerClass.setKey(value);
     },
     receive,
-    // a tab's select (ui/plane.py tab_opened): sent once the page has its key; gradio's selects
-    // of the tabs the page is built with come before it, and change nothing
+    // a tab's select (ui/ondemand.py opened_js): {panel: key} for a control tab, {shown: key} for
+    // a main one (the view's fields). Sent once the page has its key; gradio's selects of the tabs
+    // the page is built with come before it, and change nothing
     tabOpened(change) {
       if (key) send(change);
     },

@@ -9,7 +9,8 @@ step is a `View` (`core.tour`); the server keeps one per browser tab (`core.live
 else holds a copy, so a link, a tour step and the page cannot disagree.
 
 A `View` is immutable and checks itself when built: an instance always holds allowed values,
-so code that receives one trusts it. `View.with_(**changes)` is the one way to change it.
+so code that receives one trusts it. `View.with_(**changes)` is the way to change it (and
+`View.seen_as` the way to put it on another page's screen); each builds a new, checked View.
 No torch here: the link code reads and writes views without loading a table.
 """
 
@@ -138,8 +139,10 @@ class View:
     search: str = declare("", Text("The search", MAX_SEARCH), link="search", widget="search", redraws={PLANE},
                           typed=True)
     regex: bool = declare(False, Flag(), link="regex", widget="regex", redraws={PLANE}, typed=True)
-    # the page: the open main tab and control tab (a first visit opens on the tour)
-    view: str = declare("plane", Choice(VIEWS), link="view", widget="views", redraws={DETAIL, LISTING, LOOKUP})
+    # the page: what the main column shows, the plane or a side view (its open tab; in a link
+    # `view=`, the parameter shared links already carry), and the open control tab (a first
+    # visit opens on the tour)
+    shown: str = declare("plane", Choice(VIEWS), link="view", widget="views", redraws={DETAIL, LISTING, LOOKUP})
     panel: str = declare("tour", Choice(PANELS), link="panel", widget="controls", redraws=set())
     # the tour step shown, 1-based (None outside the tour): the plot labels the words its text names
     step: int | None = declare(None, Whole(optional=True), link="step", widget="tour_text", redraws={PLANE})

@@ -95,7 +95,7 @@ STEPS: tuple[TourStep, ...] = (
         "its sum was, as the LayerNorm chart and the line under it show token by token, beside γ and β; every "
         "output therefore has length √d. "
         "The output is what BERT's first attention layer receives.",
-        _step(5, sentence_a=_A, sentence_b=_B, groups=("sum", "output"), view="layernorm"),
+        _step(5, sentence_a=_A, sentence_b=_B, groups=("sum", "output"), shown="layernorm"),
     ),
     TourStep(
         "Random vs pretrained",

@@ -103,13 +103,13 @@ def open_view(client, key: str) -> None:
     """Open a main tab (plane, positions, layernorm, similarity, listing, lookup) in this client's tab.
 
     A tab's select event has no API name, so this does what it does on the server: set the
-    view's `view` field under the tab's lock. Side views are computed only while open.
+    view's `shown` field under the tab's lock. Side views are computed only while open.
     """
     from ui.events import LIVES
 
     live = LIVES.get(client.session_hash)
     with live.lock:
-        live.view = live.view.with_(view=key)
+        live.view = live.view.with_(shown=key)
 
 
 def embed(client, a: str, b: str = "") -> Outputs:

@@ -155,7 +155,7 @@ def test_a_lecture_every_tour_step_is_readable(open_page, viewport, presenter):
         box = page.locator("#tour-next").bounding_box()
         places.add((round(box["x"]), round(box["y"])))
         assert len(places) == 1, f"step {number}: Next moved, to {places}"  # a presenter's pointer stays on it
-        if step.view.view != "plane":
+        if step.view.shown != "plane":
             continue
         _assert_the_step_reads(page, number, step)
         for group, (width, height) in page.evaluate(GROUP_SPANS).items():
@@ -370,7 +370,7 @@ def test_on_a_phone_each_step_s_text_and_its_plot_are_on_one_screen(browser, app
             places.add((round(box["x"]), round(box["y"])))
             assert max(y for _, y in places) - min(y for _, y in places) <= 16 and len({x for x, _ in places}) == 1, \
                 f"step {number}: Next moved, to {places}"
-            if step.view.view == "plane":
+            if step.view.shown == "plane":
                 assert _in_view(page, "#embed-plot .js-plotly-plot"), f"step {number}: the plot is off screen"
                 # labels a phone can read, fitted to its narrow plot: none over another, none hidden,
                 # and the words the step's text names among them

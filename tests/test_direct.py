@@ -119,8 +119,8 @@ def test_opening_a_tab_is_a_direct_change_and_a_side_view_comes_drawn(app_url, t
     answer = call(app_url, {"key": live.key, "change": {"panel": "train"}})
     assert live.view.panel == "train" and "panel=train" in json.loads(answer["values"]["address"])["query"]
     assert place(page, "controls") not in answer["rest"]  # the page shows the tab it opened
-    answer = call(app_url, {"key": live.key, "change": {"view": "layernorm"}})
-    assert live.view.view == "layernorm"
+    answer = call(app_url, {"key": live.key, "change": {"shown": "layernorm"}})
+    assert live.view.shown == "layernorm"
     drawn = answer["rest"][place(page, "layernorm-plot")]
     assert drawn["type"] == "plotly" and json.loads(drawn["plot"])["data"]
 
@@ -129,7 +129,8 @@ def test_opening_a_tab_is_a_direct_change_and_a_side_view_comes_drawn(app_url, t
     ({}, "changes some of"),
     ({"sentence_a": "x", "source": "bert"}, "nothing else"),
     ({"step": 3}, "nothing else"),
-    ({"view": "settings"}, "view"),
+    ({"shown": "settings"}, "shown must be one of plane"),
+    ({"view": "layernorm"}, "changes some of"),  # a link's parameter name: a direct change names the field
     ({"panel": ["train"]}, "panel must be text, not list"),
     ({"panel": "admin"}, "panel"),
     ({"sentence_a": 5}, "sentence_a must be text, not int"),

@@ -123,7 +123,7 @@ def drawn(page, out: dict, view: View) -> set[str]:
                                          (BACKGROUND, page.background_json), (LISTING, page.listing_output),
                                          (LOOKUP, page.lookup_output)) if component in out}
     side = {"positions": page.positions_plot, "layernorm": page.layernorm_plot, "similarity": page.similarity_plot}
-    if view.view in side and out.get(side[view.view]) is not None:
+    if view.shown in side and out.get(side[view.shown]) is not None:
         seen.add(DETAIL)
     return seen
 
@@ -141,8 +141,8 @@ def closure(redraws: frozenset[str]) -> set[str]:
 
 def expected(redraws: frozenset[str], view: View) -> set[str]:
     """What the declaration says a change draws on a page showing `view`: a side view only while open."""
-    shown = {DETAIL} if view.view in DETAILS else {LISTING} if view.view == "listing" else \
-        {LOOKUP} if view.view == "lookup" else set()
+    shown = {DETAIL} if view.shown in DETAILS else {LISTING} if view.shown == "listing" else \
+        {LOOKUP} if view.shown == "lookup" else set()
     return {what for what in closure(redraws) if what not in (DETAIL, LISTING, LOOKUP) or what in shown}
 
 
@@ -156,9 +156,9 @@ def test_a_change_of_each_field_redraws_what_it_declares(page, session, name):
     from ui import render
 
     declared = FIELDS[name]
-    tab = "plane" if name == "view" else "listing" if LISTING in declared.redraws else \
+    tab = "plane" if name == "shown" else "listing" if LISTING in declared.redraws else \
         "lookup" if LOOKUP in declared.redraws else "positions"
-    old = View(view=tab, panel="view")
+    old = View(shown=tab, panel="view")
     new = old.with_(**{name: another(name, getattr(old, name))})
     assert new.differs(old) == (name,)
     tokens = [session.encode(view.sentence_a, view.sentence_b).tokens for view in (old, new)]
@@ -187,7 +187,7 @@ def test_what_a_field_does_not_redraw_does_not_depend_on_it(page, session, name)
     """The other half of a declaration's truth: a field left out of what something redraws
     (the plane, say) must not change that thing, or the page would keep showing it stale."""
     behind = session.with_basis("vocabulary")  # a fixed plane: the background and its reach are drawn
-    old = View(view="positions", background=0 if name == "background" else 100)
+    old = View(shown="positions", background=0 if name == "background" else 100)
     new = old.with_(**{name: LIMITS["background"][1] if name == "background" else another(name, getattr(old, name))})
     for what in set(REDRAWS) - closure(FIELDS[name].redraws) - {TABLES}:
         assert draw(page, what, old, behind) == draw(page, what, new, behind), f"{name} changes the {what}"

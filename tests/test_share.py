@@ -100,7 +100,7 @@ def test_sets_are_kept_in_their_canonical_order():
         ({"d_model": 1025}, "d_model is 1,025; allowed values are 1 to 1,024"),
         ({"tokenizer": "bpe"}, "tokenizer must be one of wordpiece, word"),
         ({"flips": set(range(65))}, "65 flipped tokens; at most 64"),
-        ({"view": "sidebar"}, "view must be one of plane, positions"),
+        ({"shown": "sidebar"}, "shown must be one of plane, positions"),
     ],
 )
 def test_invalid_views_are_refused_with_a_sentence(changes, message):
@@ -223,6 +223,14 @@ def test_a_step_is_the_base_the_other_parameters_change():
     assert from_query({"step": "none", "k": "3"}).view == View(k=3)
 
 
+def test_a_shared_link_keeps_its_parameter_names_when_a_field_is_renamed():
+    """The field `shown` (what the main column shows) was `view`: links shared before still say
+    `view=`, so the parameter stays and reads into the field."""
+    assert from_query({"view": "lookup"}) == Link(View(shown="lookup"))
+    assert link(View(shown="lookup")) == "view=lookup"
+    assert "shown" not in PARAMETERS
+
+
 def test_a_repeated_parameter_takes_its_last_value():
     assert from_query({"k": ["3", "4"], "a": []}) == Link(View(k=4))
 
@@ -305,7 +313,7 @@ HAND_MADE = [
     View(sentence_a="a&b=c#d", sentence_b="100% + 1 = ?", positions="random", step=7),
     View(sentence_a="x" * MAX_TEXT, sentence_b="  leading and trailing spaces  "),
     View(tokenizer="word", vocab_size=10, d_model=2, maxlen=3, n_segments=8, seed=2**31 - 1, flips={0, 5}),
-    View(view="lookup", panel="train", listing_seed=7, listing_bug=True, lookup_sentence=" a  b ", lookup_dim=16,
+    View(shown="lookup", panel="train", listing_seed=7, listing_bug=True, lookup_sentence=" a  b ", lookup_dim=16,
          lookup_grad=False),
     *(s.view for s in tour.STEPS),
 ]

@@ -64,7 +64,7 @@ FIELDS = {
     "dims": whole("dims"),
     "search": st.text(max_size=MAX_SEARCH),
     "regex": st.booleans(),
-    "view": st.sampled_from(list(VIEWS)),
+    "shown": st.sampled_from(list(VIEWS)),
     "panel": st.sampled_from(list(PANELS)),
     "step": st.none() | whole("step"),
     "presenter": st.booleans(),

@@ -32,7 +32,7 @@ def test_seven_steps_in_order_numbered_from_one():
         assert isinstance(tour_step.view, View)
         assert tour_step.view.step == number
         assert step(number) is tour_step
-        assert tour_step.view.view in VIEWS and tour_step.view.panel == "tour" and "tour" in PANELS
+        assert tour_step.view.shown in VIEWS and tour_step.view.panel == "tour" and "tour" in PANELS
 
 
 @pytest.mark.parametrize("tour_step", STEPS, ids=lambda s: s.title)
@@ -58,7 +58,7 @@ def test_the_steps_set_what_the_lessons_need():
     assert positions.groups == ("token", "position", "sum") and not positions.arrows
     assert segments.groups == ("token", "position", "segment", "sum")
     assert segments.arrows and segments.shift
-    assert norm.groups == ("sum", "output") and norm.view == "layernorm"
+    assert norm.groups == ("sum", "output") and norm.shown == "layernorm"
     assert pretrained.source == "bert" and pretrained.basis == "vocabulary"
     assert pretrained.background == 2000
     assert training.source == "random" and training.frozen == {"position"}
@@ -113,7 +113,7 @@ def test_every_word_a_step_names_and_its_selected_token_are_labelled(scale):
     from core.session import Session
 
     for number, lesson in enumerate(STEPS, 1):
-        if lesson.view.view != "plane":
+        if lesson.view.shown != "plane":
             continue
         session = session_for(lesson.view, Session.create())
         result = explore_view(lesson.view, session)

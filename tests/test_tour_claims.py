@@ -137,4 +137,4 @@ def test_the_tour_s_claims_hold_step_by_step(walk):
 def test_every_step_names_a_view_the_page_has():
     for step in STEPS:
         assert step.view.panel == "tour"
-        assert step.view.view in ("plane", "layernorm", "positions", "similarity")
+        assert step.view.shown in ("plane", "layernorm", "positions", "similarity")

@@ -49,7 +49,7 @@ WAITING = 200  # direct calls waiting for a turn at most; past it a call is refu
 # what a direct call may change, and the type each value must have (as a sentence names it)
 CHANGES = {"sentence_a": (str, "text"), "sentence_b": (str, "text"), "token": (int, "a whole number or null"),
            "narrow": (bool, "true or false"),  # the page's screen turned a phone's, or turned back
-           "panel": (str, "text"), "view": (str, "text"),  # a tab opened (each checked by `View.with_`)
+           "panel": (str, "text"), "shown": (str, "text"),  # a tab opened (each checked by `View.with_`)
            "example": (int, "a whole number"),  # an example pair clicked: its place in EXAMPLES
            "move": (int, "a whole number")}  # the tour's Next or Previous: a whole view, untrained (core.tour.moved)
 MAX_KEY = 64

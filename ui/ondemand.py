@@ -33,8 +33,8 @@ def defer(page) -> None:
     from core.state import View
 
     tabs = [("panel", key, tab) for key, tab in page.panel_tabs.items()]
-    tabs += [("view", key, tab) for key, tab in {"plane": page.plane_tab, **page.tabs}.items()]
-    opened = {("panel", View().panel), ("view", View().view)}
+    tabs += [("shown", key, tab) for key, tab in {"plane": page.plane_tab, **page.tabs}.items()]
+    opened = {("panel", View().panel), ("shown", View().shown)}
     for field, key, tab in tabs:
         later = [] if (field, key) in opened else shown_in(tab)
         for component in later:
@@ -73,8 +73,8 @@ def closed_in(block) -> list:
 
 
 def opened_js(field: str, key: str, count: int) -> str:
-    """The script of a tab's `select`: the view's `field` (`panel`, a control tab; `view`, a main
-    one) set to `key` over the direct path, and its `count` components made visible. Gradio
+    """The script of a tab's `select`: the view's `field` (`panel`, a control tab; `shown`, a
+    main one) set to `key` over the direct path, and its `count` components made visible. Gradio
     also fires `select` for the tabs selected when the page is built; the page's script lets
     those changes go (the page has no key yet), and they draw nothing new."""
     return (f"() => {{ window.embeddingExplorer.tabOpened({json.dumps({field: key})}); "

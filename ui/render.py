@@ -109,7 +109,7 @@ _WRITERS = {
     "frozen": _freezes,
     "token": _token,
     "dims": lambda widget, view, tokens: {widget: view.dims == 3},
-    "view": lambda widget, view, tokens: {widget: gr.update(selected=view.view)},
+    "shown": lambda widget, view, tokens: {widget: gr.update(selected=view.shown)},
     "panel": lambda widget, view, tokens: {widget: gr.update(selected=view.panel)},
     "step": lambda widget, view, tokens: {widget: tour_text(view.step)},
 }
@@ -176,7 +176,7 @@ def outputs(page, step: Change, *, asked: Iterable[str] = (), whole: bool = Fals
         # the side views not open are emptied (each is drawn when it is opened), so none shows
         # another sentence's numbers when it opens
         out.update(dict.fromkeys(page.detail_outputs))
-    if view.view in DETAILS and (whole or tables or redraw or DETAIL in redrawn):
+    if view.shown in DETAILS and (whole or tables or redraw or DETAIL in redrawn):
         out.update(detail(page, view, session, step.tokens))
     if whole or tables or BACKGROUND in redrawn:
         out[page.background_json] = background_json(view, session)
@@ -184,9 +184,9 @@ def outputs(page, step: Change, *, asked: Iterable[str] = (), whole: bool = Fals
         out.update(table_panels(page, session))
     if whole or step.old_session.training is not session.training:
         out.update(training(page, session))
-    if view.view == "listing" and (whole or LISTING in redrawn):
+    if view.shown == "listing" and (whole or LISTING in redrawn):
         out.update(listing(page, view))
-    if view.view == "lookup" and (whole or LOOKUP in redrawn):
+    if view.shown == "lookup" and (whole or LOOKUP in redrawn):
         out.update(lookup(page, view))
     if whole or changed or notes or step.notes:  # an echo of what the page already shows keeps the notice
         out[page.notice] = notice((*notes, *step.notes))
@@ -340,11 +340,11 @@ def detail(page, view: View, session: Session, tokens: tuple[str, ...] | None = 
 def _detail(page, view: View, session: Session, tokens: tuple[str, ...] | None) -> dict:
     a, b = view.sentence_a, view.sentence_b
     flipped = flipped_tokens(view, session, tokens)
-    if view.view == "positions":
+    if view.shown == "positions":
         found = positions_detail(session, a, b, flipped, presenter=view.presenter)
         rows = [[r.token, f"{r.positions[0]} and {r.positions[1]}", round(r.cosine, 3)] for r in found.repeated]
         return {page.positions_plot: plot(found.figure), page.repeated: rows}
-    if view.view == "layernorm":
+    if view.shown == "layernorm":
         found = layernorm_detail(session, a, b, flipped, presenter=view.presenter)
         return {page.layernorm_plot: plot(found.figure), page.layernorm_info: found.summary}
     return {page.similarity_plot: plot(similarity_detail(session, a, b, flipped, presenter=view.presenter))}

@@ -1,6 +1,6 @@
 """The side views beside the plane: positions, LayerNorm, similarity, and the two documents.
 
-A side view is computed only while its tab is open (the view's `view` field says which is),
+A side view is computed only while its tab is open (the view's `shown` field says which is),
 so a visitor who never opens one never pays for it.
 """
 
