@@ -29,13 +29,13 @@ from gradio.state_holder import SessionState
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from starlette.requests import Request
-from test_share_properties import FIELDS, names, values
 
 import app
 from core.live import Live
 from core.options import COMPONENTS, LIMITS, MAX_LOOKUP_CHARS, PANELS, VIEWS
 from core.share import to_query
 from core.state import View
+from tests.test_share_properties import FIELDS, names, values
 from ui import events, render, tourpanel
 
 PAGE = app.demo.explorer
@@ -155,9 +155,9 @@ def limits() -> list:
         pytest.param(View(source="glove", tokenizer="word", background=LIMITS["background"][1], basis="frozen",
                           search="king", k=LIMITS["k"][1]), id="glove"),
         pytest.param(View(sentence_a="x " * 5_000, sentence_b="y" * 10_000, token=2047), id="longest-sentences"),
-        pytest.param(View(view="lookup", lookup_sentence="w " * 200, lookup_dim=16), id="lookup-longest"),
-        pytest.param(View(view="lookup", lookup_sentence="w" * MAX_LOOKUP_CHARS, lookup_dim=1), id="lookup-one-word"),
-        *(pytest.param(View(view=name), id=f"view-{name}") for name in VIEWS),
+        pytest.param(View(shown="lookup", lookup_sentence="w " * 200, lookup_dim=16), id="lookup-longest"),
+        pytest.param(View(shown="lookup", lookup_sentence="w" * MAX_LOOKUP_CHARS, lookup_dim=1), id="lookup-one-word"),
+        *(pytest.param(View(shown=name), id=f"view-{name}") for name in VIEWS),
         *(pytest.param(View(panel=name), id=f"panel-{name}") for name in PANELS),
         *(pytest.param(View(step=number), id=f"step-{number}") for number in range(1, LIMITS["step"][1] + 1)),
         *(pytest.param(View(groups=(group,)), id=f"group-{group}") for group in COMPONENTS),
