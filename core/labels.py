@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import html
 import itertools
+import math
 import unicodedata
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -122,7 +123,7 @@ class Canvas:
         fixed = np.zeros((0, 2)) if reserved is None else np.asarray(reserved, dtype=np.float64).reshape(-1, 2)
         everything = np.concatenate([fixed, *(np.asarray(p, dtype=np.float64).reshape(-1, 2) for p in points)])
         finite = np.isfinite(everything).all(axis=1)
-        line, char, bucket = self.line, self.char, self.bucket
+        line, char = self.line, self.char
         pixels = everything * self.scale
         if np.ndim(reserved_shift) == 2:  # (m, 2): right and up, a label beside its point
             pixels[: len(fixed)] += reserved_shift
@@ -144,28 +145,55 @@ class Canvas:
             candidates = np.sort(candidates[firsts])
         candidates = np.concatenate([np.flatnonzero(wanted[: len(fixed)]), candidates])
 
-        # the exact check: a label's box against the kept boxes near it, found through a grid of
-        # cells one line tall and BUCKET characters wide
+        # the exact check: a label's box against the kept boxes near it (`Room`)
         # plain floats: numpy's scalars are slow in a Python loop
         left = (pixels[:, 0] - half).tolist()
         right = (pixels[:, 0] + half).tolist()
-        height, rows = pixels[:, 1].tolist(), rows.astype(int).tolist()
-        kept: dict[tuple[int, int], list[int]] = {}
+        height = pixels[:, 1].tolist()
+        room = self.room()
         keep = np.zeros(len(everything), dtype=bool)
         for i in candidates.tolist():
-            row, columns = rows[i], range(int(left[i] // bucket), int(right[i] // bucket) + 1)
-            near = {j for r in (row - 1, row, row + 1) for c in columns for j in kept.get((r, c), ())}
             checked = i >= len(fixed) or (reserved_checked is not None and reserved_checked[i])
-            covering = i < len(fixed) and reserved_covering is not None and reserved_covering[i]
-            if checked and (any(abs(height[j] - height[i]) < line and left[j] < right[i] and left[i] < right[j]
-                                for j in near)
-                            or (not covering and self.markers.hit(left[i], right[i], height[i], row, columns))):
+            covering = i < len(fixed) and reserved_covering is not None and bool(reserved_covering[i])
+            if checked and not room.free(left[i], right[i], height[i], covering=covering):
                 continue
             keep[i] = True
-            for c in columns:
-                kept.setdefault((row, c), []).append(i)
+            room.take(left[i], right[i], height[i])
         masks = np.split(keep[len(fixed):], np.cumsum(sizes)[:-1]) if sizes else []
         return [*masks, keep[: len(fixed)]] if reserved_checked is not None else masks
+
+
+    def room(self) -> Room:
+        """An empty plot to write labels on, one by one, with this canvas's markers on it."""
+        return Room(self.line, self.bucket, self.markers)
+
+
+class Room:
+    """The labels written so far on a canvas, as boxes (left, right, middle, in pixels) in a
+    grid of cells one line tall and BUCKET characters wide: whether a new one would overlap one
+    of them, or cover a marker. Two boxes a line apart or more never overlap, so a box is
+    checked against its own row of cells and the rows either side, over the columns it spans."""
+
+    def __init__(self, line: float, bucket: float, markers: _Markers) -> None:
+        self.line, self.bucket, self.markers = line, bucket, markers
+        self.cells: dict[tuple[int, int], list[tuple[float, float, float]]] = {}
+
+    def free(self, left: float, right: float, middle: float, *, covering: bool = False) -> bool:
+        """Whether the box overlaps no label written so far, nor (unless `covering`) a marker."""
+        line, cells = self.line, self.cells
+        row, columns = int(middle // line), range(int(left // self.bucket), int(right // self.bucket) + 1)
+        for r in (row - 1, row, row + 1):
+            for c in columns:
+                for other_left, other_right, other_middle in cells.get((r, c), ()):
+                    if abs(other_middle - middle) < line and other_left < right and left < other_right:
+                        return False
+        return covering or not self.markers.hit(left, right, middle, row, columns)
+
+    def take(self, left: float, right: float, middle: float) -> None:
+        """Write the label: its box is room no later label may take."""
+        row, box = int(middle // self.line), (left, right, middle)
+        for c in range(int(left // self.bucket), int(right // self.bucket) + 1):
+            self.cells.setdefault((row, c), []).append(box)
 
 
 class _Markers:
@@ -339,45 +367,43 @@ def place(scene: Scene, order: np.ndarray, tokens: list[str], groups: Sequence[s
     canvas = Canvas([*points, stars, crosses, *(() if reach is None else (reach,))], scale.text, plot_px,
                     markers=markers, marker_px=marker_px, lift=(scale.marker + line) / 2)
 
-    def fit(place: np.ndarray, settled: np.ndarray, covering: bool = False,
-            others: bool = False) -> tuple[list[np.ndarray], np.ndarray]:
-        """The placed labels' mask at their `place` (an index of PLACES): the `settled` ones
-        first, known to fit, then the others, checked (a needed one against the labels only if
-        `covering`). With `others`, also every other label's mask: the stars' names, the
-        layer's, then the groups' (none of which moves a placed label: they come after it)."""
-        ranks = np.concatenate([np.flatnonzero(settled), np.flatnonzero(~settled)])  # the order they are fitted in
-        after = (len(stars) + len(crosses)) if others else 0
-        shifts = np.array([shift(i, place[i]) for i in ranks] +
-                          ([(0.0, -(line + (star_px + scale.marker) / 2))] * len(stars) +  # under the star
-                           [(0.0, (size - scale.marker) / 2) for size in cross_px] if others else [])).reshape(-1, 2)
-        checked = np.concatenate([np.zeros(settled.sum(), dtype=bool), np.ones((~settled).sum() + after, dtype=bool)])
-        over = np.zeros(len(ranks) + after, dtype=bool)
-        over[: len(ranks)] = covering and needed[ranks]
-        *masks, kept = canvas.fit(points if others else [], wanted if others else [],
-                                  reserved=np.concatenate([spots[ranks], *((stars, crosses) if others else ())]),
-                                  reserved_texts=[placed_texts[i] for i in ranks] + (star_texts + cross_texts
-                                                                                    if others else []),
-                                  reserved_shift=shifts, reserved_checked=checked, reserved_covering=over)
-        fitted = np.zeros(len(placed), dtype=bool)
-        fitted[ranks] = kept[: len(placed)]
-        return masks, np.concatenate([fitted, kept[len(placed):]])
-
-    # each placed label above its point, checked against the ones before it; one that overlaps tries
-    # under its point, then right and left of it, then its corners, the others staying where they
-    # fit. One that must be written and finds no free place in a crowd is written over a marker where
-    # it overlaps no label, or else above its point: a word the step's text names is never missing
+    # each placed label above its point, checked against the ones placed before it; one that overlaps
+    # tries under its point, then right and left of it, then its corners, the others staying where
+    # they fit. One that must be written and finds no free place in a crowd is written over a marker
+    # where it overlaps no label, or else above its point: a word the step's text names is never missing
     place, settled = np.zeros(len(placed), dtype=int), np.zeros(len(placed), dtype=bool)
+    room, at = canvas.room(), (spots * canvas.scale).tolist()
+    halves = [width_em(text) * scale.text / 2 for text in placed_texts]
     for covering, spot in itertools.product((False, True), range(len(PLACES)) if placed else ()):
         if covering and (settled | ~needed).all():
             break
-        place[~settled] = spot
-        settled |= fit(place, settled, covering)[1]
+        for i in np.flatnonzero(~settled).tolist():
+            place[i] = spot
+            right, up = shift(i, spot)
+            x, y = at[i][0] + right, at[i][1] + up
+            if math.isfinite(x) and math.isfinite(y) and room.free(x - halves[i], x + halves[i], y,
+                                                                    covering=covering and bool(needed[i])):
+                room.take(x - halves[i], x + halves[i], y)
+                settled[i] = True
         if settled.all():
             break
     if not (settled | ~needed).all():  # (a segment's letter with no free place is left to the hover)
         place[~settled & needed] = 0
         settled |= needed
-    kept, fits = fit(place, settled, others=True)
+
+    # then every other label, around the placed ones (which the others never move): the stars'
+    # names, the layer's, then the groups'
+    ranks = np.concatenate([np.flatnonzero(settled), np.flatnonzero(~settled)])  # the order they are fitted in
+    shifts = np.array([shift(i, place[i]) for i in ranks] +
+                      [(0.0, -(line + (star_px + scale.marker) / 2))] * len(stars) +  # under the star
+                      [(0.0, (size - scale.marker) / 2) for size in cross_px]).reshape(-1, 2)
+    checked = np.concatenate([np.zeros(settled.sum(), dtype=bool),
+                              np.ones((~settled).sum() + len(stars) + len(crosses), dtype=bool)])
+    *kept, fitted = canvas.fit(points, wanted, reserved=np.concatenate([spots[ranks], stars, crosses]),
+                               reserved_texts=[placed_texts[i] for i in ranks] + star_texts + cross_texts,
+                               reserved_shift=shifts, reserved_checked=checked)
+    fits = np.concatenate([np.zeros(len(placed), dtype=bool), fitted[len(placed):]])
+    fits[ranks] = fitted[: len(placed)]
     for (g, j), text, keep in zip(placed, placed_texts, fits[: len(placed)], strict=True):
         wanted[g][j], kept[g][j] = text, bool(keep)
     fits = fits[len(placed):]
