@@ -171,8 +171,14 @@
     }
   }
 
-  // the direct path: one call in flight, the changes made meanwhile merged into the next
-  let inflight = false;
+  // the direct path. A change the person makes (a key, a click, a tab) goes at once while one call
+  // is on its way: if that call still waits for its turn, the server merges the change into it
+  // and answers {merged: true}, and the waiting call's answer shows both (ui/direct.py). At most
+  // two calls are on their way (one computing, one waiting); what is made meanwhile is merged
+  // into the next. A tour step or an example pair goes alone, after the calls before it
+  const plain = (change) => !("move" in change) && !("example" in change);
+  let calls = 0;
+  let alone = false;  // the call on its way is a tour step or an example pair
   let queued = null;
   function send(change) {
     // presses of Next and Previous made while one is in flight add up: none is lost
@@ -181,10 +187,11 @@
     flush();
   }
   async function flush() {
-    if (inflight || !queued || !key) return;
+    if (!queued || !key || calls >= 2 || (calls && (alone || !plain(queued)))) return;
     const change = queued;
     queued = null;
-    inflight = true;
+    calls += 1;
+    alone = !plain(change);
     let answer;
     try {
       const response = await fetch(new URL("explorer/live", document.baseURI), {
@@ -194,7 +201,8 @@
     } catch (error) {
       answer = { error: "The server could not be reached: check the connection, then type again." };
     }
-    inflight = false;
+    calls -= 1;
+    if (!calls) alone = false;
     receive(answer);
     flush();
   }
@@ -203,7 +211,7 @@
   // this script writes, and the rest handed to gradio's components by the hand-over event (one
   // that runs in the browser alone); a value not yet taken is replaced by a newer one
   function receive(answer) {
-    if (!answer || answer.skipped) return;
+    if (!answer || answer.skipped || answer.merged) return;
     if (answer.error) {
       setOutput("notice", `<p>⚠️ ${escapeHtml(answer.error)}</p>`);
       return;

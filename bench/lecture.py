@@ -212,14 +212,15 @@ async def embed_direct(http: httpx.AsyncClient, endpoint: Endpoint, session_hash
                        key: str | None = None) -> int:
     """The page's own protocol: the text straight to the tab (ui/direct.py), one POST and its
     JSON answer. The answer carries the values the page's script writes and the rest for
-    gradio's components, which the page hands over in the browser: no queued call follows."""
+    gradio's components, which the page hands over in the browser: no queued call follows.
+    Returns 0 when the change was merged into the tab's call still waiting (which shows it)."""
     answer = await http.post("explorer/live", json={"key": key, "change": {"sentence_a": text, "sentence_b": ""}})
     if answer.status_code != 200:
         raise CallFailed(f"direct: HTTP {answer.status_code}")
     found = answer.json()
     if "error" in found:
         raise CallFailed(f"refused: {found['error']}")
-    return 1
+    return 0 if found.get("merged") else 1
 
 
 PROTOCOLS = {"direct": embed_direct, "queue": embed_queue, "call": embed_call}
@@ -307,24 +308,62 @@ class Student:
         self.changed.set()
 
     async def sender(self, http: httpx.AsyncClient) -> None:
+        if self.direct:
+            return await self.direct_sender(http)
         while True:
             await self.changed.wait()
             self.changed.clear()
             keys, self.pending, self.busy = self.pending, [], True
             try:
-                extra = {"key": self.tab_key} if self.direct else {}
-                messages = await self.send(http, self.endpoint, self.session_hash, self.text, **extra)
+                messages = await self.send(http, self.endpoint, self.session_hash, self.text)
             except (CallFailed, httpx.HTTPError, ValueError, KeyError) as error:
                 self.tally.errors.append(f"student {self.index}: {error!r}"[:200])
                 continue
             finally:
                 self.busy = False
-            answered = time.monotonic()
-            if self.window[0] <= answered < self.window[1]:
-                self.tally.updates += 1
-                self.tally.messages += messages
-            start, end = self.window
-            self.tally.latencies.extend(answered - k for k in keys if start <= k < end)
+            self.answered(keys, updates=1, messages=messages)
+
+    async def direct_sender(self, http: httpx.AsyncClient) -> None:
+        """As the page sends (assets/explorer.js): a change goes at once while at most one call is
+        on its way; a change the server merged into the tab's waiting call is shown by that
+        call's answer, so its keys are timed to it."""
+        on_way: list[list[float]] = []  # the key times each call on its way carries, oldest first
+        calls: set[asyncio.Task] = set()
+
+        async def call(keys: list[float]) -> None:
+            merged = False
+            try:
+                merged = await self.send(http, self.endpoint, self.session_hash, self.text, key=self.tab_key) == 0
+            except (CallFailed, httpx.HTTPError, ValueError, KeyError) as error:
+                self.tally.errors.append(f"student {self.index}: {error!r}"[:200])
+            place = next(i for i, carried in enumerate(on_way) if carried is keys)
+            on_way.pop(place)
+            if merged and place > 0:  # the call it joined is still on its way: its answer shows these keys
+                on_way[place - 1].extend(keys)
+            else:
+                self.answered(keys, updates=0 if merged else 1, messages=0 if merged else 1)
+            self.busy = bool(on_way)
+            self.changed.set()
+
+        while True:
+            await self.changed.wait()
+            self.changed.clear()
+            while self.pending and len(on_way) < 2:
+                keys, self.pending = self.pending, []
+                on_way.append(keys)
+                self.busy = True
+                task = asyncio.create_task(call(keys))
+                calls.add(task)
+                task.add_done_callback(calls.discard)
+
+    def answered(self, keys: list[float], updates: int, messages: int) -> None:
+        """An answer came that shows these keys (typed at these times)."""
+        now = time.monotonic()
+        start, end = self.window
+        if start <= now < end:
+            self.tally.updates += updates
+            self.tally.messages += messages
+        self.tally.latencies.extend(now - k for k in keys if start <= k < end)
 
     async def drain(self, sender: asyncio.Task) -> None:
         """After the last key: wait (bounded) for the answer that shows it, then stop the sender."""

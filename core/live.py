@@ -175,6 +175,9 @@ class Live:
     # component holds already is not sent again
     shown: dict = field(default_factory=dict, repr=False)
     latest: int = 0  # the newest direct call's number: an older one still waiting is skipped
+    # the change of the tab's direct call still waiting for its turn, which later changes join
+    # (ui/direct.py); None when none waits
+    waiting: dict | None = field(default=None, repr=False)
     client: str | None = None  # the client address (an IPv6 /64) that opened it, if known: its share of memory
     # a parked tab's plane (its basis and a frozen plane), kept while its tables are let go (see `park`)
     _parked: tuple | None = field(default=None, repr=False)

@@ -198,25 +198,90 @@ def test_past_its_waiting_bound_a_call_is_refused_at_once(tab):
     assert "updates waiting" in answer["error"] and live.view.sentence_a != "late"
 
 
-def test_a_tab_s_older_call_still_waiting_is_skipped_for_its_newer_one(tab):
+def test_a_change_made_while_the_tab_s_call_waits_rides_on_that_call(tab):
+    """A key typed while the tab's call waits for its turn is merged into it and answered at
+    once; the waiting call, when its turn comes, computes and answers both changes."""
     import app
     from ui.direct import Direct
 
     _client, live = tab
     direct = Direct(app.demo.explorer, slots=1)
 
-    async def two_calls():
+    async def calls():
         await direct.answer({"key": live.key, "change": {"sentence_a": "warm"}})  # makes the turns
-        async with direct._turns:  # every turn taken: both calls wait
-            first = asyncio.create_task(direct.answer({"key": live.key, "change": {"sentence_a": "first"}}))
-            second = asyncio.create_task(direct.answer({"key": live.key, "change": {"sentence_a": "second"}}))
-            while direct.waiting < 2:
+        async with direct._turns:  # every turn taken: the first call waits
+            first = asyncio.create_task(direct.answer({"key": live.key, "change": {"sentence_a": "a queen"}}))
+            while direct.waiting < 1:
                 await asyncio.sleep(0.01)
+            # answered at once: neither waits for a turn (a bound, not a time: failing, not hanging, if one did)
+            typed = await asyncio.wait_for(direct.answer({"key": live.key, "change": {"sentence_a": "a queen ran"}}),
+                                           60)
+            turned = await asyncio.wait_for(direct.answer({"key": live.key, "change": {"narrow": True}}), 60)
+            assert not first.done()
+        return await first, typed, turned
+
+    first, typed, turned = run_async(calls)
+    assert typed == turned == {"merged": True}
+    assert drawn_tokens(first) == wordpiece().encode("a queen ran").tokens
+    assert (live.view.sentence_a, live.view.narrow) == ("a queen ran", True)
+
+
+def test_a_change_made_while_the_tab_s_call_computes_waits_for_a_turn_of_its_own(tab, monkeypatch):
+    """What the computing call reads is settled when its turn begins: a later change is not lost
+    in it, but answered by a call of its own."""
+    import threading
+
+    import app
+    from ui.direct import Direct
+
+    _client, live = tab
+    direct = Direct(app.demo.explorer, slots=1)
+    computing, release = threading.Event(), threading.Event()
+    apply = direct.apply
+
+    def held(*args):
+        computing.set()
+        assert release.wait(60)
+        return apply(*args)
+
+    async def calls():
+        monkeypatch.setattr(direct, "apply", held)
+        first = asyncio.create_task(direct.answer({"key": live.key, "change": {"sentence_a": "a queen"}}))
+        while not computing.is_set():
+            await asyncio.sleep(0.01)
+        monkeypatch.setattr(direct, "apply", apply)
+        second = asyncio.create_task(direct.answer({"key": live.key, "change": {"sentence_a": "a queen ran"}}))
+        while direct.waiting < 2:
+            await asyncio.sleep(0.01)
+        release.set()
         return await first, await second
 
-    first, second = run_async(two_calls)
-    assert first == {"skipped": True}
-    assert live.view.sentence_a == "second" and "values" in second
+    first, second = run_async(calls)
+    assert drawn_tokens(first) == wordpiece().encode("a queen").tokens
+    assert drawn_tokens(second) == wordpiece().encode("a queen ran").tokens
+    assert live.view.sentence_a == "a queen ran"
+
+
+def test_a_tour_step_or_an_example_is_never_merged_and_the_older_call_waiting_gives_way(tab):
+    import app
+    from ui.assets import EXAMPLES
+    from ui.direct import Direct
+
+    _client, live = tab
+    direct = Direct(app.demo.explorer, slots=1)
+
+    async def calls():
+        await direct.answer({"key": live.key, "change": {"sentence_a": "warm"}})  # makes the turns
+        async with direct._turns:  # every turn taken: both calls wait
+            typed = asyncio.create_task(direct.answer({"key": live.key, "change": {"sentence_a": "typed"}}))
+            example = asyncio.create_task(direct.answer({"key": live.key, "change": {"example": 1}}))
+            while direct.waiting < 2:
+                await asyncio.sleep(0.01)
+        return await typed, await example
+
+    typed, example = run_async(calls)
+    assert typed == {"skipped": True}
+    assert (live.view.sentence_a, live.view.sentence_b) == tuple(EXAMPLES[1]) and "values" in example
 
 
 def test_text_that_tokenizes_as_before_answers_the_address_and_redraws_nothing(app_url, tab):

@@ -22,8 +22,16 @@ its tab with the unguessable key the server issued when the page loaded (`core.l
 Bounds: the calls compute one at a time (one interpreter: a second computing thread only
 contended with the first for its lock); at most `WAITING` wait for a turn (in the event loop,
 holding no thread), past which a call is refused at once; a tab's older call still waiting
-when a newer one comes is skipped (the page sends one at a time anyway, the latest text
-winning); a body is at most `MAX_BODY`.
+when a newer one comes is skipped; a body is at most `MAX_BODY`.
+
+A keystroke rides on the tab's call still waiting, if there is one: the call's change is read
+when its turn comes, and a later change of the same kind (what a person types, clicks or opens,
+not a tour step or an example) is merged into it and answered at once, `{"merged": true}`; the
+waiting call's answer shows both. The page sends a change as it is made while one call waits
+(assets/explorer.js), so a key typed while a class's turns go round is drawn at the end of the
+round it was typed in, not at the end of the next: with one call at a time, a key typed just
+after a call left waited for that call and then a whole round of its own (about twice as long
+at the 95th percentile of a lecture, bench/lecture.py).
 """
 
 from __future__ import annotations
@@ -84,11 +92,26 @@ class Direct:
             move = changes["move"]
             return await self.turn(tab, lambda: self.show(tab, lambda view: tour.moved(view, move),
                                                           tables=lambda session: session.restart()))
-        return await self.turn(tab, lambda: self.apply(tab, changes, asked))
+        if set(asked) != set(changes):  # an example pair: its sentences are the server's to write
+            return await self.turn(tab, lambda: self.apply(tab, changes, asked))
+        if tab.waiting is not None:  # the tab's call still waiting takes this change too
+            tab.waiting.update(changes)
+            return {"merged": True}
+        tab.waiting = waiting = dict(changes)
 
-    async def turn(self, tab, work: Callable[[], dict]) -> dict:
+        def begin() -> None:  # its turn came: what it computes is what it holds now
+            if tab.waiting is waiting:
+                tab.waiting = None
+
+        try:
+            return await self.turn(tab, lambda: self.apply(tab, waiting, tuple(waiting)), begin=begin)
+        finally:
+            begin()  # refused, or skipped for a newer call: nothing more joins it
+
+    async def turn(self, tab, work: Callable[[], dict], begin: Callable[[], None] | None = None) -> dict:
         """`work()`'s answer, computed in this page's turn on a worker thread, within the bounds
-        (a class's follow and lead calls take the same turns, `ui.classroutes`)."""
+        (a class's follow and lead calls take the same turns, `ui.classroutes`). `begin()` runs in
+        the event loop as the turn starts, before `work` is handed to the thread."""
         if self._turns is None:
             self._turns, self._threads = anyio.Semaphore(self.slots), anyio.CapacityLimiter(self.slots)
         if self.waiting >= self.limit:
@@ -101,6 +124,8 @@ class Direct:
             async with self._turns:
                 if tab.latest != mine:  # a newer call of this tab is waiting: it answers instead
                     return {"skipped": True}
+                if begin is not None:
+                    begin()
                 return await anyio.to_thread.run_sync(work, limiter=self._threads)
         finally:
             self.waiting -= 1
