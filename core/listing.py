@@ -31,6 +31,7 @@ import torch
 from torch import nn
 
 from core.embedding import COMPONENTS, BertEmbedding
+from core.options import LIMITS
 
 # the listing's configuration
 VOCAB_SIZE = 10
@@ -40,7 +41,7 @@ N_SEGMENTS = 2
 EPS = 1e-5  # nn.LayerNorm's default, which the listing keeps
 BATCH, SEQ_LEN = 2, 3  # the listing's test input: 2 sequences of 3 tokens
 
-MAX_SEED = 2**32 - 1
+MAX_SEED = LIMITS["seed"][1]  # the page's one range for every seed
 # an output entry this close to +1 or -1 counts as "±1" (float32 and eps leave ~1e-3 or less)
 PM_ONE_TOLERANCE = 1e-2
 # two entries of one output vector whose sum is this small count as (+1, -1) or (-1, +1)

@@ -41,7 +41,7 @@ PRETRAINED = ((0.1, 0.2, 0.3), (0.4, 0.5, 0.6))  # the document's two pretrained
 PRETRAINED_IDS = (0, 1)  # the ids it looks up in them
 
 MAX_DIM = LIMITS["lookup_dim"][1]  # the page's own limit: a link, the box and the API say the same
-MAX_SEED = 2**32 - 1
+MAX_SEED = LIMITS["seed"][1]  # the page's one range for every seed
 LEARNING_RATE = 0.1
 
 

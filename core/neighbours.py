@@ -26,8 +26,9 @@ from torch import nn
 
 from core.embedding import PatchedEmbedding
 from core.measures import checked_matrix, checked_vector, unit_rows
+from core.options import LIMITS
 
-K_MAX = 100  # neighbours per search at most: a list for people to read, not a database
+K_MAX = LIMITS["k"][1]  # neighbours per search at most: a list for people to read, not a database
 CHUNK_ROWS = 65_536  # rows per step of `nearest`: its temporaries are (rows,), the chunk itself a view
 # values per step of `output_neighbours`, which must build each chunk's outputs: 1 MB of
 # float32 stays in a core's cache through the eight passes over it; 4 MB chunks took about

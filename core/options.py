@@ -83,6 +83,24 @@ MAX_QUERY = 32_000  # characters of a view's query string the page keeps in its 
 MAX_PARAMETERS = 64  # a link's parameters read: one with more is cut, and each ignored one costs a note
 MAX_FLIPS = 64  # tokens given the other segment at once
 
+# the work one vocabulary search may cause (core/search.py): a query of at most MAX_SEARCH
+# characters collects at most MAX_HITS matches and never tries a word longer than MAX_WORD; a
+# regular expression has at most MAX_REPEATS repeats, is tried on words of at most MAX_REGEX_WORD
+# characters (so at most about MAX_REGEX_WORD ** MAX_REPEATS steps a word) and stops scanning
+# after REGEX_SECONDS
+MAX_HITS = 50  # matches returned at most
+MAX_WORD = 64  # vocabulary entries longer than this are not searched (GloVe has a few odd long ones)
+MAX_REPEATS = 3  # *, +, ?, {m,n} in one pattern: "colou?r", "un.*able", "[a-z]+ing" need one
+MAX_REGEX_WORD = 32  # a pattern is tried on words up to this long: with 3 repeats, at most ~32³ steps each
+REGEX_SECONDS = 1.0  # a pattern's scan of the vocabulary stops after this long
+
+# how much text one training run reads (core/training.py). A corpus is tokenized and padded into
+# tensors once per run, so its size sets the run's time and memory before the first step; the
+# built-in corpus has 608 sentences of at most 45 characters, 18 KB, far inside these
+MAX_CORPUS_CHARS = 100_000  # the whole text, before it is split into sentences
+MAX_SENTENCES = 2_000
+MAX_SENTENCE_CHARS = 500  # about a paragraph: a pair of them fits the 512 positions of BERT's table
+
 # gradio's queue (ui/admission.py): what may wait at once. A call's work is counted in short
 # updates: 1, plus 1 per QUEUE_WORK_CHARS characters of text it carries (two sentences at
 # MAX_TEXT: 21), since an update's cost grows with its text up to the table's positions

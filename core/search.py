@@ -30,7 +30,7 @@ import torch
 from torch import nn
 
 from core.neighbours import in_table
-from core.options import MAX_SEARCH
+from core.options import MAX_HITS, MAX_REGEX_WORD, MAX_REPEATS, MAX_SEARCH, MAX_WORD, REGEX_SECONDS
 from core.projection import PCAProjection
 from core.session import Session
 from core.tokenizer import CLS, SEP, UNK
@@ -43,11 +43,6 @@ except ImportError:  # pragma: no cover - older Pythons
     import sre_parse as _parser  # type: ignore[no-redef]
 
 MAX_QUERY = MAX_SEARCH  # characters in a query or pattern: the page's one limit
-MAX_HITS = 50  # matches returned at most
-MAX_WORD = 64  # vocabulary entries longer than this are not searched (GloVe has a few odd long ones)
-MAX_REPEATS = 3  # *, +, ?, {m,n} in one pattern: "colou?r", "un.*able", "[a-z]+ing" need one
-MAX_REGEX_WORD = 32  # a pattern is tried on words up to this long: with 3 repeats, at most ~32³ steps each
-REGEX_SECONDS = 1.0  # a pattern's scan of the vocabulary stops after this long
 CACHED_QUERIES = 16  # searches kept per token table (see _found)
 DEFAULT_LIMIT = 10
 SEARCH = "search"  # the figure layer's trace name

@@ -61,6 +61,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from core.embedding import BertEmbedding, EmbeddingConfig, PatchedEmbedding, patched
+from core.options import MAX_CORPUS_CHARS, MAX_SENTENCE_CHARS, MAX_SENTENCES
 from core.tokenizer import Encoding
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
@@ -72,12 +73,6 @@ PARTS = {"token": "tok_embed", "position": "pos_embed", "segment": "seg_embed", 
 # a sentence ends at a line break, or at . ! ? followed by space
 _SENTENCE_BREAK = re.compile(r"\n|(?<=[.!?])\s+")
 
-# how much text one training run reads. A corpus is tokenized and padded into tensors once
-# per run, so its size sets the run's time and memory before the first step; the built-in
-# corpus has 608 sentences of at most 45 characters, 18 KB, far inside these
-MAX_CORPUS_CHARS = 100_000  # the whole text, before it is split into sentences
-MAX_SENTENCES = 2_000
-MAX_SENTENCE_CHARS = 500  # about a paragraph: a pair of them fits the 512 positions of BERT's table
 
 
 class Tokenizer(Protocol):

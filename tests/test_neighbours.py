@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from core.neighbours import CHUNK_ROWS, K_MAX, Neighbour, nearest, output_neighbours, table_norms
+from core.options import LIMITS
 
 # words a reader would accept as related to "king"; chosen before looking at the answer
 ROYAL = ("queen", "kings", "prince", "monarch", "throne", "emperor", "royal", "lord", "princess", "kingdom", "duke")
@@ -56,7 +57,7 @@ def test_nearest_excludes_ids_and_ignores_ids_outside_the_table():
 
 def test_nearest_returns_every_row_when_k_exceeds_the_table():
     # 0, 3, 4 and 6 are all orthogonal to (0, 1) (or zero): a four-way tie, in id order
-    assert ids(nearest(TINY, np.array([0.0, 1.0]), k=100)) == [1, 2, 5, 0, 3, 4, 6]
+    assert ids(nearest(TINY, np.array([0.0, 1.0]), k=K_MAX)) == [1, 2, 5, 0, 3, 4, 6]
     assert nearest(np.zeros((0, 2), np.float32), np.zeros(2), k=5) == ()
 
 
@@ -121,8 +122,9 @@ def test_nearest_with_cached_norms_gives_the_same_answer():
 
 
 @pytest.mark.parametrize("k", [0, -1, K_MAX + 1, 2.5, True, "3"])
-def test_nearest_refuses_k_outside_1_to_100(k):
-    with pytest.raises(ValueError, match="from 1 to 100"):
+def test_nearest_refuses_k_outside_the_page_s_one_range(k):
+    assert LIMITS["k"][1] == K_MAX
+    with pytest.raises(ValueError, match=f"from 1 to {K_MAX}"):
         nearest(TINY, np.ones(2), k=k)
 
 
@@ -208,7 +210,7 @@ def test_output_neighbours_constant_rows_and_zero_eps_give_no_nan():
     ({"position_vector": np.ones(7)}, r"position_vector.*\(6,\)"),
     ({"segment_vector": np.full(6, np.inf)}, "finite"),
     ({"query_output": np.ones(5)}, r"query vector.*\(6,\)"),
-    ({"k": 0}, "from 1 to 100"),
+    ({"k": 0}, f"from 1 to {K_MAX}"),
     ({"chunk_rows": 0}, "1 or more"),
 ])
 def test_output_neighbours_refuses_bad_arguments(layer, change, match):
