@@ -180,3 +180,14 @@ def test_the_process_is_warm_before_its_first_job_a_training_imports_nothing_mor
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_work_kept_in_the_server_runs_on_a_thread_of_lower_priority():
+    """A random table the server draws from is built on its niced thread: on two cores the
+    threads answering other pages come first (each Linux thread has its own priority)."""
+    import threading
+
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    there = offload_module.niced(lambda: os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+    assert there == min(own + offload_module.NICE, 19)
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == own  # this thread is left as it was

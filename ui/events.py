@@ -20,7 +20,7 @@ import gradio as gr
 
 from core.live import Jobs, Lives
 from core.memory import BUDGET
-from core.offload import Offload
+from core.offload import Offload, niced
 from core.options import Refused
 from core.session import Session
 from core.state import View
@@ -203,7 +203,7 @@ def built_first(live, change: Callable[[View], View]) -> None:
         return  # the change itself is refused, with its message, when it is applied
     settings = wanted.settings
     if wanted.source == "random" and settings.table_bytes > LARGE_TABLE_BYTES and settings not in random_source:
-        JOBS.run(live, "building the tables", lambda: random_source(settings))
+        JOBS.run(live, "building the tables", lambda: niced(random_source, settings))
 
 
 def _within(page, values: dict, outputs: Iterable | None) -> dict:
