@@ -16,6 +16,7 @@ import pytest
 
 import app
 from core.training import FRAMES
+from tests.appapi import run_async
 from ui import events, trainpanel
 
 PAGE = app.demo.explorer
@@ -26,11 +27,12 @@ def request():
 
 
 def answers(asked, steps, corpus: str = "builtin") -> list[dict]:
-    """Every answer the handler gives, as gradio takes them from its async generator."""
+    """Every answer the handler gives, as gradio takes them from its async generator (in a
+    thread of its own: a browser test's worker keeps an event loop running in this one)."""
     async def taken() -> list[dict]:
         return [out async for out in trainpanel.train(PAGE, asked, steps, corpus)]
 
-    return asyncio.run(taken())
+    return run_async(taken)
 
 
 def last(outputs: list[dict]) -> dict:
@@ -175,5 +177,7 @@ def test_the_page_hears_training_only_once_a_table_change_would_be_refused(monke
     assert first and first[0][PAGE.trained].startswith("Training 2,000 steps")
     refused = events.update(PAGE, asked, lambda view: view.with_(source="glove"))
     assert "Training is running" in refused[PAGE.notice] and live.view.source == "random"
-    loop.run_until_complete(handler.aclose())  # the page goes away: the training stops
+    closed = threading.Thread(target=lambda: loop.run_until_complete(handler.aclose()))  # the page goes away
+    closed.start()
+    closed.join(60)
     loop.close()
