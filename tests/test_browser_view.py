@@ -240,11 +240,12 @@ def test_a_refused_upload_leaves_the_page_usable(open_page, tmp_path):
 
 
 def test_changes_made_while_training_runs_are_kept_or_refused(open_page):
-    # 256 dimensions: 1,500 steps take ~12 s, long enough to change things while they run (the
-    # default 32 take ~4 s in the heavy-work process, which a busy machine's clicks can outlast)
-    page = open_page("?d=256")
+    # the longest training a page can start (1,024 dimensions, 2,000 steps), so the clicks below land
+    # while it runs even on a busy machine (256 and 1,500 steps were outlasted once in a full suite,
+    # once the heavy-work process no longer paid torch's imports at its first training)
+    page = open_page("?d=1024")
     page.get_by_role("tab", name="Train").click()
-    page.locator("#train-steps input").fill("1500")
+    page.locator("#train-steps input").fill("2000")
     page.locator("#train-button").click()
     page.wait_for_function("() => document.querySelector('#train-summary').innerText.includes('Training')",
                            timeout=60_000)
@@ -258,7 +259,7 @@ def test_changes_made_while_training_runs_are_kept_or_refused(open_page):
     page.get_by_role("tab", name="View").click()
     page.locator("#basis").get_by_text("whole vocabulary").click()
     page.get_by_role("tab", name="Train").click()
-    page.wait_for_function("() => document.querySelector('#train-summary').innerText.includes('Trained 1500')",
+    page.wait_for_function("() => document.querySelector('#train-summary').innerText.includes('Trained 2000')",
                            timeout=180_000)
     page.wait_for_function("() => document.querySelector('#embed-info').innerText.includes('before training')",
                            timeout=60_000)
