@@ -379,11 +379,11 @@ def place(scene: Scene, order: np.ndarray, tokens: list[str], groups: Sequence[s
             break
         for i in np.flatnonzero(~settled).tolist():
             place[i] = spot
-            right, up = shift(i, spot)
-            x, y = at[i][0] + right, at[i][1] + up
-            if math.isfinite(x) and math.isfinite(y) and room.free(x - halves[i], x + halves[i], y,
-                                                                    covering=covering and bool(needed[i])):
-                room.take(x - halves[i], x + halves[i], y)
+            across, up = shift(i, spot)
+            x, y = at[i][0] + across, at[i][1] + up
+            left, right = x - halves[i], x + halves[i]
+            if math.isfinite(x + y) and room.free(left, right, y, covering=covering and bool(needed[i])):
+                room.take(left, right, y)
                 settled[i] = True
         if settled.all():
             break

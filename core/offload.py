@@ -140,25 +140,21 @@ def loads(data: bytes) -> Any:
     return _Unpickler(io.BytesIO(data)).load()
 
 
-_NICED: concurrent.futures.ThreadPoolExecutor | None = None
-_NICED_LOCK = threading.Lock()
-
-
 def niced(function: Callable[..., Any], *args: Any) -> Any:
     """`function(*args)` on this process's one niced thread, for the heavy work that must stay
     in the server (a random table it draws from: building one at the largest settings is a
     second of torch's work outside the interpreter lock): on two cores the threads answering
     the other pages come first. Linux gives each thread its own priority."""
-    global _NICED
-    with _NICED_LOCK:
-        if _NICED is None:
-            _NICED = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="niced", initializer=_lowered)
     return _NICED.submit(function, *args).result()
 
 
 def _lowered() -> None:
     with contextlib.suppress(OSError):  # a platform without per-thread priorities runs it as it is
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), os.getpriority(os.PRIO_PROCESS, 0) + NICE)
+
+
+# its thread starts with the first job, not when this module is imported
+_NICED = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="niced", initializer=_lowered)
 
 
 def _spawn(command: list[str], fd: int) -> subprocess.Popen:

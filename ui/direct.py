@@ -36,6 +36,7 @@ at the 95th percentile of a lecture, bench/lecture.py).
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 
@@ -78,8 +79,6 @@ class Direct:
         self.calls, self.seconds = 0, 0.0  # calls computed and their seconds on the worker thread
         self._turns: anyio.Semaphore | None = None  # made in the server's event loop, on first use
         self._threads: anyio.CapacityLimiter | None = None
-        self._everything: list | None = None  # Page.everything, read once: every direct call's outputs
-        self._places: dict = {}  # each component's place among them (the hand-over event's outputs)
 
     async def answer(self, sent: object) -> dict:
         """The answer to one call: the values the page writes, or a sentence saying why not."""
@@ -143,20 +142,15 @@ class Direct:
         return self.answered(lambda: events.update(self.page, None, change, whole=True, notes=notes, tables=tables,
                                                    outputs=self.everything, live=tab, direct=True))
 
-    @property
+    @functools.cached_property
     def everything(self) -> list:
-        """`Page.everything`, built once (the page's components are fixed once it is built), with
-        each component's place in it."""
-        if self._everything is None:
-            self._everything = self.page.everything
-            self._places = {component: str(i) for i, component in enumerate(self._everything)}
-        return self._everything
+        """`Page.everything`, read once: the page's components are fixed once it is built."""
+        return self.page.everything
 
-    @property
+    @functools.cached_property
     def places(self) -> dict:
         """Each component's place in `everything`, as the answer's `rest` names it."""
-        self.everything  # noqa: B018 (built with it)
-        return self._places
+        return {component: str(i) for i, component in enumerate(self.everything)}
 
     def answered(self, update: Callable[[], tuple[dict, dict]]) -> dict:
         """The answer the page reads: `values`, by element id, for its script to write; `rest`, by

@@ -260,13 +260,13 @@ def forget_shared() -> None:
 def _shared_key(kind: str, view: View, session: Session, tokens: tuple[str, ...] | None) -> tuple | None:
     """What decides a drawing on shared tables; None for a session with tables of its own.
 
-    A trained session is named by its training's objects, which every page that adopted that
-    training holds (`Session.adopt_training`), and which nothing changes once made."""
+    A trained session is named by its trained tables, which every page that adopted that
+    training holds with the rest of its result (`Session.adopt_training`), and which nothing
+    changes once made."""
     if session.frozen_basis is not None or "upload" in (session.base.key, session.source.key):
         return None
-    return (kind, view, tokens, id(session.source.model), id(session.trained), id(session.trained_tokenizer),
-            id(session.training), session.base.key, session.source.key, session.settings, session.positions,
-            session.frozen, session.basis)
+    return (kind, view, tokens, id(session.source.model), id(session.trained), session.base.key, session.source.key,
+            session.settings, session.positions, session.frozen, session.basis)
 
 
 def plane(page, view: View, session: Session, tokens: tuple[str, ...] | None = None, revision: int = 0) -> dict:
