@@ -259,14 +259,17 @@ def _glove_source() -> Source:
                               own_positions="random at GloVe's scale: GloVe has none"), None)
 
 
-def _with_special_rows(vectors: torch.Tensor, seed: int) -> tuple[nn.Embedding, tuple[str, ...]]:
+def _with_special_rows(vectors: torch.Tensor, seed: int, upload: UploadedTable | None = None
+                       ) -> tuple[nn.Embedding, tuple[str, ...]]:
     """A word table plus rows for [UNK], [CLS] and [SEP], which word-vector files lack.
 
     The word-level tokenizer gives the three markers the ids right after the words; their
     rows are drawn at the table's own scale so they sit among the words, not far outside.
+    An `upload` (whose token table `vectors` is) has room for them after its rows, so a table of
+    up to 229 MiB is not copied to add three rows.
     """
-    extra = torch.randn(3, vectors.shape[1], generator=torch.Generator().manual_seed(seed))
-    table = torch.cat([vectors.float(), extra * float(vectors.std())])
+    extra = torch.randn(3, vectors.shape[1], generator=torch.Generator().manual_seed(seed)) * float(vectors.std())
+    table = torch.cat([vectors.float(), extra]) if upload is None else upload.token_table_with(extra)
     note = f"{UNK}, {CLS} and {SEP} are not in the file: their rows are random, at the table's scale."
     return nn.Embedding.from_pretrained(table, freeze=True), (note,)
 
@@ -313,7 +316,7 @@ def _upload_tables(upload: UploadedTable) -> _UploadTables:
                 "BERT WordPiece"
             notes.append("The table has 30,522 rows, BERT's vocabulary size, so BERT's WordPiece tokenizer reads it.")
         else:
-            tokens, special = _with_special_rows(table, seed=0)
+            tokens, special = _with_special_rows(table, seed=0, upload=None if model is not None else upload)
             notes += special
             if upload.words is not None:
                 tokenizer, vocabulary = WordLevelTokenizer(upload.words), f"the file's {rows:,} words"

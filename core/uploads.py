@@ -79,6 +79,11 @@ FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 # enough of the file to recognise every format, and to hold the first row of a text file as
 # wide as max_width allows (4096 numbers of up to 31 characters and a space)
 HEAD_BYTES = 128 * 2**10
+# rows left free after an uploaded token table, in the same storage: the app writes the rows of
+# its three markers ([UNK], [CLS], [SEP]) there (`with_rows`), so taking in a table of up to
+# 229 MiB holds one copy of it, not two (measured: 30 uploads of 188 MiB held 2.08x the file
+# at their peak while the markers' rows were a copy)
+SPARE_ROWS = 3
 # tensors one file may list: a whole BERT-large (about 400) fits, so a model uploads whole;
 # each listed tensor costs Python objects before any check can look at it
 MAX_TENSORS = 1_024
@@ -115,13 +120,30 @@ class UploadedTable:
     kind: Kind  # "bert" (a whole embedding layer) or "token" (just a token table)
     format: Format  # what the content is, whatever the file's name says
     embedding: BertEmbedding | None  # kind "bert": the whole layer, in eval mode, float32
-    token_table: torch.Tensor | None = field(repr=False)  # kind "token": (rows, width) float32
+    # kind "token": (rows, width) float32, with SPARE_ROWS free rows after it in its storage
+    token_table: torch.Tensor | None = field(repr=False)
     # word vectors: the words in row order; None for a bare matrix. kept out of repr
     # because GloVe has 400,000 of them
     words: tuple[str, ...] | None = field(repr=False)
     notes: tuple[str, ...] = ()  # plain sentences for the person who uploaded it
     # the file's content, hashed: pages that upload the same file share one table (core.presets)
     digest: str = ""
+
+    def token_table_with(self, more: torch.Tensor) -> torch.Tensor:
+        """The token table with the rows `more` (at most SPARE_ROWS) after it, written into the
+        free rows its storage has for them: no second copy of a table of up to 229 MiB.
+
+        Every table made so shares those rows: pass the same `more` each time (the markers'
+        rows are drawn from a fixed seed). A table made by hand, without the free rows, is copied.
+        """
+        table = self.token_table
+        assert table is not None, "a token table: this upload holds a whole layer"
+        rows, width = table.shape
+        if not _is_room(table) or len(more) > SPARE_ROWS:
+            return torch.cat([table, more])
+        grown = table.new_empty(0).set_(table.untyped_storage(), 0, (rows + len(more), width))
+        grown[rows:] = more
+        return grown
 
 
 def read_upload(path: str | Path, limits: UploadLimits = UploadLimits()) -> UploadedTable:
@@ -146,6 +168,40 @@ def read_upload(path: str | Path, limits: UploadLimits = UploadLimits()) -> Uplo
         return UploadedTable("token", fmt, None, table, words, (*notes, *more), upload.digest())
     embedding, more = _bert_layer(found, limits)
     return UploadedTable("bert", fmt, embedding, None, None, (*notes, *more), upload.digest())
+
+
+def reading_bytes(path: str | Path, limits: UploadLimits = UploadLimits()) -> int:
+    """The most memory `read_upload(path)` and taking in its table hold at once, from the
+    file's size and header alone, so the memory budget can reserve it before anything is read.
+
+    A float32 .npy file is read straight into its table's storage (the table, about the file's
+    size); another .npy file is read whole, then converted into the table. Other formats are
+    read by their libraries, then copied into a table with room for the markers: twice the file
+    (measured for float32; a float16 checkpoint's float32 table is twice its size, so reading
+    one holds up to three times the file, a moment beyond what was reserved). A file
+    `read_upload` will refuse costs nothing here; it is refused there, with its reason.
+    """
+    try:
+        upload = _Upload.open(Path(path), limits)
+        if _sniff(upload.head) != "npy":
+            return 2 * upload.size
+        (rows, width), fortran_order, dtype, _ = _npy_header(upload, limits)
+    except ValueError:
+        return 0
+    table = (rows + SPARE_ROWS) * width * 4
+    return table if _reads_in_place(fortran_order, dtype) else table + rows * width * dtype.itemsize
+
+
+def _room(rows: int, width: int) -> torch.Tensor:
+    """An empty float32 (rows, width) table with SPARE_ROWS free rows after it in its storage."""
+    return torch.empty(rows + SPARE_ROWS, width)[:rows]
+
+
+def _is_room(table: torch.Tensor) -> bool:
+    """Whether `table` is one `_room` made: float32, at the start of a storage SPARE_ROWS rows longer."""
+    rows, width = table.shape
+    return (table.dtype == torch.float32 and table.is_contiguous() and table.storage_offset() == 0
+            and table.untyped_storage().nbytes() == (rows + SPARE_ROWS) * width * 4)
 
 
 # --- the file and what it is -------------------------------------------------------------------
@@ -471,11 +527,12 @@ _NPY_HEADER_READERS = {
 }
 
 
-def _read_npy(upload: _Upload, limits: UploadLimits) -> torch.Tensor:
+def _npy_header(upload: _Upload, limits: UploadLimits) -> tuple[tuple[int, int], bool, np.dtype, int]:
+    """A checked .npy file's shape, Fortran order, dtype and where its numbers start."""
     with upload.path.open("rb") as file:
         try:
             version = np.lib.format.read_magic(file)
-            shape, _, dtype = _NPY_HEADER_READERS[version](file)
+            shape, fortran_order, dtype = _NPY_HEADER_READERS[version](file)
         except Exception:
             raise ValueError(
                 "this .npy file's header is damaged, or uses a format version numpy.save does not "
@@ -496,12 +553,33 @@ def _read_npy(upload: _Upload, limits: UploadLimits) -> torch.Tensor:
             f"this .npy file's header promises {needed:,} bytes of numbers but the file holds "
             f"{upload.size - data_start:,}; the file is cut off."
         )
+    return shape, fortran_order, dtype, data_start
+
+
+def _reads_in_place(fortran_order: bool, dtype: np.dtype) -> bool:
+    """Whether a .npy file's numbers are the table's bytes as they are: float32 of this
+    machine's byte order, row after row, which is what numpy.save writes for a float32 table."""
+    return not fortran_order and dtype == np.dtype(np.float32)
+
+
+def _read_npy(upload: _Upload, limits: UploadLimits) -> torch.Tensor:
+    shape, fortran_order, dtype, data_start = _npy_header(upload, limits)
+    table = _room(*shape)
+    if _reads_in_place(fortran_order, dtype):
+        # straight from the file into the table's storage: one copy of the table, never two
+        with upload.path.open("rb") as file:
+            file.seek(data_start)
+            read = file.readinto(memoryview(table.numpy()).cast("B"))
+        if read != table.numel() * 4:
+            raise ValueError("this .npy file could not be read; it is damaged.")
+        return table
     try:
         array = np.load(upload.path, allow_pickle=False)
     except Exception:
         raise ValueError("this .npy file could not be read; it is damaged.") from None
     # torch reads only the machine's own byte order
-    return torch.from_numpy(array.astype(array.dtype.newbyteorder("="), copy=False))
+    table.copy_(torch.from_numpy(array.astype(array.dtype.newbyteorder("="), copy=False)))
+    return table
 
 
 def _read_word2vec_text(upload: _Upload, limits: UploadLimits) -> _WordVectors:
@@ -641,7 +719,8 @@ def _token_table(
     _check_shape(tuple(table.shape), limits)
     dtype = _dtype_name(table.dtype)
     _check_dtype(dtype)
-    table = table.to(torch.float32).contiguous()
+    if not _is_room(table):  # read by a library: copied into a room (a .npy file was read into one)
+        table = _room(*table.shape).copy_(table)
     check_finite(table, words=words)
     return table, _conversion_notes([dtype])
 

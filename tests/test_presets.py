@@ -109,6 +109,20 @@ def test_one_content_shares_its_tables_but_each_copy_keeps_its_own_notes(bert, t
     assert again.notes == plain.notes
 
 
+def test_an_uploaded_table_and_its_markers_rows_are_one_storage(bert, tmp_path):
+    """Taking in a file's table adds the markers' rows in the room the reader left after it,
+    so the session holds the table the file was read into, not a copy of it."""
+    from core.uploads import read_upload
+
+    table = np.random.default_rng(7).normal(size=(50, 6)).astype(np.float32)
+    np.save(tmp_path / "rows.npy", table)
+    upload = read_upload(tmp_path / "rows.npy")
+    weight = upload_source(upload, bert.source, seed=0).model.tok_embed.weight
+    assert weight.untyped_storage().data_ptr() == upload.token_table.untyped_storage().data_ptr()
+    assert torch.equal(weight[:50], torch.from_numpy(table)) and weight.shape == (53, 6)
+    assert 0.5 < float(weight[50:].std() / weight[:50].std()) < 2  # at the table's scale
+
+
 def test_upload_with_words_keeps_current_tables_when_widths_match():
     session = Session.create(Settings(d_model=4))
     upload = UploadedTable("token", "word2vec-text", None, torch.randn(3, 4), ("red", "green", "blue"), ())

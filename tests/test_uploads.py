@@ -23,7 +23,7 @@ from gensim.models import KeyedVectors
 from safetensors.torch import save_file
 
 from core.checkpoints import minilm_dir
-from core.uploads import UploadLimits, read_upload
+from core.uploads import SPARE_ROWS, UploadLimits, read_upload, reading_bytes
 
 # torch warns about pickle.dump's protocol just before it refuses the file
 pytestmark = pytest.mark.filterwarnings("ignore:Detected pickle protocol")
@@ -113,6 +113,87 @@ def test_other_float_types_are_converted_with_a_note(tmp_path, table, dtype):
 def test_a_saved_parameter_loads_without_its_gradient(tmp_path, table):
     torch.save(torch.nn.Parameter(table), tmp_path / "parameter.pt")
     assert not read_upload(tmp_path / "parameter.pt").token_table.requires_grad
+
+
+# --- a table is held once --------------------------------------------------------------------
+
+
+def _storage(tensor: torch.Tensor) -> tuple[int, int]:
+    storage = tensor.untyped_storage()
+    return storage.data_ptr(), storage.nbytes()
+
+
+@pytest.mark.parametrize("name", WRITERS)
+def test_every_token_table_has_free_rows_for_the_markers_after_it(tmp_path, table, name):
+    """The app adds three markers' rows to an uploaded table: they go into free rows of the
+    table's own storage, so the table (up to 229 MiB) is never held twice while it is taken in."""
+    write, _ = WRITERS[name]
+    write(tmp_path / name, table)
+    upload = read_upload(tmp_path / name)
+    rows, width = table.shape
+    assert upload.token_table.storage_offset() == 0
+    assert _storage(upload.token_table)[1] == (rows + SPARE_ROWS) * width * 4
+    markers = torch.randn(SPARE_ROWS, width)
+    grown = upload.token_table_with(markers)
+    assert _storage(grown) == _storage(upload.token_table)  # the same memory, not a copy
+    assert torch.equal(grown, torch.cat([table, markers]))
+    assert torch.equal(upload.token_table, table)  # the upload's own view is unchanged
+
+
+def test_a_table_made_by_hand_is_copied_not_written_past_its_end(table):
+    """Only a table read with room after it is grown in place: a bare tensor's storage ends at
+    its last row, and a slice's next rows belong to someone else."""
+    from core.uploads import UploadedTable
+
+    whole = torch.randn(len(WORDS) + SPARE_ROWS, 4)
+    before = whole.clone()
+    for made in (table, whole[1 : len(WORDS) + 1]):
+        upload = UploadedTable("token", "npy", None, made, None, ())
+        grown = upload.token_table_with(torch.ones(SPARE_ROWS, 4))
+        assert _storage(grown)[0] != _storage(made)[0]
+        assert torch.equal(grown[: len(made)], made) and torch.equal(grown[len(made) :], torch.ones(SPARE_ROWS, 4))
+    assert torch.equal(whole, before)
+
+
+@pytest.mark.parametrize(
+    ("array", "direct"),
+    [
+        (np.arange(24, dtype=np.float32).reshape(6, 4), True),
+        (np.arange(24, dtype=np.float16).reshape(6, 4), False),
+        (np.asfortranarray(np.arange(24, dtype=np.float32).reshape(6, 4)), False),
+        (np.arange(24, dtype=">f4").reshape(6, 4), False),
+        (np.arange(24, dtype=np.float64).reshape(6, 4), False),
+    ],
+    ids=["float32", "float16", "fortran-order", "big-endian", "float64"],
+)
+def test_an_npy_file_reads_right_and_says_what_reading_it_holds(tmp_path, array, direct):
+    """A float32 .npy file in C order is read straight into its table: reading it holds the
+    table alone. Any other is read whole, then converted, and the budget is told both."""
+    save_npy(tmp_path / "t.npy", array)
+    upload = read_upload(tmp_path / "t.npy")
+    assert torch.equal(upload.token_table, torch.from_numpy(np.ascontiguousarray(array, dtype=np.float32)))
+    table_bytes = (6 + SPARE_ROWS) * 4 * 4
+    assert reading_bytes(tmp_path / "t.npy") == table_bytes + (0 if direct else array.nbytes)
+
+
+def test_reading_bytes_of_other_formats_is_twice_the_file_and_nothing_for_a_refused_one(tmp_path, table):
+    torch.save(table, tmp_path / "t.pt")
+    assert reading_bytes(tmp_path / "t.pt") == 2 * (tmp_path / "t.pt").stat().st_size
+    (tmp_path / "bad.npy").write_bytes(b"\x93NUMPY\x01\x00garbage")
+    (tmp_path / "empty.npy").write_bytes(b"")
+    save_npy(tmp_path / "wide.npy", np.zeros((3, 9), dtype=np.float32))
+    for refused in ("bad.npy", "empty.npy", "missing.npy", "wide.npy"):
+        assert reading_bytes(tmp_path / refused, UploadLimits(max_width=8)) == 0
+        with pytest.raises(ValueError):
+            read_upload(tmp_path / refused, UploadLimits(max_width=8))
+
+
+def test_a_cut_off_float32_npy_file_is_refused(tmp_path):
+    save_npy(tmp_path / "t.npy", np.zeros((6, 4), dtype=np.float32))
+    data = (tmp_path / "t.npy").read_bytes()
+    (tmp_path / "cut.npy").write_bytes(data[:-8])
+    with pytest.raises(ValueError, match="cut off"):
+        read_upload(tmp_path / "cut.npy")
 
 
 # --- BERT's embedding layer --------------------------------------------------------------------

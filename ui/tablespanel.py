@@ -9,7 +9,7 @@ import gradio as gr
 from core.memory import BUDGET
 from core.options import LIMITS, PANELS, POSITIONS, SOURCES, TOKENIZERS, Refused
 from core.state import DOCUMENT_SENTENCE, LISTING_SETTINGS, SETTINGS_FIELDS, Settings
-from core.uploads import UploadLimits, read_upload
+from core.uploads import UploadLimits, read_upload, reading_bytes
 from ui import events, render
 from ui.plane import LIVE
 from ui.viewpanel import HEAVY
@@ -75,19 +75,18 @@ def listing(page, request: gr.Request) -> dict:
 def upload(page, request: gr.Request, path: str | None) -> dict:
     """Read an uploaded table (in the heavy pool) and switch to it; a refusal leaves all as it was.
 
-    Twice the file's size is reserved in the memory budget while it is read and taken in: the
-    table read from it (about as large as the file) and the same table with rows for the
-    markers exist at once (measured: 30 uploads of 188 MiB peaked at 1.18× a 1,024 MiB budget
-    with the file's size reserved once). The raw file is left to `ui.rawfiles`' sweep, not deleted
-    here: gradio stores a file by its content's hash, so another visitor's upload of the same
-    file may be about to read the same path."""
+    What reading it holds at its peak (`core.uploads.reading_bytes`: about the file's size for a
+    float32 .npy file, which is read straight into its table, twice that for other formats) is
+    reserved in the memory budget while it is read and taken in. The raw file is left to
+    `ui.rawfiles`' sweep, not deleted here: gradio stores a file by its content's hash, so another
+    visitor's upload of the same file may be about to read the same path."""
     live = None
     try:
         live = events.live_of(request)
         if not path:
             raise Refused("No file arrived; choose a table file to upload.")
         BUDGET.check_client(live, {**live.holding(), -1: _size(path)})  # before any work: refused at once
-        with BUDGET.reserve(2 * _size(path), "the uploaded file's table"):
+        with BUDGET.reserve(reading_bytes(path, UPLOAD_LIMITS), "the uploaded file's table"):
             table = events.JOBS.run(live, "reading the upload", lambda: read_upload(path, UPLOAD_LIMITS))
             out = events.update(page, request, lambda view: view.with_(source="upload"),
                                 tables=lambda session: session.with_upload(table))
