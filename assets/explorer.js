@@ -64,7 +64,11 @@
       };
     });
   }
-  // the token table, one row per token in sentence order; tokens come escaped (as hover text)
+  // the token table, one row per token in sentence order; tokens come escaped (as hover text).
+  // Only the cells that changed are written: a keystroke changes a word's rows, or shifts the
+  // positions after it, and rewriting all rows (up to 512 × 9 cells) made the browser style and
+  // lay out every cell anew, 40 ms of a 128-token keystroke (bench/browser_roundtrip.py)
+  const written = new WeakMap(); // a table cell -> the text last written in it
   function drawTable(layout) {
     const columns = layout && layout.meta && layout.meta.columns;
     const body = document.querySelector("#token-table tbody");
@@ -73,9 +77,25 @@
     const positions = untyped(columns.position);
     const segments = untyped(columns.segment);
     const norms = Object.values(columns.norm).map(untyped);
-    body.innerHTML = columns.tokens.map((token, i) => `<tr><td>${token}</td><td>${ids[i]}</td>`
-      + `<td>${positions[i]}</td><td>${segments[i]}</td>`
-      + norms.map((n) => `<td>${n[i].toFixed(3)}</td>`).join("") + "</tr>").join("");
+    const rows = body.rows;
+    columns.tokens.forEach((token, i) => {
+      const cells = [token, ids[i], positions[i], segments[i], ...norms.map((n) => n[i].toFixed(3))];
+      let row = rows[i];
+      if (!row || row.cells.length !== cells.length) {
+        const fresh = document.createElement("tr");
+        fresh.innerHTML = cells.map(() => "<td></td>").join("");
+        if (row) row.replaceWith(fresh); else body.appendChild(fresh);
+        row = fresh;
+      }
+      cells.forEach((value, c) => {
+        const cell = row.cells[c];
+        const text = String(value);
+        if (written.get(cell) === text) return;
+        written.set(cell, text);
+        if (c === 0) cell.innerHTML = text; else cell.textContent = text;
+      });
+    });
+    while (rows.length > columns.tokens.length) body.deleteRow(rows.length - 1);
   }
 
   // plotly.js: gradio's own bundle (the one its gr.Plot components load), imported once
@@ -93,6 +113,32 @@
   let forGradio = {}; // those values, by place among the hand-over's outputs, until it takes them
   let key = null; // the tab's key for direct calls, issued with the page's first address
   const mainPlot = () => (host && host.data ? host : null);
+
+  // a group's labels apart from its points: a trace of the labelled points alone ("token labels",
+  // in the group's legend group, so hiding the group hides them), drawn after every group's
+  // markers. In a markers+text trace plotly gives every point a text group and styles it on each
+  // redraw, labelled or not: at 128 tokens, 514 groups for about 50 labels, a third of the redraw
+  // (bench/browser_roundtrip.py). The points' trace keeps its `text`, undrawn
+  const LABELLED = new Set([...GROUPS, "segment"]);
+  function labelsApart(data) {
+    const labels = [];
+    const points = data.map((trace) => {
+      const mode = trace.mode || "";
+      if (!LABELLED.has(trace.name) || (trace.type || "scatter") !== "scatter" || !mode.includes("text")) return trace;
+      const text = trace.text || [];
+      const kept = [];
+      text.forEach((label, i) => { if (label) kept.push(i); });
+      const at = (values) => (Array.isArray(values) ? kept.map((i) => values[i]) : values);
+      // unseen markers of the points' size: plotly sets a label off by its marker's radius
+      const size = (trace.marker || {}).size;
+      labels.push({ type: "scatter", name: `${trace.name} labels`, legendgroup: trace.legendgroup, showlegend: false,
+        xaxis: trace.xaxis, yaxis: trace.yaxis, x: at(untyped(trace.x)), y: at(untyped(trace.y)),
+        mode: "markers+text", marker: { size: at(untyped(size)), opacity: 0 },
+        text: at(text), textposition: at(trace.textposition), textfont: trace.textfont, hoverinfo: "skip" });
+      return { ...trace, mode: mode.replace("+text", "").replace("text+", "") || "markers" };
+    });
+    return [...points, ...labels];
+  }
 
   // the background goes first, so it is drawn behind the tokens (it is SVG: core/figures.py
   // background_trace); a stale copy is replaced
@@ -145,12 +191,14 @@
     const Plotly = await plotlyReady;
     if (!figure || !host || !Plotly) return;
     const { meta, ...rest } = figure.layout || {};
-    drawTable(figure.layout);
     // a constant uirevision keeps what the user did to the plot (zoom, a 3-D camera) across redraws
     openSearch(figure);
-    shown = { data: expand(figure.data, figure.layout), layout: { ...rest, uirevision: "embedding" },
+    shown = { data: labelsApart(expand(figure.data, figure.layout)), layout: { ...rest, uirevision: "embedding" },
       config: { responsive: true, displaylogo: false, ...(figure.config || {}) } };
     await plot();
+    // the table after the plot: plotly measures its labels as it draws, and each measurement
+    // would lay out the page again with a changed table of up to 512 rows in it
+    drawTable(figure.layout);
   }
   let listening = false;
   async function plot() {
