@@ -178,6 +178,9 @@ class Live:
     # the change of the tab's direct call still waiting for its turn, which later changes join
     # (ui/direct.py); None when none waits
     waiting: dict | None = field(default=None, repr=False)
+    # seconds the tab's last direct call took to compute (ui/direct.py): a keystroke after a quick
+    # one is computed on the server's event loop itself, not handed to a thread
+    computed: float = float("inf")
     client: str | None = None  # the client address (an IPv6 /64) that opened it, if known: its share of memory
     # a parked tab's plane (its basis and a frozen plane), kept while its tables are let go (see `park`)
     _parked: tuple | None = field(default=None, repr=False)
@@ -204,6 +207,11 @@ class Live:
     @session.setter
     def session(self, session: Session) -> None:
         self._session, self._parked = session, None
+
+    @property
+    def parked(self) -> bool:
+        """Whether its tables were let go (`park`): its next event rebuilds them."""
+        return self._parked is not None
 
     def holding(self) -> dict[int, int]:
         """What this tab's tables hold (`core.memory.private`); nothing while parked."""

@@ -331,3 +331,71 @@ def test_a_hostile_example_or_move_is_refused_and_changes_nothing(app_url, tab, 
     answer = call(app_url, {"key": live.key, "change": change})
     assert set(answer) == {"error"} and says in answer["error"]
     assert client.predict(api_name="/fingerprint") == before
+
+
+def test_a_keystroke_after_a_quick_one_is_computed_on_the_event_loop_and_anything_else_on_a_thread(tab):
+    """A thread costs a keystroke more CPU than the hand-over is worth, so a keystroke as quick
+    as its tab's last one is computed where it arrived; a call that may take long never is."""
+    import threading
+
+    import app
+    from ui.direct import INLINE_GROWTH, INLINE_SECONDS, Direct
+
+    _client, live = tab
+    direct = Direct(app.demo.explorer)
+    threads = []
+    apply = direct.apply
+
+    def noted(*args):
+        threads.append(threading.current_thread())
+        return apply(*args)
+
+    direct.apply = noted
+
+    async def calls(*changes):
+        loop = threading.current_thread()
+        for change in changes:
+            answer = await direct.answer({"key": live.key, "change": change})
+            assert "values" in answer, answer
+        return loop
+
+    live.computed = float("inf")  # nothing computed yet: its cost is unknown
+    loop = run_async(lambda: calls({"sentence_a": "The king"}, {"sentence_a": "The king s"},
+                                   {"sentence_b": "A queen"}, {"token": 1},
+                                   {"sentence_a": "The king s" + " pasted" * (INLINE_GROWTH // 7 + 1)}))
+    assert [thread is loop for thread in threads] == [False, True, True, False, False]
+    assert 0 < live.computed <= INLINE_SECONDS
+    assert not Direct.quick(live, {"panel": "tour"}) and not Direct.quick(live, {"sentence_a": "x", "narrow": True})
+    live.computed = 2 * INLINE_SECONDS  # the last one was slow: so may this one be
+    assert not Direct.quick(live, {"sentence_a": "The king"})
+
+
+def test_a_keystroke_never_stops_the_server_while_another_thread_holds_its_tab(app_url, tab):
+    """A keystroke that would be computed on the event loop, for a tab another thread holds (a
+    table change, a training's step), waits on a worker thread: the server answers others."""
+    import threading
+
+    _client, live = tab
+    call(app_url, {"key": live.key, "change": {"sentence_a": "The king"}})  # quick: the next may go on the loop
+    held, release, answered = threading.Event(), threading.Event(), {}
+
+    def hold() -> None:
+        with live.lock:
+            held.set()
+            release.wait(60)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert held.wait(30)
+    typist = threading.Thread(target=lambda: answered.update(
+        call(app_url, {"key": live.key, "change": {"sentence_a": "The king s"}})))
+    typist.start()
+    try:
+        typist.join(0.5)
+        assert not answered  # it waits for the tab
+        assert httpx.get(f"{app_url}config", timeout=10).status_code == 200  # and the server serves others
+    finally:
+        release.set()
+        holder.join(30)
+        typist.join(60)
+    assert "values" in answered and live.view.sentence_a == "The king s"

@@ -24,6 +24,15 @@ contended with the first for its lock); at most `WAITING` wait for a turn (in th
 holding no thread), past which a call is refused at once; a tab's older call still waiting
 when a newer one comes is skipped; a body is at most `MAX_BODY`.
 
+A keystroke is computed on the event loop itself when it is as quick as its tab's last one
+(`Direct.quick`); anything else, on a worker thread. Handing a call to a thread cost more than
+the explorer's own work for it: the hand-over and back, and the interpreter's lock passed to and
+fro between the thread and the loop as the call's bytes come and go. Measured side by side
+(`python -m bench.server_cpu`), a 12-word keystroke cost the server 7.2 ms of CPU through a
+thread and 5.3 ms in the loop, where an echo through gradio's queue costs 6.2 ms. A call that
+may take long (a paste, a tab, a click's neighbours, a tab whose last call was slow, or whose
+tables must be rebuilt) still goes to the thread, so the loop never stops for long.
+
 A keystroke rides on the tab's call still waiting, if there is one: the call's change is read
 when its turn comes, and a later change of the same kind (what a person types, clicks or opens,
 not a tour step or an example) is merged into it and answered at once, `{"merged": true}`; the
@@ -61,6 +70,11 @@ CHANGES = {"sentence_a": (str, "text"), "sentence_b": (str, "text"), "token": (i
            "panel": (str, "text"), "shown": (str, "text"),  # a tab opened (each checked by `View.with_`)
            "example": (int, "a whole number"),  # an example pair clicked: its place in EXAMPLES
            "move": (int, "a whole number")}  # the tour's Next or Previous: a whole view, untrained (core.tour.moved)
+# a keystroke is computed on the event loop when its tab's last call took at most this much CPU
+# (a 128-token pair about 12 ms), and its text grew by at most INLINE_GROWTH characters
+INLINE_SECONDS = 0.025
+INLINE_GROWTH = 64
+TYPED = frozenset({"sentence_a", "sentence_b"})
 MAX_KEY = 64
 MAX_BODY = 8 * MAX_TEXT + 4096  # bytes: two sentences at the limit, JSON-escaped, and the rest
 
@@ -103,14 +117,28 @@ class Direct:
                 tab.waiting = None
 
         try:
-            return await self.turn(tab, lambda: self.apply(tab, waiting, tuple(waiting)), begin=begin)
+            return await self.turn(tab, lambda: self.apply(tab, waiting, tuple(waiting)), begin=begin,
+                                   quick=lambda: self.quick(tab, waiting))
         finally:
             begin()  # refused, or skipped for a newer call: nothing more joins it
 
-    async def turn(self, tab, work: Callable[[], dict], begin: Callable[[], None] | None = None) -> dict:
-        """`work()`'s answer, computed in this page's turn on a worker thread, within the bounds
-        (a class's follow and lead calls take the same turns, `ui.classroutes`). `begin()` runs in
-        the event loop as the turn starts, before `work` is handed to the thread."""
+    @staticmethod
+    def quick(tab, change: dict) -> bool:
+        """Whether `change` may be computed on the event loop: a keystroke (the sentences alone)
+        whose tab's last call was quick (INLINE_SECONDS of CPU), whose text grew as a typist's
+        does (not a paste), whose tables are at hand (not parked), and which is in no class (its
+        change may write to the class's store, which may be a Redis server: I/O the loop must not
+        wait on)."""
+        if not change.keys() <= TYPED or tab.computed > INLINE_SECONDS or tab.parked or tab.member is not None:
+            return False
+        return all(len(change[name]) <= len(getattr(tab.view, name)) + INLINE_GROWTH for name in change)
+
+    async def turn(self, tab, work: Callable[[], dict], begin: Callable[[], None] | None = None,
+                   quick: Callable[[], bool] | None = None) -> dict:
+        """`work()`'s answer, computed in this page's turn, within the bounds (a class's follow
+        and lead calls take the same turns, `ui.classroutes`). `begin()` runs in the event loop
+        as the turn starts; then `work` is computed right there if `quick()` says it may and no
+        other thread holds the tab, else on a worker thread."""
         if self._turns is None:
             self._turns, self._threads = anyio.Semaphore(self.slots), anyio.CapacityLimiter(self.slots)
         if self.waiting >= self.limit:
@@ -125,9 +153,24 @@ class Direct:
                     return {"skipped": True}
                 if begin is not None:
                     begin()
-                return await anyio.to_thread.run_sync(work, limiter=self._threads)
+                if quick is not None and quick() and tab.lock.acquire(blocking=False):
+                    try:
+                        return self.timed(tab, work)
+                    finally:
+                        tab.lock.release()
+                return await anyio.to_thread.run_sync(self.timed, tab, work, limiter=self._threads)
         finally:
             self.waiting -= 1
+
+    @staticmethod
+    def timed(tab, work: Callable[[], dict]) -> dict:
+        """`work()`, its CPU time kept as the tab's `computed` (what the thread spent, however
+        long it waited for the interpreter's lock)."""
+        began = time.thread_time()
+        try:
+            return work()
+        finally:
+            tab.computed = time.thread_time() - began
 
     def apply(self, tab, changes: dict, asked: tuple[str, ...] | None = None) -> dict:
         """Apply the change to the tab (on a worker thread) and say what the page writes. `asked`:
