@@ -50,6 +50,12 @@ WORD_BYTES = 120  # what one word of an uploaded vocabulary costs: its string, i
 # objects and gradio's per-session state (its last outputs). Measured through the launched app:
 # 60 tabs +22 MiB beside their tables (bench/memory_attack.py), 5,050 new tabs +1.1 GB
 TAB_STATE_BYTES = 384 * 2**10
+# the share of the budget kept free for what it cannot count: the allocator's slack after tables
+# come and go, the objects of a tab past TAB_STATE_BYTES. Measured with the budget at 1,024 MiB
+# filled by 188 MiB uploads, the process grew 36-57 MiB (3.5-5.6%) beyond what was counted
+# (`python -m bench.public_space --quick`), so counted tables may fill the rest, and RSS stays
+# within the budget
+UNCOUNTED = 0.06
 
 Holding = dict[int, int]  # a storage's address -> its bytes
 
@@ -89,6 +95,11 @@ class Budget:
         self._base: set[int] = set()  # storages of the shared presets: never a visitor's
         self._reserved = 0
         self._lock = threading.Lock()
+
+    @property
+    def admits(self) -> int:
+        """What the counted tables may fill: the limit less what it cannot count (UNCOUNTED)."""
+        return self.limit - int(self.limit * UNCOUNTED)
 
     @classmethod
     def from_environment(cls) -> Budget:
@@ -175,10 +186,10 @@ class Budget:
             self.check_tab({-1: nbytes})
         with self._lock:
             tabs, every = self._holders()
-            short = self._total(tabs, every) + self._reserved + nbytes - self.limit
+            short = self._total(tabs, every) + self._reserved + nbytes - self.admits
             if short > 0:
                 self._make_room(short, tabs, every)
-                short = self.held() + self._reserved + nbytes - self.limit
+                short = self.held() + self._reserved + nbytes - self.admits
             if short > 0:
                 raise Refused(
                     f"The server's memory for visitors' own tables ({self.limit / MIB:,.0f} MiB, shared by every page) "

@@ -25,13 +25,15 @@ holding no thread), past which a call is refused at once; a tab's older call sti
 when a newer one comes is skipped; a body is at most `MAX_BODY`.
 
 A keystroke is computed on the event loop itself when it is as quick as its tab's last one
-(`Direct.quick`); anything else, on a worker thread. Handing a call to a thread cost more than
-the explorer's own work for it: the hand-over and back, and the interpreter's lock passed to and
-fro between the thread and the loop as the call's bytes come and go. Measured side by side
-(`python -m bench.server_cpu`), a 12-word keystroke cost the server 7.2 ms of CPU through a
-thread and 5.3 ms in the loop, where an echo through gradio's queue costs 6.2 ms. A call that
-may take long (a paste, a tab, a click's neighbours, a tab whose last call was slow, or whose
-tables must be rebuilt) still goes to the thread, so the loop never stops for long.
+(`Direct.quick`); anything else, on a worker thread. Handing a keystroke to a thread cost the
+server about 2 ms of CPU beyond the explorer's own work for it (about 5 ms): the hand-over and
+back, and the interpreter's lock passed to and fro between the thread and the loop as the
+call's bytes come and go. Measured side by side (`python -m bench.server_cpu`), a 12-word
+keystroke cost the server 7.2 ms of CPU through a thread and 5.3 ms in the loop, where an echo
+through gradio's queue costs 6.2 ms. A call that may take long (a paste, a tab, a click's
+neighbours, a tab whose last call was slow or whose tables must be rebuilt) or may wait (a tab
+in a class, or one another thread holds) still goes to the thread, so the loop never stops for
+long.
 
 A keystroke rides on the tab's call still waiting, if there is one: the call's change is read
 when its turn comes, and a later change of the same kind (what a person types, clicks or opens,
@@ -173,7 +175,7 @@ class Direct:
             tab.computed = time.thread_time() - began
 
     def apply(self, tab, changes: dict, asked: tuple[str, ...] | None = None) -> dict:
-        """Apply the change to the tab (on a worker thread) and say what the page writes. `asked`:
+        """Apply the change to the tab (in its turn: `turn`) and say what the page writes. `asked`:
         the fields whose widgets show the change already (all of them, unless said)."""
         return self.answered(lambda: events.update(
             self.page, None, lambda view: view.with_(**changes), asked=tuple(changes) if asked is None else asked,
