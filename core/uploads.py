@@ -80,9 +80,9 @@ FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 # wide as max_width allows (4096 numbers of up to 31 characters and a space)
 HEAD_BYTES = 128 * 2**10
 # rows left free after an uploaded token table, in the same storage: the app writes the rows of
-# its three markers ([UNK], [CLS], [SEP]) there (`with_rows`), so taking in a table of up to
-# 229 MiB holds one copy of it, not two (measured: 30 uploads of 188 MiB held 2.08x the file
-# at their peak while the markers' rows were a copy)
+# its three markers ([UNK], [CLS], [SEP]) there (`UploadedTable.token_table_with`), so taking in
+# a table of up to 229 MiB holds one copy of it, not two (measured: 30 uploads of 188 MiB held
+# 2.08x the file at their peak while the markers' rows were a copy)
 SPARE_ROWS = 3
 # tensors one file may list: a whole BERT-large (about 400) fits, so a model uploads whole;
 # each listed tensor costs Python objects before any check can look at it
