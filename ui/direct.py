@@ -85,14 +85,15 @@ class Direct:
     """The page's direct calls to one page's tabs, with their bounds.
 
     A call waits for its turn in the event loop (no thread is held while it waits), then
-    computes on a worker thread, `slots` at a time.
+    computes, `slots` at a time: a quick keystroke on the event loop itself, anything else on a
+    worker thread (`quick`).
     """
 
     def __init__(self, page, slots: int = SLOTS, waiting: int = WAITING) -> None:
         self.page = page
         self.slots, self.limit = slots, waiting
         self.waiting = 0
-        self.calls, self.seconds = 0, 0.0  # calls computed and their seconds on the worker thread
+        self.calls, self.seconds = 0, 0.0  # calls computed and their seconds computing
         self._turns: anyio.Semaphore | None = None  # made in the server's event loop, on first use
         self._threads: anyio.CapacityLimiter | None = None
 
@@ -182,7 +183,7 @@ class Direct:
             outputs=self.everything, live=tab, direct=True))
 
     def show(self, tab, change: Callable[[View], View], notes: tuple[str, ...] = (), tables=None) -> dict:
-        """Show the tab a whole view, as a link would (on a worker thread): any component may change.
+        """Show the tab a whole view, as a link would (in its turn, on a worker thread): any component may change.
         `tables`: what becomes of the session's tables (a tour step restarts them untrained)."""
         return self.answered(lambda: events.update(self.page, None, change, whole=True, notes=notes, tables=tables,
                                                    outputs=self.everything, live=tab, direct=True))
