@@ -281,6 +281,17 @@ def _magnified(scene: Scene, groups: Sequence[str], panel: Mapping[str, int]
     return points, factors
 
 
+def drawing(scene: Scene) -> tuple[bool, dict[str, int]]:
+    """Whether the outputs get a panel of their own, and the factor of each group drawn magnified:
+    what `embedding_spec` draws beyond the plane's coordinates (core/code.py writes it into a script)."""
+    groups = [group for group in GROUPS if group in scene.points]
+    if scene.dims == 3 or scene.exact or not groups:
+        return False, {}
+    split = _split(scene, groups, "auto")
+    _, factors = _magnified(scene, groups, {group: 2 if split and group == "output" else 1 for group in groups})
+    return split, {group: factor for group, (factor, _) in factors.items()}
+
+
 @dataclass(frozen=True)
 class _Scale:
     """Sizes that differ between a laptop screen and a projector at the back of a hall."""

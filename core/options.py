@@ -47,6 +47,7 @@ VIEWS = MappingProxyType({
     "similarity": "Similarity",
     "listing": "The listing",
     "lookup": "Lookup table",
+    "code": "Code",
 })
 DETAILS = ("positions", "layernorm", "similarity")  # side views drawn from the typed sentences
 # the control column's tabs

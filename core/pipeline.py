@@ -186,10 +186,12 @@ def flipped_tokens(view: View, session: Session, tokens: tuple[str, ...] | None)
 
 
 def fit_sentence_basis(session: Session, a: str, b: str, groups: Sequence[str] = COMPONENTS) -> PCAProjection:
-    """The plane "this sentence" shows right now, to keep as the frozen basis."""
+    """The plane "this sentence" shows right now, to keep as the frozen basis; what it was fitted
+    to is kept with it (`fitted_to_`: the sentences, groups and tables), for core/code.py."""
     result = explore(session.with_basis("sentence"), a, b, groups)
     if result.projection is None:
         raise Refused("No group is ticked, so there is no plane to keep: tick at least one group.")
+    result.projection.fitted_to_ = (a, b, tuple(g for g in COMPONENTS if g in groups), session.tables())
     return result.projection
 
 
@@ -297,7 +299,11 @@ def _shift_from(
 def _names(session: Session, encoding: Encoding) -> Sequence[str] | Mapping[int, str]:
     """What each row of the token table stands for, for listing neighbours."""
     if session.tokenizer is not None:
-        return session.tokenizer.tokens_by_id
+        names = session.tokenizer.tokens_by_id
+        if len(names) >= session.model.config.vocab_size:
+            return names
+        # a random word table trained on a corpus of fewer words than it has rows: the others are rows
+        return _RowNames(enumerate(names))
     # a random word-level table: the typed text's vocabulary names some rows, the rest are rows
     words = {id_: word for word, id_ in (encoding.vocab or {}).items()}
     return _RowNames(words)

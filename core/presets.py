@@ -51,6 +51,8 @@ class Source:
     # what the source's own position table is, for the summary ("learned" positions are these)
     own_positions: str = "its own, trainable"
     holds: object = field(default=None, repr=False, compare=False)  # what it shares with others: an upload's tables
+    # an upload's: the file and the tables it came over, as a script reads them again (core.code.Upload)
+    origin: object = field(default=None, repr=False, compare=False)
 
     @property
     def label(self) -> str:

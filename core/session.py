@@ -12,6 +12,7 @@ import hashlib
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 
+from core import code
 from core.embedding import BertEmbedding
 from core.options import BASES, POSITIONS, SOURCES, Refused
 from core.presets import (
@@ -23,7 +24,7 @@ from core.presets import (
 )
 from core.projection import PCAProjection
 from core.tokenizer import Encoding, WordLevelTokenizer, WordPieceTokenizer
-from core.training import PARTS, Corpus, TrainConfig, TrainResult, train_copy
+from core.training import PARTS, Corpus, Run, TrainConfig, TrainResult, train_copy
 from core.uploads import UploadedTable
 
 
@@ -109,6 +110,7 @@ class Session:
 
     def with_upload(self, upload: UploadedTable) -> Session:
         uploaded = upload_source(upload, self.source, self.settings.seed)
+        uploaded = replace(uploaded, origin=code.upload_origin(upload, self))
         return replace(self._with_tables(uploaded), uploaded=uploaded)
 
     def with_basis(self, basis: str, frozen: PCAProjection | None = None) -> Session:
@@ -153,7 +155,8 @@ class Session:
         arguments = (self.model, self.fixed, corpus, tokenizer, config)
         model, result = (run or _here)(train_copy, *arguments, progress=reported if progress is not None else None,
                                            stop=stop)
-        return trained(model, result)
+        done = Run(result.steps, self.fixed, corpus.sentences, corpus.sentences == Corpus.builtin().sentences)
+        return trained(model, replace(result, runs=(*(self.training.runs if self.training else ()), done)))
 
     def restart(self) -> Session:
         """Untrained tables and the sentence's own plane: how a link or a tour step begins."""

@@ -203,6 +203,16 @@ def _whole_number(value: object, name: str) -> int:
 
 
 @dataclass(frozen=True)
+class Run:
+    """One press of Train, as plain data: what a script repeats to get the same tables (core/code.py)."""
+
+    steps: int  # the steps it took
+    fixed: frozenset[str]  # the parts it left alone (PARTS names)
+    sentences: tuple[str, ...]  # the corpus it read
+    builtin: bool  # whether that was the built-in corpus
+
+
+@dataclass(frozen=True)
 class TrainResult:
     """What a run did, for the loss curve and the "purity 0.09 -> 1.00" line."""
 
@@ -211,6 +221,7 @@ class TrainResult:
     purity_after: float | None
     seconds: float  # wall time of the whole call, purity included
     steps: int
+    runs: tuple[Run, ...] = ()  # every run that made the tables, oldest first, this one last (Session.trained_on)
 
 
 def trainable_copy(model: BertEmbedding, frozen: Collection[str] = ()) -> BertEmbedding:

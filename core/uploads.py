@@ -128,6 +128,7 @@ class UploadedTable:
     notes: tuple[str, ...] = ()  # plain sentences for the person who uploaded it
     # the file's content, hashed: pages that upload the same file share one table (core.presets)
     digest: str = ""
+    name: str = ""  # the file's name as it came (a script of the view names it: core/code.py)
 
     def token_table_with(self, more: torch.Tensor) -> torch.Tensor:
         """The token table with the rows `more` (at most SPARE_ROWS) after it, written into the
@@ -165,9 +166,9 @@ def read_upload(path: str | Path, limits: UploadLimits = UploadLimits()) -> Uplo
         found = lone
     if isinstance(found, torch.Tensor):
         table, more = _token_table(found, limits, words)
-        return UploadedTable("token", fmt, None, table, words, (*notes, *more), upload.digest())
+        return UploadedTable("token", fmt, None, table, words, (*notes, *more), upload.digest(), upload.path.name)
     embedding, more = _bert_layer(found, limits)
-    return UploadedTable("bert", fmt, embedding, None, None, (*notes, *more), upload.digest())
+    return UploadedTable("bert", fmt, embedding, None, None, (*notes, *more), upload.digest(), upload.path.name)
 
 
 def reading_bytes(path: str | Path, limits: UploadLimits = UploadLimits()) -> int:

@@ -119,3 +119,15 @@ def test_session_is_shared_not_copied_by_deepcopy(session):
     import copy
 
     assert copy.deepcopy(session) is session
+
+
+def test_a_word_table_trained_on_fewer_words_than_it_has_rows_names_its_other_rows():
+    """Training fixes a random word table's vocabulary to its corpus's words; the table keeps its
+    rows, so a selected token's neighbours may be rows no word names (the page raised IndexError)."""
+    from core.training import Corpus, TrainConfig
+
+    words = Session.create(Settings(tokenizer="word", vocab_size=400, d_model=8))
+    trained = words.trained_on(Corpus(("the cat sat", "the dog ran", "a cat ran")), TrainConfig(steps=2))
+    result = explore(trained, "the cat", "a dog", selected=2, k=20)
+    names = [name for name, _ in result.neighbours["token"]]
+    assert len(names) == 20 and any(name.startswith("row ") for name in names)

@@ -26,6 +26,8 @@ from core.uploads import UploadLimits
 from ui import (
     admission,
     classroutes,
+    coderoute,
+    codeview,
     events,
     ondemand,
     plane,
@@ -131,6 +133,11 @@ class Page:
     lookup_vocab: gr.Dataframe
     lookup_code: gr.Code
     lookup_output: gr.Code
+    # ui/codeview.py: the view as a script; ui/coderoute.py: a link's script
+    code: gr.Code
+    code_copy: gr.Button
+    code_download: gr.Button
+    code_route: coderoute.CodeRoute
     # ui/tourpanel.py: the tour and the address bar
     tour_buttons: gr.HTML  # ← Previous and Next → (#tour-previous, #tour-next), the page's own
     previous_button: gr.Button  # hidden: the API's previous_step
@@ -213,7 +220,7 @@ class Page:
         return list(dict.fromkeys([  # the token picker is a live output and a field's widget: listed once
             *self.live_outputs, *widgets, self.neighbours, self.background_json, self.tables_info, self.random_panel,
             self.params, self.losses, self.trained, self.listing_output, self.listing_facts, self.listing_plot,
-            self.lookup_vocab, self.lookup_code, self.lookup_output, self.lookup_info,
+            self.lookup_vocab, self.lookup_code, self.lookup_output, self.lookup_info, self.code,
         ]))
 
 
@@ -264,7 +271,7 @@ class Explorer(gr.Blocks):
     def launch(self, *args, app_kwargs: dict | None = None, **kwargs):
         app_kwargs = dict(app_kwargs or {})
         app_kwargs["routes"] = [*app_kwargs.get("routes", ()), self.explorer.direct.route(),
-                                *self.explorer.classes.routes()]
+                                *self.explorer.classes.routes(), self.explorer.code_route.route()]
         # the client's address first: every per-address bound reads it (a Space's proxy is one hop)
         hops = os.environ.get("EXPLORER_PROXY_HOPS", "1" if os.environ.get("SPACE_ID") else "0")
         app_kwargs["middleware"] = [Middleware(admission.ForwardedClient, hops=int(hops) if hops.isdigit() else 0),
@@ -322,6 +329,7 @@ def build_demo(*, test_hooks: bool | None = None) -> gr.Blocks:
         plane.layout_sentences(page)
         tourpanel.layout_address(page)
         page.classes = classroutes.ClassRoutes(page, classroutes.CLASSROOM)
+        page.code_route = coderoute.CodeRoute()
         # the controls come first in the page's order, so the keyboard reaches them a few Tabs
         # after the sentences; the stylesheet draws them on the right (on a phone, below the plot)
         with gr.Row(equal_height=False, elem_id="main-row"):
@@ -336,7 +344,8 @@ def build_demo(*, test_hooks: bool | None = None) -> gr.Blocks:
                 with gr.Tab(VIEWS["plane"], id="plane", elem_id="tab-plane") as page.plane_tab:
                     plane.layout(page)
                 sideviews.layout(page)
-        for panel in (plane, sideviews, tourpanel, viewpanel, tablespanel, trainpanel):
+                codeview.layout(page)
+        for panel in (plane, sideviews, codeview, tourpanel, viewpanel, tablespanel, trainpanel):
             panel.wire(page)
         ondemand.defer(page)  # a tab's components are drawn when it is first opened; its select tells the view
         demo.load(events.named(lambda request, screen: tourpanel.open_link(page, request, screen), ("screen",)),

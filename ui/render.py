@@ -30,6 +30,7 @@ from gradio.components.plot import PlotData
 from core import tour
 from core.basis import background, vocabulary_basis
 from core.charts import collapse_figure, loss_figure, variance_bars
+from core.code import recipe, script
 from core.details import layernorm_detail, positions_detail, similarity_detail
 from core.fields import BACKGROUND, DETAIL, LISTING, LOOKUP, PLANE, TABLES
 from core.figures import background_trace, embedding_spec
@@ -188,6 +189,8 @@ def outputs(page, step: Change, *, asked: Iterable[str] = (), whole: bool = Fals
         out.update(listing(page, view))
     if view.shown == "lookup" and (whole or LOOKUP in redrawn):
         out.update(lookup(page, view))
+    if view.shown == "code" and (whole or tables or changed):  # a script of everything the view holds
+        out[page.code] = code_view(view, session)
     if whole or changed or notes or step.notes:  # an echo of what the page already shows keeps the notice
         out[page.notice] = notice((*notes, *step.notes))
     if whole or changed:
@@ -437,6 +440,11 @@ def listing(page, view: View) -> dict:
     facts = "\n".join(f"- {fact}" for fact in run.facts)
     return {page.listing_output: run.printout, page.listing_facts: f"{run.why}\n\n{facts}",
             page.listing_plot: plot(figure)}
+
+
+def code_view(view: View, session: Session) -> str:
+    """The Code tab's script: what the tab shows, its trainings and frozen plane included (`core.code`)."""
+    return script(recipe(view, session))
 
 
 def lookup(page, view: View) -> dict:

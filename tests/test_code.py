@@ -1,0 +1,231 @@
+"""Every view as code (core/code.py): the script reproduces what the page plots.
+
+Each script is fetched from the launched app — `/explorer/code?QUERY` for a link's view, the Code
+tab's value for a tab's trained tables — and run as a student runs it, `python script.py --json`,
+each in a fresh process (tests/scripts.py); its points must be the page's: those of the figure the
+page-load handler draws for the same link (`ui.tourpanel.open_link`, the page's own path), or of
+the answer of the page's Train, within 1e-5 (1e-4 after training), group by group, in token order.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+import subprocess
+import sys
+import tokenize
+import urllib.error
+import urllib.request
+from urllib.parse import quote, urlencode
+
+import numpy as np
+from appapi import call, decode, open_view
+from scripts import run_all
+
+import app
+from core import code
+from core.options import COMPONENTS
+from core.share import PARAMETERS
+from tests.test_link_renders import notes_of, opened
+from ui import coderoute
+
+PAGE = app.demo.explorer
+NEAREST = tuple(code.NEAREST.values())
+
+# the views of the issue's list and the tour's steps, each as a link's query
+VIEWS = {
+    "random": "",
+    "BERT": "source=bert",
+    "GloVe": "source=glove",
+    "sinusoidal positions": "positions=sinusoidal&seed=3",
+    "random positions": "positions=random&seed=5&d=24",
+    "frozen plane, a flipped token": "basis=frozen&flip=3&groups=token,segment,sum,output",
+    "vocabulary plane, its background, a token": "source=glove&basis=vocabulary&background=500&token=2&k=8",
+    "3-D": "source=bert&dims=3",
+    "a selected token": "token=3&k=12&groups=token,output",
+    "BERT, a frozen plane, a token": "source=bert&basis=frozen&token=5&background=300",
+    "Counter words, one segment, cut to 9 positions": "tokenizer=word&vocab=60&d=16&segments=1&maxlen=9",
+    "the listing's layer": "tokenizer=word&vocab=10&d=2&" + urlencode({"a": "i am new to PyTorch i am having fun",
+                                                                      "b": ""}, quote_via=quote),
+    **{f"tour step {n}": f"step={n}" for n in range(1, 8)},
+}
+
+
+def fetched(app_url: str, query: str) -> tuple[int, str, str]:
+    """`/explorer/code?query` from the launched app: its status, content type and text."""
+    try:
+        with urllib.request.urlopen(f"{app_url.rstrip('/')}{coderoute.PATH}?{query}", timeout=60) as answer:
+            return answer.status, answer.headers["Content-Type"], answer.read().decode("utf-8")
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers["Content-Type"], error.read().decode("utf-8")
+
+
+def plotted(plot: str | dict, background: str = "") -> dict[str, np.ndarray]:
+    """What the page plots: each group's points in token order (the segment's, each token's row),
+    the selected token's neighbours in their order, and the vocabulary behind the tokens."""
+    figure = json.loads(plot) if isinstance(plot, str) else plot
+    columns = figure["layout"]["meta"]["columns"]
+    segments = decode(columns["segment"]).astype(int)
+    points = {}
+    for trace in figure["data"]:
+        name = trace.get("name")
+        if name not in (*COMPONENTS, *NEAREST):
+            continue
+        xyz = np.column_stack([decode(trace[axis]).astype(np.float64) for axis in "xyz" if axis in trace])
+        if name in NEAREST:
+            points[name] = xyz
+            continue
+        data = decode(trace.get("customdata")) if "customdata" in trace else None
+        if data is None:  # a compact trace: its points in the columns' drawing order
+            data = np.column_stack([np.zeros(len(segments)), decode(columns["order"])])
+        data = np.asarray(data, dtype=np.float64)
+        if name == "segment":  # one point per segment row: each token gets its row's
+            rows = {int(row): xyz[i] for i, row in enumerate(data[:, 0])}
+            points[name] = np.array([rows[s] for s in segments])
+        else:
+            ordered = np.empty_like(xyz)
+            ordered[data[:, 1].astype(int)] = xyz  # customdata's second column: the token's position
+            points[name] = ordered
+    if background:
+        trace = json.loads(background)
+        points[code.BACKGROUND] = np.column_stack([decode(trace["x"]), decode(trace["y"])]).astype(np.float64)
+    return points
+
+
+def compare(got: dict, page: dict[str, np.ndarray], within: float, label: str) -> float:
+    """The largest difference between a script's points and the page's; asserts the same groups."""
+    assert "error" not in got, f"{label}: {got.get('error')}"
+    points = got["points"]
+    assert set(points) == set(page), (label, sorted(points), sorted(page))
+    worst = 0.0
+    for name, expected in page.items():
+        mine = np.asarray(points[name], dtype=np.float64)
+        assert mine.shape == expected.shape, (label, name, mine.shape, expected.shape)
+        worst = max(worst, float(np.abs(mine - expected).max(initial=0.0)))
+    assert worst <= within, f"{label}: the script's points are {worst:.2e} from the page's (allowed {within:g})"
+    return worst
+
+
+def page_of(query: str) -> tuple[dict[str, np.ndarray], list[str]]:
+    """The points the page draws when it opens `query`, and the notes it shows."""
+    out, _ = opened(query)
+    return plotted(out[PAGE.plot], out.get(PAGE.background_json) or ""), notes_of(out)
+
+
+def test_every_view_of_a_link_runs_as_the_page_plots_it(app_url):
+    texts, pages = [], []
+    for label, query in VIEWS.items():
+        status, kind, text = fetched(app_url, query)
+        assert status == 200 and kind.startswith("text/x-python"), (label, status, text[:300])
+        texts.append(text)
+        pages.append(page_of(query)[0])
+    results = run_all(texts)
+    worst = {label: compare(got, page, 1e-5, label) for label, got, page in zip(VIEWS, results, pages, strict=True)}
+    assert max(worst.values()) <= 1e-5, worst
+
+
+def test_the_default_views_script_is_short_reads_like_the_listing_and_passes_ruff(app_url):
+    status, _, text = fetched(app_url, "")
+    assert status == 200
+    lines = text.splitlines()
+    assert len(lines) <= 60, len(lines)
+    assert max(map(len, lines)) <= 120
+    # the first document's structure: four tables, summed token + position + segment, then LayerNorm
+    for line in ("self.tok_embed = nn.Embedding(vocab_size, d_model)", "self.pos_embed = nn.Embedding(maxlen, d_model)",
+                 "self.seg_embed = nn.Embedding(n_segments, d_model)", "self.norm = nn.LayerNorm(d_model)",
+                 "total = token + position + segment", '"output": self.norm(total)'):
+        assert line in text, line
+    order = [text.index(mark) for mark in ("Tokenizer.from_file", "class Embedding", "model = Embedding", "groups =",
+                                           "PCA(", "make_subplots(")]
+    assert order == sorted(order)  # tokenizer, module, tables, the five groups, the plane, the plot
+    assert not [line for line in lines if line.startswith(("from core", "import core", "from ui", "import ui"))]
+    for config in (["--config", "pyproject.toml"], ["--isolated"]):  # the project's rules, and ruff's own
+        lint = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", *config, "--stdin-filename",
+                               "embedding_view.py", "-"], input=text, capture_output=True, text=True)
+        assert lint.returncode == 0, lint.stdout
+
+
+def trained_page(out) -> dict[str, np.ndarray]:
+    return plotted(json.loads(out["embed-plot"]["plot"]), out.get("background-data") or "")
+
+
+def test_a_trained_tabs_script_trains_as_the_page_did(client):
+    """The Code tab of a tab whose tables were trained: its script runs every press of Train, on its
+    corpus, with the freezes of that moment, and lands on the points the page shows after them."""
+    texts, pages = [], []
+    # tour step 7, trained as its text asks (the built-in corpus, positions frozen), then more on the tab's
+    # own sentences with the segments frozen too
+    for _ in range(7):
+        client.predict(api_name="/next_step")
+    open_view(client, "code")
+    out = call(client, "/train", 60, "builtin")
+    texts.append(out.value("code-view"))
+    pages.append(trained_page(out))
+    call(client, "/freeze", False, True, True, False)
+    out = call(client, "/train", 40, "mine")
+    texts.append(out.value("code-view"))
+    pages.append(trained_page(out))
+    # BERT's tables in the vocabulary's plane, with a token selected: its neighbours in the trained table
+    call(client, "/source", "bert")
+    call(client, "/freeze", False, False, False, False)
+    call(client, "/basis", "vocabulary")
+    call(client, "/select", 3)
+    out = call(client, "/train", 30, "builtin")
+    texts.append(out.value("code-view"))
+    pages.append(trained_page(out))
+    assert "steps=60, fixed={'position'})" in texts[0] and "CORPUS = [" in texts[0]
+    assert "steps=40, fixed={'position', 'segment'})" in texts[1] and "SENTENCES_2 = [" in texts[1]
+    results = run_all(texts)
+    for n, (got, page) in enumerate(zip(results, pages, strict=True)):
+        compare(got, page, 1e-4, f"training {n + 1}")
+
+
+# every link parameter given markup, quotes of each kind, a backslash, a line break and a bidirectional override
+HOSTILE = "<b onclick=\"alert('x')\">\"\"\"'''\\\n\u202e#{}</b>"
+
+
+def test_a_hostile_link_gets_the_pages_notes_and_a_script_that_holds_no_unescaped_input(app_url):
+    query = urlencode({parameter: HOSTILE for parameter in PARAMETERS}, quote_via=quote)
+    status, kind, text = fetched(app_url, query)
+    assert status == 200 and kind.startswith("text/x-python")
+    page, notes = page_of(query)
+    # the same refusals, in the same words, as the page shows: each a comment, its unprintable characters escaped
+    carried = "\n".join(line for note in notes for line in code.comment(f"The link: {note}"))
+    assert notes and carried in text and text.count("# The link: ") == len(notes)
+    compare(run_all([text])[0], page, 1e-5, "the hostile link")
+    # the sentences are the only input that reaches the code, as literals that read back as they were typed
+    tree = ast.parse(text)
+    constants = {node.targets[0].id: ast.literal_eval(node.value) for node in tree.body
+                 if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "").isupper()}
+    assert constants["A"] == constants["B"] == HOSTILE
+    strings = [node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+    assert strings.count(HOSTILE) == 2 and not [string for string in strings if "<b" in string and string != HOSTILE]
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type == tokenize.COMMENT:
+            assert token.string.isprintable(), token.string  # a note's line break or override is an escape
+        elif token.type != tokenize.STRING:  # no name, operator or number comes of the input
+            assert "<b" not in token.string and "alert" not in token.string, token
+    # the same code as a plain view's with the same settings: the input changed values, not statements
+    plain = fetched(app_url, urlencode({"a": "a", "b": "b"}))[2]
+    names = {token.string for token in tokenize.generate_tokens(io.StringIO(text).readline)
+             if token.type == tokenize.NAME}
+    assert names == {token.string for token in tokenize.generate_tokens(io.StringIO(plain).readline)
+                     if token.type == tokenize.NAME}
+
+
+def test_the_route_refuses_what_the_page_refuses_and_is_bounded(app_url, monkeypatch):
+    status, kind, text = fetched(app_url, "a=" + "x" * 32_001)
+    assert (status, kind.split(";")[0]) == (414, "text/plain") and "at most 32,000 characters" in text
+    route = PAGE.code_route
+    monkeypatch.setattr(route, "limit", 0)  # nobody may wait: the next call is refused at once
+    status, _, text = fetched(app_url, "")
+    assert status == 503 and "ask again in a moment" in text
+    monkeypatch.setattr(route, "limit", coderoute.WAITING)
+    from core.live import NewTabs
+    from ui import events
+
+    monkeypatch.setattr(events.LIVES, "new_tabs", NewTabs(burst=1, refill=3600))
+    assert fetched(app_url, "")[0] == 200
+    status, _, text = fetched(app_url, "")  # a script is a page opened: the address's new pages are counted
+    assert status == 429 and "Too many new pages" in text

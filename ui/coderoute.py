@@ -1,0 +1,87 @@
+"""`GET /explorer/code?QUERY`: the script of the view a link opens, for the API and for slides.
+
+QUERY is a link's query string, as the address bar holds it. The link is read as the page reads
+it (`core.share.from_query`, which never raises) and opened as the page opens it: in a tab of its
+own, with the tables a page opening it would get, on the page's paths and within its bounds (a
+large random table is built in the heavy pool first, `ui.events.built_first`; every table is
+reserved in the memory budget). So the script's notes are the page's notes, word for word, and
+its plane is drawn as the page draws it. The answer is `text/x-python`; a refusal is a sentence.
+
+Bounds: each call counts as a new page of its client's address (`core.live.NewTabs`); the
+scripts are written one at a time, on a worker thread, and at most `WAITING` wait for their turn.
+"""
+
+from __future__ import annotations
+
+import anyio
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
+
+from core import share
+from core.code import recipe, script
+from core.live import Live
+from core.options import MAX_QUERY, Refused
+from core.state import View
+from ui import events
+
+PATH = "/explorer/code"
+WAITING = 50  # calls waiting for their turn at most; past it a call is refused at once
+FILE_NAME = "embedding_view.py"
+
+
+class CodeRoute:
+    """The route and its bounds: one script written at a time, `waiting` in line at most."""
+
+    def __init__(self, waiting: int = WAITING) -> None:
+        self.limit, self.waiting = waiting, 0
+        self._threads: anyio.CapacityLimiter | None = None  # made in the server's event loop, on first use
+
+    def route(self) -> Route:
+        return Route(PATH, self.answer, methods=["GET"])
+
+    async def answer(self, request: Request) -> Response:
+        if len(request.scope.get("query_string", b"")) > MAX_QUERY:
+            return PlainTextResponse(f"This link is too long: a link to a view is at most {MAX_QUERY:,} characters "
+                                     "after the question mark.", 414)
+        params = request.query_params
+        link = share.from_query({key: params.getlist(key) for key in params})
+        try:
+            events.LIVES.new_tabs.take(events.address_of(request))  # a script is a page opened, and counted so
+        except Refused as error:
+            return PlainTextResponse(str(error), 429)
+        if self.waiting >= self.limit:
+            return PlainTextResponse(f"The server has {self.waiting:,} scripts to write before this one; ask again "
+                                     "in a moment.", 503)
+        if self._threads is None:
+            self._threads = anyio.CapacityLimiter(1)
+        self.waiting += 1
+        try:
+            text = await anyio.to_thread.run_sync(written, link, limiter=self._threads)
+        except Refused as error:  # the heavy pool's line is full, or the default tables cannot be had
+            return PlainTextResponse(str(error), 503)
+        finally:
+            self.waiting -= 1
+        return Response(text, media_type="text/x-python; charset=utf-8",
+                        headers={"Content-Disposition": f'inline; filename="{FILE_NAME}"'})
+
+
+def written(link: share.Link) -> str:
+    """The script of the view `link` opens, as `ui.tourpanel.open_link` opens it: the link's view,
+    or, when it cannot be had, the default view, with a note that says so."""
+    live = Live()
+
+    def opened(view: View, notes: tuple[str, ...]) -> str:
+        def change(_: View) -> View:  # what a page's opening applies: the whole view
+            return view
+
+        events.built_first(live, change)
+        _, made = live.apply(change, lambda step: recipe(step.view, step.session, (*notes, *step.notes)),
+                             tables=lambda session: session.restart(), whole=True)
+        return script(made)
+
+    try:
+        return opened(link.view, link.notes)
+    except Refused as error:
+        return opened(View(), (*link.notes, f"The link's view could not be opened ({error}); showing the default "
+                                            "view."))

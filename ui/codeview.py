@@ -1,0 +1,72 @@
+"""The Code tab: the view on screen as a short Python script (`core.code`), with Copy and Download .py.
+
+A tab of the main column like the side views (`ui.sideviews`): its components are drawn when it
+is first opened (`ui.ondemand`), a link opens it as ``?view=code``, and its script is written
+only while it is open (`ui.render.outputs`). The script is the tab's own: its trainings, its
+frozen plane and its drawing, which no link carries; `/explorer/code?…` (`ui.coderoute`) writes
+a link's. Copy and Download run in the browser alone: the script is the code box's value.
+"""
+
+from __future__ import annotations
+
+import json
+
+import gradio as gr
+
+from core.options import VIEWS
+from ui.coderoute import FILE_NAME, PATH
+
+INTRO = (
+    "**This view as a Python script**: the tokenizer, the `Embedding` module with its four tables, the five groups, "
+    "the plane and the plot, in plain PyTorch, NumPy, scikit-learn and Plotly. Paste it into a notebook, or save it "
+    f"and run `python {FILE_NAME}` for the plot, `--json` for each group's points as this page plots them. Any "
+    f"link's script: `{PATH}?` and the link's query."
+)
+# the buttons read the code box's value in the browser; "Copied" says it was done (a live region reads it out)
+COPY_JS = """
+async (code) => {
+  const button = document.querySelector('#code-copy');
+  try {
+    await navigator.clipboard.writeText(code);
+  } catch (error) {  // no clipboard permission (an http page): select a copy and copy that
+    const area = Object.assign(document.createElement('textarea'), {value: code});
+    document.body.appendChild(area);
+    area.select();
+    document.execCommand('copy');
+    area.remove();
+  }
+  const status = document.querySelector('#code-status');
+  if (status) status.textContent = 'Copied the script.';
+  if (button) button.dataset.copied = '1';
+}
+"""
+# a file made in the browser from the code box's value, named as the route names it
+DOWNLOAD_JS = f"(code) => {{ const name = {json.dumps(FILE_NAME)};" + """
+  const link = document.createElement('a');
+  link.href = URL.createObjectURL(new Blob([code], {type: 'text/x-python'}));
+  link.download = name;
+  document.body.appendChild(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(link.href), 1000);
+  const status = document.querySelector('#code-status');
+  if (status) status.textContent = `Downloaded the script as ${name}.`;
+}
+"""
+
+
+def layout(page) -> None:
+    with gr.Tab(VIEWS["code"], id="code", elem_id="tab-code") as page.tabs["code"]:
+        gr.Markdown(INTRO)
+        with gr.Row():
+            page.code_copy = gr.Button("Copy", size="sm", elem_id="code-copy", scale=0, min_width=90)
+            page.code_download = gr.Button("Download .py", size="sm", elem_id="code-download", scale=0,
+                                           min_width=140)
+            gr.HTML('<p id="code-status" role="status" aria-live="polite"></p>', padding=False)
+        page.code = gr.Code(language="python", interactive=False, show_label=False, elem_id="code-view", lines=20,
+                            max_lines=40, buttons=[])
+
+
+def wire(page) -> None:
+    page.code_copy.click(None, page.code, None, js=COPY_JS)
+    page.code_download.click(None, page.code, None, js=DOWNLOAD_JS)
