@@ -232,6 +232,17 @@ def comment(text: str) -> list[str]:
     return [f"# {line}" for line in textwrap.wrap(shown, LINE - 2)]
 
 
+def _array(name: str, values: Sequence) -> list[str]:
+    """`name = np.array(...)` of numbers (or rows of them), wrapped within the lines' width."""
+    rows = [values] if not values or not isinstance(values[0], Sequence) else values
+    written = [textwrap.wrap(", ".join(repr(float(value)) for value in row), LINE - 12) for row in rows]
+    if rows is values:
+        body = [line for row in written for line in ("    [", *(f"        {part}" for part in row), "    ],")]
+    else:
+        body = [f"    {part}" for part in written[0]]
+    return [f"{name} = np.array([", *body, "])"]
+
+
 def _strings(name: str, texts: Sequence[str], note: str) -> list[str]:
     """`name = [...]`: a string literal a line."""
     return [f"{name} = [  # {note}", *(f"    {literal(text, 8)}," for text in texts), "]"]
@@ -671,15 +682,16 @@ class _Script:
             lines = ["# d_model = 2: nothing to project, the points are the vectors themselves",
                      "points = dict(groups)"]
             return lines + (["was = dict(before)  # before training"] if self.runs else [])
-        self.need("from sklearn.decomposition import PCA", "import numpy as np")
+        self.need("import numpy as np")
         dims, view, frozen = self.dims, self.view, self.frozen
+        if not isinstance(frozen, Kept):
+            self.need("from sklearn.decomposition import PCA")
         axes = min(dims, self.width)
         signs = "each axis's largest entry made positive (as the page fixes its signs)"
         if isinstance(frozen, Kept):
             lines = ["# the plane, frozen: fitted to other tables than these, it is kept as numbers (its centre "
                      "and axes)",
-                     f"mean = np.array({list(frozen.mean)!r})",
-                     f"axes = np.array({[list(row) for row in frozen.axes]!r})"]
+                     *_array("mean", frozen.mean), *_array("axes", frozen.axes)]
         else:
             if dims == 2 and view.basis == "vocabulary":
                 lines = ["# the plane: one PCA of every row of the token table, fitted in float32 as the page fits it "
@@ -691,13 +703,14 @@ class _Script:
                 chosen = "" if frozen.groups == COMPONENTS else " if name in FROZEN_GROUPS"
                 lines = ["# the plane, frozen: the PCA of the vectors shown when it was kept (untrained, no flipped "
                          "segment);", f"# {signs}",
-                         "kept = [vectors.detach().numpy() for name, vectors in model(*encode(FROZEN_A, FROZEN_B)[1:])"
-                         f".items(){chosen}]",
+                         "_, kept_ids, kept_seg = encode(FROZEN_A, FROZEN_B)",
+                         "kept = [vectors.detach().numpy() for name, vectors in model(kept_ids, kept_seg).items()"
+                         f"{chosen}]",
                          f'pca = PCA({axes}, svd_solver="full").fit(np.concatenate(kept).astype(np.float64))']
                 mean = "pca.mean_"
             else:
-                kept = "the plane kept when it was frozen, " if dims == 2 and view.basis == "frozen" else ""
-                lines = [f"# the plane: {kept}one PCA of every vector shown, {signs}",
+                kept = "the plane kept when it was frozen: " if dims == 2 and view.basis == "frozen" else ""
+                lines = [f"# the plane: {kept}one PCA of every vector shown,", f"# {signs}",
                          f'pca = PCA({axes}, svd_solver="full").fit(np.concatenate(list({fitted}.values()))'
                          ".astype(np.float64))"]
                 mean = "pca.mean_"
@@ -815,6 +828,9 @@ class _Script:
             lines += ["figure = make_subplots()  # the plot: a trace a group, each point named by its token",
                       "for name, xy in points.items():",
                       f'    figure.add_scatter(x=xy[:, 0], y=xy[:, 1], name=name, text={text}, mode="markers+text")']
+        if self.behind:
+            lines += [f'figure.update_traces(selector={{"name": "{BACKGROUND}"}}, mode="markers",  # faint, behind',
+                      '                     marker={"size": 3, "color": "rgba(110, 110, 110, 0.3)"})']
         self.need("import sys", "import json")
         return [*lines,
                 "if \"--json\" in sys.argv:  # each group's points, in token order, as the page plots them",

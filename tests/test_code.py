@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import io
+import itertools
 import json
 import subprocess
 import sys
@@ -21,11 +22,13 @@ from urllib.parse import quote, urlencode
 
 import numpy as np
 from appapi import call, decode, open_view
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scripts import run_all
 
 import app
 from core import code
-from core.options import COMPONENTS
+from core.options import COMPONENTS, PARTS
 from core.share import PARAMETERS
 from tests.test_link_renders import notes_of, opened
 from ui import coderoute
@@ -229,3 +232,91 @@ def test_the_route_refuses_what_the_page_refuses_and_is_bounded(app_url, monkeyp
     assert fetched(app_url, "")[0] == 200
     status, _, text = fetched(app_url, "")  # a script is a page opened: the address's new pages are counted
     assert status == 429 and "Too many new pages" in text
+
+
+def test_an_uploaded_tables_script_reads_the_file_from_the_path_it_names(client, tmp_path):
+    """Uploads: word vectors (gensim's text format, narrower than the tables they come to) and a bare
+    float64 .npy table as wide as them (it keeps their position, segment and LayerNorm tables), then
+    a BERT layer of another vocabulary (its own tables). Each script names the file at its top; run
+    with the path put there, it lands on the page's points."""
+    rng = np.random.default_rng(7)
+    words = ["the", "cat", "sat", "on", "mat", "it", "was", "warm", "there", *(f"w{i}" for i in range(200))]
+    vectors = tmp_path / "my vectors.txt"
+    vectors.write_text(f"{len(words)} 12\n" + "".join(
+        word + " " + " ".join(f"{x:.4f}" for x in rng.normal(size=12)) + "\n" for word in words), encoding="utf-8")
+    table = tmp_path / "table.npy"
+    np.save(table, rng.normal(size=(300, 32)))
+    import torch
+    from safetensors.torch import save_file
+
+    layer = tmp_path / "layer.safetensors"
+    save_file({"bert.embeddings.word_embeddings.weight": torch.randn(500, 16),
+               "bert.embeddings.position_embeddings.weight": torch.randn(64, 16),
+               "bert.embeddings.token_type_embeddings.weight": torch.randn(2, 16),
+               "bert.embeddings.LayerNorm.gamma": torch.rand(16) + 0.5,
+               "bert.embeddings.LayerNorm.beta": torch.randn(16)}, str(layer))
+    from gradio_client import handle_file
+
+    open_view(client, "code")
+    texts, pages = [], []
+    changes = (("/select", 2), ("/positions", "random"), ("/embed", "0 5 17", "3"))  # a change after each upload
+    for path, then in zip((vectors, table, layer), changes, strict=True):
+        call(client, "/upload", handle_file(str(path)))
+        out = call(client, *then)
+        text = out.value("code-view")
+        assert f"TABLE = {path.name!r}  # the file you uploaded" in text
+        texts.append(text.replace(f"TABLE = {path.name!r}", f"TABLE = {str(path)!r}", 1))
+        pages.append(trained_page(out))
+    for n, (got, page) in enumerate(zip(run_all(texts), pages, strict=True)):
+        compare(got, page, 1e-5, f"upload {n + 1}")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=400) | st.sampled_from(["", HOSTILE, "\ud800 lone", "a\r\nb\x00\x7f\u2028\u2029\u202e\ufeff",
+                                                "'" * 300, '"' * 300 + "\\" * 50, "é" * 500]))
+def test_text_reaches_a_script_as_a_literal_that_reads_back_as_it_was_and_notes_as_one_line_comments(text):
+    written = code.literal(text)
+    assert ast.literal_eval(written) == text
+    assert all(line.isprintable() and len(line) <= 120 for line in written.splitlines())
+    for line in code.comment(f"The link: {text}"):
+        assert line.startswith("# ") and line.isprintable() and len(line) <= 120 and "\n" not in line
+
+
+def recipes():
+    """Recipes of every kind a script is written for: each source, tokenizer, position table,
+    plane, group choice, 3-D, freezes, flips, a selection, a background, trainings and uploads."""
+    from core.state import View
+    from core.training import Run
+
+    over = code.Layer("random", View().settings, "learned")
+    uploads = [code.Upload("my file.txt", fmt, "token", fmt.startswith("word2vec"), rows, 32, 0, 0, over, 0)
+               for fmt, rows in (("word2vec-text", 200), ("word2vec-binary", 200), ("npy", 30_522), ("torch", 50),
+                                 ("safetensors", 50))]
+    uploads.append(code.Upload("layer.bin", "torch", "bert", False, 500, 16, 64, 2, over, 3))
+    uploads.append(code.Upload("x.npy", "npy", "token", False, 9, 32, 0, 0, code.Layer("upload", View().settings,
+                                                                                        "random", uploads[0]), 0))
+    runs = (Run(12, frozenset({"position"}), ("a b", "c d", "e"), False), Run(3, frozenset(), ("f g",), True))
+    found = []
+    for n, (source, tokenizer, positions, basis, dims, width) in enumerate(itertools.product(
+            ("random", "bert", "glove", "upload"), ("wordpiece", "word"), ("learned", "random", "sinusoidal"),
+            ("sentence", "vocabulary", "frozen"), (2, 3), (1, 2, 24))):
+        groups = COMPONENTS[n % 5:] + COMPONENTS[:n % 3]
+        view = View(source=source, tokenizer=tokenizer, positions=positions, basis=basis, dims=dims, d_model=width,
+                    groups=tuple(g for g in COMPONENTS if g in groups), token=n % 4 or None, k=n % 3 * 5,
+                    background=n % 2 * 300, flips=frozenset({n % 5}), frozen=frozenset(PARTS[:n % 3]),
+                    n_segments=1 + n % 2, sentence_a=HOSTILE)
+        frozen = (None, code.Fitted("x", "y", COMPONENTS[:2]), code.Kept((0.5,) * width, ((1.0,) * width,) * 2))[n % 3]
+        found.append(code.Recipe(view, code.Drawn(bool(n % 2), (("segment", 20), ("position", 5))[:n % 3]),
+                                 runs[:n % 3], frozen, bool(n % 4 == 1), uploads[n % len(uploads)]
+                                 if source == "upload" else None, ("a note", HOSTILE)[:n % 3]))
+    return found
+
+
+def test_every_kind_of_script_compiles_and_passes_ruff(tmp_path):
+    for n, made in enumerate(recipes()):
+        text = code.script(made)
+        compile(text, f"script {n}", "exec")
+        (tmp_path / f"view_{n}.py").write_text(text, encoding="utf-8")
+    lint = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--config", "pyproject.toml",
+                           str(tmp_path)], capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout[-3000:]

@@ -25,7 +25,7 @@ INTRO = (
 # the buttons read the code box's value in the browser; "Copied" says it was done (a live region reads it out)
 COPY_JS = """
 async (code) => {
-  const button = document.querySelector('#code-copy');
+  code = code.endsWith('\\n') ? code : code + '\\n';  // the box keeps no final line break; a file ends with one
   try {
     await navigator.clipboard.writeText(code);
   } catch (error) {  // no clipboard permission (an http page): select a copy and copy that
@@ -37,11 +37,11 @@ async (code) => {
   }
   const status = document.querySelector('#code-status');
   if (status) status.textContent = 'Copied the script.';
-  if (button) button.dataset.copied = '1';
 }
 """
 # a file made in the browser from the code box's value, named as the route names it
 DOWNLOAD_JS = f"(code) => {{ const name = {json.dumps(FILE_NAME)};" + """
+  code = code.endsWith('\\n') ? code : code + '\\n';
   const link = document.createElement('a');
   link.href = URL.createObjectURL(new Blob([code], {type: 'text/x-python'}));
   link.download = name;

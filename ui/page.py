@@ -196,10 +196,10 @@ class Page:
 
     @property
     def live_outputs(self) -> list:
-        """What a keystroke can change: the plane, the open side view, the picker, the notice.
+        """What a keystroke can change: the plane, the open side view or Code tab, the picker, the notice.
         (The token table is drawn in the browser from the plot's token columns.)"""
         return [self.plot, self.info, self.token, self.near_token, self.near_output, self.variance,
-                self.search_hits, self.search_info, *self.detail_outputs, self.notice, self.address]
+                self.search_hits, self.search_info, *self.detail_outputs, self.code, self.notice, self.address]
 
     @property
     def direct_outputs(self) -> list:
