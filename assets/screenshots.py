@@ -50,9 +50,44 @@ def lecture_with_a_class(browser, url: str) -> None:
         page.context.close()
 
 
+def trained_as_code(browser, url: str, train) -> None:
+    """assets/code.png: tour step 7 trained, beside its Code tab at the layer and its training."""
+    from tests.browser import open_at, settle
+
+    page = open_at(browser, url, "step=7&panel=train", (1440, 1000))
+    train(page)
+    settle(page)
+    tiles = [Image.open(io.BytesIO(page.locator("#main-column").screenshot()))]
+    page.get_by_role("tab", name="Code", exact=True).click()
+    page.wait_for_function("() => document.querySelector('#code-view .cm-line')", timeout=60_000)
+    settle(page)
+    assert page.evaluate("""async () => {  // CodeMirror draws the lines in view: scroll until the module is drawn
+        const scroller = document.querySelector('#code-view .cm-scroller');
+        for (let top = 0; top < scroller.scrollHeight; top += 200) {
+            scroller.scrollTop = top;
+            await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
+            const line = [...scroller.querySelectorAll('.cm-line')].find((l) => l.textContent.startsWith('class Emb'));
+            if (line) {
+                scroller.scrollTop += line.getBoundingClientRect().top - scroller.getBoundingClientRect().top;
+                return true;
+            }
+        }
+        return false;
+    }"""), "the script has no Embedding module"
+    page.wait_for_timeout(300)  # CodeMirror draws the lines scrolled to on its next frame
+    tiles.append(Image.open(io.BytesIO(page.locator("#main-column").screenshot())))
+    tiles = [tile.crop((0, 0, tile.width, min(tile.height, 900))) for tile in tiles]
+    sheet = Image.new("RGB", (sum(t.width for t in tiles) + 24, max(t.height for t in tiles)), "white")
+    sheet.paste(tiles[0], (0, 0))
+    sheet.paste(tiles[1], (tiles[0].width + 24, 0))
+    sheet.thumbnail((1800, 1800))
+    sheet.save(ROOT / "assets" / "code.png")
+    page.context.close()
+
+
 def main(only: tuple[str, ...] = ()) -> None:
     """Every picture, or those named in `only` (screenshot, lecture, presenter, phone, training,
-    class, views)."""
+    code, class, views)."""
     from playwright.sync_api import sync_playwright
 
     import app
@@ -93,6 +128,9 @@ def main(only: tuple[str, ...] = ()) -> None:
                                    timeout=300_000)
 
         shot("training", "step=7&panel=train", then=train)
+
+        if not only or "code" in only:
+            trained_as_code(browser, url, train)
 
         if not only or "class" in only:
             lecture_with_a_class(browser, url)

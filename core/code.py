@@ -709,10 +709,12 @@ class _Script:
                          f'pca = PCA({axes}, svd_solver="full").fit(np.concatenate(kept).astype(np.float64))']
                 mean = "pca.mean_"
             else:
-                kept = "the plane kept when it was frozen: " if dims == 2 and view.basis == "frozen" else ""
-                lines = [f"# the plane: {kept}one PCA of every vector shown,", f"# {signs}",
-                         f'pca = PCA({axes}, svd_solver="full").fit(np.concatenate(list({fitted}.values()))'
-                         ".astype(np.float64))"]
+                lines = [f"# the plane: one PCA of every vector shown, {signs}"]
+                if dims == 2 and view.basis == "frozen":
+                    lines = ["# the plane: the one kept when it was frozen, one PCA of every vector shown,",
+                             f"# {signs}"]
+                lines.append(f'pca = PCA({axes}, svd_solver="full").fit(np.concatenate(list({fitted}.values()))'
+                             ".astype(np.float64))")
                 mean = "pca.mean_"
             lines += [f"largest = pca.components_[{list(range(axes))}, np.abs(pca.components_).argmax(axis=1)]",
                       f"mean, axes = {mean}, pca.components_ * np.sign(largest)[:, None]"]

@@ -114,7 +114,8 @@ STEPS: tuple[TourStep, ...] = (
         "from its neighbours, the loss falls, and words used in similar sentences, such as animals or family "
         "members, move closer. "
         "The position table is frozen, so its points do not move: the faint marks of where they were before "
-        "training sit right under them.",
+        "training sit right under them. "
+        "The *Code* tab above the plot then gives all of it, the training included, as a Python script to run.",
         _step(7, sentence_a="the cat and the dog slept", sentence_b="my aunt visited my uncle",
               groups=("token", "position"), frozen=frozenset({"position"})),
     ),

@@ -125,7 +125,7 @@ def test_every_view_of_a_link_runs_as_the_page_plots_it(app_url):
         pages.append(page_of(query)[0])
     results = run_all(texts)
     worst = {label: compare(got, page, 1e-5, label) for label, got, page in zip(VIEWS, results, pages, strict=True)}
-    assert max(worst.values()) <= 1e-5, worst
+    print("the largest difference from the page's points, by view:", {label: f"{e:.1e}" for label, e in worst.items()})
 
 
 def test_the_default_views_script_is_short_reads_like_the_listing_and_passes_ruff(app_url):
@@ -180,8 +180,9 @@ def test_a_trained_tabs_script_trains_as_the_page_did(client):
     assert "steps=60, fixed={'position'})" in texts[0] and "CORPUS = [" in texts[0]
     assert "steps=40, fixed={'position', 'segment'})" in texts[1] and "SENTENCES_2 = [" in texts[1]
     results = run_all(texts)
-    for n, (got, page) in enumerate(zip(results, pages, strict=True)):
-        compare(got, page, 1e-4, f"training {n + 1}")
+    worst = [compare(got, page, 1e-4, f"training {n + 1}") for n, (got, page) in enumerate(zip(results, pages,
+                                                                                                 strict=True))]
+    print("the largest difference from the page's points after each training:", [f"{e:.1e}" for e in worst])
 
 
 # every link parameter given markup, quotes of each kind, a backslash, a line break and a bidirectional override
@@ -267,8 +268,9 @@ def test_an_uploaded_tables_script_reads_the_file_from_the_path_it_names(client,
         assert f"TABLE = {path.name!r}  # the file you uploaded" in text
         texts.append(text.replace(f"TABLE = {path.name!r}", f"TABLE = {str(path)!r}", 1))
         pages.append(trained_page(out))
-    for n, (got, page) in enumerate(zip(run_all(texts), pages, strict=True)):
-        compare(got, page, 1e-5, f"upload {n + 1}")
+    worst = [compare(got, page, 1e-5, f"upload {n + 1}") for n, (got, page) in enumerate(zip(run_all(texts), pages,
+                                                                                               strict=True))]
+    print("the largest difference from the page's points with each upload:", [f"{e:.1e}" for e in worst])
 
 
 @settings(max_examples=300, deadline=None)
