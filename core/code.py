@@ -34,6 +34,8 @@ ATTRIBUTES = dict(zip(PARTS, ("tok_embed", "pos_embed", "seg_embed", "norm"), st
 NEAREST = {"token": "nearest by token vector", "output": "nearest by output vector"}  # core.figures' traces
 BACKGROUND = "vocabulary"  # core.figures' name of the vocabulary behind the tokens
 SPARE_ROWS = len(MARKERS)
+PRESET_MAXLEN = 512  # the position rows of BERT's table, and of GloVe's random one (core.presets)
+PRESETS = {"bert": (WORDPIECE_VOCAB_SIZE, 384), "glove": (400_003, 50)}  # their token tables' rows and width
 COUNT_LINE = r'rb"\s*\d+[ \t]+\d+\s*"'  # core.uploads: a word2vec file's first line counts its rows
 
 
@@ -79,7 +81,9 @@ class Layer:
 
     @property
     def width(self) -> int:
-        return {"bert": 384, "glove": 50}.get(self.source, self.upload.width if self.upload else self.settings.d_model)
+        if self.source in PRESETS:
+            return PRESETS[self.source][1]
+        return self.upload.width if self.source == "upload" else self.settings.d_model
 
     @property
     def words(self) -> str:
@@ -99,23 +103,25 @@ class Layer:
         """Rows of its token table."""
         if self.source == "random":
             return self.settings.table_rows
-        if self.source != "upload":
-            return {"bert": WORDPIECE_VOCAB_SIZE, "glove": 400_003}[self.source]
+        if self.source in PRESETS:
+            return PRESETS[self.source][0]
         return self.upload.rows + (0 if self.words == "wordpiece" else SPARE_ROWS)
 
     @property
-    def maxlen(self) -> int:
+    def sizes(self) -> tuple[int, int]:
+        """Rows of its position and segment tables (a token table's upload keeps its page's)."""
         if self.source == "upload":
             file = self.upload
-            return file.maxlen if file.kind == "bert" else file.over.maxlen
-        return self.settings.maxlen if self.source == "random" else 512
+            return (file.maxlen, file.segments) if file.kind == "bert" else file.over.sizes
+        return (self.settings.maxlen, self.settings.n_segments) if self.source == "random" else (PRESET_MAXLEN, 2)
+
+    @property
+    def maxlen(self) -> int:
+        return self.sizes[0]
 
     @property
     def segments(self) -> int:
-        if self.source == "upload":
-            file = self.upload
-            return file.segments if file.kind == "bert" else file.over.segments
-        return self.settings.n_segments if self.source == "random" else 2
+        return self.sizes[1]
 
     @property
     def bert_norm(self) -> bool:
@@ -303,18 +309,19 @@ class _Script:
             return line.split()[1]
 
         out = []
-        for ours in (True, False):
-            chosen = [line for line in self.imports if (module(line).split(".")[0] in standard) == ours]
+        for library in (True, False):  # the standard library's, then the others
+            chosen = [line for line in self.imports if (module(line).split(".")[0] in standard) == library]
             block = sorted(chosen, key=lambda line: (line.startswith("from "), module(line).lower()))
             out += ([""] if out and block else []) + block
         return out
 
     def _files(self) -> list[str]:
-        files, layer = [], self.layer
-        while layer.upload is not None:
-            files.append(layer.upload.name)
-            file = layer.upload
-            layer = file.over if file.kind == "token" and file.width == file.over.width else Layer("", Settings(), "")
+        """The uploaded files the tables are read from, outermost first: a token table as wide as the
+        tables it came to keeps their position, segment and LayerNorm tables, which may be a file's."""
+        files, file = [], self.layer.upload
+        while file is not None:
+            files.append(file.name)
+            file = file.over.upload if file.kind == "token" and file.width == file.over.width else None
         return files
 
     @staticmethod
