@@ -196,10 +196,10 @@ class Page:
 
     @property
     def live_outputs(self) -> list:
-        """What a keystroke can change: the plane, the open side view or Code tab, the picker, the notice.
+        """What a keystroke can change: the plane, the open side view, the picker, the notice.
         (The token table is drawn in the browser from the plot's token columns.)"""
         return [self.plot, self.info, self.token, self.near_token, self.near_output, self.variance,
-                self.search_hits, self.search_info, *self.detail_outputs, self.code, self.notice, self.address]
+                self.search_hits, self.search_info, *self.detail_outputs, self.notice, self.address]
 
     @property
     def direct_outputs(self) -> list:
@@ -209,7 +209,9 @@ class Page:
 
     @property
     def detail_outputs(self) -> list:
-        return [self.positions_plot, self.repeated, self.layernorm_plot, self.layernorm_info, self.similarity_plot]
+        """The side views' outputs, and the Code tab's: drawn from the sentences while open, emptied when not."""
+        return [self.positions_plot, self.repeated, self.layernorm_plot, self.layernorm_info, self.similarity_plot,
+                self.code]
 
     @property
     def everything(self) -> list:
@@ -220,7 +222,7 @@ class Page:
         return list(dict.fromkeys([  # the token picker is a live output and a field's widget: listed once
             *self.live_outputs, *widgets, self.neighbours, self.background_json, self.tables_info, self.random_panel,
             self.params, self.losses, self.trained, self.listing_output, self.listing_facts, self.listing_plot,
-            self.lookup_vocab, self.lookup_code, self.lookup_output, self.lookup_info, self.code,
+            self.lookup_vocab, self.lookup_code, self.lookup_output, self.lookup_info,
         ]))
 
 
