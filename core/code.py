@@ -358,7 +358,8 @@ class _Script:
         for run in self.runs:
             if run.sentences in self.corpora:
                 continue
-            name = "CORPUS" if run.builtin else f"SENTENCES_{len(self.corpora) + 1}"
+            own = sum(name.startswith("SENTENCES") for name in self.corpora.values())  # pressed on A and B before
+            name = "CORPUS" if run.builtin else f"SENTENCES_{own + 1}" if own else "SENTENCES"
             self.corpora[run.sentences] = name
             lines += _strings(name, run.sentences, "the built-in corpus: six categories of related words" if run.builtin
                               else "sentences A and B when Train was pressed")
@@ -717,6 +718,9 @@ class _Script:
                 mean = "pca.mean_"
             else:
                 lines = [f"# the plane: one PCA of every vector shown, {signs}"]
+                if self.runs:  # as the page draws a trained layer: its points move, its plane does not
+                    lines = ["# the plane: one PCA of every vector shown before training (the page draws a trained "
+                             "layer in the", f"# plane its untrained tables had), {signs}"]
                 if dims == 2 and view.basis == "frozen":
                     lines = ["# the plane: the one kept when it was frozen, one PCA of every vector shown,",
                              f"# {signs}"]
@@ -837,6 +841,14 @@ class _Script:
             lines += ["figure = make_subplots()  # the plot: a trace a group, each point named by its token",
                       "for name, xy in points.items():",
                       f'    figure.add_scatter(x=xy[:, 0], y=xy[:, 1], name=name, text={text}, mode="markers+text")']
+        if self.runs and self.groups:
+            across = "x=xyz[:, 0], y=xyz[:, 1], z=xyz[:, 2]" if self.dims == 3 else "x=xy[:, 0], y=xy[:, 1]"
+            where = ', row=1, col=2 if "output" in name else 1' if split else ""
+            lines += [f"for name, {'xyz' if self.dims == 3 else 'xy'} in was.items():  # faint: where they were "
+                      "before training",
+                      f"    figure.add_scatter{'3d' if self.dims == 3 else ''}({across}, name=f\"{{name}}, before\",",
+                      f"    {' ' * (len('figure.add_scatter') + (3 if self.dims == 3 else 0))}mode=\"markers\", "
+                      f"opacity=0.3{where})"]
         if self.behind:
             lines += [f'figure.update_traces(selector={{"name": "{BACKGROUND}"}}, mode="markers",  # faint, behind',
                       '                     marker={"size": 3, "color": "rgba(110, 110, 110, 0.3)"})']

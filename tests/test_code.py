@@ -178,7 +178,7 @@ def test_a_trained_tabs_script_trains_as_the_page_did(client):
     texts.append(out.value("code-view"))
     pages.append(trained_page(out))
     assert "steps=60, fixed={'position'})" in texts[0] and "CORPUS = [" in texts[0]
-    assert "steps=40, fixed={'position', 'segment'})" in texts[1] and "SENTENCES_2 = [" in texts[1]
+    assert "steps=40, fixed={'position', 'segment'})" in texts[1] and "SENTENCES = [" in texts[1]
     results = run_all(texts)
     worst = [compare(got, page, 1e-4, f"training {n + 1}") for n, (got, page) in enumerate(zip(results, pages,
                                                                                                  strict=True))]
