@@ -187,7 +187,7 @@ def test_start_answers_the_class_and_its_secret_and_the_lecturers_stream_counts_
     assert lesson(answer["class"]).query == lesson_of(lecturer.view)
     first = opened(lecturer.key, answer["class"]).next()
     assert first == {"class": answer["class"], "role": "lecturer", "version": 1, "step": None, "ended": "",
-                     "connected": 0, "following": 0}
+                     "reconnecting": "", "connected": 0, "following": 0}
 
 
 def test_a_student_joins_is_shown_the_lesson_and_hears_the_lecturers_next_change(app_url, pages, started, opened):
