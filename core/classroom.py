@@ -715,11 +715,13 @@ class Classroom:
         member.lesson = lesson.query
 
     def shown(self, member: Follower, lesson: Lesson, shown: bool = True) -> None:
-        """The tab was shown `lesson` (or refused it: then it does not follow)."""
+        """The tab was shown `lesson` (or refused it: then it does not follow); its stream says so."""
         was = member.following
         member.following, member.shown = shown, lesson.version if shown else member.shown
         if was != shown:
             self.counted(member.class_id)
+        else:
+            self._tell(member.class_id)
 
     def presence(self, class_id: str) -> tuple[int, int] | None:
         """How many pages the class has connected and following, every process's together;

@@ -16,9 +16,8 @@ A class (a lecturer's page that students' pages follow, core/classroom.py) lives
 redis-server this command starts on a loopback port (from Debian's package, installed the same
 way), so students on any worker follow; set EXPLORER_CLASS_STORE=redis://host:port/0 to use a
 Redis of your own instead.
-Ctrl-C or SIGTERM stops HAProxy, every worker and Redis. A worker that dies is started again;
-its visitors lose their session (the page says so) and are sent to another worker. Redis that
-dies is started again too, empty, on its port: the lecturers' pages bring their classes back.
+Ctrl-C or SIGTERM stops HAProxy, every worker and Redis. A worker that dies is started again
+(its visitors lose their session and go to another); so is Redis, empty, on its port.
 """
 
 from __future__ import annotations
@@ -302,7 +301,7 @@ class ClassServer:
         if check.returncode != 0:
             raise ServeError(f"haproxy refused its configuration {self.config_path}:\n{check.stderr}{check.stdout}")
         if not self.store:
-            self.store = self._start_redis()
+            self.store = self.start_redis()
         for worker in self.workers:
             worker.start(self.store)
         self._wait_until_ready()
@@ -321,7 +320,7 @@ class ClassServer:
                 raise ServeError(f"haproxy did not answer on port {self.port} within 15 s")
             time.sleep(0.2)
 
-    def _start_redis(self) -> str:
+    def start_redis(self) -> str:
         """A redis-server for the workers' classes, on a free loopback port (the one it had, when
         it is started again), kept in memory only."""
         redis_server = ensure_program("redis-server")
@@ -380,7 +379,7 @@ class ClassServer:
             print(f"redis-server exited with code {self.redis.returncode}; starting it again (empty) on port "
                   f"{self.redis_port}: the lecturers' pages bring their classes back.", file=sys.stderr, flush=True)
             try:
-                self._start_redis()
+                self.start_redis()
             except ServeError as error:  # tried again in the next round
                 print(f"redis-server could not start again: {error}", file=sys.stderr, flush=True)
         for worker in self.workers:

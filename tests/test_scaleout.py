@@ -425,7 +425,7 @@ def test_the_class_servers_own_redis_is_started_again_on_its_port_when_it_dies(t
         pytest.skip(str(error))
     server = ClassServer(1, port=free_port(), run_dir=tmp_path)
     try:
-        store = server._start_redis()
+        store = server.start_redis()
         first = server.redis
         redis.Redis.from_url(store).set("a class", "kept in memory only")
         first.kill()

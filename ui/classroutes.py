@@ -1,32 +1,18 @@
-"""The class link's routes: start, lead, follow and end a class, and each page's stream.
+"""The class link's routes, outside gradio's queue like the direct route: a class is a hundred pages at once.
 
-A class is `core.classroom`; these are its doors, beside the page's direct route
-(`ui.direct`) and like it outside gradio's queue, for the same reasons: a class is a hundred
-pages at once, and each of them hears of a new lesson within a second. Every call names its
-page by the key the page was issued (`core.live.Live.key`), in a POST body, never in an
-address a proxy would log.
-
-    POST explorer/class/start   {key}                 the page's view becomes a class's lesson, the page
-                                                      its lecturer's: {class, secret, step}
-    POST explorer/class/lead    {key, class, secret}  the lecturer's link opened on another page: it is
-                                                      shown the lesson and leads from now on
+    POST explorer/class/start   {key}                 this page's view becomes a class's lesson: {class, secret, step}
+    POST explorer/class/lead    {key, class, secret}  the lecturer's link on another page: shown the lesson, it leads
     POST explorer/class/follow  {key}                 a student's page is shown the newest lesson
     POST explorer/class/end     {key, secret}         the lecturer ends the class
-    POST explorer/class/stream  {key, class}          newline-delimited JSON, one message per change:
-                                                      a student's page hears the lesson's version and
-                                                      step and whether it follows; the lecturer's page
-                                                      also hears how many pages are connected and follow
+    POST explorer/class/stream  {key, class}          JSON lines, one a change: the lesson's version and step, whether
+                                                      the page follows; the lecturer's: pages connected, following
 
-`lead` and `follow` answer as a direct call does (the values the page's script writes, and
-those it hands to gradio's components) and take the same bounded turns (`Direct.turn`).
-
-A stream waits in the event loop and holds no thread: a new lesson wakes the streams of its
-class in this process (`Streams.wake`, from the classroom's listener), and each says what
-changed for its page. An idle stream sends a blank line every `KEEPALIVE` seconds, so proxies
-keep it; a lecturer's also reads the counts once a second. A store that is away ends no stream:
-each says the class is reconnecting, and goes on when the store is back. A call the store must
-answer while it is away is answered 200 with `reconnecting` and a sentence, and the page tries
-it again: a 5xx is a server's fault, and a balancer or a monitor takes it for one.
+A page is named by its key (`core.live.Live.key`) in the body, never in an address a proxy logs;
+`lead` and `follow` answer as a direct call does, in its bounded turns (`Direct.turn`). A stream
+holds no thread: a new lesson wakes its class's streams (`Streams`), an idle one writes a blank
+line every `KEEPALIVE` s, a lecturer's reads the counts every second. A store that is away ends
+no stream (each says the class is reconnecting); a call it must answer is answered 200 with
+`reconnecting` and a sentence, and the page tries again (a 5xx reads as a broken server).
 """
 
 from __future__ import annotations

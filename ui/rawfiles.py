@@ -1,20 +1,16 @@
 """Uploaded files on disk: bounded, and deleted minutes after they came.
 
-Gradio's upload route stores any file it is sent, with no session and no event, and keeps it
-until its cache is swept (hourly here). A stranger could fill the disk with 50 MB files in
-seconds. The app needs a raw file only until the upload event reads it (`core.uploads`), a
-moment after it came, after which its table is in memory. So files that came more than
-`RAW_SECONDS` ago, read or not, are deleted by a timer every `SWEEP_SECONDS` (`Sweeper`) and
-before gradio stores a new one (`UploadGate`), and a new file is refused at once, with a
-sentence, while the files kept hold `RAW_BYTES` or more. An event may name only a file that was
-uploaded and is still kept (`check_sent`): any other path is refused with a sentence.
+Gradio's upload route stores any file it is sent, with no session or event, until its hourly
+sweep: a stranger could fill the disk in seconds. The app needs a raw file only until the
+upload event reads it (`core.uploads`), a moment after it came. So a file goes `RAW_SECONDS`
+after it came, read or not, by a timer every `SWEEP_SECONDS` (`Sweeper`) and before gradio
+stores another (`UploadGate`), which is refused at once, with a sentence, while the files kept
+hold `RAW_BYTES`. An event may name only a file uploaded and still kept (`check_sent`).
 
 A file is not deleted as soon as it is read: gradio stores a file at a path made from its
-content's hash, so two visitors uploading the same file at once share one path, and deleting it
-after the first read took it from the second (the test suite's two workers showed it).
-
-Gradio records each upload in its Blocks' `upload_file_set` (only uploads: exports and other
-outputs go elsewhere in its cache), which is what is swept here.
+content's hash, so two visitors uploading the same file share one path, and deleting it after
+the first read took it from the second. Gradio records each upload in its Blocks'
+`upload_file_set` (exports and other outputs go elsewhere), which is what is swept here.
 """
 
 from __future__ import annotations
