@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
-import contextlib
 import os
 import sys
 import time
@@ -29,7 +28,7 @@ from collections.abc import Callable
 import httpx
 
 from bench.class_follow import CallFailed, Calls, Page
-from bench.report import table
+from bench.report import tables_and_errors
 
 WITHIN = 10.0  # seconds: the target, from Redis's start
 PRESS_EVERY = 5.0  # seconds between the lecturer's Nexts while Redis is away
@@ -195,13 +194,8 @@ def main() -> int:
     except (RuntimeError, CallFailed, httpx.HTTPError) as error:
         print(f"the measure could not run: {error}", file=sys.stderr)
         return 1
-    print()
-    for title, header, rows in report(found):
-        table(title, header, rows)
-    for error, count in collections.Counter(found["errors"]).most_common(6):
-        print(f"  error ×{count}: {error}")
-    with contextlib.suppress(KeyError):
-        print(f"  End answered: {found['end_answer']}")
+    tables_and_errors(report(found), found["errors"])
+    print(f"  End answered: {found.get('end_answer')}")
     return 0
 
 

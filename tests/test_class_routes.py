@@ -22,6 +22,7 @@ import pytest
 
 import core.classroom as classroom
 from core.classroom import NO_CLASS, NOT_LECTURER, Follower, Leader, lesson_of
+from tests.waiting import eventually
 
 WAIT = 30.0  # seconds a bounded wait gives what another thread or the server delivers
 ENDED = "The lecturer ended the class."
@@ -165,15 +166,6 @@ def lesson(class_id: str):
     from ui.classroutes import CLASSROOM
 
     return CLASSROOM.store.lesson(class_id)
-
-
-def eventually(predicate, timeout: float = WAIT) -> bool:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 # --- a class begins, and a student follows it --------------------------------------------------------

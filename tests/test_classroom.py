@@ -46,6 +46,7 @@ from core.classroom import (
 from core.live import Live
 from core.options import Refused
 from core.state import View
+from tests.waiting import eventually
 
 URLSAFE = re.compile(r"[A-Za-z0-9_-]+")
 WAIT = 15.0  # seconds a bounded poll waits at most for what another thread delivers
@@ -59,17 +60,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-def eventually(predicate, timeout: float = WAIT) -> bool:
-    """Whether `predicate()` came true within `timeout` seconds (polled; the value is what is asserted)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        if predicate():
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
 
 
 @pytest.fixture()

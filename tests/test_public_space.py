@@ -28,6 +28,7 @@ import pytest
 
 from core.options import LIMITS, MAX_TEXT
 from tests.browser import COUNT_REQUESTS, PLOT, settle
+from tests.waiting import eventually
 
 # the tests' /fingerprint endpoint is read when `app` is first imported (by conftest's app_url)
 os.environ.setdefault("EMBEDDING_EXPLORER_TEST_HOOKS", "1")
@@ -68,16 +69,6 @@ def new_client(app_url):
     from gradio_client import Client
 
     return Client(app_url, verbose=False)
-
-
-def eventually(predicate, timeout: float = 30.0) -> bool:
-    """Whether `predicate()` came true within `timeout` seconds (polled; what is asserted is the value)."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 def folder_bytes(folder: Path) -> int:
