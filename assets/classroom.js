@@ -144,8 +144,8 @@
 
   async function start() {
     const answer = await post("start", {});
-    if (answer.error) {
-      said(answer);
+    if (answer.error) { // said once in the box: no stream will say it is over
+      problem = answer.error;
       render();
       return;
     }
