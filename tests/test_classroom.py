@@ -11,8 +11,11 @@ waited for with a bounded poll, never timed.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import secrets
+import subprocess
+import sys
 import threading
 import time
 from urllib.parse import parse_qs
@@ -513,6 +516,23 @@ def test_a_class_whose_lecturers_page_is_connected_runs_past_its_grace_and_count
     assert store.lesson(lesson.id).ended == ""
     with pytest.raises(Full, match="At most 1 classes can run at once from one network address"):
         room.start(tab(), "198.51.100.1")
+
+
+@pytest.mark.parametrize(("minutes", "grace", "said"), [(None, 120.0, "over 2 minutes."),
+                                                       ("5", 300.0, "over 5 minutes."),
+                                                       ("0.5", 30.0, "over 0.5 minutes.")])
+def test_the_grace_is_minutes_and_set_by_its_setting(minutes, grace, said):
+    """A class once outlived its page by three hours: the grace is two minutes unless
+    EXPLORER_CLASS_GRACE_MINUTES says otherwise, and the sentence says the grace in force."""
+    env = {k: v for k, v in os.environ.items() if k != "EXPLORER_CLASS_GRACE_MINUTES"}
+    if minutes is not None:
+        env["EXPLORER_CLASS_GRACE_MINUTES"] = minutes
+    shown = "from core import classroom as c; print(c.GRACE_SECONDS); print(c.AWAY)"
+    read = subprocess.run([sys.executable, "-c", shown], env=env, capture_output=True, text=True, check=True,
+                          timeout=60)
+    seconds, away = read.stdout.splitlines()
+    assert float(seconds) == grace
+    assert away.endswith(f"its lecturer's page was closed for {said}")
 
 
 @pytest.mark.parametrize("closed", ["closed", "never opened"])
