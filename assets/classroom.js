@@ -8,10 +8,14 @@
 //    of the student's own stops following (the server sees it) and the banner offers
 //    "Follow the lecturer again".
 //  - the lecturer's page hears how many pages are connected and how many follow.
+//  - a class whose store is away says so on every page ("reconnecting"); calls answered so are
+//    made again, the stream stays open (or is opened again), and the lecturer's secret is kept:
+//    only a class that is gone or a secret that is wrong (404, 403) lets it go.
 // The address keeps `class=ID` beside the view's query (ui/tourpanel.py ADDRESS_JS asks `param`).
 (() => {
   const LEAD = "embedding-explorer-lead:"; // sessionStorage: class id -> the lecturer's secret
   const ID = /^[A-Za-z0-9_-]{16}$/;
+  const RETRY_MS = 2000; // a dropped stream, or a call answered "reconnecting", is made again after this
   const url = (path) => new URL(`explorer/class/${path}`, document.baseURI);
   const escapeHtml = (text) => String(text).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
@@ -28,19 +32,29 @@
   let box = null; // the class box in the Tour panel
   let state = null; // the stream's last message
   let problem = ""; // the last refusal, said in the box
+  let reconnecting = ""; // the class's store is away: said on the page until it is back
   let justStarted = null; // {student, lecturer}: the links, the lecturer's shown once
   let streaming = null; // the AbortController of the open stream
   let following = false; // a follow call in flight
 
+  // a call's answer, with its HTTP status (0: no answer came)
   async function post(path, body) {
     try {
       const response = await fetch(url(path), {
         method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ key, ...body }),
       });
-      return await response.json();
+      return { ...(await response.json()), status: response.status };
     } catch (error) {
-      return { error: "The server could not be reached: check the connection." };
+      return { error: "The server could not be reached: check the connection.", status: 0 };
     }
+  }
+
+  // a refusal that stays one (no such class, a wrong secret, a full class), not one to try again
+  const final = (answer) => answer.status >= 400 && answer.status < 500;
+
+  function said(answer) {
+    reconnecting = answer.reconnecting ? answer.error : "";
+    if (!answer.reconnecting) problem = answer.error;
   }
 
   function shown(answer) {
@@ -51,6 +65,12 @@
     if (!key || !classId || streaming) return;
     if (secret() && !(state && state.role === "lecturer")) {
       const answer = await post("lead", { class: classId, secret: secret() });
+      if (answer.error && !final(answer)) { // the store is away, or the server: the secret is kept
+        said(answer);
+        render();
+        setTimeout(connect, RETRY_MS);
+        return;
+      }
       if (answer.error) {
         problem = answer.error;
         sessionStorage.removeItem(LEAD + classId);
@@ -70,10 +90,10 @@
         method: "POST", headers: { "Content-Type": "application/json" }, signal: controller.signal,
         body: JSON.stringify({ key, class: classId }),
       });
-      if (!response.ok) {
+      if (!response.ok || !(response.headers.get("Content-Type") || "").includes("ndjson")) {
         const answer = await response.json().catch(() => ({}));
-        problem = answer.error || `The class could not be joined (${response.status}).`;
-        retry = response.status >= 500;
+        said({ ...answer, error: answer.error || `The class could not be joined (${response.status}).` });
+        retry = !final({ status: response.status });
         render();
       } else {
         const reader = response.body.getReader();
@@ -95,12 +115,13 @@
       // a dropped connection (a proxy, a laptop's sleep): opened again below
     }
     if (streaming === controller) streaming = null;
-    if (retry && classId && !(state && state.ended) && !controller.signal.aborted) setTimeout(connect, 2000);
+    if (retry && classId && !(state && state.ended) && !controller.signal.aborted) setTimeout(connect, RETRY_MS);
   }
 
   function heard(message) {
     state = message;
     problem = "";
+    reconnecting = message.reconnecting || "";
     if (message.role === "student" && message.following && message.version > message.shown && !message.ended) {
       follow();
     }
@@ -113,7 +134,7 @@
     following = true;
     const answer = await post("follow", {});
     following = false;
-    if (answer.error) problem = answer.error;
+    if (answer.error) said(answer); // reconnecting: the stream's next message asks again
     shown(answer);
     render();
     const newer = state && state.role === "student" && state.following && !state.ended
@@ -123,7 +144,7 @@
 
   async function start() {
     const answer = await post("start", {});
-    if (answer.error) {
+    if (answer.error) { // said once in the box: no stream will say it is over
       problem = answer.error;
       render();
       return;
@@ -142,9 +163,12 @@
 
   async function end() {
     const answer = await post("end", { secret: secret() });
-    if (answer.error) problem = answer.error;
-    else state = { ...state, ended: answer.ended };
-    if (streaming) streaming.abort();
+    if (answer.error) {
+      said(answer); // reconnecting: the class runs on, and End can be pressed again
+    } else {
+      state = { ...state, ended: answer.ended };
+      if (streaming) streaming.abort();
+    }
     render();
   }
 
@@ -164,7 +188,8 @@
   }
 
   function boxHtml() {
-    const said = problem ? `<p class="class-problem" role="alert">⚠️ ${escapeHtml(problem)}</p>` : "";
+    const said = [problem, reconnecting].filter(Boolean)
+      .map((text) => `<p class="class-problem" role="alert">⚠️ ${escapeHtml(text)}</p>`).join("");
     if (!state || state.ended) {
       const ended = state && state.ended ? `<p>${escapeHtml(state.ended)}</p>` : "";
       if (state && state.role === "student") return said + ended;
@@ -192,7 +217,7 @@
 
   function banner() {
     let element = document.getElementById("class-banner");
-    if (!state && !problem) {
+    if (!state && !problem && !reconnecting) {
       if (element) element.remove();
       return;
     }
@@ -204,6 +229,8 @@
     }
     if (state && state.ended) {
       element.innerHTML = `<span id="class-status">${escapeHtml(state.ended)}</span>`;
+    } else if (reconnecting) {
+      element.innerHTML = `<span id="class-status">⚠️ ${escapeHtml(reconnecting)}</span>`;
     } else if (!state) {
       element.innerHTML = `<span id="class-status">⚠️ ${escapeHtml(problem)}</span>`;
     } else if (state.role === "lecturer") {

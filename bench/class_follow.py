@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import collections
 import contextlib
 import json
 import os
@@ -63,7 +62,7 @@ import httpx
 import orjson
 import psutil
 
-from bench.report import ms, percentile, table, times
+from bench.report import ms, percentile, tables_and_errors, times
 
 WITHIN = 1.5  # seconds: the target's reach
 KEYS_PER_SECOND = 5.0  # a typing student's pace
@@ -595,13 +594,7 @@ def main() -> int:
     except (RuntimeError, CallFailed, httpx.HTTPError) as error:
         print(f"the measure could not run: {error}", file=sys.stderr)
         return 1
-    print()
-    for title, header, rows in report(found):
-        table(title, header, rows)
-    for error, count in collections.Counter(found["errors"]).most_common(6):
-        print(f"  error ×{count}: {error}")
-    if found["errors"]:
-        print(f"  {len(found['errors'])} failed page call(s) in all")
+    tables_and_errors(report(found), found["errors"])
     return 0
 
 

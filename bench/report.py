@@ -7,6 +7,7 @@ a measure run on its own (`python -m bench.X`) does not load the runner.
 from __future__ import annotations
 
 import argparse
+import collections
 import math
 from collections.abc import Callable, Sequence
 
@@ -27,6 +28,18 @@ def table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> N
         padded = (cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True)))
         print("  ".join(padded).rstrip())
     print(flush=True)
+
+
+def tables_and_errors(tables: Sequence[tuple[str, Sequence[str], Sequence[Sequence[str]]]],
+                      errors: Sequence[str]) -> None:
+    """A measure's tables, then its failed calls: the six most common, and how many in all."""
+    print()
+    for title, header, rows in tables:
+        table(title, header, rows)
+    for error, count in collections.Counter(errors).most_common(6):
+        print(f"  error ×{count}: {error}")
+    if errors:
+        print(f"  {len(errors)} failed page call(s) in all")
 
 
 def ms(seconds: float) -> str:

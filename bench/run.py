@@ -43,6 +43,11 @@ ratio, target, met?). The measures, by NAME:
               30 of them type, against the streams' fan-out alone (the pages only listen).
               Targets: the idle streams ≤ 10% of one core (the total, not the difference);
               95% of the followers reached within 1.5 s, alone and beside the typists.
+- outage:     a class on two workers behind HAProxy whose Redis stops for 30 s (15 with
+              --quick) and starts again empty (bench/class_outage.py): 20 students follow, 3
+              type, the lecturer presses Next meanwhile and once Redis is back, then End.
+              Targets: no 5xx on any route, no stream cut, the Next reaching every follower
+              and End every page within 10 s of Redis's start. Needs haproxy and redis-server.
 
 Whatever the numbers, nothing here asserts a time: "met?" is reported ("—" for a figure
 without a target), and the exit status is non-zero only when a measure could not run. The
@@ -634,6 +639,32 @@ def class_follow(quick: bool) -> list[Target]:
     return targets
 
 
+# 14. a class whose store goes away
+
+
+def outage(quick: bool) -> list[Target]:
+    from bench.class_outage import WITHIN, measure, report
+
+    if not haproxy_found():
+        print("14. the class outage needs haproxy (apt-get install haproxy): not measured\n", flush=True)
+        return [Target("class outage: no 5xx, Next and End within 10 s of Redis's start", "—", "—", "—", "—", None)]
+    found = measure(outage=15.0 if quick else 30.0)
+    print(flush=True)
+    for title, header, rows in report(found):
+        table(f"14. {title}", header, rows)
+    failures = sum(count for (_, status), count in found["statuses"].items() if status >= 500)
+    reached, ended = found.get("reached"), found.get("ended")
+    return [Target(f"class outage (Redis away {found['outage']:g} s): answers that were 5xx", str(failures),
+                   f"{sum(found['statuses'].values())} answers", "—", "0, and no stream cut",
+                   failures == 0 and found["cut"] == 0),
+            Target("class outage: the next Next reaches every follower, from Redis's start",
+                   "missed" if reached is None else f"{reached:.1f} s", "—", "—", f"≤ {WITHIN:g} s",
+                   reached is not None and reached <= WITHIN),
+            Target("class outage: End reaches every page, from Redis's start",
+                   "missed" if ended is None else f"{ended:.1f} s", "—", "—", f"≤ {WITHIN:g} s",
+                   ended is not None and ended <= WITHIN)]
+
+
 MEASURES: dict[str, Callable[[bool], list[Target]]] = {
     "latency": latency,
     "server_cpu": server_cpu,
@@ -648,6 +679,7 @@ MEASURES: dict[str, Callable[[bool], list[Target]]] = {
     "neighbour": neighbour,
     "first_load": first_load,
     "class": class_follow,
+    "outage": outage,
 }
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -236,27 +235,40 @@ def _check_values(key: str, tensor: torch.Tensor) -> None:
     if not tensor.is_floating_point():
         raise ValueError(f"{key} holds {tensor.dtype} values; embedding tables hold floating-point numbers.")
     # in float32, because that is what the layer will hold: 1e300 in float64 is infinite there
-    check_finite(tensor.float(), key=key)
+    check_numbers(tensor.float(), key=key)
 
 
-def check_finite(table: torch.Tensor, key: str | None = None, words: tuple[str, ...] | None = None) -> None:
-    """Refuse NaN and infinities, naming the first row (and its key or word) that holds one."""
+# the largest magnitude a table may hold: the layer sums three tables and LayerNorm squares the sum
+# over up to 4,096 numbers in float32 (at most 3.4e38), which values up to 1e12 keep far below
+MAX_VALUE = 1e12
+
+
+def check_numbers(table: torch.Tensor, key: str | None = None, words: tuple[str, ...] | None = None) -> None:
+    """Refuse NaN, infinities and values past ±MAX_VALUE, naming the first row (and its key or
+    word) that holds one."""
     if table.numel() == 0:
         return
     # NaN propagates through min and max and an infinity would be one of them, so two numbers
-    # settle the common case, much faster than isfinite over the whole table
-    low, high = torch.aminmax(table)
-    if math.isfinite(low) and math.isfinite(high):
+    # settle the common case, much faster than a look at every value
+    low, high = (float(v) for v in torch.aminmax(table))
+    if low >= -MAX_VALUE and high <= MAX_VALUE:  # False for NaN
         return
     rows = table.reshape(len(table), -1) if table.dim() > 1 else table.reshape(-1, 1)
-    row = int((~torch.isfinite(rows)).any(dim=1).nonzero()[0])
+    wrong = ~torch.isfinite(rows) | (rows.abs() > MAX_VALUE)
+    row = int(wrong.any(dim=1).nonzero()[0])
     where = f"{'row' if table.dim() > 1 else 'entry'} {row}"
     if key:
         where += f" of {key}"
     if words:
         where += f" (the word {words[row]!r})"
-    bad = "NaN" if rows[row].isnan().any() else "an infinite value"
-    raise ValueError(f"{where} contains {bad}; every value must be a finite number.")
+    values = rows[row]
+    if values.isnan().any():
+        raise ValueError(f"{where} contains NaN; every value must be a finite number.")
+    if values.isinf().any():
+        raise ValueError(f"{where} contains an infinite value; every value must be a finite number.")
+    largest = float(values[values.abs().argmax()])
+    raise ValueError(f"{where} holds {largest:.3g}; every value must lie between -{MAX_VALUE:.0e} and "
+                     f"{MAX_VALUE:.0e}, so that the layer's sums and squares stay within float32's range.")
 
 
 def _config_size(config: Mapping[str, Any], field: str, implied: int) -> int:

@@ -41,7 +41,7 @@ import numpy as np
 import torch
 from safetensors import safe_open
 
-from core.checkpoints import RENAMES, bert_state_to_embedding, check_finite
+from core.checkpoints import RENAMES, bert_state_to_embedding, check_numbers
 from core.embedding import BertEmbedding
 
 Kind = Literal["bert", "token"]
@@ -630,6 +630,7 @@ def _scan_text_rows(path: Path, count_line: tuple[int, int] | None) -> tuple[int
             if not line.strip():
                 raise ValueError(f"line {line_no} is empty; every line must be a word and its numbers.")
             numbers = line.rstrip().count(b" ")
+            _check_numbers_written(line, line_no)
             if width is None:
                 width = numbers  # GloVe: the first row sets the width
             if numbers != width:
@@ -646,6 +647,19 @@ def _scan_text_rows(path: Path, count_line: tuple[int, int] | None) -> tuple[int
         raise ValueError(f"the header says the file has {count_line[0]:,} words, but {rows:,} lines follow it; {why}.")
     assert width is not None, "the format was recognised from a first line"
     return rows, width
+
+
+def _check_numbers_written(line: bytes, line_no: int) -> None:
+    """Refuse numbers written as Python reads them but the format does not: gensim parses each with
+    Python's float, which takes 1_000 and digits of any script, where word2vec and GloVe write
+    plain ASCII decimals. A cheap look at the line; the value is named only when one is wrong."""
+    values = line.partition(b" ")[2]
+    if b"_" not in values and values.isascii():
+        return
+    wrong = next(v for v in values.split() if b"_" in v or not v.isascii()).decode("utf-8", "replace")
+    shown = wrong if len(wrong) <= 24 else wrong[:23] + "…"
+    raise ValueError(f"line {line_no} writes the number {shown!r}, which word-vector files do not: numbers are plain "
+                     "decimals (1000, -0.25, 1e-3), with no underscores or digits of other scripts.")
 
 
 def _read_with_gensim(path: Path, rows: int, *, binary: bool, has_count_line: bool) -> _WordVectors:
@@ -722,7 +736,7 @@ def _token_table(
     _check_dtype(dtype)
     if not _is_room(table):  # read by a library: copied into a room (a .npy file was read into one)
         table = _room(*table.shape).copy_(table)
-    check_finite(table, words=words)
+    check_numbers(table, words=words)
     return table, _conversion_notes([dtype])
 
 
@@ -743,6 +757,9 @@ def _check_shape(shape: tuple[int, ...], limits: UploadLimits) -> None:
     if len(shape) != 2:
         raise ValueError(f"a table must be 2-D (rows × width); this one is {len(shape)}-D with shape {shape}.")
     rows, width = shape
+    if rows < 0 or width < 0:
+        raise ValueError(f"the file gives the table the shape {shape}, and no size can be negative; the file is "
+                         "damaged. A table is rows × width, each at least 1 (at least 2 rows).")
     if rows < 2:
         have = "no rows" if rows == 0 else "only 1 row"
         raise ValueError(

@@ -16,8 +16,8 @@ A class (a lecturer's page that students' pages follow, core/classroom.py) lives
 redis-server this command starts on a loopback port (from Debian's package, installed the same
 way), so students on any worker follow; set EXPLORER_CLASS_STORE=redis://host:port/0 to use a
 Redis of your own instead.
-Ctrl-C or SIGTERM stops HAProxy, every worker and Redis. A worker that dies is started again;
-its visitors lose their session (the page says so) and are sent to another worker.
+Ctrl-C or SIGTERM stops HAProxy, every worker and Redis. A worker that dies is started again
+(its visitors lose their session and go to another); so is Redis, empty, on its port.
 """
 
 from __future__ import annotations
@@ -268,6 +268,7 @@ class ClassServer:
         # this server's own on a loopback port, unless EXPLORER_CLASS_STORE names one already
         self.store = os.environ.get("EXPLORER_CLASS_STORE", "").strip()
         self.redis: subprocess.Popen | None = None
+        self.redis_port = 0
 
     def _worker_ports(self, n: int, first: int) -> list[int]:
         if first == 0:  # any free loopback ports (tests, benchmarks)
@@ -300,7 +301,7 @@ class ClassServer:
         if check.returncode != 0:
             raise ServeError(f"haproxy refused its configuration {self.config_path}:\n{check.stderr}{check.stdout}")
         if not self.store:
-            self.store = self._start_redis()
+            self.store = self.start_redis()
         for worker in self.workers:
             worker.start(self.store)
         self._wait_until_ready()
@@ -319,10 +320,11 @@ class ClassServer:
                 raise ServeError(f"haproxy did not answer on port {self.port} within 15 s")
             time.sleep(0.2)
 
-    def _start_redis(self) -> str:
-        """A redis-server for the workers' classes, on a free loopback port, kept in memory only."""
+    def start_redis(self) -> str:
+        """A redis-server for the workers' classes, on a free loopback port (the one it had, when
+        it is started again), kept in memory only."""
         redis_server = ensure_program("redis-server")
-        port = free_port()
+        port = self.redis_port = self.redis_port or free_port()
         self.redis = subprocess.Popen(
             [redis_server, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no",
              "--protected-mode", "yes"],
@@ -370,9 +372,16 @@ class ClassServer:
         return [p for p in [*(w.process for w in self.workers), self.haproxy, self.redis] if p is not None]
 
     def watch_once(self) -> None:
-        """Start again any worker that died; HAProxy dying ends the class server."""
+        """Start again any worker that died, and Redis; HAProxy dying ends the class server."""
         if self.haproxy is not None and self.haproxy.poll() is not None:
             raise ServeError(f"haproxy exited with code {self.haproxy.returncode}")
+        if self.redis is not None and self.redis.poll() is not None:
+            print(f"redis-server exited with code {self.redis.returncode}; starting it again (empty) on port "
+                  f"{self.redis_port}: the lecturers' pages bring their classes back.", file=sys.stderr, flush=True)
+            try:
+                self.start_redis()
+            except ServeError as error:  # tried again in the next round
+                print(f"redis-server could not start again: {error}", file=sys.stderr, flush=True)
         for worker in self.workers:
             if worker.process is not None and worker.process.poll() is not None:
                 code = worker.process.returncode

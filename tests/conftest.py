@@ -110,41 +110,66 @@ def open_page(browser, app_url):
         context.close()
 
 
-@pytest.fixture(scope="session")
-def redis_url():
-    """A redis-server of this test process's own, on a free loopback port, keeping nothing on disk:
-    the class store's tests (core/classroom.py's RedisStore) run against it."""
-    server = shutil.which("redis-server")
-    if server is None:
-        if os.environ.get("CI"):
-            pytest.fail("redis-server is not installed; CI must run the class store's tests (apt-get install "
-                        "redis-server)")
-        pytest.skip("redis-server is not installed here (apt-get install redis-server); CI runs these")
-    import redis
+class RedisServer:
+    """A redis-server of a test's own on a free loopback port, keeping nothing on disk: stopped and
+    started again (empty, on the same port) as a class server's Redis is when it restarts."""
 
-    port = free_port()
-    process = subprocess.Popen([server, "--port", str(port), "--save", "", "--appendonly", "no",
-                                "--bind", "127.0.0.1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"redis://127.0.0.1:{port}/0"
-    try:
+    def __init__(self) -> None:
+        self.program = shutil.which("redis-server")
+        if self.program is None:
+            if os.environ.get("CI"):
+                pytest.fail("redis-server is not installed; CI must run the class store's tests (apt-get install "
+                            "redis-server)")
+            pytest.skip("redis-server is not installed here (apt-get install redis-server); CI runs these")
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> RedisServer:
+        import redis
+
+        self.process = subprocess.Popen([self.program, "--port", str(self.port), "--save", "", "--appendonly", "no",
+                                         "--bind", "127.0.0.1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 20
         while True:
-            if process.poll() is not None:
-                pytest.fail(f"redis-server exited at once (code {process.returncode}) on port {port}")
+            if self.process.poll() is not None:
+                pytest.fail(f"redis-server exited at once (code {self.process.returncode}) on port {self.port}")
             try:
-                with redis.Redis.from_url(url, socket_timeout=1) as probe:
+                with redis.Redis.from_url(self.url, socket_timeout=1) as probe:
                     if probe.ping():
-                        break
+                        return self
             except (redis.ConnectionError, redis.TimeoutError):
                 pass
             if time.monotonic() > deadline:
-                pytest.fail(f"redis-server on port {port} did not answer PING within 20 s")
+                pytest.fail(f"redis-server on port {self.port} did not answer PING within 20 s")
             time.sleep(0.05)
-        yield url
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+@pytest.fixture(scope="session")
+def redis_url():
+    """A redis-server of this test process's own: the class store's tests (core/classroom.py's
+    RedisStore) run against it."""
+    server = RedisServer().start()
+    try:
+        yield server.url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        server.stop()
+
+
+@pytest.fixture()
+def own_redis():
+    """A redis-server of the test's own, which it may stop and start again (empty)."""
+    server = RedisServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()

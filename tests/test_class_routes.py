@@ -22,10 +22,12 @@ import pytest
 
 import core.classroom as classroom
 from core.classroom import NO_CLASS, NOT_LECTURER, Follower, Leader, lesson_of
+from tests.waiting import eventually
 
 WAIT = 30.0  # seconds a bounded wait gives what another thread or the server delivers
 ENDED = "The lecturer ended the class."
 NO_KEY = "This request carries no valid page key; reload the page."
+FULL = "This class has {} pages following it, as many as one class may have."
 CLOSED = object()  # the stream's end, as its reader hands it on
 
 
@@ -154,6 +156,7 @@ def started(app_url):
         classes.append(response.json()["class"])
         return response.json()
 
+    start.classes = classes
     yield start
     for class_id in classes:
         CLASSROOM.store.publish(class_id, None, None, ended="The test is over.")
@@ -163,15 +166,6 @@ def lesson(class_id: str):
     from ui.classroutes import CLASSROOM
 
     return CLASSROOM.store.lesson(class_id)
-
-
-def eventually(predicate, timeout: float = WAIT) -> bool:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 # --- a class begins, and a student follows it --------------------------------------------------------
@@ -187,7 +181,7 @@ def test_start_answers_the_class_and_its_secret_and_the_lecturers_stream_counts_
     assert lesson(answer["class"]).query == lesson_of(lecturer.view)
     first = opened(lecturer.key, answer["class"]).next()
     assert first == {"class": answer["class"], "role": "lecturer", "version": 1, "step": None, "ended": "",
-                     "connected": 0, "following": 0}
+                     "reconnecting": "", "connected": 0, "following": 0}
 
 
 def test_a_student_joins_is_shown_the_lesson_and_hears_the_lecturers_next_change(app_url, pages, started, opened):
@@ -396,6 +390,76 @@ def test_past_the_pages_of_one_class_a_student_is_refused_with_a_sentence(app_ur
     assert refused.status_code in (400, 429)
     assert refused.json() == {"error": "This class has 1 pages following it, as many as one class may have."}
     assert second.member is None
+
+
+def test_three_classes_whose_pages_closed_let_a_fourth_start_from_their_address_within_the_grace(
+        app_url, pages, started, opened, monkeypatch):
+    """Three students behind one school address press Start and close their pages: the classes
+    run on for the grace (a reload comes back within it), then end, and the lecturer's Start from
+    that address succeeds. The store's clock is moved, never waited for."""
+    from ui.classroutes import CLASSROOM
+
+    address = "203.0.113.77"
+    lives = [pages()[1] for _ in range(4)]
+    classes, streams = [], []
+    for live in lives[:3]:
+        classes.append(started(live, address)["class"])
+        streams.append(opened(live.key, classes[-1]))
+        streams[-1].next()
+    _, student = pages()
+    follower = opened(student.key, classes[0])
+    follower.next()
+    for stream in streams:
+        stream.close()
+    assert eventually(lambda: not any(CLASSROOM._led[c].pages for c in classes))  # each page's going was seen
+    refused = call(app_url, "start", {"key": lives[3].key}, address=address)
+    assert refused.status_code == 429 and "close its lecturer's page" in refused.json()["error"]
+    later = time.time() + classroom.GRACE_SECONDS
+    monkeypatch.setattr(CLASSROOM.store, "clock", lambda: later)
+    CLASSROOM.beat()
+    assert follower.until(lambda m: m["ended"] != "")["ended"] == classroom.AWAY  # its students hear it ended
+    assert follower.next() is CLOSED
+    fourth = call(app_url, "start", {"key": lives[3].key}, address=address)
+    assert fourth.status_code == 200, fourth.text
+    started.classes.append(fourth.json()["class"])
+    assert isinstance(lives[3].member, Leader)
+
+
+def test_twenty_simultaneous_joins_against_a_cap_of_five_admit_five(app_url, pages, started, monkeypatch):
+    monkeypatch.setattr(classroom, "MAX_FOLLOWERS", 5)
+    from ui.classroutes import CLASSROOM
+
+    _, lecturer = pages()
+    class_id = started(lecturer)["class"]
+    students = [pages()[1] for _ in range(20)]
+    gate, done = threading.Barrier(20), threading.Event()
+    answers: dict[int, tuple[int, bytes]] = {}
+
+    def join(i: int) -> None:
+        gate.wait(WAIT)
+        with httpx.Client(timeout=httpx.Timeout(10, read=60)) as client, client.stream(
+                "POST", f"{app_url}explorer/class/stream", json={"key": students[i].key, "class": class_id}) as answer:
+            chunks = answer.iter_bytes()  # kept: a generator let go closes the stream
+            answers[i] = (answer.status_code, next(chunks))
+            if answer.status_code == 200:
+                done.wait(WAIT)  # held open, as a page holds its stream
+
+    threads = [threading.Thread(target=join, args=(i,), daemon=True) for i in range(20)]
+    for thread in threads:
+        thread.start()
+    try:
+        assert eventually(lambda: len(answers) == 20)
+        statuses = sorted(status for status, _ in answers.values())
+        assert statuses == [200] * 5 + [429] * 15, statuses
+        for i, (status, body) in answers.items():
+            if status == 429:
+                assert json.loads(body) == {"error": FULL.format(5)}
+                assert students[i].member is None  # a refused page is as it was
+        assert CLASSROOM.store.presence(class_id)[0] == 5
+    finally:
+        done.set()
+        for thread in threads:
+            thread.join(WAIT)
 
 
 # --- another page leads; the class ends ---------------------------------------------------------------

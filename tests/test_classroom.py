@@ -1,20 +1,23 @@
 """A class (core/classroom.py): a lecturer's tab leads, students' tabs follow its view.
 
 Every test runs against both stores: `MemoryStore` (one process) and `RedisStore` on a real
-redis-server (the `redis_url` fixture), with a hand clock for what the store times (a class's
-idle end, the students' counts). Tabs are real `core.live.Live` objects changed through
-`Live.apply`, the one door every change of a page goes through. What travels between threads
-(a throttled lesson, Redis's pub/sub) is waited for with a bounded poll, never timed.
+redis-server (the `redis_url` fixture; `own_redis` for one a test stops and starts again), with a
+hand clock for what the store times (a class's grace, the students' counts). Tabs are real
+`core.live.Live` objects changed through `Live.apply`, the one door every change of a page goes
+through. What travels between threads (the writer's lessons and counts, Redis's pub/sub) is
+waited for with a bounded poll, never timed.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import secrets
+import subprocess
+import sys
 import threading
 import time
-import types
 from urllib.parse import parse_qs
 
 import pytest
@@ -23,16 +26,22 @@ import core.classroom as classroom
 from core import tour
 from core.classroom import (
     AWAY,
-    IDLE_SECONDS,
+    CANNOT_START,
+    ENDED,
+    GRACE_SECONDS,
+    LOST,
     NO_CLASS,
     NOT_LECTURER,
     PRESENCE_SECONDS,
+    RECONNECTING,
     Classroom,
     Follower,
     Forbidden,
+    Full,
     Leader,
     Lesson,
     MemoryStore,
+    Reconnecting,
     RedisStore,
     lesson_of,
     lesson_view,
@@ -40,9 +49,9 @@ from core.classroom import (
 from core.live import Live
 from core.options import Refused
 from core.state import View
+from tests.waiting import eventually
 
 URLSAFE = re.compile(r"[A-Za-z0-9_-]+")
-ENDED = "The lecturer ended the class."
 WAIT = 15.0  # seconds a bounded poll waits at most for what another thread delivers
 
 
@@ -56,20 +65,26 @@ class Clock:
         return self.now
 
 
-def eventually(predicate, timeout: float = WAIT) -> bool:
-    """Whether `predicate()` came true within `timeout` seconds (polled; the value is what is asserted)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        if predicate():
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-
-
 @pytest.fixture()
 def clock() -> Clock:
     return Clock()
+
+
+@pytest.fixture(autouse=True)
+def closed(monkeypatch):
+    """Every classroom a test makes is closed when it ends (its writer and its store's listener
+    stop), so none goes on writing to a store another test uses."""
+    made: list[Classroom] = []
+    make = Classroom.__init__
+
+    def tracked(self, *args, **kwargs):
+        make(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(Classroom, "__init__", tracked)
+    yield
+    for room in made:
+        room.close()
 
 
 @pytest.fixture(params=["memory", "redis"])
@@ -138,16 +153,16 @@ def heard_of(heard: list[Lesson], class_id: str) -> list[Lesson]:
 
 def test_a_class_read_back_from_its_store_is_the_class_made(store, clock):
     made = store.create("ReadBackClass_01", "a-digest", "192.0.2.1", "step=3&k=4", 3, 10, 10)
-    assert made == Lesson("ReadBackClass_01", 1, "step=3&k=4", 3, clock.now + IDLE_SECONDS)
+    assert made == Lesson("ReadBackClass_01", 1, "step=3&k=4", 3, clock.now + GRACE_SECONDS)
     assert store.lesson("ReadBackClass_01") == made
-    assert store.secret("ReadBackClass_01") == "a-digest"
-    assert store.lesson("NoSuchClass_0001") is None and store.secret("NoSuchClass_0001") is None
+    assert store.owner("ReadBackClass_01") == ("a-digest", "192.0.2.1")
+    assert store.lesson("NoSuchClass_0001") is None and store.owner("NoSuchClass_0001") is None
     seen = store.publish("ReadBackClass_01", None, None)  # the lecturer seen: the same lesson, a later end
     assert (seen.version, seen.query, seen.step) == (1, "step=3&k=4", 3)
     clock.now += 5
     news = store.publish("ReadBackClass_01", "k=5", None)
     assert store.lesson("ReadBackClass_01") == news == Lesson("ReadBackClass_01", 2, "k=5", None,
-                                                              clock.now + IDLE_SECONDS)
+                                                              clock.now + GRACE_SECONDS)
 
 
 def test_a_class_starts_with_an_unguessable_id_and_secret_and_keeps_only_the_secrets_digest(room, store):
@@ -158,7 +173,7 @@ def test_a_class_starts_with_an_unguessable_id_and_secret_and_keeps_only_the_sec
     assert (lesson.version, lesson.query, lesson.ended) == (1, lesson_of(lecturer.view), "")
     assert isinstance(lecturer.member, Leader) and lecturer.member.class_id == lesson.id
     # the store holds the secret's SHA-256 digest, and the secret nowhere
-    assert store.secret(lesson.id) == hashlib.sha256(secret.encode()).hexdigest()
+    assert store.owner(lesson.id) == (hashlib.sha256(secret.encode()).hexdigest(), "10.0.0.1")
     if isinstance(store, RedisStore):
         kept = [str(value) for key in store.redis.keys("*") if store.redis.type(key) == "hash"
                 for value in store.redis.hgetall(key).values()]
@@ -191,12 +206,11 @@ def test_a_wrong_or_malformed_secret_is_forbidden_and_changes_nothing(room, stor
     with pytest.raises(Forbidden) as refused:
         room.check(lesson.id, wrong)
     assert str(refused.value) == NOT_LECTURER
-    another = tab()
     with pytest.raises(Forbidden, match=re.escape(NOT_LECTURER)):
-        room.lead(another, lesson.id, wrong)
+        room.lead(lesson.id, wrong)
     with pytest.raises(Forbidden, match=re.escape(NOT_LECTURER)):
         room.end(lecturer, wrong)
-    assert another.member is None and isinstance(lecturer.member, Leader)
+    assert isinstance(lecturer.member, Leader)
     kept = store.lesson(lesson.id)
     assert (kept.version, kept.query, kept.ended) == (1, lesson.query, "")
     assert room.check(lesson.id, secret).id == lesson.id  # the right secret still is
@@ -210,7 +224,7 @@ def test_an_unknown_or_malformed_class_id_is_no_class(room, class_id):
     class_id = {"unknown": secrets.token_urlsafe(12), "cut": lesson.id[:-1], "longer": lesson.id + "A"}.get(
         class_id, class_id) if isinstance(class_id, str) else class_id
     for call in (lambda: room.lesson(class_id), lambda: room.check(class_id, secret),
-                 lambda: room.join(tab(), class_id), lambda: room.lead(tab(), class_id, secret)):
+                 lambda: room.join(tab(), class_id), lambda: room.lead(class_id, secret)):
         with pytest.raises(Refused) as refused:
             call()
         assert not isinstance(refused.value, Forbidden)  # a missing class is not a wrong secret
@@ -289,32 +303,42 @@ def test_a_burst_of_changes_publishes_a_few_versions_and_always_the_last(room, s
     assert len({lsn.version for lsn in heard_of(heard, lesson.id)}) == published
 
 
-def test_a_late_timer_never_publishes_an_older_view_over_a_newer_one(room, store, monkeypatch):
-    """A throttled change waits for a timer thread; on a busy server (the GIL held by a model)
-    that thread runs late. A change arriving after the wait is over but before the timer ran is
-    sent at once: the timer must not then publish the older view it held."""
-    release, fired = threading.Event(), threading.Event()
+class HeldStore:
+    """A store whose next call of `name` from the writer thread waits until the test lets it go
+    (the writer busy with an older lesson while the lecturer's page changes again)."""
 
-    def late_timer(due, flush):  # the timer thread runs only once the test lets it: late
-        def run():
-            release.wait(WAIT)
-            flush()
-            fired.set()
-        return threading.Timer(due, run)
+    def __init__(self, store, name: str) -> None:
+        self.store, self.name, self.arrived, self.release = store, name, threading.Event(), threading.Event()
 
-    monkeypatch.setattr(classroom, "threading", types.SimpleNamespace(**{**vars(threading), "Timer": late_timer}))
+    def __getattr__(self, name: str):
+        found = getattr(self.store, name)
+        if name != self.name or threading.current_thread().name not in ("class-writer", "held"):
+            return found
+
+        def held(*args, **kwargs):
+            if not self.release.is_set():
+                self.arrived.set()
+                self.release.wait(WAIT)
+            return found(*args, **kwargs)
+
+        return held
+
+
+def test_a_writer_kept_waiting_publishes_the_newest_lesson_never_an_older_one(store):
+    """The writer publishes one class's lesson at a time, the newest its lecturer's page asked
+    for: changes made while it waits for the store are not queued, and none is lost."""
+    held = HeldStore(store, "publish")
+    room = Classroom(held)
     lecturer = tab()
     lesson, _ = room.start(lecturer, "10.0.0.9")
-    change(lecturer, sentence_a="First, sent at once.")
-    change(lecturer, sentence_a="Second, held for the timer.")
-    leader = lecturer.member
-    assert eventually(lambda: time.monotonic() > leader._last + classroom.PUBLISH_SECONDS)
+    change(lecturer, sentence_a="First, being published.")
+    assert held.arrived.wait(WAIT)  # the writer has the first in hand, and the store keeps it waiting
+    change(lecturer, sentence_a="Second, never published.")
     change(lecturer, sentence_a="Third, the newest.")
     newest = lesson_of(lecturer.view)
+    held.release.set()
     assert eventually(lambda: store.lesson(lesson.id).query == newest)
-    release.set()
-    assert fired.wait(WAIT)
-    assert store.lesson(lesson.id).query == newest
+    assert store.lesson(lesson.id).version == 3  # the first, then the newest: the second was never sent
 
 
 class HeldRedis:
@@ -363,40 +387,40 @@ def test_a_student_follows_until_its_view_leaves_the_lesson_but_not_for_its_own_
     lecturer, student = tab(), tab("A student's own sentence.")
     lesson, _ = room.start(lecturer, "10.0.0.10")
     member = room.join(student, lesson.id)
-    room.connect(student.key, member)
+    room.connect(student.key, member, lesson)
     assert (member.following, member.shown) == (True, 0)
     change(lecturer, sentence_a="Today: positions.", step=2)
+    assert eventually(lambda: room.lesson(lesson.id).version == 2)
     newest = room.lesson(lesson.id)
-    assert newest.version == 2
     show(room, member, student, newest)
     assert lesson_of(student.view) == newest.query and student.view.sentence_a == "Today: positions."
     assert (member.following, member.shown) == (True, 2)
-    assert store.presence(lesson.id) == (1, 1)
+    assert eventually(lambda: store.presence(lesson.id) == (1, 1))
     change(student, presenter=True)  # the student's screen, not the view: still following
     change(student, narrow=True)
-    assert member.following and store.presence(lesson.id) == (1, 1)
+    assert member.following
     change(student, k=7)  # the student's own change
     assert not member.following and member.shown == 2
-    assert store.presence(lesson.id) == (1, 0)
+    assert eventually(lambda: store.presence(lesson.id) == (1, 0))
     # a newer lesson does not pull the student back; asking to follow again does
     change(lecturer, sentence_a="Next: segments.")
-    assert eventually(lambda: room.lesson(lesson.id).version == 3)  # throttled: it may come a moment later
+    assert eventually(lambda: room.lesson(lesson.id).version == 3)
     newer = room.lesson(lesson.id)
     assert not member.following and student.view.sentence_a == "Today: positions."
     show(room, member, student, newer)
     assert (member.following, member.shown) == (True, 3) and student.view.presenter  # its screen kept
-    assert store.presence(lesson.id) == (1, 1)
+    assert eventually(lambda: store.presence(lesson.id) == (1, 1))
 
 
 def test_a_tab_that_refuses_the_lesson_does_not_follow(room, store):
     lecturer, student = tab(), tab()
     lesson, _ = room.start(lecturer, "10.0.0.11")
     member = room.join(student, lesson.id)
-    room.connect(student.key, member)
+    room.connect(student.key, member, lesson)
     room.expect(member, lesson)
     room.shown(member, lesson, False)  # the memory budget, or a training, refused the view
     assert (member.following, member.shown) == (False, 0)
-    assert store.presence(lesson.id) == (1, 0)
+    assert eventually(lambda: store.presence(lesson.id) == (1, 0))
 
 
 # --- who is there: counts across processes -----------------------------------------------------------
@@ -408,60 +432,45 @@ def test_counts_of_connected_and_following_pages_add_up_across_processes(stores,
     lesson, _ = one.start(lecturer, "10.0.0.12")
     students = [tab() for _ in range(3)]
     members = [one.join(students[0], lesson.id), one.join(students[1], lesson.id), two.join(students[2], lesson.id)]
-    one.connect(students[0].key, members[0])
-    one.connect(students[1].key, members[1])
-    two.connect(students[2].key, members[2])
+    for student, member, room in zip(students, members, (one, one, two), strict=True):
+        room.connect(student.key, member, lesson)  # a seat is written as it is taken
     for room in (one, two):
         assert room.store.presence(lesson.id) == (3, 3)
     for member, student, room in zip(members, students, (one, one, two), strict=True):
         show(room, member, student, room.lesson(lesson.id))
     change(students[2], k=5)  # the student on the second process leaves the lesson
-    assert one.store.presence(lesson.id) == (3, 2)
+    assert eventually(lambda: one.store.presence(lesson.id) == (3, 2))
     one.disconnect(students[0].key, members[0])
-    assert two.store.presence(lesson.id) == (2, 1)
+    assert eventually(lambda: two.store.presence(lesson.id) == (2, 1))
     one.disconnect(students[0].key, Follower(one, lesson.id))  # a stale page's goodbye removes nobody
     assert two.store.presence(lesson.id) == (2, 1)
     # a process's counts are forgotten when it stops writing them (it died), kept while it writes
     clock.now += PRESENCE_SECONDS + 1
     assert one.store.presence(lesson.id) == (0, 0)
-    one.recount()
+    one.beat()
     assert two.store.presence(lesson.id) == (1, 1)
-    two.recount()
+    two.beat()
     assert one.store.presence(lesson.id) == (2, 1)
 
 
-class Held:
-    """A store whose next count written from a thread named `held` waits until the test lets it
-    go: one thread counting while another does (the recount thread, a page leaving)."""
-
-    def __init__(self, store) -> None:
-        self.store, self.arrived, self.release = store, threading.Event(), threading.Event()
-
-    def __getattr__(self, name: str):
-        return getattr(self.store, name)
-
-    def set_presence(self, *args) -> None:
-        if threading.current_thread().name == "held":
-            self.arrived.set()
-            self.release.wait(WAIT)
-        self.store.set_presence(*args)
-
-
 def test_a_count_written_while_a_page_leaves_never_outlives_the_page(store):
-    held = Held(store)
+    held = HeldStore(store, "set_presence")
     room = Classroom(held)
     lesson, _ = room.start(tab(), "10.0.0.13")
     student = tab()
     member = room.join(student, lesson.id)
-    room.connect(student.key, member)
-    recount = threading.Thread(target=room.recount, name="held")  # as ui/classroutes.py's thread does
-    recount.start()
+    held.release.set()
+    room.connect(student.key, member, lesson)
+    held.release.clear()
+    beat = threading.Thread(target=room.beat, name="held")  # as the writer's beat does
+    beat.start()
     assert held.arrived.wait(WAIT)  # it has read one page, and is about to write it
     room.disconnect(student.key, member)  # the page leaves meanwhile, on another thread
-    assert store.presence(lesson.id) == (0, 0)
     held.release.set()
-    recount.join(WAIT)
-    assert store.presence(lesson.id) == (0, 0)  # no page is there, and none is counted
+    beat.join(WAIT)
+    assert eventually(lambda: store.presence(lesson.id) == (0, 0))  # no page is there, and none is counted
+    room.beat()
+    assert store.presence(lesson.id) == (0, 0)
 
 
 # --- bounds ------------------------------------------------------------------------------------------
@@ -495,50 +504,123 @@ def test_at_most_classes_per_address_run_at_once(room, monkeypatch):
     assert isinstance(tabs[2].member, Leader)
 
 
-def test_a_class_kept_alive_past_its_first_idle_time_still_counts_for_its_address(room, store, clock, monkeypatch,
-                                                                                   request):
-    """The lecturer's activity keeps a class running past IDLE_SECONDS after it started; it is
-    still one of its address's classes then."""
+def test_a_class_whose_lecturers_page_is_connected_runs_past_its_grace_and_counts_for_its_address(
+        room, store, clock, monkeypatch):
     monkeypatch.setattr(classroom, "CLASSES_PER_ADDRESS", 1)
     lecturer = tab()
     lesson, _ = room.start(lecturer, "198.51.100.1")
-    clock.now += IDLE_SECONDS - 60
-    change(lecturer, k=6)  # the lecturer is there: the class's end moves on
-    assert eventually(lambda: store.lesson(lesson.id).version == 2)
-    clock.now += 120  # past the first end, well within the new one
+    room.connect(lecturer.key, lecturer.member, lesson)  # its stream is open
+    for _ in range(3):  # three graces pass, the writer beating as it does
+        clock.now += GRACE_SECONDS - 1
+        room.beat()
     assert store.lesson(lesson.id).ended == ""
-    with pytest.raises(Refused, match="At most 1 classes can run at once from one network address"):
+    with pytest.raises(Full, match="At most 1 classes can run at once from one network address"):
         room.start(tab(), "198.51.100.1")
 
 
-def test_at_most_max_followers_pages_join_one_class(room, store, monkeypatch):
-    monkeypatch.setattr(classroom, "MAX_FOLLOWERS", 2)
-    lesson, _ = room.start(tab(), "10.0.1.4")
+@pytest.mark.parametrize(("minutes", "grace", "said"), [(None, 120.0, "over 2 minutes."),
+                                                       ("5", 300.0, "over 5 minutes."),
+                                                       ("0.5", 30.0, "over 0.5 minutes.")])
+def test_the_grace_is_minutes_and_set_by_its_setting(minutes, grace, said):
+    """A class once outlived its page by three hours: the grace is two minutes unless
+    EXPLORER_CLASS_GRACE_MINUTES says otherwise, and the sentence says the grace in force."""
+    env = {k: v for k, v in os.environ.items() if k != "EXPLORER_CLASS_GRACE_MINUTES"}
+    if minutes is not None:
+        env["EXPLORER_CLASS_GRACE_MINUTES"] = minutes
+    shown = "from core import classroom as c; print(c.GRACE_SECONDS); print(c.AWAY)"
+    read = subprocess.run([sys.executable, "-c", shown], env=env, capture_output=True, text=True, check=True,
+                          timeout=60)
+    seconds, away = read.stdout.splitlines()
+    assert float(seconds) == grace
+    assert away.endswith(f"its lecturer's page was closed for {said}")
+
+
+@pytest.mark.parametrize("closed", ["closed", "never opened"])
+def test_three_classes_whose_pages_closed_make_room_for_a_fourth_within_the_grace(room, store, clock, closed):
+    """Three students behind one school address press Start and close their pages: the
+    lecturer's Start from that address succeeds once the grace has passed, not hours later."""
+    address = "203.0.113.9"
     students = [tab() for _ in range(3)]
-    members = [room.join(student, lesson.id) for student in students[:2]]
-    for student, member in zip(students, members, strict=False):
-        room.connect(student.key, member)
-    with pytest.raises(Refused, match="This class has 2 pages following it, as many as one class may have."):
-        room.join(students[2], lesson.id)
-    assert students[2].member is None
-    assert room.join(students[0], lesson.id) is members[0]  # a page already in it may ask again
-    room.disconnect(students[1].key, members[1])
-    assert isinstance(room.join(students[2], lesson.id), Follower)
+    started = [room.start(student, address)[0] for student in students]
+    if closed == "closed":
+        for student, lesson in zip(students, started, strict=True):
+            room.connect(student.key, student.member, lesson)
+        clock.now += 30
+        for student in students:
+            room.disconnect(student.key, student.member)
+    lecturer = tab()
+    with pytest.raises(Full, match="At most 3 classes can run at once from one network address"):
+        room.start(lecturer, address)
+    assert lecturer.member is None
+    clock.now += GRACE_SECONDS
+    room.beat()
+    lesson, _ = room.start(lecturer, address)
+    assert isinstance(lecturer.member, Leader) and store.lesson(lesson.id).ended == ""
+    for each in started:  # the students' classes ended, and say why
+        assert store.lesson(each.id).ended == AWAY
+        with pytest.raises(Refused, match=re.escape(AWAY)):
+            room.lesson(each.id)
+
+
+def test_twenty_seats_taken_at_once_against_a_cap_of_five_admit_five(stores, monkeypatch):
+    """Pages join from several processes at the same instant: the count each sees is the one
+    its seat is taken against, so no more than the cap get in."""
+    monkeypatch.setattr(classroom, "MAX_FOLLOWERS", 5)
+    rooms = [Classroom(stores()) for _ in range(4)]  # four processes on one store
+    lesson, _ = rooms[0].start(tab(), "10.0.1.5")
+    students = [tab() for _ in range(20)]
+    members = [rooms[i % 4].join(student, lesson.id) for i, student in enumerate(students)]
+    gate = threading.Barrier(20)
+    taken: list[bool] = []
+
+    def take(i: int) -> None:
+        gate.wait(WAIT)
+        try:
+            rooms[i % 4].connect(students[i].key, members[i], lesson)
+            taken.append(True)
+        except Full as refused:
+            assert str(refused) == "This class has 5 pages following it, as many as one class may have."
+            taken.append(False)
+
+    threads = [threading.Thread(target=take, args=(i,)) for i in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(WAIT)
+    assert taken.count(True) == 5 and taken.count(False) == 15
+    assert rooms[1].store.presence(lesson.id)[0] == 5
+    seated = [i for i in range(20) if students[i].key in rooms[i % 4]._pages.get(lesson.id, {})]
+    assert len(seated) == 5
+    first = seated[0]
+    rooms[first % 4].connect(students[first].key, members[first], lesson)  # a page seated already keeps its seat
+    rooms[first % 4].disconnect(students[first].key, members[first])  # one leaves: a seat is free
+    assert eventually(lambda: rooms[2].store.presence(lesson.id)[0] == 4)
+    late = next(i for i in range(20) if i not in seated)
+    rooms[late % 4].connect(students[late].key, members[late], lesson)
 
 
 # --- the end of a class ------------------------------------------------------------------------------
 
 
-def test_a_class_ends_idle_seconds_after_its_lecturer_was_last_seen(room, store, clock, monkeypatch):
+def test_a_class_ends_grace_seconds_after_its_last_lecturer_page_left(room, store, clock, monkeypatch):
     monkeypatch.setattr(classroom, "MAX_CLASSES", 1)
-    lecturer, student = tab(), tab()
+    lecturer, projector, student = tab(), tab(), tab()
     lesson, secret = room.start(lecturer, "10.0.2.1")
-    clock.now += IDLE_SECONDS - 10
+    leader, _ = room.lead(lesson.id, secret)  # the lecturer's link on the projector too
+    projector.member = leader
+    room.connect(lecturer.key, lecturer.member, lesson)
+    room.connect(projector.key, projector.member, lesson)
+    room.disconnect(lecturer.key, lecturer.member)  # one of its pages closes: the other holds the class
+    for _ in range(3):  # the writer beats as it does, and the grace passes
+        clock.now += GRACE_SECONDS / 2
+        room.beat()
     assert room.lesson(lesson.id).ended == ""
-    room.lead(tab(), lesson.id, secret)  # the lecturer's link opened again: seen, so the end moves on
-    clock.now += IDLE_SECONDS - 10
-    assert room.lesson(lesson.id).ended == ""
-    clock.now += 20
+    room.disconnect(projector.key, projector.member)  # the last one closes
+    clock.now += GRACE_SECONDS - 1
+    room.beat()
+    assert room.lesson(lesson.id).ended == ""  # a reload comes back well within it
+    clock.now += 2
+    room.beat()
     assert store.lesson(lesson.id).ended == AWAY
     for call in (lambda: room.lesson(lesson.id), lambda: room.join(student, lesson.id),
                  lambda: room.check(lesson.id, secret), lambda: room.end(lecturer, secret)):
@@ -547,6 +629,7 @@ def test_a_class_ends_idle_seconds_after_its_lecturer_was_last_seen(room, store,
         assert str(refused.value) == AWAY and not isinstance(refused.value, Forbidden)
     assert store.publish(lesson.id, "a=late", None) is None  # nothing is published to it any more
     change(lecturer, k=8)
+    room.beat()
     assert store.lesson(lesson.id).version == 1
     room.start(tab(), "10.0.2.1")  # and it no longer takes a place
 
@@ -575,13 +658,106 @@ def test_the_lecturer_ends_the_class_with_a_sentence_everyone_hears(room, stores
 def test_the_lecturers_link_on_another_tab_leads_from_then_on(room, store):
     lecturer, projector = tab(), tab()
     lesson, secret = room.start(lecturer, "10.0.2.3")
-    led = room.lead(projector, lesson.id, secret)
-    assert led.id == lesson.id
-    assert isinstance(projector.member, Leader) and projector.member.class_id == lesson.id
+    leader, led = room.lead(lesson.id, secret)
+    assert led.id == lesson.id and leader.class_id == lesson.id and projector.member is None
+    projector.member = leader  # the page leads once it shows the lesson (ui/classroutes.py)
     change(projector, sentence_a="Shown from the projector.")
     query = lesson_of(projector.view)
     assert eventually(lambda: store.lesson(lesson.id).query == query)
     assert room.end(projector, secret).ended == ENDED
+
+
+def test_starting_another_class_ends_the_first_and_leading_another_lets_it_go(room, store, clock):
+    lecturer, other = tab(), tab()
+    first, first_secret = room.start(lecturer, "10.0.2.4")
+    second, _ = room.start(lecturer, "10.0.2.4")  # the same page starts another: the first ends
+    assert store.lesson(first.id).ended == "The lecturer started another class."
+    assert lecturer.member.class_id == second.id
+    third, third_secret = room.start(other, "10.0.2.5")
+    room.connect(lecturer.key, lecturer.member, second)
+    leader, _ = room.lead(third.id, third_secret)  # the page opens another class's lecturer link
+    room.disconnect(lecturer.key, lecturer.member)  # its stream of the second class ends (ui/classroutes.py)
+    lecturer.member = leader
+    room.connect(lecturer.key, leader, third)  # and its stream of the third opens
+    clock.now += GRACE_SECONDS + 1
+    room.beat()
+    assert store.lesson(second.id).ended == AWAY  # let go: no page leads it, and its grace is over
+    assert store.lesson(third.id).ended == ""
+
+
+# --- a store that is away ----------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def rooms(own_redis, clock):
+    """Two processes' classrooms on a Redis the test stops and starts again, trying it every
+    50 ms; the test's hand clock is the store's."""
+    made = [Classroom(RedisStore(own_redis.url, clock), retry=0.05) for _ in range(2)]
+    yield own_redis, made
+    for room in made:  # before its Redis stops
+        room.close()
+
+
+def test_while_the_store_is_away_calls_say_so_changes_wait_and_the_class_comes_back_when_it_does(rooms):
+    """Redis stops under a class and starts again empty: meanwhile every call that needs the store
+    is refused with a sentence and changes nothing, every page's own change goes on, and every
+    process says the class is reconnecting; once it is back, the lecturer's process restores the
+    class from its page (its lesson the newest the page asked for) and the other process hears it."""
+    redis_server, (one, two) = rooms
+    lecturer, student = tab(), tab()
+    lesson, secret = one.start(lecturer, "10.0.3.1")
+    one.connect(lecturer.key, lecturer.member, lesson)
+    member = two.join(student, lesson.id)
+    two.connect(student.key, member, lesson)
+    show(two, member, student, lesson)
+    heard = []
+    two.listen(heard.append)
+    redis_server.stop()
+    for call, sentence in ((lambda: one.start(tab(), "10.0.3.2"), CANNOT_START),
+                           (lambda: one.lesson(lesson.id), RECONNECTING),
+                           (lambda: one.end(lecturer, secret), RECONNECTING),
+                           (lambda: two.join(tab(), lesson.id), RECONNECTING)):
+        with pytest.raises(Reconnecting) as refused:
+            call()
+        assert str(refused.value) == sentence
+    assert isinstance(lecturer.member, Leader)  # the refused end changed nothing
+    change(lecturer, sentence_a="Taught while the store was away.", step=3)  # the page's own change goes on
+    change(student, k=6)
+    assert lecturer.view.step == 3 and not member.following
+    assert eventually(lambda: one.reconnecting(lesson.id) and two.reconnecting(lesson.id))
+    redis_server.start()  # empty
+    assert eventually(lambda: one.store.lesson(lesson.id) is not None)
+    restored = one.store.lesson(lesson.id)
+    assert restored.query == lesson_of(lecturer.view) and restored.step == 3 and restored.version > lesson.version
+    assert one.store.owner(lesson.id) == (hashlib.sha256(secret.encode()).hexdigest(), "10.0.3.1")
+    assert eventually(lambda: not one.reconnecting(lesson.id) and not two.reconnecting(lesson.id))
+    assert eventually(lambda: any(lsn.query == restored.query for lsn in heard_of(heard, lesson.id)))
+    assert eventually(lambda: two.store.presence(lesson.id) == (1, 0))  # the student's page counted again
+    change(lecturer, sentence_a="The next lesson, after the store came back.")
+    newest = lesson_of(lecturer.view)
+    assert eventually(lambda: any(lsn.query == newest for lsn in heard_of(heard, lesson.id)))
+    assert one.end(lecturer, secret).ended == ENDED
+    assert eventually(lambda: any(lsn.ended == ENDED for lsn in heard_of(heard, lesson.id)))
+
+
+def test_a_class_no_lecturers_page_restores_ends_for_its_students_after_the_grace(rooms, clock):
+    redis_server, (one, two) = rooms
+    lesson, _ = one.start(tab(), "10.0.3.3")  # a class no page connects to lead
+    student = tab()
+    member = two.join(student, lesson.id)
+    two.connect(student.key, member, lesson)
+    heard = []
+    two.listen(heard.append)
+    redis_server.stop()
+    assert eventually(lambda: two.reconnecting(lesson.id))
+    clock.now += GRACE_SECONDS + 1  # the class's own page is long gone: nobody will bring it back
+    redis_server.start()  # empty
+    assert eventually(lambda: not two.away)
+    assert two.reconnecting(lesson.id)  # not restored yet: its students are not told it ended
+    assert not any(lsn.ended for lsn in heard_of(heard, lesson.id))
+    clock.now += GRACE_SECONDS + 1
+    assert eventually(lambda: any(lsn.ended == LOST for lsn in heard_of(heard, lesson.id)))
+    assert not two.reconnecting(lesson.id) and one.store.lesson(lesson.id) is None
 
 
 # --- a lesson is a link ------------------------------------------------------------------------------

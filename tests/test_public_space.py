@@ -28,6 +28,7 @@ import pytest
 
 from core.options import LIMITS, MAX_TEXT
 from tests.browser import COUNT_REQUESTS, PLOT, settle
+from tests.waiting import eventually
 
 # the tests' /fingerprint endpoint is read when `app` is first imported (by conftest's app_url)
 os.environ.setdefault("EMBEDDING_EXPLORER_TEST_HOOKS", "1")
@@ -622,6 +623,70 @@ def test_raw_uploads_nobody_reads_are_bounded_and_swept(app_url, tmp_path, monke
     time.sleep(0.05)
     assert post("three.bin").status_code == 200  # the sweep made room
     assert not os.path.exists(first.json()[0])
+
+
+def test_raw_uploads_are_deleted_by_a_timer_when_their_time_is_up_with_no_upload_after_them(app_url, monkeypatch):
+    """The README's two minutes: a file nobody reads goes when its time is up, not at the next
+    upload (131 files stayed 40 minutes when nobody uploaded again). The timer's clock is moved."""
+    import httpx
+
+    from ui import rawfiles
+
+    sent = httpx.post(f"{app_url}gradio_api/upload", files={"files": ("lone.bin", os.urandom(4096))}, timeout=60)
+    assert sent.status_code == 200, sent.text
+    path = sent.json()[0]
+    sweeper = rawfiles.SWEEPER
+    assert sweeper is not None  # started with the server's first request
+    rounds = sweeper.rounds
+    sweeper.wake()
+    assert eventually(lambda: sweeper.rounds > rounds)
+    assert os.path.exists(path)  # within its time: kept for the upload event
+    monkeypatch.setattr(sweeper, "clock", lambda: time.time() + rawfiles.RAW_SECONDS + 1)
+    sweeper.wake()
+    assert eventually(lambda: not os.path.exists(path))
+
+
+@pytest.mark.parametrize("named", ["/etc/passwd", "../../etc/passwd", "http://192.0.2.1/table.npy", "swept", "bare"])
+def test_an_upload_naming_a_file_the_server_was_not_sent_is_refused_with_a_sentence(app_url, monkeypatch, named):
+    """Through the API an upload names a path: one gradio's upload route never stored (or that was
+    deleted when its time was up) is refused with a sentence, not gradio's bare error, and is
+    never read."""
+    import httpx
+
+    from ui import rawfiles
+
+    if named == "swept":
+        sent = httpx.post(f"{app_url}gradio_api/upload", files={"files": ("t.npy", os.urandom(256))}, timeout=60)
+        named = sent.json()[0]
+        rawfiles.sweep(rawfiles.SWEEPER.uploaded, now=time.time() + rawfiles.RAW_SECONDS + 1)
+    data = {"path": named} if named == "bare" else {"path": named, "meta": {"_type": "gradio.FileData"}}
+    if named == "bare":
+        data["path"] = "/etc/passwd"  # without gradio's marker of a file
+    call = httpx.post(f"{app_url}gradio_api/call/upload", json={"data": [data]}, timeout=60)
+    answer = httpx.get(f"{app_url}gradio_api/call/upload/{call.json()['event_id']}", timeout=60).text
+    assert "event: error" in answer
+    assert ("The upload names a file this server was not sent, or no longer keeps: send the file itself first "
+            "(gradio_client: handle_file(path))") in answer
+    assert "passwd" not in answer.split("event: error", 1)[1]  # the caller's path is not said back
+
+
+def test_an_upload_with_a_value_too_large_for_float32_arithmetic_is_refused_with_a_sentence(app_url, tmp_path):
+    """A finite 3e38 made the server fail building the upload's position table (its spread
+    overflowed): refused now, in a sentence, before any work, and the page is as it was."""
+    import numpy as np
+    from gradio_client import handle_file
+
+    path = tmp_path / "huge.npy"
+    table = np.ones((30, 8), dtype=np.float32)
+    table[4, 1] = 3e38
+    np.save(path, table)
+    client = new_client(app_url)
+    client.predict("kept as it was", "", api_name="/embed")
+    before = fingerprint(client)
+    result = client.predict(handle_file(str(path)), api_name="/upload")
+    notice = html.unescape(text_of(output(client, "upload", result, "notice")))
+    assert "row 4 holds 3e+38; every value must lie between -1e+12 and 1e+12" in notice
+    assert fingerprint(client) == before
 
 
 def test_a_stranger_opening_many_tabs_cannot_push_a_student_out(app_url, monkeypatch):

@@ -1,9 +1,11 @@
 """The class server: `deploy/serve.py` with two workers behind HAProxy, driven through the balancer.
 
 The command is started as a lecturer would start it (a child process on free ports) and
-stopped with SIGTERM at the end. Without haproxy these skip locally when not root (the
-command installs it as root); under CI=true they fail instead. The container files cannot
-run here (no docker engine), so their YAML and HAProxy configuration are only parsed.
+stopped with SIGTERM at the end; its classes live in a redis-server the module runs (named in
+EXPLORER_CLASS_STORE, as a Redis of one's own is), so a test can stop it and start it again
+empty under a class. Without haproxy these skip locally when not root (the command installs it
+as root); under CI=true they fail instead. The container files cannot run here (no docker
+engine), so their YAML and HAProxy configuration are only parsed.
 """
 
 from __future__ import annotations
@@ -89,13 +91,15 @@ class Running:
         return self.process.returncode
 
 
-def start_class_server(run_dir) -> Running:
-    """`deploy/serve.py` with two workers behind HAProxy, once it says the class can open."""
+def start_class_server(run_dir, store: str = "") -> Running:
+    """`deploy/serve.py` with two workers behind HAProxy, once it says the class can open; its
+    classes in the Redis `store` names (by default, one the command starts)."""
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "deploy/serve.py", "--workers", "2", "--port", str(port), "--host", "127.0.0.1",
          "--first-worker-port", "0", "--run-dir", str(run_dir)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
+        env={**os.environ, "EXPLORER_CLASS_STORE": store},
     )
     server = Running(process, f"http://127.0.0.1:{port}/")
     deadline = time.monotonic() + 420  # two cold starts on a busy 2-core machine, and maybe apt-get
@@ -108,8 +112,18 @@ def start_class_server(run_dir) -> Running:
 
 
 @pytest.fixture(scope="module")
-def class_server(tmp_path_factory, haproxy):
-    server = start_class_server(tmp_path_factory.mktemp("class"))
+def class_redis():
+    """The class server's Redis, which a test may stop and start again (empty)."""
+    from tests.conftest import RedisServer
+
+    server = RedisServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def class_server(tmp_path_factory, haproxy, class_redis):
+    server = start_class_server(tmp_path_factory.mktemp("class"), class_redis.url)
     yield server
     server.stop()
 
@@ -318,6 +332,110 @@ def test_a_class_follows_its_lecturer_across_workers_through_redis(class_server,
     finally:
         for context, _ in opened:
             context.close()
+
+
+RECONNECTING = "() => (document.querySelector('#class-banner') || {}).innerText.includes('reconnecting')"
+
+
+@pytest.mark.browser
+def test_a_class_survives_its_redis_stopping_and_starting_again_empty(class_server, class_redis, browser):
+    """Redis stops under a lecture on two workers, and starts again empty. Meanwhile no route
+    answers a 5xx, every page says the class is reconnecting, the lecturer's Next and a student's
+    typing change their own pages, and no stream is cut; once it is back, the class is restored
+    from the lecturer's page without anyone reloading: the next Next reaches every follower and
+    End ends the class. The seconds from Redis's start are printed (the README's figures come from
+    `python -m bench.class_outage`)."""
+    from tests.browser import settle
+    from tests.test_browser_class import BANNER, counts, shows_the_same, start_class
+
+    url = class_server.url
+    opened = [open_page(browser, url)]
+    answers: list[tuple[int, str]] = []
+    streams: dict[int, int] = {}  # page -> class streams it opened
+    errors: list[str] = []
+
+    def watch(index: int, page) -> None:
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.on("response", lambda response: answers.append((response.status, response.url)))
+        page.on("request", lambda request: streams.__setitem__(index, streams.get(index, 0) + (
+            "explorer/class/stream" in request.url)))
+
+    try:
+        lecturer = opened[0][1]
+        watch(0, lecturer)
+        mine = cookie(opened[0][0])
+        other = {"w1": "w2", "w2": "w1"}[mine]
+        link = start_class(lecturer)
+        for worker in (mine, other, other):
+            opened.append(open_page(browser, link, worker))
+        (_, near), (_, far), (_, typist) = opened[1:]
+        for index, (_, page) in enumerate(opened[1:], 1):
+            watch(index, page)
+        counts(lecturer, 3, 3)
+        opened_streams = {index: streams.get(index, 0) for index in range(len(opened))}
+
+        class_redis.stop()
+        for _, page in opened:
+            page.wait_for_function(RECONNECTING, timeout=60_000)
+        lecturer.locator("#tour-next").click()  # the lecturer's own page moves on
+        lecturer.wait_for_function("() => location.search.includes('step=1')", timeout=60_000)
+        typist.locator("#sentence-a textarea").fill("a student types while the store is away")
+        typist.wait_for_function(f"() => ({PLOT_STRINGS})().includes('away')", timeout=60_000)
+
+        class_redis.start()  # empty
+        back = time.monotonic()
+        lecturer.locator("#tour-next").click()  # the next Next, at once
+        lecturer.wait_for_function("() => location.search.includes('step=2')", timeout=60_000)
+        settle(lecturer)
+        for student in (near, far):
+            student.wait_for_function(f"() => ({BANNER})().includes('step 2')", timeout=60_000)
+            shows_the_same(student, lecturer)
+        reached = time.monotonic() - back
+        typist.wait_for_function(f"() => ({BANNER})().includes('Exploring on your own')", timeout=60_000)
+        counts(lecturer, 3, 2)
+        lecturer.locator("#class-end").click()
+        for _, page in opened:
+            page.wait_for_function(f"() => ({BANNER})().includes('The lecturer ended the class.')", timeout=60_000)
+        ended = time.monotonic() - back
+        print(f"after Redis started again: the next Next reached every follower in {reached:.1f} s, End every page "
+              f"in {ended:.1f} s")
+        assert not [a for a in answers if a[0] >= 500], f"5xx answers: {[a for a in answers if a[0] >= 500]}"
+        assert {index: streams.get(index, 0) for index in range(len(opened))} == opened_streams, \
+            "a class stream was cut, and opened again"
+        assert errors == []
+    finally:
+        if class_redis.process is None or class_redis.process.poll() is not None:
+            class_redis.start()  # for the tests after this one
+        for context, _ in opened:
+            context.close()
+
+
+def test_the_class_servers_own_redis_is_started_again_on_its_port_when_it_dies(tmp_path):
+    """`make class` runs Redis itself: when it dies, the next round of the server's watch starts
+    it again (empty) on the port the workers were given."""
+    import redis
+
+    from deploy.serve import ClassServer, ServeError, ensure_program
+
+    try:
+        ensure_program("redis-server")
+    except ServeError as error:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run the class server's tests: {error}")
+        pytest.skip(str(error))
+    server = ClassServer(1, port=free_port(), run_dir=tmp_path)
+    try:
+        store = server.start_redis()
+        first = server.redis
+        redis.Redis.from_url(store).set("a class", "kept in memory only")
+        first.kill()
+        first.wait(30)
+        server.watch_once()
+        assert server.redis is not first and server.redis.poll() is None
+        with redis.Redis.from_url(store, socket_timeout=5) as client:  # the same address, empty
+            assert client.ping() and client.get("a class") is None
+    finally:
+        server.stop()
 
 
 def test_sigterm_stops_the_balancer_and_every_worker(tmp_path, haproxy):

@@ -508,6 +508,64 @@ def test_a_float64_value_too_large_for_float32_is_refused(tmp_path):
         read_upload(tmp_path / "table.npy")
 
 
+@pytest.mark.parametrize("writer", ["npy", "safetensors", "bert"])
+def test_a_finite_value_too_large_for_the_layers_arithmetic_is_refused_naming_it(tmp_path, writer):
+    """3e38 is a finite float32, but the layer's sum and LayerNorm's squares overflow it: the
+    sentence says which row holds what, and what is allowed, not that it is NaN or infinite."""
+    from core.checkpoints import MAX_VALUE
+
+    array = np.ones((8, 4), dtype=np.float32)
+    array[5, 2] = 3e38
+    if writer == "npy":
+        save_npy(tmp_path / "table.npy", array)
+        where = "row 5"
+    elif writer == "safetensors":
+        save_file({"table": torch.from_numpy(array)}, str(tmp_path / "table.npy"))
+        where = "row 5"
+    else:
+        layer = torch.nn.Embedding(8, 4)
+        state = {"embeddings.word_embeddings.weight": torch.from_numpy(array),
+                 "embeddings.position_embeddings.weight": torch.ones(6, 4),
+                 "embeddings.token_type_embeddings.weight": torch.ones(2, 4),
+                 "embeddings.LayerNorm.weight": torch.ones(4), "embeddings.LayerNorm.bias": layer.weight[0].detach()}
+        save_file(state, str(tmp_path / "table.npy"))
+        where = "row 5 of embeddings.word_embeddings.weight"
+    with pytest.raises(ValueError) as refused:
+        read_upload(tmp_path / "table.npy")
+    assert str(refused.value) == (f"{where} holds 3e+38; every value must lie between -1e+12 and 1e+12, so that the "
+                                  "layer's sums and squares stay within float32's range.")
+    array[5, 2] = -MAX_VALUE  # as large as allowed: taken
+    save_npy(tmp_path / "edge.npy", array)
+    assert read_upload(tmp_path / "edge.npy").token_table[5, 2] == -MAX_VALUE
+
+
+def test_a_npy_header_with_a_negative_size_is_refused_as_damaged(tmp_path):
+    """numpy writes no negative sizes, but its header reader takes one: (-1, 16) is a damaged
+    file, not a table of one row."""
+    path = tmp_path / "table.npy"
+    save_npy(path, np.zeros((4, 16), dtype=np.float32))
+    path.write_bytes(path.read_bytes().replace(b"(4, 16)", b"(-1, 16)"))
+    with pytest.raises(ValueError) as refused:
+        read_upload(path)
+    assert str(refused.value).startswith("the file gives the table the shape (-1, 16), and no size can be negative")
+    assert "1 row" not in str(refused.value)
+
+
+@pytest.mark.parametrize(("written", "shown"), [("1_000", "1_000"), ("３", "３"), ("1_0e5", "1_0e5"),
+                                                ("٣.٥", "٣.٥")])
+def test_numbers_python_reads_but_word_vector_files_never_write_are_refused(tmp_path, written, shown):
+    """gensim reads each number with Python's float, which takes underscores and digits of any
+    script; word2vec's and GloVe's readers take plain decimals only."""
+    (tmp_path / "vectors.txt").write_text(f"cat 1 2\ndog 3 {written}\nfox 5 6\n", encoding="utf-8")
+    with pytest.raises(ValueError) as refused:
+        read_upload(tmp_path / "vectors.txt")
+    assert str(refused.value) == (f"line 2 writes the number {shown!r}, which word-vector files do not: numbers are "
+                                  "plain decimals (1000, -0.25, 1e-3), with no underscores or digits of other "
+                                  "scripts.")
+    (tmp_path / "plain.txt").write_text("cat 1 2\ndog 3 1000\nfox -0.25 1e-3\n", encoding="utf-8")
+    assert read_upload(tmp_path / "plain.txt").token_table[1, 1] == 1000
+
+
 def test_a_bad_word_vector_names_its_word(tmp_path):
     (tmp_path / "vectors.txt").write_text("2 2\ncat 1 2\ndog nan 4\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"^row 1 \(the word 'dog'\) contains NaN"):

@@ -1,29 +1,18 @@
-"""The class link's routes: start, lead, follow and end a class, and each page's stream.
+"""The class link's routes, outside gradio's queue like the direct route: a class is a hundred pages at once.
 
-A class is `core.classroom`; these are its doors, beside the page's direct route
-(`ui.direct`) and like it outside gradio's queue, for the same reasons: a class is a hundred
-pages at once, and each of them hears of a new lesson within a second. Every call names its
-page by the key the page was issued (`core.live.Live.key`), in a POST body, never in an
-address a proxy would log.
-
-    POST explorer/class/start   {key}                 the page's view becomes a class's lesson, the page
-                                                      its lecturer's: {class, secret, step}
-    POST explorer/class/lead    {key, class, secret}  the lecturer's link opened on another page: it is
-                                                      shown the lesson and leads from now on
+    POST explorer/class/start   {key}                 this page's view becomes a class's lesson: {class, secret, step}
+    POST explorer/class/lead    {key, class, secret}  the lecturer's link on another page: shown the lesson, it leads
     POST explorer/class/follow  {key}                 a student's page is shown the newest lesson
     POST explorer/class/end     {key, secret}         the lecturer ends the class
-    POST explorer/class/stream  {key, class}          newline-delimited JSON, one message per change:
-                                                      a student's page hears the lesson's version and
-                                                      step and whether it follows; the lecturer's page
-                                                      also hears how many pages are connected and follow
+    POST explorer/class/stream  {key, class}          JSON lines, one a change: the lesson's version and step, whether
+                                                      the page follows; the lecturer's: pages connected, following
 
-`lead` and `follow` answer as a direct call does (the values the page's script writes, and
-those it hands to gradio's components) and take the same bounded turns (`Direct.turn`).
-
-A stream waits in the event loop and holds no thread: a new lesson wakes the streams of its
-class in this process (`Streams.wake`, from the store's listener), and each says what changed
-for its page. An idle stream sends a blank line every `KEEPALIVE` seconds, so proxies keep it;
-a lecturer's also reads the counts once a second.
+A page is named by its key (`core.live.Live.key`) in the body, never in an address a proxy logs;
+`lead` and `follow` answer as a direct call does, in its bounded turns (`Direct.turn`). A stream
+holds no thread: a new lesson wakes its class's streams (`Streams`), an idle one writes a blank
+line every `KEEPALIVE` s, a lecturer's reads the counts every second. A store that is away ends
+no stream (each says the class is reconnecting); a call it must answer is answered 200 with
+`reconnecting` and a sentence, and the page tries again (a 5xx reads as a broken server).
 """
 
 from __future__ import annotations
@@ -32,16 +21,16 @@ import asyncio
 import contextlib
 import logging
 import threading
-import time
 
 import anyio
 import orjson
+from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from core import tour
-from core.classroom import Classroom, Forbidden, Full, Gone, Leader, Lesson, lesson_of, lesson_view
+from core.classroom import Classroom, Forbidden, Full, Gone, Leader, Lesson, Reconnecting, lesson_of, lesson_view
 from core.options import Refused
 from ui import events, render
 from ui.admission import client_of
@@ -52,7 +41,6 @@ PREFIX = "/explorer/class"
 MAX_BODY = 1024  # bytes: a key, a class id and a secret
 KEEPALIVE = 15.0  # seconds between blank lines on an idle stream
 COUNTS_SECONDS = 1.0  # how often a lecturer's stream reads how many pages follow
-RECOUNT_SECONDS = 10.0  # how often this process writes its pages' counts again (core.classroom.PRESENCE_SECONDS)
 
 
 # every class this process serves pages of: in memory, or in the store EXPLORER_CLASS_STORE names
@@ -69,8 +57,7 @@ class Streams:
         self.lessons: dict[str, Lesson] = {}  # the newest lesson heard of each class with a stream here
         self.streams: dict[str, int] = {}  # class id -> its streams here
         self.open: dict[str, object] = {}  # page key -> its stream's token: a page's newer stream replaces its older
-        self._recounting = False
-        classroom.store.listen(self._heard)
+        classroom.listen(self._heard)
         classroom.hear(self._wake_soon)
 
     def _heard(self, lesson: Lesson) -> None:
@@ -84,48 +71,57 @@ class Streams:
             self.lessons[lesson.id] = lesson
         self._wake(lesson.id)
 
-    def _wake_soon(self, class_id: str) -> None:
+    def _wake_soon(self, class_id: str | None) -> None:
         if self.loop is not None:
             self.loop.call_soon_threadsafe(self._wake, class_id)
 
-    def _wake(self, class_id: str) -> None:
-        event = self.changed.get(class_id)
-        if event is not None:
-            self.changed[class_id] = asyncio.Event()  # the waiters hold the old one, which is set
-            event.set()
+    def _wake(self, class_id: str | None) -> None:
+        """Wake the streams of the class (None: of every class)."""
+        for each in list(self.changed) if class_id is None else [class_id]:
+            event = self.changed.get(each)
+            if event is not None:
+                self.changed[each] = asyncio.Event()  # the waiters hold the old one, which is set
+                event.set()
 
-    def _recount(self) -> None:
-        while True:
-            time.sleep(RECOUNT_SECONDS)
-            with contextlib.suppress(Exception):  # the store is away for now: the next round writes again
-                self.classroom.recount()
+    def opening(self, live) -> object:
+        """The token of the page's stream about to open (in the event loop): its older stream,
+        if any, ends at once, and leaves the page connected."""
+        self.loop = asyncio.get_running_loop()
+        token = self.open[live.key] = object()
+        member = live.member
+        if member is not None:
+            self._wake(member.class_id)
+        return token
 
-    async def stream(self, live, lesson: Lesson, member, receive):
+    def release(self, live, token: object, member) -> None:
+        """The page's stream `token` is over (its generator ended, or never began): the page
+        is no longer connected, unless a newer stream of it replaced this one."""
+        if self.open.get(live.key) is token:
+            del self.open[live.key]
+            self.classroom.disconnect(live.key, member)
+
+    async def stream(self, live, lesson: Lesson, member, receive, token: object):
         """The page's messages, one JSON line per change, until the class ends or the page goes
         (`receive`, the request's: a page that reloads or closes is let go at once, not at the
-        next write that fails, so the counts are right within a second)."""
-        if self.loop is None:
-            self.loop = asyncio.get_running_loop()
-        if not self._recounting:
-            self._recounting = True
-            threading.Thread(target=self._recount, name="class-counts", daemon=True).start()
-        class_id, leading, token = lesson.id, isinstance(member, Leader), object()
+        next write that fails, so the counts are right within a second). A follower's seat was
+        taken before (`Classroom.connect`); a lecturer's page is connected here."""
+        class_id, leading = lesson.id, isinstance(member, Leader)
         self.streams[class_id] = self.streams.get(class_id, 0) + 1
         self.changed.setdefault(class_id, asyncio.Event())
         if class_id not in self.lessons or self.lessons[class_id].version < lesson.version:
             self.lessons[class_id] = lesson
-        self.open[live.key] = token
-        if not leading:
-            await anyio.to_thread.run_sync(self.classroom.connect, live.key, member)
+        if leading:
+            self.classroom.connect(live.key, member, lesson)
         sent, counts, counted = None, (0, 0), -COUNTS_SECONDS
         gone = asyncio.ensure_future(_disconnected(receive))
         try:
             while self.open.get(live.key) is token:
                 if leading and self.loop.time() - counted >= COUNTS_SECONDS:
-                    counts = await anyio.to_thread.run_sync(self.classroom.store.presence, class_id)
+                    counts = await anyio.to_thread.run_sync(self.classroom.presence, class_id) or counts
                     counted = self.loop.time()
                 message = {"class": class_id, "role": "lecturer" if leading else "student",
-                           **self.lessons[class_id].message(time.time())}
+                           **self.lessons[class_id].message(self.classroom.clock(),
+                                                            self.classroom.reconnecting(class_id))}
                 if leading:
                     message.update(connected=counts[0], following=counts[1])
                     if live.member is not member and not message["ended"]:  # ended here, or another class began
@@ -148,15 +144,11 @@ class Streams:
                     yield b"\n"  # kept alive through proxies
         finally:  # also when the response is cancelled (the page went): so nothing here awaits
             gone.cancel()
-            current = self.open.get(live.key) is token  # not when the page's newer stream replaced it
-            if current:
-                del self.open[live.key]
+            self.release(live, token, member)
             self.streams[class_id] -= 1
             if not self.streams[class_id]:
                 for held in (self.streams, self.changed, self.lessons):
                     held.pop(class_id, None)
-            if current and not leading:  # the store's write is left to a thread
-                self.loop.run_in_executor(None, self.classroom.disconnect, live.key, member)
 
 
 class ClassRoutes:
@@ -183,12 +175,14 @@ class ClassRoutes:
                     raise Refused("This request carries no valid page key; reload the page.")
                 live = events.LIVES.by_key(sent["key"])
                 return await handler(request, live, sent)
+            except Reconnecting as error:  # nobody's fault: the page says so, and tries again
+                return json_answer({"error": str(error), "reconnecting": True})
             except Refused as error:  # a sentence, with the status that says what kind
                 status = {Forbidden: 403, Gone: 404, Full: 429}.get(type(error), 400)
                 return json_answer({"error": str(error)}, status)
-            except Exception:  # a fault (a bug, the store away): logged here, a plain sentence there
+            except Exception:  # a fault (a bug): logged here, a plain sentence there
                 LOG.exception("class call %s failed", name)
-                return json_answer({"error": "The class could not be reached just now; the page tries again."}, 503)
+                return json_answer({"error": "The class call failed on the server; the page tries again."}, 500)
 
         return endpoint
 
@@ -211,18 +205,14 @@ class ClassRoutes:
                 render.plane(self.page, step.view, session_for(step.view, Session.create()))
 
     async def lead(self, request: Request, live, sent: dict) -> Response:
-        lesson = await anyio.to_thread.run_sync(self.classroom.check, sent.get("class"),
-                                                sent.get("secret"))
-        secret, before = sent.get("secret"), live.member
+        leader, lesson = await anyio.to_thread.run_sync(self.classroom.lead, sent.get("class"), sent.get("secret"))
+        before = live.member
 
         def detach(_lesson: Lesson) -> None:  # showing this class's lesson is no change of the class led before
             live.member = None
 
-        def led(_lesson: Lesson, shown: bool) -> None:
-            if shown:
-                self.classroom.lead(live, lesson.id, secret)
-            else:
-                live.member = before
+        def led(_lesson: Lesson, shown: bool) -> None:  # the page leads once it shows the lesson
+            live.member = leader if shown else before
 
         answer = await self._show(live, lesson, detach, led)
         return json_answer({**answer, "class": lesson.id})
@@ -244,11 +234,20 @@ class ClassRoutes:
         if isinstance(member, Leader) and member.class_id == sent.get("class"):
             lesson = await anyio.to_thread.run_sync(self.classroom.lesson, member.class_id)
         else:
+            before = member
             member = await anyio.to_thread.run_sync(self.classroom.join, live, sent.get("class"))
-            lesson = await anyio.to_thread.run_sync(self.classroom.lesson, member.class_id)
-        return StreamingResponse(self.streams.stream(live, lesson, member, request.receive),
+            try:  # the seat, taken before the answer begins: a class that is full says so with a 429
+                lesson = await anyio.to_thread.run_sync(self.classroom.lesson, member.class_id)
+                await anyio.to_thread.run_sync(self.classroom.connect, live.key, member, lesson)
+            except Refused:  # refused: the page is as it was
+                live.member = before
+                raise
+        token = self.streams.opening(live)
+        # the page is let go when its stream ends, or when the answer ends before the stream began
+        return StreamingResponse(self.streams.stream(live, lesson, member, request.receive, token),
                                  media_type="application/x-ndjson",
-                                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+                                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+                                 background=BackgroundTask(self.streams.release, live, token, member))
 
     async def _show(self, live, lesson: Lesson, before, after) -> dict:
         """Show `live`'s tab the class's lesson, in the page's direct turn: `before(lesson)`,
@@ -264,8 +263,7 @@ class ClassRoutes:
         await anyio.to_thread.run_sync(events.built_first, live, showing(lesson))
 
         def work() -> dict:
-            newest = self.classroom.store.lesson(lesson.id)
-            shown = newest if newest is not None and newest.version > lesson.version and not newest.ended else lesson
+            shown = self.classroom.newest(lesson)
             before(shown)
             answer = self.page.direct.show(live, showing(shown))
             after(shown, lesson_of(live.view) == shown.query)

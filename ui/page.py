@@ -286,6 +286,14 @@ class Explorer(gr.Blocks):
         events.OFFLOAD.start()  # heavy work's process imports while the server comes up
         return super().launch(*args, app_kwargs=app_kwargs, **kwargs)
 
+    async def preprocess_data(self, block_fn, inputs, state, explicit_call: bool = False):
+        """Gradio's, after refusing with a sentence a file an event names that was never uploaded
+        (`rawfiles.check_sent`; gradio's own refusal reached an API client as a bare error)."""
+        for block, value in zip(block_fn.inputs, inputs, strict=False):
+            if isinstance(block, gr.File):
+                rawfiles.check_sent(self, value)
+        return await super().preprocess_data(block_fn, inputs, state, explicit_call)
+
     async def postprocess_data(self, block_fn, predictions, state):
         """Gradio's, without rebuilding the components an event leaves as they are.
 
