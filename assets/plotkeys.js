@@ -17,6 +17,9 @@
   const NEAREST = { token: "nearest by token vector", output: "nearest by output vector" }; // core/figures.py NEIGHBOURS
   const RING = "selected token"; // core/figures.py SELECTED: the selected token's ring
   const DESCRIBE_AFTER_MS = 500; // the description waits for drawing to pause this long
+  // the keys that move, as [along a sentence or series, across the groups or series]
+  const MOVES = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1], Home: [-Infinity, 0],
+    End: [Infinity, 0] };
   // the charts beside the plane, by the tab that holds them: each is a Tab stop once its tab opens
   const CHARTS = {
     "tab-positions": { "positions-plot": "Position vectors, joined in order" },
@@ -187,8 +190,13 @@
     const size = Math.max(24, 2 * (Array.isArray(trace.marker.size) ? trace.marker.size[index] : trace.marker.size) + 12);
     Object.assign(ring.style, { left: `${host.offsetLeft + x - size / 2}px`, top: `${host.offsetTop + y - size / 2}px`,
       width: `${size}px`, height: `${size}px` });
-    if (trace.type !== "scatter3d" && Plotly()) Plotly().Fx.hover(host, [{ curveNumber: trace.index, pointNumber: index }]);
+    if (trace.type !== "scatter3d" && Plotly()) hover(host, trace, index);
     if (speak) say(spoken(at.position, at.group) + (ring.hidden ? " (outside the zoomed view)" : ""));
+  }
+
+  // plotly's hover label on a point, as the mouse would show it (on the point's own subplot)
+  function hover(gd, trace, point) {
+    Plotly().Fx.hover(gd, [{ curveNumber: trace.index, pointNumber: point }], `${trace.xaxis || "x"}${trace.yaxis || "y"}`);
   }
 
   function leave() {
@@ -215,16 +223,14 @@
       event.preventDefault();
       return;
     }
-    const moves = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1], Home: [-Infinity, 0],
-      End: [Infinity, 0] };
-    if (!(event.key in moves)) return;
+    if (!(event.key in MOVES)) return;
     event.preventDefault();
     const group = at && groups.includes(at.group) ? at.group : groups[0];
     const index = tokens.findIndex((t) => t.position === (at ? at.position : selectedPosition() ?? tokens[0].position));
     if (!at) { // the first key shows where the ring starts: the selected token, or the first
       at = { position: tokens[Math.max(index, 0)].position, group };
     } else {
-      const [along, across] = moves[event.key];
+      const [along, across] = MOVES[event.key];
       const next = Math.min(tokens.length - 1, Math.max(0, index + along));
       const nextGroup = groups[Math.min(groups.length - 1, Math.max(0, groups.indexOf(group) + across))];
       at = { position: tokens[Math.max(next, 0)].position, group: nextGroup };
@@ -339,6 +345,8 @@
   // ------------------------------------------------------------------------- the other charts
 
   const chartAt = new WeakMap(); // a chart's block -> where its keys are: {curve, point}
+  const HOVER_MS = 100; // longer than plotly's least time between two hovers
+  let chartReading = 0; // the timer that reads a chart's hover label
 
   // the chart's traces the keys move over: those that show points and a hover
   function movable(gd) {
@@ -359,24 +367,27 @@
     const gd = block.querySelector(".js-plotly-plot");
     if (!gd || !gd._fullData || !Plotly() || event.altKey || event.ctrlKey || event.metaKey) return;
     const traces = movable(gd);
-    const moves = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1] };
     if (event.key === "Escape") {
       chartAt.delete(block);
       Plotly().Fx.unhover(gd);
       return;
     }
-    if (!(event.key in moves) || !traces.length) return;
+    if (!(event.key in MOVES) || !traces.length) return;
     event.preventDefault();
-    const [along, across] = moves[event.key];
+    const [along, across] = MOVES[event.key];
     let { curve, point } = chartAt.get(block) || { curve: 0, point: null };
     curve = Math.min(curve, traces.length - 1);
     const trace = traces[curve];
-    if (trace.type === "heatmap") { // cells: ← → along a row, ↑ ↓ down the columns (the top row first)
+    if (trace.type === "heatmap") { // cells: ← → along a row, ↑ ↓ as drawn (from the top row)
       const rows = trace.z.length;
       const columns = trace.z[0].length;
-      const [row, column] = point || [rows - 1, -along];
-      point = [Math.min(rows - 1, Math.max(0, point ? row - across : row)), Math.min(columns - 1, Math.max(0, column + along))];
-    } else if (point === null) {
+      const yaxis = gd._fullLayout[trace.yaxis.replace("y", "yaxis")];
+      const down = yaxis.range[0] > yaxis.range[1] ? 1 : -1; // a reversed axis draws row 0 at the top
+      const within = (value, count) => Math.min(count - 1, Math.max(0, value));
+      // the first key shows where the keys start: the top left cell
+      point = point ? [within(point[0] + down * across, rows), within(point[1] + along, columns)]
+        : [down > 0 ? 0 : rows - 1, 0];
+    } else if (point === null) { // the first key shows where the keys start: the first point
       point = 0;
     } else if (across) {
       curve = Math.min(traces.length - 1, Math.max(0, curve + across));
@@ -385,15 +396,21 @@
       point = Math.min(traces[curve].x.length - 1, Math.max(0, point + along));
     }
     chartAt.set(block, { curve, point });
-    Plotly().Fx.hover(gd, [{ curveNumber: traces[curve].index, pointNumber: point }]);
-    // what the hover label says, line by line, and the series it belongs to
-    const labels = [...gd.querySelectorAll(".hoverlayer .hovertext")].map((label) => {
+    hover(gd, traces[curve], point);
+    // plotly draws a hover at most every few tens of milliseconds (the latest asked for last): the
+    // label is read once the keys pause that long, and said while its chart has the focus
+    clearTimeout(chartReading);
+    chartReading = setTimeout(() => { if (block === document.activeElement) say(hoverText(gd)); }, HOVER_MS);
+  }
+
+  // what a chart's hover label says, line by line, with the series it belongs to
+  function hoverText(gd) {
+    return [...gd.querySelectorAll(".hoverlayer .hovertext")].map((label) => {
       const lines = [...label.querySelectorAll("text.nums tspan.line")].map((line) => line.textContent);
       const name = label.querySelector("text.name");
       return [...(lines.length ? lines : [label.querySelector("text.nums")?.textContent || ""]),
         name && name.textContent ? `(${name.textContent})` : ""].filter(Boolean).join(", ");
-    });
-    say(labels.join("; ") || `${traces[curve].name}: point ${point + 1} of ${traces[curve].x.length}`);
+    }).join("; ");
   }
 
   // a chart's block, once it is in the page: a Tab stop named for what it shows
