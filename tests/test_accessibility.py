@@ -67,13 +67,38 @@ def test_axe_finds_nothing_in_the_page_s_views(open_page, viewport):
     assert found == dict.fromkeys(found, [])
 
 
-def test_axe_finds_nothing_on_any_tour_step_in_presenter_mode(open_page):
+def test_axe_finds_nothing_on_any_tour_step_in_presenter_mode_run_by_keyboard(open_page):
+    """The tour with the keyboard alone: Tab to Next, then Enter for each step, the focus kept on Next."""
     page = open_page("presenter=1", (1920, 1080))
+    page.locator("#sentence-b textarea").focus()
+    tab_to(page, "e.id === 'tour-next'", 8)
     found = {}
     for number in range(1, len(STEPS) + 1):
-        next_step(page, number)
+        page.keyboard.press("Enter")
+        page.wait_for_function(
+            f"() => document.querySelector('#tour-text').innerText.includes('Step {number} of')", timeout=60_000)
+        settle(page)
+        assert page.evaluate(ACTIVE) == "tour-next"
         found[number] = violations(page)
     assert found == dict.fromkeys(found, [])
+
+
+def test_axe_finds_nothing_in_the_dark_theme(browser, app_url):
+    """A browser set to dark gets gradio's dark theme: the View tab (its controls and the variance
+    bars, those the plane leaves out hatched as well as grey) passes as the light one does."""
+    context = browser.new_context(viewport={"width": 1440, "height": 900}, color_scheme="dark")
+    context.add_init_script(COUNT_REQUESTS)
+    try:
+        page = context.new_page()
+        page.goto(f"{app_url}?panel=view")
+        ready(page)
+        page.locator("#variance-bars .variance-column.left-out").first.wait_for()
+        assert violations(page) == []
+        hatch = page.evaluate("() => getComputedStyle(document.querySelector("
+                              "'#variance-bars .variance-column.left-out .variance-bar')).backgroundImage")
+        assert hatch.startswith("repeating-linear-gradient")
+    finally:
+        context.close()
 
 
 def test_axe_finds_nothing_on_a_class_s_banners(open_page):
