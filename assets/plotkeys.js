@@ -36,7 +36,6 @@
   };
   const segmentName = (row) => (row >= 0 && row < 26 ? String.fromCharCode(65 + row) : String(row)); // core/scene.py
   const listed = (words) => (words.length < 2 ? words.join("") : `${words.slice(0, -1).join(", ")} and ${words.at(-1)}`);
-  const percent = (value) => `${(100 * value).toFixed(1)}%`;
   const Plotly = () => window.Plotly;
 
   let host = null; // the plane's div (plotly's graph div)
@@ -124,16 +123,22 @@
     return [xaxis._offset + xaxis.l2p(trace.x[i]), yaxis._offset + yaxis.l2p(trace.y[i])];
   }
 
-  // the selected token's position, read from its ring (the figure's own), or null
+  // the selected token's position, read from its rings (the figure's own), or null. A repeated word's
+  // tokens share their token point: the output points tell them apart, else the address does
   function selectedPosition() {
-    const marks = host._fullData.find((trace) => trace.name === RING);
-    if (!marks) return null;
-    for (const group of ["token", "output"]) {
+    const rings = host._fullData.filter((trace) => trace.name === RING)
+      .flatMap((trace) => Array.from(trace.x, (_, i) => coordinates(trace, i)));
+    if (!rings.length) return null;
+    for (const group of ["output", "token"]) {
       const trace = plane.traces[group];
       if (!trace) continue;
+      const found = [];
       for (let i = 0; i < trace.x.length; i += 1) {
-        if (distance(coordinates(trace, i), coordinates(marks, 0)) < 1e-6) return trace.customdata[i][1];
+        const point = coordinates(trace, i);
+        if (rings.some((ring) => distance(point, ring) < 1e-6)) found.push(trace.customdata[i][1]);
       }
+      const addressed = Number(new URLSearchParams(location.search).get("token"));
+      if (found.length) return found.includes(addressed) ? addressed : found[0];
     }
     return null;
   }
@@ -333,10 +338,11 @@
       sentences.push(`Selected: ${token.name} (position ${selected})`
         + near.map(([group, names]) => `; ${NEAREST[group]}: ${names.slice(0, 5).join(", ")}`).join("") + ".");
     }
-    // the plot's own notes, its key's shapes in words (core/figures.py SYMBOL_NOTE)
+    // the plot's own notes, its key's shapes in words (core/figures.py SYMBOL_NOTE); a line that starts in
+    // lower case goes on from the one before (a long note is wrapped), any other starts a note of its own
     const notes = (layout.annotations || []).map((note) => plain(String(note.text || "")).split("<br>")
       .map((line) => line.replace("◆", "diamonds:").replace(/\s*○/, "; open circles:").replace(/\s+/g, " ").trim())
-      .join("; "));
+      .reduce((text, line) => (!text ? line : /^[a-z]/.test(line) ? `${text} ${line}` : `${text}; ${line}`), ""));
     if (notes.length) sentences.push(`Notes on the plot: ${notes.join("; ")}.`);
     const text = sentences.join(" ");
     if (description.textContent !== text) description.textContent = text;
