@@ -13,7 +13,8 @@
 //    into every redraw of the main plot, so a keystroke never sends them again;
 //  - presenter mode's large type across the whole page;
 //  - PNG export at three times the screen's resolution.
-// A class (following the lecturer's page) is assets/classroom.js.
+// A class (following the lecturer's page) is assets/classroom.js; the plots by keyboard and screen
+// reader, assets/plotkeys.js (told where the plane is and of each figure drawn: `keys`).
 (() => {
   const MAIN = "#embed-plot";
   const BACKGROUND = "vocabulary";
@@ -113,6 +114,7 @@
   let forGradio = {}; // those values, by place among the hand-over's outputs, until it takes them
   let key = null; // the tab's key for direct calls, issued with the page's first address
   const mainPlot = () => (host && host.data ? host : null);
+  const keys = () => window.embeddingExplorerKeys; // assets/plotkeys.js
 
   // a group's labels apart from its points: a trace of the labelled points alone ("token labels",
   // in the group's legend group, so hiding the group hides them), drawn after every group's
@@ -156,10 +158,11 @@
   }
   const withHidden = (data) => data.map((trace) => (hidden.has(trace.name) ? { ...trace, visible: "legendonly" } : trace));
 
+  const select = (position) => send({ token: position });
   function onClick(event) {
     const point = event.points && event.points[0];
     if (!point || !GROUPS.has(point.data.legendgroup) || !point.customdata) return;
-    send({ token: point.customdata[1] }); // the token's position in the sequence
+    select(point.customdata[1]); // the token's position in the sequence
   }
 
   // drawing: the newest figure given, at most once per animation frame (`frame`: this frame's
@@ -194,7 +197,7 @@
     // a constant uirevision keeps what the user did to the plot (zoom, a 3-D camera) across redraws
     openSearch(figure);
     shown = { data: labelsApart(expand(figure.data, figure.layout)), layout: { ...rest, uirevision: "embedding" },
-      config: { responsive: true, displaylogo: false, ...(figure.config || {}) } };
+      config: { responsive: true, displaylogo: false, ...(figure.config || {}) }, meta };
     await plot();
     // the table after the plot: plotly measures its labels as it draws, and each measurement
     // would lay out the page again with a changed table of up to 512 rows in it
@@ -212,6 +215,7 @@
       if (!group.firstChild) group.remove();
     }
     await Plotly.react(host, withHidden(withBackground(shown.data)), shown.layout, shown.config);
+    keys().drawn(shown.meta);
     if (!listening && host.on) {
       host.on("plotly_restyle", rememberHidden);
       host.on("plotly_click", onClick);
@@ -322,6 +326,7 @@
     attach(element, fireHandOver) {
       host = element;
       handOver = fireHandOver;
+      keys().attach(element);
       if (shown) plot();
       flush();
       if (Object.keys(forGradio).length) handOver();
@@ -340,6 +345,8 @@
     tabOpened(change) {
       if (key) send(change);
     },
+    // a token selected from the keyboard (assets/plotkeys.js), as a click on its point selects it
+    select,
     // an example pair clicked (ui/plane.py EXAMPLES_JS): the server sets both sentences
     example(number) {
       send({ example: number });

@@ -89,7 +89,7 @@ def test_bert_preset_changes_the_plot(page):
     page.get_by_role("tab", name="Tables").click()
     page.locator("#table-source").get_by_text("BERT (MiniLM").click()
     page.wait_for_function(f"() => ({first_x})() !== {before!r}", timeout=30_000)
-    page.wait_for_function("() => document.querySelector('#tables-info').innerText.includes('30,522 × 384')")
+    page.wait_for_function("() => document.querySelector('#tables-info')?.innerText.includes('30,522 × 384')")
 
 
 def test_freeze_token_train_and_the_loss_curve_appears(page):

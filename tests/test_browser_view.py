@@ -235,7 +235,7 @@ def test_a_refused_upload_leaves_the_page_usable(open_page, tmp_path):
     assert page.locator("#table-source input[value='random']").is_checked()
     assert "Random" in page.locator("#tables-info").inner_text()
     page.locator("#table-source").get_by_text("BERT (MiniLM").click()
-    page.wait_for_function("() => document.querySelector('#tables-info').innerText.includes('30,522 × 384')",
+    page.wait_for_function("() => document.querySelector('#tables-info')?.innerText.includes('30,522 × 384')",
                            timeout=60_000)
 
 

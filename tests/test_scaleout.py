@@ -249,7 +249,7 @@ def test_bert_training_export_upload_and_a_link_work_behind_the_balancer(class_s
         page.get_by_role("tab", name="Tables").click()
         page.locator("#table-source label").filter(has_text="BERT").first.click()
         # BERT's own size: random tables on its word pieces are 30,522 rows too
-        page.wait_for_function("() => document.querySelector('#tables-info').innerText.includes('30,522 × 384')",
+        page.wait_for_function("() => document.querySelector('#tables-info')?.innerText.includes('30,522 × 384')",
                                timeout=120_000)
 
         page.get_by_role("tab", name="Train").click()
@@ -288,7 +288,7 @@ def test_bert_training_export_upload_and_a_link_work_behind_the_balancer(class_s
         np.save(path, np.random.default_rng(1).standard_normal((30, 4)).astype(np.float32))
         page.get_by_role("tab", name="Tables").click()
         page.locator("#upload-table input[type=file]").set_input_files(str(path))
-        page.wait_for_function("() => document.querySelector('#tables-info').innerText.includes('4 dimensions')",
+        page.wait_for_function("() => document.querySelector('#tables-info')?.innerText.includes('4 dimensions')",
                                timeout=60_000)
         assert cookie(context) == worker and errors == []
     finally:

@@ -73,7 +73,8 @@ LAUNCH_OPTIONS = {
     "footer_links": ["api"],
     "css_paths": [ASSETS / "style.css"],
     "head": f"<script>window.EMBEDDING_EXPLORER_PLOTLY = {json.dumps(gradio_plotly())};\n"
-            f"{(ASSETS / 'explorer.js').read_text()}\n{(ASSETS / 'classroom.js').read_text()}</script>",
+            f"{(ASSETS / 'explorer.js').read_text()}\n{(ASSETS / 'classroom.js').read_text()}\n"
+            f"{(ASSETS / 'plotkeys.js').read_text()}</script>",
     "show_error": False,  # users see the sentences we write, never stack traces
     "max_file_size": MAX_UPLOAD_BYTES,
     "run_history": False,  # gradio would copy every figure into the browser's storage

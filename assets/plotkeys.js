@@ -1,0 +1,512 @@
+// The plots by keyboard and screen reader, which plotly's charts are not by themselves:
+//  - the main plane (#embed-plot) is one Tab stop. ← → move a ring from token to token along the
+//    sentence, ↑ ↓ across the groups of the same token (token, position, segment, sum, output: the
+//    order they are added in), Home and End to the first and last token; a polite live region says
+//    what the ring is on ("king, position 2, segment A, sum; nearest in the plot: queen, prince").
+//    Enter selects the token as a click on its point does; Escape puts the ring away;
+//  - the plane's text alternative (its description): which groups, how many tokens, the variance
+//    the plane keeps, where the groups lie and where the words the tour's step names lie to each
+//    other. Written once drawing pauses, so typing pays a timer per figure and nothing more;
+//  - the other charts (the side views', the loss curve) are Tab stops too: the arrows move
+//    plotly's own hover label from point to point (cell to cell in a heatmap), and the live region
+//    reads what it says, which no table on the page lists.
+// assets/explorer.js tells this script where it draws and each figure it drew (`attach`, `drawn`)
+// and selects a token for it (`window.embeddingExplorer.select`).
+(() => {
+  const GROUPS = ["token", "position", "segment", "sum", "output"]; // the plot's traces, in the order they add up
+  const NEAREST = { token: "nearest by token vector", output: "nearest by output vector" }; // core/figures.py NEIGHBOURS
+  const RING = "selected token"; // core/figures.py SELECTED: the selected token's ring
+  const DESCRIBE_AFTER_MS = 500; // the description waits for drawing to pause this long
+  // the keys that move, as [along a sentence or series, across the groups or series]
+  const MOVES = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1], Home: [-Infinity, 0],
+    End: [Infinity, 0] };
+  // the charts beside the plane, by the tab that holds them: each is a Tab stop once its tab opens
+  const CHARTS = {
+    "tab-positions": { "positions-plot": "Position vectors, joined in order" },
+    "tab-layernorm": { "layernorm-plot": "LayerNorm: each token's mean and standard deviation" },
+    "tab-similarity": { "similarity-plot": "Cosine similarity of the output vectors" },
+    "tab-listing": { "listing-plot": "The listing's outputs" },
+    "tab-train": { "loss-plot": "Training loss per step" },
+  };
+
+  const decoder = document.createElement("textarea");
+  const plain = (escaped) => { // hover texts and token names come escaped (they are drawn as markup)
+    decoder.innerHTML = escaped;
+    return decoder.value;
+  };
+  const segmentName = (row) => (row >= 0 && row < 26 ? String.fromCharCode(65 + row) : String(row)); // core/scene.py
+  const listed = (words) => (words.length < 2 ? words.join("") : `${words.slice(0, -1).join(", ")} and ${words.at(-1)}`);
+  const Plotly = () => window.Plotly;
+
+  let host = null; // the plane's div (plotly's graph div)
+  let ring = null; // the ring drawn over the plane where the keys are
+  let announcer = null; // the live region
+  let description = null; // the plane's text alternative
+  let meta = null; // the last figure's layout.meta (its token columns)
+  let plane = null; // what the keys move over, read from the drawn figure (`read`), until the next figure
+  let at = null; // where the keys are: {position, group}, or null
+  let selecting = null; // the position Enter selected, until a figure shows it selected
+  let describing = 0; // the timer of the next description
+
+  function say(text) {
+    if (announcer) announcer.textContent = text;
+  }
+
+  // ------------------------------------------------------------------ reading the drawn plane
+
+  // the plane's tokens and, for every drawn group, where each token's point is among its trace's
+  function read() {
+    if (plane || !host || !host._fullData) return plane;
+    const traces = {};
+    for (const trace of host._fullData) {
+      if (GROUPS.includes(trace.name) && trace.visible === true && !traces[trace.name]) traces[trace.name] = trace;
+    }
+    const groups = GROUPS.filter((group) => traces[group]);
+    const names = meta && meta.columns && meta.columns.tokens; // escaped, in the sentence's order
+    const tokens = [];
+    const points = {};
+    for (const group of groups) {
+      const trace = traces[group];
+      points[group] = new Map();
+      if (group === "segment") continue;
+      for (let i = 0; i < trace.customdata.length; i += 1) {
+        const [, position, segment] = trace.customdata[i];
+        points[group].set(position, i);
+        if (!tokens[position]) {
+          tokens[position] = { position, segment, name: names ? plain(names[position]) : nameIn(trace.hovertext[i], position) };
+        }
+      }
+    }
+    if (traces.segment) { // one point per segment row: every token of the segment shares it
+      traces.segment.customdata.forEach((row, i) => points.segment.set(row[0], i));
+    }
+    plane = { traces, groups, tokens: tokens.filter(Boolean), points };
+    return plane;
+  }
+
+  // a token's name from a hover text, which names every token at its spot: "the (1), the (5)"
+  function nameIn(hover, position) {
+    const text = plain(String(hover));
+    const mine = text.split(", ").find((part) => part.endsWith(` (${position})`));
+    return mine ? mine.slice(0, -` (${position})`.length) : text;
+  }
+
+  // the point of the token at `position` in `group`: [its trace, its index], or null
+  function pointOf(position, group) {
+    const trace = plane.traces[group];
+    const token = plane.tokens.find((t) => t.position === position);
+    if (!trace || !token) return null;
+    const index = plane.points[group].get(group === "segment" ? token.segment : position);
+    return index === undefined ? null : [trace, index];
+  }
+
+  const coordinates = (trace, i) => (trace.z ? [trace.x[i], trace.y[i], trace.z[i]] : [trace.x[i], trace.y[i]]);
+  const distance = (a, b) => Math.hypot(...a.map((value, k) => value - b[k]));
+
+  // where a point is drawn, in pixels from the plane's top left corner (a 3-D scene's through its camera)
+  function pixel(trace, i) {
+    const layout = host._fullLayout;
+    if (trace.type === "scatter3d") {
+      const scene = layout[trace.scene]._scene;
+      const camera = scene.glplot.cameraParams;
+      let p = [trace.x[i] * scene.dataScale[0], trace.y[i] * scene.dataScale[1], trace.z[i] * scene.dataScale[2], 1];
+      for (const m of [camera.model, camera.view, camera.projection]) {
+        p = [0, 1, 2, 3].map((j) => p[0] * m[j] + p[1] * m[4 + j] + p[2] * m[8 + j] + p[3] * m[12 + j]);
+      }
+      const box = scene.container.getBoundingClientRect();
+      const origin = host.getBoundingClientRect();
+      return [box.left - origin.left + (0.5 + 0.5 * p[0] / p[3]) * box.width,
+        box.top - origin.top + (0.5 - 0.5 * p[1] / p[3]) * box.height];
+    }
+    const xaxis = layout[trace.xaxis.replace("x", "xaxis")];
+    const yaxis = layout[trace.yaxis.replace("y", "yaxis")];
+    return [xaxis._offset + xaxis.l2p(trace.x[i]), yaxis._offset + yaxis.l2p(trace.y[i])];
+  }
+
+  // the selected token's position, read from its rings (the figure's own), or null. A repeated word's
+  // tokens share their token point: the output points tell them apart, else the address does
+  function selectedPosition() {
+    const rings = host._fullData.filter((trace) => trace.name === RING)
+      .flatMap((trace) => Array.from(trace.x, (_, i) => coordinates(trace, i)));
+    if (!rings.length) return null;
+    for (const group of ["output", "token"]) {
+      const trace = plane.traces[group];
+      if (!trace) continue;
+      const found = [];
+      for (let i = 0; i < trace.x.length; i += 1) {
+        const point = coordinates(trace, i);
+        if (rings.some((ring) => distance(point, ring) < 1e-6)) found.push(trace.customdata[i][1]);
+      }
+      const addressed = Number(new URLSearchParams(location.search).get("token"));
+      if (found.length) return found.includes(addressed) ? addressed : found[0];
+    }
+    return null;
+  }
+
+  // the selected token's vocabulary neighbours in `group` ("nearest by token vector"), by name
+  function neighbours(group) {
+    const trace = NEAREST[group] && host._fullData.find((t) => t.name === NEAREST[group]);
+    return trace ? Array.from(trace.hovertext || [], plain) : [];
+  }
+
+  // --------------------------------------------------------------------- the keys on the plane
+
+  // what the live region says of the point the keys are on
+  function spoken(position, group) {
+    const token = plane.tokens.find((t) => t.position === position);
+    const [trace, index] = pointOf(position, group);
+    let text = `${token.name}, position ${position}, segment ${segmentName(token.segment)}, ${group}`;
+    if (group === "segment") {
+      const shared = trace.customdata[index][1];
+      return `${text}: one point for the ${shared} tokens of segment ${segmentName(token.segment)}`;
+    }
+    const selected = selectedPosition() === position;
+    if (selected) text += ", selected";
+    const vocabulary = selected ? neighbours(group) : [];
+    if (vocabulary.length) return `${text}; ${NEAREST[group]}: ${vocabulary.slice(0, 3).join(", ")}`;
+    // the nearest other tokens as the plot draws them (the same spot first)
+    const here = coordinates(trace, index);
+    const near = [];
+    for (let i = 0; i < trace.customdata.length; i += 1) {
+      const other = trace.customdata[i][1];
+      if (other !== position) near.push([distance(here, coordinates(trace, i)), other]);
+    }
+    near.sort((a, b) => a[0] - b[0]);
+    // a word the sentence has twice is named with its position
+    const twice = (name) => plane.tokens.filter((t) => t.name === name).length > 1;
+    const names = [...new Set(near.slice(0, 2).map(([, other]) => {
+      const { name } = plane.tokens.find((t) => t.position === other);
+      return twice(name) ? `${name} (${other})` : name;
+    }))];
+    return names.length ? `${text}; nearest in the plot: ${names.slice(0, 2).join(", ")}` : text;
+  }
+
+  function show(speak) {
+    const found = at && pointOf(at.position, at.group);
+    if (!found) {
+      ring.hidden = true;
+      return;
+    }
+    const [trace, index] = found;
+    const [x, y] = pixel(trace, index);
+    const width = host.clientWidth;
+    const height = host.clientHeight;
+    ring.hidden = !(x >= 0 && y >= 0 && x <= width && y <= height); // zoomed out of view: no ring
+    const size = Math.max(24, 2 * (Array.isArray(trace.marker.size) ? trace.marker.size[index] : trace.marker.size) + 12);
+    Object.assign(ring.style, { left: `${host.offsetLeft + x - size / 2}px`, top: `${host.offsetTop + y - size / 2}px`,
+      width: `${size}px`, height: `${size}px` });
+    if (trace.type !== "scatter3d" && Plotly()) hover(host, trace, index);
+    if (speak) say(spoken(at.position, at.group) + (ring.hidden ? " (outside the zoomed view)" : ""));
+  }
+
+  // plotly's hover label on a point, as the mouse would show it (on the point's own subplot)
+  function hover(gd, trace, point) {
+    Plotly().Fx.hover(gd, [{ curveNumber: trace.index, pointNumber: point }], `${trace.xaxis || "x"}${trace.yaxis || "y"}`);
+  }
+
+  function leave() {
+    at = null;
+    ring.hidden = true;
+    if (Plotly() && host._fullLayout) Plotly().Fx.unhover(host);
+  }
+
+  function onKey(event) {
+    if (event.target !== host || event.altKey || event.ctrlKey || event.metaKey || !read()) return;
+    const { tokens, groups } = plane;
+    if (!tokens.length || !groups.length) return;
+    if (event.key === "Escape") {
+      if (!at) return;
+      leave();
+      say("The ring is put away; Tab moves on, an arrow key brings it back.");
+      event.preventDefault();
+      return;
+    }
+    if (event.key === "Enter") {
+      if (!at) return;
+      selecting = at.position;
+      window.embeddingExplorer.select(at.position);
+      event.preventDefault();
+      return;
+    }
+    if (!(event.key in MOVES)) return;
+    event.preventDefault();
+    const group = at && groups.includes(at.group) ? at.group : groups[0];
+    const index = tokens.findIndex((t) => t.position === (at ? at.position : selectedPosition() ?? tokens[0].position));
+    if (!at) { // the first key shows where the ring starts: the selected token, or the first
+      at = { position: tokens[Math.max(index, 0)].position, group };
+    } else {
+      const [along, across] = MOVES[event.key];
+      const next = Math.min(tokens.length - 1, Math.max(0, index + along));
+      const nextGroup = groups[Math.min(groups.length - 1, Math.max(0, groups.indexOf(group) + across))];
+      at = { position: tokens[Math.max(next, 0)].position, group: nextGroup };
+    }
+    show(true);
+  }
+
+  // -------------------------------------------------------------- the plane's text alternative
+
+  // where a point lies in its panel, by thirds: "top left", "centre", "bottom centre", …
+  function region(xaxis, yaxis, x, y) {
+    const third = (axis, value) => {
+      const [low, high] = axis.range.map(Number);
+      const share = (value - low) / (high - low || 1);
+      return share < 1 / 3 ? 0 : share > 2 / 3 ? 2 : 1;
+    };
+    const across = third(xaxis, x);
+    const up = third(yaxis, y);
+    if (across === 1 && up === 1) return "centre";
+    return `${["bottom", "middle", "top"][up]} ${["left", "centre", "right"][across]}`;
+  }
+
+  // where the point `b` of the word `name` lies from `a` of `anchor`, and how near, against the panel's span
+  function relation(name, b, anchor, a, span) {
+    const [dx, dy] = [b[0] - a[0], b[1] - a[1]];
+    const apart = Math.hypot(dx, dy) / (span || 1);
+    if (apart < 0.02) return `${name} lies on the same spot as ${anchor}`;
+    const sides = [];
+    if (Math.abs(dy) > 0.4 * Math.abs(dx)) sides.push(dy > 0 ? "above" : "below");
+    if (Math.abs(dx) > 0.4 * Math.abs(dy)) sides.push(dx > 0 ? "to the right of" : "to the left of");
+    const near = apart < 0.15 ? ", close to it" : apart > 0.5 ? ", far from it" : "";
+    return `${name} lies ${sides.join(" and ")} ${anchor}${near}`;
+  }
+
+  // the words the tour's step names (in italics or code: core/tour.py TourStep.named) that are tokens
+  function namedWords() {
+    const text = document.querySelector("#tour-text");
+    if (!text || !/^\s*Step \d+ of/.test(text.textContent)) return [];
+    const words = new Set([...text.querySelectorAll("em, code")].flatMap((e) => e.textContent.split(/\s+/)));
+    return plane.tokens.filter((t) => words.has(t.name) && !["[CLS]", "[SEP]"].includes(t.name))
+      .filter((t, i, all) => all.findIndex((u) => u.name === t.name) === i); // each word once: its first token
+  }
+
+  function describe() {
+    describing = 0;
+    plane = null;
+    if (!host || !host._fullLayout || !read() || !description) return;
+    const layout = host._fullLayout;
+    const { traces, groups, tokens } = plane;
+    const three = groups.some((group) => traces[group].type === "scatter3d");
+    const sentences = [];
+    if (!groups.length) {
+      description.textContent = "The embedding plane shows no group: tick one in the View tab, or in the plot's legend.";
+      return;
+    }
+    const axes = three ? ["xaxis", "yaxis", "zaxis"].map((name) => layout.scene[name]) : [layout.xaxis, layout.yaxis];
+    const titles = axes.map((axis) => (axis && axis.title && axis.title.text) || "");
+    const shares = titles.map((title) => Number((title.match(/([\d.]+)%/) || [])[1]));
+    let plane2d = three ? "A rotatable 3-D view of the embedding vectors" : "The embedding plane";
+    if (shares.every((share) => share >= 0)) {
+      const kept = shares.reduce((sum, share) => sum + share, 0);
+      plane2d += `, a PCA projection keeping ${kept.toFixed(1)}% of the variance (${titles.join(", ")})`;
+    } else if (titles[0]) {
+      plane2d += ` (${titles.join(", ")})`;
+    }
+    sentences.push(`${plane2d}.`);
+    sentences.push(`${tokens.length} tokens, in ${groups.length === 1 ? "one group" : `${groups.length} groups`}: `
+      + `${listed(groups.map((group) => (group === "segment" ? `segment (one point for each segment, shared by its tokens)`
+        : group)))}.`);
+    if (layout.xaxis2) sentences.push("The outputs have a panel of their own, on the right, at their own scale.");
+    if (!three) { // where each group's centre lies in its panel
+      const where = groups.map((group) => {
+        const trace = traces[group];
+        const mean = (values) => values.reduce((sum, value) => sum + value, 0) / values.length;
+        const xaxis = layout[trace.xaxis.replace("x", "xaxis")];
+        const yaxis = layout[trace.yaxis.replace("y", "yaxis")];
+        return `${group} at the ${region(xaxis, yaxis, mean(Array.from(trace.x)), mean(Array.from(trace.y)))}`;
+      });
+      sentences.push(`Where each group lies: ${where.join("; ")}.`);
+      const named = namedWords();
+      const group = ["token", "sum", "output", "position"].find((g) => traces[g]);
+      if (named.length && group) {
+        const trace = traces[group];
+        const xaxis = layout[trace.xaxis.replace("x", "xaxis")];
+        const span = Math.abs(xaxis.range[1] - xaxis.range[0]);
+        const at0 = pointOf(named[0].position, group);
+        const first = coordinates(...at0);
+        const lies = named.slice(1, 5).map((token) => {
+          const found = pointOf(token.position, group);
+          return relation(token.name, coordinates(...found), named[0].name, first, span);
+        });
+        sentences.push(`This step names ${listed(named.map((token) => token.name))}`
+          + (lies.length ? `; in the ${group} group ${lies.join("; ")}.` : "."));
+      }
+    }
+    const selected = selectedPosition();
+    if (selected !== null) {
+      const token = tokens.find((t) => t.position === selected);
+      const near = Object.keys(NEAREST).map((group) => [group, neighbours(group)]).filter(([, names]) => names.length);
+      sentences.push(`Selected: ${token.name} (position ${selected})`
+        + near.map(([group, names]) => `; ${NEAREST[group]}: ${names.slice(0, 5).join(", ")}`).join("") + ".");
+    }
+    // the plot's own notes, its key's shapes in words (core/figures.py SYMBOL_NOTE); a line that starts in
+    // lower case goes on from the one before (a long note is wrapped), any other starts a note of its own
+    const notes = (layout.annotations || []).map((note) => plain(String(note.text || "")).split("<br>")
+      .map((line) => line.replace("◆", "diamonds:").replace(/\s*○/, "; open circles:").replace(/\s+/g, " ").trim())
+      .reduce((text, line) => (!text ? line : /^[a-z]/.test(line) ? `${text} ${line}` : `${text}; ${line}`), ""));
+    if (notes.length) sentences.push(`Notes on the plot: ${notes.join("; ")}.`);
+    const text = sentences.join(" ");
+    if (description.textContent !== text) description.textContent = text;
+  }
+
+  // ------------------------------------------------------------------------- the other charts
+
+  const chartAt = new WeakMap(); // a chart's block -> where its keys are: {curve, point}
+  const HOVER_MS = 100; // longer than plotly's least time between two hovers
+  let chartReading = 0; // the timer that reads a chart's hover label
+
+  // the chart's traces the keys move over: those that show points and a hover
+  function movable(gd) {
+    return (gd._fullData || []).filter((trace) => trace.visible === true && trace.hoverinfo !== "skip"
+      && ((trace.type === "heatmap" && trace.z) || (trace.x && trace.x.length)));
+  }
+
+  function chartSummary(gd) {
+    const traces = movable(gd);
+    const parts = traces.map((trace) => (trace.type === "heatmap"
+      ? `a ${trace.z.length} by ${trace.z[0].length} grid of cells`
+      : `${trace.name || "a series"}, ${trace.x.length} points`));
+    return parts.length ? `${parts.join("; ")}. Arrow keys move from point to point.` : "Nothing is drawn yet.";
+  }
+
+  function onChartKey(event) {
+    const block = event.target;
+    const gd = block.querySelector(".js-plotly-plot");
+    if (!gd || !gd._fullData || !Plotly() || event.altKey || event.ctrlKey || event.metaKey) return;
+    const traces = movable(gd);
+    if (event.key === "Escape") {
+      chartAt.delete(block);
+      Plotly().Fx.unhover(gd);
+      return;
+    }
+    if (!(event.key in MOVES) || !traces.length) return;
+    event.preventDefault();
+    const [along, across] = MOVES[event.key];
+    let { curve, point } = chartAt.get(block) || { curve: 0, point: null };
+    curve = Math.min(curve, traces.length - 1);
+    const trace = traces[curve];
+    if (trace.type === "heatmap") { // cells: ← → along a row, ↑ ↓ as drawn (from the top row)
+      const rows = trace.z.length;
+      const columns = trace.z[0].length;
+      const yaxis = gd._fullLayout[trace.yaxis.replace("y", "yaxis")];
+      const down = yaxis.range[0] > yaxis.range[1] ? 1 : -1; // a reversed axis draws row 0 at the top
+      const within = (value, count) => Math.min(count - 1, Math.max(0, value));
+      // the first key shows where the keys start: the top left cell
+      point = point ? [within(point[0] + down * across, rows), within(point[1] + along, columns)]
+        : [down > 0 ? 0 : rows - 1, 0];
+    } else if (point === null) { // the first key shows where the keys start: the first point
+      point = 0;
+    } else if (across) {
+      curve = Math.min(traces.length - 1, Math.max(0, curve + across));
+      point = Math.min(point, traces[curve].x.length - 1);
+    } else {
+      point = Math.min(traces[curve].x.length - 1, Math.max(0, point + along));
+    }
+    chartAt.set(block, { curve, point });
+    hover(gd, traces[curve], point);
+    // plotly draws a hover at most every few tens of milliseconds (the latest asked for last): the
+    // label is read once the keys pause that long, and said while its chart has the focus
+    clearTimeout(chartReading);
+    chartReading = setTimeout(() => { if (block === document.activeElement) say(hoverText(gd)); }, HOVER_MS);
+  }
+
+  // what a chart's hover label says, line by line, with the series it belongs to
+  function hoverText(gd) {
+    return [...gd.querySelectorAll(".hoverlayer .hovertext")].map((label) => {
+      const lines = [...label.querySelectorAll("text.nums tspan.line")].map((line) => line.textContent);
+      const name = label.querySelector("text.name");
+      return [...(lines.length ? lines : [label.querySelector("text.nums")?.textContent || ""]),
+        name && name.textContent ? `(${name.textContent})` : ""].filter(Boolean).join(", ");
+    }).join("; ");
+  }
+
+  // a chart's block, once it is in the page: a Tab stop named for what it shows
+  function reachable(block, name) {
+    if (block.hasAttribute("data-keys")) return;
+    block.setAttribute("data-keys", "");
+    block.tabIndex = 0;
+    block.setAttribute("role", "application");
+    block.setAttribute("aria-roledescription", "chart");
+    block.setAttribute("aria-label", `${name}. Arrow keys move from point to point; the chart's hover says what each is.`);
+    block.addEventListener("keydown", (event) => { if (event.target === block) onChartKey(event); });
+    block.addEventListener("focus", () => {
+      const gd = block.querySelector(".js-plotly-plot");
+      say(`${name}: ${gd && gd._fullData ? chartSummary(gd) : "nothing is drawn yet."}`);
+    });
+    block.addEventListener("blur", () => {
+      const gd = block.querySelector(".js-plotly-plot");
+      if (gd && gd._fullLayout && Plotly()) Plotly().Fx.unhover(gd);
+    });
+  }
+
+  // a tab's panel is added to the page when the tab first opens, and its charts when they are
+  // drawn: each panel is watched until its charts are found, then no more
+  function watchCharts() {
+    for (const tabs of document.querySelectorAll("#views, #controls")) {
+      const look = () => {
+        for (const [panelId, charts] of Object.entries(CHARTS)) {
+          const panel = tabs.querySelector(`:scope > #${panelId}`);
+          if (!panel || panel.hasAttribute("data-charts-watched")) continue;
+          panel.setAttribute("data-charts-watched", "");
+          const find = () => {
+            const missing = Object.entries(charts).filter(([id, name]) => {
+              const block = panel.querySelector(`#${id}`);
+              if (block) reachable(block, name);
+              return !block;
+            });
+            return missing.length === 0;
+          };
+          if (find()) continue;
+          const watcher = new MutationObserver(() => { if (find()) watcher.disconnect(); });
+          watcher.observe(panel, { childList: true, subtree: true });
+        }
+      };
+      new MutationObserver(look).observe(tabs, { childList: true });
+      look();
+    }
+  }
+
+  window.embeddingExplorerKeys = {
+    // the plane's div (assets/explorer.js `attach`): a Tab stop with a name, a description and a live region
+    attach(element) {
+      if (host === element) return;
+      host = element;
+      host.tabIndex = 0;
+      host.setAttribute("role", "application");
+      host.setAttribute("aria-roledescription", "plot");
+      host.setAttribute("aria-label", "The embedding plane. Arrow keys move a ring from token to token (left and "
+        + "right along the sentence, up and down across the groups), Enter selects its token, Escape puts it away.");
+      host.setAttribute("aria-describedby", "plot-description");
+      const frame = host.parentElement;
+      frame.classList.add("plane-frame");
+      description = Object.assign(document.createElement("p"), { id: "plot-description", className: "offscreen" });
+      announcer = Object.assign(document.createElement("p"), { id: "plot-announcer", className: "offscreen" });
+      announcer.setAttribute("role", "status");
+      announcer.setAttribute("aria-live", "polite");
+      ring = Object.assign(document.createElement("div"), { className: "plane-ring", hidden: true });
+      ring.setAttribute("aria-hidden", "true");
+      frame.append(ring, description, announcer);
+      host.addEventListener("keydown", onKey);
+      host.addEventListener("focus", () => { if (at && read()) show(false); });
+      host.addEventListener("blur", () => { ring.hidden = true; });
+      host.addEventListener("pointerdown", () => { if (at) leave(); }); // the mouse takes over
+      watchCharts();
+    },
+    // a figure drawn (assets/explorer.js `plot`): the ring follows its token, a selection made by
+    // Enter is said once it shows, and the description is written once drawing pauses
+    drawn(figureMeta) {
+      if (figureMeta !== undefined) meta = figureMeta;
+      plane = null;
+      if (at && document.activeElement === host && read()) show(false);
+      if (selecting !== null && read() && selectedPosition() === selecting) {
+        const token = plane.tokens.find((t) => t.position === selecting);
+        const near = Object.keys(NEAREST).map((group) => [group, neighbours(group)]).filter(([, names]) => names.length);
+        say(`${token.name} selected; its neighbours are listed under the plot`
+          + near.map(([group, names]) => `; ${NEAREST[group]}: ${names.slice(0, 3).join(", ")}`).join(""));
+        selecting = null;
+      }
+      clearTimeout(describing);
+      describing = setTimeout(describe, DESCRIBE_AFTER_MS);
+    },
+    describe, // for tests: the description now, not after the pause
+  };
+})();
