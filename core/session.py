@@ -13,6 +13,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 
 from core.embedding import BertEmbedding
+from core.memory import BUDGET
 from core.options import BASES, POSITIONS, SOURCES, Refused
 from core.presets import (
     Settings,
@@ -23,7 +24,7 @@ from core.presets import (
 )
 from core.projection import PCAProjection
 from core.tokenizer import Encoding, WordLevelTokenizer, WordPieceTokenizer
-from core.training import PARTS, Corpus, TrainConfig, TrainResult, train_copy
+from core.training import PARTS, Corpus, TrainConfig, TrainResult, train_copy, training_bytes
 from core.uploads import UploadedTable
 
 
@@ -135,7 +136,9 @@ class Session:
     ) -> Session:
         """Train a private copy of the current tables (continuing any earlier training); `stop`
         as in `core.training.train`. `run(train_copy, …, progress=, stop=)` does the training
-        (`core.offload.Offload.call` does it in another process); by default here.
+        (`core.offload.Offload.call` does it in another process); by default here. What it
+        holds (`core.training.training_bytes`) is reserved in the memory budget first: past the
+        budget it is refused with a sentence, `Refused`, and nothing changes.
 
         `progress(step, steps, losses)` is also passed `frame=`, a session with the tables of
         that step, at a fifth, two, three and four fifths of the way (`core.training.train_copy`)."""
@@ -151,8 +154,9 @@ class Session:
             progress(step, steps, losses, **({} if frame is None else {"frame": trained(frame, None)}))
 
         arguments = (self.model, self.fixed, corpus, tokenizer, config)
-        model, result = (run or _here)(train_copy, *arguments, progress=reported if progress is not None else None,
-                                           stop=stop)
+        with BUDGET.reserve(training_bytes(*arguments), "this training's copies of its tables"):
+            model, result = (run or _here)(train_copy, *arguments,
+                                           progress=reported if progress is not None else None, stop=stop)
         return trained(model, result)
 
     def restart(self) -> Session:
