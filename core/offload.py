@@ -358,7 +358,8 @@ class Offload:
                         stopping = time.monotonic()
                     elif stopping is not None and time.monotonic() - stopping > STOP_GRACE_SECONDS:
                         self.close(kill=True)  # work that does not read its `stop` is ended
-                        raise OffloadError("The heavy work did not stop when asked, so its process was ended.")
+                        raise OffloadError("The heavy work did not stop when asked, so the process that runs it was "
+                                           "ended; try again.")
                     if not connection.poll(POLL_SECONDS):
                         continue
                     kind, *rest = crossing.loads(_receive(connection, channel)[0])
@@ -371,7 +372,8 @@ class Offload:
                         break
             except (EOFError, OSError) as error:
                 self.close()
-                raise OffloadError("The process that runs heavy work ended before it finished; try again.") from error
+                raise OffloadError("The process that runs heavy work (training, refits, exports) ended before it "
+                                   "finished, perhaps short of memory; try again.") from error
             except BaseException:
                 # left mid-call (a progress callback failed, the thread was interrupted): the child
                 # may still send this call's messages, which the next call would read as its own
@@ -436,7 +438,8 @@ def _serve(connection: Connection, channel: socket.socket) -> None:
     while (taken := calls.get()) is not None:
         crossing, message = taken
         if message[0] == "unreadable":
-            send(crossing, ("error", OffloadError(f"The heavy work could not be read by its process: {message[1]}")))
+            unreadable = OffloadError(f"The process that runs heavy work could not read it ({message[1]}).")
+            send(crossing, ("error", unreadable))
             continue
         crossing.close()  # the files are mapped: their descriptors are not needed
         _, function, args, reports, stops = message
@@ -455,7 +458,7 @@ def _serve(connection: Connection, channel: socket.socket) -> None:
         try:
             send(crossing, result)
         except (pickle.PicklingError, TypeError, AttributeError) as error:
-            send(crossing, ("error", OffloadError(f"the result could not be sent back: {error}")))
+            send(crossing, ("error", OffloadError(f"The heavy work's result could not be sent back ({error}).")))
         del taken, crossing, message, args, result, hooks  # the tables it mapped go with the call
 
 

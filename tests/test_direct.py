@@ -108,13 +108,15 @@ def test_a_click_answers_the_picker_and_neighbours_for_gradio_s_components(app_u
     assert not set(again["rest"]) & {place(page, "neighbours-token"), place(page, "neighbours-output")}
 
 
-@pytest.mark.parametrize("sent", [
-    None, "text", [], {}, {"change": {"sentence_a": "x"}}, {"key": 5, "change": {"sentence_a": "x"}},
-    {"key": "k" * 65, "change": {"sentence_a": "x"}},
+@pytest.mark.parametrize("sent, says", [
+    ("text", "not text"), ([], "not an array"), (5, "not a number"), (True, "not true or false"),
+    ({}, "carries no page key"), ({"change": {"sentence_a": "x"}}, "carries no page key"),
+    ({"key": 5, "change": {"sentence_a": "x"}}, "carries no page key"),
+    ({"key": "k" * 65, "change": {"sentence_a": "x"}}, "at most 64 characters"),
 ])
-def test_a_request_without_a_valid_key_is_refused_with_a_sentence(app_url, sent):
+def test_a_request_without_a_valid_key_is_refused_with_a_sentence(app_url, sent, says):
     answer = call(app_url, sent)
-    assert set(answer) == {"error"} and "key" in answer["error"]
+    assert set(answer) == {"error"} and "key" in answer["error"] and says in answer["error"]
 
 
 def test_a_guessed_key_reaches_no_tab(app_url, tab):
@@ -192,11 +194,19 @@ def test_the_page_s_screen_is_read_from_what_its_script_says_and_nothing_else():
         assert narrow(hostile) is False
 
 
-def test_a_body_that_is_not_json_or_too_large_is_refused_with_a_sentence(app_url):
+@pytest.mark.parametrize("body", [b"{not json", b'{"key": "k", "change": {"token": NaN}}',
+                                  b'{"key": "\\ud800", "change": {}}', b'{"key": "k"', b"\xff\xfe", b""])
+def test_a_body_that_is_not_json_says_so_and_what_an_update_is(app_url, body):
+    """Not "no valid page key; reload the page": what was wrong (the parser's words), and what is allowed."""
+    answer = httpx.post(f"{app_url}explorer/live", content=body, timeout=60)
+    said = answer.json()["error"]
+    assert answer.status_code == 200 and said.startswith("This update is not valid JSON (")
+    assert "An update is a JSON object of the page's key and its change, in UTF-8, without NaN or Infinity" in said
+
+
+def test_a_body_that_is_too_large_is_refused_with_a_sentence(app_url):
     from ui.direct import MAX_BODY
 
-    answer = httpx.post(f"{app_url}explorer/live", content=b"{not json", timeout=60)
-    assert answer.status_code == 200 and "key" in answer.json()["error"]
     answer = httpx.post(f"{app_url}explorer/live", content=b"x" * (MAX_BODY + 1), timeout=60)
     assert answer.status_code == 413 and f"{MAX_BODY:,} bytes" in answer.json()["error"]
     assert httpx.get(f"{app_url}explorer/live", timeout=60).status_code == 405
@@ -355,8 +365,10 @@ def test_next_and_previous_go_direct_and_restart_the_tables(app_url, tab):
 
 @pytest.mark.parametrize("change, says", [
     ({"example": 99}, "example must be from 0"), ({"example": -1}, "example must be from 0"),
-    ({"example": "2"}, "example must be a whole number, not str"), ({"move": 0}, "move must be a number of steps"),
-    ({"move": 99}, "move must be a number of steps"), ({"move": 1.0}, "move must be a whole number, not float"),
+    ({"example": "2"}, "example must be a whole number, not str"),
+    ({"move": 0}, "move is 0; it is a number of the tour's steps to move, from -7 to 7, other than 0."),
+    ({"move": 1000}, "move is 1,000; it is a number of the tour's steps to move, from -7 to 7, other than 0."),
+    ({"move": 1.0}, "move must be a whole number, not float"),
 ])
 def test_a_hostile_example_or_move_is_refused_and_changes_nothing(app_url, tab, change, says):
     client, live = tab

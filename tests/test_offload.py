@@ -108,7 +108,6 @@ def test_a_table_sent_by_value_comes_back_as_a_reference_to_the_one_sent(offload
 def test_what_a_call_copies_and_what_a_training_holds_are_reserved_in_the_memory_budget(tmp_path, monkeypatch):
     """Past the budget, a training is refused with a sentence before anything is copied or trained."""
     import core.session
-
     from core.memory import MIB, Budget
 
     rows = torch.zeros(2 * 2**20 // 4 // 16, 16)  # 2 MiB of plain memory: it would cross by value
@@ -170,7 +169,7 @@ def test_work_that_ignores_its_stop_is_ended(offload, monkeypatch):
 
 
 def test_work_the_process_cannot_import_is_refused_plainly(offload):
-    with pytest.raises(OffloadError, match="could not be read"):
+    with pytest.raises(OffloadError, match="could not read it"):
         offload.call(local_function)
     assert offload.call(count_to, 2) == 2
 

@@ -243,11 +243,16 @@ async def json_body(request: Request, limit: int) -> tuple[object, bool]:
     return (None, False) if body is None else (parsed(body), True)
 
 
+class Malformed(str):
+    """A body that is not JSON (a fragment, NaN, a lone surrogate, not UTF-8): why, as the parser said."""
+
+
 def parsed(body: bytes) -> object:
+    """The body's JSON, or `Malformed` saying why it is not JSON."""
     try:
         return orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return None
+    except orjson.JSONDecodeError as error:
+        return Malformed(error)
 
 
 def json_answer(answer: dict, status: int = 200) -> Response:
@@ -260,8 +265,15 @@ def read(sent: object) -> tuple[str, dict, tuple[str, ...]]:
     """The tab's key, the change to the view and the fields the page shows already (the
     widgets the user set), checked: anything else is refused with a sentence. An example pair
     is its two sentences, which the page's boxes do not show yet."""
-    if not isinstance(sent, dict) or not isinstance(sent.get("key"), str) or not 0 < len(sent["key"]) <= MAX_KEY:
-        raise Refused("This request carries no valid page key; reload the page.")
+    if isinstance(sent, Malformed):
+        raise Refused(f"This update is not valid JSON ({sent}). An update is a JSON object of the page's key and its "
+                      "change, in UTF-8, without NaN or Infinity; if the page sent it, reload the page.")
+    if not isinstance(sent, dict):
+        raise Refused(f"An update is a JSON object of the page's key and its change, not {_json_kind(sent)}; if the "
+                      "page sent it, reload the page.")
+    if not isinstance(sent.get("key"), str) or not 0 < len(sent["key"]) <= MAX_KEY:
+        raise Refused(f"This update carries no page key (the text of at most {MAX_KEY} characters the page is given "
+                      "when it opens); reload the page.")
     change = sent.get("change")
     if not isinstance(change, dict) or not change or not set(change) <= set(CHANGES):
         raise Refused(f"A direct update changes some of {', '.join(CHANGES)}; nothing else.")
@@ -280,9 +292,20 @@ def read(sent: object) -> tuple[str, dict, tuple[str, ...]]:
         change.update(sentence_a=EXAMPLES[number][0], sentence_b=EXAMPLES[number][1])
         asked = tuple(name for name in asked if name not in ("sentence_a", "sentence_b"))
     if "move" in change and not (change["move"] and abs(change["move"]) <= len(tour.STEPS)):
-        raise Refused(f"move must be a number of steps, from -{len(tour.STEPS)} to {len(tour.STEPS)}, not 0 "
-                      f"({change['move']} was sent).")
+        raise Refused(f"move is {change['move']:,}; it is a number of the tour's steps to move, from "
+                      f"-{len(tour.STEPS)} to {len(tour.STEPS)}, other than 0.")
     return sent["key"], change, asked
+
+
+def _json_kind(value: object) -> str:
+    """What JSON calls a value of this type: an array, text, a number, true or false, null."""
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, bool):
+        return "true or false"
+    return "null" if value is None else "a number"
 
 
 # the script of each gr.HTML output the page writes itself: it lets assets/explorer.js set the
