@@ -18,6 +18,7 @@ would let in; `ForwardedClient` reads the client's address behind a Space's prox
 
 from __future__ import annotations
 
+import asyncio
 import bisect
 import time
 from dataclasses import dataclass
@@ -193,6 +194,7 @@ class Admission:
         self.blocks = None
         self._push = None
         self._answers: dict[str, list[Unread]] = {}  # a tab's answers gradio keeps for it, counted as unread
+        self.loop: asyncio.AbstractEventLoop | None = None  # the server's, once a call came
 
     def attach(self, blocks) -> Admission:
         """Stand in front of `blocks`' queue (made by `blocks.queue(...)`): its `push` and
@@ -223,9 +225,12 @@ class Admission:
             return
         self._send(event, message)
         size = answer_size(getattr(message, "output", None))
-        if size > PIECE:  # an answer worth counting: a keystroke's is a few kilobytes
+        if size > PIECE and self.loop is not None:  # an answer worth counting: a keystroke's is a few kilobytes
             self._answers.setdefault(event.session_hash, []).append(
                 Unread(message, size, time.monotonic(), client_of(getattr(event, "request", None))))
+            # looked at again once it may be let go, whoever calls meanwhile (in the server's loop: gradio
+            # may send a message from a handler's thread)
+            self.loop.call_soon_threadsafe(self.loop.call_later, self.visitors.send_seconds + 0.5, self.unread)
 
     def unread(self, address: str | None = None) -> int:
         """Bytes of answers gradio keeps for `address`'s tabs (None: everyone's) that no stream has
@@ -267,6 +272,7 @@ class Admission:
 
     async def push(self, body, request, username):
         """Gradio's `Queue.push`, behind the account: refuses (raising the HTTP answer) or queues."""
+        self.loop = asyncio.get_running_loop()
         fn = self.blocks.fns.get(body.fn_index) if body.fn_index is not None else None
         if fn is None and body.fn_index is not None:  # gradio's own lookup raised KeyError: a 500
             self.refuse(Refusal(status.HTTP_404_NOT_FOUND, f"This app has no event number {body.fn_index}; its "
