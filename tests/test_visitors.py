@@ -248,3 +248,35 @@ def test_an_answer_gradio_keeps_for_a_call_nobody_reads_is_counted_and_let_go(ap
     assert admission.unread(STRANGER) == 0
     late = httpx.get(f"{app_url}gradio_api/call/embed/{sent.json()['event_id']}", timeout=WAIT)
     assert "was not read within the time the server keeps one" in late.text
+
+
+def test_past_its_address_s_share_a_call_to_the_page_s_route_is_refused_before_its_body_is_read(app_url,
+                                                                                               monkeypatch):
+    """A call's work is its size, which its Content-Length gives before the body comes: past the
+    address's share, the door answers at once with a sentence, and never waits for the body (a
+    flood refused only after reading and parsing 20 KB a call took the event loop from everyone)."""
+    import app
+    from ui.visitors import VISITORS
+
+    monkeypatch.setattr(VISITORS, "address_work", 5)
+    turns = app.demo.explorer.direct.turns
+    _, waiting = tab_of(app_url, STRANGER)
+    post(app_url, waiting.key, {"sentence_a": "warm"}, STRANGER)  # the route's turns are made
+    hold = Held(turns)
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            first = pool.submit(post, app_url, waiting.key, {"sentence_a": "a short update"}, STRANGER)
+            until(lambda: len(turns) == 1, "the stranger's first call waiting")
+            where = urlsplit(app_url)
+            with socket.create_connection((where.hostname, where.port), timeout=WAIT) as bodiless:
+                bodiless.sendall(b"POST /explorer/live HTTP/1.1\r\nHost: %s\r\nX-Forwarded-For: %s\r\nContent-Type: "
+                                 b"application/json\r\nContent-Length: 20000\r\n\r\n"
+                                 % (where.netloc.encode(), STRANGER.encode()))  # and no body, ever
+                answer = bodiless.recv(2**16).decode()
+            assert answer.startswith("HTTP/1.1 429") and "retry-after: 5" in answer.lower()
+            assert "Your address already has" in json.loads(answer.partition("\r\n\r\n")[2])["error"]
+            hold.release()
+            assert "values" in first.result(WAIT)
+    finally:
+        if turns.running >= turns.slots:
+            hold.release()
