@@ -3,9 +3,9 @@
 A visitor comes in by the page's own route (`ui.direct`), a class's routes (`ui.classroutes`,
 which take the same turns) or gradio's queue (`ui.admission`: the API, the page's other events).
 Each door keeps a line of waiting calls, and `Visitors`, the one account they all ask, reads
-every line: calls waiting per tab (`TAB_CALLS`), per address in work (`ADDRESS_WORK`: a short
-update 1, a larger body more: `work_of`) and in all (`WAITING_CALLS`, which turns away only an address that
-holds its share of the line already, so a flood never fills a bound that refuses others). It
+every line: calls waiting per tab (`TAB_CALLS`), per address in work (`ADDRESS_WORK`, by a
+call's size: `work_of`) and in all (`WAITING_CALLS`, which turns away only an address that holds
+its share of the line already, so a flood never fills a bound that refuses others). It
 counts the answers each address's pages have not yet read (`Outbox`, in front of every route,
 sends each in pieces as its reader takes them and drops it when the reader stops): an address
 holding `ANSWER_BYTES` of them, or the budget's part for answers, has its next call wait.
