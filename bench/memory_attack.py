@@ -89,10 +89,16 @@ class Peak:
         self.after = tree_mib(self.process)
 
 
+def texts(result) -> list[str]:
+    """A call's answer's text outputs, read through gradio's update dicts."""
+    values = result if isinstance(result, tuple | list) else (result,)
+    values = [v.get("value") if isinstance(v, dict) else v for v in values]
+    return [v for v in values if isinstance(v, str)]
+
+
 def noticed(result) -> str:
     """What a call's answer says in its notice, whichever output it is."""
-    values = result if isinstance(result, tuple | list) else (result,)
-    return " ".join(v for v in values if isinstance(v, str) and "⚠️" in v)
+    return " ".join(v for v in texts(result) if "⚠️" in v)
 
 
 def random_table_rows(url: str, process, base: float, budget_mib: int, tabs: int = 60) -> list[tuple[str, ...]]:
@@ -224,7 +230,7 @@ def training_rows(url: str, process, base: float, budget_mib: int, tabs: int = 8
             try:
                 notice = noticed(tab.predict(handle_file(str(path)), api_name="/upload"))
             except httpx.HTTPStatusError as error:  # the raw files kept hold their bound: refused at the door
-                refusals[f"{error.response.status_code} at the door"] += 1
+                refusals[f"{error.response.status_code}: {error.response.text[:100]}"] += 1
                 continue
             if "memory" in notice:  # the budget's sentence (the notes of an accepted file say nothing of it)
                 refusals[refusal_of(notice)] += 1
@@ -233,7 +239,7 @@ def training_rows(url: str, process, base: float, budget_mib: int, tabs: int = 8
         with ThreadPoolExecutor(len(accepted) or 1) as pool:
             trained = list(pool.map(lambda tab: tab.predict(100, "builtin", api_name="/train"), accepted))
     for answer in trained:
-        done = any(isinstance(value, str) and value.startswith("Trained ") for value in answer)
+        done = any(text.startswith("Trained ") for text in texts(answer))
         refusals["trained" if done else "Train: " + refusal_of(noticed(answer))] += 1
     peak, after = rss.peak - rss.before, rss.after - rss.before
     said = "; ".join(f"{n} × {what!r}" for what, n in refusals.items())
