@@ -499,7 +499,8 @@ def test_a_heavy_work_process_that_dies_fails_its_job_plainly_and_is_replaced(ap
     child.kill()
     training.join(120)
     assert text_of(output(client, "train", answer["result"], "notice")) == (
-        "<p>⚠️ Training failed on the server (OffloadError); the tables are as they were.</p>")
+        "<p>⚠️ The process that runs heavy work (training, refits, exports) ended before it finished, perhaps short "
+        "of memory; try again. The tables are as they were.</p>")
     assert fingerprint(client) == before
     result = client.predict(5, "builtin", api_name="/train")  # a new process takes the next job
     assert output(client, "train", result, "train-summary").startswith("Trained 5 steps in ")

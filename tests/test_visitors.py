@@ -25,6 +25,14 @@ import pytest
 from core.options import MAX_TEXT
 from ui.visitors import Busy, Turns, Visitors, Waiting
 
+
+def in_a_loop_of_its_own(coroutine) -> None:
+    """Run `coroutine` in an event loop on a thread of its own: a test before it on the same
+    worker may leave its own loop set as running on the main thread."""
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, coroutine).result()
+
+
 STRANGER, STUDENT = "203.0.113.7", "198.51.100.20"  # documentation addresses, forwarded as a proxy would
 BIG = "word " * (MAX_TEXT // 5)  # a sentence at the limit: 2,000 tokens
 VIEW_2048 = ("wordpiece", 1000, 32, 2048, 2, 0)  # /settings' values: a table of 2,048 positions
@@ -87,7 +95,7 @@ def test_turns_go_round_the_addresses_weighted_by_work_and_a_refused_call_never_
             assert len(turns) == 6
         await asyncio.gather(*tasks)
 
-    asyncio.run(calls())
+    in_a_loop_of_its_own(calls())
     # the student's keys are each behind one call of the flood at most, not behind all four
     assert order.index("key 1") <= 1 and order.index("key 2") <= 2 and len(order) == 6
 
@@ -109,7 +117,7 @@ def test_an_address_with_its_share_of_answers_unread_waits_while_others_are_serv
             assert not stranger.done() and order == ["student"]
         await stranger  # read (or let go): its call goes now
 
-    asyncio.run(calls())
+    in_a_loop_of_its_own(calls())
     assert order == ["student", "stranger"]
 
 
