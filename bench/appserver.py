@@ -3,6 +3,7 @@ measure the server."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -27,6 +28,15 @@ def free_port() -> int:
 def mib(process: psutil.Process) -> float:
     """Resident memory in MiB."""
     return process.memory_info().rss / 2**20
+
+
+def tree_mib(process: psutil.Process) -> float:
+    """Resident memory of the process and its children (the heavy-work process), in MiB."""
+    total = process.memory_info().rss
+    for child in process.children(recursive=True):
+        with contextlib.suppress(psutil.NoSuchProcess):  # a child that ended as it was read
+            total += child.memory_info().rss
+    return total / 2**20
 
 
 @contextmanager

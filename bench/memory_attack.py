@@ -1,20 +1,24 @@
-"""What strangers can make a public Space hold: random tables, uploads, and tabs.
+"""What strangers can make a public Space hold: random tables, uploads, trainings, tabs, unread answers.
 
-    python -m bench.memory_attack [--budget-mib N] [--only random|uploads|tabs]
+    python -m bench.memory_attack [--budget-mib N] [--only random|uploads|training|tabs|answers]
 
 Launches `app.py` in a child process with the memory budget for visitors' own tables set to
 `--budget-mib` (`EXPLORER_TABLE_MEMORY_MIB`; the app's default is 4,096) and plays the
 attacks of the public-Space review against it, through gradio_client and raw HTTP calls, as a
-stranger would:
+stranger would. Memory is the resident memory of the server *and its children* (the heavy-work
+process), sampled every 20 ms:
 
 1. 60 tabs, each asking `/settings` for a distinct largest random layer (127.2 MiB each,
-   7.5 GiB in all): the server's RSS growth, at its peak and after (target ≤ the budget),
-   and how many were refused;
-2. 30 tabs, each uploading a distinct file near the upload cap (a 188 MiB `.npy`): the
-   same;
-3. a student's tab, then 5,050 new tabs opened by one stranger's address (raw
+   7.5 GiB in all): the peak above the warm server (target ≤ the budget), and how many were refused;
+2. 30 tabs, each uploading a distinct file near the upload cap (a 188 MiB `.npy`): the same;
+3. 8 tabs from 8 addresses, each uploading a distinct 188 MiB file, then every accepted one
+   pressing *Train* at once: the peak (target ≤ 1.15× the budget) and what each was told;
+4. a student's tab, then 5,050 new tabs opened by one stranger's address (raw
    `/gradio_api/call/embed` calls, each with a session hash of its own): how many the server
-   refused, and whether the student's view was kept.
+   refused, and whether the student's view was kept;
+5. 40 tabs of one address on a view of 2,048 tokens, each asking `/explorer/live` for the
+   similarity view (the largest answer a call can have) on a socket that never reads, closed
+   after 50 s: the peak (target ≤ 256 MiB) and 10 s after the sockets closed (target ≤ 64 MiB).
 
 Each figure is printed beside its target; nothing is asserted. `bench/public_space.py` reports
 the same rows beside its others.
@@ -34,13 +38,14 @@ from pathlib import Path
 
 import httpx
 
-from bench.appserver import launched_app, mib
+from bench.appserver import launched_app, tree_mib
 from bench.report import table
 
 LARGEST = ("wordpiece", 1000, 1024, 2048, 8)  # /settings' values but the seed: a 127.2 MiB layer
 LAYER_MIB = 127.2
 STUDENT = "198.51.100.20"  # documentation addresses, forwarded as a proxy would (uvicorn trusts loopback's)
 STRANGER = "203.0.113.7"
+NON_READER = "203.0.113.9"  # another stranger's address: the pages that never read their answers
 UPLOAD_ROWS, UPLOAD_WIDTH = 48_000, 1_024  # 188 MiB of float32, under the 200 MB file cap and 60 M numbers
 
 
@@ -56,21 +61,23 @@ def warmed(url: str, process) -> float:
     warm = visitor(url, "192.0.2.254")
     warm.predict("wordpiece", 1000, 32, 512, 2, 1, api_name="/settings")
     warm.predict("the first visit loads", "what every visit needs", api_name="/embed")
+    warm.predict(20, "builtin", api_name="/train")  # the heavy-work process has trained once
     time.sleep(2)
-    return mib(process)
+    return tree_mib(process)
 
 
 class Peak:
-    """The process's resident memory, sampled every 20 ms while the block runs, above `base`."""
+    """The resident memory of the process and its children, sampled every 20 ms while the block
+    runs, above `base`."""
 
     def __init__(self, process, base: float) -> None:
-        self.process, self.before, self.peak = process, base, mib(process)
+        self.process, self.before, self.peak = process, base, tree_mib(process)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
     def _sample(self) -> None:
         while not self._stop.wait(0.02):
-            self.peak = max(self.peak, mib(self.process))
+            self.peak = max(self.peak, tree_mib(self.process))
 
     def __enter__(self) -> Peak:
         self._thread.start()
@@ -79,13 +86,19 @@ class Peak:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
-        self.after = mib(self.process)
+        self.after = tree_mib(self.process)
+
+
+def texts(result) -> list[str]:
+    """A call's answer's text outputs, read through gradio's update dicts."""
+    values = result if isinstance(result, tuple | list) else (result,)
+    values = [v.get("value") if isinstance(v, dict) else v for v in values]
+    return [v for v in values if isinstance(v, str)]
 
 
 def noticed(result) -> str:
     """What a call's answer says in its notice, whichever output it is."""
-    values = result if isinstance(result, tuple | list) else (result,)
-    return " ".join(v for v in values if isinstance(v, str) and "⚠️" in v)
+    return " ".join(v for v in texts(result) if "⚠️" in v)
 
 
 def random_table_rows(url: str, process, base: float, budget_mib: int, tabs: int = 60) -> list[tuple[str, ...]]:
@@ -132,6 +145,113 @@ def _rss_rows(what: str, rss: Peak, budget_mib: int, refused: int, tabs: int) ->
     ]
 
 
+LONG = "word " * 2_000  # 10,000 characters, 2,000 tokens: two of them fill a 2,048-position table
+VIEW_2048 = ("wordpiece", 1000, 32, 2048, 2, 0)  # /settings' values: 2,048 positions, one shared layer
+
+
+def unread_answer_rows(url: str, process, tabs: int = 40, hold: float = 50.0,
+                       settle: float = 10.0) -> list[tuple[str, ...]]:
+    """One address's `tabs` tabs, each on a 2,048-token view, asking `/explorer/live` for the
+    similarity view (the largest answer a call can have) on sockets that never read; the
+    sockets close after `hold` seconds. The server's and its children's RSS above where it was
+    before, at the peak and `settle` seconds after the sockets closed."""
+    import json
+    import socket
+    from urllib.parse import urlsplit
+
+    from bench.load import PageSession, endpoints_of
+
+    endpoints, keys = endpoints_of(url), []
+    for _ in range(tabs + 1):  # the last one reads its answer, for its size
+        page = PageSession(url, endpoints, 120)
+        page.http.headers["X-Forwarded-For"] = NON_READER
+        page.open()
+        page.predict(*VIEW_2048, api_name="settings")
+        keys.append(page.key)
+        page.close()
+    change = {"shown": "similarity", "sentence_a": LONG, "sentence_b": LONG}
+    with httpx.Client(timeout=300, headers={"X-Forwarded-For": NON_READER}) as http:
+        answer = http.post(f"{url}explorer/live", json={"key": keys.pop(), "change": change})
+    size = len(answer.content) / 2**20
+    time.sleep(2)
+    base = tree_mib(process)
+    where = urlsplit(url)
+    sockets = []
+    with Peak(process, base) as rss:
+        for key in keys:
+            body = json.dumps({"key": key, "change": change}).encode()
+            unread = socket.socket()
+            unread.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a reader that takes nothing
+            unread.connect((where.hostname, where.port))
+            unread.sendall(b"POST /explorer/live HTTP/1.1\r\nHost: %s\r\nX-Forwarded-For: %s\r\n"
+                           b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                           % (where.netloc.encode(), NON_READER.encode(), len(body), body))
+            sockets.append(unread)
+        time.sleep(hold)
+        held = tree_mib(process) - base
+        for unread in sockets:
+            unread.close()
+        time.sleep(settle)
+    peak, after = rss.peak - base, rss.after - base
+    return [
+        (f"{tabs} tabs of one address asking for the similarity view of 2,048 tokens ({size:.1f} MiB an answer) "
+         f"and never reading it, {hold:.0f} s: peak RSS (server and children) above before", f"{peak:+,.0f} MiB",
+         f"{tabs * size:,.0f} MiB of answers", f"{peak / 256:.2f}× target", "≤ 256 MiB",
+         "yes" if peak <= 256 else "no"),
+        (f"  the same when the sockets close; {settle:.0f} s after", f"{held:+,.0f} MiB; {after:+,.0f} MiB", "", "",
+         "after ≤ 64 MiB", "yes" if after <= 64 else "no"),
+    ]
+
+
+def refusal_of(notice: str) -> str:
+    """A refusal's first words, as a page shows them."""
+    import html
+    import re
+
+    return html.unescape(re.sub(r"<[^>]+>|⚠️", "", notice)).strip()[:100]
+
+
+def training_rows(url: str, process, base: float, budget_mib: int, tabs: int = 8) -> list[tuple[str, ...]]:
+    """`tabs` tabs from distinct addresses, each uploading a distinct file near the cap; then every
+    tab whose upload was accepted presses Train at once. Peak RSS of the server and its children
+    above the warm server (target ≤ 1.15× the budget), and what was refused, with its sentence."""
+    import numpy as np
+    from gradio_client import handle_file
+
+    table = np.random.default_rng(1).standard_normal((UPLOAD_ROWS, UPLOAD_WIDTH), dtype=np.float32)
+    size = table.nbytes / 2**20
+    accepted, refusals = [], Counter()
+    with tempfile.TemporaryDirectory() as folder, Peak(process, base) as rss:
+        path = Path(folder) / "near-the-cap.npy"
+        for i in range(tabs):
+            table[0, 0] = 1000 + i  # a distinct file each time: nothing to share by content
+            np.save(path, table)
+            tab = visitor(url, f"192.0.2.{100 + i}")
+            try:
+                notice = noticed(tab.predict(handle_file(str(path)), api_name="/upload"))
+            except httpx.HTTPStatusError as error:  # the raw files kept hold their bound: refused at the door
+                refusals[f"{error.response.status_code}: {error.response.text[:100]}"] += 1
+                continue
+            if "memory" in notice:  # the budget's sentence (the notes of an accepted file say nothing of it)
+                refusals[refusal_of(notice)] += 1
+            else:
+                accepted.append(tab)
+        with ThreadPoolExecutor(len(accepted) or 1) as pool:
+            trained = list(pool.map(lambda tab: tab.predict(100, "builtin", api_name="/train"), accepted))
+    for answer in trained:
+        done = any(text.startswith("Trained ") for text in texts(answer))
+        refusals["trained" if done else "Train: " + refusal_of(noticed(answer))] += 1
+    peak, after = rss.peak - rss.before, rss.after - rss.before
+    said = "; ".join(f"{n} × {what!r}" for what, n in refusals.items())
+    return [
+        (f"{tabs} distinct {size:.0f} MiB uploads, each accepted one trained at once: peak RSS (server and children) "
+         "above the warm server", f"{peak:+,.0f} MiB", f"budget {budget_mib:,} MiB", f"{peak / budget_mib:.2f}×",
+         "≤ 1.15× the budget", "yes" if peak <= 1.15 * budget_mib else "no"),
+        (f"  after; {len(accepted)} accepted; what each was told", f"{after:+,.0f} MiB", said.replace("|", "/"),
+         "", "", ""),
+    ]
+
+
 def eviction_rows(url: str, tabs: int = 5_050) -> list[tuple[str, ...]]:
     """An idle student's tab, then a stranger's thousands of new tabs from one address."""
     import httpx
@@ -172,15 +292,19 @@ def rows(url: str, process, budget_mib: int, only: str | None = None) -> list[tu
         found += random_table_rows(url, process, base, budget_mib)
     if only in (None, "uploads"):
         found += upload_rows(url, process, base, budget_mib)
+    if only in (None, "training"):
+        found += training_rows(url, process, base, budget_mib)
     if only in (None, "tabs"):
         found += eviction_rows(url, 5_050)
+    if only in (None, "answers"):
+        found += unread_answer_rows(url, process)
     return found
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--budget-mib", type=int, default=1024, help="the app's budget for visitors' own tables")
-    parser.add_argument("--only", choices=("random", "uploads", "tabs"), help="one attack")
+    parser.add_argument("--only", choices=("random", "uploads", "training", "tabs", "answers"), help="one attack")
     args = parser.parse_args()
     os.environ["EXPLORER_TABLE_MEMORY_MIB"] = str(args.budget_mib)
     with launched_app() as (url, process):

@@ -27,7 +27,10 @@ table, each figure beside its baseline or target measured in the same run:
 7. what strangers can make the server hold (`bench.memory_attack`, on an app of its own with a
    `ATTACK_BUDGET_MIB` budget for visitors' tables): 60 distinct largest random layers, 30
    distinct uploads near the cap, 5,050 new tabs from one address (targets: peak RSS above the
-   warm server ≤ the budget; an idle student's tab kept).
+   warm server ≤ the budget; an idle student's tab kept);
+8. a student typing 4 keys a second from another address while one stranger's 150 pages flood
+   the page's own route (`/explorer/live`) with 2 × 10,000-character updates for 40 s: p95 from
+   key to answer (target ≤ 1 s) and keys refused (target none), against the same student alone.
 
 Timings on a shared machine are noisy; read the ratios. Asserts nothing.
 """
@@ -149,7 +152,28 @@ def queue_size(http, url: str) -> int:
     return http.get(f"{url}gradio_api/queue/status").raise_for_status().json()["queue_size"]
 
 
-class Flood:
+class Senders:
+    """Threads that send until `stop`: started as the block begins, stopped and joined as it ends."""
+
+    workers: list[threading.Thread]
+    stop: threading.Event
+
+    def __enter__(self):
+        for worker in self.workers:
+            worker.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        for worker in self.workers:
+            worker.join(120)
+        self.closed()
+
+    def closed(self) -> None:
+        """What the senders leave to close."""
+
+
+class Flood(Senders):
     """A stranger's oversized /embed calls, each from a session hash of its own, posted to the
     plain API route (`/gradio_api/call/embed`) as the issue's attacker did: a POST queues the
     call and nobody reads the answer. `burst` calls go as fast as `threads` can post them, then
@@ -166,15 +190,7 @@ class Flood:
         self.http = [httpx.Client(timeout=60, headers={"X-Forwarded-For": STRANGER}) for _ in range(threads)]
         self.workers = [threading.Thread(target=self.post_on, args=(i,), daemon=True) for i in range(threads)]
 
-    def __enter__(self) -> Flood:
-        for worker in self.workers:
-            worker.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop.set()
-        for worker in self.workers:
-            worker.join(60)
+    def closed(self) -> None:
         for http in self.http:
             http.close()
 
@@ -305,6 +321,136 @@ def flood_rows(url: str, calls: int = 500, strangers: int = 50, quick: bool = Fa
     return rows
 
 
+class FloodTabs(Senders):
+    """One stranger's `tabs` pages (one address, `STRANGER`), each keeping a 2 × 10,000-character
+    update in flight on the page's own route (`/explorer/live`) until stopped: as soon as one is
+    answered (read whole, as a page reads it) the next is sent. What each call was told is counted."""
+
+    def __init__(self, url: str, tabs: int) -> None:
+        from bench.load import PageSession, endpoints_of
+
+        self.url, self.stop, self.lock = url, threading.Event(), threading.Lock()
+        self.told: Counter = Counter()
+        endpoints = endpoints_of(url)
+        self.keys = []
+        for _ in range(tabs):
+            page = PageSession(url, endpoints, 120)
+            page.http.headers["X-Forwarded-For"] = STRANGER
+            page.open()
+            self.keys.append(page.key)
+            page.close()
+        self.workers = [threading.Thread(target=self.send_on, args=(key,), daemon=True) for key in self.keys]
+
+    def send_on(self, key: str) -> None:
+        import httpx
+
+        n = 0
+        with httpx.Client(timeout=120, headers={"X-Forwarded-For": STRANGER}) as http:
+            while not self.stop.is_set():
+                n += 1
+                change = {"sentence_a": f"{n:09d} {BIG[10:]}", "sentence_b": BIG}
+                try:
+                    answer = http.post(f"{self.url}explorer/live", json={"key": key, "change": change})
+                    found = answer.json() if answer.status_code == 200 else {"error": f"HTTP {answer.status_code}"}
+                    told = "answered" if "values" in found else found.get("error", "merged or skipped")[:70]
+                except Exception as error:  # noqa: BLE001 - a dropped call is counted, not measured
+                    told = type(error).__name__
+                with self.lock:
+                    self.told[told] += 1
+
+
+def flooding(url: str, tabs: int, ready, stop, told) -> None:
+    """A process of its own: `FloodTabs` until `stop`, then what their calls were told, in `told`."""
+    flood = FloodTabs(url, tabs)
+    ready.set()
+    with flood:
+        stop.wait()
+    told.put(dict(flood.told))
+
+
+class DirectFlood:
+    """`FloodTabs` sent from a process of its own, as a stranger's machine would send them: its
+    150 threads do not share an interpreter with the student measured beside it (whose calls
+    waited for that interpreter's lock, not only for the server)."""
+
+    def __init__(self, url: str, tabs: int) -> None:
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")
+        self.ready, self.stop, self.said = context.Event(), context.Event(), context.Queue()
+        self.process = context.Process(target=flooding, args=(url, tabs, self.ready, self.stop, self.said),
+                                       daemon=True)
+        self.told: Counter = Counter()
+
+    def __enter__(self) -> DirectFlood:
+        self.process.start()
+        if not self.ready.wait(900):
+            raise SystemExit("the flood's pages did not open within 900 s")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.told = Counter(self.said.get(timeout=600))
+        self.process.join(60)
+
+
+def typist_latencies(url: str, seconds: float, rate: float = 4.0,
+                     address: str = STUDENT) -> tuple[list[float], list[str]]:
+    """A student (a tab of its own, from `address`) typing `rate` keys a second for `seconds`, sent
+    as the page sends them: one call on its way at a time, the keys typed meanwhile going together
+    in the next. For each key, the seconds from when it was typed to the answer that showed it;
+    and every refusal's sentence."""
+    from bench.load import PageSession, endpoints_of
+
+    student = PageSession(url, endpoints_of(url), 120)
+    student.http.headers["X-Forwarded-For"] = address
+    latencies, refused = [], []
+    try:
+        student.type(sentence_a=PAIR[0], sentence_b=PAIR[1])
+        began = time.perf_counter()
+        keys, sent = int(seconds * rate), 0
+        while sent < keys:
+            now = time.perf_counter()
+            typed = min(keys, int((now - began) * rate) + 1)  # the keys typed by now
+            if typed == sent:
+                time.sleep(began + sent / rate - now)
+                continue
+            text = PAIR[0] + " " + "".join("abcdefghij"[key % 10] for key in range(typed))
+            answer = student.http.post(f"{url}explorer/live",
+                                       json={"key": student.key, "change": {"sentence_a": text}})
+            found = answer.json() if answer.status_code == 200 else {"error": f"HTTP {answer.status_code}"}
+            done = time.perf_counter()
+            if "error" in found:
+                refused += [found["error"][:200]] * (typed - sent)
+            latencies += [done - (began + key / rate) for key in range(sent, typed)]
+            sent = typed
+    finally:
+        student.close()
+    return latencies, refused
+
+
+def direct_flood_rows(url: str, tabs: int = 150, seconds: float = 40.0) -> list[tuple[str, ...]]:
+    """A student typing 4 keys a second from another address while one stranger's `tabs` pages
+    flood the page's route with 2 × 10,000-character updates, against the same student alone.
+    Target: p95 ≤ 1 s and no key refused."""
+    alone, _ = typist_latencies(url, 10)
+    with DirectFlood(url, tabs) as flood:  # its pages opened before the clock starts
+        time.sleep(3)  # every flood page has a call on its way
+        flooded, refused = typist_latencies(url, seconds)
+    told = flood.told
+    p95, base = percentile(flooded, 0.95), percentile(alone, 0.95)
+    met = p95 <= 1.0 and not refused
+    said = ", ".join(f"{what}: {n}" for what, n in told.most_common(4)).replace("|", "/")
+    return [
+        (f"a student typing 4 keys/s ({len(flooded)} keys) while one address's {tabs} pages flood /explorer/live "
+         f"with 2 × 10,000-character updates for {seconds:.0f} s: p95 key to answer; keys refused",
+         f"{p95 * 1000:,.0f} ms; {len(refused)} refused", f"{base * 1000:.0f} ms alone", f"{p95 / base:.1f}×",
+         "≤ 1 s, none refused", "yes" if met else "no"),
+        ("  the flood's calls meanwhile", said, "", "", "", ""),
+        *([("  what a refused key was told", refused[0].replace("|", "/"), "", "", "", "")] if refused else []),
+    ]
+
+
 SLOW_PATTERN = ".{0,32}.{0,32}.{0,32}#"  # within every limit, ~1 s to scan GloVe's 400,003 words
 
 
@@ -414,12 +560,12 @@ def disk_rows(url: str, cache: Path) -> list[tuple[str, ...]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer calls and sessions (a rough pass)")
-    parser.add_argument("--only", type=int, action="append", choices=range(1, 8), metavar="N",
-                        help="run only section N of the list above (repeatable); default: all seven")
+    parser.add_argument("--only", type=int, action="append", choices=range(1, 9), metavar="N",
+                        help="run only section N of the list above (repeatable); default: all eight")
     args = parser.parse_args()
     print("command:", shlex.join([Path(sys.executable).name, *sys.argv]))
     count, sessions = (12, 4) if args.quick else (40, 12)
-    only = set(args.only or range(1, 8))
+    only = set(args.only or range(1, 9))
     with tempfile.TemporaryDirectory(prefix="public-space-cache-") as cache:
         os.environ["GRADIO_TEMP_DIR"] = cache  # the child's cache is its own, so its size is ours
         with launched_app() as (url, process):
@@ -430,6 +576,7 @@ def main() -> None:
                 (1, lambda: latency_rows(url, count)),
                 (6, lambda: slow_pattern_rows(url, count)),
                 (5, lambda: flood_rows(url, quick=args.quick)),
+                (8, lambda: direct_flood_rows(url, seconds=20 if args.quick else 40)),
                 (2, lambda: session_rows(url, process, sessions)),
                 (3, lambda: huge_rows(url, process)),
                 (4, lambda: disk_rows(url, Path(cache))),

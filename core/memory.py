@@ -1,25 +1,18 @@
-"""The process's one memory budget for the tables visitors make their own.
+"""The process's one memory budget: what visitors can make the server hold, admitted before it is made.
 
-BERT's and GloVe's tables are read once and shared by every tab: they are the process's base,
-not a visitor's. What a visitor can add is *private*: a random layer of their own settings (up
-to 128 MiB), a position table of another kind, an uploaded file's table and words, a trained
-copy. Each tab's session holds its own, so without a bound a stranger opening tabs with
-distinct settings grew the process by 128 MiB a tab until the Space fell.
+BERT's and GloVe's tables are read once and shared: the process's base, not a visitor's. What a
+visitor can add, each path reserves here first (`Budget.reserve`), and refused past the limit
+with a sentence: a random layer of their own settings, another position table, an upload while
+it is read and its table, a training's copies (`core.training.training_bytes`) and what a call
+copies to the heavy-work process (`core.offload.crossing_bytes`). Answers waiting to be read by
+their pages have a part of their own (`answer_limit`), counted per address by `ui.visitors`.
 
-One `Budget` per process (`BUDGET`) counts what is held, from the holders themselves: the
-distinct private tensors of every tab's session and of the caches, by the memory they view, so
-a table shared by a thousand tabs counts once and the count cannot drift from the truth; and,
-for each tab in the store, what it holds beside tables (`TAB_STATE_BYTES`, measured). Every
-path that builds a table — a link, a tour step, the settings, an upload — first reserves its
-bytes (`Budget.reserve`). Past the limit, room is made by *parking* the least recently used
-tabs whose tables can be rebuilt exactly from their view (a random layer is its seed; see
-`core.live.Live.park`); only if that frees too little is the new table refused, with a
-sentence. A tab is capped too (`Budget.check_tab`), and so are the tabs of one client address
-(`Budget.check_client`), so one page, or one stranger's many, cannot hold the budget alone.
-
-The limits are read from the environment when the app starts (`EXPLORER_TABLE_MEMORY_MIB`,
-`EXPLORER_TAB_MEMORY_MIB`), so a Space with more or less memory sets them without a code
-change, and a test sets small ones.
+What is held is read from the holders (`BUDGET.tabs`, the caches), never tallied: the distinct
+private tensors of every tab and cache, each once however many share it, and each tab's other
+state (`TAB_STATE_BYTES`, measured). Past the limit, the least recently used tabs whose tables
+their view rebuilds exactly are parked (`core.live.Live.park`), then a new table is refused. A
+tab and the tabs of one address are capped too (`check_tab`, `check_client`). The limits come
+from the environment (`EXPLORER_TABLE_MEMORY_MIB`, `EXPLORER_TAB_MEMORY_MIB`).
 """
 
 from __future__ import annotations
@@ -56,6 +49,10 @@ TAB_STATE_BYTES = 384 * 2**10
 # (`python -m bench.public_space --quick`), so counted tables may fill the rest, and RSS stays
 # within the budget
 UNCOUNTED = 0.06
+# the part of the budget (one in ANSWERS) kept for answers waiting to be read by their pages
+# (ui/visitors.py counts them, an address at most ANSWER_BYTES): tables fill the rest, so a budget
+# full of tables leaves a keystroke's answer its room, and unread answers cannot crowd out tables
+ANSWERS = 16
 
 Holding = dict[int, int]  # a storage's address -> its bytes
 
@@ -98,8 +95,14 @@ class Budget:
 
     @property
     def admits(self) -> int:
-        """What the counted tables may fill: the limit less what it cannot count (UNCOUNTED)."""
-        return self.limit - int(self.limit * UNCOUNTED)
+        """What the counted tables may fill: the limit less what it cannot count (UNCOUNTED) and
+        the answers' part (`answer_limit`)."""
+        return self.limit - int(self.limit * UNCOUNTED) - self.answer_limit
+
+    @property
+    def answer_limit(self) -> int:
+        """What answers waiting to be read may hold, every visitor's together (ui/visitors.py)."""
+        return self.limit // ANSWERS
 
     @classmethod
     def from_environment(cls) -> Budget:

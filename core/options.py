@@ -102,15 +102,24 @@ MAX_CORPUS_CHARS = 100_000  # the whole text, before it is split into sentences
 MAX_SENTENCES = 2_000
 MAX_SENTENCE_CHARS = 500  # about a paragraph: a pair of them fits the 512 positions of BERT's table
 
-# gradio's queue (ui/admission.py): what may wait at once. A call's work is counted in short
-# updates: 1, plus 1 per QUEUE_WORK_CHARS characters of text it carries (two sentences at
-# MAX_TEXT: 21), since an update's cost grows with its text up to the table's positions
-QUEUE_WORK_CHARS = 1_000
-QUEUE_WAITING = 1_000  # calls waiting, every visitor together: past it, "try again in a minute"
+# what may wait for the server at once, on every line together: gradio's queue (ui/admission.py),
+# the page's own route and a class's (ui/direct.py, ui/classroutes.py), one account per visitor
+# (ui/visitors.py). A call's work is counted in short updates: 1, plus 1 per WORK_BYTES bytes of its
+# body (two sentences at MAX_TEXT: about 21), since an update's cost grows with its text up to the
+# table's positions, and a body's size is known before it is read
+WORK_BYTES = 1_000
+# calls waiting, every visitor together: past it, a call from an address that has its share of
+# them already is told "try again in a minute" (an address with less is still taken)
+WAITING_CALLS = 1_000
 # work waiting from one client address: a class of a hundred behind one school address, each page
 # with two short updates waiting, fits with room; a flood of long calls gets a dozen places
-QUEUE_ADDRESS_WORK = 300
-QUEUE_PER_TAB = 4  # calls waiting from one page (its live updates replace each other besides)
+ADDRESS_WORK = 300
+TAB_CALLS = 4  # calls waiting from one page (its live updates replace each other besides)
+# answers one address's pages have not yet read, beyond which its next call waits: a similarity
+# view of 2,048 tokens is about 31 MiB, a keystroke's answer at 512 tokens about 80 KB
+ANSWER_BYTES = 64 * 2**20
+# an answer whose reader takes nothing more of it for this long is dropped and its connection closed
+SEND_SECONDS = 20.0
 
 
 def default_pair() -> tuple[str, str]:

@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from core import offload
+from core import offload, sharedmemory
 from core.checkpoints import bert_preset
 from core.embedding import BertEmbedding
 from core.memory import BUDGET, private
@@ -271,7 +271,12 @@ def _with_special_rows(vectors: torch.Tensor, seed: int, upload: UploadedTable |
     up to 229 MiB is not copied to add three rows.
     """
     extra = torch.randn(3, vectors.shape[1], generator=torch.Generator().manual_seed(seed)) * float(vectors.std())
-    table = torch.cat([vectors.float(), extra]) if upload is None else upload.token_table_with(extra)
+    if upload is None:  # in memory the heavy-work process maps, as an upload's own table is
+        rows, width = vectors.shape
+        table = sharedmemory.empty((rows + 3) * width).view(rows + 3, width)
+        table[:rows], table[rows:] = vectors, extra
+    else:
+        table = upload.token_table_with(extra)
     note = f"{UNK}, {CLS} and {SEP} are not in the file: their rows are random, at the table's scale."
     return nn.Embedding.from_pretrained(table, freeze=True), (note,)
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from core import code
 from core.embedding import BertEmbedding
+from core.memory import BUDGET
 from core.options import BASES, POSITIONS, SOURCES, Refused
 from core.presets import (
     Settings,
@@ -24,7 +25,7 @@ from core.presets import (
 )
 from core.projection import PCAProjection
 from core.tokenizer import Encoding, WordLevelTokenizer, WordPieceTokenizer
-from core.training import PARTS, Corpus, Run, TrainConfig, TrainResult, train_copy
+from core.training import PARTS, Corpus, Run, TrainConfig, TrainResult, train_copy, training_bytes
 from core.uploads import UploadedTable
 
 
@@ -137,7 +138,9 @@ class Session:
     ) -> Session:
         """Train a private copy of the current tables (continuing any earlier training); `stop`
         as in `core.training.train`. `run(train_copy, …, progress=, stop=)` does the training
-        (`core.offload.Offload.call` does it in another process); by default here.
+        (`core.offload.Offload.call` does it in another process); by default here. What it
+        holds (`core.training.training_bytes`) is reserved in the memory budget first: past the
+        budget it is refused with a sentence, `Refused`, and nothing changes.
 
         `progress(step, steps, losses)` is also passed `frame=`, a session with the tables of
         that step, at a fifth, two, three and four fifths of the way (`core.training.train_copy`)."""
@@ -153,8 +156,9 @@ class Session:
             progress(step, steps, losses, **({} if frame is None else {"frame": trained(frame, None)}))
 
         arguments = (self.model, self.fixed, corpus, tokenizer, config)
-        model, result = (run or _here)(train_copy, *arguments, progress=reported if progress is not None else None,
-                                           stop=stop)
+        with BUDGET.reserve(training_bytes(*arguments), "this training's copies of its tables"):
+            model, result = (run or _here)(train_copy, *arguments,
+                                           progress=reported if progress is not None else None, stop=stop)
         done = Run(result.steps, self.fixed, corpus.sentences, corpus.sentences == Corpus.builtin().sentences)
         return trained(model, replace(result, runs=(*(self.training.runs if self.training else ()), done)))
 

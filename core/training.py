@@ -273,6 +273,23 @@ def train_copy(model: BertEmbedding, frozen: Collection[str], corpus: Corpus, to
     return copy_.requires_grad_(False), result
 
 
+def training_bytes(model: BertEmbedding, frozen: Collection[str], corpus: Corpus, tokenizer: Tokenizer,
+                   config: TrainConfig) -> int:
+    """The most memory `train_copy(model, frozen, corpus, tokenizer, config)` holds beyond the
+    tables it reads, wherever it runs: the corpus as tensors; its copy of the corpus's token rows
+    and of every other part it trains, with their gradients, Adam's two moments and the rows
+    written back; a batch's logits and their gradient; and each snapshot (`FRAMES`) and the
+    result, pickled and read again as they come back, held until the training ends. Reserved in
+    the memory budget before it starts (`core.session.Session.trained_on`)."""
+    examples = _Examples.encode(corpus, tokenizer, model.config)
+    rows, width = len(examples.rows), model.config.d_model
+    trains = 0 if "token" in frozen else 4 * rows * width
+    trains += sum(4 * parameter.numel() for part, attribute in PARTS.items() if part not in ("token", *frozen)
+                  for parameter in getattr(model, attribute).parameters())
+    logits = 4 * config.batch_size * examples.ids.shape[1] * rows
+    return examples.ids.numel() * 18 + 5 * trains + 2 * logits + 2 * (FRAMES + 1) * trains
+
+
 def _trainable(module: nn.Module) -> bool:
     return any(p.requires_grad for p in module.parameters())
 

@@ -41,6 +41,7 @@ import numpy as np
 import torch
 from safetensors import safe_open
 
+from core import sharedmemory
 from core.checkpoints import RENAMES, bert_state_to_embedding, check_numbers
 from core.embedding import BertEmbedding
 
@@ -168,6 +169,9 @@ def read_upload(path: str | Path, limits: UploadLimits = UploadLimits()) -> Uplo
         table, more = _token_table(found, limits, words)
         return UploadedTable("token", fmt, None, table, words, (*notes, *more), upload.digest(), upload.path.name)
     embedding, more = _bert_layer(found, limits)
+    del found  # the file's tensors: the layer holds its own copies, now moved one by one
+    for parameter in embedding.parameters():  # into memory the heavy-work process maps (core.sharedmemory)
+        parameter.data = sharedmemory.moved(parameter.data)
     return UploadedTable("bert", fmt, embedding, None, None, (*notes, *more), upload.digest(), upload.path.name)
 
 
@@ -194,8 +198,9 @@ def reading_bytes(path: str | Path, limits: UploadLimits = UploadLimits()) -> in
 
 
 def _room(rows: int, width: int) -> torch.Tensor:
-    """An empty float32 (rows, width) table with SPARE_ROWS free rows after it in its storage."""
-    return torch.empty(rows + SPARE_ROWS, width)[:rows]
+    """An empty float32 (rows, width) table with SPARE_ROWS free rows after it in its storage,
+    in memory the heavy-work process maps rather than copies (`core.sharedmemory`)."""
+    return sharedmemory.empty((rows + SPARE_ROWS) * width).view(rows + SPARE_ROWS, width)[:rows]
 
 
 def _is_room(table: torch.Tensor) -> bool:

@@ -52,6 +52,20 @@ def tab(client):
     return client, LIVES.get(client.session_hash)
 
 
+STRANGER, STUDENT = "203.0.113.7", "198.51.100.20"  # documentation addresses
+
+
+def new_tab(client):
+    """Another tab of the launched app (its first event makes it)."""
+    from gradio_client import Client
+
+    from ui.events import LIVES
+
+    other = Client(client.src, verbose=False)
+    other.predict("Another tab.", "", api_name="/embed")
+    return LIVES.get(other.session_hash)
+
+
 def drawn_tokens(answer: dict) -> tuple[str, ...]:
     figure = expand(json.loads(answer["values"]["embed-plot"]))
     return tuple(row[0] for row in table_rows(figure))
@@ -94,13 +108,15 @@ def test_a_click_answers_the_picker_and_neighbours_for_gradio_s_components(app_u
     assert not set(again["rest"]) & {place(page, "neighbours-token"), place(page, "neighbours-output")}
 
 
-@pytest.mark.parametrize("sent", [
-    None, "text", [], {}, {"change": {"sentence_a": "x"}}, {"key": 5, "change": {"sentence_a": "x"}},
-    {"key": "k" * 65, "change": {"sentence_a": "x"}},
+@pytest.mark.parametrize("sent, says", [
+    ("text", "not text"), ([], "not an array"), (5, "not a number"), (True, "not true or false"),
+    ({}, "carries no page key"), ({"change": {"sentence_a": "x"}}, "carries no page key"),
+    ({"key": 5, "change": {"sentence_a": "x"}}, "carries no page key"),
+    ({"key": "k" * 65, "change": {"sentence_a": "x"}}, "at most 64 characters"),
 ])
-def test_a_request_without_a_valid_key_is_refused_with_a_sentence(app_url, sent):
+def test_a_request_without_a_valid_key_is_refused_with_a_sentence(app_url, sent, says):
     answer = call(app_url, sent)
-    assert set(answer) == {"error"} and "key" in answer["error"]
+    assert set(answer) == {"error"} and "key" in answer["error"] and says in answer["error"]
 
 
 def test_a_guessed_key_reaches_no_tab(app_url, tab):
@@ -178,24 +194,51 @@ def test_the_page_s_screen_is_read_from_what_its_script_says_and_nothing_else():
         assert narrow(hostile) is False
 
 
-def test_a_body_that_is_not_json_or_too_large_is_refused_with_a_sentence(app_url):
+@pytest.mark.parametrize("body", [b"{not json", b'{"key": "k", "change": {"token": NaN}}',
+                                  b'{"key": "\\ud800", "change": {}}', b'{"key": "k"', b"\xff\xfe", b""])
+def test_a_body_that_is_not_json_says_so_and_what_an_update_is(app_url, body):
+    """Not "no valid page key; reload the page": what was wrong (the parser's words), and what is allowed."""
+    answer = httpx.post(f"{app_url}explorer/live", content=body, timeout=60)
+    said = answer.json()["error"]
+    assert answer.status_code == 200 and said.startswith("This update is not valid JSON (")
+    assert "An update is a JSON object of the page's key and its change, in UTF-8, without NaN or Infinity" in said
+
+
+def test_a_body_that_is_too_large_is_refused_with_a_sentence(app_url):
     from ui.direct import MAX_BODY
 
-    answer = httpx.post(f"{app_url}explorer/live", content=b"{not json", timeout=60)
-    assert answer.status_code == 200 and "key" in answer.json()["error"]
     answer = httpx.post(f"{app_url}explorer/live", content=b"x" * (MAX_BODY + 1), timeout=60)
     assert answer.status_code == 413 and f"{MAX_BODY:,} bytes" in answer.json()["error"]
     assert httpx.get(f"{app_url}explorer/live", timeout=60).status_code == 405
 
 
-def test_past_its_waiting_bound_a_call_is_refused_at_once(tab):
+def test_past_its_address_s_share_a_call_is_refused_at_once_and_another_address_still_waits(tab):
+    """The route asks the process's one account (ui/visitors.py): an address with its share of
+    work waiting is refused with a sentence; another address's call is taken (it waits its turn)."""
     import app
     from ui.direct import Direct
+    from ui.visitors import Visitors
 
-    _client, live = tab
-    direct = Direct(app.demo.explorer, waiting=0)
-    answer = run_async(lambda: direct.answer({"key": live.key, "change": {"sentence_a": "late"}}))
-    assert "updates waiting" in answer["error"] and live.view.sentence_a != "late"
+    client, live = tab
+    other = new_tab(client)
+    direct = Direct(app.demo.explorer, visitors=Visitors(address_work=1.5))
+
+    async def calls():
+        async with direct.turns.held():  # every turn taken: calls wait
+            waits = asyncio.create_task(direct.answer({"key": live.key, "change": {"sentence_a": "first"}},
+                                                      STRANGER))
+            while len(direct.turns) < 1:
+                await asyncio.sleep(0.01)
+            refused = await direct.answer({"key": other.key, "change": {"sentence_a": "late"}}, STRANGER)
+            student = asyncio.create_task(direct.answer({"key": other.key, "change": {"sentence_a": "mine"}},
+                                                        STUDENT))
+            while len(direct.turns) < 2:
+                await asyncio.sleep(0.01)
+        return refused, await waits, await student
+
+    refused, first, student = run_async(calls)
+    assert "Your address already has" in refused["error"] and "Try again in a few seconds" in refused["error"]
+    assert "values" in first and "values" in student and other.view.sentence_a == "mine"
 
 
 def test_a_change_made_while_the_tab_s_call_waits_rides_on_that_call(tab):
@@ -209,9 +252,9 @@ def test_a_change_made_while_the_tab_s_call_waits_rides_on_that_call(tab):
 
     async def calls():
         await direct.answer({"key": live.key, "change": {"sentence_a": "warm"}})  # makes the turns
-        async with direct._turns:  # every turn taken: the first call waits
+        async with direct.turns.held():  # every turn taken: the first call waits
             first = asyncio.create_task(direct.answer({"key": live.key, "change": {"sentence_a": "a queen"}}))
-            while direct.waiting < 1:
+            while len(direct.turns) < 1:
                 await asyncio.sleep(0.01)
             # answered at once: neither waits for a turn (a bound, not a time: failing, not hanging, if one did)
             typed = await asyncio.wait_for(direct.answer({"key": live.key, "change": {"sentence_a": "a queen ran"}}),
@@ -251,7 +294,7 @@ def test_a_change_made_while_the_tab_s_call_computes_waits_for_a_turn_of_its_own
             await asyncio.sleep(0.01)
         monkeypatch.setattr(direct, "apply", apply)
         second = asyncio.create_task(direct.answer({"key": live.key, "change": {"sentence_a": "a queen ran"}}))
-        while direct.waiting < 2:
+        while len(direct.turns) < 1:  # the second waits while the first computes
             await asyncio.sleep(0.01)
         release.set()
         return await first, await second
@@ -272,10 +315,10 @@ def test_a_tour_step_or_an_example_is_never_merged_and_the_older_call_waiting_gi
 
     async def calls():
         await direct.answer({"key": live.key, "change": {"sentence_a": "warm"}})  # makes the turns
-        async with direct._turns:  # every turn taken: both calls wait
+        async with direct.turns.held():  # every turn taken: both calls wait
             typed = asyncio.create_task(direct.answer({"key": live.key, "change": {"sentence_a": "typed"}}))
             example = asyncio.create_task(direct.answer({"key": live.key, "change": {"example": 1}}))
-            while direct.waiting < 2:
+            while len(direct.turns) < 2:
                 await asyncio.sleep(0.01)
         return await typed, await example
 
@@ -322,8 +365,10 @@ def test_next_and_previous_go_direct_and_restart_the_tables(app_url, tab):
 
 @pytest.mark.parametrize("change, says", [
     ({"example": 99}, "example must be from 0"), ({"example": -1}, "example must be from 0"),
-    ({"example": "2"}, "example must be a whole number, not str"), ({"move": 0}, "move must be a number of steps"),
-    ({"move": 99}, "move must be a number of steps"), ({"move": 1.0}, "move must be a whole number, not float"),
+    ({"example": "2"}, "example must be a whole number, not str"),
+    ({"move": 0}, "move is 0; it is a number of the tour's steps to move, from -7 to 7, other than 0."),
+    ({"move": 1000}, "move is 1,000; it is a number of the tour's steps to move, from -7 to 7, other than 0."),
+    ({"move": 1.0}, "move must be a whole number, not float"),
 ])
 def test_a_hostile_example_or_move_is_refused_and_changes_nothing(app_url, tab, change, says):
     client, live = tab

@@ -20,7 +20,7 @@ from core.options import Refused
 from core.session import Session
 from core.state import Settings
 from core.training import Corpus, TrainConfig
-from core.uploads import UploadedTable
+from core.uploads import UploadedTable, read_upload
 from tests.offload_jobs import count_to, exit_now, ignore_stop, refuse
 
 SMALL = Settings(d_model=16, maxlen=64, seed=3)
@@ -72,6 +72,56 @@ def test_a_table_nobody_can_rebuild_crosses_by_value(offload):
     assert len(dumps(session.model)) > rows.nbytes
 
 
+def uploaded(tmp_path, rows: int = 6_000, width: int = 16, seed: int = 0):
+    """A table read as an upload is (into memory the heavy-work process can map)."""
+    path = tmp_path / f"table-{seed}.npy"
+    np.save(path, np.random.default_rng(seed).standard_normal((rows, width)).astype(np.float32))
+    return read_upload(path)
+
+
+def test_an_uploaded_table_crosses_as_its_file_and_comes_back_as_this_process_s_own(offload, tmp_path):
+    """A training of an upload copies the table neither to the other process nor back: it is sent
+    as its file in memory, and the trained layer and each snapshot read over this process's table."""
+    session = Session.create(SMALL).with_upload(uploaded(tmp_path))
+    table = session.model.tok_embed.weight
+    frames: list[Session] = []
+    there = session.trained_on(Corpus.builtin(), TrainConfig(steps=5), lambda *step, frame=None: frames.append(frame),
+                               run=offload.call)
+    here = session.trained_on(Corpus.builtin(), TrainConfig(steps=5))
+    for name, values in here.trained.state_dict().items():
+        assert torch.equal(values, there.trained.state_dict()[name]), name
+    snapshots = [frame for frame in frames if frame is not None]
+    assert len(snapshots) == 4
+    for trained in (there, *snapshots):
+        assert trained.trained.tok_embed.base.data_ptr() == table.data_ptr()  # this process's memory, no copy
+    assert len(dumps(session.model)) < 20_000 < table.nbytes
+    assert torch.equal(session.model.tok_embed.weight, table)  # the other process's pages never reach these
+
+
+def test_a_table_sent_by_value_comes_back_as_a_reference_to_the_one_sent(offload):
+    rows = torch.from_numpy(np.random.default_rng(1).standard_normal((6_000, 16)).astype(np.float32))
+    session = Session.create(SMALL).with_upload(UploadedTable("token", "npy", None, rows, None, ()))
+    there = session.trained_on(Corpus.builtin(), TrainConfig(steps=3), run=offload.call)
+    assert there.trained.tok_embed.base.data_ptr() == session.model.tok_embed.weight.data_ptr()
+
+
+def test_what_a_call_copies_and_what_a_training_holds_are_reserved_in_the_memory_budget(tmp_path, monkeypatch):
+    """Past the budget, a training is refused with a sentence before anything is copied or trained."""
+    import core.session
+    from core.memory import MIB, Budget
+
+    rows = torch.zeros(2 * 2**20 // 4 // 16, 16)  # 2 MiB of plain memory: it would cross by value
+    small = Offload(budget=Budget(limit=2 * MIB))
+    with pytest.raises(Refused, match="heavy work's copy of its tables"):
+        small.call(count_to, 1, rows)
+    assert small.pid is None  # refused before the process was even started
+    assert offload_module.crossing_bytes((Session.create(SMALL).with_upload(uploaded(tmp_path)).model,)) < 2**20
+    session = Session.create(source="bert")
+    monkeypatch.setattr(core.session, "BUDGET", Budget(limit=MIB))
+    with pytest.raises(Refused, match="this training's copies"):
+        session.trained_on(Corpus.builtin(), TrainConfig(steps=3))
+
+
 def test_a_vocabulary_fit_there_is_the_fit_here(offload):
     table = Session.create(source="glove").model.tok_embed
     there = vocabulary_basis(table, refit=True, run=offload.call)
@@ -119,7 +169,7 @@ def test_work_that_ignores_its_stop_is_ended(offload, monkeypatch):
 
 
 def test_work_the_process_cannot_import_is_refused_plainly(offload):
-    with pytest.raises(OffloadError, match="could not be read"):
+    with pytest.raises(OffloadError, match="could not read it"):
         offload.call(local_function)
     assert offload.call(count_to, 2) == 2
 

@@ -253,12 +253,33 @@ def test_a_fault_in_training_is_said_plainly_and_changes_nothing(app_url, monkey
     trained_on = Session.trained_on
     monkeypatch.setattr(Session, "trained_on", lambda *args, **kwargs: 1 / 0)
     result = client.predict(5, "builtin", api_name="/train")
-    assert text_of(output(client, "train", result, "notice")) == (
-        "<p>⚠️ Training failed on the server (ZeroDivisionError); the tables are as they were.</p>")
+    from ui.trainpanel import FAULT
+
+    notice = text_of(output(client, "train", result, "notice"))
+    assert notice == f"<p>⚠️ {FAULT}</p>" and "Error" not in notice  # no name of the fault's class
     assert fingerprint(client) == before
     monkeypatch.setattr(Session, "trained_on", trained_on)
     result = client.predict(5, "builtin", api_name="/train")
     assert output(client, "train", result, "train-summary").startswith("Trained 5 steps in ")
+
+
+def test_a_training_whose_process_ended_is_said_in_a_sentence_and_changes_nothing(app_url, monkeypatch):
+    """The heavy-work process ending mid-training (killed for memory, a crash in a library) is
+    said in a sentence that names what happened and what to do, never a class's name."""
+    from appapi import fingerprint
+
+    from core.offload import Offload
+    from tests.offload_jobs import exit_now
+    from ui import events
+
+    client = new_client(app_url)
+    before = fingerprint(client)
+    monkeypatch.setattr(events.OFFLOAD, "call", lambda *args, **hooks: Offload.call(events.OFFLOAD, exit_now))
+    result = client.predict(5, "builtin", api_name="/train")
+    notice = text_of(output(client, "train", result, "notice"))
+    assert "ended before it finished" in notice and "try again" in notice and "tables are as they were" in notice
+    assert "Error" not in notice
+    assert fingerprint(client) == before
 
 
 # --- d. the tests' hooks are not public -------------------------------------------------------
@@ -479,7 +500,8 @@ def test_a_heavy_work_process_that_dies_fails_its_job_plainly_and_is_replaced(ap
     child.kill()
     training.join(120)
     assert text_of(output(client, "train", answer["result"], "notice")) == (
-        "<p>⚠️ Training failed on the server (OffloadError); the tables are as they were.</p>")
+        "<p>⚠️ The process that runs heavy work (training, refits, exports) ended before it finished, perhaps short "
+        "of memory; try again. The tables are as they were.</p>")
     assert fingerprint(client) == before
     result = client.predict(5, "builtin", api_name="/train")  # a new process takes the next job
     assert output(client, "train", result, "train-summary").startswith("Trained 5 steps in ")

@@ -20,9 +20,13 @@ any session hash it is sent. Neither is given gradio's session hash, so the page
 its tab with the unguessable key the server issued when the page loaded (`core.live.Live.key`).
 
 Bounds: the calls compute one at a time (one interpreter: a second computing thread only
-contended with the first for its lock); at most `WAITING` wait for a turn (in the event loop,
-holding no thread), past which a call is refused at once; a tab's older call still waiting
-when a newer one comes is skipped; a body is at most `MAX_BODY`.
+contended with the first for its lock), in fair turns across client addresses, weighted by work
+(`ui.visitors.Turns`); what may wait is the process's one account's to say (`ui.visitors`: per
+address, per tab and in all, over every door), past which a call is refused at once with a
+sentence; a call whose address's pages have not read their share of answers waits until they
+do; a tab's older call still waiting when a newer one comes is skipped; a body is at most
+`MAX_BODY`. Before, the calls were served first come, first served, and one address's 150 tabs
+held another student's keystrokes for seconds (bench/public_space.py, section 8).
 
 A keystroke is computed on the event loop itself when it is as quick as its tab's last one
 (`Direct.quick`); anything else, on a worker thread. Handing a keystroke to a thread cost the
@@ -61,11 +65,12 @@ from core import tour
 from core.options import MAX_TEXT, Refused
 from core.state import View
 from ui import events
+from ui.admission import client_of
 from ui.assets import EXAMPLES
+from ui.visitors import UNKNOWN, VISITORS, Busy, Turns, Visitors, work_of
 
 PATH = "/explorer/live"  # the route, under the app's root (assets/explorer.js calls it relative to the page)
 SLOTS = 1  # direct calls computing at once: in one interpreter a second thread only adds contention
-WAITING = 200  # direct calls waiting for a turn at most; past it a call is refused at once
 # what a direct call may change, and the type each value must have (as a sentence names it)
 CHANGES = {"sentence_a": (str, "text"), "sentence_b": (str, "text"), "token": (int, "a whole number or null"),
            "narrow": (bool, "true or false"),  # the page's screen turned a phone's, or turned back
@@ -89,16 +94,15 @@ class Direct:
     worker thread (`quick`).
     """
 
-    def __init__(self, page, slots: int = SLOTS, waiting: int = WAITING) -> None:
+    def __init__(self, page, slots: int = SLOTS, visitors: Visitors = VISITORS) -> None:
         self.page = page
-        self.slots, self.limit = slots, waiting
-        self.waiting = 0
+        self.turns = Turns(visitors, slots)
         self.calls, self.seconds = 0, 0.0  # calls computed and their seconds computing
-        self._turns: anyio.Semaphore | None = None  # made in the server's event loop, on first use
-        self._threads: anyio.CapacityLimiter | None = None
+        self._threads: anyio.CapacityLimiter | None = None  # made in the server's event loop, on first use
 
-    async def answer(self, sent: object) -> dict:
-        """The answer to one call: the values the page writes, or a sentence saying why not."""
+    async def answer(self, sent: object, address: str = UNKNOWN, work: float = 1.0) -> dict:
+        """The answer to one call of `work` (`ui.visitors.work_of`) from `address`: the values the
+        page writes, or a sentence saying why not."""
         try:
             key, changes, asked = read(sent)
             tab = events.LIVES.by_key(key)
@@ -107,9 +111,10 @@ class Direct:
         if "move" in changes:  # a tour step replaces the whole view: what else was typed meanwhile goes with it
             move = changes["move"]
             return await self.turn(tab, lambda: self.show(tab, lambda view: tour.moved(view, move),
-                                                          tables=lambda session: session.restart()))
+                                                          tables=lambda session: session.restart()),
+                                   address=address, work=work)
         if set(asked) != set(changes):  # an example pair: its sentences are the server's to write
-            return await self.turn(tab, lambda: self.apply(tab, changes, asked))
+            return await self.turn(tab, lambda: self.apply(tab, changes, asked), address=address, work=work)
         if tab.waiting is not None:  # the tab's call still waiting takes this change too
             tab.waiting.update(changes)
             return {"merged": True}
@@ -121,7 +126,7 @@ class Direct:
 
         try:
             return await self.turn(tab, lambda: self.apply(tab, waiting, tuple(waiting)), begin=begin,
-                                   quick=lambda: self.quick(tab, waiting))
+                                   quick=lambda: self.quick(tab, waiting), address=address, work=work)
         finally:
             begin()  # refused, or skipped for a newer call: nothing more joins it
 
@@ -136,34 +141,32 @@ class Direct:
             return False
         return all(len(change[name]) <= len(getattr(tab.view, name)) + INLINE_GROWTH for name in change)
 
-    async def turn(self, tab, work: Callable[[], dict], begin: Callable[[], None] | None = None,
-                   quick: Callable[[], bool] | None = None) -> dict:
-        """`work()`'s answer, computed in this page's turn, within the bounds (a class's follow
-        and lead calls take the same turns, `ui.classroutes`). `begin()` runs in the event loop
-        as the turn starts; then `work` is computed right there if `quick()` says it may and no
+    async def turn(self, tab, compute: Callable[[], dict], begin: Callable[[], None] | None = None,
+                   quick: Callable[[], bool] | None = None, address: str | None = None, work: float = 1.0) -> dict:
+        """`compute()`'s answer, computed in this page's turn, within the account's bounds (a
+        class's follow and lead calls take the same turns, `ui.classroutes`); a call of `work`
+        from `address` (by default the address that opened the tab). `begin()` runs in the event
+        loop as the turn starts; then `compute` runs right there if `quick()` says it may and no
         other thread holds the tab, else on a worker thread."""
-        if self._turns is None:
-            self._turns, self._threads = anyio.Semaphore(self.slots), anyio.CapacityLimiter(self.slots)
-        if self.waiting >= self.limit:
-            return {"error": f"The server has {self.waiting:,} updates waiting; this one was not taken. Type again "
-                             "in a moment."}
-        self.waiting += 1
+        if self._threads is None:
+            self._threads = anyio.CapacityLimiter(self.turns.slots)
+        try:
+            turn = self.turns.enter(address or tab.client or UNKNOWN, tab.key, work)
+        except Busy as busy:
+            return {"error": str(busy)}
         tab.latest += 1
         mine = tab.latest
-        try:
-            async with self._turns:
-                if tab.latest != mine:  # a newer call of this tab is waiting: it answers instead
-                    return {"skipped": True}
-                if begin is not None:
-                    begin()
-                if quick is not None and quick() and tab.lock.acquire(blocking=False):
-                    try:
-                        return self.timed(tab, work)
-                    finally:
-                        tab.lock.release()
-                return await anyio.to_thread.run_sync(self.timed, tab, work, limiter=self._threads)
-        finally:
-            self.waiting -= 1
+        async with self.turns.taken(turn):
+            if tab.latest != mine:  # a newer call of this tab is waiting: it answers instead
+                return {"skipped": True}
+            if begin is not None:
+                begin()
+            if quick is not None and quick() and tab.lock.acquire(blocking=False):
+                try:
+                    return self.timed(tab, compute)
+                finally:
+                    tab.lock.release()
+            return await anyio.to_thread.run_sync(self.timed, tab, compute, limiter=self._threads)
 
     @staticmethod
     def timed(tab, work: Callable[[], dict]) -> dict:
@@ -215,26 +218,41 @@ class Direct:
         """The app's route for these calls: one POST of JSON, answered with JSON."""
 
         async def live(request: Request) -> Response:
-            sent, within = await json_body(request, MAX_BODY)
-            if not within:
+            body = await body_of(request, MAX_BODY)
+            if body is None:
                 return json_answer({"error": f"An update is at most {MAX_BODY:,} bytes; this one is larger."}, 413)
-            return json_answer(await self.answer(sent))
+            return json_answer(await self.answer(parsed(body), client_of(request), work_of(len(body))))
 
         return Route(PATH, live, methods=["POST"])
+
+
+async def body_of(request: Request, limit: int) -> bytes | None:
+    """The request's body; None when it is larger than `limit` bytes (refused while it streams in)."""
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            return None
+    return body
 
 
 async def json_body(request: Request, limit: int) -> tuple[object, bool]:
     """The request's JSON (None when it is not JSON), and whether its body kept within `limit`
     bytes (read no further than that: a larger body is refused while it streams in)."""
-    body = b""
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            return None, False
+    body = await body_of(request, limit)
+    return (None, False) if body is None else (parsed(body), True)
+
+
+class Malformed(str):
+    """A body that is not JSON (a fragment, NaN, a lone surrogate, not UTF-8): why, as the parser said."""
+
+
+def parsed(body: bytes) -> object:
+    """The body's JSON, or `Malformed` saying why it is not JSON."""
     try:
-        return orjson.loads(body), True
-    except orjson.JSONDecodeError:
-        return None, True
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as error:
+        return Malformed(error)
 
 
 def json_answer(answer: dict, status: int = 200) -> Response:
@@ -247,8 +265,15 @@ def read(sent: object) -> tuple[str, dict, tuple[str, ...]]:
     """The tab's key, the change to the view and the fields the page shows already (the
     widgets the user set), checked: anything else is refused with a sentence. An example pair
     is its two sentences, which the page's boxes do not show yet."""
-    if not isinstance(sent, dict) or not isinstance(sent.get("key"), str) or not 0 < len(sent["key"]) <= MAX_KEY:
-        raise Refused("This request carries no valid page key; reload the page.")
+    if isinstance(sent, Malformed):
+        raise Refused(f"This update is not valid JSON ({sent}). An update is a JSON object of the page's key and its "
+                      "change, in UTF-8, without NaN or Infinity; if the page sent it, reload the page.")
+    if not isinstance(sent, dict):
+        raise Refused(f"An update is a JSON object of the page's key and its change, not {_json_kind(sent)}; if the "
+                      "page sent it, reload the page.")
+    if not isinstance(sent.get("key"), str) or not 0 < len(sent["key"]) <= MAX_KEY:
+        raise Refused(f"This update carries no page key (the text of at most {MAX_KEY} characters the page is given "
+                      "when it opens); reload the page.")
     change = sent.get("change")
     if not isinstance(change, dict) or not change or not set(change) <= set(CHANGES):
         raise Refused(f"A direct update changes some of {', '.join(CHANGES)}; nothing else.")
@@ -267,9 +292,20 @@ def read(sent: object) -> tuple[str, dict, tuple[str, ...]]:
         change.update(sentence_a=EXAMPLES[number][0], sentence_b=EXAMPLES[number][1])
         asked = tuple(name for name in asked if name not in ("sentence_a", "sentence_b"))
     if "move" in change and not (change["move"] and abs(change["move"]) <= len(tour.STEPS)):
-        raise Refused(f"move must be a number of steps, from -{len(tour.STEPS)} to {len(tour.STEPS)}, not 0 "
-                      f"({change['move']} was sent).")
+        raise Refused(f"move is {change['move']:,}; it is a number of the tour's steps to move, from "
+                      f"-{len(tour.STEPS)} to {len(tour.STEPS)}, other than 0.")
     return sent["key"], change, asked
+
+
+def _json_kind(value: object) -> str:
+    """What JSON calls a value of this type: an array, text, a number, true or false, null."""
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, bool):
+        return "true or false"
+    return "null" if value is None else "a number"
 
 
 # the script of each gr.HTML output the page writes itself: it lets assets/explorer.js set the

@@ -31,7 +31,7 @@ from ui.admission import superseded
 LIVES = Lives(budget=BUDGET)
 JOBS = Jobs(workers=1)
 LARGE_TABLE_BYTES = 16 * 2**20  # a random layer larger than this is built in the heavy pool (about 0.1 s+)
-OFFLOAD = Offload()
+OFFLOAD = Offload(budget=BUDGET)  # what a call copies to its process is reserved in the budget
 
 
 def live_of(request: gr.Request | None, *, fresh: bool = False):

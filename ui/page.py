@@ -38,6 +38,7 @@ from ui import (
     tourpanel,
     trainpanel,
     viewpanel,
+    visitors,
 )
 from ui.assets import ASSETS, gradio_plotly
 
@@ -277,11 +278,13 @@ class Explorer(gr.Blocks):
                                 *self.explorer.classes.routes(), self.explorer.code_route.route()]
         # the client's address first: every per-address bound reads it (a Space's proxy is one hop)
         hops = os.environ.get("EXPLORER_PROXY_HOPS", "1" if os.environ.get("SPACE_ID") else "0")
+        # then a call no bound would let in is refused before any route reads it (ui.admission.Door), and
+        # every answer is counted in its address's account while it is on its way (ui.visitors.Outbox)
         app_kwargs["middleware"] = [Middleware(admission.ForwardedClient, hops=int(hops) if hops.isdigit() else 0),
+                                    Middleware(admission.Door, visitors=self.admission.visitors),
+                                    Middleware(visitors.Outbox, visitors=self.admission.visitors),
                                     *app_kwargs.get("middleware", ()), Middleware(CompressedPage),
                                     Middleware(rawfiles.UploadGate)]
-        # a call no queue bound would let in is refused before gradio reads it (ui.admission.Door)
-        app_kwargs["middleware"].append(Middleware(admission.Door, admission=self.admission))
         app_kwargs["exception_handlers"] = {**app_kwargs.get("exception_handlers", {}),
                                             FnIndexInferError: no_such_endpoint}
         events.OFFLOAD.start()  # heavy work's process imports while the server comes up

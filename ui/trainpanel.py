@@ -25,6 +25,7 @@ import gradio as gr
 from core import options
 from core.charts import loss_figure
 from core.live import JOB_QUEUE, Cancelled, Job
+from core.offload import OffloadError
 from core.options import CORPORA, LIMITS, PANELS, PARTS, Refused
 from core.session import Session
 from core.training import Corpus, TrainConfig
@@ -38,6 +39,8 @@ LIVE_SECONDS = 0.4
 POLL_SECONDS = 0.1  # how often a watcher looks again when a redraw's time came and nothing was new
 # the pages watching a training: as many as may have a training in line (`core.live.Jobs` bounds
 # the work itself), each waiting on the event loop, so none waits for another page's replay
+# what a page is told of a fault in training (a bug, a broken table), whose stack the server's log keeps
+FAULT = "Training failed on the server because of a fault, which its log keeps; the tables are as they were."
 TRAINING = {"concurrency_id": "training", "concurrency_limit": JOB_QUEUE + 1, "show_progress": "hidden"}
 
 
@@ -137,10 +140,12 @@ async def train(page, request: gr.Request, steps, corpus):
             done["error"] = error
         except Cancelled:
             pass  # the page is gone: nobody reads the result
-        except Exception as error:  # a fault, not a refusal: logged with its stack, and said plainly
+        except OffloadError as error:  # the heavy-work process ended or could not take the work: its sentence
+            logging.getLogger(__name__).warning("training failed: %s", error)
+            done["error"] = RuntimeError(f"{error} The tables are as they were.")
+        except Exception:  # a fault, not a refusal: logged with its stack, and said plainly
             logging.getLogger(__name__).exception("training failed")
-            done["error"] = RuntimeError(f"Training failed on the server ({type(error).__name__}); the tables are "
-                                         "as they were.")
+            done["error"] = RuntimeError(FAULT)
         finally:
             admitted.set()
             with contextlib.suppress(RuntimeError):  # the server's loop is closing: nobody watches

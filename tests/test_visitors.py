@@ -1,0 +1,290 @@
+"""One account per visitor, whichever door they come by (ui/visitors.py).
+
+The account's bounds in process, with lines of a test's own; then the launched app over HTTP,
+as a stranger's script or a page would: the page's own route (`/explorer/live`) served in fair
+turns across addresses, and answers nobody reads counted, made to wait for and let go, on the
+page's route and in gradio's queue. Addresses are sent in X-Forwarded-For, which the server
+trusts from its loopback peer as behind a proxy. Nothing here is timed: a flood is scaled down
+and its calls held while they join; an answer is let go after the account's `send_seconds`,
+lowered to a fraction of a second, and the tests wait for that to happen, not for a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+
+from core.options import MAX_TEXT
+from ui.visitors import Busy, Turns, Visitors, Waiting
+
+
+def in_a_loop_of_its_own(coroutine) -> None:
+    """Run `coroutine` in an event loop on a thread of its own: a test before it on the same
+    worker may leave its own loop set as running on the main thread."""
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, coroutine).result()
+
+
+STRANGER, STUDENT = "203.0.113.7", "198.51.100.20"  # documentation addresses, forwarded as a proxy would
+BIG = "word " * (MAX_TEXT // 5)  # a sentence at the limit: 2,000 tokens
+VIEW_2048 = ("wordpiece", 1000, 32, 2048, 2, 0)  # /settings' values: a table of 2,048 positions
+WAIT = 120  # seconds before a test gives up on an event (a fault, never a figure)
+
+
+def until(happened, what: str) -> None:
+    """Wait for `happened()` (polling), or fail saying `what` did not happen."""
+    deadline = time.monotonic() + WAIT
+    while not happened():
+        assert time.monotonic() < deadline, f"{what} did not happen within {WAIT} s"
+        time.sleep(0.02)
+
+
+# --- the account, in process ----------------------------------------------------------------------
+
+
+def test_an_address_past_its_work_is_refused_and_a_tab_past_its_calls_but_others_are_not():
+    waiting: list[Waiting] = [Waiting(STRANGER, f"tab {i}", 21.0) for i in range(14)]
+    account = Visitors(address_work=300, per_tab=2)
+    account.line(lambda: waiting)
+    refused = account.refusal(STRANGER, 21.0, "tab 99")
+    assert refused.status == 429 and "Your address already has 294 units of work" in refused.sentence
+    assert account.refusal(STRANGER, 1.0, "tab 99") is None  # a short call still fits its share
+    assert account.refusal(STUDENT, 21.0, "tab 100") is None
+    waiting += [Waiting(STUDENT, "mine", 1.0)] * 2
+    assert "This page already has 2 calls waiting" in account.refusal(STUDENT, 1.0, "mine").sentence
+
+
+def test_a_flood_can_fill_the_bound_on_every_call_waiting_but_never_so_that_it_refuses_others():
+    waiting = [Waiting(STRANGER, f"tab {i}", 1.0) for i in range(10)]
+    account = Visitors(waiting=10)
+    account.line(lambda: waiting)
+    refused = account.refusal(STRANGER, 1.0)
+    assert refused.status == 503 and "10 of them come from your address, its share" in refused.sentence
+    assert account.refusal(STUDENT, 1.0) is None  # with nothing waiting, another visitor is taken
+    waiting += [Waiting(STUDENT, "s", 1.0)] * 4  # two addresses: each may hold half the line (5)
+    assert account.refusal(STUDENT, 1.0) is None and account.refusal(STRANGER, 1.0) is not None
+
+
+def test_turns_go_round_the_addresses_weighted_by_work_and_a_refused_call_never_joins():
+    account = Visitors(address_work=100)
+    turns = Turns(account)
+    order: list[str] = []
+
+    async def calls():
+        async def call(address: str, name: str, work: float) -> None:
+            async with turns.taken(turns.enter(address, name, work)):
+                order.append(name)
+
+        async with turns.held():
+            tasks = [asyncio.create_task(call(STRANGER, f"flood {i}", 21.0)) for i in range(4)]
+            await asyncio.sleep(0)
+            tasks.append(asyncio.create_task(call(STUDENT, "key 1", 1.0)))
+            await asyncio.sleep(0)
+            with pytest.raises(Busy, match="Your address already has 84 units"):
+                turns.enter(STRANGER, "flood 5", 21.0)
+            tasks.append(asyncio.create_task(call(STUDENT, "key 2", 1.0)))
+            await asyncio.sleep(0)
+            assert len(turns) == 6
+        await asyncio.gather(*tasks)
+
+    in_a_loop_of_its_own(calls())
+    # the student's keys are each behind one call of the flood at most, not behind all four
+    assert order.index("key 1") <= 1 and order.index("key 2") <= 2 and len(order) == 6
+
+
+def test_an_address_with_its_share_of_answers_unread_waits_while_others_are_served():
+    account = Visitors(answer_bytes=100)
+    turns = Turns(account)
+    order: list[str] = []
+
+    async def calls():
+        async def call(address: str, name: str) -> None:
+            async with turns.taken(turns.enter(address, name, 1.0)):
+                order.append(name)
+
+        with account.answering(STRANGER, 100):  # its pages have not read what they were sent
+            stranger = asyncio.create_task(call(STRANGER, "stranger"))
+            await call(STUDENT, "student")
+            await asyncio.sleep(0)
+            assert not stranger.done() and order == ["student"]
+        await stranger  # read (or let go): its call goes now
+
+    in_a_loop_of_its_own(calls())
+    assert order == ["student", "stranger"]
+
+
+# --- the launched app -------------------------------------------------------------------------------
+
+
+def tab_of(app_url: str, address: str = STUDENT, settings: tuple | None = None):
+    """A new tab of the launched app, opened from `address` (its first event makes it)."""
+    from gradio_client import Client
+
+    from ui.events import LIVES
+
+    client = Client(app_url, verbose=False, headers={"X-Forwarded-For": address})
+    if settings is not None:
+        client.predict(*settings, api_name="/settings")
+    client.predict("A tab of its own.", "", api_name="/embed")
+    return client, LIVES.get(client.session_hash)
+
+
+def post(app_url: str, key: str, change: dict, address: str) -> dict:
+    answer = httpx.post(f"{app_url}explorer/live", json={"key": key, "change": change},
+                        headers={"X-Forwarded-For": address}, timeout=WAIT)
+    return answer.json()
+
+
+class Held:
+    """The page's route held: its calls join the line and wait, none starts, until `release`."""
+
+    def __init__(self, turns) -> None:
+        self.turns = turns
+        turns.running += turns.slots
+
+    def release(self) -> None:
+        self.turns.running -= self.turns.slots
+        self.turns.loop.call_soon_threadsafe(self.turns._grant)
+
+
+def test_on_the_page_s_route_a_student_s_keystroke_goes_ahead_of_a_flood_from_another_address(app_url):
+    """Before, the route served first come, first served: one address's 150 pages held another
+    student's keystrokes for seconds (bench/public_space.py, section 8). Scaled down: five of
+    the stranger's pages send 2 × 10,000 characters each, then the student types."""
+    import app
+
+    turns = app.demo.explorer.direct.turns
+    flood = [tab_of(app_url, STRANGER)[1] for _ in range(5)]
+    _, student = tab_of(app_url, STUDENT)
+    post(app_url, student.key, {"sentence_a": "warm"}, STUDENT)  # the route's turns are made
+    done: list[str] = []
+    lock = threading.Lock()
+
+    def send(live, change, address, name) -> None:
+        answer = post(app_url, live.key, change, address)
+        assert "values" in answer, answer
+        with lock:
+            done.append(name)
+
+    hold = Held(turns)
+    try:
+        with ThreadPoolExecutor(6) as pool:
+            calls = [pool.submit(send, live, {"sentence_a": f"{i} {BIG[:-10]}", "sentence_b": BIG}, STRANGER,
+                                 f"flood {i}") for i, live in enumerate(flood)]
+            until(lambda: len(turns) == 5, "the flood's five calls waiting")
+            calls.append(pool.submit(send, student, {"sentence_a": "the student types"}, STUDENT, "student"))
+            until(lambda: len(turns) == 6, "the student's call waiting")
+            hold.release()
+            for call in calls:
+                call.result(WAIT)
+    finally:
+        if turns.running >= turns.slots:
+            hold.release()
+    assert done.index("student") <= 1, done  # behind one call of the flood at most, not five
+
+
+def unread_request(app_url: str, key: str, change: dict, address: str) -> socket.socket:
+    """A call to the page's route on a socket that reads nothing of its answer."""
+    where = urlsplit(app_url)
+    body = json.dumps({"key": key, "change": change}).encode()
+    unread = socket.socket()
+    unread.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    unread.connect((where.hostname, where.port))
+    unread.sendall(b"POST /explorer/live HTTP/1.1\r\nHost: %s\r\nX-Forwarded-For: %s\r\nContent-Type: "
+                   b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (where.netloc.encode(), address.encode(),
+                                                                         len(body), body))
+    return unread
+
+
+def test_an_answer_nobody_reads_is_counted_its_address_waits_and_it_is_let_go(app_url, monkeypatch):
+    """Before, a 31 MiB answer to a tab that never read it was held whole by the server, as long as
+    its socket stayed open: 40 such tabs grew the server by 1.2 GB (bench/memory_attack.py). Now
+    it is sent as its reader takes it and counted as the address's; the address's next call waits
+    (nothing more is made for it), another address's is answered, and once the reader has taken
+    nothing for `send_seconds` the answer is let go and its connection closed."""
+    import app
+    from ui.visitors import VISITORS
+
+    monkeypatch.setattr(VISITORS, "answer_bytes", 16 * 2**20)  # less than one similarity view of 2,048 tokens
+    turns = app.demo.explorer.direct.turns
+    _, big = tab_of(app_url, STRANGER, VIEW_2048)
+    _, other = tab_of(app_url, STRANGER)
+    _, student = tab_of(app_url, STUDENT)
+    unread = unread_request(app_url, big.key, {"shown": "similarity", "sentence_a": BIG, "sentence_b": BIG}, STRANGER)
+    try:
+        until(lambda: VISITORS.unread(STRANGER) > 16 * 2**20, "the similarity view on its way, unread")
+        monkeypatch.setattr(VISITORS, "send_seconds", 0.3)  # from now: the reader has taken nothing for a while
+        with ThreadPoolExecutor(1) as pool:
+            waits = pool.submit(post, app_url, other.key, {"sentence_a": "the same address"}, STRANGER)
+            until(lambda: len(turns) == 1 or waits.done(), "the stranger's next call waiting")
+            assert not waits.done()
+            assert "values" in post(app_url, student.key, {"sentence_a": "another address"}, STUDENT)
+            assert "values" in waits.result(WAIT)  # once the unread answer was let go
+        assert VISITORS.unread(STRANGER) == 0
+        unread.settimeout(WAIT)
+        while unread.recv(2**16):  # the server closed the connection, the answer incomplete
+            pass
+    finally:
+        unread.close()
+
+
+def test_an_answer_gradio_keeps_for_a_call_nobody_reads_is_counted_and_let_go(app_url, monkeypatch):
+    """A POST to `/call/embed` whose result is never fetched: gradio kept the answer until 2,000
+    newer tabs came. It is counted as the address's, and let go after `send_seconds` unread; a
+    reader that comes for it later is told so in a sentence."""
+    import app
+    from tests.appapi import open_view
+    from ui.visitors import VISITORS
+
+    admission = app.demo.admission
+    client, _ = tab_of(app_url, STRANGER, VIEW_2048)
+    open_view(client, "similarity")
+    sent = httpx.post(f"{app_url}gradio_api/call/embed", headers={"X-Forwarded-For": STRANGER}, timeout=WAIT,
+                      json={"data": [BIG, BIG], "session_hash": client.session_hash})
+    assert sent.status_code == 200
+    until(lambda: admission.unread(STRANGER) > 16 * 2**20, "the answer kept, unread")
+    assert VISITORS.unread(STRANGER) >= admission.unread(STRANGER)
+    monkeypatch.setattr(VISITORS, "send_seconds", 0.0)
+    assert admission.unread(STRANGER) == 0
+    late = httpx.get(f"{app_url}gradio_api/call/embed/{sent.json()['event_id']}", timeout=WAIT)
+    assert "was not read within the time the server keeps one" in late.text
+
+
+def test_past_its_address_s_share_a_call_to_the_page_s_route_is_refused_before_its_body_is_read(app_url,
+                                                                                               monkeypatch):
+    """A call's work is its size, which its Content-Length gives before the body comes: past the
+    address's share, the door answers at once with a sentence, and never waits for the body (a
+    flood refused only after reading and parsing 20 KB a call took the event loop from everyone)."""
+    import app
+    from ui.visitors import VISITORS
+
+    monkeypatch.setattr(VISITORS, "address_work", 5)
+    turns = app.demo.explorer.direct.turns
+    _, waiting = tab_of(app_url, STRANGER)
+    post(app_url, waiting.key, {"sentence_a": "warm"}, STRANGER)  # the route's turns are made
+    hold = Held(turns)
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            first = pool.submit(post, app_url, waiting.key, {"sentence_a": "a short update"}, STRANGER)
+            until(lambda: len(turns) == 1, "the stranger's first call waiting")
+            where = urlsplit(app_url)
+            with socket.create_connection((where.hostname, where.port), timeout=WAIT) as bodiless:
+                bodiless.sendall(b"POST /explorer/live HTTP/1.1\r\nHost: %s\r\nX-Forwarded-For: %s\r\nContent-Type: "
+                                 b"application/json\r\nContent-Length: 20000\r\n\r\n"
+                                 % (where.netloc.encode(), STRANGER.encode()))  # and no body, ever
+                answer = bodiless.recv(2**16).decode()
+            assert answer.startswith("HTTP/1.1 429") and "retry-after: 5" in answer.lower()
+            assert "Your address already has" in json.loads(answer.partition("\r\n\r\n")[2])["error"]
+            hold.release()
+            assert "values" in first.result(WAIT)
+    finally:
+        if turns.running >= turns.slots:
+            hold.release()
