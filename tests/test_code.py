@@ -32,6 +32,7 @@ from core.options import COMPONENTS, PARTS
 from core.share import PARAMETERS
 from tests.test_link_renders import notes_of, opened
 from ui import coderoute
+from ui.visitors import VISITORS, Visitors
 
 PAGE = app.demo.explorer
 NEAREST = tuple(code.NEAREST.values())
@@ -221,11 +222,12 @@ def test_a_hostile_link_gets_the_pages_notes_and_a_script_that_holds_no_unescape
 def test_the_route_refuses_what_the_page_refuses_and_is_bounded(app_url, monkeypatch):
     status, kind, text = fetched(app_url, "a=" + "x" * 32_001)
     assert (status, kind.split(";")[0]) == (414, "text/plain") and "at most 32,000 characters" in text
-    route = PAGE.code_route
-    monkeypatch.setattr(route, "limit", 0)  # nobody may wait: the next call is refused at once
-    status, _, text = fetched(app_url, "")
-    assert status == 503 and "ask again in a moment" in text
-    monkeypatch.setattr(route, "limit", coderoute.WAITING)
+    visitors = PAGE.code_route.turns.visitors  # the route's line is one the process's account reads
+    assert visitors is VISITORS
+    with monkeypatch.context() as patched:
+        patched.setattr(visitors, "waiting", 0)  # nobody may wait: the next call is refused at once
+        status, _, text = fetched(app_url, "")
+    assert status == 503 and "was not taken" in text
     from core.live import NewTabs
     from ui import events
 
@@ -322,3 +324,31 @@ def test_every_kind_of_script_compiles_and_passes_ruff(tmp_path):
     lint = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--config", "pyproject.toml",
                            str(tmp_path)], capture_output=True, text=True)
     assert lint.returncode == 0, lint.stdout[-3000:]
+
+
+def test_the_route_s_calls_wait_in_a_line_the_process_s_account_reads():
+    """A script's call waiting for its turn counts for its address like any other route's, so a
+    flood of scripts is refused by the account's bounds, not let in by a line of its own."""
+    import asyncio
+
+    from starlette.requests import Request
+
+    visitors = Visitors(address_work=2)
+    route = coderoute.CodeRoute(visitors)
+
+    def request(host: str) -> Request:
+        return Request({"type": "http", "method": "GET", "path": coderoute.PATH, "query_string": b"a=king",
+                        "headers": [], "client": (host, 1)})
+
+    async def flooded():
+        async with route.turns.held():  # every turn taken: the first call waits
+            first = asyncio.ensure_future(route.answer(request("10.0.0.1")))
+            await asyncio.sleep(0)
+            waiting = visitors.calls()
+            second = await route.answer(request("10.0.0.1"))  # past its address's work: refused at once
+            first.cancel()
+            return waiting, second
+
+    waiting, second = asyncio.run(flooded())
+    assert [(call.address, call.tab) for call in waiting] == [("10.0.0.1", None)]
+    assert second.status_code == 429 and b"units of work waiting" in second.body

@@ -8,7 +8,8 @@ reserved in the memory budget). So the script's notes are the page's notes, word
 its plane is drawn as the page draws it. The answer is `text/x-python`; a refusal is a sentence.
 
 Bounds: each call counts as a new page of its client's address (`core.live.NewTabs`); the
-scripts are written one at a time, on a worker thread, and at most `WAITING` wait for their turn.
+scripts are written one at a time, on a worker thread, in fair turns across addresses on a line
+the process's one account reads (`ui.visitors`), so this route is no side door past its bounds.
 """
 
 from __future__ import annotations
@@ -24,17 +25,17 @@ from core.live import Live
 from core.options import MAX_QUERY, Refused
 from core.state import View
 from ui import events
+from ui.visitors import VISITORS, Busy, Turns, Visitors, address_of, work_of
 
 PATH = "/explorer/code"
-WAITING = 50  # calls waiting for their turn at most; past it a call is refused at once
 FILE_NAME = "embedding_view.py"
 
 
 class CodeRoute:
-    """The route and its bounds: one script written at a time, `waiting` in line at most."""
+    """The route and its line: one script written at a time, what waits counted by `visitors`."""
 
-    def __init__(self, waiting: int = WAITING) -> None:
-        self.limit, self.waiting = waiting, 0
+    def __init__(self, visitors: Visitors = VISITORS) -> None:
+        self.turns = Turns(visitors, 1)
         self._threads: anyio.CapacityLimiter | None = None  # made in the server's event loop, on first use
 
     def route(self) -> Route:
@@ -46,22 +47,22 @@ class CodeRoute:
                                      "after the question mark.", 414)
         params = request.query_params
         link = share.from_query({key: params.getlist(key) for key in params})
+        address = address_of(events.address_of(request))
         try:
-            events.LIVES.new_tabs.take(events.address_of(request))  # a script is a page opened, and counted so
+            events.LIVES.new_tabs.take(address)  # a script is a page opened, and counted so
+            turn = self.turns.enter(address, None, work_of(len(request.scope.get("query_string", b""))))
         except Refused as error:
             return PlainTextResponse(str(error), 429)
-        if self.waiting >= self.limit:
-            return PlainTextResponse(f"The server has {self.waiting:,} scripts to write before this one; ask again "
-                                     "in a moment.", 503)
+        except Busy as busy:
+            return PlainTextResponse(str(busy), busy.refusal.status,
+                                     headers={"Retry-After": str(busy.refusal.retry)})
         if self._threads is None:
             self._threads = anyio.CapacityLimiter(1)
-        self.waiting += 1
         try:
-            text = await anyio.to_thread.run_sync(written, link, limiter=self._threads)
+            async with self.turns.taken(turn):
+                text = await anyio.to_thread.run_sync(written, link, limiter=self._threads)
         except Refused as error:  # the heavy pool's line is full, or the default tables cannot be had
             return PlainTextResponse(str(error), 503)
-        finally:
-            self.waiting -= 1
         return Response(text, media_type="text/x-python; charset=utf-8",
                         headers={"Content-Disposition": f'inline; filename="{FILE_NAME}"'})
 
