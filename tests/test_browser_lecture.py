@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 from pathlib import Path
 from urllib.parse import quote
@@ -19,7 +20,7 @@ import pytest
 from PIL import Image
 
 from core.tour import STEPS
-from tests.browser import LABELS, PLOT, label_faults, open_accordion, settle
+from tests.browser import LABELS, PLOT, label_faults, open_accordion, overlap, settle
 from tests.test_tour import named_in
 
 pytestmark = pytest.mark.browser
@@ -106,6 +107,7 @@ def test_a_lecture_every_tour_step_is_readable(open_page, viewport, presenter):
         if step.view.shown != "plane":
             continue
         _assert_the_step_reads(page, number, step)
+        assert _legend_under_the_tool_bar(page) == [], f"step {number}: the tool bar covers the legend"
         for group, (width, height) in page.evaluate(GROUP_SPANS).items():
             assert max(width, height) >= 0.1, f"step {number}: the {group} points are a blob ({width:.2f}×{height:.2f})"
         names = page.evaluate(f"() => {PLOT}.data.map(t => [t.name, t.type])")
@@ -118,6 +120,42 @@ def test_a_lecture_every_tour_step_is_readable(open_page, viewport, presenter):
         height = page.evaluate(f"() => {PLOT}.getBoundingClientRect().height")
         assert height >= 0.6 * viewport[1], f"the plot is {height:.0f} px tall on a {viewport[1]} px screen"
     assert page.errors == []
+
+
+def _legend_under_the_tool_bar(page) -> list[str]:
+    """The legend's entries that plotly's tool bar covers, once the pointer is over the plot (where
+    it shows). Before, it stood over the legend's last entry."""
+    box = page.locator("#embed-plot .js-plotly-plot").bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.wait_for_function(f"() => {PLOT}.querySelector('.modebar').getBoundingClientRect().width > 0")
+    bar = page.evaluate(f"() => {{ const r = {PLOT}.querySelector('.modebar').getBoundingClientRect(); "
+                        "return [r.left, r.top, r.right, r.bottom]; }")
+    entries = page.evaluate(f"""() => [...{PLOT}.querySelectorAll('.legend .traces')].map(t => {{
+        const r = t.getBoundingClientRect(); return [t.textContent, [r.left, r.top, r.right, r.bottom]]; }})""")
+    page.mouse.move(0, 0)
+    return [name for name, entry in entries if overlap(entry, bar) > 0]
+
+
+def _ticks_apart(page, chart: str) -> list[str]:
+    """What overlaps in a chart as drawn: two of its (turned) token labels, or an axis title and a
+    bar or a tick label. Labels turned by a are apart when the ticks are at least a line of type
+    apart across them: spacing × sin(a) ≥ the type's size."""
+    found = page.evaluate(f"""() => {{
+        const gd = document.querySelector('{chart} .js-plotly-plot'), axis = gd._fullLayout.xaxis;
+        const box = (e) => {{ const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; }};
+        return {{at: axis._vals.map(v => axis.l2p(v.x)), angle: axis.tickangle, size: axis.tickfont.size,
+                 ticks: [...gd.querySelectorAll('.xtick text')].filter(t => t.textContent).map(box),
+                 titles: [...gd.querySelectorAll('.g-xtitle text, .g-ytitle text, .g-x2title text, .g-y2title text')]
+                     .map(t => [t.textContent, box(t)]),
+                 bars: [...gd.querySelectorAll('.barlayer path')].map(box).filter(r => r[2] > r[0])}};
+    }}""")
+    across = abs(math.sin(math.radians(found["angle"] if isinstance(found["angle"], int | float) else 0))) or 1.0
+    at = sorted(found["at"])
+    faults = [f"token labels {i} and {i + 1} overlap" for i in range(len(at) - 1)
+              if (at[i + 1] - at[i]) * across < found["size"]]
+    faults += [f"{title!r} over a bar or a tick" for title, box in found["titles"]
+               if any(overlap(box, other) > 0 for other in (*found["bars"], *found["ticks"]))]
+    return faults
 
 
 def _tab_until(page, target: str, presses: int) -> list[str]:
@@ -329,6 +367,11 @@ def test_on_a_phone_each_step_s_text_and_its_plot_are_on_one_screen(browser, app
             places.add((round(box["x"]), round(box["y"])))
             assert max(y for _, y in places) - min(y for _, y in places) <= 16 and len({x for x, _ in places}) == 1, \
                 f"step {number}: Next moved, to {places}"
+            if step.view.shown == "layernorm":  # its chart fitted to the phone: stacked, ticks apart
+                page.wait_for_function("() => document.querySelector('#layernorm-plot .js-plotly-plot')?._fullData",
+                                       timeout=30_000)
+                settle(page)
+                assert _ticks_apart(page, "#layernorm-plot") == [], f"step {number}: the LayerNorm chart"
             if step.view.shown == "plane":
                 assert _in_view(page, "#embed-plot .js-plotly-plot"), f"step {number}: the plot is off screen"
                 # labels a phone can read, fitted to its narrow plot: none over another, none hidden,

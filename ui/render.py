@@ -363,7 +363,7 @@ def _detail(page, view: View, session: Session, tokens: tuple[str, ...] | None) 
         rows = [[r.token, f"{r.positions[0]} and {r.positions[1]}", round(r.cosine, 3)] for r in found.repeated]
         return {page.positions_plot: plot(found.figure), page.repeated: rows}
     if view.shown == "layernorm":
-        found = layernorm_detail(session, a, b, flipped, presenter=view.presenter)
+        found = layernorm_detail(session, a, b, flipped, presenter=view.presenter, narrow=view.narrow)
         return {page.layernorm_plot: plot(found.figure), page.layernorm_info: found.summary}
     return {page.similarity_plot: plot(similarity_detail(session, a, b, flipped, presenter=view.presenter))}
 
