@@ -299,20 +299,34 @@
     }
     calls -= 1;
     if (!calls) alone = false;
-    receive(answer);
+    // a newer change is on its way (or about to be): its answer draws the plot, this one's would
+    // only hold the next key back (a redraw the person never sees for long)
+    receive(answer, calls > 0 || queued !== null);
     flush();
   }
   const escapeHtml = (text) => String(text).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
   // a direct answer (a keystroke's, a click's, a class's lesson: assets/classroom.js): the values
   // this script writes, and the rest handed to gradio's components by the hand-over event (one
-  // that runs in the browser alone); a value not yet taken is replaced by a newer one
-  function receive(answer) {
+  // that runs in the browser alone); a value not yet taken is replaced by a newer one.
+  // `overtaken`: a newer change's answer is coming: this one's plot is held, not drawn, and drawn
+  // only if no newer plot comes (the newer call refused, say)
+  let heldPlot = null;
+  function receive(answer, overtaken = false) {
+    const values = (answer && !answer.error && answer.values) || {};
+    if ("embed-plot" in values) heldPlot = values["embed-plot"];
+    if (!overtaken && heldPlot !== null) {
+      const plot = heldPlot;
+      heldPlot = null;
+      setOutput("embed-plot", plot);
+    }
     if (!answer || answer.skipped || answer.merged) return;
     if (answer.error) {
       setOutput("notice", `<p>⚠️ ${escapeHtml(answer.error)}</p>`);
       return;
     }
-    for (const [id, value] of Object.entries(answer.values || {})) setOutput(id, value);
+    for (const [id, value] of Object.entries(values)) {
+      if (id !== "embed-plot") setOutput(id, value);
+    }
     const rest = answer.rest || {};
     if (Object.keys(rest).length) {
       Object.assign(forGradio, rest);
