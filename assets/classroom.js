@@ -60,6 +60,26 @@
   function shown(answer) {
     if (answer && !answer.error && window.embeddingExplorer) window.embeddingExplorer.receive(answer);
   }
+  // a phone that follows puts each new step on screen as its own Next would: the step's buttons at
+  // the top, its text and its plot under them (another tab's lesson: the plot at the top). Once
+  // gradio has shown the lesson: its tour text names the step
+  let scrolledTo = null;
+  function showStep(step) {
+    if (!step || step === scrolledTo || !matchMedia("(max-width: 600px)").matches) return;
+    scrolledTo = step;
+    const text = document.querySelector("#tour-text");
+    const ready = () => text && text.innerText.includes(`Step ${step} of`);
+    const go = () => {
+      const tour = document.querySelector("#tab-tour-button[aria-selected='true']");
+      const target = document.querySelector(tour ? "#tour-buttons .tour-buttons" : "#embed-plot");
+      if (target) target.scrollIntoView({ block: "start" });
+    };
+    if (ready()) { go(); return; }
+    const watcher = new MutationObserver(() => {
+      if (ready()) { watcher.disconnect(); go(); }
+    });
+    if (text) watcher.observe(text, { subtree: true, childList: true, characterData: true });
+  }
 
   async function connect() {
     if (!key || !classId || streaming) return;
@@ -137,6 +157,7 @@
     if (answer.error) said(answer); // reconnecting: the stream's next message asks again
     shown(answer);
     render();
+    if (!answer.error && state) showStep(state.step);
     const newer = state && state.role === "student" && state.following && !state.ended
       && state.version > (answer.version || state.shown);
     if (!answer.error && newer) follow();
@@ -217,6 +238,9 @@
 
   function banner() {
     let element = document.getElementById("class-banner");
+    // a phone's plot makes room for it (assets/style.css)
+    const row = document.getElementById("main-row");
+    if (row) row.classList.toggle("in-class", Boolean(state || problem || reconnecting));
     if (!state && !problem && !reconnecting) {
       if (element) element.remove();
       return;

@@ -116,32 +116,6 @@
   const mainPlot = () => (host && host.data ? host : null);
   const keys = () => window.embeddingExplorerKeys; // assets/plotkeys.js
 
-  // a group's labels apart from its points: a trace of the labelled points alone ("token labels",
-  // in the group's legend group, so hiding the group hides them), drawn after every group's
-  // markers. In a markers+text trace plotly gives every point a text group and styles it on each
-  // redraw, labelled or not: at 128 tokens, 514 groups for about 50 labels, a third of the redraw
-  // (bench/browser_roundtrip.py). The points' trace keeps its `text`, undrawn
-  const LABELLED = new Set([...GROUPS, "segment"]);
-  function labelsApart(data) {
-    const labels = [];
-    const points = data.map((trace) => {
-      const mode = trace.mode || "";
-      if (!LABELLED.has(trace.name) || (trace.type || "scatter") !== "scatter" || !mode.includes("text")) return trace;
-      const text = trace.text || [];
-      const kept = [];
-      text.forEach((label, i) => { if (label) kept.push(i); });
-      const at = (values) => (Array.isArray(values) ? kept.map((i) => values[i]) : values);
-      // unseen markers of the points' size: plotly sets a label off by its marker's radius
-      const size = (trace.marker || {}).size;
-      labels.push({ type: "scatter", name: `${trace.name} labels`, legendgroup: trace.legendgroup, showlegend: false,
-        xaxis: trace.xaxis, yaxis: trace.yaxis, x: at(untyped(trace.x)), y: at(untyped(trace.y)),
-        mode: "markers+text", marker: { size: at(untyped(size)), opacity: 0 },
-        text: at(text), textposition: at(trace.textposition), textfont: trace.textfont, hoverinfo: "skip" });
-      return { ...trace, mode: mode.replace("+text", "").replace("text+", "") || "markers" };
-    });
-    return [...points, ...labels];
-  }
-
   // the background goes first, so it is drawn behind the tokens (it is SVG: core/figures.py
   // background_trace); a stale copy is replaced
   const withBackground = (data) => {
@@ -163,6 +137,78 @@
     const point = event.points && event.points[0];
     if (!point || !GROUPS.has(point.data.legendgroup) || !point.customdata) return;
     select(point.customdata[1]); // the token's position in the sequence
+  }
+
+  // the figure's labels for assets/labels.js, their texts whole (a compact figure's token
+  // groups read theirs from its columns)
+  function labelsOf(meta) {
+    const labels = meta && meta.labels;
+    const columns = meta && meta.columns;
+    if (!labels || !columns) return labels || null;
+    return window.embeddingLabels.texts(labels, columns.tokens, untyped(columns.position), untyped(columns.order),
+      columns.piles);
+  }
+
+  // a training's figures keep the scale and place the plot had when its first one came
+  // (layout.meta.hold names the view, meta.holdFrom marks a training's figures): each axis keeps
+  // its pixels per unit and the value at each pixel, so the frozen points stay on the pixels they
+  // were drawn on while the others move, and after it, even when the legend gains a row. A
+  // figure of another view lets go; a zoom or a double-click is the person's own (plotly keeps it)
+  const AXES = ["xaxis", "yaxis", "xaxis2", "yaxis2"];
+  let holding = null; // {key, axes: {xaxis: {offset, length, range}, …}}
+  function held(meta, layout) {
+    const key = meta && meta.hold;
+    const gd = mainPlot();
+    if (!key || (holding && holding.key !== key && !meta.holdFrom)) holding = null;
+    if (key && meta.holdFrom && (!holding || holding.key !== key) && gd && gd._fullLayout) {
+      const axes = {};
+      for (const name of AXES) {
+        const axis = gd._fullLayout[name];
+        if (axis) axes[name] = { offset: axis._offset, length: axis._length, range: axis.range.slice() };
+      }
+      holding = { key, axes };
+    }
+    return layout;
+  }
+  // `layout` with each held axis's range for the plot's place now (`full`, as last drawn)
+  function heldRanges(layout, full) {
+    const out = { ...layout };
+    for (const [name, kept] of Object.entries(holding.axes)) {
+      const now = full && full[name];
+      if (!out[name] || !now) continue;
+      const per = (kept.range[1] - kept.range[0]) / kept.length; // units per pixel
+      const shift = (now._offset - kept.offset) * per; // the plot's edge moved by this many units
+      const range = name.startsWith("x") ? [kept.range[0] + shift, kept.range[0] + shift + now._length * per]
+        : [kept.range[1] - shift - now._length * per, kept.range[1] - shift]; // y: the offset is the top
+      out[name] = { ...out[name], range, autorange: false };
+    }
+    return out;
+  }
+  // where the axes of a held figure will be: its legend may differ from the one drawn (a training
+  // adds "before training" and the categories) and take more rows, and the plot's box may have
+  // changed size since (on a phone, the tour's plot is shorter than another tab's). Then the
+  // figure is first laid out in an unseen plot of that size (`ruler`), so the plot is drawn once,
+  // already in place
+  let ruler = null;
+  const legendOf = (data) => data.filter((t) => t.showlegend !== false).map((t) => t.name).join("\u0001");
+  async function heldLayout(data, layout, config) {
+    if (!holding || !host._fullLayout) return layout;
+    const box = getComputedStyle(host);
+    const width = Math.round(parseFloat(box.width)), height = Math.round(parseFloat(box.height));
+    const drawn = host._fullLayout;
+    if (legendOf(data) === legendOf(host.data || []) && width === drawn.width && height === drawn.height) {
+      return heldRanges(layout, drawn);
+    }
+    if (!ruler) {
+      ruler = document.createElement("div");
+      ruler.setAttribute("aria-hidden", "true");
+      ruler.style.cssText = "position: fixed; left: -20000px; top: 0; visibility: hidden; pointer-events: none";
+      document.body.appendChild(ruler);
+    }
+    ruler.style.width = `${width}px`;
+    ruler.style.height = `${height}px`;
+    await plotly.react(ruler, data, { ...layout, width, height }, { ...config, responsive: false });
+    return heldRanges(layout, ruler._fullLayout);
   }
 
   // drawing: the newest figure given, at most once per animation frame (`frame`: this frame's
@@ -194,10 +240,12 @@
     const Plotly = await plotlyReady;
     if (!figure || !host || !Plotly) return;
     const { meta, ...rest } = figure.layout || {};
+    const revision = (meta && meta.revision) || 0;
     // a constant uirevision keeps what the user did to the plot (zoom, a 3-D camera) across redraws
     openSearch(figure);
-    shown = { data: labelsApart(expand(figure.data, figure.layout)), layout: { ...rest, uirevision: "embedding" },
-      config: { responsive: true, displaylogo: false, ...(figure.config || {}) }, meta };
+    shown = { data: expand(figure.data, figure.layout), layout: held(meta, { ...rest, uirevision: "embedding" }),
+      config: { responsive: true, displaylogo: false, ...(figure.config || {}) }, labels: labelsOf(meta), meta,
+      revision };
     await plot();
     // the table after the plot: plotly measures its labels as it draws, and each measurement
     // would lay out the page again with a changed table of up to 512 rows in it
@@ -207,14 +255,14 @@
   async function plot() {
     const Plotly = await plotlyReady;
     if (!shown || !host || !Plotly) return;
-    // plotly removes the text node of a point whose label is empty and never adds it back to that
-    // point's group: a label that was once left out (it did not fit) stayed missing on every
-    // redraw of as many points (tour step 2 lost 'cat' after step 1). Groups without a text node
-    // go, so the redraw makes them anew, each with its node
-    for (const group of host.querySelectorAll(".scatterlayer g.textpoint")) {
-      if (!group.firstChild) group.remove();
-    }
-    await Plotly.react(host, withHidden(withBackground(shown.data)), shown.layout, shown.config);
+    // the labels are placed (assets/labels.js) once plotly has drawn the figure they belong to
+    const labels = window.embeddingLabels;
+    labels.use(host, shown.labels);
+    host.dataset.plotted = shown.revision; // the revision being drawn, and (below) the one drawn whole
+    const data = withHidden(withBackground(shown.data));
+    await Plotly.react(host, data, await heldLayout(data, shown.layout, shown.config), shown.config);
+    if (!host.__labelsListening) labels.show(host, shown.labels);
+    host.dataset.drawn = shown.revision;
     keys().drawn(shown.meta);
     if (!listening && host.on) {
       host.on("plotly_restyle", rememberHidden);
@@ -255,20 +303,34 @@
     }
     calls -= 1;
     if (!calls) alone = false;
-    receive(answer);
+    // a newer change is on its way (or about to be): its answer draws the plot, this one's would
+    // only hold the next key back (a redraw the person never sees for long)
+    receive(answer, calls > 0 || queued !== null);
     flush();
   }
   const escapeHtml = (text) => String(text).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
   // a direct answer (a keystroke's, a click's, a class's lesson: assets/classroom.js): the values
   // this script writes, and the rest handed to gradio's components by the hand-over event (one
-  // that runs in the browser alone); a value not yet taken is replaced by a newer one
-  function receive(answer) {
+  // that runs in the browser alone); a value not yet taken is replaced by a newer one.
+  // `overtaken`: a newer change's answer is coming: this one's plot is held, not drawn, and drawn
+  // only if no newer plot comes (the newer call refused, say)
+  let heldPlot = null;
+  function receive(answer, overtaken = false) {
+    const values = (answer && !answer.error && answer.values) || {};
+    if ("embed-plot" in values) heldPlot = values["embed-plot"];
+    if (!overtaken && heldPlot !== null) {
+      const plot = heldPlot;
+      heldPlot = null;
+      setOutput("embed-plot", plot);
+    }
     if (!answer || answer.skipped || answer.merged) return;
     if (answer.error) {
       setOutput("notice", `<p>⚠️ ${escapeHtml(answer.error)}</p>`);
       return;
     }
-    for (const [id, value] of Object.entries(answer.values || {})) setOutput(id, value);
+    for (const [id, value] of Object.entries(values)) {
+      if (id !== "embed-plot") setOutput(id, value);
+    }
     const rest = answer.rest || {};
     if (Object.keys(rest).length) {
       Object.assign(forGradio, rest);
@@ -371,7 +433,8 @@
       return [];
     },
     // the plot as it is on screen, at three times its pixels: the layout's own width and
-    // height, not plotly's 700 × 450 default, so what was framed is what is saved
+    // height, not plotly's 700 × 450 default, so what was framed is what is saved; plotly draws
+    // its own layers only, so the labels go in as its notes, where the page placed them
     downloadPNG() {
       const gd = mainPlot();
       if (!gd || !plotly) return [];
@@ -379,13 +442,17 @@
       const box = gd.getBoundingClientRect();
       const width = Math.round(full.width || box.width) || undefined;
       const height = Math.round(full.height || box.height) || undefined;
-      plotly.downloadImage(gd, { format: "png", scale: 3, width, height, filename: "embedding" });
+      const layout = { ...gd.layout, annotations: [...(gd.layout.annotations || []),
+        ...window.embeddingLabels.annotations(gd)] };
+      plotly.downloadImage({ data: gd.data, layout, config: gd._context },
+        { format: "png", scale: 3, width, height, filename: "embedding" });
       return [];
     },
     hasBackground: () => background !== null,
     // the wire format's readers, for tests/test_wire_format.py: expand(data, layout) -> traces,
-    // drawTable(layout) fills #token-table's body
+    // drawTable(layout) fills #token-table's body, labelsOf(layout.meta) -> the labels, texts whole
     expand,
     drawTable,
+    labelsOf,
   };
 })();

@@ -31,6 +31,9 @@ VARIANCE_BARS = 10  # components shown at most: past ten the bars are too thin t
 # token labels per axis: all of them up to TICK_LABELS tokens; past that, every k-th, about
 # THINNED_LABELS in all (64 labels already crowd a 400 px axis)
 TICK_LABELS, THINNED_LABELS = 64, 32
+# a phone's chart: about this many pixels across its axis, and a token label at most every NARROW_TICK
+# of them (a label turned -60° in 12 px type needs about 14 px beside the next)
+NARROW_WIDTH, NARROW_TICK = 280, 16
 HOVER_TEXT_MAX = 128  # tokens up to which each heatmap cell gets its own "a · b" hover text (L² strings)
 
 FAINT = "rgba(120,120,120,0.45)"
@@ -238,12 +241,15 @@ def positions_figure(paths: Mapping[str, np.ndarray], explained: Mapping[str, Se
     return {"data": data, "layout": layout}
 
 
-def layernorm_figure(stats: LayerNormStats, tokens: Sequence[str], *, presenter: bool = False) -> dict:
+def layernorm_figure(stats: LayerNormStats, tokens: Sequence[str], *, presenter: bool = False,
+                     narrow: bool = False) -> dict:
     """What LayerNorm did: each token's std before and after (left), and its γ and β (right).
 
     Before, the stds differ from token to token; after, they are all about the same,
     set by γ (exactly 1 when γ = 1 and β = 0, the dotted line). The right panel shows the
     learned scale and shift that then move every output away from mean 0 and std 1.
+    `narrow`: a phone's screen, about 300 px across: γ and β go under the bars, each panel the
+    chart's whole width, with a token label every NARROW_TICK px at most.
     """
     style = _STYLES[bool(presenter)]
     if not isinstance(stats, LayerNormStats):
@@ -271,15 +277,23 @@ def layernorm_figure(stats: LayerNormStats, tokens: Sequence[str], *, presenter:
          "xaxis": "x2", "yaxis": "y2", "mode": line_mode, "line": {"color": BETA, "width": style.line},
          "marker": {"size": style.marker - 2}, "hovertemplate": "dimension %{x}: β %{y:.3f}<extra></extra>"},
     ]
-    layout = _layout(style, 280, None, margin={"l": 50, "r": 10, "t": 60, "b": 70})
+    if narrow:  # stacked: the bars on top, γ and β under them, a token label every NARROW_TICK px
+        # (and plotly's tool bar down the right margin, off the legend)
+        layout = _layout(style, 520, None, margin={"l": 50, "r": 34, "t": 60, "b": 50}, modebar={"orientation": "v"})
+        ticks = _token_ticks(escaped, most=NARROW_WIDTH // NARROW_TICK)
+        panels = {"xaxis": [0.0, 1.0], "yaxis": [0.5, 1.0], "xaxis2": [0.0, 1.0], "yaxis2": [0.0, 0.2]}
+    else:
+        layout = _layout(style, 280, None, margin={"l": 50, "r": 10, "t": 60, "b": 70})
+        ticks = _token_ticks(escaped)
+        panels = {"xaxis": [0.0, 0.55], "yaxis": [0.0, 1.0], "xaxis2": [0.65, 1.0], "yaxis2": [0.0, 1.0]}
     layout.update(
         barmode="group",
-        xaxis={"domain": [0.0, 0.55], "anchor": "y", "title": {"text": "token"}, **_token_ticks(escaped),
-               "tickangle": -60},
-        yaxis={"anchor": "x", "title": {"text": "std across dimensions"}, "rangemode": "tozero"},
-        xaxis2={"domain": [0.65, 1.0], "anchor": "y2", "title": {"text": "dimension"}},
-        yaxis2={"anchor": "x2", "title": {"text": "value"}},
-        legend={"orientation": "h", "x": 0, "xanchor": "left", "y": 1.12, "yanchor": "bottom"},
+        xaxis={"domain": panels["xaxis"], "anchor": "y", "title": {"text": "token"}, **ticks, "tickangle": -60},
+        yaxis={"domain": panels["yaxis"], "anchor": "x", "title": {"text": "std across dimensions"},
+               "rangemode": "tozero"},
+        xaxis2={"domain": panels["xaxis2"], "anchor": "y2", "title": {"text": "dimension"}},
+        yaxis2={"domain": panels["yaxis2"], "anchor": "x2", "title": {"text": "γ, β"}},
+        legend={"orientation": "h", "x": 0, "xanchor": "left", "y": 1.12 if not narrow else 1.02, "yanchor": "bottom"},
         # std 1: where LayerNorm puts every vector before γ and β
         shapes=[{"type": "line", "xref": "x domain", "x0": 0, "x1": 1, "yref": "y", "y0": 1, "y1": 1,
                  "line": {"color": "#666666", "width": 1, "dash": "dot"}}],
@@ -365,9 +379,11 @@ def _escape(text: str) -> str:
     return html.escape(str(text), quote=False)
 
 
-def _token_ticks(escaped: Sequence[str]) -> dict:
-    """Tick values and labels for a token-index axis, every k-th token when there are many."""
-    step = 1 if len(escaped) <= TICK_LABELS else math.ceil(len(escaped) / THINNED_LABELS)
+def _token_ticks(escaped: Sequence[str], most: int = TICK_LABELS) -> dict:
+    """Tick values and labels for a token-index axis: every token up to `most`, past that every
+    k-th, at most `most` (and THINNED_LABELS at most past TICK_LABELS) in all."""
+    thinned = min(most, THINNED_LABELS) if len(escaped) > TICK_LABELS else most
+    step = 1 if len(escaped) <= most else math.ceil(len(escaped) / thinned)
     shown = range(0, len(escaped), step)
     return {"tickmode": "array", "tickvals": list(shown), "ticktext": [escaped[i] for i in shown]}
 

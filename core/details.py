@@ -94,9 +94,11 @@ def _without_outliers(rows: np.ndarray) -> tuple[np.ndarray, str]:
 
 
 def layernorm_detail(
-    session: Session, a: str, b: str, flipped: Mapping[int, str] | None = None, *, presenter: bool = False
+    session: Session, a: str, b: str, flipped: Mapping[int, str] | None = None, *, presenter: bool = False,
+    narrow: bool = False,
 ) -> LayerNormDetail:
-    """What LayerNorm did to each token; with d_model = 2, the collapse to two points."""
+    """What LayerNorm did to each token; with d_model = 2, the collapse to two points. `narrow`:
+    drawn for a phone's screen."""
     result = explore(session, a, b, groups=[], flipped=flipped)
     norm, tokens = session.model.norm, result.encoding.tokens
     summed, output = result.vectors["sum"], result.vectors["output"]
@@ -106,7 +108,7 @@ def layernorm_detail(
         figure = collapse_figure(summed, output, tokens, presenter=presenter)
         summary += "\n\n" + COLLAPSE
     else:
-        figure = layernorm_figure(stats, tokens, presenter=presenter)
+        figure = layernorm_figure(stats, tokens, presenter=presenter, narrow=narrow)
     return LayerNormDetail(figure, summary)
 
 

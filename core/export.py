@@ -8,7 +8,8 @@ most ordinary format for its job:
 * ``.safetensors`` — the full vectors (not their shadows in the plane), with the ids,
   positions and segment ids that produced them, for numpy or torch. A format that holds
   only arrays, so opening it runs no code, unlike a pickle.
-* ``.html`` — the interactive figure with plotly.js inside, so it opens offline.
+* ``.html`` — the interactive figure with plotly.js inside, so it opens offline, and the
+  page's own label placement (assets/labels.js), which writes the labels as the page does.
 
 The file writers read neither torch nor gradio: they take the plain data `core.pipeline.explore`
 produces (a `Scene`, vectors as numpy arrays, a figure dict). `export_view` runs the pipeline
@@ -33,6 +34,8 @@ import plotly.io as pio
 from safetensors.numpy import save
 
 from core.scene import GROUPS, Scene
+
+LABELS_JS = Path(__file__).resolve().parents[1] / "assets" / "labels.js"  # the page's label placement
 
 if TYPE_CHECKING:
     from core.session import Session
@@ -103,14 +106,20 @@ def figure_html(spec: dict) -> str:
 
     About 5 MB, nearly all of it plotly.js: the price of a file that works on a lecture hall's
     laptop with no connection. The camera button saves a PNG at three times screen resolution,
-    sharp enough for a slide. The same figure always gives the same bytes.
+    sharp enough for a slide. The same figure always gives the same bytes. Its labels
+    (``layout.meta.labels``) are placed by the page's own script, inlined after the plot.
     """
+    labels = (spec.get("layout", {}).get("meta") or {}).get("labels")
+    place = "" if labels is None else (
+        LABELS_JS.read_text() + "\nconst gd = document.getElementById('{plot_id}');\n"
+        "window.embeddingLabels.show(gd, gd.layout.meta.labels);")
     return pio.to_html(
         go.Figure(spec),
         include_plotlyjs=True,
         full_html=True,
         config={"toImageButtonOptions": {"scale": 3}},
         div_id="embedding-figure",  # plotly's default is a random id; a fixed one makes the same view the same file
+        post_script=place or None,
     )
 
 

@@ -8,13 +8,9 @@ The figure is rebuilt on every keystroke, so it is built for speed and size: a p
 handed to ``go.Figure(..., _validate=False)``, coordinates and hover numbers as float32
 numpy arrays (plotly sends them as compact base64 typed arrays), one shared hover
 template per trace instead of a hover string per point, and only the 2-D part of the
-template, labels only where they fit (``core.labels``), and one point per segment row.
-Measured on a shared 2-core machine, BERT's tables, all five groups, labels on (medians of
-30; the build includes placing the labels):
-
-    scene                 JSON      build     build + JSON
-    512 tokens (WebGL)    103 KB    5.0 ms    6.3 ms
-    16 tokens (SVG)       7 KB      1.0 ms    1.2 ms
+template, and one point per segment row. The labels are not written here: the figure says
+which points want one, and in what order (``layout.meta.labels``, `core.labels`), and the page
+places them where its drawn plot has room (assets/labels.js).
 """
 
 from __future__ import annotations
@@ -28,8 +24,7 @@ import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from core.labels import FONT_FAMILY, LABEL_PRIORITY, LAYER, PLACES, PLOT_PX, Written
-from core.labels import place as place_labels
+from core.labels import LABEL_PRIORITY, wanted
 from core.scene import CONTINUATION, GROUPS, SPECIAL, WORD, Scene, segment_name, symbols
 from core.wire import pile_names, token_columns
 
@@ -43,7 +38,9 @@ COLOURS = {
 }
 
 SYMBOL_NOTE = "◆ [CLS] / [SEP]    ○ ## word piece"
-LABELLED = "{:,} of {:,} labelled; hover for the rest"  # short: a phone's plot is 370 px
+# the plot's type, and its labels': Arial, or a face with its widths (Liberation Sans on Linux,
+# Helvetica on a Mac), the same on every screen of a class
+FONT_FAMILY = "Arial, 'Liberation Sans', Helvetica, sans-serif"
 
 ADDITION_PATH = "addition path"
 MOVEMENT = "before training"
@@ -91,6 +88,7 @@ def background_trace(points: np.ndarray, labels: Sequence[str]) -> dict:
     }
 
 
+MODEBAR_PX = 34  # the right margin, which holds plotly's tool bar (a column of 26 px buttons)
 PANELS = ("auto", "one", "split")
 # the output gets a panel of its own when its points and the parts' differ in extent by more
 # than this factor (BERT: the outputs spread about 8× wider than the rest, which then blur
@@ -114,13 +112,13 @@ CATEGORY = "category: {}"
 def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, shift: bool = False,
                    presenter: bool = False, webgl_above: int = 1500, uirevision: str = "embed",
                    panels: str = "auto", magnify: bool = True, compact: bool = False,
-                   named: Collection[str] = (), narrow: bool = False, layer: dict | None = None,
-                   reach: np.ndarray | None = None) -> dict:
+                   named: Collection[str] = (), narrow: bool = False, layer: dict | None = None) -> dict:
     """The embedding layer's vectors in the PCA plane, one coloured trace per group.
 
-    labels: write each token beside its point (as many as fit without overlapping).
-    named: tokens whose labels must be written (the words a tour step's text talks about),
-        like the selected token's: they take their room first and the others give way.
+    labels: ask the page to write each point's name beside it, where it fits
+        (``layout.meta.labels``: `core.labels.wanted`).
+    named: words (and positions) whose labels must be written (the words a tour step's text
+        talks about), like the selected token's: they take their room first, the others give way.
     arrows: draw the sum tip to tail (token, + position, + segment = sum, then LayerNorm to
         output); needs the token, position, segment and sum groups. With a token selected
         (``scene.picked``) only its path is drawn.
@@ -129,12 +127,9 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, s
     shift: draw the shift each segment row adds, as an arrow ending on each shifted sum,
         and state its length in the full space.
     presenter: large fonts and thick markers, readable from the back of a lecture hall.
-    narrow: drawn on a phone: labels in larger type, fitted to its narrow plot.
-    layer: a trace drawn over the token panel (the search's crosses, `core.search`): with
-        labels on, its names are fitted with the others (in the figure's label type, blank where
-        one does not fit) and every label keeps clear of its markers.
-    reach: points (n, 2) the plot's axes also reach, drawn by the page (the vocabulary behind
-        the tokens: its corners), so the labels are fitted to the scale the plot is drawn at.
+    narrow: drawn on a phone: labels in larger type.
+    layer: a trace drawn over the token panel (the search's crosses, `core.search`, its names in
+        ``text``): with labels on, its names are written with the others, the first one always.
     uirevision: kept constant across updates so the user's zoom and hidden legend
         entries survive while they type.
     panels: "split" draws the output in a panel of its own beside the parts (same plane,
@@ -166,17 +161,15 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, s
     panel = {group: 2 if split and group == "output" else 1 for group in groups}
     points, factors = (_magnified(scene, groups, panel) if magnify and not scene.exact
                        else ({g: np.asarray(scene.points[g]) for g in groups}, {}))
-    if layer is not None:
-        layer = {**layer, "textfont": {**layer.get("textfont", {}), "size": scale.text}}
-    columns = _TokenColumns.of(scene, groups, points, panel, labels=labels, webgl=webgl, scale=scale, split=split,
-                               named=named, layer=layer, reach=reach)
+    columns = _TokenColumns.of(scene)
+    piles = {group: _piles(np.asarray(points[group])[columns.order]) for group in groups if group != "segment"}
 
     data = _category_halos(scene, groups, points, panel, columns, scale) if scene.categories else []
     shared = token_columns(scene, columns.order) if compact else None
     data += [_segment_trace(group, scene, points[group], columns, webgl=webgl, scale=scale, axes=_AXES[panel[group]])
              if group == "segment" else
              _group_trace(group, scene, points[group], columns, webgl=webgl, scale=scale, axes=_AXES[panel[group]],
-                          shared=shared)
+                          shared=shared, piles=piles[group])
              for group in groups]
     if scene.previous is not None and groups:
         data += _movement(scene, groups, panel, factors)
@@ -185,7 +178,7 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, s
     if shift and scene.shift_from is not None and "sum" in groups:
         data += _segment_shift(scene, scale)
     if scene.neighbourhood is not None:
-        data += _neighbourhood(scene, groups, scale, panel, columns.labels)
+        data += _neighbourhood(scene, groups, scale, panel)
 
     titles = _axis_titles(scene)
     layout = {
@@ -199,18 +192,30 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, s
         # equal scales, so a distance on screen is the same distance along either axis
         "yaxis": {"title": {"text": titles[1]}, "zeroline": scene.exact, "scaleanchor": "x", "scaleratio": 1,
                   "ticklabeloverflow": "allow"},
+        # shown with one group too: plotly leaves out the legend of a figure of one trace
+        "showlegend": True,
         "legend": {"orientation": "h", "x": 0, "xanchor": "left", "y": 1.02,
                    "yanchor": "bottom", "font": {"size": scale.font}},
-        "margin": {"l": 50, "r": 10, "t": 40, "b": 50},
-        "annotations": _annotations(scene, scale, labelled=columns.labelled, shift=shift and "sum" in groups,
+        # plotly's tool bar stands on the right, in a margin of its own: across the top it covered the
+        # legend's last entry
+        "modebar": {"orientation": "v"},
+        "margin": {"l": 50, "r": MODEBAR_PX, "t": 40, "b": 50},
+        "annotations": _annotations(scene, scale, shift=shift and "sum" in groups,
                                     split=split, factors=factors, groups=groups),
     }
-    if layer is not None:  # over everything, its names where they fit (none with labels off: hover names them)
-        data.append({**layer, "text": columns.labels.get(LAYER, [""] * len(layer["text"]))})
-    data += [_written_last(group, written, points[group][columns.order], webgl=webgl, scale=scale,
-                           axes=_AXES[panel[group]]) for group, written in columns.last.items()]
-    if shared is not None:
-        layout["meta"] = {"columns": shared}  # meta: plotly keeps it and draws nothing of it
+    if layer is not None:  # over everything; its names are labels (the page writes them)
+        data.append({key: value for key, value in layer.items() if key not in ("text", "textposition", "textfont")}
+                    | {"mode": "markers"})
+    meta = {} if shared is None else {"columns": shared}  # meta: plotly keeps it and draws nothing of it
+    if labels:
+        stars = {kind: NEIGHBOURS[kind] for kind, _, _ in _neighbours(scene.neighbourhood, groups)} \
+            if scene.neighbourhood is not None else {}
+        colours = {**COLOURS, **{trace: COLOURS[kind] for kind, trace in stars.items()},
+                   **({} if layer is None else {layer["name"]: layer["marker"]["color"]})}
+        meta["labels"] = wanted(scene, columns.order, groups, piles, size=scale.text, colours=colours, named=named,
+                                stars=stars, layer=layer, compact=shared is not None)
+    if meta:
+        layout["meta"] = meta
     if split:
         width = (1 - PANEL_GAP) / 2
         layout["xaxis"]["domain"] = [0.0, width]
@@ -294,22 +299,17 @@ def drawing(scene: Scene) -> tuple[bool, dict[str, int]]:
 
 @dataclass(frozen=True)
 class _Scale:
-    """Sizes that differ between a laptop screen and a projector at the back of a hall."""
+    """Sizes that differ between a laptop screen, a projector at the back of a hall and a phone."""
 
     marker: int
-    text: int
+    text: int  # a label's type, in pixels
     font: int
     line: float
-    plot_px: tuple[float, float] = PLOT_PX  # the plot's drawing area labels are fitted to
 
 
 NORMAL = _Scale(marker=8, text=10, font=12, line=1)
-# presenter mode's plot fills the screen's height (assets/style.css): a 1080p projector's 680 px
-# box less its margins and a legend of up to two rows (1264 × 475 px measured at tour step 6)
-PRESENTER = _Scale(marker=15, text=18, font=20, line=2.5, plot_px=(1150.0, 470.0))
-# a phone's plot (390 px screen, assets/style.css): labels in 12 px type on a drawing area of about
-# 230–240 × 265–325 px once the margins, ticks and legend are off (measured in Chromium at 390 × 844)
-PHONE = _Scale(marker=8, text=12, font=12, line=1, plot_px=(225.0, 260.0))
+PRESENTER = _Scale(marker=15, text=18, font=20, line=2.5)
+PHONE = _Scale(marker=8, text=12, font=12, line=1)  # a phone's labels are read at arm's length
 
 
 @dataclass(frozen=True)
@@ -318,46 +318,21 @@ class _TokenColumns:
 
     order: np.ndarray            # (L,) drawing order of the tokens
     hovertext: list[str]         # escaped tokens
-    labels: dict[str, list[str]]  # group -> its points' written labels ("": none), if labels are on
-    labelled: tuple[int, int]    # points labelled, of the distinct points that could be
-    places: dict[str, list[str]]  # group -> each label's textposition, where one is not above its point
-    last: dict[str, Written]     # group -> its labels that must be written, drawn over everything
     symbol: list[int | str]      # marker shape per token
     customdata: np.ndarray       # (L, 4) float32: id, position, segment, and 0 for the norm
+    text: dict[str, list[str]]   # group -> its points' text, drawn by plotly (the 3-D view's labels)
 
     @classmethod
-    def of(cls, scene: Scene, groups: Sequence[str], points: Mapping[str, np.ndarray], panel: Mapping[str, int],
-           *, labels: bool, webgl: bool, scale: _Scale, split: bool = False,
-           named: Collection[str] = (), layer: dict | None = None, reach: np.ndarray | None = None
-           ) -> _TokenColumns:
+    def of(cls, scene: Scene) -> _TokenColumns:
         shapes = symbols(scene)
         # plain words first: plotly's legend copies the first point's shape, and a
         # diamond there would read as "this whole group is special"
         order = np.argsort([shape != WORD for shape in shapes], kind="stable")
-        tokens = [scene.tokens[i] for i in order]
         # plotly parses hover text as HTML-like markup: escape what users typed so "<b>" reads "<b>"
-        escaped = [html.escape(token, quote=False) for token in tokens]
-        written, labelled, places, last = {}, (0, 0), {}, {}
-        if labels:
-            # each panel has its own scale, so its labels are fitted to its own share of the width
-            plot_px = (scale.plot_px[0] * (1 - PANEL_GAP) / 2, scale.plot_px[1]) if split else scale.plot_px
-            for number in sorted(set(panel.values())):
-                members = [g for g in groups if panel[g] == number]
-                # plotly parses SVG labels as markup too, but WebGL draws them as plain text, unescaped
-                found, counts, where, over = place_labels(scene, order, tokens, members, points, scale, plot_px,
-                                                     escape=not webgl, named=named,
-                                                     layer=layer if number == 1 else None,
-                                                     reach=reach if number == 1 else None)
-                written.update(found)
-                places.update(where)
-                last.update(over)
-                labelled = (labelled[0] + counts[0], labelled[1] + counts[1])
+        escaped = [html.escape(scene.tokens[i], quote=False) for i in order]
         customdata = np.column_stack([scene.ids, scene.positions, scene.segment_ids, np.zeros(len(order))])
-        return cls(order, escaped, written, labelled, places, last, symbol=[shapes[i] for i in order],
-                   customdata=customdata[order].astype(np.float32))
-
-
-NAMED = "(named)"  # the trace of a group's labels that must be written: "token (named)"
+        return cls(order, escaped, symbol=[shapes[i] for i in order], customdata=customdata[order].astype(np.float32),
+                   text={})
 
 
 def _piles(points: np.ndarray) -> list[list[int]]:
@@ -381,20 +356,20 @@ def _coincident(points: np.ndarray, names: list[str], positions: Sequence[int]) 
 
 
 def _group_trace(group: str, scene: Scene, points: np.ndarray, columns: _TokenColumns, *, webgl: bool,
-                 scale: _Scale, axes: Mapping[str, str], shared: dict | None = None, marker: dict | None = None
-                 ) -> dict:
+                 scale: _Scale, axes: Mapping[str, str], shared: dict | None = None, marker: dict | None = None,
+                 piles: list[list[int]] | None = None) -> dict:
     """One group's points: colour by group, shape by kind of token, hover by token.
 
-    With `shared` (the compact form) the trace keeps only what is its own — points, labels,
-    the template — and adds its piles of coinciding points to `shared`."""
+    `piles`: its coinciding points (`_piles` of the points in drawing order, computed here if not
+    given). With `shared` (the compact form) the trace keeps only what is its own — points and
+    the template — and adds its piles to `shared`."""
     drawn = np.asarray(points)[columns.order]
     template = _token_hover(group, scene.exact)
-    piles = _piles(drawn)
+    piles = _piles(drawn) if piles is None else piles
     if shared is not None:
         if piles:
             shared["piles"][group] = piles
-        return _points_trace(group, drawn, columns.labels.get(group), webgl=webgl, scale=scale, axes=axes,
-                             places=columns.places.get(group),
+        return _points_trace(group, drawn, webgl=webgl, axes=axes,
                              marker={"size": scale.marker, "line": {"color": COLOURS[group], "width": scale.line}},
                              meta={"columns": group}, hovertemplate=template)
     customdata = columns.customdata.copy()
@@ -402,7 +377,7 @@ def _group_trace(group: str, scene: Scene, points: np.ndarray, columns: _TokenCo
     marker = marker or {"symbol": columns.symbol, "size": scale.marker,
                         "line": {"color": COLOURS[group], "width": scale.line}}
     return _points_trace(
-        group, drawn, columns.labels.get(group), webgl=webgl, scale=scale, axes=axes, places=columns.places.get(group),
+        group, drawn, webgl=webgl, axes=axes, text=columns.text.get(group),
         marker=marker, hovertext=pile_names(columns.hovertext, customdata[:, 1].astype(int).tolist(), piles),
         customdata=customdata, hovertemplate=template,
     )
@@ -425,11 +400,9 @@ def _segment_trace(group: str, scene: Scene, points: np.ndarray, columns: _Token
     segments = np.asarray(scene.segment_ids)[columns.order]
     rows, first, count = np.unique(segments, return_index=True, return_counts=True)
     norms = np.asarray(scene.norms[group])[columns.order][first]
-    labels = columns.labels.get(group)
-    labels = None if labels is None else [labels[i] for i in first]
     vector = "<br>vector (%{x:.3f}, %{y:.3f})" if scene.exact else ""
     return _points_trace(
-        group, np.asarray(points)[columns.order][first], labels, webgl=webgl, scale=scale, axes=axes,
+        group, np.asarray(points)[columns.order][first], webgl=webgl, axes=axes,
         marker={"symbol": "square", "size": (scale.marker if size is None else size) + 2},
         hovertext=[segment_name(int(row)) for row in rows],
         customdata=np.column_stack([rows, count, norms]).astype(np.float32),
@@ -440,10 +413,10 @@ def _segment_trace(group: str, scene: Scene, points: np.ndarray, columns: _Token
     )
 
 
-def _points_trace(group: str, points: np.ndarray, labels: list[str] | None, *, webgl: bool, scale: _Scale,
-                  marker: dict, axes: Mapping[str, str], places: list[str] | None = None, **hover) -> dict:
-    """A group's trace: its colour, its points as float32, and its labels when they are on.
-    Points of three coordinates make the PC1–PC3 view's trace (scatter3d: no text positions)."""
+def _points_trace(group: str, points: np.ndarray, *, webgl: bool, marker: dict, axes: Mapping[str, str],
+                  text: list[str] | None = None, **hover) -> dict:
+    """A group's trace: its colour and its points as float32. Points of three coordinates make
+    the PC1–PC3 view's trace (scatter3d), whose labels plotly writes (`text`)."""
     points = np.asarray(points, dtype=np.float32)
     trace = {
         "type": "scatter3d" if points.shape[1] == 3 else "scattergl" if webgl else "scatter",
@@ -455,33 +428,9 @@ def _points_trace(group: str, points: np.ndarray, labels: list[str] | None, *, w
         "marker": {"color": COLOURS[group], **marker},
         **hover,
     }
-    if labels is not None:
-        trace.update(mode="markers+text", text=labels, textfont={"size": scale.text, "color": COLOURS[group]})
-        if points.shape[1] == 2:
-            trace["textposition"] = places or PLACES[0]
+    if text is not None:
+        trace.update(mode="markers+text", text=text)
     return trace
-
-
-def _written_last(group: str, written: Written, points: np.ndarray, *, webgl: bool, scale: _Scale,
-                  axes: Mapping[str, str]) -> dict:
-    """The labels that must be written, over every marker: text only, in the group's colour,
-    shown and hidden with it."""
-    xy = np.asarray(points, dtype=np.float32)[written.indices]
-    return {
-        "type": "scattergl" if webgl else "scatter",
-        "name": f"{group} {NAMED}",
-        "legendgroup": group,
-        "showlegend": False,
-        "x": xy[:, 0],
-        "y": xy[:, 1],
-        **axes,
-        "mode": "text",
-        "text": written.texts,
-        "textposition": written.places,
-        # a halo of the plot's background (plotly's "auto" shadow): readable over a marker of its own colour
-        "textfont": {"size": scale.text, "color": COLOURS[group], "shadow": "auto"},
-        "hoverinfo": "skip",
-    }
 
 
 def _category_halos(scene: Scene, groups: Sequence[str], points: Mapping[str, np.ndarray],
@@ -588,10 +537,9 @@ def _segment_shift(scene: Scene, scale: _Scale) -> list[dict]:
     return [trace]
 
 
-def _neighbourhood(scene: Scene, groups: list[str], scale: _Scale, panel: Mapping[str, int],
-                   written: Mapping[str, list[str]] | None = None) -> list[dict]:
-    """The selected token ringed, and its nearest vocabulary entries beside it, labelled where
-    the names fit beside each other (`written`, from the label fitting; hover names them all)."""
+def _neighbourhood(scene: Scene, groups: list[str], scale: _Scale, panel: Mapping[str, int]) -> list[dict]:
+    """The selected token ringed, and its nearest vocabulary entries as stars (their names are
+    labels: `core.labels.wanted`; hover names them all)."""
     near = scene.neighbourhood
     traces = []
     for kind, points, hover in _neighbours(near, groups):
@@ -602,10 +550,7 @@ def _neighbourhood(scene: Scene, groups: list[str], scale: _Scale, panel: Mappin
             "x": np.asarray(points[:, 0], dtype=np.float32),
             "y": np.asarray(points[:, 1], dtype=np.float32),
             **_AXES[panel[kind]],
-            "mode": "markers+text",
-            "text": (written or {}).get(f"near {kind}", hover["hovertext"]),
-            "textposition": "bottom center",
-            "textfont": {"size": scale.text, "color": COLOURS[kind]},
+            "mode": "markers",
             "marker": {"symbol": "star", "size": scale.marker + 2, "color": "white",
                        "line": {"color": COLOURS[kind], "width": scale.line + 1}},
             **hover,
@@ -699,15 +644,13 @@ def _wrapped(text: str, width: int = NOTE_CHARS) -> str:
     return "<br>".join(textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False)) or text
 
 
-def _annotations(scene: Scene, scale: _Scale = NORMAL, labelled: tuple[int, int] = (0, 0), *, shift: bool = False,
+def _annotations(scene: Scene, scale: _Scale = NORMAL, *, shift: bool = False,
                  split: bool = False, factors: Mapping[str, tuple[int, np.ndarray]] | None = None,
                  groups: Sequence[str] = ()) -> list[dict]:
-    """The key to the marker shapes, how many points are labelled, what is drawn at which scale,
+    """The key to the marker shapes, what is drawn at which scale,
     and the projection's message, if any. Lines are short enough for a phone's plot."""
     notes = []
     key = [SYMBOL_NOTE] if any(scene.special_mask) or any(scene.continuation_mask) else []
-    if labelled[0] < labelled[1]:
-        key.append(LABELLED.format(*labelled))
     if scene.exact and scene.points:
         key.append(_wrapped("d_model = 2: these are the vectors' exact coordinates, no projection"))
     if shift and scene.segment_shift is not None:
@@ -748,12 +691,11 @@ def _spec_3d(scene: Scene, *, labels: bool, arrows: bool, shift: bool, presenter
     plane's (the builders above take three coordinates), with cones for arrow heads."""
     groups = [group for group in GROUPS if group in scene.points]
     scale = PRESENTER if presenter else NORMAL
-    panel = dict.fromkeys(groups, 1)
-    columns = _TokenColumns.of(scene, groups, scene.points, panel, labels=False, webgl=False, scale=scale)
+    columns = _TokenColumns.of(scene)
     size = round(scale.marker * 0.75)
     if labels and len(scene.tokens) <= LABELS_3D:  # one group named: labels cannot be kept apart while it turns
         named = next((g for g in LABEL_PRIORITY if g in groups and g != "segment"), None)
-        columns = replace(columns, labels={named: columns.hovertext} if named else {})
+        columns = replace(columns, text={named: columns.hovertext} if named else {})
     symbols_3d = [SYMBOLS_3D[shape] for shape in columns.symbol]
     data = []
     for group in groups:

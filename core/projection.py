@@ -155,10 +155,12 @@ class PCAProjection:
         if X.shape[1] != self.n_features_:
             raise ValueError(f"X has {X.shape[1]} features, but the projection was fitted "
                              f"on {self.n_features_}")
-        # project, then shift: the same numbers as centring first, without a centred
-        # float64 copy of X (most of the cost at 512 tokens)
-        components = self.components_.T.astype(X.dtype)
-        return X @ components - (self.mean_ @ self.components_.T).astype(X.dtype)
+        # project, then shift: the same numbers as centring first, without centring a copy of X.
+        # In float64, then rounded to X's type: BLAS sums the last rows of a block in another order,
+        # and in float32 two equal rows (a word twice, both [SEP]s) landed a rounding apart, two
+        # points where the page must draw one
+        projected = X @ self.components_.T - self.mean_ @ self.components_.T  # float64
+        return projected.astype(X.dtype)
 
     def origin(self) -> np.ndarray:
         """Where the zero vector lands in the plane, shape (n_components,).

@@ -147,9 +147,9 @@ class View:
     # the tour step shown, 1-based (None outside the tour): the plot labels the words its text names
     step: int | None = declare(None, Whole(optional=True), link="step", widget="tour_text", redraws={PLANE})
     presenter: bool = declare(False, Flag(), link="presenter", widget="presenter", redraws={PLANE})  # large type
-    # the page's own screen: a phone's narrow plot gets larger labels, fitted to its width. Each
-    # page says its own (assets/explorer.js), so no link carries it (SCREEN)
-    narrow: bool = declare(False, Flag(), link=None, widget=None, redraws={PLANE})
+    # the page's own screen: a phone's narrow plot gets larger labels, and its LayerNorm chart is
+    # stacked. Each page says its own (assets/explorer.js), so no link carries it (SCREEN)
+    narrow: bool = declare(False, Flag(), link=None, widget=None, redraws={PLANE, DETAIL})
     # the two documents' walk-throughs; listing_bug: positions = tok_embed(pos), as the listing printed it
     listing_seed: int = declare(0, Whole("seed"), link="listing_seed", widget="listing_seed", redraws={LISTING})
     listing_bug: bool = declare(False, Flag(), link="listing_bug", widget="listing_bug", redraws={LISTING})

@@ -8,8 +8,9 @@ segments, LayerNorm — and end on the two documents' closing point: relatedness
 words is something a table learns, not something a lookup has.
 
 Every step keeps the Tour panel open, so its text and *Next*/*Previous* stay in view; each
-text claims only what its view shows (tests/test_tour_claims.py checks the claims against
-the data the page draws).
+text claims only what its view shows: a distance is one on the plot as drawn, or said to hold in
+the full space, and every word or position it names in italics or code is labelled on its plot
+(tests/test_tour_claims.py checks each claim against the coordinates the page draws).
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ class TourStep:
 
     @property
     def named(self) -> frozenset[str]:
-        """The words its text talks about, in *italics* or `code`: the plot labels those it draws."""
+        """The words (and positions) its text talks about, in *italics* or `code`: the plot labels
+        those it draws."""
         quoted = re.findall(r"\*([^*]+)\*|`([^`]+)`", self.text)
         return frozenset(word for pair in quoted for part in pair for word in part.split())
 
@@ -54,25 +56,26 @@ STEPS: tuple[TourStep, ...] = (
     TourStep(
         "Tokens and segments",
         "BERT reads the two sentences as one sequence, `[CLS] A [SEP] B [SEP]`, and gives every token a "
-        "segment id: 0 for `[CLS]`, sentence A and the first `[SEP]`, 1 for sentence B and the last `[SEP]`. "
-        "WordPiece splits a word that is not in its vocabulary into pieces, so *doghouse* becomes `dog` and "
-        "`##house`, where `##` marks a piece that continues the word before it (an open circle). "
-        "Hover a point to see its token, id, position and segment.",
+        "segment id: 0 from `[CLS]` through the first `[SEP]`, 1 after it. "
+        "WordPiece splits a word it does not know into pieces: *doghouse* becomes `dog` and `##house` (an open "
+        "circle: `##` continues the word before it). "
+        "These tables are a seeded random layer, with no meaning yet (Tables → BERT for trained ones); hover a "
+        "point for its token, id, position and segment.",
         _step(1, sentence_a=_A, sentence_b=_B, groups=("token",)),
     ),
     TourStep(
         "A lookup table",
         "The token table is a lookup table: token id *i* fetches row *i*, so both `the`s of sentence A get "
         "the same row and land on one point, and so do both `dog`s. "
-        "These rows were drawn at random, so distances mean nothing yet: nothing puts *cat* nearer to *dog* "
-        "than to *mat*.",
+        "These rows were drawn at random, so where a word lands says nothing about it yet: *cat* lands nearer to "
+        "`[CLS]` than to *dog*.",
         _step(2, sentence_a=_A, sentence_b=_B, groups=("token",)),
     ),
     TourStep(
         "Add positions",
         "A second table holds one row for every place in the sequence, and BERT adds the row of each token's "
         "position to its token row. "
-        "The two `the`s of sentence A share a token vector, but at positions 1 and 5 they get different "
+        "The two `the`s of sentence A share a token vector, but at positions `1` and `5` they get different "
         "position rows, so their sums differ. "
         "Without positions, *the cat sat* and *sat the cat* would give the same vectors, only in another order.",
         _step(3, sentence_a=_A, sentence_b=_B, groups=("token", "position", "sum")),
@@ -101,8 +104,8 @@ STEPS: tuple[TourStep, ...] = (
         "Random vs pretrained",
         "These are BERT's own token rows, learned during pretraining, drawn in a plane fitted to the whole "
         "vocabulary with 2,000 of its words in the background. "
-        "Related words now sit near each other: the nearest neighbours of *king*, listed under the plot, "
-        "include *queen* and *monarch*. "
+        "Related words now sit near each other in the full space: the nearest neighbours of *king* by cosine, "
+        "listed under the plot and starred on it, include *queen* and *monarch*. "
         "The random table of step 2 had no such structure, because nothing had shaped its rows.",
         _step(6, sentence_a="The king spoke to the queen.", sentence_b="A man and a woman listened.",
               source="bert", groups=("token",), basis="vocabulary", background=2000,

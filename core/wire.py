@@ -37,6 +37,15 @@ key           type                what it holds
 ``layout.meta.revision`` (`ui.render.plane`) is the tab's change count: the page never draws
 a figure older than the one it shows.
 
+``layout.meta.labels`` (`core.labels.wanted`) names the points that want a written label, for
+the page to place: ``order`` (the traces, in the order they get room), ``must`` ({trace: [point
+index]}: written wherever that takes them), ``colours``, ``size`` (the type, px) and ``texts``
+({trace: [text, "" for none]}, HTML-escaped as the tokens are; the page writes each as text,
+never as markup). A compact figure leaves out the texts of the traces that read the columns; a
+reader makes them from the tokens or, for the position group, the positions, in the drawing
+order, a pile of coinciding points labelled once on its first point (`core.labels.group_texts`,
+assets/labels.js ``texts``).
+
 A trace that reads the columns is marked ``meta: {"columns": group}`` and sends only what is
 its own (x, y, labels, colours, hover template). Reading it back removes ``meta`` and adds, in
 the drawing order: ``hovertext``, the tokens, the points of a pile named together as
@@ -57,6 +66,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from plotly.io.json import to_json_plotly
 
+from core.labels import filled
 from core.scene import Scene, symbols
 
 # numpy dtypes plotly.js reads as typed arrays, by numpy's code (little-endian, as stored here);
@@ -140,9 +150,11 @@ def expand(figure: dict) -> dict:
     its twin for anyone reading ``/embed``'s plot through the API, and the tests' reference.
     Each group's trace gets back its hover names (piles of coinciding points named
     together), its customdata (id, position, segment, norm, float32 as plotly would hold
-    them) and its marker shapes. A figure without shared columns is returned unchanged.
+    them) and its marker shapes, and the labels their texts. A figure without shared columns is
+    returned unchanged.
     """
-    columns = (figure.get("layout", {}).get("meta") or {}).get("columns")
+    meta = figure.get("layout", {}).get("meta") or {}
+    columns = meta.get("columns")
     if not columns:
         return figure
     order = _untyped(columns["order"]).astype(np.int64)
@@ -160,7 +172,11 @@ def expand(figure: dict) -> dict:
         whole["hovertext"] = pile_names(tokens, positions.astype(int).tolist(), columns["piles"].get(group, []))
         whole["customdata"] = np.column_stack([ids, positions, segments, norms]).astype(np.float32).tolist()
         data.append(whole)
-    return {**figure, "data": data}
+    if "labels" not in meta:
+        return {**figure, "data": data}
+    labels = filled(meta["labels"], columns["tokens"], _untyped(columns["position"]).tolist(), order.tolist(),
+                    columns["piles"])
+    return {**figure, "data": data, "layout": {**figure["layout"], "meta": {**meta, "labels": labels}}}
 
 
 def table_rows(figure: dict) -> list[list]:

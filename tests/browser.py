@@ -154,3 +154,57 @@ def link_of(page) -> str:
     page.locator("#share-button").click()
     page.wait_for_function(f"() => document.querySelector('{box}').value.startsWith('http')", timeout=30_000)
     return page.locator(box).first.input_value()
+
+
+# the main plot's written labels as the page drew them (assets/labels.js), read from the DOM:
+# each label's text, its trace and point, its box on screen, and its subplot's box
+def labels_of(plot: str = PLOT) -> str:
+    """JS: the written labels of the plot `plot` (a JS expression for its div)."""
+    return f"""() => {{
+    const gd = {plot};
+    return [...gd.querySelectorAll('svg.label-layer .labels text')].map(t => {{
+        const r = t.getBoundingClientRect(), trace = gd._fullData.find(d => d.name === t.dataset.trace);
+        const area = gd.querySelector(`.draglayer .${{trace.xaxis}}${{trace.yaxis}} .nsewdrag`).getBoundingClientRect();
+        return {{text: t.textContent, trace: t.dataset.trace, point: Number(t.dataset.point),
+                 box: [r.left, r.top, r.right, r.bottom], area: [area.left, area.top, area.right, area.bottom]}};
+    }}).filter(l => l.box[2] > l.box[0]);
+}}"""
+
+
+def markers_of(plot: str = PLOT) -> str:
+    """JS: every marker drawn on the plot `plot`, as its box on screen: the points, stars, search
+    crosses, the selection's ring, arrow heads and where points were before training; not the
+    faint vocabulary behind them nor the category halos."""
+    return f"""() => [...{plot}.querySelectorAll('.scatterlayer .trace')].flatMap(g => {{
+    const trace = g.__data__ && g.__data__[0] && g.__data__[0].trace;
+    if (!trace || trace.name === 'vocabulary' || trace.legendgroup === 'category') return [];
+    return [...g.querySelectorAll('.points path.point')].map(p => p.getBoundingClientRect())
+        .filter(r => r.width > 0 && r.height > 0).map(r => [trace.name, [r.left, r.top, r.right, r.bottom]]);
+}})"""
+
+
+LABELS, MARKERS = labels_of(), markers_of()
+
+
+def overlap(a, b) -> float:
+    """The area two boxes (left, top, right, bottom) share."""
+    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+
+
+def label_faults(page, plot: str = PLOT) -> list[str]:
+    """What is wrong with a plot's written labels as drawn: a label's box covering more than a
+    tenth of a marker, two labels overlapping, a label cut by its plot's edge."""
+    labels, markers = page.evaluate(labels_of(plot)), page.evaluate(markers_of(plot))
+    faults = []
+    for i, label in enumerate(labels):
+        box, area = label["box"], label["area"]
+        if box[0] < area[0] - 0.5 or box[1] < area[1] - 0.5 or box[2] > area[2] + 0.5 or box[3] > area[3] + 0.5:
+            faults.append(f"{label['text']!r} is cut by the plot's edge")
+        for name, marker in markers:
+            size = (marker[2] - marker[0]) * (marker[3] - marker[1])
+            if overlap(box, marker) > 0.1 * size:
+                faults.append(f"{label['text']!r} covers a {name} marker")
+        for other in labels[i + 1:]:
+            if overlap(box, other["box"]) > 0.25:
+                faults.append(f"{label['text']!r} overlaps {other['text']!r}")
+    return faults

@@ -147,9 +147,11 @@ def test_the_lecturer_link_on_another_screen_leads_and_ending_the_class_tells_th
     assert not student.locator("#class-follow").count()
 
 
-def test_a_student_on_a_phone_follows_and_the_banner_covers_none_of_the_step(open_page):
+def test_a_student_on_a_phone_follows_each_step_onto_the_screen(open_page):
     """A phone at 390×844 follows the lecturer's Next: the step's text and sentences come, the
-    banner says so, and it covers neither the step's text nor the buttons."""
+    banner says so, and the page puts the step on screen as its own Next would — its buttons at
+    the top, its text and plot under them, none of them under the banner. Before, a following
+    phone stayed scrolled to the top of the page, the plot off screen."""
     lecturer = open_page()
     class_id = parse_qs(urlsplit(start_class(lecturer)).query)["class"][0]
     phone = open_page(f"class={class_id}", (390, 844))
@@ -159,10 +161,32 @@ def test_a_student_on_a_phone_follows_and_the_banner_covers_none_of_the_step(ope
         phone.wait_for_function(f"() => document.querySelector('#tour-text').innerText.includes('Step {number} of')",
                                 timeout=60_000)
         phone.wait_for_function(f"() => ({BANNER})().includes('step {number}')", timeout=60_000)
-    settle(phone)
-    assert phone.locator("#sentence-a textarea").input_value() == lecturer.locator("#sentence-a textarea").input_value()
-    banner = phone.locator("#class-banner").bounding_box()
-    assert banner["y"] + banner["height"] <= 844 and banner["width"] <= 390  # on the screen, not beside it
-    phone.evaluate("() => document.querySelector('#tour-text').scrollIntoView({block: 'start'})")
-    text = phone.locator("#tour-text").bounding_box()
-    assert text["y"] + text["height"] <= banner["y"] or text["y"] >= banner["y"] + banner["height"]
+        settle(phone)
+        assert phone.locator("#sentence-a textarea").input_value() == \
+            lecturer.locator("#sentence-a textarea").input_value()
+        banner = phone.locator("#class-banner").bounding_box()
+        assert banner["y"] + banner["height"] <= 844 and banner["width"] <= 390  # on the screen, not beside it
+        for selector in ("#tour-next", "#tour-text", "#embed-plot .js-plotly-plot"):
+            box = phone.locator(selector).first.bounding_box()
+            assert box["y"] >= 0 and box["y"] + box["height"] <= banner["y"], f"step {number}: {selector} off screen"
+
+
+@pytest.mark.parametrize(("viewport", "query"), [((1440, 900), ""), ((1920, 1080), "presenter=1")],
+                         ids=["1440x900", "presenter-1920x1080"])
+def test_the_banner_covers_none_of_the_plot(open_page, viewport, query):
+    """The banner of a student exploring on their own (its widest) stands clear of the plot and
+    its corner note, whatever is scrolled into view. Before, centred at the bottom, it covered
+    the plot's corner note."""
+    lecturer = open_page()
+    class_id = parse_qs(urlsplit(start_class(lecturer)).query)["class"][0]
+    student = open_page("&".join(filter(None, [f"class={class_id}", query])), viewport)
+    student.wait_for_function(f"() => ({BANNER})().includes('Following the lecturer')", timeout=60_000)
+    student.locator("#sentence-a textarea").fill("my own words about a violin")
+    student.wait_for_function(f"() => ({BANNER})().includes('Exploring on your own')", timeout=60_000)
+    settle(student)
+    banner = student.locator("#class-banner").bounding_box()
+    for scroll in (0, 200, 400, 10_000):
+        student.evaluate(f"() => window.scrollTo(0, {scroll})")
+        plot = student.locator("#embed-plot .js-plotly-plot").bounding_box()
+        assert banner["x"] >= plot["x"] + plot["width"] or plot["y"] >= banner["y"] + banner["height"] \
+            or plot["y"] + plot["height"] <= banner["y"], f"the banner covers the plot (scrolled {scroll} px)"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 from pathlib import Path
 from urllib.parse import quote
@@ -19,16 +20,13 @@ import pytest
 from PIL import Image
 
 from core.tour import STEPS
-from tests.browser import PLOT, open_accordion, settle
+from tests.browser import LABELS, PLOT, label_faults, open_accordion, overlap, settle
+from tests.test_tour import named_in
 
 pytestmark = pytest.mark.browser
 
 ARTIFACTS = Path(os.environ.get("TEST_ARTIFACTS", "/tmp/embedding-explorer-artifacts"))
 
-# every drawn label's box on screen (empty labels have no size)
-LABEL_BOXES = f"""() => [...{PLOT}.querySelectorAll('.scatterlayer .textpoint text')]
-    .map(t => t.getBoundingClientRect()).filter(r => r.width > 0 && r.height > 0)
-    .map(r => [r.left, r.top, r.right, r.bottom])"""
 # for each point group drawn: its spread in pixels as a share of its own panel's width and height
 GROUP_SPANS = f"""() => {{
     const gd = {PLOT}, L = gd._fullLayout, out = {{}};
@@ -42,45 +40,9 @@ GROUP_SPANS = f"""() => {{
     }}
     return out;
 }}"""
-
-
-# every drawn label that overlaps a marker: [text, the marker's trace]. With `later`, only markers
-# drawn after the label's trace (plotly draws trace after trace, each trace's text over its own
-# markers): those hide the label. A marker centred on the label's own point (its own, or the same
-# point in another group) is its anchor, not a cover. The markers are the points, stars and search
-# crosses: not the faint vocabulary behind them, the open ring around the selected token, nor the
-# arrow heads of a path drawn tip to tail, which run over the points they join by design
-LABELS_ON_MARKERS = f"""(later) => {{
-    const gd = {PLOT}, L = gd._fullLayout, root = gd.getBoundingClientRect(), slack = 1.5;
-    const traces = [...gd.querySelectorAll('.scatterlayer .trace')].map(g => [g, g.__data__ && g.__data__[0]
-        && g.__data__[0].trace]).filter(([, t]) => t);
-    const at = (t, d) => [root.left + L._size.l + L[t.xaxis.replace('x', 'xaxis')].l2p(d.x),
-                          root.top + L._size.t + L[t.yaxis.replace('y', 'yaxis')].l2p(d.y)];
-    const points = new Set(['token', 'position', 'segment', 'sum', 'output', 'search']);
-    const markers = traces.filter(([, t]) => points.has(t.name) || t.name.startsWith('nearest')).flatMap(([g, t]) =>
-        [...g.querySelectorAll('.points path.point')]
-        .map(p => [t.index, t.name, p.getBoundingClientRect()]).filter(([, , r]) => r.width > 0));
-    const hidden = [];
-    for (const [g, t] of traces) for (const e of g.querySelectorAll('.text .textpoint text')) {{
-        const r = e.getBoundingClientRect(), [x, y] = at(t, e.parentNode.__data__);
-        if (!r.width) continue;
-        for (const [index, name, m] of markers) {{
-            if (later && index <= t.index) continue;  // drawn before it: under it
-            if (Math.abs((m.left + m.right) / 2 - x) < 1 && Math.abs((m.top + m.bottom) / 2 - y) < 1) continue;
-            if (r.left < m.right - slack && m.left < r.right - slack && r.top < m.bottom - slack
-                && m.top < r.bottom - slack) hidden.push([e.textContent, name]);
-        }}
-    }}
-    return hidden;
-}}"""
-# the font size of every drawn label, in CSS pixels
-LABEL_SIZES = f"""() => [...{PLOT}.querySelectorAll('.scatterlayer .textpoint text')]
+# the font size of every written label, in CSS pixels
+LABEL_SIZES = f"""() => [...{PLOT}.querySelectorAll('svg.label-layer .labels text')]
     .filter(t => t.getBoundingClientRect().width > 0).map(t => parseFloat(getComputedStyle(t).fontSize))"""
-
-
-# the text of every label drawn beside a point (a star's name included)
-LABEL_TEXTS = f"""() => [...{PLOT}.querySelectorAll('.scatterlayer .textpoint text')]
-    .filter(t => t.getBoundingClientRect().width > 0).map(t => t.textContent)"""
 
 
 def _must_label(step) -> set[str]:
@@ -91,15 +53,6 @@ def _must_label(step) -> set[str]:
     view = step.view
     tokens = session_for(view, Session.create()).encode(view.sentence_a, view.sentence_b).tokens
     return (step.named & set(tokens)) | ({tokens[view.token]} if view.token is not None else set())
-
-
-def _overlaps(boxes: list[list[float]], slack: float = 0.5) -> list[tuple]:
-    found = []
-    for i, a in enumerate(boxes):
-        for b in boxes[i + 1:]:
-            if a[0] < b[2] - slack and b[0] < a[2] - slack and a[1] < b[3] - slack and b[1] < a[3] - slack:
-                found.append((a, b))
-    return found
 
 
 def _next(page, number: int, *, tap: bool = False) -> None:
@@ -114,16 +67,12 @@ def _next(page, number: int, *, tap: bool = False) -> None:
 
 
 def _assert_the_step_reads(page, number: int, step) -> None:
-    """A tour step's plot as drawn: no label over another or under a marker, every word its text
-    names labelled, and stars only where its text names nearest neighbours."""
-    assert _overlaps(page.evaluate(LABEL_BOXES)) == [], f"step {number}: labels overlap"
-    assert page.evaluate(LABELS_ON_MARKERS, True) == [], f"step {number}: labels hidden under markers"
-    # nor over one: only a word the text names may, where a crowd leaves it no free place (it is
-    # written over everything, with a halo)
-    named = _must_label(step)
-    over = [pair for pair in page.evaluate(LABELS_ON_MARKERS, False) if pair[0] not in named]
-    assert over == [], f"step {number}: labels over markers"
-    missing = named - set(page.evaluate(LABEL_TEXTS))
+    """A tour step's plot as drawn, read from the page's DOM: no label's box over a tenth of a
+    marker (its own included), over another label or cut by the plot's edge; every word its text
+    names labelled; stars only where its text names nearest neighbours."""
+    assert label_faults(page) == [], f"step {number}: labels where they must not be"
+    written = {name for label in page.evaluate(LABELS) for name in named_in(label["text"])}
+    missing = _must_label(step) - written
     assert not missing, f"step {number}: the text names {sorted(missing)}, which the plot does not label"
     stars = page.evaluate(f"() => {PLOT}._fullData.filter(t => t.name.startsWith('nearest')).length")
     assert bool(stars) == ("nearest" in step.text), f"step {number}: stars only where the text names neighbours"
@@ -158,6 +107,7 @@ def test_a_lecture_every_tour_step_is_readable(open_page, viewport, presenter):
         if step.view.shown != "plane":
             continue
         _assert_the_step_reads(page, number, step)
+        assert _legend_under_the_tool_bar(page) == [], f"step {number}: the tool bar covers the legend"
         for group, (width, height) in page.evaluate(GROUP_SPANS).items():
             assert max(width, height) >= 0.1, f"step {number}: the {group} points are a blob ({width:.2f}×{height:.2f})"
         names = page.evaluate(f"() => {PLOT}.data.map(t => [t.name, t.type])")
@@ -170,6 +120,42 @@ def test_a_lecture_every_tour_step_is_readable(open_page, viewport, presenter):
         height = page.evaluate(f"() => {PLOT}.getBoundingClientRect().height")
         assert height >= 0.6 * viewport[1], f"the plot is {height:.0f} px tall on a {viewport[1]} px screen"
     assert page.errors == []
+
+
+def _legend_under_the_tool_bar(page) -> list[str]:
+    """The legend's entries that plotly's tool bar covers, once the pointer is over the plot (where
+    it shows). Before, it stood over the legend's last entry."""
+    box = page.locator("#embed-plot .js-plotly-plot").bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.wait_for_function(f"() => {PLOT}.querySelector('.modebar').getBoundingClientRect().width > 0")
+    bar = page.evaluate(f"() => {{ const r = {PLOT}.querySelector('.modebar').getBoundingClientRect(); "
+                        "return [r.left, r.top, r.right, r.bottom]; }")
+    entries = page.evaluate(f"""() => [...{PLOT}.querySelectorAll('.legend .traces')].map(t => {{
+        const r = t.getBoundingClientRect(); return [t.textContent, [r.left, r.top, r.right, r.bottom]]; }})""")
+    page.mouse.move(0, 0)
+    return [name for name, entry in entries if overlap(entry, bar) > 0]
+
+
+def _ticks_apart(page, chart: str) -> list[str]:
+    """What overlaps in a chart as drawn: two of its (turned) token labels, or an axis title and a
+    bar or a tick label. Labels turned by a are apart when the ticks are at least a line of type
+    apart across them: spacing × sin(a) ≥ the type's size."""
+    found = page.evaluate(f"""() => {{
+        const gd = document.querySelector('{chart} .js-plotly-plot'), axis = gd._fullLayout.xaxis;
+        const box = (e) => {{ const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; }};
+        return {{at: axis._vals.map(v => axis.l2p(v.x)), angle: axis.tickangle, size: axis.tickfont.size,
+                 ticks: [...gd.querySelectorAll('.xtick text')].filter(t => t.textContent).map(box),
+                 titles: [...gd.querySelectorAll('.g-xtitle text, .g-ytitle text, .g-x2title text, .g-y2title text')]
+                     .map(t => [t.textContent, box(t)]),
+                 bars: [...gd.querySelectorAll('.barlayer path')].map(box).filter(r => r[2] > r[0])}};
+    }}""")
+    across = abs(math.sin(math.radians(found["angle"] if isinstance(found["angle"], int | float) else 0))) or 1.0
+    at = sorted(found["at"])
+    faults = [f"token labels {i} and {i + 1} overlap" for i in range(len(at) - 1)
+              if (at[i + 1] - at[i]) * across < found["size"]]
+    faults += [f"{title!r} over a bar or a tick" for title, box in found["titles"]
+               if any(overlap(box, other) > 0 for other in (*found["bars"], *found["ticks"]))]
+    return faults
 
 
 def _tab_until(page, target: str, presses: int) -> list[str]:
@@ -236,7 +222,7 @@ def test_search_finds_a_word_that_is_not_in_the_sentences(open_page):
 def test_three_d_shows_the_same_points_on_three_axes(open_page):
     page = open_page(f"a={quote('the cat sat')}&b=&panel=view")
     # the points of each trace (the flat plane's labels are a trace of their own: assets/explorer.js)
-    count = (f"() => Object.fromEntries({PLOT}._fullData.filter(t => t.x && !t.name.endsWith(' labels'))"
+    count = (f"() => Object.fromEntries({PLOT}._fullData.filter(t => t.x)"
              ".map(t => [t.name, t.x.length]))")
     flat = page.evaluate(count)
     page.locator("#three-d input").check()
@@ -267,16 +253,24 @@ def test_tip_to_tail_follows_the_selected_token_only(open_page):
     assert sum(value is None for value in path) <= 1  # one polyline: the selected token's
 
 
-def test_a_default_training_is_watched_as_it_goes_and_frozen_points_stay_put(open_page):
+@pytest.mark.parametrize("viewport", [(1440, 900), (390, 844)], ids=["1440x900", "phone"])
+def test_a_default_training_is_watched_as_it_goes_and_frozen_points_stay_still_on_screen(open_page, viewport):
     """Step 7, Train with the default 100 steps (a third of a second of work): the page shows
     at least three steps' progress before "Trained", with its loss curve; the token points move
-    on the way, and the frozen position points are drawn at exactly the coordinates they had
-    before."""
-    page = open_page("step=7")
+    on the way, and the frozen position points stay on the pixels they were drawn on, within
+    2 px, in every frame the page draws through the run and after it. Before, the axes
+    rescaled as the trained points moved, and the frozen ones moved with them by up to 112 px
+    (their data unchanged); on a phone the legend's new rows pushed the plot down."""
+    page = open_page("step=7", viewport)
+    # each group's markers where the page drew them, in pixels from the plot's corner
     drawn = f"""() => {{
-        const gd = {PLOT}, curve = document.querySelector('#loss-plot .js-plotly-plot');
-        const at = name => {{ const t = gd._fullData.find(t => t.name === name);
-                              return t ? [Array.from(t.x), Array.from(t.y)] : null; }};
+        const gd = {PLOT}, corner = gd.getBoundingClientRect();
+        const curve = document.querySelector('#loss-plot .js-plotly-plot');
+        const at = name => {{
+            const g = [...gd.querySelectorAll('.scatterlayer .trace')].find(g => g.__data__[0].trace.name === name);
+            return g ? [...g.querySelectorAll('path.point')].map(p => p.getBoundingClientRect())
+                .map(r => [(r.left + r.right) / 2 - corner.left, (r.top + r.bottom) / 2 - corner.top]) : null;
+        }};
         return {{curve: curve && curve._fullData && curve._fullData.length ? curve._fullData[0].y.length : 0,
                 summary: (document.querySelector('#train-summary') || {{}}).innerText || '',
                 token: at('token'), position: at('position')}};
@@ -289,32 +283,39 @@ def test_a_default_training_is_watched_as_it_goes_and_frozen_points_stay_put(ope
     # every state the page renders, recorded in the page at each change of its DOM (several
     # updates landing in one frame on a busy machine are each seen) and at each animation frame:
     # a sample from here, one round trip at a time, can miss one
-    page.evaluate(f"""() => {{ window.__seen = []; const look = () => {{
+    page.evaluate(f"""() => {{ window.__states = []; const look = () => {{
         const now = JSON.stringify(({drawn})());
-        if (window.__seen[window.__seen.length - 1] !== now) window.__seen.push(now);
+        if (window.__states[window.__states.length - 1] !== now) window.__states.push(now);
         return !JSON.parse(now).summary.startsWith('Trained');
     }};
     const watcher = new MutationObserver(() => {{ if (!look()) watcher.disconnect(); }});
     for (const id of ['#loss-plot', '#train-summary', '#embed-plot'])
-        watcher.observe(document.querySelector(id), {{subtree: true, childList: true, characterData: true}});
+        watcher.observe(document.querySelector(id), {{subtree: true, childList: true, characterData: true,
+                                                       attributes: true}});
     const frame = () => {{ if (look()) requestAnimationFrame(frame); }};
     requestAnimationFrame(frame); }}""")
     page.locator("#train-button").click()
     page.wait_for_function("() => (document.querySelector('#train-summary') || {}).innerText?.startsWith('Trained')",
                            timeout=120_000)
-    seen = [state for state in map(json.loads, page.evaluate("() => window.__seen"))
-            if state["summary"].startswith("Training…")]
+    states = list(map(json.loads, page.evaluate("() => window.__states")))
+    seen = [state for state in states if state["summary"].startswith("Training…")]
     # the summary and the main plot are written as each step's message comes (the server sends
     # the snapshots LIVE_SECONDS apart); the loss curve is a gr.Plot, which loads its plotly on
     # its first value and then draws only the newest, so it is asked only to be drawn on the way
     assert len({s["summary"] for s in seen}) >= 3, [s["summary"] for s in seen]
     assert any(s["curve"] for s in seen)
     assert len({str(s["token"]) for s in seen}) >= 3  # the points on their way, not only at the end
-    assert all(s["position"] == before["position"] for s in seen)  # the frozen ones stay put all along
     settle(page)
     after = page.evaluate(drawn)
     assert "before training" in page.locator("#embed-info").inner_text()
-    assert after["position"] == before["position"] and after["token"] != before["token"]
+    assert after["token"] != before["token"]
+
+    def moved(state) -> float:
+        return max(abs(a - b) for now, then in zip(state["position"], before["position"], strict=True)
+                   for a, b in zip(now, then, strict=True))
+
+    frames = [state for state in (*states, after) if state["position"] is not None]
+    assert len(frames) >= 3 and max(map(moved, frames)) <= 2.0, "the frozen points moved on screen"
 
 
 def test_a_group_hidden_from_the_legend_stays_hidden_while_typing(open_page):
@@ -332,21 +333,15 @@ def test_a_group_hidden_from_the_legend_stays_hidden_while_typing(open_page):
 
 def test_search_labels_do_not_pile_up(open_page):
     """GloVe, search *monarch*: twenty crosses and diamonds in one corner of the plane, their
-    names written one over another; now only those that fit beside each other are written."""
+    names written one over another, and *monarch*'s own cross left without one; now the word
+    searched for is always named, and the others where they fit beside each other."""
     page = open_page("source=glove&search=monarch&a=the%20king%20and%20the%20queen&b=")
     page.wait_for_function(f"() => {PLOT}._fullData.some(t => t.name === 'search')", timeout=60_000)
     settle(page)
-    written = page.evaluate(f"() => {PLOT}._fullData.find(t => t.name === 'search').text.filter(t => t).length")
-    assert written >= 5
-    boxes = page.evaluate(f"""() => {{
-        const index = {PLOT}._fullData.findIndex(t => t.name === 'search');
-        const trace = {PLOT}.querySelectorAll('.scatterlayer .trace')[index];
-        return [...trace.querySelectorAll('.textpoint text')].map(t => t.getBoundingClientRect())
-            .filter(r => r.width > 0).map(r => [r.left, r.top, r.right, r.bottom]);
-    }}""")
-    assert len(boxes) == written and _overlaps(boxes) == []
-    # nor over the sentence's own labels, nor hidden under a marker
-    assert _overlaps(page.evaluate(LABEL_BOXES)) == [] and page.evaluate(LABELS_ON_MARKERS, False) == []
+    found = [label for label in page.evaluate(LABELS) if label["trace"] == "search"]
+    assert len(found) >= 5 and {"text": "monarch", "point": 0} in [{key: label[key] for key in ("text", "point")}
+                                                                   for label in found]
+    assert label_faults(page) == []  # none over another, a marker or the plot's edge
     # the link's search box is open, not folded away while its crosses show
     box = page.locator("#vocab-search textarea, #vocab-search input").first
     assert box.is_visible() and box.input_value() == "monarch"
@@ -374,6 +369,11 @@ def test_on_a_phone_each_step_s_text_and_its_plot_are_on_one_screen(browser, app
             places.add((round(box["x"]), round(box["y"])))
             assert max(y for _, y in places) - min(y for _, y in places) <= 16 and len({x for x, _ in places}) == 1, \
                 f"step {number}: Next moved, to {places}"
+            if step.view.shown == "layernorm":  # its chart fitted to the phone: stacked, ticks apart
+                page.wait_for_function("() => document.querySelector('#layernorm-plot .js-plotly-plot')?._fullData",
+                                       timeout=30_000)
+                settle(page)
+                assert _ticks_apart(page, "#layernorm-plot") == [], f"step {number}: the LayerNorm chart"
             if step.view.shown == "plane":
                 assert _in_view(page, "#embed-plot .js-plotly-plot"), f"step {number}: the plot is off screen"
                 # labels a phone can read, fitted to its narrow plot: none over another, none hidden,

@@ -154,3 +154,25 @@ def test_a_refused_export_writes_nothing(view, tmp_path):
     with pytest.raises(ValueError):
         export_files(tmp_path, scene, {"sum": vectors["sum"][:2]}, embedding_spec(scene))
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.browser
+def test_the_html_writes_its_labels_as_the_page_does(view, browser, tmp_path):
+    """Opened offline in Chromium, the exported figure places its labels with the page's own
+    script: every point that wants one, beside it, none over a marker or another label."""
+    from tests.browser import label_faults, labels_of
+
+    scene, _ = view
+    path = tmp_path / "figure.html"
+    path.write_text(figure_html(embedding_spec(scene)))
+    page = browser.new_page(viewport={"width": 1200, "height": 800})
+    try:
+        page.goto(path.as_uri())
+        page.wait_for_function("() => document.querySelectorAll('svg.label-layer .labels text').length > 0",
+                               timeout=60_000)
+        plot = "document.getElementById('embedding-figure')"
+        written = page.evaluate(labels_of(plot))
+        assert {"the ×2", "cat", "[CLS]"} <= {label["text"] for label in written}
+        assert label_faults(page, plot) == []
+    finally:
+        page.close()

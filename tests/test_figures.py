@@ -81,8 +81,9 @@ def test_one_trace_per_group_in_display_order():
 
 def test_each_segment_row_is_one_point_that_says_how_many_tokens_share_it():
     scene = make_scene()
-    segment = next(trace for trace in embedding_figure(scene).data if trace.name == "segment")
-    assert list(segment.hovertext) == ["A", "B"] and list(segment.text) == ["A", "B"]
+    figure = embedding_figure(scene)
+    segment = next(trace for trace in figure.data if trace.name == "segment")
+    assert list(segment.hovertext) == ["A", "B"] and figure.layout.meta["labels"]["texts"]["segment"] == ["A", "B"]
     rows = np.asarray(segment.customdata)
     assert rows[:, :2].tolist() == [[0, SEGMENTS.count(0)], [1, SEGMENTS.count(1)]]
     for row, (x, y) in enumerate(zip(segment.x, segment.y, strict=True)):
@@ -155,29 +156,33 @@ def test_user_text_is_escaped_in_labels_hover_and_json():
     figure = embedding_figure(make_scene())
     escaped = "&lt;img src=x onerror=alert(1)&gt;"
     assert all(escaped in trace.hovertext for trace in token_traces(figure))
-    texts = [text for trace in token_traces(figure) for text in trace.text]
-    assert escaped in texts and "tom &amp; jerry" in texts
+    texts = figure.layout.meta["labels"]["texts"]  # the page writes them as text, unescaped
+    for group in ("token", "sum", "output"):
+        assert escaped in texts[group] and "tom &amp; jerry" in texts[group]
     payload = figure.to_json()
     assert "<img" not in payload and "onerror=alert(1)>" not in payload
-    labelled = sum(escaped in trace.text for trace in token_traces(figure))
-    # in every hover, and in each label shown
-    assert labelled >= 1 and payload.count(escaped) == len(token_traces(figure)) + labelled
+    # in every hover, and in every label of a token
+    assert payload.count(escaped) == len(token_traces(figure)) + 3
 
 
-def test_webgl_labels_are_plain_text_but_hover_staysescaped():
-    # WebGL draws labels as plain text, so escaping them would show "&lt;" on screen
-    traces = token_traces(embedding_figure(make_scene(), webgl_above=0))
-    assert "<img src=x onerror=alert(1)>" in [text for trace in traces for text in trace.text]
-    assert all("&lt;img src=x onerror=alert(1)&gt;" in trace.hovertext for trace in traces)
+def test_webgl_figures_ask_for_the_same_labels():
+    """The page writes the labels of a WebGL figure as of an SVG one: in its own layer."""
+    svg, gl = embedding_figure(make_scene()), embedding_figure(make_scene(), webgl_above=0)
+    assert {trace.type for trace in token_traces(gl)} == {"scattergl"}
+    assert gl.layout.meta["labels"] == svg.layout.meta["labels"]
 
 
 def test_labels_switch():
-    with_labels = embedding_figure(make_scene(), labels=True).data[0]
-    without = embedding_figure(make_scene(), labels=False).data[0]
-    assert with_labels.mode == "markers+text" and len(with_labels.text) == len(TOKENS)
-    assert without.mode == "markers" and without.text is None
-    assert not any("labelled" in note.text for note in embedding_figure(make_scene(), labels=False).layout.annotations)
-    assert len(without.hovertext) == len(TOKENS)  # hover still names the token
+    with_labels = embedding_figure(make_scene(), labels=True)
+    without = embedding_figure(make_scene(), labels=False)
+    wanted = with_labels.layout.meta["labels"]
+    assert wanted["order"] == ["segment", "token", "output", "sum", "position"]
+    assert all(len(wanted["texts"][group]) == len(TOKENS) for group in ("token", "sum", "output", "position"))
+    assert wanted["texts"]["segment"] == ["A", "B"]
+    # plotly writes no label itself: the page places them (assets/labels.js)
+    assert {trace.mode for trace in group_traces(with_labels)} == {"markers"}
+    assert without.layout.meta is None or "labels" not in without.layout.meta
+    assert len(without.data[0].hovertext) == len(TOKENS)  # hover still names the token
 
 
 def test_webgl_above_the_threshold():

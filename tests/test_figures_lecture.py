@@ -14,7 +14,6 @@ import pytest
 from core.figures import (
     ADDITION_PATH,
     BACKGROUND,
-    NAMED,
     NEIGHBOURS,
     NORMAL,
     PRESENTER,
@@ -148,8 +147,14 @@ def test_neighbours_of_each_kind_shown_and_a_ring_on_the_selected_token():
     scene = make_scene()
     spec = embedding_spec(scene)
     names = [trace["name"] for trace in spec["data"]]
-    # the selected token's label comes last, over every marker
-    assert names == [*GROUPS, NEIGHBOURS["token"], NEIGHBOURS["output"], SELECTED, f"token {NAMED}"]
+    assert names == [*GROUPS, NEIGHBOURS["token"], NEIGHBOURS["output"], SELECTED]
+    # the selected token's label is one the page must write, in each group that carries tokens
+    labels = spec["layout"]["meta"]["labels"]
+    order = labels["order"]
+    assert order[:3] == ["segment", NEIGHBOURS["token"], NEIGHBOURS["output"]]
+    for group in ("token", "sum", "output"):
+        (point,) = labels["must"][group]
+        assert labels["texts"][group][point] == "cat"
     assert NEIGHBOURS == {"token": "nearest by token vector", "output": "nearest by output vector"}
     for kind in ("token", "output"):
         (trace,) = named(spec, NEIGHBOURS[kind])
@@ -162,26 +167,27 @@ def test_neighbours_of_each_kind_shown_and_a_ring_on_the_selected_token():
 
 
 def test_neighbour_labels_are_escaped():
-    spec = embedding_spec(make_scene(groups=("token", "output")))  # where the token stars' names fit
+    spec = embedding_spec(make_scene(groups=("token", "output")))
     (token,) = named(spec, NEIGHBOURS["token"])
-    assert token["text"] == token["hovertext"] == ["&lt;b&gt;x&lt;/b&gt;", "dog", "a&amp;b"]
+    texts = spec["layout"]["meta"]["labels"]["texts"]
+    assert texts[NEIGHBOURS["token"]] == token["hovertext"] == ["&lt;b&gt;x&lt;/b&gt;", "dog", "a&amp;b"]
     (output,) = named(spec, NEIGHBOURS["output"])
-    assert output["hovertext"] == ["kitten", "&lt;b&gt;x&lt;/b&gt;"]
-    assert all(text in ("", name) for text, name in zip(output["text"], output["hovertext"], strict=True))
+    assert texts[NEIGHBOURS["output"]] == output["hovertext"] == ["kitten", "&lt;b&gt;x&lt;/b&gt;"]
+    assert token["mode"] == output["mode"] == "markers"  # the page writes their names
     payload = figure_json(spec)
     assert "<b>x</b>" not in payload and "<i>mat</i>" not in payload
 
 
 def test_only_the_shown_kinds_get_neighbours_and_rings():
     spec = embedding_spec(make_scene(groups=("token", "sum")))
-    assert [t["name"] for t in spec["data"]] == ["token", "sum", NEIGHBOURS["token"], SELECTED, f"token {NAMED}"]
+    assert [t["name"] for t in spec["data"]] == ["token", "sum", NEIGHBOURS["token"], SELECTED]
     (ring,) = named(spec, SELECTED)
     assert len(ring["x"]) == 1
     spec = embedding_spec(make_scene(groups=("position", "output")))
-    assert [t["name"] for t in spec["data"]] == ["position", "output", NEIGHBOURS["output"], SELECTED,
-                                                 f"output {NAMED}"]
+    assert [t["name"] for t in spec["data"]] == ["position", "output", NEIGHBOURS["output"], SELECTED]
     spec = embedding_spec(make_scene(groups=("position", "sum")))  # no stars, no ring; the selection labelled
-    assert [t["name"] for t in spec["data"]] == ["position", "sum", f"sum {NAMED}"]
+    assert [t["name"] for t in spec["data"]] == ["position", "sum"]
+    assert list(spec["layout"]["meta"]["labels"]["must"]) == ["sum"]
 
 
 def test_a_selection_outside_the_scene_is_refused():
@@ -212,10 +218,10 @@ def test_presenter_mode_is_larger_everywhere():
         (token,) = named(spec, "token")
         assert token["marker"]["size"] == scale.marker
         assert token["marker"]["line"]["width"] == scale.line
-        assert token["textfont"]["size"] == scale.text
+        assert spec["layout"]["meta"]["labels"]["size"] == scale.text
         assert spec["layout"]["font"]["size"] == spec["layout"]["legend"]["font"]["size"] == scale.font
         (near,) = named(spec, NEIGHBOURS["token"])
-        assert near["textfont"]["size"] == scale.text and near["marker"]["size"] == scale.marker + 2
+        assert near["marker"]["size"] == scale.marker + 2
         (ring,) = named(spec, SELECTED)
         assert ring["marker"]["size"] == 3 * scale.marker
         (shift,) = named(spec, SEGMENT_SHIFT)
@@ -418,20 +424,6 @@ def test_figures_fill_the_page_instead_of_a_fixed_height():
     for presenter in (False, True):
         layout = embedding_spec(make_scene(), presenter=presenter)["layout"]
         assert layout["autosize"] is True and "height" not in layout
-
-
-def test_labels_leave_the_neighbours_stars_free():
-    scene = make_scene()
-    star = scene.neighbourhood.points["token"][1]  # "dog"
-    token = scene.points["token"].copy()
-    token[1] = star  # "the" sits right on the star: its label would cover it
-    scene = replace(scene, points={**scene.points, "token": token})
-    spec = embedding_spec(scene)
-    (trace,) = named(spec, "token")
-    labels = dict(zip(trace["hovertext"], trace["text"], strict=True))
-    assert labels["the"] == "" and labels["cat"] == ""  # the selected 'cat' is written over everything:
-    (last,) = named(spec, f"token {NAMED}")
-    assert list(last["text"]) == ["cat"] and last["mode"] == "text" and last["hoverinfo"] == "skip"
 
 
 def test_notes_fit_a_phone(bert):

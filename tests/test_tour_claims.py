@@ -1,6 +1,7 @@
-"""Every tour step's text is true of what the page shows, checked in Chromium against the data
-the page draws: labels present, points that coincide, the tab a step names, the neighbours it
-quotes, and Next/Previous in view on every step."""
+"""Every tour step's text is true of what the page draws, checked in Chromium one claim at a time
+against the coordinates the page drew (pixels on the plot, read from its DOM and its axes), the
+labels it wrote (its label layer), the tab a step names and the neighbours it quotes. A distance
+the text states is one on the plot as drawn, or the text says it holds in the full space."""
 
 from __future__ import annotations
 
@@ -8,39 +9,44 @@ import math
 
 import pytest
 
-from core.figures import NAMED
 from core.presets import wordpiece
 from core.tour import STEPS
-from tests.browser import PLOT, open_at, rows, settle
+from tests.browser import LABELS, PLOT, open_at, rows, settle
 
-pytestmark = pytest.mark.browser
+# one page walks the tour, step after step, on one worker
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("tour-claims")]
+
+# each point of a trace where the page drew it, in pixels from the plot's corner, in sequence
+# order (the plot draws a group's points plain words first), with its hover text and label
+DRAWN = f"""(name) => {{
+    const gd = {PLOT}, layout = gd._fullLayout, i = gd._fullData.findIndex(t => t.name === name);
+    if (i < 0) return null;
+    const full = gd._fullData[i], data = gd.data[i];
+    const xa = layout[full.xaxis.replace('x', 'xaxis')], ya = layout[full.yaxis.replace('y', 'yaxis')];
+    const at = [...full.x].map((x, j) => x === null || Number.isNaN(+x) ? null
+        : [xa._offset + xa.l2p(+x), ya._offset + ya.l2p(+full.y[j])]);
+    const labels = {{}};
+    for (const t of gd.querySelectorAll('svg.label-layer .labels text'))
+        if (t.dataset.trace === name) labels[t.dataset.point] = t.textContent;
+    return {{at, hovertext: data.hovertext || [], symbol: full.marker && full.marker.symbol,
+             customdata: full.customdata ? Array.from(full.customdata, r => Array.from(r)) : [],
+             label: at.map((_, j) => labels[j] || '')}};
+}}"""
 
 
 def _trace(page, name: str) -> dict:
-    """A trace's points in sequence order (the plot draws them in label-priority order), with
-    each point's label (`text`, "" where none fits) and hover text."""
-    found = page.evaluate(
-        f"""() => {{
-            const gd = {PLOT}, i = gd.data.findIndex(t => t.name === {name!r});
-            if (i < 0) return null;
-            const t = gd.data[i], f = gd._fullData[i];
-            return {{x: Array.from(f.x), y: Array.from(f.y), hovertext: t.hovertext || [], text: t.text || [],
-                     customdata: f.customdata ? Array.from(f.customdata, r => Array.from(r)) : []}};
-        }}"""
-    )
+    """A trace as drawn (`DRAWN`), its per-point lists in sequence order when its points are tokens."""
+    found = page.evaluate(DRAWN, name)
     assert found is not None, f"no {name!r} trace"
-    if not found["customdata"] or name in ("segment shift", "addition path"):
+    if not found["customdata"] or len(found["customdata"][0]) < 4:
         return found
-    order = sorted(range(len(found["x"])), key=lambda i: found["customdata"][i][1])  # by position
-    return {key: [found[key][i] for i in order] if len(found[key]) == len(order) else found[key] for key in found}
+    order = sorted(range(len(found["at"])), key=lambda i: found["customdata"][i][1])  # by position
+    return {key: [value[i] for i in order] if isinstance(value, list) and len(value) == len(order) else value
+            for key, value in found.items()}
 
 
 def _indexes(tokens: list[str], token: str) -> list[int]:
     return [i for i, t in enumerate(tokens) if t == token]
-
-
-def _point(trace: dict, index: int) -> tuple[float, float]:
-    return trace["x"][index], trace["y"][index]
 
 
 def _tokens(step: int) -> list[str]:
@@ -48,19 +54,32 @@ def _tokens(step: int) -> list[str]:
     return list(wordpiece().encode(view.sentence_a, view.sentence_b).tokens)
 
 
+def _apart(a, b) -> float:
+    return math.dist(a, b)
+
+
+def _labelled(page, trace: str) -> list[str]:
+    return [label["text"] for label in page.evaluate(LABELS) if label["trace"] == trace]
+
+
 @pytest.fixture(scope="module")
 def walk(browser, app_url):
-    """One page pressing Next through the tour; yields (number, page) after each step settles."""
+    """One page pressing Next through the tour; `walk(n)` returns it once step n has settled."""
     page = open_at(browser, app_url, viewport=(1440, 900))
     page.get_by_role("tab", name="Tour").click()
+    at = {"step": 0}
 
     def to(number: int):
-        page.locator("#tour-next").click()
-        page.wait_for_function(
-            f"() => document.querySelector('#tour-text').innerText.includes('Step {number} of')", timeout=60_000)
-        settle(page)
-        assert page.locator("#tour-next").is_visible() and page.locator("#tour-previous").is_visible()
-        assert page.locator("#tour-text").is_visible()
+        while at["step"] != number:
+            move = 1 if at["step"] < number else -1
+            at["step"] += move
+            page.locator("#tour-next" if move > 0 else "#tour-previous").click()
+            page.wait_for_function(
+                f"() => document.querySelector('#tour-text').innerText.includes('Step {at['step']} of')",
+                timeout=60_000)
+            settle(page)
+            assert page.locator("#tour-next").is_visible() and page.locator("#tour-previous").is_visible()
+            assert page.locator("#tour-text").is_visible()
         return page
 
     yield to
@@ -68,73 +87,163 @@ def walk(browser, app_url):
     page.context.close()
 
 
-def test_the_tour_s_claims_hold_step_by_step(walk):
-    # 1. [CLS] A [SEP] B [SEP], segment ids, and doghouse split into a labelled ##house
+def test_step_1_one_sequence_two_segments(walk):
+    """"BERT reads the two sentences as one sequence, [CLS] A [SEP] B [SEP], and gives every token a
+    segment id: 0 from [CLS] through the first [SEP], 1 after it."""
     page = walk(1)
     token, tokens = _trace(page, "token"), _tokens(1)
-    assert len(token["x"]) == len(tokens) and tokens[0] == "[CLS]" and tokens.count("[SEP]") == 2
-    first_sep = tokens.index("[SEP]")
+    assert len(token["at"]) == len(tokens) and tokens[0] == "[CLS]" and tokens.count("[SEP]") == 2
+    first = tokens.index("[SEP]")
     segments = [round(row[2]) for row in token["customdata"]]
-    assert set(segments[: first_sep + 1]) == {0} and set(segments[first_sep + 1:]) == {1}
-    house = tokens.index("##house")
-    written = _trace(page, f"token {NAMED}")  # the words the step names, written over every marker
-    at = dict(zip(zip(written["x"], written["y"], strict=True), written["text"], strict=True))
-    assert at.get(_point(token, house)) == "##house", "step 1 explains ##house: it must be labelled"
-    assert tokens[house - 1] == "dog"
+    assert set(segments[: first + 1]) == {0} and set(segments[first + 1:]) == {1}
+    # both [SEP]s are one row, one point: one label names them both
+    assert _apart(token["at"][first], token["at"][-1]) < 0.5
+    assert _labelled(page, "token").count("[SEP] ×2") == 1 and "[CLS]" in _labelled(page, "token")
 
-    # 2. both "the"s of A on one point, and both "dog"s
+
+def test_step_1_a_word_piece_is_an_open_circle_and_labelled(walk):
+    """"WordPiece splits … doghouse becomes dog and ##house, where ## marks a piece that continues
+    the word before it (an open circle).\""""
+    page = walk(1)
+    token, tokens = _trace(page, "token"), _tokens(1)
+    house = tokens.index("##house")
+    assert tokens[house - 1] == "dog"
+    assert token["symbol"][house] == "circle-open"
+    assert token["label"][house] == "##house", "step 1 explains ##house: it must be labelled at its point"
+
+
+def test_step_1_says_the_tables_are_random(walk):
+    """"The tables here are a seeded random layer, so no vector means anything yet.\""""
+    page = walk(1)
+    assert "seeded random layer" in page.locator("#embed-info").inner_text()
+    assert "seeded random layer" in page.locator("#tour-text").inner_text()
+
+
+def test_step_2_a_lookup_puts_a_repeated_word_on_one_point(walk):
+    """"Token id i fetches row i, so both thes of sentence A get the same row and land on one point,
+    and so do both dogs.\""""
     page = walk(2)
     token, tokens = _trace(page, "token"), _tokens(2)
     for word in ("the", "dog"):
-        places = {_point(token, i) for i in _indexes(tokens, word)}
-        assert len(_indexes(tokens, word)) == 2 and len(places) == 1, f"the two {word!r}s must coincide"
         first, second = _indexes(tokens, word)
+        assert _apart(token["at"][first], token["at"][second]) < 0.5, f"the two {word!r}s must coincide"
         assert token["hovertext"][first] == f"{word} ({first}), {word} ({second})"  # hovering names both
+        assert f"{word} ×2" in _labelled(page, "token")
 
-    # 3. the two "the"s share a token vector but their sums differ (positions 1 and 5)
+
+def test_step_2_where_a_random_word_lands_means_nothing(walk):
+    """"These rows were drawn at random, so where a word lands says nothing about it yet: cat lands
+    nearer to [CLS] than to dog.\""""
+    page = walk(2)
+    token, tokens = _trace(page, "token"), _tokens(2)
+    cat, cls, dog = (token["at"][tokens.index(word)] for word in ("cat", "[CLS]", "dog"))
+    assert _apart(cat, cls) < _apart(cat, dog)
+    assert {"cat", "[CLS]", "dog ×2"} <= set(_labelled(page, "token"))
+
+
+def test_step_3_positions_part_the_two_thes(walk):
+    """"The two thes of sentence A share a token vector, but at positions 1 and 5 they get different
+    position rows, so their sums differ.\""""
     page = walk(3)
-    token, summed = _trace(page, "token"), _trace(page, "sum")
+    token, position, summed = (_trace(page, name) for name in ("token", "position", "sum"))
     first, second = _indexes(_tokens(3), "the")
     assert (first, second) == (1, 5)
-    assert _point(token, first) == _point(token, second)
-    assert _point(summed, first) != _point(summed, second)
+    assert _apart(token["at"][first], token["at"][second]) < 0.5
+    assert _apart(position["at"][first], position["at"][second]) > 8  # two rows, apart on the plot
+    assert _apart(summed["at"][first], summed["at"][second]) > 8
+    assert position["label"][first] == "1" and position["label"][second] == "5"
+    assert summed["label"][first] == summed["label"][second] == "the"  # both sums named
+    assert "the ×2" in _labelled(page, "token")
 
-    # 4. every shift arrow is the same vector; the addition path is drawn for one token
+
+def test_step_4_every_shift_is_one_vector(walk):
+    """"Every token of B is therefore shifted by the same vector, seg[1] − seg[0], … so the shift
+    arrows all have the same length and direction.\""""
     page = walk(4)
-    shift = _trace(page, "segment shift")
-    arrows = [(shift["x"][i + 1] - shift["x"][i], shift["y"][i + 1] - shift["y"][i])
-              for i in range(0, len(shift["x"]) - 1, 3) if shift["x"][i] is not None]
+    at = page.evaluate(DRAWN, "segment shift")["at"]
+    arrows = [(b[0] - a[0], b[1] - a[1]) for a, b in zip(at[0::3], at[1::3], strict=True) if a and b]
     assert len(arrows) >= 5
     for dx, dy in arrows:
-        assert math.isclose(dx, arrows[0][0], abs_tol=1e-4) and math.isclose(dy, arrows[0][1], abs_tol=1e-4)
-    path = _trace(page, "addition path")
-    assert sum(x is None for x in path["x"]) <= 1, "the tip-to-tail path is the selected token's only"
+        assert abs(dx - arrows[0][0]) < 0.5 and abs(dy - arrows[0][1]) < 0.5
 
-    # 5. LayerNorm: its tab is open and its table says mean 0, standard deviation 1
+
+def test_step_4_the_selected_token_s_sum_tip_to_tail(walk):
+    """"Click a point to draw its sum tip to tail: token, plus position, plus segment." (the step
+    shows cat's)"""
+    page = walk(4)
+    tokens = _tokens(4)
+    cat = tokens.index("cat")
+    path = [p for p in page.evaluate(DRAWN, "addition path")["at"]]
+    assert sum(p is None for p in path) <= 1, "the tip-to-tail path is the selected token's only"
+    token, summed = _trace(page, "token"), _trace(page, "sum")
+    assert _apart(path[0], token["at"][cat]) < 0.5 and _apart(path[2], summed["at"][cat]) < 0.5
+    assert token["label"][cat] == summed["label"][cat] == "cat"
+
+
+def test_step_5_layernorm_gives_mean_0_and_std_1(walk):
+    """"Every output has mean 0 and standard deviation 1 however spread its sum was, as the
+    LayerNorm chart and the line under it show token by token … every output therefore has
+    length √d.\""""
     page = walk(5)
     assert page.locator("#tab-layernorm").is_visible()
     assert page.get_by_role("tab", name="LayerNorm").get_attribute("aria-selected") == "true"
     info = page.locator("#layernorm-info").inner_text()
     assert "after: mean 0" in info and "std 1" in info
+    chart = "document.querySelector('#layernorm-plot .js-plotly-plot')"
+    page.wait_for_function(f"() => {chart} && {chart}._fullData", timeout=30_000)
+    after = page.evaluate(f"() => Array.from({chart}._fullData.find(t => t.name === 'std after').y)")
+    before = page.evaluate(f"() => Array.from({chart}._fullData.find(t => t.name === 'std before').y)")
+    assert len(after) == len(_tokens(5)) and all(abs(std - 1) < 1e-3 for std in after)
+    assert max(before) - min(before) > 0.1  # however spread the sums were
+    # a vector of mean 0 and std 1 in d dimensions has length √d: the token table's output norms
+    d = 32
+    norms = page.evaluate("""() => [...document.querySelectorAll('#token-table tbody tr')]
+        .map(row => parseFloat(row.cells[row.cells.length - 1].textContent))""")
+    assert norms and all(abs(norm - math.sqrt(d)) < 2e-3 for norm in norms)
 
-    # 6. BERT's vocabulary plane with 2,000 words behind; king's neighbours include queen and monarch
+
+def test_step_6_bert_s_related_words_are_near_in_the_full_space(walk):
+    """"These are BERT's own token rows … drawn in a plane fitted to the whole vocabulary with 2,000
+    of its words in the background. Related words now sit near each other in the full space: the
+    nearest neighbours of king by cosine, listed under the plot and starred on it, include queen
+    and monarch.\""""
     page = walk(6)
     page.wait_for_function(f"() => {PLOT}.data.some(t => t.name === 'vocabulary')", timeout=60_000)
     assert page.evaluate(f"() => {PLOT}._fullData.find(t => t.name === 'vocabulary').x.length") == 2000
+    assert "of the vocabulary" in page.evaluate(f"() => {PLOT}._fullLayout.xaxis.title.text")
     page.wait_for_function(f"() => {rows('neighbours-token')} === 10", timeout=60_000)
     neighbours = page.locator("#neighbours-token").inner_text()
     assert "queen" in neighbours and "monarch" in neighbours
     assert page.locator("#selected-token input").input_value() == "2: king"
+    starred = _labelled(page, "nearest by token vector") + _labelled(page, "token")
+    assert {"queen", "monarch"} <= set(starred) and "king" in _labelled(page, "token")
 
-    # 7. the position table is frozen, and the tour panel stays open to say "open Train"
+
+def test_step_7_frozen_positions_stay_and_trained_words_gather(walk):
+    """"Press Train: … words used in similar sentences, such as animals or family members, move
+    closer. The position table is frozen, so its points do not move: the faint marks of where they
+    were before training sit right under them." (on the plot as drawn)"""
     page = walk(7)
     assert page.get_by_role("tab", name="Tour").get_attribute("aria-selected") == "true"
+    tokens = _tokens(7)
+    before = {name: _trace(page, name) for name in ("token", "position")}
     page.get_by_role("tab", name="Train").click()
     assert page.locator("#freeze-position input").is_checked()
     assert not page.locator("#freeze-token input").is_checked()
-
-
-def test_every_step_names_a_view_the_page_has():
-    for step in STEPS:
-        assert step.view.panel == "tour"
-        assert step.view.shown in ("plane", "layernorm", "positions", "similarity")
+    page.locator("#train-button").click()
+    page.wait_for_function("() => (document.querySelector('#train-summary') || {}).innerText?.startsWith('Trained')",
+                           timeout=120_000)
+    settle(page)
+    after = {name: _trace(page, name) for name in ("token", "position")}
+    for pair in (("cat", "dog"), ("aunt", "uncle")):
+        i, j = (tokens.index(word) for word in pair)
+        now, then = (_apart(state["token"]["at"][i], state["token"]["at"][j]) for state in (after, before))
+        assert now < then, f"{pair} did not move closer on the plot"
+    for now, then in zip(after["position"]["at"], before["position"]["at"], strict=True):
+        assert _apart(now, then) <= 2.0, "a frozen point moved on the plot"
+    # the faint mark of where each was: the movement's dots (size 5) under the position points
+    marks = page.evaluate(DRAWN, "before training")
+    sizes = page.evaluate(f"() => Array.from({PLOT}._fullData.find(t => t.name === 'before training').marker.size)")
+    dots = [p for p, size in zip(marks["at"], sizes, strict=True) if p and size]
+    for point in after["position"]["at"]:
+        assert min(_apart(point, dot) for dot in dots) < 0.5

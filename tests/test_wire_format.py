@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 
 from core.wire import MAX_NAMED, expand, table_rows
-from tests.wire_fixture import compact_of, expanded_of, load, scene_of, table_of
+from tests.wire_fixture import compact_of, expanded_of, labels_of, load, scene_of, table_of
 
-SCRIPT = Path(__file__).resolve().parents[1] / "assets" / "explorer.js"
+ASSETS = Path(__file__).resolve().parents[1] / "assets"
+SCRIPTS = (ASSETS / "labels.js", ASSETS / "explorer.js")
 STALE = "the code no longer sends tests/fixtures/wire.json's figure: if that is meant, run python -m tests.wire_fixture"
 
 
@@ -33,6 +34,7 @@ def test_the_fixture_is_what_the_code_sends(fixture):
     assert compact_of(scene) == fixture["compact"], STALE
     assert expanded_of(scene) == fixture["expanded"], STALE
     assert table_of(scene) == fixture["table"], STALE
+    assert labels_of(scene) == fixture["labels"], STALE
 
 
 def test_the_fixture_exercises_every_column(fixture):
@@ -49,26 +51,33 @@ def test_core_wire_reads_the_fixture(fixture):
     compact = copy.deepcopy(fixture["compact"])
     expanded = expand(compact)
     assert expanded["data"] == fixture["expanded"]
-    assert expanded["layout"] == fixture["compact"]["layout"]
+    meta = expanded["layout"]["meta"]
+    assert meta["labels"] == fixture["labels"] != fixture["compact"]["layout"]["meta"]["labels"]
+    assert {**expanded["layout"], "meta": {**meta, "labels": None}} == {
+        **fixture["compact"]["layout"], "meta": {**fixture["compact"]["layout"]["meta"], "labels": None}}
     assert table_rows(compact) == fixture["table"]
     assert compact == fixture["compact"], "expand changed the figure it was given"
 
 
 @pytest.mark.browser
 def test_the_pages_script_reads_the_fixture(browser, fixture):
-    """assets/explorer.js in a blank page (no app): its expand and its token table."""
+    """assets/explorer.js (with assets/labels.js) in a blank page (no app): its expand, its token
+    table and the labels' texts."""
     page = browser.new_page()
     try:
         errors = []
         page.on("pageerror", lambda error: errors.append(str(error)))
         page.set_content("<table id='token-table'><tbody></tbody></table>")
-        page.add_script_tag(content=SCRIPT.read_text())
+        for script in SCRIPTS:
+            page.add_script_tag(content=script.read_text())
         sent = json.dumps(fixture["compact"])
         drawn = page.evaluate("""(sent) => {
             const figure = JSON.parse(sent);
             return JSON.parse(JSON.stringify(window.embeddingExplorer.expand(figure.data, figure.layout)));
         }""", sent)
         assert drawn == fixture["expanded"]
+        labels = page.evaluate("(sent) => window.embeddingExplorer.labelsOf(JSON.parse(sent).layout.meta)", sent)
+        assert labels == fixture["labels"]
         page.evaluate("(sent) => window.embeddingExplorer.drawTable(JSON.parse(sent).layout)", sent)
         shown = page.evaluate("""() => [...document.querySelectorAll('#token-table tbody tr')]
             .map(row => [...row.cells].map(cell => cell.textContent))""")

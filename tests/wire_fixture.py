@@ -14,11 +14,13 @@ text escapes). It holds:
   (``embedding_spec(scene)``), not from either reader: each per-token group's customdata
   as a list of [id, position, segment, norm] rows (the whole figure sends it as a typed array);
 - ``table``: the token table, from the scene itself: token, id, position, segment and each
-  component's norm rounded to 3 decimals.
+  component's norm rounded to 3 decimals;
+- ``labels``: the labels the page must place, taken from the whole figure's
+  ``layout.meta.labels`` (every trace's texts), which a reader of the compact one rebuilds.
 
 core/wire.py's docstring describes the columns; tests/test_wire_format.py checks that the code
 still sends exactly ``compact`` and ``expanded``, and that both readers (``core.wire`` and
-assets/explorer.js) turn ``compact`` into ``expanded`` and ``table``.
+assets/explorer.js) turn ``compact`` into ``expanded``, ``table`` and ``labels``.
 """
 
 from __future__ import annotations
@@ -100,6 +102,11 @@ def expanded_of(scene: Scene) -> list[dict]:
     return out
 
 
+def labels_of(scene: Scene) -> dict:
+    """The labels the page must place, texts and all: the whole figure's."""
+    return json.loads(figure_json(embedding_spec(scene)))["layout"]["meta"]["labels"]
+
+
 def table_of(scene: Scene) -> list[list]:
     """The token table as the page shows it: sentence order, every component's norm to 3 places."""
     return [[token, scene.ids[i], scene.positions[i], scene.segment_ids[i],
@@ -124,6 +131,7 @@ def build() -> dict:
         "compact": compact_of(scene),
         "expanded": expanded_of(scene),
         "table": table_of(scene),
+        "labels": labels_of(scene),
     }
 
 

@@ -58,7 +58,8 @@ INTRO = """\
 BERT turns each token into three vectors — its **token** row, its **position** row and its
 **segment** row (sentence A or B) — adds them into the **sum**, and normalises the sum with
 LayerNorm into the **output**. Type two sentences and see all five vectors of every token in
-one 2-D plane (PCA). Hover a point for its numbers; click a point to select its token.
+one 2-D plane (PCA). Hover a point for its numbers; click a point to select its token. The page
+opens on **a seeded random layer: its vectors mean nothing yet** (Tables → BERT for trained ones).
 """
 
 # passed to launch() by `python app.py` and by the tests, so both serve the same page
@@ -74,8 +75,8 @@ LAUNCH_OPTIONS = {
     "footer_links": ["api"],
     "css_paths": [ASSETS / "style.css"],
     "head": f"<script>window.EMBEDDING_EXPLORER_PLOTLY = {json.dumps(gradio_plotly())};\n"
-            f"{(ASSETS / 'explorer.js').read_text()}\n{(ASSETS / 'classroom.js').read_text()}\n"
-            f"{(ASSETS / 'plotkeys.js').read_text()}</script>",
+            f"{(ASSETS / 'labels.js').read_text()}\n{(ASSETS / 'explorer.js').read_text()}\n"
+            f"{(ASSETS / 'classroom.js').read_text()}\n{(ASSETS / 'plotkeys.js').read_text()}</script>",
     "show_error": False,  # users see the sentences we write, never stack traces
     "max_file_size": MAX_UPLOAD_BYTES,
     "run_history": False,  # gradio would copy every figure into the browser's storage

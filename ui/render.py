@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 import html
 import json
 import re
@@ -272,7 +273,8 @@ def _shared_key(kind: str, view: View, session: Session, tokens: tuple[str, ...]
             session.settings, session.positions, session.frozen, session.basis)
 
 
-def plane(page, view: View, session: Session, tokens: tuple[str, ...] | None = None, revision: int = 0) -> dict:
+def plane(page, view: View, session: Session, tokens: tuple[str, ...] | None = None, revision: int = 0, *,
+          holds: bool = False) -> dict:
     """The main plot (in its compact form, which also carries the token table: `core.wire.expand`),
     its summary, the neighbours, the search and the variance bar.
 
@@ -280,10 +282,25 @@ def plane(page, view: View, session: Session, tokens: tuple[str, ...] | None = N
     live path does not tokenize the sentences once more to find the flipped ones.
     `revision`: the tab's change count (`core.live.Change.revision`); the page's script draws
     no figure older than the one it shows, whichever path brought it. A plane on shared tables
-    is drawn once for every tab (`_shared`), with each tab's revision written into its JSON."""
+    is drawn once for every tab (`_shared`), with each tab's revision written into its JSON.
+    `holds`: a training's figure: the page keeps the axes it has (`hold_key`) for it and for
+    every later figure of the same view, so the frozen points stay where they were drawn."""
     out = _shared("plane", view, session, tokens, lambda: _plane(page, view, session, tokens, REVISION))
-    out[page.plot] = out[page.plot].replace(f'"revision":{REVISION}', f'"revision":{revision}', 1)
+    sent = f'"revision":{revision}' + (',"holdFrom":true' if holds else "")
+    out[page.plot] = out[page.plot].replace(f'"revision":{REVISION}', sent, 1)
     return out
+
+
+# the view's fields that leave every point where it is: a figure that differs from the last only
+# in these keeps its axes while they are held (assets/explorer.js `held`)
+STILL = frozenset({"token", "k", "labels", "arrows", "shift", "step", "frozen"})
+HOLDING = tuple(name for name, declared in FIELDS.items() if declared.redraws & {PLANE, TABLES, BACKGROUND}
+                and name not in STILL)
+
+
+def hold_key(view: View) -> str:
+    """What names a view's drawing for the page's held axes: the fields that move its points."""
+    return hashlib.sha256(repr([getattr(view, name) for name in HOLDING]).encode()).hexdigest()[:16]
 
 
 def _plane(page, view: View, session: Session, tokens: tuple[str, ...] | None, revision: int) -> dict:
@@ -292,8 +309,7 @@ def _plane(page, view: View, session: Session, tokens: tuple[str, ...] | None, r
     spec = embedding_spec(result.scene, labels=view.labels, arrows=view.arrows, shift=view.shift,
                           presenter=view.presenter, narrow=view.narrow, compact=True,
                           named=tour.step(view.step).named if view.step else (),
-                          layer=None if found is None else found.trace,
-                          reach=_behind_tokens(view, session).extent if _behind(view, session) else None)
+                          layer=None if found is None else found.trace)
     if found is not None:
         searched = [[hit.word, hit.id] for hit in found.hits]
     near = result.neighbours or {}
@@ -304,6 +320,8 @@ def _plane(page, view: View, session: Session, tokens: tuple[str, ...] | None, r
         spectrum = projection.explained_variance_ratio_  # a long input: its axes only
     title = f"Explained variance · {BASES[session.basis].split(' (')[0]}"
     spec["layout"]["meta"]["revision"] = revision
+    if view.dims == 2:
+        spec["layout"]["meta"]["hold"] = hold_key(view)
     return {
         page.plot: figure_json(spec),
         page.info: summary(result, session),
@@ -348,7 +366,7 @@ def _detail(page, view: View, session: Session, tokens: tuple[str, ...] | None) 
         rows = [[r.token, f"{r.positions[0]} and {r.positions[1]}", round(r.cosine, 3)] for r in found.repeated]
         return {page.positions_plot: plot(found.figure), page.repeated: rows}
     if view.shown == "layernorm":
-        found = layernorm_detail(session, a, b, flipped, presenter=view.presenter)
+        found = layernorm_detail(session, a, b, flipped, presenter=view.presenter, narrow=view.narrow)
         return {page.layernorm_plot: plot(found.figure), page.layernorm_info: found.summary}
     return {page.similarity_plot: plot(similarity_detail(session, a, b, flipped, presenter=view.presenter))}
 
@@ -479,7 +497,23 @@ def summary(result: Exploration, session: Session) -> str:
     )
     if session.trained is not None:
         line += " · faint points: before training, in the plane they had then"
-    return "".join(f"<p>{part}</p>" for part in (line, *(f"⚠️ {html.escape(note)}" for note in result.notes)))
+    return "".join(f"<p>{part}</p>" for part in (line, tables_line(session),
+                                                 *(f"⚠️ {html.escape(note)}" for note in result.notes)))
+
+
+# what the tables are, under the plot: a student must not take a random layer's picture for BERT's
+TABLES_SAID = {
+    "random": "<strong>A seeded random layer</strong>: its vectors mean nothing yet (Tables → BERT for trained ones).",
+    "bert": "<strong>BERT's own tables</strong>, learned in pretraining (MiniLM-L6-H384).",
+    "glove": "<strong>GloVe's vectors</strong>, learned from 6 billion words of text.",
+    "upload": "<strong>Your uploaded table.</strong>",
+}
+
+
+def tables_line(session: Session) -> str:
+    """What the plotted tables are, and whether they were trained here."""
+    said = TABLES_SAID[session.base.key]
+    return said + (" Trained here since." if session.trained is not None else "")
 
 
 @functools.cache  # eight texts, made once each

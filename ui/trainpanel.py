@@ -165,7 +165,7 @@ async def train(page, request: gr.Request, steps, corpus):
                     break
                 if frame is not None:
                     plot, revision = await anyio.to_thread.run_sync(
-                        _plot, page, live, view, session.adopt_training(frame), revision)
+                        _plot, page, live, view, session.adopt_training(frame), revision, True)
                     out.update(plot)
                     drawn = drawn or bool(plot)
                 yield out
@@ -203,19 +203,20 @@ def _adopted(page, request: gr.Request, live, trained: Session, steps: int, job:
     return out
 
 
-def _plot(page, live, view, session: Session, since: int | None = None) -> tuple[dict, int]:
+def _plot(page, live, view, session: Session, since: int | None = None, holds: bool = False) -> tuple[dict, int]:
     """The plot of `view` and `session`, written outside an applied change, and the tab's
     revision after it; with `since`, only if no change was applied since that revision (the
     person moved on: their view is drawn, not a snapshot of the one they left).
 
     It counts as a change of the tab's revision, so the page draws it after what it shows and
     before the next change (assets/explorer.js draws no older figure), and it is tracked, so the
-    next change knows what the page shows (`ui.events.track`)."""
+    next change knows what the page shows (`ui.events.track`). `holds`: a snapshot of a training,
+    whose frozen points the page keeps where they are drawn (`ui.render.plane`)."""
     with live.lock:
         if since is not None and live.revision != since:
             return {}, since
         live.revision += 1
-        out = render.plane(page, view, session, revision=live.revision)
+        out = render.plane(page, view, session, revision=live.revision, holds=holds)
         events.track(page, live, out)
         return out, live.revision
 
