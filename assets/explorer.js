@@ -16,7 +16,6 @@
 // A class (following the lecturer's page) is assets/classroom.js; the plots by keyboard and screen
 // reader, assets/plotkeys.js (told where the plane is and of each figure drawn: `keys`).
 (() => {
-  const MAIN = "#embed-plot";
   const BACKGROUND = "vocabulary";
   // the groups drawn one point per token (a segment's point is shared by all of its tokens)
   const GROUPS = new Set(["token", "position", "sum", "output"]);

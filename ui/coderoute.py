@@ -47,10 +47,10 @@ class CodeRoute:
                                      "after the question mark.", 414)
         params = request.query_params
         link = share.from_query({key: params.getlist(key) for key in params})
-        address = address_of(events.address_of(request))
+        host = events.address_of(request)
         try:
-            events.LIVES.new_tabs.take(address)  # a script is a page opened, and counted so
-            turn = self.turns.enter(address, None, work_of(len(request.scope.get("query_string", b""))))
+            events.LIVES.new_tabs.take(host)  # a script is a page opened, and counted so
+            turn = self.turns.enter(address_of(host), None, work_of(len(request.scope.get("query_string", b""))))
         except Refused as error:
             return PlainTextResponse(str(error), 429)
         except Busy as busy:
