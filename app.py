@@ -29,7 +29,7 @@ gc.freeze()
 __all__ = ["LAUNCH_OPTIONS", "build_demo", "demo"]
 
 if __name__ == "__main__":
-    # scikit-learn (about 2 s) is left out of the start (see core/projection.py) and imported
+    # scikit-learn (about 2 s) is left out of the start (see core/model/projection.py) and imported
     # while the server comes up, so the first visitor's first plot does not wait for it
     threading.Thread(target=importlib.import_module, args=("sklearn.decomposition",), daemon=True).start()
     # server name and port come from GRADIO_SERVER_NAME / GRADIO_SERVER_PORT when set

@@ -1,4 +1,4 @@
-// A class (core/classroom.py, ui/classroutes.py): the lecturer's page leads, students' pages follow.
+// A class (core/serving/classroom.py, ui/classroutes.py): the lecturer's page leads, students' pages follow.
 //  - "Start a class" (the Tour panel's class box) makes this page the lecturer's: it shows the
 //    student link (?class=ID) and, once, the lecturer link (?class=ID#lead=SECRET) for another
 //    screen. The secret lives in this tab's sessionStorage (so F5 keeps leading) and never in

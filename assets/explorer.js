@@ -6,7 +6,7 @@
 //    latest text winning, and at most one Plotly redraw per animation frame, so the textbox
 //    never waits for the plot. A figure older than the one shown (its layout.meta.revision)
 //    is never drawn;
-//  - the main plot arrives compact (core/figures.py embedding_spec(compact=True)): what each
+//  - the main plot arrives compact (core/drawing/figures.py embedding_spec(compact=True)): what each
 //    token's point shares across the groups is sent once, in layout.meta.columns; `expand`
 //    puts it back into each group's trace, and the token table is drawn from the same columns;
 //  - the vocabulary background: thousands of faint points sent once per basis and merged
@@ -21,8 +21,8 @@
   const GROUPS = new Set(["token", "position", "sum", "output"]);
   let background = null; // the background trace, or null when it is off
 
-  // the compact figure's shared columns -> whole traces; core/wire.py `expand` is its twin, and
-  // core/wire.py's docstring describes the columns (both checked against tests/fixtures/wire.json)
+  // the compact figure's shared columns -> whole traces; core/drawing/wire.py `expand` is its twin, and
+  // core/drawing/wire.py's docstring describes the columns (both checked against tests/fixtures/wire.json)
   const DTYPES = { f4: Float32Array, f8: Float64Array, i1: Int8Array, u1: Uint8Array, i2: Int16Array,
     u2: Uint16Array, i4: Int32Array, u4: Uint32Array };
   const untyped = (value) => {
@@ -30,7 +30,7 @@
     const bytes = Uint8Array.from(atob(value.bdata), (c) => c.charCodeAt(0));
     return Array.from(new DTYPES[value.dtype](bytes.buffer));
   };
-  const MAX_NAMED = 5; // core/wire.py MAX_NAMED: tokens a hover names at one spot at most
+  const MAX_NAMED = 5; // core/drawing/wire.py MAX_NAMED: tokens a hover names at one spot at most
   function pileNames(names, positions, piles) {
     if (!piles || !piles.length) return names;
     const out = names.slice();
@@ -115,7 +115,7 @@
   const mainPlot = () => (host && host.data ? host : null);
   const keys = () => window.embeddingExplorerKeys; // assets/plotkeys.js
 
-  // the background goes first, so it is drawn behind the tokens (it is SVG: core/figures.py
+  // the background goes first, so it is drawn behind the tokens (it is SVG: core/drawing/figures.py
   // background_trace); a stale copy is replaced
   const withBackground = (data) => {
     const rest = (data || []).filter((trace) => trace.name !== BACKGROUND);

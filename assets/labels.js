@@ -1,6 +1,6 @@
 // The main plane's written labels, placed where the drawn plot has room for them.
 // The figure says which points want a label and which come first (layout.meta.labels,
-// core/labels.py); this script knows what the server could only guess: the axes as drawn, every
+// core/drawing/labels.py); this script knows what the server could only guess: the axes as drawn, every
 // marker's box on screen, and each label's width in the font it is written in. In that order,
 // each label goes beside its point (above, under, right, left, or shifted along one of them), or
 // a little away from it with a thin leader line, where its whole box is clear of every marker
@@ -12,12 +12,12 @@
 // assets/explorer.js hands it each figure's labels; a standalone export calls it the same way.
 (() => {
   const SVG = "http://www.w3.org/2000/svg";
-  const FONT = "Arial, 'Liberation Sans', Helvetica, sans-serif"; // core/figures.py FONT_FAMILY
+  const FONT = "Arial, 'Liberation Sans', Helvetica, sans-serif"; // core/drawing/figures.py FONT_FAMILY
   const GAP = 2; // pixels between a label's box and its point's marker
   const PAD = 1; // pixels kept between two labels, and between a label and a marker not its own
   const CELL = 24; // the grid that finds what is near a box, in pixels
   const LEADER_STEPS = 2; // how far (in label heights) a label that need not be written may stray
-  const SPELLED = 2; // core/labels.py SPELLED
+  const SPELLED = 2; // core/drawing/labels.py SPELLED
   // how far plotly's symbols reach, in marker sizes (measured in Chromium: a size-20 diamond is 26 px)
   const EXTENT = { circle: 1, square: 1, diamond: 1.3, cross: 1.2, x: 1.14, "triangle-up": 1.16,
     "triangle-down": 1.16, star: 1.34, arrow: 2 }; // an arrow turns with its line, and its tip is its point
@@ -30,7 +30,7 @@
   // drawn, but not what a label must keep clear of: the faint vocabulary, the category halos
   const UNDERLAY = (trace) => trace.name === "vocabulary" || trace.legendgroup === "category";
 
-  // one label for the tokens that share a point: core/labels.py pile_label's twin
+  // one label for the tokens that share a point: core/drawing/labels.py pile_label's twin
   function pileLabel(names) {
     const counts = new Map();
     for (const name of names) counts.set(name, (counts.get(name) || 0) + 1);
@@ -41,7 +41,7 @@
   }
   const unescape = (text) => String(text).replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
   // a compact figure's labels with the texts it leaves out, read from its token columns (the
-  // escaped tokens, positions, drawing order and piles, decoded): core/labels.py `filled`'s twin
+  // escaped tokens, positions, drawing order and piles, decoded): core/drawing/labels.py `filled`'s twin
   function texts(labels, tokens, positions, order, piles) {
     const out = { ...labels.texts };
     for (const group of labels.order) {

@@ -14,8 +14,8 @@
 // and selects a token for it (`window.embeddingExplorer.select`).
 (() => {
   const GROUPS = ["token", "position", "segment", "sum", "output"]; // the plot's traces, in the order they add up
-  const NEAREST = { token: "nearest by token vector", output: "nearest by output vector" }; // core/figures.py NEIGHBOURS
-  const RING = "selected token"; // core/figures.py SELECTED: the selected token's ring
+  const NEAREST = { token: "nearest by token vector", output: "nearest by output vector" }; // core/drawing/figures.py NEIGHBOURS
+  const RING = "selected token"; // core/drawing/figures.py SELECTED: the selected token's ring
   const DESCRIBE_AFTER_MS = 500; // the description waits for drawing to pause this long
   // the keys that move, as [along a sentence or series, across the groups or series]
   const MOVES = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1], Home: [-Infinity, 0],
@@ -34,7 +34,7 @@
     decoder.innerHTML = escaped;
     return decoder.value;
   };
-  const segmentName = (row) => (row >= 0 && row < 26 ? String.fromCharCode(65 + row) : String(row)); // core/scene.py
+  const segmentName = (row) => (row >= 0 && row < 26 ? String.fromCharCode(65 + row) : String(row)); // core/plane/scene.py
   const listed = (words) => (words.length < 2 ? words.join("") : `${words.slice(0, -1).join(", ")} and ${words.at(-1)}`);
   const Plotly = () => window.Plotly;
 
@@ -270,7 +270,7 @@
     return `${name} lies ${sides.join(" and ")} ${anchor}${near}`;
   }
 
-  // the words the tour's step names (in italics or code: core/tour.py TourStep.named) that are tokens
+  // the words the tour's step names (in italics or code: core/view/tour.py TourStep.named) that are tokens
   function namedWords() {
     const text = document.querySelector("#tour-text");
     if (!text || !/^\s*Step \d+ of/.test(text.textContent)) return [];
@@ -338,7 +338,7 @@
       sentences.push(`Selected: ${token.name} (position ${selected})`
         + near.map(([group, names]) => `; ${NEAREST[group]}: ${names.slice(0, 5).join(", ")}`).join("") + ".");
     }
-    // the plot's own notes, its key's shapes in words (core/figures.py SYMBOL_NOTE); a line that starts in
+    // the plot's own notes, its key's shapes in words (core/drawing/figures.py SYMBOL_NOTE); a line that starts in
     // lower case goes on from the one before (a long note is wrapped), any other starts a note of its own
     const notes = (layout.annotations || []).map((note) => plain(String(note.text || "")).split("<br>")
       .map((line) => line.replace("◆", "diamonds:").replace(/\s*○/, "; open circles:").replace(/\s+/g, " ").trim())

@@ -7,8 +7,8 @@ an echo. This asks where the difference goes: is it the figure, any figure of th
 the page around it? In the same page of the same browser (bench/browser_roundtrip.py's page:
 the app with an echo added), two more text boxes each feed a plain ``gr.Plot`` of their own:
 
-- ours: the figure ``/embed`` sends for sentence A and B (``core.figures.embedding_spec``,
-  compact, made whole with ``core.wire.expand`` as the page's script does before plotly
+- ours: the figure ``/embed`` sends for sentence A and B (``core.drawing.figures.embedding_spec``,
+  compact, made whole with ``core.drawing.wire.expand`` as the page's script does before plotly
   sees it);
 - plotly.express: ``px.scatter`` of the same points, coloured by group, each labelled with
   its token and hovering its position: the figure a notebook draws (bench/update_latency.py).
@@ -44,11 +44,11 @@ def figures_for(a: str, b: str, keys: list[str]) -> dict[str, dict[str, str]]:
     import pandas as pd
     import plotly.express as px
 
-    from core.figures import embedding_spec
-    from core.pipeline import explore
-    from core.session import Session
-    from core.state import View
-    from core.wire import expand, figure_json
+    from core.drawing.figures import embedding_spec
+    from core.drawing.wire import expand, figure_json
+    from core.plane.pipeline import explore
+    from core.tables.session import Session
+    from core.view.state import View
 
     session, groups = Session.create(), View().groups  # the page's default tables and groups
     found: dict[str, dict[str, str]] = {kind: {} for kind in PLOTS}

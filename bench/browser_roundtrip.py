@@ -170,7 +170,7 @@ class Callbacks:
 
 def plot_key(a: str, b: str) -> str:
     """The main plot's token list, as the in-page probe reads it, for sentences a and b."""
-    from core.presets import wordpiece
+    from core.tables.presets import wordpiece
 
     tokens = wordpiece().encode(a, b, maxlen=512).tokens
     return "\u0001".join(sorted(html.escape(t, quote=False) for t in tokens))

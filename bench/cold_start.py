@@ -48,7 +48,7 @@ import json, sys, time
 start = time.perf_counter()
 import app
 seconds = time.perf_counter() - start
-import core.presets as presets
+import core.tables.presets as presets
 print(json.dumps({
     "import_s": seconds,
     "bert": presets._bert_source.cache_info().currsize,

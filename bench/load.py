@@ -44,8 +44,8 @@ import httpx
 import psutil
 
 from bench.appserver import launched_app, mib
-from core.presets import wordpiece
-from core.wire import expand, table_rows
+from core.drawing.wire import expand, table_rows
+from core.tables.presets import wordpiece
 
 FILLER = "the {word} is here for update {update}", "and the {word} stays"
 

@@ -33,10 +33,10 @@ import scipy.linalg
 import torch
 from sklearn.decomposition import PCA
 
-from core.basis import SPECTRUM
-from core.checkpoints import bert_preset
-from core.embedding import COMPONENTS
-from core.projection import PCAProjection
+from core.model.checkpoints import bert_preset
+from core.model.embedding import COMPONENTS
+from core.model.projection import PCAProjection
+from core.plane.basis import SPECTRUM
 
 TOKENS = 512
 SOLVERS = ("auto", "full", "covariance_eigh", "randomized", "arpack")

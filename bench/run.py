@@ -217,7 +217,7 @@ def the_app():
     ``words`` words for a session (``background(words, session)``, the JSON the page's script
     receives once per plane)."""
     import app
-    from core.state import View
+    from core.view.state import View
     from ui import render
 
     def background(words: int, session) -> str:
@@ -244,8 +244,8 @@ def measure_payload(sizes: tuple[int, ...] = (16, 128, 512), background: tuple[i
 
     from bench.appserver import free_port
     from bench.update_latency import embed_call, naive, pair_of
-    from core.options import LIMITS
-    from core.session import Session
+    from core.tables.session import Session
+    from core.view.options import LIMITS
 
     if background is None:
         background = (2_000, LIMITS["background"][1])
@@ -294,7 +294,7 @@ def measure_payload(sizes: tuple[int, ...] = (16, 128, 512), background: tuple[i
 
 
 def _unrevised(figure: str) -> dict:
-    """A figure's JSON without its revision (the tab's change count, core.live.Change.revision)."""
+    """A figure's JSON without its revision (the tab's change count, core.serving.tabs.Change.revision)."""
     found = json.loads(figure)
     found["layout"]["meta"].pop("revision", None)
     return found
@@ -427,7 +427,7 @@ def cold_start(quick: bool) -> list[Target]:
 
 def memory(quick: bool) -> list[Target]:
     from bench.sessions_memory import measure
-    from core.presets import bert_source
+    from core.tables.presets import bert_source
 
     found = measure(sessions=10 if quick else 100, updates=20 if quick else 200)
     copy = sum(t.numel() * t.element_size() for t in bert_source().model.state_dict().values()) / 2**20

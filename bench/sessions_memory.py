@@ -15,7 +15,7 @@ In this process (no server), with one torch thread as the app runs:
 Each session is measured two ways: the growth of the process's resident memory (psutil's
 RSS, divided by the number of sessions; includes the allocator's slack) and the bytes of
 tensors the session holds that it does not share with the preset
-(``core.embedding.private_bytes``, exact). Prints a markdown table; asserts nothing.
+(``core.model.embedding.private_bytes``, exact). Prints a markdown table; asserts nothing.
 ``--app`` instead launches ``app.py`` and measures RSS over HTTP as ``bench/run.py`` does.
 """
 
@@ -29,10 +29,10 @@ from collections.abc import Callable, Iterator
 import psutil
 import torch
 
-from core.embedding import BertEmbedding, private_bytes
-from core.presets import LIMITS, Settings
-from core.session import Session
-from core.training import PARTS, Corpus, TrainConfig, train
+from core.model.embedding import BertEmbedding, private_bytes
+from core.model.training import PARTS, Corpus, TrainConfig, train
+from core.tables.presets import LIMITS, Settings
+from core.tables.session import Session
 
 TARGET_MIB = 12  # per trained BERT session
 CONFIG = TrainConfig(steps=20)

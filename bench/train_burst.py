@@ -7,7 +7,7 @@ its sentences, then presses *Train* at a random moment within --spread seconds. 
 run side by side in one process:
 
 - ours: every student on the same tables (the tour's), so the trainings are identical and
-  the app runs one for the class (`core.live.Jobs`, shared by key);
+  the app runs one for the class (`core.serving.jobs.Jobs`, shared by key);
 - baseline: every student on tables of their own (a random seed each), so every training
   must run: the fair line alone.
 

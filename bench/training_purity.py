@@ -26,10 +26,9 @@ import time
 
 import torch
 
-from core.embedding import BertEmbedding
-from core.presets import Settings, random_source, wordpiece
-from core.tokenizer import WordLevelTokenizer
-from core.training import (
+from core.model.embedding import BertEmbedding
+from core.model.tokenizer import WordLevelTokenizer
+from core.model.training import (
     Corpus,
     Tokenizer,
     TrainConfig,
@@ -39,6 +38,7 @@ from core.training import (
     train,
     trainable_copy,
 )
+from core.tables.presets import Settings, random_source, wordpiece
 
 TARGET = 0.9  # the purity the demonstration must reach
 # (rows, width, timed baseline steps) of the tables the app offers: random, MiniLM, GloVe;

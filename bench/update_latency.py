@@ -6,7 +6,7 @@ For sentence pairs of 16, 128 and 512 tokens on the BERT (MiniLM, d=384) tables 
 
 - ours:  the page's own keystroke compute, `ui.render.plane(app.demo.explorer, view, session)`,
          for a fresh tab's `View` of the pair (default toggles, nothing selected, no search)
-         in a new session's "this sentence" plane: `core.pipeline.explore` (tokenize →
+         in a new session's "this sentence" plane: `core.plane.pipeline.explore` (tokenize →
          components → PCA to 2-D, plus the spectrum of the explained-variance bar where the
          app measures one), the plot's figure JSON (`embedding_spec` + `figure_json`), the
          variance bar's HTML (`variance_bars`), the token table, the summary, the neighbours
@@ -35,10 +35,10 @@ import numpy as np
 import torch
 from threadpoolctl import threadpool_limits
 
-from core.checkpoints import minilm_dir
-from core.embedding import COMPONENTS
-from core.presets import wordpiece
-from core.session import Session
+from core.model.checkpoints import minilm_dir
+from core.model.embedding import COMPONENTS
+from core.tables.presets import wordpiece
+from core.tables.session import Session
 
 TEXT = (
     "the quick brown fox jumps over the lazy dog while students watch vectors move across "
@@ -68,7 +68,7 @@ def embed_call(session: Session):
     shift, no presenter mode, no token selected, 10 neighbours, no flipped segments, no
     search) drawn with ``session``'s tables. Returns its {component: value} mapping."""
     import app  # builds the page once; sets the app's thread settings, as serving it does
-    from core.state import View
+    from core.view.state import View
     from ui import render
 
     page = app.demo.explorer

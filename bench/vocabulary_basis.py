@@ -7,7 +7,7 @@ The "whole vocabulary" basis is PCA of every row of the token table (BERT MiniLM
 once per table and cached; after that each keystroke only projects its vectors. For each
 table this times, side by side in one process:
 
-- first fit: ``core.basis.vocabulary_basis(table, refit=True)`` (the page's Refit button:
+- first fit: ``core.plane.basis.vocabulary_basis(table, refit=True)`` (the page's Refit button:
   the same code as the first fit, bypassing the cache) against scikit-learn's
   ``PCA(n_components=10)`` with its default solver on the same rows, and with arpack — what
   a notebook would write, asking for the ten components the explained-variance bar shows.
@@ -40,9 +40,9 @@ import torch
 from sklearn.decomposition import PCA
 from threadpoolctl import threadpool_limits
 
-from core.basis import SPECTRUM, is_cached, vocabulary_basis
-from core.embedding import COMPONENTS, BertEmbedding
-from core.presets import bert_source, glove_source
+from core.model.embedding import COMPONENTS, BertEmbedding
+from core.plane.basis import SPECTRUM, is_cached, vocabulary_basis
+from core.tables.presets import bert_source, glove_source
 
 TABLES = {"bert": ("BERT MiniLM", bert_source), "glove": ("GloVe 6B 50d", glove_source)}
 TOKENS = 512

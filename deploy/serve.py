@@ -12,7 +12,7 @@ exports and their downloads — must reach the same worker; API clients that kee
 
 HAProxy comes from Debian's package: when it is missing and this runs as root, it is
 installed (`apt-get install haproxy`); otherwise the command says how to install it.
-A class (a lecturer's page that students' pages follow, core/classroom.py) lives in a
+A class (a lecturer's page that students' pages follow, core/serving/classroom.py) lives in a
 redis-server this command starts on a loopback port (from Debian's package, installed the same
 way), so students on any worker follow; set EXPLORER_CLASS_STORE=redis://host:port/0 to use a
 Redis of your own instead.
@@ -264,7 +264,7 @@ class ClassServer:
         ]
         self.haproxy: subprocess.Popen | None = None
         self.config_path = self.run_dir / "haproxy.cfg"
-        # a class's lessons and counts, shared by the workers (core/classroom.py): a redis-server of
+        # a class's lessons and counts, shared by the workers (core/serving/classroom.py): a redis-server of
         # this server's own on a loopback port, unless EXPLORER_CLASS_STORE names one already
         self.store = os.environ.get("EXPLORER_CLASS_STORE", "").strip()
         self.redis: subprocess.Popen | None = None

@@ -18,9 +18,9 @@ from functools import cache
 
 import numpy as np
 
-from core.options import COMPONENTS
-from core.pipeline import TABLE_HEADERS
-from core.wire import expand, table_rows
+from core.drawing.wire import expand, table_rows
+from core.plane.pipeline import TABLE_HEADERS
+from core.view.options import COMPONENTS
 
 ALL = list(COMPONENTS)
 
@@ -105,11 +105,11 @@ def open_view(client, key: str) -> None:
     A tab's select event has no API name, so this does what it does on the server: set the
     view's `shown` field under the tab's lock. Side views are computed only while open.
     """
-    from ui.events import LIVES
+    from ui.events import TABS
 
-    live = LIVES.get(client.session_hash)
-    with live.lock:
-        live.view = live.view.with_(shown=key)
+    tab = TABS.get(client.session_hash)
+    with tab.lock:
+        tab.view = tab.view.with_(shown=key)
 
 
 def embed(client, a: str, b: str = "") -> Outputs:

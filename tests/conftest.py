@@ -40,7 +40,7 @@ def free_port() -> int:
 @pytest.fixture(autouse=True)
 def no_shared_results():
     """Every test starts without the trainings earlier tests finished: the app shares a finished
-    training with whoever asks for the same one next (core.live.Jobs), which would turn a test's
+    training with whoever asks for the same one next (core.serving.jobs.Jobs), which would turn a test's
     training into an instant answer, depending on which tests ran before it in this process.
     Nor the drawings shared by tabs on the same tables (ui/render.py `_shared`): a test that
     changes how a view is drawn draws it anew."""
@@ -156,7 +156,7 @@ class RedisServer:
 
 @pytest.fixture(scope="session")
 def redis_url():
-    """A redis-server of this test process's own: the class store's tests (core/classroom.py's
+    """A redis-server of this test process's own: the class store's tests (core/serving/classroom.py's
     RedisStore) run against it."""
     server = RedisServer().start()
     try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import time
 
-from core.options import Refused
+from core.view.options import Refused
 
 
 def refuse(message: str):

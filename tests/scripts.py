@@ -1,4 +1,4 @@
-"""Running the Code view's scripts (core/code.py) as a student would: each in a fresh process of its own.
+"""Running the Code view's scripts (core/drawing/code.py) as a student would: each in a fresh process of its own.
 
 A script imports torch, NumPy, scikit-learn, Plotly and a table's package: about three seconds of
 imports before its own work, twenty scripts a minute on two cores. So the scripts run in processes

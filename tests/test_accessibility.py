@@ -14,7 +14,7 @@ from urllib.parse import quote
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 
-from core.tour import STEPS
+from core.view.tour import STEPS
 from tests.browser import COUNT_REQUESTS, PLOT, point_on_screen, ready, rows, settle
 
 pytestmark = pytest.mark.browser

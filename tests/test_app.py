@@ -39,7 +39,7 @@ def test_a_keystroke_writes_every_output_it_declares_and_sends_the_plot_compact(
     a keystroke writes each of its outputs; the plot's groups share one set of token columns."""
     from appapi import output_ids, unchanged
 
-    from core.wire import table_rows
+    from core.drawing.wire import table_rows
 
     raw = dict(zip(output_ids("/embed"), client.predict("A new sentence.", "And one more.", api_name="/embed"),
                    strict=True))
@@ -213,7 +213,7 @@ def test_installed_versions_carry_the_security_fixes():
 
 
 def test_a_crashing_callback_leaves_every_session_working(app_url, client, monkeypatch):
-    from core import pipeline
+    from core.plane import pipeline
 
     real = pipeline.explore
 
@@ -239,7 +239,7 @@ def test_a_crashing_callback_leaves_every_session_working(app_url, client, monke
 
 def test_importing_the_app_leaves_scikit_learn_and_the_presets_for_later():
     # scikit-learn is about 2 s of the server's start: `python app.py` imports it once the server is up
-    code = ("import sys, app, core.presets as p; print('sklearn' in sys.modules, "
+    code = ("import sys, app, core.tables.presets as p; print('sklearn' in sys.modules, "
             "p._bert_source.cache_info().currsize, p._glove_source.cache_info().currsize)")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
                           env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"})

@@ -1,4 +1,4 @@
-"""core.basis: the whole-vocabulary PCA plane (its cache, its maths, its thread safety) and the
+"""core.plane.basis: the whole-vocabulary PCA plane (its cache, its maths, its thread safety) and the
 vocabulary drawn behind the tokens (which rows, in which order, under which labels, where)."""
 
 import gc
@@ -12,10 +12,10 @@ import pytest
 import torch
 from torch import nn
 
-import core.basis
-from core.basis import SPECTRUM, background, is_cached, ranked_vocabulary, vocabulary_basis
-from core.presets import bert_source, glove_source
-from core.projection import PCAProjection
+import core.plane.basis
+from core.model.projection import PCAProjection
+from core.plane.basis import SPECTRUM, background, is_cached, ranked_vocabulary, vocabulary_basis
+from core.tables.presets import bert_source, glove_source
 
 # BERT uncased reserves ids 0-998: [PAD], [unused0]…[unused993], [UNK], [CLS], [SEP], [MASK]
 BERT_RESERVED = 999
@@ -104,15 +104,15 @@ def test_bert_vocabulary_plane_is_orthonormal_with_a_falling_spectrum(bert):
 
 def test_the_cache_forgets_a_table_that_is_garbage_collected():
     gc.collect()
-    before = len(core.basis._CACHE)
+    before = len(core.plane.basis._CACHE)
     table = seeded_table(64, 4, seed=3)
     vocabulary_basis(table)
-    assert len(core.basis._CACHE) == before + 1
+    assert len(core.plane.basis._CACHE) == before + 1
     gone = weakref.ref(table)
     del table
     gc.collect()
     assert gone() is None  # the cache held no strong reference to it
-    assert len(core.basis._CACHE) == before
+    assert len(core.plane.basis._CACHE) == before
 
 
 def test_concurrent_first_calls_fit_the_table_once(monkeypatch):
@@ -124,7 +124,7 @@ def test_concurrent_first_calls_fit_the_table_once(monkeypatch):
         time.sleep(0.05)  # keep the fit running while the other threads arrive
         return original(self, X, y)
 
-    monkeypatch.setattr(core.basis.PCAProjection, "fit", counting_fit)
+    monkeypatch.setattr(core.plane.basis.PCAProjection, "fit", counting_fit)
     table = seeded_table(500, 8, seed=4)
     start = threading.Barrier(4)
 
@@ -242,7 +242,7 @@ def test_background_refuses_a_count_that_is_not_a_whole_number(n):
 
 
 def test_a_sentence_plane_measures_the_spectrum_only_while_it_is_cheap():
-    from core.basis import SPECTRUM_ROWS, sentence_projection
+    from core.plane.basis import SPECTRUM_ROWS, sentence_projection
 
     rng = np.random.default_rng(0)
     short = sentence_projection(SPECTRUM_ROWS).fit(rng.standard_normal((SPECTRUM_ROWS, 12)))
@@ -257,7 +257,7 @@ def test_a_cached_plane_is_read_while_another_table_is_being_fitted():
 
     from torch import nn
 
-    from core import basis
+    from core.plane import basis
 
     cached, other = nn.Embedding(50, 4), nn.Embedding(60, 4)
     first = basis.vocabulary_basis(cached)

@@ -1,4 +1,4 @@
-"""A class in Chromium: a lecturer's page leads, students' pages follow (core/classroom.py,
+"""A class in Chromium: a lecturer's page leads, students' pages follow (core/serving/classroom.py,
 ui/classroutes.py, assets/classroom.js).
 
 The lecture as it happens: the lecturer starts a class from the Tour panel and hands out the

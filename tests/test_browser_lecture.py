@@ -19,7 +19,7 @@ from urllib.parse import quote
 import pytest
 from PIL import Image
 
-from core.tour import STEPS
+from core.view.tour import STEPS
 from tests.browser import LABELS, PLOT, label_faults, open_accordion, overlap, settle
 from tests.test_tour import named_in
 
@@ -47,8 +47,8 @@ LABEL_SIZES = f"""() => [...{PLOT}.querySelectorAll('svg.label-layer .labels tex
 
 def _must_label(step) -> set[str]:
     """The tokens of a step's view that its text names, and its selected token."""
-    from core.live import session_for
-    from core.session import Session
+    from core.serving.tabs import session_for
+    from core.tables.session import Session
 
     view = step.view
     tokens = session_for(view, Session.create()).encode(view.sentence_a, view.sentence_b).tokens

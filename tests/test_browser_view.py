@@ -13,8 +13,8 @@ from urllib.parse import parse_qs, quote, urlsplit
 import numpy as np
 import pytest
 
-from core.presets import wordpiece
-from core.tour import STEPS
+from core.tables.presets import wordpiece
+from core.view.tour import STEPS
 from tests.browser import COORDINATES, ERROR_BADGES, PLOT, link_of, point_on_screen, ready, rows, settle
 
 pytestmark = pytest.mark.browser

@@ -1,4 +1,4 @@
-"""core.charts, checked through each figure's data: real plotly, escaped tokens, the right numbers."""
+"""core.drawing.charts, checked through each figure's data: real plotly, escaped tokens, the right numbers."""
 
 import json
 import re
@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import pytest
 import torch
 
-from core.charts import (
+from core.drawing.charts import (
     HOVER_TEXT_MAX,
     SIMILARITY_SCALE,
     collapse_figure,
@@ -20,9 +20,9 @@ from core.charts import (
     similarity_figure,
     variance_bars,
 )
-from core.figures import COLOURS, TEMPLATE
-from core.measures import cosine_matrix, layernorm_stats
-from core.wire import figure_json
+from core.drawing.figures import COLOURS, TEMPLATE
+from core.drawing.wire import figure_json
+from core.model.measures import cosine_matrix, layernorm_stats
 
 ROOT = Path(__file__).resolve().parents[1]
 MARKUP = "<b>x</b>"
@@ -334,12 +334,12 @@ def test_figures_send_numbers_as_typed_arrays(stats, collapse_points, rng):
 
 
 def test_charts_need_neither_torch_nor_gradio():
-    check = "import core.charts, sys; assert 'torch' not in sys.modules and 'gradio' not in sys.modules"
+    check = "import core.drawing.charts, sys; assert 'torch' not in sys.modules and 'gradio' not in sys.modules"
     subprocess.run([sys.executable, "-c", check], cwd=ROOT, check=True)
 
 
 def test_positions_figure_draws_the_given_indices_and_a_note():
-    from core.charts import positions_figure
+    from core.drawing.charts import positions_figure
 
     points = np.arange(8, dtype=np.float32).reshape(4, 2)
     figure = positions_figure({"learned": points}, indices={"learned": [1, 2, 3, 4]},
@@ -353,7 +353,7 @@ def test_positions_figure_draws_the_given_indices_and_a_note():
 
 
 def test_the_similarity_heatmap_grows_with_the_sentence_to_be_read_from_a_room():
-    from core.charts import SIMILARITY_MAX_PX, SIMILARITY_MIN_PX, similarity_figure
+    from core.drawing.charts import SIMILARITY_MAX_PX, SIMILARITY_MIN_PX, similarity_figure
 
     short = similarity_figure(["a", "b"], np.eye(2))["layout"]["height"]
     long = similarity_figure([f"t{i}" for i in range(25)], np.eye(25))["layout"]["height"]

@@ -16,14 +16,14 @@ import torch
 from safetensors.torch import save_file
 from transformers import BertConfig, BertModel
 
-from core import checkpoints
-from core.checkpoints import (
+from core.model import checkpoints
+from core.model.checkpoints import (
     ALLOWED_SUFFIXES,
     bert_preset,
     bert_state_to_embedding,
     minilm_dir,
 )
-from core.embedding import BertEmbedding, EmbeddingConfig
+from core.model.embedding import BertEmbedding, EmbeddingConfig
 from core.tables import load_bert_embedding  # the documented name scripts outside the app use
 
 # a BERT small enough to build in milliseconds; one encoder layer, so whole-model files have one

@@ -1,7 +1,7 @@
 """A class through the launched app (ui/classroutes.py): start, lead, follow, end and each page's stream.
 
 Tabs are real pages' sessions, made through gradio (`/embed`) and named by the key the server
-issued them (`Live.key`), as the page's script names them. A stream is read the way the page
+issued them (`Tab.key`), as the page's script names them. A stream is read the way the page
 reads it, one JSON line at a time, on a thread of its own, each wait bounded; what travels
 (a lesson, the counts) is waited for, never timed. Each test ends the classes it started.
 """
@@ -20,8 +20,8 @@ import time
 import httpx
 import pytest
 
-import core.classroom as classroom
-from core.classroom import NO_CLASS, NOT_LECTURER, Follower, Leader, lesson_of
+import core.serving.classroom as classroom
+from core.serving.classroom import NO_CLASS, NOT_LECTURER, Follower, Leader, lesson_of
 from tests.waiting import eventually
 
 WAIT = 30.0  # seconds a bounded wait gives what another thread or the server delivers
@@ -115,15 +115,15 @@ class Stream:
 
 @pytest.fixture()
 def pages(app_url):
-    """`pages(text)`: a new page (its own gradio client) showing `text`, as (client, its Live)."""
+    """`pages(text)`: a new page (its own gradio client) showing `text`, as (client, its Tab)."""
     from gradio_client import Client
 
-    from ui.events import LIVES
+    from ui.events import TABS
 
     def page(text: str | None = None):
         client = Client(app_url, verbose=False)
         client.predict(text or f"A page of its own, {secrets.token_hex(4)}.", "", api_name="/embed")
-        return client, LIVES.get(client.session_hash)
+        return client, TABS.get(client.session_hash)
 
     return page
 
@@ -150,8 +150,8 @@ def started(app_url):
 
     classes: list[str] = []
 
-    def start(live, address: str | None = None) -> dict:
-        response = call(app_url, "start", {"key": live.key}, address=address)
+    def start(tab, address: str | None = None) -> dict:
+        response = call(app_url, "start", {"key": tab.key}, address=address)
         assert response.status_code == 200, response.text
         classes.append(response.json()["class"])
         return response.json()
@@ -300,17 +300,17 @@ def test_a_student_can_neither_end_the_class_nor_lead_it_without_the_secret(app_
 @pytest.mark.parametrize("class_id", ["guessed", "AAAAAAAAAAAAAAA", "../../explorer:classes", "", 12, None,
                                       ["AAAAAAAAAAAAAAAA"]])
 def test_a_guessed_or_malformed_class_is_not_found_with_a_sentence(app_url, pages, class_id):
-    client, live = pages()
+    client, tab = pages()
     class_id = secrets.token_urlsafe(12) if class_id == "guessed" else class_id
     before = client.predict(api_name="/fingerprint")
-    for name, sent in (("stream", {"key": live.key, "class": class_id}),
-                       ("lead", {"key": live.key, "class": class_id, "secret": secrets.token_urlsafe(24)})):
+    for name, sent in (("stream", {"key": tab.key, "class": class_id}),
+                       ("lead", {"key": tab.key, "class": class_id, "secret": secrets.token_urlsafe(24)})):
         refused = call(app_url, name, sent)
         assert refused.status_code == 404, (name, refused.text)
         assert refused.json() == {"error": NO_CLASS}
-    assert live.member is None
+    assert tab.member is None
     assert client.predict(api_name="/fingerprint") == before
-    follow = call(app_url, "follow", {"key": live.key})  # not in a class: said, not shown anything
+    follow = call(app_url, "follow", {"key": tab.key})  # not in a class: said, not shown anything
     assert follow.status_code == 400 and "not in a class" in follow.json()["error"]
 
 
@@ -321,12 +321,12 @@ def test_a_guessed_or_malformed_class_is_not_found_with_a_sentence(app_url, page
 def test_a_body_over_max_body_is_refused_with_413(app_url, pages, name):
     from ui.classroutes import MAX_BODY
 
-    _, live = pages()
-    sent = {"key": live.key, "class": "A" * 16, "secret": "x" * MAX_BODY}
+    _, tab = pages()
+    sent = {"key": tab.key, "class": "A" * 16, "secret": "x" * MAX_BODY}
     refused = call(app_url, name, sent)
     assert refused.status_code == 413
     assert refused.json() == {"error": f"A class call is at most {MAX_BODY:,} bytes; this one is larger."}
-    assert live.member is None
+    assert tab.member is None
 
 
 @pytest.mark.parametrize("name", ["start", "lead", "follow", "end", "stream"])
@@ -368,12 +368,12 @@ def test_past_the_classes_of_one_address_a_start_is_refused_429_with_a_sentence(
 def test_past_the_classes_of_the_server_a_start_is_refused_429_with_a_sentence(app_url, pages, started,
                                                                               monkeypatch):
     monkeypatch.setattr(classroom, "MAX_CLASSES", 0)  # whatever else runs, no room for one more
-    _, live = pages()
-    refused = call(app_url, "start", {"key": live.key})
+    _, tab = pages()
+    refused = call(app_url, "start", {"key": tab.key})
     assert refused.status_code == 429
     assert refused.json() == {"error": "This server runs at most 0 classes at once, and that many are running; "
                                        "try again later."}
-    assert live.member is None
+    assert tab.member is None
 
 
 def test_past_the_pages_of_one_class_a_student_is_refused_with_a_sentence(app_url, pages, started, opened,
@@ -402,9 +402,9 @@ def test_three_classes_whose_pages_closed_let_a_fourth_start_from_their_address_
     address = "203.0.113.77"
     lives = [pages()[1] for _ in range(4)]
     classes, streams = [], []
-    for live in lives[:3]:
-        classes.append(started(live, address)["class"])
-        streams.append(opened(live.key, classes[-1]))
+    for tab in lives[:3]:
+        classes.append(started(tab, address)["class"])
+        streams.append(opened(tab.key, classes[-1]))
         streams[-1].next()
     _, student = pages()
     follower = opened(student.key, classes[0])

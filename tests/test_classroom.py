@@ -1,9 +1,9 @@
-"""A class (core/classroom.py): a lecturer's tab leads, students' tabs follow its view.
+"""A class (core/serving/classroom.py): a lecturer's tab leads, students' tabs follow its view.
 
 Every test runs against both stores: `MemoryStore` (one process) and `RedisStore` on a real
 redis-server (the `redis_url` fixture; `own_redis` for one a test stops and starts again), with a
 hand clock for what the store times (a class's grace, the students' counts). Tabs are real
-`core.live.Live` objects changed through `Live.apply`, the one door every change of a page goes
+`core.serving.tabs.Tab` objects changed through `Tab.apply`, the one door every change of a page goes
 through. What travels between threads (the writer's lessons and counts, Redis's pub/sub) is
 waited for with a bounded poll, never timed.
 """
@@ -22,9 +22,8 @@ from urllib.parse import parse_qs
 
 import pytest
 
-import core.classroom as classroom
-from core import tour
-from core.classroom import (
+import core.serving.classroom as classroom
+from core.serving.classroom import (
     AWAY,
     CANNOT_START,
     ENDED,
@@ -46,9 +45,10 @@ from core.classroom import (
     lesson_of,
     lesson_view,
 )
-from core.live import Live
-from core.options import Refused
-from core.state import View
+from core.serving.tabs import Tab
+from core.view import tour
+from core.view.options import Refused
+from core.view.state import View
 from tests.waiting import eventually
 
 URLSAFE = re.compile(r"[A-Za-z0-9_-]+")
@@ -117,24 +117,24 @@ def room(store) -> Classroom:
     return Classroom(store)
 
 
-def tab(text: str | None = None) -> Live:
+def tab(text: str | None = None) -> Tab:
     """A tab whose view is its own (a unique sentence, so no two tests' lessons agree)."""
-    live = Live()
+    tab = Tab()
     text = text or f"Class test {secrets.token_hex(4)} spoke."
-    live.apply(lambda view: view.with_(sentence_a=text), lambda step: None)
-    return live
+    tab.apply(lambda view: view.with_(sentence_a=text), lambda step: None)
+    return tab
 
 
-def change(live: Live, **fields) -> None:
-    live.apply(lambda view: view.with_(**fields), lambda step: None)
+def change(tab: Tab, **fields) -> None:
+    tab.apply(lambda view: view.with_(**fields), lambda step: None)
 
 
-def show(room: Classroom, member: Follower, live: Live, lesson: Lesson) -> None:
+def show(room: Classroom, member: Follower, tab: Tab, lesson: Lesson) -> None:
     """Show a student's tab the lesson, as the follow route does (ui/classroutes.py `_show`)."""
     room.expect(member, lesson)
-    live.apply(lambda view: lesson_view(lesson.query).with_(presenter=view.presenter).seen_as(view),
+    tab.apply(lambda view: lesson_view(lesson.query).with_(presenter=view.presenter).seen_as(view),
                lambda step: None, whole=True)
-    room.shown(member, lesson, lesson_of(live.view) == lesson.query)
+    room.shown(member, lesson, lesson_of(tab.view) == lesson.query)
 
 
 def hearing(store) -> list[Lesson]:
@@ -527,7 +527,7 @@ def test_the_grace_is_minutes_and_set_by_its_setting(minutes, grace, said):
     env = {k: v for k, v in os.environ.items() if k != "EXPLORER_CLASS_GRACE_MINUTES"}
     if minutes is not None:
         env["EXPLORER_CLASS_GRACE_MINUTES"] = minutes
-    shown = "from core import classroom as c; print(c.GRACE_SECONDS); print(c.AWAY)"
+    shown = "from core.serving import classroom as c; print(c.GRACE_SECONDS); print(c.AWAY)"
     read = subprocess.run([sys.executable, "-c", shown], env=env, capture_output=True, text=True, check=True,
                           timeout=60)
     seconds, away = read.stdout.splitlines()

@@ -1,4 +1,4 @@
-"""Every view as code (core/code.py): the script reproduces what the page plots.
+"""Every view as code (core/drawing/code.py): the script reproduces what the page plots.
 
 Each script is fetched from the launched app — `/explorer/code?QUERY` for a link's view, the Code
 tab's value for a tab's trained tables — and run as a student runs it, `python script.py --json`,
@@ -27,9 +27,9 @@ from hypothesis import strategies as st
 from scripts import run_all
 
 import app
-from core import code
-from core.options import COMPONENTS, PARTS
-from core.share import PARAMETERS
+from core.drawing import code
+from core.view.options import COMPONENTS, PARTS
+from core.view.share import PARAMETERS
 from tests.test_link_renders import notes_of, opened
 from ui import coderoute
 from ui.visitors import VISITORS, Visitors
@@ -228,10 +228,10 @@ def test_the_route_refuses_what_the_page_refuses_and_is_bounded(app_url, monkeyp
         patched.setattr(visitors, "waiting", 0)  # nobody may wait: the next call is refused at once
         status, _, text = fetched(app_url, "")
     assert status == 503 and "was not taken" in text
-    from core.live import NewTabs
+    from core.serving.tabs import NewTabs
     from ui import events
 
-    monkeypatch.setattr(events.LIVES, "new_tabs", NewTabs(burst=1, refill=3600))
+    monkeypatch.setattr(events.TABS, "new_tabs", NewTabs(burst=1, refill=3600))
     assert fetched(app_url, "")[0] == 200
     status, _, text = fetched(app_url, "")  # a script is a page opened: the address's new pages are counted
     assert status == 429 and "Too many new pages" in text
@@ -289,8 +289,8 @@ def test_text_reaches_a_script_as_a_literal_that_reads_back_as_it_was_and_notes_
 def recipes():
     """Recipes of every kind a script is written for: each source, tokenizer, position table,
     plane, group choice, 3-D, freezes, flips, a selection, a background, trainings and uploads."""
-    from core.state import View
-    from core.training import Run
+    from core.model.training import Run
+    from core.view.state import View
 
     over = code.Layer("random", View().settings, "learned")
     uploads = [code.Upload("my file.txt", fmt, "token", fmt.startswith("word2vec"), rows, 32, 0, 0, over, 0)

@@ -1,4 +1,4 @@
-"""core.details, the side tabs: position paths (this table beside sinusoidal), repeated words'
+"""core.drawing.details, the side tabs: position paths (this table beside sinusoidal), repeated words'
 output cosines, what LayerNorm did (and the d_model = 2 collapse), and the token × token
 cosine heatmap — each checked against the same numbers computed independently with numpy."""
 
@@ -7,10 +7,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from core.details import PATH_POSITIONS, layernorm_detail, positions_detail, similarity_detail
-from core.presets import LISTING_SETTINGS, sinusoidal_table
-from core.projection import PCAProjection
-from core.session import Session
+from core.drawing.details import PATH_POSITIONS, layernorm_detail, positions_detail, similarity_detail
+from core.model.projection import PCAProjection
+from core.tables.presets import LISTING_SETTINGS, sinusoidal_table
+from core.tables.session import Session
 
 LISTING = "i am new to PyTorch i am having fun"
 

@@ -16,9 +16,9 @@ import secrets
 import httpx
 import pytest
 
-from core.options import MAX_TEXT
-from core.presets import wordpiece
-from core.wire import expand, table_rows
+from core.drawing.wire import expand, table_rows
+from core.tables.presets import wordpiece
+from core.view.options import MAX_TEXT
 from tests.appapi import run_async
 
 os.environ.setdefault("EMBEDDING_EXPLORER_TEST_HOOKS", "1")
@@ -46,10 +46,10 @@ def place(page, elem_id: str) -> str:
 @pytest.fixture()
 def tab(client):
     """A tab opened through gradio (its first event makes it), and its key."""
-    from ui.events import LIVES
+    from ui.events import TABS
 
     client.predict("The king spoke.", "", api_name="/embed")
-    return client, LIVES.get(client.session_hash)
+    return client, TABS.get(client.session_hash)
 
 
 STRANGER, STUDENT = "203.0.113.7", "198.51.100.20"  # documentation addresses
@@ -59,11 +59,11 @@ def new_tab(client):
     """Another tab of the launched app (its first event makes it)."""
     from gradio_client import Client
 
-    from ui.events import LIVES
+    from ui.events import TABS
 
     other = Client(client.src, verbose=False)
     other.predict("Another tab.", "", api_name="/embed")
-    return LIVES.get(other.session_hash)
+    return TABS.get(other.session_hash)
 
 
 def drawn_tokens(answer: dict) -> tuple[str, ...]:
@@ -72,18 +72,18 @@ def drawn_tokens(answer: dict) -> tuple[str, ...]:
 
 
 def test_a_keystroke_changes_the_tab_and_answers_its_figure_summary_and_address(app_url, tab):
-    client, live = tab
+    client, tab = tab
     before = client.predict(api_name="/fingerprint")
-    answer = call(app_url, {"key": live.key, "change": {"sentence_a": "A queen ran home."}})
+    answer = call(app_url, {"key": tab.key, "change": {"sentence_a": "A queen ran home."}})
     assert set(answer["rest"]) <= {place(page_of(app_url), "selected-token")}  # nothing selected: the plot alone
     assert drawn_tokens(answer) == wordpiece().encode("A queen ran home.").tokens
     values = answer["values"]
     assert "7 tokens" in values["embed-info"]
     assert "a=A%20queen%20ran%20home." in json.loads(values["address"])["query"]
-    assert live.view.sentence_a == "A queen ran home."
+    assert tab.view.sentence_a == "A queen ran home."
     assert client.predict(api_name="/fingerprint") != before
     # each change is newer than the one before: the page draws no older figure over it
-    again = call(app_url, {"key": live.key, "change": {"sentence_a": "A queen ran home!"}})
+    again = call(app_url, {"key": tab.key, "change": {"sentence_a": "A queen ran home!"}})
     revisions = [json.loads(a["values"]["embed-plot"])["layout"]["meta"]["revision"] for a in (answer, again)]
     assert revisions[1] == revisions[0] + 1
 
@@ -92,19 +92,19 @@ def test_a_click_answers_the_picker_and_neighbours_for_gradio_s_components(app_u
     """A click on a point selects its token in one call: the plot is drawn by the page, and the
     picker and both neighbour tables come in the same answer, as gradio's browser code takes
     them, each at its place among the hand-over event's outputs (`Page.everything`)."""
-    client, live = tab
+    client, tab = tab
     page = page_of(app_url)
-    answer = call(app_url, {"key": live.key, "change": {"token": 2}})
-    assert live.view.token == 2
+    answer = call(app_url, {"key": tab.key, "change": {"token": 2}})
+    assert tab.view.token == 2
     figure = json.loads(answer["values"]["embed-plot"])
     assert any(trace.get("name") == "selected token" for trace in figure["data"])
     rest = answer["rest"]
     assert place(page, "neighbours-token") in rest and place(page, "neighbours-output") in rest
     table = rest[place(page, "neighbours-token")]
-    assert table["headers"] == ["#", "token", "cosine"] and len(table["data"]) == live.view.k
+    assert table["headers"] == ["#", "token", "cosine"] and len(table["data"]) == tab.view.k
     assert rest[place(page, "selected-token")]["value"] == 2
     # the same click again changes nothing: nothing is sent twice
-    again = call(app_url, {"key": live.key, "change": {"token": 2}})
+    again = call(app_url, {"key": tab.key, "change": {"token": 2}})
     assert not set(again["rest"]) & {place(page, "neighbours-token"), place(page, "neighbours-output")}
 
 
@@ -120,7 +120,7 @@ def test_a_request_without_a_valid_key_is_refused_with_a_sentence(app_url, sent,
 
 
 def test_a_guessed_key_reaches_no_tab(app_url, tab):
-    client, live = tab
+    client, tab = tab
     before = client.predict(api_name="/fingerprint")
     answer = call(app_url, {"key": secrets.token_urlsafe(24), "change": {"sentence_a": "hijacked"}})
     assert set(answer) == {"error"} and "reload the page" in answer["error"]
@@ -130,13 +130,13 @@ def test_a_guessed_key_reaches_no_tab(app_url, tab):
 def test_opening_a_tab_is_a_direct_change_and_a_side_view_comes_drawn(app_url, tab):
     """A control tab or a main tab opened on the page: the view keeps it (links carry it), and a
     side view's drawing comes in the same answer, for gradio's components."""
-    client, live = tab
+    client, tab = tab
     page = page_of(app_url)
-    answer = call(app_url, {"key": live.key, "change": {"panel": "train"}})
-    assert live.view.panel == "train" and "panel=train" in json.loads(answer["values"]["address"])["query"]
+    answer = call(app_url, {"key": tab.key, "change": {"panel": "train"}})
+    assert tab.view.panel == "train" and "panel=train" in json.loads(answer["values"]["address"])["query"]
     assert place(page, "controls") not in answer["rest"]  # the page shows the tab it opened
-    answer = call(app_url, {"key": live.key, "change": {"shown": "layernorm"}})
-    assert live.view.shown == "layernorm"
+    answer = call(app_url, {"key": tab.key, "change": {"shown": "layernorm"}})
+    assert tab.view.shown == "layernorm"
     drawn = answer["rest"][place(page, "layernorm-plot")]
     assert drawn["type"] == "plotly" and json.loads(drawn["plot"])["data"]
 
@@ -158,9 +158,9 @@ def test_opening_a_tab_is_a_direct_change_and_a_side_view_comes_drawn(app_url, t
     ({"narrow": "yes"}, "narrow must be true or false, not str"),
 ])
 def test_a_hostile_change_is_refused_with_a_sentence_and_changes_nothing(app_url, tab, change, says):
-    client, live = tab
+    client, tab = tab
     before = client.predict(api_name="/fingerprint")
-    answer = call(app_url, {"key": live.key, "change": change})
+    answer = call(app_url, {"key": tab.key, "change": change})
     notice = answer.get("error") or answer["values"]["notice"]
     assert says in notice
     assert client.predict(api_name="/fingerprint") == before
@@ -169,18 +169,18 @@ def test_a_hostile_change_is_refused_with_a_sentence_and_changes_nothing(app_url
 def test_a_phone_s_screen_redraws_the_plot_in_larger_labels_fitted_to_it_and_no_link_carries_it(app_url, tab):
     """A page that turned narrow (a phone, or a window made narrow) says so; its labels are 12 px,
     fitted to a phone's plot, and turned wide again they are 10 px. The address never says it."""
-    client, live = tab
+    client, tab = tab
 
     def label_size(answer: dict) -> float:  # the size the page writes the figure's labels in
         return json.loads(answer["values"]["embed-plot"])["layout"]["meta"]["labels"]["size"]
 
-    narrow = call(app_url, {"key": live.key, "change": {"narrow": True}})
-    assert label_size(narrow) == 12 and live.view.narrow is True
+    narrow = call(app_url, {"key": tab.key, "change": {"narrow": True}})
+    assert label_size(narrow) == 12 and tab.view.narrow is True
     assert "narrow" not in json.loads(narrow["values"]["address"])["query"]
-    typed = call(app_url, {"key": live.key, "change": {"sentence_a": "A phone's king spoke."}})
+    typed = call(app_url, {"key": tab.key, "change": {"sentence_a": "A phone's king spoke."}})
     assert label_size(typed) == 12  # typing keeps the screen
-    wide = call(app_url, {"key": live.key, "change": {"narrow": False}})
-    assert label_size(wide) == 10 and live.view.narrow is False
+    wide = call(app_url, {"key": tab.key, "change": {"narrow": False}})
+    assert label_size(wide) == 10 and tab.view.narrow is False
 
 
 def test_the_page_s_screen_is_read_from_what_its_script_says_and_nothing_else():
@@ -218,13 +218,13 @@ def test_past_its_address_s_share_a_call_is_refused_at_once_and_another_address_
     from ui.direct import Direct
     from ui.visitors import Visitors
 
-    client, live = tab
+    client, tab = tab
     other = new_tab(client)
     direct = Direct(app.demo.explorer, visitors=Visitors(address_work=1.5))
 
     async def calls():
         async with direct.turns.held():  # every turn taken: calls wait
-            waits = asyncio.create_task(direct.answer({"key": live.key, "change": {"sentence_a": "first"}},
+            waits = asyncio.create_task(direct.answer({"key": tab.key, "change": {"sentence_a": "first"}},
                                                       STRANGER))
             while len(direct.turns) < 1:
                 await asyncio.sleep(0.01)
@@ -246,26 +246,26 @@ def test_a_change_made_while_the_tab_s_call_waits_rides_on_that_call(tab):
     import app
     from ui.direct import Direct
 
-    _client, live = tab
+    _client, tab = tab
     direct = Direct(app.demo.explorer, slots=1)
 
     async def calls():
-        await direct.answer({"key": live.key, "change": {"sentence_a": "warm"}})  # makes the turns
+        await direct.answer({"key": tab.key, "change": {"sentence_a": "warm"}})  # makes the turns
         async with direct.turns.held():  # every turn taken: the first call waits
-            first = asyncio.create_task(direct.answer({"key": live.key, "change": {"sentence_a": "a queen"}}))
+            first = asyncio.create_task(direct.answer({"key": tab.key, "change": {"sentence_a": "a queen"}}))
             while len(direct.turns) < 1:
                 await asyncio.sleep(0.01)
             # answered at once: neither waits for a turn (a bound, not a time: failing, not hanging, if one did)
-            typed = await asyncio.wait_for(direct.answer({"key": live.key, "change": {"sentence_a": "a queen ran"}}),
+            typed = await asyncio.wait_for(direct.answer({"key": tab.key, "change": {"sentence_a": "a queen ran"}}),
                                            60)
-            turned = await asyncio.wait_for(direct.answer({"key": live.key, "change": {"narrow": True}}), 60)
+            turned = await asyncio.wait_for(direct.answer({"key": tab.key, "change": {"narrow": True}}), 60)
             assert not first.done()
         return await first, typed, turned
 
     first, typed, turned = run_async(calls)
     assert typed == turned == {"merged": True}
     assert drawn_tokens(first) == wordpiece().encode("a queen ran").tokens
-    assert (live.view.sentence_a, live.view.narrow) == ("a queen ran", True)
+    assert (tab.view.sentence_a, tab.view.narrow) == ("a queen ran", True)
 
 
 def test_a_change_made_while_the_tab_s_call_computes_waits_for_a_turn_of_its_own(tab, monkeypatch):
@@ -276,7 +276,7 @@ def test_a_change_made_while_the_tab_s_call_computes_waits_for_a_turn_of_its_own
     import app
     from ui.direct import Direct
 
-    _client, live = tab
+    _client, tab = tab
     direct = Direct(app.demo.explorer, slots=1)
     computing, release = threading.Event(), threading.Event()
     apply = direct.apply
@@ -288,11 +288,11 @@ def test_a_change_made_while_the_tab_s_call_computes_waits_for_a_turn_of_its_own
 
     async def calls():
         monkeypatch.setattr(direct, "apply", held)
-        first = asyncio.create_task(direct.answer({"key": live.key, "change": {"sentence_a": "a queen"}}))
+        first = asyncio.create_task(direct.answer({"key": tab.key, "change": {"sentence_a": "a queen"}}))
         while not computing.is_set():
             await asyncio.sleep(0.01)
         monkeypatch.setattr(direct, "apply", apply)
-        second = asyncio.create_task(direct.answer({"key": live.key, "change": {"sentence_a": "a queen ran"}}))
+        second = asyncio.create_task(direct.answer({"key": tab.key, "change": {"sentence_a": "a queen ran"}}))
         while len(direct.turns) < 1:  # the second waits while the first computes
             await asyncio.sleep(0.01)
         release.set()
@@ -301,7 +301,7 @@ def test_a_change_made_while_the_tab_s_call_computes_waits_for_a_turn_of_its_own
     first, second = run_async(calls)
     assert drawn_tokens(first) == wordpiece().encode("a queen").tokens
     assert drawn_tokens(second) == wordpiece().encode("a queen ran").tokens
-    assert live.view.sentence_a == "a queen ran"
+    assert tab.view.sentence_a == "a queen ran"
 
 
 def test_a_tour_step_or_an_example_is_never_merged_and_the_older_call_waiting_gives_way(tab):
@@ -309,57 +309,57 @@ def test_a_tour_step_or_an_example_is_never_merged_and_the_older_call_waiting_gi
     from ui.assets import EXAMPLES
     from ui.direct import Direct
 
-    _client, live = tab
+    _client, tab = tab
     direct = Direct(app.demo.explorer, slots=1)
 
     async def calls():
-        await direct.answer({"key": live.key, "change": {"sentence_a": "warm"}})  # makes the turns
+        await direct.answer({"key": tab.key, "change": {"sentence_a": "warm"}})  # makes the turns
         async with direct.turns.held():  # every turn taken: both calls wait
-            typed = asyncio.create_task(direct.answer({"key": live.key, "change": {"sentence_a": "typed"}}))
-            example = asyncio.create_task(direct.answer({"key": live.key, "change": {"example": 1}}))
+            typed = asyncio.create_task(direct.answer({"key": tab.key, "change": {"sentence_a": "typed"}}))
+            example = asyncio.create_task(direct.answer({"key": tab.key, "change": {"example": 1}}))
             while len(direct.turns) < 2:
                 await asyncio.sleep(0.01)
         return await typed, await example
 
     typed, example = run_async(calls)
     assert typed == {"skipped": True}
-    assert (live.view.sentence_a, live.view.sentence_b) == tuple(EXAMPLES[1]) and "values" in example
+    assert (tab.view.sentence_a, tab.view.sentence_b) == tuple(EXAMPLES[1]) and "values" in example
 
 
 def test_text_that_tokenizes_as_before_answers_the_address_and_redraws_nothing(app_url, tab):
-    client, live = tab  # its sentence A is "The king spoke."
-    answer = call(app_url, {"key": live.key, "change": {"sentence_a": "The king spoke. "}})
+    client, tab = tab  # its sentence A is "The king spoke."
+    answer = call(app_url, {"key": tab.key, "change": {"sentence_a": "The king spoke. "}})
     assert "embed-plot" not in answer["values"] and "embed-info" not in answer["values"]
     assert json.loads(answer["values"]["address"])["query"].startswith("a=The%20king%20spoke.%20")
-    assert live.view.sentence_a == "The king spoke. "
-    answer = call(app_url, {"key": live.key, "change": {"sentence_a": "The king spoke. A"}})
+    assert tab.view.sentence_a == "The king spoke. "
+    answer = call(app_url, {"key": tab.key, "change": {"sentence_a": "The king spoke. A"}})
     assert drawn_tokens(answer) == wordpiece().encode("The king spoke. A").tokens
 
 
 def test_an_example_pair_writes_both_sentence_boxes_and_draws_them(app_url, tab):
     from ui.assets import EXAMPLES
 
-    client, live = tab
+    client, tab = tab
     page = page_of(app_url)
-    answer = call(app_url, {"key": live.key, "change": {"example": 2}})
-    assert (live.view.sentence_a, live.view.sentence_b) == tuple(EXAMPLES[2])
+    answer = call(app_url, {"key": tab.key, "change": {"example": 2}})
+    assert (tab.view.sentence_a, tab.view.sentence_b) == tuple(EXAMPLES[2])
     assert answer["rest"][place(page, "sentence-a")] == EXAMPLES[2][0]  # the boxes do not show it yet
     assert answer["rest"][place(page, "sentence-b")] == EXAMPLES[2][1]
     assert drawn_tokens(answer) == wordpiece().encode(*EXAMPLES[2]).tokens
 
 
 def test_next_and_previous_go_direct_and_restart_the_tables(app_url, tab):
-    from core import tour
+    from core.view import tour
 
-    client, live = tab
+    client, tab = tab
     page = page_of(app_url)
-    answer = call(app_url, {"key": live.key, "change": {"move": 1}})
-    assert live.view.step == 1 and live.view.sentence_a == tour.STEPS[0].view.sentence_a
+    answer = call(app_url, {"key": tab.key, "change": {"move": 1}})
+    assert tab.view.step == 1 and tab.view.sentence_a == tour.STEPS[0].view.sentence_a
     assert "Step 1 of" in answer["rest"][place(page, "tour-text")]
-    call(app_url, {"key": live.key, "change": {"move": 2}})  # two presses made while one was in flight
-    assert live.view.step == 3
-    call(app_url, {"key": live.key, "change": {"move": -7}})  # never before the first step
-    assert live.view.step == 1
+    call(app_url, {"key": tab.key, "change": {"move": 2}})  # two presses made while one was in flight
+    assert tab.view.step == 3
+    call(app_url, {"key": tab.key, "change": {"move": -7}})  # never before the first step
+    assert tab.view.step == 1
 
 
 @pytest.mark.parametrize("change, says", [
@@ -370,9 +370,9 @@ def test_next_and_previous_go_direct_and_restart_the_tables(app_url, tab):
     ({"move": 1.0}, "move must be a whole number, not float"),
 ])
 def test_a_hostile_example_or_move_is_refused_and_changes_nothing(app_url, tab, change, says):
-    client, live = tab
+    client, tab = tab
     before = client.predict(api_name="/fingerprint")
-    answer = call(app_url, {"key": live.key, "change": change})
+    answer = call(app_url, {"key": tab.key, "change": change})
     assert set(answer) == {"error"} and says in answer["error"]
     assert client.predict(api_name="/fingerprint") == before
 
@@ -385,7 +385,7 @@ def test_a_keystroke_after_a_quick_one_is_computed_on_the_event_loop_and_anythin
     import app
     from ui.direct import INLINE_GROWTH, INLINE_SECONDS, Direct
 
-    _client, live = tab
+    _client, tab = tab
     direct = Direct(app.demo.explorer)
     threads = []
     apply = direct.apply
@@ -399,19 +399,19 @@ def test_a_keystroke_after_a_quick_one_is_computed_on_the_event_loop_and_anythin
     async def calls(*changes):
         loop = threading.current_thread()
         for change in changes:
-            answer = await direct.answer({"key": live.key, "change": change})
+            answer = await direct.answer({"key": tab.key, "change": change})
             assert "values" in answer, answer
         return loop
 
-    live.computed = float("inf")  # nothing computed yet: its cost is unknown
+    tab.computed = float("inf")  # nothing computed yet: its cost is unknown
     loop = run_async(lambda: calls({"sentence_a": "The king"}, {"sentence_a": "The king s"},
                                    {"sentence_b": "A queen"}, {"token": 1},
                                    {"sentence_a": "The king s" + " pasted" * (INLINE_GROWTH // 7 + 1)}))
     assert [thread is loop for thread in threads] == [False, True, True, False, False]
-    assert 0 < live.computed <= INLINE_SECONDS
-    assert not Direct.quick(live, {"panel": "tour"}) and not Direct.quick(live, {"sentence_a": "x", "narrow": True})
-    live.computed = 2 * INLINE_SECONDS  # the last one was slow: so may this one be
-    assert not Direct.quick(live, {"sentence_a": "The king"})
+    assert 0 < tab.computed <= INLINE_SECONDS
+    assert not Direct.quick(tab, {"panel": "tour"}) and not Direct.quick(tab, {"sentence_a": "x", "narrow": True})
+    tab.computed = 2 * INLINE_SECONDS  # the last one was slow: so may this one be
+    assert not Direct.quick(tab, {"sentence_a": "The king"})
 
 
 def test_a_keystroke_never_stops_the_server_while_another_thread_holds_its_tab(app_url, tab):
@@ -419,12 +419,12 @@ def test_a_keystroke_never_stops_the_server_while_another_thread_holds_its_tab(a
     table change, a training's step), waits on a worker thread: the server answers others."""
     import threading
 
-    _client, live = tab
-    call(app_url, {"key": live.key, "change": {"sentence_a": "The king"}})  # quick: the next may go on the loop
+    _client, tab = tab
+    call(app_url, {"key": tab.key, "change": {"sentence_a": "The king"}})  # quick: the next may go on the loop
     held, release, answered = threading.Event(), threading.Event(), {}
 
     def hold() -> None:
-        with live.lock:
+        with tab.lock:
             held.set()
             release.wait(60)
 
@@ -432,7 +432,7 @@ def test_a_keystroke_never_stops_the_server_while_another_thread_holds_its_tab(a
     holder.start()
     assert held.wait(30)
     typist = threading.Thread(target=lambda: answered.update(
-        call(app_url, {"key": live.key, "change": {"sentence_a": "The king s"}})))
+        call(app_url, {"key": tab.key, "change": {"sentence_a": "The king s"}})))
     typist.start()
     try:
         typist.join(0.5)
@@ -442,4 +442,4 @@ def test_a_keystroke_never_stops_the_server_while_another_thread_holds_its_tab(a
         release.set()
         holder.join(30)
         typist.join(60)
-    assert "values" in answered and live.view.sentence_a == "The king s"
+    assert "values" in answered and tab.view.sentence_a == "The king s"

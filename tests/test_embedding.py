@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from core.embedding import COMPONENTS, BertEmbedding, EmbeddingConfig
+from core.model.embedding import COMPONENTS, BertEmbedding, EmbeddingConfig
 
 
 def layer(**kwargs) -> BertEmbedding:

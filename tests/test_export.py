@@ -11,18 +11,18 @@ import pytest
 import torch
 from safetensors.numpy import load
 
-from core.embedding import COMPONENTS
-from core.export import (
+from core.drawing.export import (
     CSV_HEADER,
     coordinates_csv,
     export_files,
     figure_html,
     vectors_safetensors,
 )
-from core.figures import ADDITION_PATH, embedding_spec
-from core.pipeline import _vectors, explore
-from core.scene import Scene
-from core.session import Session
+from core.drawing.figures import ADDITION_PATH, embedding_spec
+from core.model.embedding import COMPONENTS
+from core.plane.pipeline import _vectors, explore
+from core.plane.scene import Scene
+from core.tables.session import Session
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""One declaration per view field (core/fields.py): every field has every part, and the page
+"""One declaration per view field (core/view/fields.py): every field has every part, and the page
 does what the parts say.
 
 A field of `View` is declared once, with its kind (type and limits), link parameter, widget and
@@ -13,12 +13,25 @@ from dataclasses import fields
 
 import pytest
 
-from core.fields import BACKGROUND, DETAIL, LISTING, LOOKUP, PLANE, REDRAWS, TABLES, Field, Kind, Names, Text, Whole
-from core.live import Change
-from core.options import DETAILS, LIMITS
-from core.session import Session
-from core.share import PARAMETERS
-from core.state import FIELDS, SCREEN, View
+from core.serving.tabs import Change
+from core.tables.session import Session
+from core.view.fields import (
+    BACKGROUND,
+    DETAIL,
+    LISTING,
+    LOOKUP,
+    PLANE,
+    REDRAWS,
+    TABLES,
+    Field,
+    Kind,
+    Names,
+    Text,
+    Whole,
+)
+from core.view.options import DETAILS, LIMITS
+from core.view.share import PARAMETERS
+from core.view.state import FIELDS, SCREEN, View
 
 NAMES = [f.name for f in fields(View)]
 
@@ -118,7 +131,7 @@ def another(name: str, value: object) -> object:
 
 
 def drawn(page, out: dict, view: View) -> set[str]:
-    """What `render.outputs` drew again, named as in core.fields.REDRAWS."""
+    """What `render.outputs` drew again, named as in core.view.fields.REDRAWS."""
     seen = {what for what, component in ((TABLES, page.tables_info), (PLANE, page.plot),
                                          (BACKGROUND, page.background_json), (LISTING, page.listing_output),
                                          (LOOKUP, page.lookup_output)) if component in out}

@@ -10,9 +10,9 @@ import json
 import numpy as np
 import pytest
 
-from core.figures import embedding_spec
-from core.scene import GROUPS, Scene
-from core.wire import figure_json, trace_json
+from core.drawing.figures import embedding_spec
+from core.drawing.wire import figure_json, trace_json
+from core.plane.scene import GROUPS, Scene
 
 
 def _decoded(value):
@@ -87,7 +87,7 @@ def _piled(scene: Scene) -> Scene:
 @pytest.mark.parametrize("options", [{}, {"labels": False}, {"webgl_above": 10}, {"arrows": True, "shift": True}])
 def test_the_compact_figure_expands_to_the_whole_one(scene, dims, options):
     """What the page receives (compact) and what the page draws (expanded) are the whole figure."""
-    from core.wire import expand, table_rows
+    from core.drawing.wire import expand, table_rows
 
     scene = _piled(scene)
     if dims == 3:

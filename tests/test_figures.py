@@ -12,11 +12,11 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 
-from core.charts import loss_figure
-from core.figures import ADDITION_PATH, COLOURS, MOVEMENT, embedding_figure, embedding_spec
-from core.projection import PCAProjection
-from core.scene import GROUPS, Scene
-from core.wire import figure_json
+from core.drawing.charts import loss_figure
+from core.drawing.figures import ADDITION_PATH, COLOURS, MOVEMENT, embedding_figure, embedding_spec
+from core.drawing.wire import figure_json
+from core.model.projection import PCAProjection
+from core.plane.scene import GROUPS, Scene
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKENS = ("[CLS]", "the", "embed", "##ding", "<img src=x onerror=alert(1)>", "[SEP]", "tom & jerry", "[SEP]")
@@ -252,13 +252,13 @@ def test_a_mismatched_scene_is_refused():
 
 
 def test_groups_are_the_embedding_layers_components():
-    from core.embedding import COMPONENTS
+    from core.model.embedding import COMPONENTS
 
     assert GROUPS == COMPONENTS
 
 
 def test_figures_import_neither_torch_nor_gradio():
-    check = "import core.figures, sys; assert 'torch' not in sys.modules and 'gradio' not in sys.modules"
+    check = "import core.drawing.figures, sys; assert 'torch' not in sys.modules and 'gradio' not in sys.modules"
     subprocess.run([sys.executable, "-c", check], cwd=ROOT, check=True)
 
 

@@ -1,4 +1,4 @@
-"""core.figures' lecture additions, read from the figure's data: the segment-shift arrows, the
+"""core.drawing.figures' lecture additions, read from the figure's data: the segment-shift arrows, the
 selected token's neighbourhood (stars, ring, escaped labels), presenter sizes, the vocabulary
 plane's axis titles, and the WebGL background trace with its JSON."""
 
@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 
-from core.figures import (
+from core.drawing.figures import (
     ADDITION_PATH,
     BACKGROUND,
     NEIGHBOURS,
@@ -23,12 +23,12 @@ from core.figures import (
     embedding_figure,
     embedding_spec,
 )
-from core.options import LIMITS
-from core.pipeline import explore
-from core.projection import PCAProjection
-from core.scene import GROUPS, Neighbourhood, Scene
-from core.session import Session
-from core.wire import figure_json, trace_json
+from core.drawing.wire import figure_json, trace_json
+from core.model.projection import PCAProjection
+from core.plane.pipeline import explore
+from core.plane.scene import GROUPS, Neighbourhood, Scene
+from core.tables.session import Session
+from core.view.options import LIMITS
 
 TOKENS = ("[CLS]", "the", "cat", "[SEP]", "on", "<i>mat</i>", "[SEP]")
 SEGMENTS = (0, 0, 0, 0, 1, 1, 1)
@@ -469,7 +469,7 @@ def test_a_selected_token_is_ringed_in_three_dimensions(bert):
 
 
 def test_categories_colour_the_corpus_words_with_a_legend():
-    from core.training import Corpus
+    from core.model.training import Corpus
 
     categories = Corpus.builtin().categories
     session = Session.create()
@@ -485,7 +485,7 @@ def test_categories_colour_the_corpus_words_with_a_legend():
 
 
 def test_the_loss_curve_is_a_cheap_dict_that_can_span_the_whole_run():
-    from core.charts import loss_figure, loss_spec
+    from core.drawing.charts import loss_figure, loss_spec
 
     spec = loss_spec([3.0, 2.5, 2.0], steps=150)
     assert isinstance(spec, dict) and spec["layout"]["xaxis"]["range"] == [0, 151]

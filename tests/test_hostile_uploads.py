@@ -1,6 +1,6 @@
 """Hostile files through the real /upload API: refused with a sentence, nothing run, nothing kept.
 
-tests/test_uploads.py checks core.uploads.read_upload on these files directly; here they
+tests/test_uploads.py checks core.tables.uploads.read_upload on these files directly; here they
 travel the way a stranger's file does: gradio_client uploads it, gradio stores it and hands
 the path to the app's callback. Each refused file is answered with a plain-text notice and an
 emptied upload box, must leave the session as it was (`/fingerprint`, which covers the

@@ -1,4 +1,4 @@
-"""Which points ask for a written label, in what order (core/labels.py): one label for points that
+"""Which points ask for a written label, in what order (core/drawing/labels.py): one label for points that
 coincide, the words that must be written first, and the same texts whether the figure is sent
 whole or compact. Where the page writes them is checked in Chromium, from the page's DOM
 (tests/test_browser_lecture.py, tests/test_browser.py)."""
@@ -9,11 +9,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from core.figures import embedding_spec
-from core.labels import group_texts, pile_label
-from core.scene import Neighbourhood
-from core.search import SEARCH
-from core.wire import expand, figure_json
+from core.drawing.figures import embedding_spec
+from core.drawing.labels import group_texts, pile_label
+from core.drawing.wire import expand, figure_json
+from core.plane.scene import Neighbourhood
+from core.plane.search import SEARCH
 from tests.test_figures import TOKENS, make_scene
 
 

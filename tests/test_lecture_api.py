@@ -22,9 +22,9 @@ from appapi import ALL, Outputs, call, decode, fingerprint, open_view, query
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
-from core import tour
-from core.share import from_query
-from core.state import View
+from core.view import tour
+from core.view.share import from_query
+from core.view.state import View
 
 A = "The cat sat on the mat."
 B = "It was warm there."

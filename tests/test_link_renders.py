@@ -31,10 +31,10 @@ from hypothesis import strategies as st
 from starlette.requests import Request
 
 import app
-from core.live import Live
-from core.options import COMPONENTS, LIMITS, MAX_LOOKUP_CHARS, PANELS, VIEWS
-from core.share import to_query
-from core.state import View
+from core.serving.tabs import Tab
+from core.view.options import COMPONENTS, LIMITS, MAX_LOOKUP_CHARS, PANELS, VIEWS
+from core.view.share import to_query
+from core.view.state import View
 from tests.test_share_properties import FIELDS, names, values
 from ui import events, render, tourpanel
 
@@ -47,10 +47,10 @@ NOTE = re.compile(r"<p>⚠️ (.*?)</p>", flags=re.DOTALL)
 @pytest.fixture(scope="module", autouse=True)
 def own_store():
     """The module's tabs in a store of their own, let go at its end (a large table with them)."""
-    from core.live import Lives
+    from core.serving.tabs import Tabs
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(events, "LIVES", Lives())
+        patch.setattr(events, "LIVES", Tabs())
         yield
 
 
@@ -64,12 +64,12 @@ def request(query: str) -> gr.Request:
     return gr.Request(Request(scope), session_hash=uuid.uuid4().hex)
 
 
-def opened(query: str, screen: object = None) -> tuple[dict, Live]:
+def opened(query: str, screen: object = None) -> tuple[dict, Tab]:
     """What the page load answers for `query`, and its tab (the view it holds, its tokens)."""
     render.forget_shared()  # the view is drawn, not taken from an earlier example's drawing
     asked = request(query)
     out = tourpanel.open_link(PAGE, asked, screen)  # a fault escapes it and fails the test
-    return out, events.LIVES.get(asked.session_hash)
+    return out, events.TABS.get(asked.session_hash)
 
 
 def notes_of(out: dict) -> list[str]:
@@ -108,11 +108,11 @@ def drawn(out: dict) -> list[str]:
     return [trace.get("name") for trace in figure["data"]]
 
 
-def check_drawn(out: dict, tab: Live, link: View, link_notes: tuple[str, ...] = (), narrow: bool = False) -> None:
+def check_drawn(out: dict, tab: Tab, link: View, link_notes: tuple[str, ...] = (), narrow: bool = False) -> None:
     """The page shows `link` on its screen (`narrow`: a phone's), saying exactly its notes: never
     "The link's view could not be opened", which would show the default view instead. A link
     names token positions of its own sentences: a selected token past their end is let go with a
-    note, flips past it without one (`core.live.follow`)."""
+    note, flips past it without one (`core.serving.tabs.follow`)."""
     notes, traces, shown = notes_of(out), drawn(out), tab.view
     length = len(tab.tokens)
     token = link.token if link.token is None or link.token < length else None
@@ -195,7 +195,7 @@ screens = st.one_of(st.none(), st.sampled_from(['{"narrow":true}', '{"narrow":fa
 def test_any_query_opens_the_page_with_its_notes_as_text(params, screen):
     from starlette.datastructures import QueryParams
 
-    from core.share import from_query
+    from core.view.share import from_query
 
     query = query_of(params)
     link = from_query({key: QueryParams(query).getlist(key) for key in QueryParams(query)})
@@ -215,12 +215,12 @@ def test_a_frozen_plane_with_no_group_ticked_reopens_from_its_address():
     tourpanel.open_link(PAGE, asked, None)
     events.update(PAGE, asked, lambda view: view.with_(sentence_a="the king spoke", basis="frozen"), asked=("basis",))
     events.update(PAGE, asked, lambda view: view.with_(groups=()), asked=("groups",))
-    kept = events.LIVES.get(asked.session_hash).view
+    kept = events.TABS.get(asked.session_hash).view
     assert (kept.basis, kept.groups) == ("frozen", ())
 
     reloaded = request(to_query(kept)[0])
     out = tourpanel.open_link(PAGE, reloaded, None)
-    tab = events.LIVES.get(reloaded.session_hash)
+    tab = events.TABS.get(reloaded.session_hash)
     check_drawn(out, tab, kept)
     assert notes_of(out) == []
     assert tab.session.basis == "frozen" and tab.session.frozen_basis is not None
@@ -230,7 +230,7 @@ def test_a_frozen_plane_with_no_group_ticked_reopens_from_its_address():
     assert titles and all("of the frozen view" in title for title in titles), titles
     back = request("")  # Back to that address shows it too
     out = tourpanel.back(PAGE, back, json.dumps({"back": to_query(kept)[0]}))
-    assert notes_of(out) == [] and events.LIVES.get(back.session_hash).view == kept
+    assert notes_of(out) == [] and events.TABS.get(back.session_hash).view == kept
 
     fresh = request("")
     tourpanel.open_link(PAGE, fresh, None)
@@ -238,4 +238,4 @@ def test_a_frozen_plane_with_no_group_ticked_reopens_from_its_address():
     with pytest.warns(UserWarning, match="No group is ticked"):  # the toast, outside a page
         out = events.update(PAGE, fresh, lambda view: view.with_(basis="frozen"), asked=("basis",))
     assert notes_of(out) == ["No group is ticked, so there is no plane to keep: tick at least one group."]
-    assert events.LIVES.get(fresh.session_hash).view.basis == "sentence"
+    assert events.TABS.get(fresh.session_hash).view.basis == "sentence"

@@ -11,8 +11,8 @@ import pytest
 import torch
 from torch import nn
 
-from core.embedding import COMPONENTS, BertEmbedding
-from core.listing import EPS, ListingEmbedding, listing_model, run_listing
+from core.model.embedding import COMPONENTS, BertEmbedding
+from core.model.listing import EPS, ListingEmbedding, listing_model, run_listing
 
 SEEDS = range(8)
 ROOT = Path(__file__).resolve().parents[1]  # so the child process can import core
@@ -52,8 +52,8 @@ def test_the_listing_prints_exactly_this_after_torch_manual_seed():
     script = textwrap.dedent(
         f"""
         import torch
-        from core.embedding import BertEmbedding
-        from core.listing import ListingEmbedding
+        from core.model.embedding import BertEmbedding
+        from core.model.listing import ListingEmbedding
 
         for layer in (BertEmbedding, ListingEmbedding):
             torch.manual_seed({seed})

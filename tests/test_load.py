@@ -130,7 +130,7 @@ def spread(seconds: list[float]) -> str:
 
 
 def test_words_are_one_wordpiece_each():
-    from core.presets import wordpiece
+    from core.tables.presets import wordpiece
 
     assert len(set(WORDS)) == N_CLIENTS
     for word in WORDS:
@@ -185,7 +185,7 @@ def test_a_class_at_once_sees_only_its_own_sessions(app_url):
 def test_a_class_pressing_train_together_is_answered_and_trains_once(app_url, monkeypatch):
     """Tour step 7 asks every student to press Train: the same tables, corpus and steps train
     the same way, so the burst trains once and every student gets the result, none refused."""
-    from core.session import Session
+    from core.tables.session import Session
 
     calls, students = [], 12
     trained_on = Session.trained_on

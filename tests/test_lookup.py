@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from core.lookup import DOCUMENT_SENTENCE, PRETRAINED, chance_abs_cosine, walk_through
+from core.model.lookup import DOCUMENT_SENTENCE, PRETRAINED, chance_abs_cosine, walk_through
 
 
 def test_vocabulary_and_ids_are_the_documents():

@@ -1,4 +1,4 @@
-"""core.measures: exact numbers on vectors whose answers are known, and every awkward input."""
+"""core.model.measures: exact numbers on vectors whose answers are known, and every awkward input."""
 
 import math
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from core.embedding import BertEmbedding
-from core.measures import (
+from core.model.embedding import BertEmbedding
+from core.model.measures import (
     LayerNormStats,
     RepeatedToken,
     cosine_matrix,

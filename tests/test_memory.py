@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 import torch
 
-from core import presets
-from core.embedding import BertEmbedding, PatchedEmbedding, private_bytes
-from core.neighbours import nearest, nearest_patched, output_neighbours, output_neighbours_patched
-from core.presets import LIMITS, MAX_TABLE_BYTES, RANDOM_CACHE_BYTES, Settings, random_source, wordpiece
-from core.session import Session
-from core.tokenizer import WordLevelTokenizer
-from core.training import PARTS, Corpus, TrainConfig, train, trainable_copy
+from core.model.embedding import BertEmbedding, PatchedEmbedding, private_bytes
+from core.model.tokenizer import WordLevelTokenizer
+from core.model.training import PARTS, Corpus, TrainConfig, train, trainable_copy
+from core.plane.neighbours import nearest, nearest_patched, output_neighbours, output_neighbours_patched
+from core.tables import presets
+from core.tables.presets import LIMITS, MAX_TABLE_BYTES, RANDOM_CACHE_BYTES, Settings, random_source, wordpiece
+from core.tables.session import Session
 
 SHORT = TrainConfig(steps=20)
 MiB = 2**20
@@ -200,9 +200,9 @@ def test_neighbours_in_a_patched_table_are_those_of_the_whole_table():
 def test_a_trained_session_s_neighbours_and_search_never_build_its_whole_table(monkeypatch):
     """The selected token's neighbours and a search read a trained table as its shared rows and
     its own: the same lists as the whole table gives, without building it (GloVe's is 80 MB)."""
-    from core import search as searching
-    from core.pipeline import explore
-    from core.search import search
+    from core.plane import search as searching
+    from core.plane.pipeline import explore
+    from core.plane.search import search
 
     session = Session.create(source="bert").trained_on(Corpus.builtin(), SHORT)
     tokens = session.model.tok_embed

@@ -1,4 +1,4 @@
-"""The process's one memory budget (core/memory.py), the store's new-tab limit, and shared tables.
+"""The process's one memory budget (core/process/memory.py), the store's new-tab limit, and shared tables.
 
 In process, with a budget and a store of each test's own: what is counted (each table once,
 whoever holds it), what is parked to make room (the least recently used tab whose view
@@ -12,13 +12,14 @@ import numpy as np
 import pytest
 import torch
 
-from core import memory, presets
-from core.live import PUSHED_OUT, Expired, Lives, NewTabs
-from core.memory import MIB, Budget
-from core.options import Refused
-from core.state import Settings
-from core.uploads import read_upload
-from tests.test_live import Clock
+from core.process import memory
+from core.process.memory import MIB, Budget
+from core.serving.tabs import PUSHED_OUT, Expired, NewTabs, Tabs
+from core.tables import presets
+from core.tables.uploads import read_upload
+from core.view.options import Refused
+from core.view.state import Settings
+from tests.test_tabs import Clock
 
 
 def big(seed: int) -> dict:
@@ -33,9 +34,9 @@ def budget(monkeypatch):
     own.shared(presets.default_random_source().model)  # a fresh page's tables are every page's
     monkeypatch.setattr(memory, "BUDGET", own)
     monkeypatch.setattr(presets, "BUDGET", own)
-    import core.live
+    import core.serving.tabs
 
-    monkeypatch.setattr(core.live, "BUDGET", own)
+    monkeypatch.setattr(core.serving.tabs, "BUDGET", own)
     own.kept_by(lambda: memory.private(source.model for source in presets.random_source.values()),
                 presets.random_source.cache_clear)
     presets.random_source.cache_clear()  # nothing kept from other tests: this store is the truth
@@ -43,13 +44,13 @@ def budget(monkeypatch):
     presets.random_source.cache_clear()
 
 
-def settle(live, **settings) -> None:
+def settle(tab, **settings) -> None:
     """The tab asks for random tables of these settings, as a settings event does."""
-    live.apply(lambda view: view.with_(source="random", **settings), lambda step: None)
+    tab.apply(lambda view: view.with_(source="random", **settings), lambda step: None)
 
 
 def test_a_table_many_tabs_hold_is_counted_once(budget):
-    store = Lives(budget=budget)
+    store = Tabs(budget=budget)
     for name in ("a", "b", "c"):
         settle(store.get(name), **big(1))
     presets.random_source.cache_clear()  # only the tabs hold it now
@@ -58,7 +59,7 @@ def test_a_table_many_tabs_hold_is_counted_once(budget):
 
 
 def test_identical_settings_share_one_table_after_the_cache_let_it_go(budget):
-    store = Lives(budget=budget)
+    store = Tabs(budget=budget)
     settle(store.get("a"), **big(1))
     presets.random_source.cache_clear()
     settle(store.get("b"), **big(1))
@@ -67,7 +68,7 @@ def test_identical_settings_share_one_table_after_the_cache_let_it_go(budget):
 
 def test_past_the_budget_the_longest_unused_tab_is_parked_and_rebuilt_exactly(budget):
     clock = Clock()
-    store = Lives(budget=budget, clock=clock)
+    store = Tabs(budget=budget, clock=clock)
     first = store.get("first")
     settle(first, **big(1))
     first.apply(lambda view: view.with_(sentence_a="the quick brown fox", token=2), lambda step: None)
@@ -83,7 +84,7 @@ def test_past_the_budget_the_longest_unused_tab_is_parked_and_rebuilt_exactly(bu
 
 
 def test_a_tab_that_cannot_be_rebuilt_is_never_parked_and_a_new_table_is_refused(budget):
-    store = Lives(budget=budget)
+    store = Tabs(budget=budget)
     keepers = [store.get(f"keeper-{seed}") for seed in (1, 2)]
     for seed, keeper in enumerate(keepers, start=1):
         settle(keeper, **big(seed))
@@ -98,16 +99,16 @@ def test_a_tab_that_cannot_be_rebuilt_is_never_parked_and_a_new_table_is_refused
 
 
 def test_one_tab_cannot_hold_more_than_its_share(budget):
-    store = Lives(budget=budget)
-    live = store.get("greedy")
-    before = live.session.fingerprint()
+    store = Tabs(budget=budget)
+    tab = store.get("greedy")
+    before = tab.session.fingerprint()
     with pytest.raises(Refused, match=r"would take 119 MiB .* more than the 12 MiB a page may hold"):
-        settle(live, **{**big(1), "tokenizer": "wordpiece"})
-    assert live.session.fingerprint() == before
+        settle(tab, **{**big(1), "tokenizer": "wordpiece"})
+    assert tab.session.fingerprint() == before
 
 
 def test_a_parked_tab_whose_tables_cannot_come_back_says_so_and_keeps_its_view(budget):
-    store = Lives(budget=budget)
+    store = Tabs(budget=budget)
     parked = store.get("parked")
     settle(parked, **big(1))
     view = parked.view
@@ -124,14 +125,14 @@ def test_a_parked_tab_whose_tables_cannot_come_back_says_so_and_keeps_its_view(b
 def test_uploads_of_the_same_file_share_one_table(tmp_path, budget):
     path = tmp_path / "table.npy"
     np.save(path, np.random.default_rng(0).normal(size=(5000, 300)).astype(np.float32))
-    store = Lives(budget=budget)
+    store = Tabs(budget=budget)
     sources = []
     for name in ("a", "b", "c"):
-        live = store.get(name)
+        tab = store.get(name)
         table = read_upload(path)
-        live.apply(lambda view: view.with_(source="upload"), lambda step: None,
+        tab.apply(lambda view: view.with_(source="upload"), lambda step: None,
                    tables=lambda session, table=table: session.with_upload(table))
-        sources.append(live.session.source.model.tok_embed.weight)
+        sources.append(tab.session.source.model.tok_embed.weight)
     assert sources[0].data_ptr() == sources[1].data_ptr() == sources[2].data_ptr()
     assert budget.held() < 2 * 5003 * 300 * 4  # once, not three times
 
@@ -159,7 +160,7 @@ def test_an_ipv6_network_counts_as_one_address():
 
 
 def test_a_store_asked_for_too_many_new_tabs_keeps_the_ones_it_has():
-    store = Lives(new_tabs=5, refill=60.0, clock=Clock())
+    store = Tabs(new_tabs=5, refill=60.0, clock=Clock())
     student = store.get("student", address="192.0.2.10")
     for i in range(5):
         store.get(f"stranger-{i}", address="203.0.113.7")
@@ -171,7 +172,7 @@ def test_a_store_asked_for_too_many_new_tabs_keeps_the_ones_it_has():
 
 
 def test_a_tab_pushed_out_for_room_is_told_so_not_that_it_was_unused():
-    store = Lives(limit=2, clock=Clock())
+    store = Tabs(limit=2, clock=Clock())
     store.get("one")
     store.get("two")
     store.get("three")  # "one" is the longest unused: let go for room
@@ -182,7 +183,7 @@ def test_a_tab_pushed_out_for_room_is_told_so_not_that_it_was_unused():
 
 
 def _tiny_training():
-    from core.training import Corpus, TrainConfig
+    from core.model.training import Corpus, TrainConfig
 
     return Corpus(("the cat sat", "a dog ran")), TrainConfig(steps=2)
 
@@ -190,7 +191,7 @@ def _tiny_training():
 def test_the_tabs_of_one_address_hold_at_most_their_share(budget):
     """A stranger's few greedy tabs cannot hold the whole budget: each address gets a quarter
     (here 5 MiB of 20), while another address's tab still gets its table."""
-    store = Lives(budget=budget)
+    store = Tabs(budget=budget)
     small = {"tokenizer": "word", "vocab_size": 1000, "d_model": 1024, "maxlen": 64}  # about 4.2 MiB
     greedy = [store.get(f"greedy-{i}", address="203.0.113.7") for i in range(2)]
     settle(greedy[0], **small, seed=1)
@@ -205,7 +206,7 @@ def test_the_tabs_of_one_address_hold_at_most_their_share(budget):
 
 
 def test_an_address_s_own_unused_tabs_make_room_for_its_new_one(budget):
-    store = Lives(budget=budget)
+    store = Tabs(budget=budget)
     small = {"tokenizer": "word", "vocab_size": 1000, "d_model": 1024, "maxlen": 64}
     old, new = (store.get(name, address="192.0.2.5") for name in ("old", "new"))
     settle(old, **small, seed=1)

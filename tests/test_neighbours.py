@@ -1,4 +1,4 @@
-"""core.neighbours: exact answers on hand-made tables, chunking that changes nothing, real BERT."""
+"""core.plane.neighbours: exact answers on hand-made tables, chunking that changes nothing, real BERT."""
 
 import math
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from core.neighbours import CHUNK_ROWS, K_MAX, Neighbour, nearest, output_neighbours, table_norms
-from core.options import LIMITS
+from core.plane.neighbours import CHUNK_ROWS, K_MAX, Neighbour, nearest, output_neighbours, table_norms
+from core.view.options import LIMITS
 
 # words a reader would accept as related to "king"; chosen before looking at the answer
 ROYAL = ("queen", "kings", "prince", "monarch", "throne", "emperor", "royal", "lord", "princess", "kingdom", "duke")
@@ -229,7 +229,7 @@ def test_output_neighbours_refuses_a_table_without_dimensions():
 
 @pytest.fixture(scope="module")
 def bert():
-    from core.presets import bert_source, wordpiece
+    from core.tables.presets import bert_source, wordpiece
 
     return bert_source().model, wordpiece()
 
@@ -272,8 +272,8 @@ def test_a_shared_table_s_norms_are_computed_once_while_it_lives(monkeypatch):
 
     import torch
 
-    from core import neighbours
-    from core.neighbours import in_table
+    from core.plane import neighbours
+    from core.plane.neighbours import in_table
 
     calls = []
     monkeypatch.setattr(neighbours, "table_norms", lambda t: calls.append(len(t)) or table_norms(t))

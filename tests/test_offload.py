@@ -1,4 +1,4 @@
-"""Heavy work in the child process `core.offload` keeps: the same results as in this process,
+"""Heavy work in the child process `core.process.offload` keeps: the same results as in this process,
 shared tables crossing by reference, progress and stop carried across, failures said plainly."""
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ import psutil
 import pytest
 import torch
 
-from core import offload as offload_module
-from core.basis import fit_vocabulary, vocabulary_basis
-from core.offload import Offload, OffloadError, dumps
-from core.options import Refused
-from core.session import Session
-from core.state import Settings
-from core.training import Corpus, TrainConfig
-from core.uploads import UploadedTable, read_upload
+from core.model.training import Corpus, TrainConfig
+from core.plane.basis import fit_vocabulary, vocabulary_basis
+from core.process import offload as offload_module
+from core.process.offload import Offload, OffloadError, dumps
+from core.tables.session import Session
+from core.tables.uploads import UploadedTable, read_upload
+from core.view.options import Refused
+from core.view.state import Settings
 from tests.offload_jobs import count_to, exit_now, ignore_stop, refuse
 
 SMALL = Settings(d_model=16, maxlen=64, seed=3)
@@ -107,8 +107,8 @@ def test_a_table_sent_by_value_comes_back_as_a_reference_to_the_one_sent(offload
 
 def test_what_a_call_copies_and_what_a_training_holds_are_reserved_in_the_memory_budget(tmp_path, monkeypatch):
     """Past the budget, a training is refused with a sentence before anything is copied or trained."""
-    import core.session
-    from core.memory import MIB, Budget
+    import core.tables.session
+    from core.process.memory import MIB, Budget
 
     rows = torch.zeros(2 * 2**20 // 4 // 16, 16)  # 2 MiB of plain memory: it would cross by value
     small = Offload(budget=Budget(limit=2 * MIB))
@@ -117,7 +117,7 @@ def test_what_a_call_copies_and_what_a_training_holds_are_reserved_in_the_memory
     assert small.pid is None  # refused before the process was even started
     assert offload_module.crossing_bytes((Session.create(SMALL).with_upload(uploaded(tmp_path)).model,)) < 2**20
     session = Session.create(source="bert")
-    monkeypatch.setattr(core.session, "BUDGET", Budget(limit=MIB))
+    monkeypatch.setattr(core.tables.session, "BUDGET", Budget(limit=MIB))
     with pytest.raises(Refused, match="this training's copies"):
         session.trained_on(Corpus.builtin(), TrainConfig(steps=3))
 
@@ -190,7 +190,7 @@ def test_the_child_starts_on_a_copy_of_the_environment_and_a_passing_bad_address
     """A failed exec with "[Errno 14] Bad address" once stopped the whole app from starting."""
     import errno
 
-    from core import offload
+    from core.process import offload
 
     calls = []
 
@@ -218,10 +218,10 @@ def test_the_process_is_warm_before_its_first_job_a_training_imports_nothing_mor
     torch's imports (seconds, the first time a layer is built on the meta device)."""
     script = (
         "import sys\n"
-        "from core.offload import warm\n"
-        "from core.session import Session\n"
-        "from core.state import Settings\n"
-        "from core.training import Corpus, TrainConfig\n"
+        "from core.serving.heavywork import warm\n"
+        "from core.tables.session import Session\n"
+        "from core.view.state import Settings\n"
+        "from core.model.training import Corpus, TrainConfig\n"
         "warm()\n"
         "before = set(sys.modules)\n"
         "Session.create(Settings(d_model=16, maxlen=64, seed=3)).trained_on(Corpus.builtin(), TrainConfig(steps=3))\n"

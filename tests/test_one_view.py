@@ -16,9 +16,9 @@ import numpy as np
 from appapi import call, embed, fingerprint, named, query
 from gradio_client import handle_file
 
-from core.options import MAX_QUERY
-from core.share import from_query
-from core.state import DOCUMENT_SENTENCE
+from core.view.options import MAX_QUERY
+from core.view.share import from_query
+from core.view.state import DOCUMENT_SENTENCE
 
 KING_A, KING_B = "The king spoke to the queen.", "A man listened."
 
@@ -29,12 +29,12 @@ def link_of(client) -> dict[str, list[str]]:
 
 
 def wait_for_job(client, name: str, timeout: float = 60) -> None:
-    """Until the tab's heavy job (`core.live.Live.job`) is `name`: the training has begun."""
-    from ui.events import LIVES
+    """Until the tab's heavy job (`core.serving.tabs.Tab.job`) is `name`: the training has begun."""
+    from ui.events import TABS
 
-    live = LIVES.get(client.session_hash)
+    tab = TABS.get(client.session_hash)
     deadline = time.monotonic() + timeout
-    while live.job != name:
+    while tab.job != name:
         assert time.monotonic() < deadline, f"the tab's job never became {name!r}"
         time.sleep(0.05)
 

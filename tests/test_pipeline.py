@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from core.embedding import COMPONENTS
-from core.pipeline import TABLE_HEADERS, explore
-from core.presets import LISTING_SETTINGS, Settings, random_source
-from core.session import Session
+from core.model.embedding import COMPONENTS
+from core.plane.pipeline import TABLE_HEADERS, explore
+from core.tables.presets import LISTING_SETTINGS, Settings, random_source
+from core.tables.session import Session
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +124,7 @@ def test_session_is_shared_not_copied_by_deepcopy(session):
 def test_a_word_table_trained_on_fewer_words_than_it_has_rows_names_its_other_rows():
     """Training fixes a random word table's vocabulary to its corpus's words; the table keeps its
     rows, so a selected token's neighbours may be rows no word names (the page raised IndexError)."""
-    from core.training import Corpus, TrainConfig
+    from core.model.training import Corpus, TrainConfig
 
     words = Session.create(Settings(tokenizer="word", vocab_size=400, d_model=8))
     trained = words.trained_on(Corpus(("the cat sat", "the dog ran", "a cat ran")), TrainConfig(steps=2))

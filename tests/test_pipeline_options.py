@@ -1,4 +1,4 @@
-"""core.pipeline.explore's lecture options, through real sessions: the vocabulary and frozen bases
+"""core.plane.pipeline.explore's lecture options, through real sessions: the vocabulary and frozen bases
 (points that stay put while typing), the explained-variance spectrum, the selected token's
 nearest neighbours (BERT's and a random table's), and flipping a token's segment."""
 
@@ -7,11 +7,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from core.basis import BASES
-from core.pipeline import MAX_NEIGHBOURS, explore, fit_sentence_basis
-from core.presets import Settings
-from core.session import Session
-from core.training import Corpus, TrainConfig
+from core.model.training import Corpus, TrainConfig
+from core.plane.basis import BASES
+from core.plane.pipeline import MAX_NEIGHBOURS, explore, fit_sentence_basis
+from core.tables.presets import Settings
+from core.tables.session import Session
 
 A = "the cat sat"
 B1, B2 = "on the mat", "a dog barked at the postman today"
@@ -289,7 +289,7 @@ def test_one_segment_row_cannot_flip(session):
 
 
 def test_the_listing_layer_is_drawn_at_its_exact_coordinates():
-    from core.figures import embedding_spec
+    from core.drawing.figures import embedding_spec
 
     session = Session.create(Settings(tokenizer="word", vocab_size=10, d_model=2))
     result = explore(session, "i am new to PyTorch i am having fun", "")

@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 import torch
 
-from core.live import session_for
-from core.pipeline import explore
-from core.presets import (
+from core.model.training import Corpus, TrainConfig
+from core.plane.pipeline import explore
+from core.serving.tabs import session_for
+from core.tables.presets import (
     MAX_TABLE_BYTES,
     PRESET_MAXLEN,
     Settings,
@@ -16,10 +17,9 @@ from core.presets import (
     upload_source,
     with_positions,
 )
-from core.session import Session
-from core.state import View
-from core.training import Corpus, TrainConfig
-from core.uploads import UploadedTable
+from core.tables.session import Session
+from core.tables.uploads import UploadedTable
+from core.view.state import View
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +94,7 @@ def test_upload_of_a_bare_matrix_uses_row_numbers_and_remakes_tables_at_its_widt
 def test_one_content_shares_its_tables_but_each_copy_keeps_its_own_notes(bert, tmp_path):
     """Pages uploading the same file share its tables (by content hash); what a copy's name
     earned (a note that the name misleads) is that copy's, not the next page's."""
-    from core.uploads import read_upload
+    from core.tables.uploads import read_upload
 
     table = np.random.default_rng(5).normal(size=(20, 6)).astype(np.float32)
     np.save(tmp_path / "table.npy", table)
@@ -112,7 +112,7 @@ def test_one_content_shares_its_tables_but_each_copy_keeps_its_own_notes(bert, t
 def test_an_uploaded_table_and_its_markers_rows_are_one_storage(bert, tmp_path):
     """Taking in a file's table adds the markers' rows in the room the reader left after it,
     so the session holds the table the file was read into, not a copy of it."""
-    from core.uploads import read_upload
+    from core.tables.uploads import read_upload
 
     table = np.random.default_rng(7).normal(size=(50, 6)).astype(np.float32)
     np.save(tmp_path / "rows.npy", table)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from core.projection import PCAProjection
+from core.model.projection import PCAProjection
 
 
 @pytest.fixture
@@ -296,7 +296,7 @@ def test_signs_follow_the_scikit_learn_convention_and_repeat_exactly(rng):
 
 
 def test_distinct_rows_are_counted_exactly():
-    from core.projection import _distinct_rows
+    from core.model.projection import _distinct_rows
 
     X = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [2.0, 0.0]])
     rows, counts = _distinct_rows(X)

@@ -5,7 +5,7 @@ stranger's request would:
 
 * a link's names and values are shown as text, never as a link, an image or a form, and the
   browser never fetches anything they name;
-* the server refuses text over `core.options.MAX_TEXT` before any work, and a refusal changes
+* the server refuses text over `core.view.options.MAX_TEXT` before any work, and a refusal changes
   nothing (`/fingerprint` before and after);
 * one tab holds at most one heavy job, so another visitor waits for at most one job;
 * the tests' own `/fingerprint` endpoint exists only when asked for;
@@ -26,7 +26,7 @@ from urllib.parse import urlencode, urlsplit
 
 import pytest
 
-from core.options import LIMITS, MAX_TEXT
+from core.view.options import LIMITS, MAX_TEXT
 from tests.browser import COUNT_REQUESTS, PLOT, settle
 from tests.waiting import eventually
 
@@ -211,27 +211,27 @@ def test_one_visitor_cannot_queue_two_heavy_jobs(app_url):
 def test_a_training_whose_page_went_away_gives_its_slot_back(app_url):
     """The page's event is cancelled (as when its tab closes): the training stops at its next
     step, adopts nothing, and the pool's slot is free at once for the next visitor."""
-    from ui.events import LIVES
+    from ui.events import TABS
 
     first, other = new_client(app_url), new_client(app_url)
     running = first.submit(2000, "builtin", api_name="/train")
     wait_until_training(first, running)
-    live = LIVES.get(first.session_hash)
+    tab = TABS.get(first.session_hash)
     running.cancel()
     deadline = time.monotonic() + 60
-    while live.job is not None:
+    while tab.job is not None:
         assert time.monotonic() < deadline, "the cancelled training still holds the heavy pool"
         time.sleep(0.05)
-    assert live.session.training is None  # nothing was adopted
+    assert tab.session.training is None  # nothing was adopted
     result = other.predict(5, "builtin", api_name="/train")
     assert output(other, "train", result, "train-summary").startswith("Trained 5 steps in ")
 
 
 def test_a_training_stops_at_the_time_limit_of_one_job(app_url, monkeypatch):
-    """A job runs at most `core.live.JOB_SECONDS` (lowered here), then keeps the steps it took."""
-    import core.live
+    """A job runs at most `core.serving.jobs.JOB_SECONDS` (lowered here), then keeps the steps it took."""
+    import core.serving.jobs
 
-    monkeypatch.setattr(core.live, "JOB_SECONDS", 0.5)
+    monkeypatch.setattr(core.serving.jobs, "JOB_SECONDS", 0.5)
     client = new_client(app_url)
     result = client.predict(2000, "builtin", api_name="/train")
     summary = output(client, "train", result, "train-summary")
@@ -246,7 +246,7 @@ def test_a_fault_in_training_is_said_plainly_and_changes_nothing(app_url, monkey
     on the page, the tables as they were, and the tab free to train again."""
     from appapi import fingerprint
 
-    from core.session import Session
+    from core.tables.session import Session
 
     client = new_client(app_url)
     before = fingerprint(client)
@@ -268,7 +268,7 @@ def test_a_training_whose_process_ended_is_said_in_a_sentence_and_changes_nothin
     said in a sentence that names what happened and what to do, never a class's name."""
     from appapi import fingerprint
 
-    from core.offload import Offload
+    from core.process.offload import Offload
     from tests.offload_jobs import exit_now
     from ui import events
 
@@ -396,9 +396,9 @@ def test_a_lookup_link_the_walk_through_refuses_still_draws_the_page(open_page, 
 def test_asking_for_a_link_after_the_session_ended_says_so(app_url, monkeypatch):
     """A store of its own for this test, whose tabs end at once: the others' tabs are untouched."""
     import ui.events
-    from core.live import Lives
+    from core.serving.tabs import Tabs
 
-    store = Lives()
+    store = Tabs()
     monkeypatch.setattr(ui.events, "LIVES", store)
     client = new_client(app_url)
     client.predict("kept for an hour", "", api_name="/embed")
@@ -511,7 +511,7 @@ def test_a_heavy_work_process_that_dies_fails_its_job_plainly_and_is_replaced(ap
 def test_a_slow_search_in_the_view_is_scanned_once_not_on_every_keystroke(app_url, monkeypatch):
     """A link can carry a pattern that takes a third of a second to scan GloVe's 400,003 words;
     typing on with it in the view redraws its crosses without scanning again."""
-    import core.search as module
+    import core.plane.search as module
 
     scans = []
     scan = module._regex_matches
@@ -531,7 +531,7 @@ def test_a_link_longer_than_any_the_page_writes_is_answered_with_a_sentence(app_
     gradio's own handler answered 500. A long link within the limit still opens the page."""
     import http.client
 
-    from core.options import MAX_QUERY
+    from core.view.options import MAX_QUERY
 
     def get(query: str) -> tuple[int, str]:  # http.client: httpx itself refuses URLs past 64 KB
         where = urlsplit(app_url)
@@ -551,7 +551,7 @@ def test_a_link_longer_than_any_the_page_writes_is_answered_with_a_sentence(app_
     assert get("")[0] == 200  # and the server keeps serving
 
 
-# --- g. memory, uploads and the store, bounded against strangers (core/memory.py, core/live.NewTabs) ---
+# --- g. memory, uploads and the store, bounded against strangers (core/process/memory.py, core/serving/tabs.py) ---
 
 STRANGER = "203.0.113.7"  # documentation addresses, forwarded as a proxy would (uvicorn trusts loopback's)
 STUDENT = "198.51.100.20"
@@ -571,7 +571,7 @@ def distinct_large(seed: int) -> tuple:
 def test_tabs_asking_for_distinct_large_tables_stay_within_the_memory_budget(app_url, monkeypatch):
     """Break 1: each tab's own random layer counted against one budget; the longest unused tabs'
     layers are let go and rebuilt, the same numbers, when they come back."""
-    from core.memory import BUDGET, MIB
+    from core.process.memory import BUDGET, MIB
 
     monkeypatch.setattr(BUDGET, "limit", BUDGET.held() + 40 * MIB)  # room for about two of them
     first = new_client(app_url)
@@ -592,7 +592,7 @@ def test_a_class_uploading_one_file_holds_it_once(app_url, tmp_path):
     import numpy as np
     from gradio_client import handle_file
 
-    from core.memory import BUDGET
+    from core.process.memory import BUDGET
 
     path = tmp_path / "class.npy"
     np.save(path, np.random.default_rng(21).normal(size=(20_000, 100)).astype(np.float32))  # 8 MB
@@ -609,7 +609,7 @@ def test_an_upload_past_the_memory_budget_is_refused_with_a_sentence_and_changes
     import numpy as np
     from gradio_client import handle_file
 
-    from core.memory import BUDGET, MIB
+    from core.process.memory import BUDGET, MIB
 
     monkeypatch.setattr(BUDGET, "limit", 4 * MIB)  # less than the file's table, whatever is let go
     path = tmp_path / "wide.npy"
@@ -716,9 +716,9 @@ def test_a_stranger_opening_many_tabs_cannot_push_a_student_out(app_url, monkeyp
     import httpx
 
     import ui.events
-    from core.live import Lives
+    from core.serving.tabs import Tabs
 
-    store = Lives(limit=30, new_tabs=10, refill=600.0)
+    store = Tabs(limit=30, new_tabs=10, refill=600.0)
     monkeypatch.setattr(ui.events, "LIVES", store)
     student = visitor_from(app_url, STUDENT)
     student.predict("my own view", "", api_name="/embed")
@@ -745,7 +745,7 @@ def test_a_link_to_a_large_random_layer_builds_it_in_the_heavy_pool(app_url, mon
 
     jobs = []
     run = ui.events.JOBS.run
-    monkeypatch.setattr(ui.events.JOBS, "run", lambda live, name, *a, **k: (jobs.append(name), run(live, name, *a,
+    monkeypatch.setattr(ui.events.JOBS, "run", lambda tab, name, *a, **k: (jobs.append(name), run(tab, name, *a,
                                                                                                   **k))[1])
     query = {"tokenizer": ["word"], "vocab": ["6000"], "d": ["1024"], "maxlen": ["64"], "seed": ["4242"]}
     page = app.demo.explorer
@@ -758,9 +758,9 @@ def test_a_link_to_a_large_random_layer_builds_it_in_the_heavy_pool(app_url, mon
                                            ("/train", (5, "builtin")), ("/upload", (None,))])
 def test_a_new_tab_refused_for_its_address_gets_the_sentence_from_every_endpoint(app_url, monkeypatch, api, args):
     import ui.events
-    from core.live import Lives
+    from core.serving.tabs import Tabs
 
-    monkeypatch.setattr(ui.events, "LIVES", Lives(new_tabs=0))
+    monkeypatch.setattr(ui.events, "LIVES", Tabs(new_tabs=0))
     client = visitor_from(app_url, STRANGER)
     result = client.predict(*args, api_name=api)
     values = result if isinstance(result, tuple | list) else (result,)

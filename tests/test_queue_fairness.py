@@ -19,7 +19,7 @@ from contextlib import contextmanager
 import httpx
 import pytest
 
-from core.options import MAX_TEXT
+from core.view.options import MAX_TEXT
 from tests.appapi import named, unchanged
 
 STRANGER = "203.0.113.7"  # documentation addresses, forwarded as a proxy would
@@ -101,8 +101,8 @@ class Held:
         import app
 
         queue = app.demo._queue
-        live = next(fn for fn in app.demo.fns.values() if fn.concurrency_id == "live")
-        queue.create_event_queue_for_fn(live)
+        tab = next(fn for fn in app.demo.fns.values() if fn.concurrency_id == "live")
+        queue.create_event_queue_for_fn(tab)
         self.group = queue.event_queue_per_concurrency_id["live"]
         self.group.current_concurrency += self.HOLD
         self.held = True

@@ -1,15 +1,15 @@
-"""core.search: words of the whole vocabulary (not only the sentences), bounded queries, and
+"""core.plane.search: words of the whole vocabulary (not only the sentences), bounded queries, and
 a layer for the main plot, checked through its data."""
 
 import numpy as np
 import plotly.io as pio
 import pytest
 
-from core.pipeline import explore
-from core.presets import Settings
-from core.search import MAX_HITS, MAX_QUERY, SEARCH, search
-from core.session import Session
-from core.wire import figure_json
+from core.drawing.wire import figure_json
+from core.plane.pipeline import explore
+from core.plane.search import MAX_HITS, MAX_QUERY, SEARCH, search
+from core.tables.presets import Settings
+from core.tables.session import Session
 
 A, B = "The king spoke to the queen.", "A man and a woman listened."
 
@@ -89,8 +89,8 @@ def test_a_random_word_table_has_nothing_to_search():
 def test_a_search_scans_the_vocabulary_once_per_table_and_query(bert, plane, monkeypatch):
     """Typing on with a search in the view (or opening a link that carries one) redraws it
     without scanning the vocabulary again; another table, or another query, scans."""
-    import core.search as module
-    from core.training import Corpus, TrainConfig
+    import core.plane.search as module
+    from core.model.training import Corpus, TrainConfig
 
     scans = []
     scan = module._regex_matches
@@ -112,8 +112,8 @@ def test_a_search_scans_the_vocabulary_once_per_table_and_query(bert, plane, mon
 def test_the_scans_of_a_table_are_forgotten_with_it(bert):
     import gc
 
-    import core.search as module
-    from core.training import Corpus, TrainConfig
+    import core.plane.search as module
+    from core.model.training import Corpus, TrainConfig
 
     trained = bert.trained_on(Corpus.builtin(), TrainConfig(steps=2))
     search(trained, "queen")

@@ -8,8 +8,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from core import tour
-from core.options import (
+from core.view import tour
+from core.view.options import (
     BASES,
     COMPONENTS,
     LIMITS,
@@ -19,8 +19,8 @@ from core.options import (
     SHAREABLE_SOURCES,
     Refused,
 )
-from core.share import PARAMETERS, Link, from_query, to_query
-from core.state import SCREEN, View
+from core.view.share import PARAMETERS, Link, from_query, to_query
+from core.view.state import SCREEN, View
 
 EXAMPLES = json.loads((Path(__file__).parents[1] / "assets" / "examples.json").read_text(encoding="utf-8"))
 MAX_BACKGROUND = LIMITS["background"][1]
@@ -353,7 +353,7 @@ def test_the_link_code_loads_no_tables():
     import sys
     from pathlib import Path
 
-    code = "import sys, core.share, core.tour, core.state; print('torch' in sys.modules)"
+    code = "import sys, core.view.share, core.view.tour, core.view.state; print('torch' in sys.modules)"
     found = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[1], capture_output=True,
                            text=True, check=True)
     assert found.stdout.strip() == "False"

@@ -9,7 +9,7 @@ from urllib.parse import parse_qs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.options import (
+from core.view.options import (
     BASES,
     COMPONENTS,
     LIMITS,
@@ -22,8 +22,8 @@ from core.options import (
     TOKENIZERS,
     VIEWS,
 )
-from core.share import PAGE_PARAMETERS, PARAMETERS, from_query, to_query
-from core.state import SCREEN, View
+from core.view.share import PAGE_PARAMETERS, PARAMETERS, from_query, to_query
+from core.view.state import SCREEN, View
 
 # text a link must carry: unicode, the query string's own punctuation, newlines, markup
 AWKWARD = "&=#%+?;/ \n\r\t,'\"<>[]()*_`\\é中🙂\u200b\u202e\x00"

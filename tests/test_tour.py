@@ -5,12 +5,12 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from core.figures import NEIGHBOURS
-from core.options import PANELS, TOUR_STEPS, VIEWS, Refused
-from core.presets import wordpiece
-from core.share import Link, from_query, to_query
-from core.state import View
-from core.tour import STEPS, TourStep, step
+from core.drawing.figures import NEIGHBOURS
+from core.tables.presets import wordpiece
+from core.view.options import PANELS, TOUR_STEPS, VIEWS, Refused
+from core.view.share import Link, from_query, to_query
+from core.view.state import View
+from core.view.tour import STEPS, TourStep, step
 
 TITLES = (
     "Tokens and segments",
@@ -113,10 +113,10 @@ def test_every_word_a_step_names_and_its_selected_token_must_be_labelled(scale):
     """The figure asks the page to write every word a step's text names, and its selected token,
     wherever that takes them (`must`); the others give way. Before, step 2's *cat* and step 6's
     *king* were not. (tests/test_browser_lecture.py reads the labels the page wrote.)"""
-    from core.figures import embedding_spec
-    from core.live import session_for
-    from core.pipeline import explore_view
-    from core.session import Session
+    from core.drawing.figures import embedding_spec
+    from core.plane.pipeline import explore_view
+    from core.serving.tabs import session_for
+    from core.tables.session import Session
 
     for number, lesson in enumerate(STEPS, 1):
         if lesson.view.shown != "plane":

@@ -9,8 +9,8 @@ import math
 
 import pytest
 
-from core.presets import wordpiece
-from core.tour import STEPS
+from core.tables.presets import wordpiece
+from core.view.tour import STEPS
 from tests.browser import LABELS, PLOT, open_at, rows, settle
 
 # one page walks the tour, step after step, on one worker

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 import app
-from core.training import FRAMES
+from core.model.training import FRAMES
 from tests.appapi import run_async
 from ui import events, trainpanel
 
@@ -44,10 +44,10 @@ def last(outputs: list[dict]) -> dict:
 
 
 def test_train_pressed_while_bert_loads_trains_bert(monkeypatch):
-    import core.session
+    import core.tables.session
 
     entered, release = threading.Event(), threading.Event()
-    real = core.session.preset
+    real = core.tables.session.preset
 
     def slow(key, settings):  # the first BERT load of a process takes seconds
         if key == "bert":
@@ -55,7 +55,7 @@ def test_train_pressed_while_bert_loads_trains_bert(monkeypatch):
             assert release.wait(60)
         return real(key, settings)
 
-    monkeypatch.setattr(core.session, "preset", slow)
+    monkeypatch.setattr(core.tables.session, "preset", slow)
     asked = request()
     events.update(PAGE, asked, lambda view: view)  # the tab opens on random tables
     loading = threading.Thread(target=events.update, args=(PAGE, asked, lambda view: view.with_(source="bert")))
@@ -73,8 +73,8 @@ def test_train_pressed_while_bert_loads_trains_bert(monkeypatch):
     training.join(120)
     assert not training.is_alive()
 
-    live = events.live_of(asked)
-    assert live.session.base.key == "bert" and live.session.training.steps == 3
+    tab = events.tab_of(asked)
+    assert tab.session.base.key == "bert" and tab.session.training.steps == 3
     shown = last(outputs)
     assert "Trained 3 steps" in shown[PAGE.trained] and "set aside" not in str(shown.get(PAGE.notice, ""))
 
@@ -82,18 +82,18 @@ def test_train_pressed_while_bert_loads_trains_bert(monkeypatch):
 def test_a_training_set_aside_puts_the_summary_and_curve_back(monkeypatch):
     """A table change that got in before the training was registered: its result is refused, and
     the summary no longer says it is training."""
-    from core.session import Session
+    from core.tables.session import Session
 
     asked = request()
     events.update(PAGE, asked, lambda view: view)
-    live = events.live_of(asked)
+    tab = events.tab_of(asked)
     real = Session.trained_on
 
     def changed_meanwhile(self, *args, **kwargs):
         trained = real(self, *args, **kwargs)
-        with live.lock:  # what an event between the training's snapshot and its job would leave
-            live.view = live.view.with_(seed=live.view.settings.seed + 1)
-            live.session = live.session.with_tables("random", live.view.settings, live.view.positions)
+        with tab.lock:  # what an event between the training's snapshot and its job would leave
+            tab.view = tab.view.with_(seed=tab.view.settings.seed + 1)
+            tab.session = tab.session.with_tables("random", tab.view.settings, tab.view.positions)
         return trained
 
     monkeypatch.setattr(Session, "trained_on", changed_meanwhile)
@@ -104,13 +104,13 @@ def test_a_training_set_aside_puts_the_summary_and_curve_back(monkeypatch):
     shown = last(outputs)
     assert "set aside" in shown[PAGE.notice]
     assert shown[PAGE.trained] == "" and shown[PAGE.losses] is None  # the untrained tables' own
-    assert live.session.training is None
+    assert tab.session.training is None
     # and so is the plot: the last snapshot drawn does not stay as if it had been adopted
     assert PAGE.plot in outputs[-1] and "before training" not in outputs[-1][PAGE.plot]
 
 
 def test_snapshots_are_not_drawn_over_a_view_the_person_changed_meanwhile(monkeypatch):
-    from core.session import Session
+    from core.tables.session import Session
 
     asked = request()
     events.update(PAGE, asked, lambda view: view)
@@ -153,7 +153,7 @@ def test_the_page_hears_training_only_once_a_table_change_would_be_refused(monke
     then set aside. Forced here: the training's thread reaches the tab's line late."""
     asked = request()
     events.update(PAGE, asked, lambda view: view)
-    live = events.live_of(asked)
+    tab = events.tab_of(asked)
     reached, release = threading.Event(), threading.Event()
     real = events.JOBS.run
 
@@ -176,7 +176,7 @@ def test_the_page_hears_training_only_once_a_table_change_would_be_refused(monke
     told.join(60)
     assert first and first[0][PAGE.trained].startswith("Training 2,000 steps")
     refused = events.update(PAGE, asked, lambda view: view.with_(source="glove"))
-    assert "Training is running" in refused[PAGE.notice] and live.view.source == "random"
+    assert "Training is running" in refused[PAGE.notice] and tab.view.source == "random"
     closed = threading.Thread(target=lambda: loop.run_until_complete(handler.aclose()))  # the page goes away
     closed.start()
     closed.join(60)

@@ -10,10 +10,9 @@ from dataclasses import replace
 import pytest
 import torch
 
-from core.embedding import BertEmbedding
-from core.presets import Settings, random_source, wordpiece
-from core.tokenizer import WordLevelTokenizer
-from core.training import (
+from core.model.embedding import BertEmbedding
+from core.model.tokenizer import WordLevelTokenizer
+from core.model.training import (
     ASSETS,
     MAX_CORPUS_CHARS,
     MAX_SENTENCE_CHARS,
@@ -27,6 +26,7 @@ from core.training import (
     train,
     trainable_copy,
 )
+from core.tables.presets import Settings, random_source, wordpiece
 
 SHORT = TrainConfig(steps=20)
 
@@ -347,12 +347,12 @@ def test_config_names_the_field_and_the_allowed_range(changes, message):
 
 @pytest.mark.parametrize("basis", ["sentence", "vocabulary"])
 def test_a_frozen_table_s_points_stay_exactly_where_they_were_after_training(basis):
-    """A trained session is drawn in its untrained tables' plane (core/pipeline.py `_plane`): refitted,
+    """A trained session is drawn in its untrained tables' plane (core/plane/pipeline.py `_plane`): refitted,
     the frozen positions of tour step 7 moved by up to 4.5 units on screen."""
     import numpy as np
 
-    from core.pipeline import explore
-    from core.session import Session
+    from core.plane.pipeline import explore
+    from core.tables.session import Session
 
     a, b, groups = "the cat and the dog slept", "my aunt visited my uncle", ("token", "position")
     session = Session.create().with_frozen(frozenset({"position"})).with_basis(basis)

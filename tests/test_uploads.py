@@ -22,8 +22,8 @@ import torch
 from gensim.models import KeyedVectors
 from safetensors.torch import save_file
 
-from core.checkpoints import minilm_dir
-from core.uploads import SPARE_ROWS, UploadLimits, read_upload, reading_bytes
+from core.model.checkpoints import minilm_dir
+from core.tables.uploads import SPARE_ROWS, UploadLimits, read_upload, reading_bytes
 
 # torch warns about pickle.dump's protocol just before it refuses the file
 pytestmark = pytest.mark.filterwarnings("ignore:Detected pickle protocol")
@@ -143,7 +143,7 @@ def test_every_token_table_has_free_rows_for_the_markers_after_it(tmp_path, tabl
 def test_a_table_made_by_hand_is_copied_not_written_past_its_end(table):
     """Only a table read with room after it is grown in place: a bare tensor's storage ends at
     its last row, and a slice's next rows belong to someone else."""
-    from core.uploads import UploadedTable
+    from core.tables.uploads import UploadedTable
 
     whole = torch.randn(len(WORDS) + SPARE_ROWS, 4)
     before = whole.clone()
@@ -512,7 +512,7 @@ def test_a_float64_value_too_large_for_float32_is_refused(tmp_path):
 def test_a_finite_value_too_large_for_the_layers_arithmetic_is_refused_naming_it(tmp_path, writer):
     """3e38 is a finite float32, but the layer's sum and LayerNorm's squares overflow it: the
     sentence says which row holds what, and what is allowed, not that it is NaN or infinite."""
-    from core.checkpoints import MAX_VALUE
+    from core.model.checkpoints import MAX_VALUE
 
     array = np.ones((8, 4), dtype=np.float32)
     array[5, 2] = 3e38

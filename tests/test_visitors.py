@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from core.options import MAX_TEXT
+from core.view.options import MAX_TEXT
 from ui.visitors import Busy, Turns, Visitors, Waiting
 
 
@@ -128,13 +128,13 @@ def tab_of(app_url: str, address: str = STUDENT, settings: tuple | None = None):
     """A new tab of the launched app, opened from `address` (its first event makes it)."""
     from gradio_client import Client
 
-    from ui.events import LIVES
+    from ui.events import TABS
 
     client = Client(app_url, verbose=False, headers={"X-Forwarded-For": address})
     if settings is not None:
         client.predict(*settings, api_name="/settings")
     client.predict("A tab of its own.", "", api_name="/embed")
-    return client, LIVES.get(client.session_hash)
+    return client, TABS.get(client.session_hash)
 
 
 def post(app_url: str, key: str, change: dict, address: str) -> dict:
@@ -168,8 +168,8 @@ def test_on_the_page_s_route_a_student_s_keystroke_goes_ahead_of_a_flood_from_an
     done: list[str] = []
     lock = threading.Lock()
 
-    def send(live, change, address, name) -> None:
-        answer = post(app_url, live.key, change, address)
+    def send(tab, change, address, name) -> None:
+        answer = post(app_url, tab.key, change, address)
         assert "values" in answer, answer
         with lock:
             done.append(name)
@@ -177,8 +177,8 @@ def test_on_the_page_s_route_a_student_s_keystroke_goes_ahead_of_a_flood_from_an
     hold = Held(turns)
     try:
         with ThreadPoolExecutor(6) as pool:
-            calls = [pool.submit(send, live, {"sentence_a": f"{i} {BIG[:-10]}", "sentence_b": BIG}, STRANGER,
-                                 f"flood {i}") for i, live in enumerate(flood)]
+            calls = [pool.submit(send, tab, {"sentence_a": f"{i} {BIG[:-10]}", "sentence_b": BIG}, STRANGER,
+                                 f"flood {i}") for i, tab in enumerate(flood)]
             until(lambda: len(turns) == 5, "the flood's five calls waiting")
             calls.append(pool.submit(send, student, {"sentence_a": "the student types"}, STUDENT, "student"))
             until(lambda: len(turns) == 6, "the student's call waiting")

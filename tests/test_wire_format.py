@@ -1,10 +1,10 @@
 """The main plot's wire format against its one fixture, tests/fixtures/wire.json.
 
 The server must still send the fixture's compact figure for the fixture's scene; both readers
-of it, core/wire.py (``expand``, ``table_rows``) and the page's script (assets/explorer.js,
+of it, core/drawing/wire.py (``expand``, ``table_rows``) and the page's script (assets/explorer.js,
 ``expand``, ``drawTable``), must turn it into the fixture's traces and token table. The
 fixture's expected traces come from the whole figure, not from either reader. The columns are
-described in core/wire.py's docstring. A change to the format on purpose: rewrite the fixture
+described in core/drawing/wire.py's docstring. A change to the format on purpose: rewrite the fixture
 with ``python -m tests.wire_fixture`` and read its diff.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from core.wire import MAX_NAMED, expand, table_rows
+from core.drawing.wire import MAX_NAMED, expand, table_rows
 from tests.wire_fixture import compact_of, expanded_of, labels_of, load, scene_of, table_of
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"

@@ -7,7 +7,7 @@ sentences that exercise every column (a word six times, whose token points pile 
 a hover names, a ## word piece, the [CLS]/[SEP] markers, and "<", ">" and "&", which the hover
 text escapes). It holds:
 
-- ``scene``: the `Scene` the pipeline drew (``core.pipeline.explore_view``), its arrays as lists,
+- ``scene``: the `Scene` the pipeline drew (``core.plane.pipeline.explore_view``), its arrays as lists,
   so the figure is rebuilt from the same numbers anywhere, without torch or PCA;
 - ``compact``: what the page receives (``embedding_spec(scene, compact=True)``, as JSON);
 - ``expanded``: the traces the page must draw, taken from the *whole* figure
@@ -18,8 +18,8 @@ text escapes). It holds:
 - ``labels``: the labels the page must place, taken from the whole figure's
   ``layout.meta.labels`` (every trace's texts), which a reader of the compact one rebuilds.
 
-core/wire.py's docstring describes the columns; tests/test_wire_format.py checks that the code
-still sends exactly ``compact`` and ``expanded``, and that both readers (``core.wire`` and
+core/drawing/wire.py's docstring describes the columns; tests/test_wire_format.py checks that the code
+still sends exactly ``compact`` and ``expanded``, and that both readers (``core.drawing.wire`` and
 assets/explorer.js) turn ``compact`` into ``expanded``, ``table`` and ``labels``.
 """
 
@@ -32,9 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
-from core.figures import embedding_spec
-from core.scene import Scene
-from core.wire import figure_json
+from core.drawing.figures import embedding_spec
+from core.drawing.wire import figure_json
+from core.plane.scene import Scene
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "wire.json"
 SENTENCES = ("the cat sat on the mat by the door", "the <b>tokenization</b> & the cat of the dog")
@@ -116,16 +116,16 @@ def table_of(scene: Scene) -> list[list]:
 
 def build() -> dict:
     """The fixture, from the app's pipeline (its default tables, view and options)."""
-    from core.pipeline import explore_view
-    from core.session import Session
-    from core.state import View
+    from core.plane.pipeline import explore_view
+    from core.tables.session import Session
+    from core.view.state import View
 
     view = View(sentence_a=SENTENCES[0], sentence_b=SENTENCES[1])
     stored = scene_json(explore_view(view, Session.create(view.settings, view.source)).scene)
     scene = scene_of(stored)  # the figure is made from the numbers as stored, so the test can remake it
     return {
         "about": "The main plot's wire format, one real figure: see tests/wire_fixture.py (which "
-                 "rewrites this file: python -m tests.wire_fixture) and core/wire.py's docstring.",
+                 "rewrites this file: python -m tests.wire_fixture) and core/drawing/wire.py's docstring.",
         "sentences": list(SENTENCES),
         "scene": stored,
         "compact": compact_of(scene),

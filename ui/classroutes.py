@@ -7,7 +7,7 @@
     POST explorer/class/stream  {key, class}          JSON lines, one a change: the lesson's version and step, whether
                                                       the page follows; the lecturer's: pages connected, following
 
-A page is named by its key (`core.live.Live.key`) in the body, never in an address a proxy logs;
+A page is named by its key (`core.serving.tabs.Tab.key`) in the body, never in an address a proxy logs;
 `lead` and `follow` answer as a direct call does, in its bounded turns (`Direct.turn`). A stream
 holds no thread: a new lesson wakes its class's streams (`Streams`), an idle one writes a blank
 line every `KEEPALIVE` s, a lecturer's reads the counts every second. A store that is away ends
@@ -29,9 +29,19 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from core import tour
-from core.classroom import Classroom, Forbidden, Full, Gone, Leader, Lesson, Reconnecting, lesson_of, lesson_view
-from core.options import Refused
+from core.serving.classroom import (
+    Classroom,
+    Forbidden,
+    Full,
+    Gone,
+    Leader,
+    Lesson,
+    Reconnecting,
+    lesson_of,
+    lesson_view,
+)
+from core.view import tour
+from core.view.options import Refused
 from ui import events, render
 from ui.admission import client_of
 from ui.direct import json_answer, json_body
@@ -83,24 +93,24 @@ class Streams:
                 self.changed[each] = asyncio.Event()  # the waiters hold the old one, which is set
                 event.set()
 
-    def opening(self, live) -> object:
+    def opening(self, tab) -> object:
         """The token of the page's stream about to open (in the event loop): its older stream,
         if any, ends at once, and leaves the page connected."""
         self.loop = asyncio.get_running_loop()
-        token = self.open[live.key] = object()
-        member = live.member
+        token = self.open[tab.key] = object()
+        member = tab.member
         if member is not None:
             self._wake(member.class_id)
         return token
 
-    def release(self, live, token: object, member) -> None:
+    def release(self, tab, token: object, member) -> None:
         """The page's stream `token` is over (its generator ended, or never began): the page
         is no longer connected, unless a newer stream of it replaced this one."""
-        if self.open.get(live.key) is token:
-            del self.open[live.key]
-            self.classroom.disconnect(live.key, member)
+        if self.open.get(tab.key) is token:
+            del self.open[tab.key]
+            self.classroom.disconnect(tab.key, member)
 
-    async def stream(self, live, lesson: Lesson, member, receive, token: object):
+    async def stream(self, tab, lesson: Lesson, member, receive, token: object):
         """The page's messages, one JSON line per change, until the class ends or the page goes
         (`receive`, the request's: a page that reloads or closes is let go at once, not at the
         next write that fails, so the counts are right within a second). A follower's seat was
@@ -111,11 +121,11 @@ class Streams:
         if class_id not in self.lessons or self.lessons[class_id].version < lesson.version:
             self.lessons[class_id] = lesson
         if leading:
-            self.classroom.connect(live.key, member, lesson)
+            self.classroom.connect(tab.key, member, lesson)
         sent, counts, counted = None, (0, 0), -COUNTS_SECONDS
         gone = asyncio.ensure_future(_disconnected(receive))
         try:
-            while self.open.get(live.key) is token:
+            while self.open.get(tab.key) is token:
                 if leading and self.loop.time() - counted >= COUNTS_SECONDS:
                     counts = await anyio.to_thread.run_sync(self.classroom.presence, class_id) or counts
                     counted = self.loop.time()
@@ -124,7 +134,7 @@ class Streams:
                                                             self.classroom.reconnecting(class_id))}
                 if leading:
                     message.update(connected=counts[0], following=counts[1])
-                    if live.member is not member and not message["ended"]:  # ended here, or another class began
+                    if tab.member is not member and not message["ended"]:  # ended here, or another class began
                         message["ended"] = "This page no longer leads the class."
                 else:
                     message.update(following=member.following, shown=member.shown)
@@ -144,7 +154,7 @@ class Streams:
                     yield b"\n"  # kept alive through proxies
         finally:  # also when the response is cancelled (the page went): so nothing here awaits
             gone.cancel()
-            self.release(live, token, member)
+            self.release(tab, token, member)
             self.streams[class_id] -= 1
             if not self.streams[class_id]:
                 for held in (self.streams, self.changed, self.lessons):
@@ -173,8 +183,8 @@ class ClassRoutes:
             try:
                 if not isinstance(sent, dict) or not isinstance(sent.get("key"), str):
                     raise Refused("This request carries no valid page key; reload the page.")
-                live = events.LIVES.by_key(sent["key"])
-                return await handler(request, live, sent)
+                tab = events.TABS.by_key(sent["key"])
+                return await handler(request, tab, sent)
             except Reconnecting as error:  # nobody's fault: the page says so, and tries again
                 return json_answer({"error": str(error), "reconnecting": True})
             except Refused as error:  # a sentence, with the status that says what kind
@@ -186,9 +196,9 @@ class ClassRoutes:
 
         return endpoint
 
-    async def start(self, request: Request, live, sent: dict) -> Response:
+    async def start(self, request: Request, tab, sent: dict) -> Response:
         address = client_of(request)
-        lesson, secret = await anyio.to_thread.run_sync(self.classroom.start, live, address)
+        lesson, secret = await anyio.to_thread.run_sync(self.classroom.start, tab, address)
         threading.Thread(target=self.warm, name="class-warm", daemon=True).start()
         return json_answer({"class": lesson.id, "secret": secret, "step": lesson.step})
 
@@ -197,59 +207,59 @@ class ClassRoutes:
         is the tour's audience, and its first lesson on BERT's tables would otherwise load them
         (and fit their vocabulary plane) while a hundred pages wait. The planes are kept for
         the followers (`render.plane`); the pretrained tables stay loaded, as for any visitor."""
-        from core.live import session_for
-        from core.session import Session
+        from core.serving.tabs import session_for
+        from core.tables.session import Session
 
         for step in tour.STEPS:
             with contextlib.suppress(Refused):
                 render.plane(self.page, step.view, session_for(step.view, Session.create()))
 
-    async def lead(self, request: Request, live, sent: dict) -> Response:
+    async def lead(self, request: Request, tab, sent: dict) -> Response:
         leader, lesson = await anyio.to_thread.run_sync(self.classroom.lead, sent.get("class"), sent.get("secret"))
-        before = live.member
+        before = tab.member
 
         def detach(_lesson: Lesson) -> None:  # showing this class's lesson is no change of the class led before
-            live.member = None
+            tab.member = None
 
         def led(_lesson: Lesson, shown: bool) -> None:  # the page leads once it shows the lesson
-            live.member = leader if shown else before
+            tab.member = leader if shown else before
 
-        answer = await self._show(live, lesson, detach, led)
+        answer = await self._show(tab, lesson, detach, led)
         return json_answer({**answer, "class": lesson.id})
 
-    async def follow(self, request: Request, live, sent: dict) -> Response:
-        member, lesson = await anyio.to_thread.run_sync(self.classroom.follow, live)
+    async def follow(self, request: Request, tab, sent: dict) -> Response:
+        member, lesson = await anyio.to_thread.run_sync(self.classroom.follow, tab)
         if member.following and member.shown >= lesson.version:  # shown already: a page asking twice
             return json_answer({"values": {}, "rest": {}, "version": member.shown})
-        answer = await self._show(live, lesson, lambda shown: self.classroom.expect(member, shown),
+        answer = await self._show(tab, lesson, lambda shown: self.classroom.expect(member, shown),
                                   lambda shown, took: self.classroom.shown(member, shown, took))
         return json_answer(answer)
 
-    async def end(self, request: Request, live, sent: dict) -> Response:
-        lesson = await anyio.to_thread.run_sync(self.classroom.end, live, sent.get("secret"))
+    async def end(self, request: Request, tab, sent: dict) -> Response:
+        lesson = await anyio.to_thread.run_sync(self.classroom.end, tab, sent.get("secret"))
         return json_answer({"ended": lesson.ended})
 
-    async def stream(self, request: Request, live, sent: dict) -> Response:
-        member = live.member
+    async def stream(self, request: Request, tab, sent: dict) -> Response:
+        member = tab.member
         if isinstance(member, Leader) and member.class_id == sent.get("class"):
             lesson = await anyio.to_thread.run_sync(self.classroom.lesson, member.class_id)
         else:
             before = member
-            member = await anyio.to_thread.run_sync(self.classroom.join, live, sent.get("class"))
+            member = await anyio.to_thread.run_sync(self.classroom.join, tab, sent.get("class"))
             try:  # the seat, taken before the answer begins: a class that is full says so with a 429
                 lesson = await anyio.to_thread.run_sync(self.classroom.lesson, member.class_id)
-                await anyio.to_thread.run_sync(self.classroom.connect, live.key, member, lesson)
+                await anyio.to_thread.run_sync(self.classroom.connect, tab.key, member, lesson)
             except Refused:  # refused: the page is as it was
-                live.member = before
+                tab.member = before
                 raise
-        token = self.streams.opening(live)
+        token = self.streams.opening(tab)
         # the page is let go when its stream ends, or when the answer ends before the stream began
-        return StreamingResponse(self.streams.stream(live, lesson, member, request.receive, token),
+        return StreamingResponse(self.streams.stream(tab, lesson, member, request.receive, token),
                                  media_type="application/x-ndjson",
                                  headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
-                                 background=BackgroundTask(self.streams.release, live, token, member))
+                                 background=BackgroundTask(self.streams.release, tab, token, member))
 
-    async def _show(self, live, lesson: Lesson, before, after) -> dict:
+    async def _show(self, tab, lesson: Lesson, before, after) -> dict:
         """Show `live`'s tab the class's lesson, in the page's direct turn: `before(lesson)`,
         then the view, then `after(lesson, shown)`, `shown` being whether the tab took it (a
         view can be refused: the memory budget, a training running). The lesson is read again
@@ -260,16 +270,16 @@ class ClassRoutes:
             return lambda view: lesson_view(shown.query).with_(presenter=view.presenter).seen_as(view)
 
         # a lesson's large random layer is built in the heavy pool first, as a link's is
-        await anyio.to_thread.run_sync(events.built_first, live, showing(lesson))
+        await anyio.to_thread.run_sync(events.built_first, tab, showing(lesson))
 
         def work() -> dict:
             shown = self.classroom.newest(lesson)
             before(shown)
-            answer = self.page.direct.show(live, showing(shown))
-            after(shown, lesson_of(live.view) == shown.query)
+            answer = self.page.direct.show(tab, showing(shown))
+            after(shown, lesson_of(tab.view) == shown.query)
             return {**answer, "version": shown.version}
 
-        return await self.page.direct.turn(live, work)
+        return await self.page.direct.turn(tab, work)
 
 
 async def _disconnected(receive) -> None:

@@ -1,13 +1,13 @@
 """`GET /explorer/code?QUERY`: the script of the view a link opens, for the API and for slides.
 
 QUERY is a link's query string, as the address bar holds it. The link is read as the page reads
-it (`core.share.from_query`, which never raises) and opened as the page opens it: in a tab of its
+it (`core.view.share.from_query`, which never raises) and opened as the page opens it: in a tab of its
 own, with the tables a page opening it would get, on the page's paths and within its bounds (a
 large random table is built in the heavy pool first, `ui.events.built_first`; every table is
 reserved in the memory budget). So the script's notes are the page's notes, word for word, and
 its plane is drawn as the page draws it. The answer is `text/x-python`; a refusal is a sentence.
 
-Bounds: each call counts as a new page of its client's address (`core.live.NewTabs`); the
+Bounds: each call counts as a new page of its client's address (`core.serving.tabs.NewTabs`); the
 scripts are written one at a time, on a worker thread, in fair turns across addresses on a line
 the process's one account reads (`ui.visitors`), so this route is no side door past its bounds.
 """
@@ -19,11 +19,11 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from core import share
-from core.code import recipe, script
-from core.live import Live
-from core.options import MAX_QUERY, Refused
-from core.state import View
+from core.drawing.code import recipe, script
+from core.serving.tabs import Tab
+from core.view import share
+from core.view.options import MAX_QUERY, Refused
+from core.view.state import View
 from ui import events
 from ui.visitors import VISITORS, Busy, Turns, Visitors, address_of, work_of
 
@@ -49,7 +49,7 @@ class CodeRoute:
         link = share.from_query({key: params.getlist(key) for key in params})
         host = events.address_of(request)
         try:
-            events.LIVES.new_tabs.take(host)  # a script is a page opened, and counted so
+            events.TABS.new_tabs.take(host)  # a script is a page opened, and counted so
             turn = self.turns.enter(address_of(host), None, work_of(len(request.scope.get("query_string", b""))))
         except Refused as error:
             return PlainTextResponse(str(error), 429)
@@ -70,14 +70,14 @@ class CodeRoute:
 def written(link: share.Link) -> str:
     """The script of the view `link` opens, as `ui.tourpanel.open_link` opens it: the link's view,
     or, when it cannot be had, the default view, with a note that says so."""
-    live = Live()
+    tab = Tab()
 
     def opened(view: View, notes: tuple[str, ...]) -> str:
         def change(_: View) -> View:  # what a page's opening applies: the whole view
             return view
 
-        events.built_first(live, change)
-        _, made = live.apply(change, lambda step: recipe(step.view, step.session, (*notes, *step.notes)),
+        events.built_first(tab, change)
+        _, made = tab.apply(change, lambda step: recipe(step.view, step.session, (*notes, *step.notes)),
                              tables=lambda session: session.restart(), whole=True)
         return script(made)
 

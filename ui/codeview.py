@@ -1,4 +1,4 @@
-"""The Code tab: the view on screen as a short Python script (`core.code`), with Copy and Download .py.
+"""The Code tab: the view on screen as a short Python script (`core.drawing.code`), with Copy and Download .py.
 
 A tab of the main column like the side views (`ui.sideviews`): its components are drawn when it
 is first opened (`ui.ondemand`), a link opens it as ``?view=code``, and its script is written
@@ -13,7 +13,7 @@ import json
 
 import gradio as gr
 
-from core.options import VIEWS
+from core.view.options import VIEWS
 from ui.coderoute import FILE_NAME, PATH
 
 INTRO = (
@@ -56,7 +56,7 @@ DOWNLOAD_JS = f"(code) => {{ const name = {json.dumps(FILE_NAME)};" + """
 
 
 def layout(page) -> None:
-    with gr.Tab(VIEWS["code"], id="code", elem_id="tab-code") as page.tabs["code"]:
+    with gr.Tab(VIEWS["code"], id="code", elem_id="tab-code") as page.view_tabs["code"]:
         gr.Markdown(INTRO)
         with gr.Row():
             page.code_copy = gr.Button("Copy", size="sm", elem_id="code-copy", scale=0, min_width=90)

@@ -6,7 +6,7 @@ the browser before Plotly draws. So the page's script (assets/explorer.js) sends
 (the sentences as typed, the token clicked, a screen turned a phone's) with one POST to a
 route of the app, `/explorer/live`, and draws the main plane (`#embed-plot`, a `gr.HTML`)
 with Plotly itself.
-The call goes through `ui.events.update` and `core.live.Live.apply` like every event, and
+The call goes through `ui.events.update` and `core.serving.tabs.Tab.apply` like every event, and
 answers with the values of the outputs the script writes itself (`Page.direct_outputs`: the
 plot, its summary, the variance bars, the notice, the address) and, as gradio's browser code
 takes them, those of the other components it changed (the picker, the neighbour tables, an
@@ -17,7 +17,7 @@ A route of the app, not a gradio server function (`gr.HTML(server_functions=…)
 side by side on the same app, the same keystrokes cost the server a fifth less CPU through the
 route (README, Performance), and gradio's `/component_server` also makes a gradio session for
 any session hash it is sent. Neither is given gradio's session hash, so the page identifies
-its tab with the unguessable key the server issued when the page loaded (`core.live.Live.key`).
+its tab with the unguessable key the server issued when the page loaded (`core.serving.tabs.Tab.key`).
 
 Bounds: the calls compute one at a time (one interpreter: a second computing thread only
 contended with the first for its lock), in fair turns across client addresses, weighted by work
@@ -61,9 +61,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from core import tour
-from core.options import MAX_TEXT, Refused
-from core.state import View
+from core.view import tour
+from core.view.options import MAX_TEXT, Refused
+from core.view.state import View
 from ui import events
 from ui.admission import client_of
 from ui.assets import EXAMPLES
@@ -76,7 +76,7 @@ CHANGES = {"sentence_a": (str, "text"), "sentence_b": (str, "text"), "token": (i
            "narrow": (bool, "true or false"),  # the page's screen turned a phone's, or turned back
            "panel": (str, "text"), "shown": (str, "text"),  # a tab opened (each checked by `View.with_`)
            "example": (int, "a whole number"),  # an example pair clicked: its place in EXAMPLES
-           "move": (int, "a whole number")}  # the tour's Next or Previous: a whole view, untrained (core.tour.moved)
+           "move": (int, "a whole number")}  # the tour's Next or Previous: a whole view, untrained (tour.moved)
 # a keystroke is computed on the event loop when its tab's last call took at most this much CPU
 # (a 128-token pair about 12 ms), and its text grew by at most INLINE_GROWTH characters
 INLINE_SECONDS = 0.025
@@ -105,7 +105,7 @@ class Direct:
         page writes, or a sentence saying why not."""
         try:
             key, changes, asked = read(sent)
-            tab = events.LIVES.by_key(key)
+            tab = events.TABS.by_key(key)
         except Refused as error:
             return {"error": str(error)}
         if "move" in changes:  # a tour step replaces the whole view: what else was typed meanwhile goes with it
@@ -183,13 +183,13 @@ class Direct:
         the fields whose widgets show the change already (all of them, unless said)."""
         return self.answered(lambda: events.update(
             self.page, None, lambda view: view.with_(**changes), asked=tuple(changes) if asked is None else asked,
-            outputs=self.everything, live=tab, direct=True))
+            outputs=self.everything, tab=tab, direct=True))
 
     def show(self, tab, change: Callable[[View], View], notes: tuple[str, ...] = (), tables=None) -> dict:
         """Show the tab a whole view, as a link would (in its turn, on a worker thread): any component may change.
         `tables`: what becomes of the session's tables (a tour step restarts them untrained)."""
         return self.answered(lambda: events.update(self.page, None, change, whole=True, notes=notes, tables=tables,
-                                                   outputs=self.everything, live=tab, direct=True))
+                                                   outputs=self.everything, tab=tab, direct=True))
 
     @functools.cached_property
     def everything(self) -> list:
@@ -217,13 +217,13 @@ class Direct:
     def route(self) -> Route:
         """The app's route for these calls: one POST of JSON, answered with JSON."""
 
-        async def live(request: Request) -> Response:
+        async def tab(request: Request) -> Response:
             body = await body_of(request, MAX_BODY)
             if body is None:
                 return json_answer({"error": f"An update is at most {MAX_BODY:,} bytes; this one is larger."}, 413)
             return json_answer(await self.answer(parsed(body), client_of(request), work_of(len(body))))
 
-        return Route(PATH, live, methods=["POST"])
+        return Route(PATH, tab, methods=["POST"])
 
 
 async def body_of(request: Request, limit: int) -> bytes | None:

@@ -1,12 +1,12 @@
 """How a page event reaches a tab's state: one path for every event.
 
 Each event handler names the change it makes to the `View` (usually one field, set to the
-value its widget sent) and calls `update`. `update` finds the tab's `Live` by gradio's
-session hash, applies the change under the tab's lock (`core.live.Live.apply`), lets
+value its widget sent) and calls `update`. `update` finds the tab's `Tab` by gradio's
+session hash, applies the change under the tab's lock (`core.serving.tabs.Tab.apply`), lets
 `ui.render` write what changed, and turns a refusal into a plain-text notice and a toast —
 never an error badge on other controls, and never a changed state.
 
-Limits are checked once, at this boundary, with `core.options`; the page's own widgets only
+Limits are checked once, at this boundary, with `core.view.options`; the page's own widgets only
 hint at them.
 """
 
@@ -18,25 +18,26 @@ from collections.abc import Callable, Iterable
 
 import gradio as gr
 
-from core.live import Jobs, Lives
-from core.memory import BUDGET
-from core.offload import Offload, niced
-from core.options import Refused
-from core.session import Session
-from core.state import View
+from core.process.memory import BUDGET
+from core.process.offload import Offload, niced
+from core.serving.jobs import Jobs
+from core.serving.tabs import Tabs
+from core.tables.session import Session
+from core.view.options import Refused
+from core.view.state import View
 from ui.admission import superseded
 
 # every tab's state, and the pool heavy work shares: one job at a time, the rest in line, one per
 # tab; a training's or a refit's computing runs in the process OFFLOAD keeps, off this one's lock
-LIVES = Lives(budget=BUDGET)
+TABS = Tabs(budget=BUDGET)
 JOBS = Jobs(workers=1)
 LARGE_TABLE_BYTES = 16 * 2**20  # a random layer larger than this is built in the heavy pool (about 0.1 s+)
 OFFLOAD = Offload(budget=BUDGET)  # what a call copies to its process is reserved in the budget
 
 
-def live_of(request: gr.Request | None, *, fresh: bool = False):
+def tab_of(request: gr.Request | None, *, fresh: bool = False):
     """The tab an event comes from (a new one for a new session hash, if its address may open one)."""
-    return LIVES.get(getattr(request, "session_hash", None), fresh=fresh, address=address_of(request))
+    return TABS.get(getattr(request, "session_hash", None), fresh=fresh, address=address_of(request))
 
 
 def address_of(request: gr.Request | None) -> str | None:
@@ -47,7 +48,7 @@ def address_of(request: gr.Request | None) -> str | None:
     return host if isinstance(host, str) else None
 
 
-def track(page, live, out: dict, *, direct: bool = False) -> tuple[dict, dict]:
+def track(page, tab, out: dict, *, direct: bool = False) -> tuple[dict, dict]:
     """Keep `live.shown` true to the page's gradio components (under `live.lock`), and split a
     direct call's values by who writes them.
 
@@ -71,12 +72,12 @@ def track(page, live, out: dict, *, direct: bool = False) -> tuple[dict, dict]:
         if _skipped(value):
             continue
         mark = _fingerprint(value)
-        if not direct or mark is None or live.shown.get(component) != mark:
+        if not direct or mark is None or tab.shown.get(component) != mark:
             rest[component] = value
         if mark is None:
-            live.shown.pop(component, None)
+            tab.shown.pop(component, None)
         else:
-            live.shown[component] = mark
+            tab.shown[component] = mark
     return written, rest
 
 
@@ -132,7 +133,7 @@ def update(
     asked: Iterable[str] = (),
     notes: Iterable[str] = (),
     postprocessed: bool = False,
-    live=None,
+    tab=None,
     direct: bool = False,
 ):
     """Apply `change` to the tab's view and return what the page must redraw.
@@ -155,55 +156,55 @@ def update(
         return _within(page, {}, outputs)
 
     try:
-        live = live or live_of(request)
+        tab = tab or tab_of(request)
         if not direct:  # a direct call changes the sentences or the selection, never the tables
-            built_first(live, change)
+            built_first(tab, change)
 
         def compute(step):  # under the tab's lock
             for widget in render.widgets_of(page, asked):  # it shows what the user set, not what was sent
-                live.shown.pop(widget, None)
-            out = render.outputs(page, step, asked=asked, whole=whole, notes=notes, listed=live.listed)
+                tab.shown.pop(widget, None)
+            out = render.outputs(page, step, asked=asked, whole=whole, notes=notes, listed=tab.listed)
             picker = out.get(page.token) if outputs is None or page.token in outputs else None
             if isinstance(picker, dict) and "choices" in picker:
-                live.listed = len(picker["choices"]) > 1  # more than "none"
+                tab.listed = len(picker["choices"]) > 1  # more than "none"
             out = _within(page, out, outputs)
-            return out, track(page, live, out, direct=direct)
+            return out, track(page, tab, out, direct=direct)
 
-        step, (out, sent) = live.apply(change, compute, tables=tables, whole=whole)
+        step, (out, sent) = tab.apply(change, compute, tables=tables, whole=whole)
     except Refused as error:  # what the app does not allow, said in a sentence; any other error is a fault
         if not direct:
             gr.Warning(str(error))
-        current = View() if live is None else live.view
+        current = View() if tab is None else tab.view
         shown = render.fields(page, current, asked)  # put the refused widgets back
         out = _within(page, {**shown, page.notice: render.notice((str(error),))}, outputs)
-        if live is None:
+        if tab is None:
             sent = ({page.notice: out[page.notice]}, {})
         else:
-            with live.lock:
+            with tab.lock:
                 for widget in render.widgets_of(page, asked):  # they show what the user set: put back
-                    live.shown.pop(widget, None)
-                sent = track(page, live, out, direct=direct)
+                    tab.shown.pop(widget, None)
+                sent = track(page, tab, out, direct=direct)
     if direct:
         return sent
     return postprocess(out) if postprocessed else out
 
 
-def built_first(live, change: Callable[[View], View]) -> None:
+def built_first(tab, change: Callable[[View], View]) -> None:
     """Build in the heavy pool, first, a large random layer that `change` asks for.
 
     A random layer of the largest settings takes about a second to draw; built inside the
     change, it would hold one of the two live slots that every page's keystrokes share. Every
     path that changes tables (settings, a link, a tour step, Back) comes through here, so each
     waits its turn in `JOBS` like any heavy work (and the memory budget sees it as it is built)."""
-    from core.presets import random_source
+    from core.tables.presets import random_source
 
     try:
-        wanted = change(live.view)
+        wanted = change(tab.view)
     except Refused:
         return  # the change itself is refused, with its message, when it is applied
     settings = wanted.settings
     if wanted.source == "random" and settings.table_bytes > LARGE_TABLE_BYTES and settings not in random_source:
-        JOBS.run(live, "building the tables", lambda: niced(random_source, settings))
+        JOBS.run(tab, "building the tables", lambda: niced(random_source, settings))
 
 
 def _within(page, values: dict, outputs: Iterable | None) -> dict:

@@ -30,10 +30,10 @@ VISIBLE = {"__type__": "update", "visible": True}
 def defer(page) -> None:
     """Build invisible the components of every tab but the ones the page opens with, and wire
     each tab's `select` to draw them and to tell the view."""
-    from core.state import View
+    from core.view.state import View
 
     tabs = [("panel", key, tab) for key, tab in page.panel_tabs.items()]
-    tabs += [("shown", key, tab) for key, tab in {"plane": page.plane_tab, **page.tabs}.items()]
+    tabs += [("shown", key, tab) for key, tab in {"plane": page.plane_tab, **page.view_tabs}.items()]
     opened = {("panel", View().panel), ("shown", View().shown)}
     for field, key, tab in tabs:
         later = [] if (field, key) in opened else shown_in(tab)

@@ -20,9 +20,9 @@ from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.responses import HTMLResponse, JSONResponse
 
-from core.options import MAX_QUERY, VIEWS
-from core.state import View
-from core.uploads import UploadLimits
+from core.tables.uploads import UploadLimits
+from core.view.options import MAX_QUERY, VIEWS
+from core.view.state import View
 from ui import (
     admission,
     classroutes,
@@ -90,7 +90,7 @@ class Page:
 
     Every component is declared below, under the module that makes it, and nothing else can be
     set (`__slots__`): a misspelt name fails where it is set, not as a widget that is never
-    written. A view field's widget is named by its declaration in `core.state.View`."""
+    written. A view field's widget is named by its declaration in `core.view.state.View`."""
 
     # the page (build_demo)
     controls: gr.Tabs  # the control column's tabs: Tour, View, Tables, Train
@@ -118,7 +118,7 @@ class Page:
     table: gr.HTML
     embed_api: gr.Button
     # ui/sideviews.py: positions, LayerNorm, similarity, the two documents
-    tabs: dict[str, gr.Tab]  # the side views' tabs by VIEWS key
+    view_tabs: dict[str, gr.Tab]  # the side views' tabs by VIEWS key
     positions_plot: gr.Plot
     repeated: gr.Dataframe
     layernorm_plot: gr.Plot
@@ -219,7 +219,7 @@ class Page:
     @property
     def everything(self) -> list:
         """Every component a change can write: a link, a tour step or a table change may set any.
-        The view fields' widgets come from their declarations (`core.state.View`, `render.WIDGETS`)."""
+        The view fields' widgets come from their declarations (`core.view.state.View`, `render.WIDGETS`)."""
         widgets = [getattr(self, name) for name in render.WIDGETS]
         widgets = [part for widget in widgets for part in (widget.values() if isinstance(widget, dict) else [widget])]
         return list(dict.fromkeys([  # the token picker is a live output and a field's widget: listed once
@@ -367,7 +367,7 @@ def build_demo(*, test_hooks: bool | None = None) -> gr.Blocks:
                   page.address, page.everything, js=tourpanel.SCREEN_JS, api_name=False, show_progress="hidden")
         if test_hooks:
             _test_hooks(page)
-    # live updates: two at a time (one per core); heavy work waits in core.live.Jobs, not here.
+    # live updates: two at a time (one per core); heavy work waits in core.serving.jobs.Jobs, not here.
     # gradio's own bound (max_size) is off: ui.admission bounds the line per tab, per address and
     # in all, each refusal a sentence, and serves it in fair turns across addresses
     demo.queue(default_concurrency_limit=2, max_size=None)
@@ -382,8 +382,8 @@ def _test_hooks(page: Page) -> None:
         button, box = gr.Button("fingerprint"), gr.Textbox()
 
     def fingerprint(request: gr.Request) -> str:
-        live = events.live_of(request)
-        return f"{hash(live.view):x}-{live.session.fingerprint()}"
+        tab = events.tab_of(request)
+        return f"{hash(tab.view):x}-{tab.session.fingerprint()}"
 
     button.click(fingerprint, None, box, api_name="fingerprint")
 

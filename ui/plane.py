@@ -12,8 +12,8 @@ import html
 
 import gradio as gr
 
-from core.options import LIMITS, MAX_SEARCH, MAX_TEXT, Refused
-from core.pipeline import TABLE_HEADERS
+from core.plane.pipeline import TABLE_HEADERS
+from core.view.options import LIMITS, MAX_SEARCH, MAX_TEXT, Refused
 from ui import events, render
 from ui.assets import EXAMPLES
 from ui.direct import Direct, written_by_page
@@ -86,30 +86,30 @@ def layout(page) -> None:
     # a click on a pair sends it over the direct path (ui/direct.py `example`); drawn by the page,
     # not gr.Examples, whose table loaded each example component's code with the page
     page.examples = gr.HTML(examples_html(), elem_id="examples", js_on_load=EXAMPLES_JS)
-    # drawn by the page's script from the plot's own token columns (core.wire.token_columns):
+    # drawn by the page's script from the plot's own token columns (core.drawing.wire.token_columns):
     # a keystroke sends the tokens once, for the plot and this table together
     page.table = gr.HTML(TOKEN_TABLE, elem_id="token-table")
 
 
 def wire(page) -> None:
-    live, keystroke = page.live_outputs, KEYSTROKE
-    embed = events.setter(page, "sentence_a", "sentence_b", outputs=live, postprocessed=True)
+    outputs, keystroke = page.live_outputs, KEYSTROKE
+    embed = events.setter(page, "sentence_a", "sentence_b", outputs=outputs, postprocessed=True)
     # the page types through ui.direct; this hidden button is the same change for API clients
     page.embed_api = gr.Button(visible=False)
-    page.embed_api.click(embed, [page.sentence_a, page.sentence_b], live, api_name="embed", **keystroke)
-    page.k.release(events.setter(page, "k", outputs=live, postprocessed=True), page.k, live, api_name="k",
+    page.embed_api.click(embed, [page.sentence_a, page.sentence_b], outputs, api_name="embed", **keystroke)
+    page.k.release(events.setter(page, "k", outputs=outputs, postprocessed=True), page.k, outputs, api_name="k",
                    **keystroke)
-    page.token.input(select(page), page.token, live, api_name="select", **keystroke)
+    page.token.input(select(page), page.token, outputs, api_name="select", **keystroke)
     # the list is filled from the tab's own tokens when opened, so it never lists stale ones
     page.token.focus(events.named(lambda request: choices(page, request), ()), None, page.token, api_name="picker",
                      **LIVE)
     # what a direct call or a class's lesson changed beyond what the page's script writes (ui/direct.py)
     page.plot.input(None, None, page.everything, js=HAND_OVER_JS, api_name=False, show_progress="hidden",
                     trigger_mode="always_last")
-    search = events.setter(page, "search", "regex", outputs=live, postprocessed=True)
-    gr.on([page.search.change, page.regex.input], search, [page.search, page.regex], live, api_name="search",
+    search = events.setter(page, "search", "regex", outputs=outputs, postprocessed=True)
+    gr.on([page.search.change, page.regex.input], search, [page.search, page.regex], outputs, api_name="search",
           trigger_mode="always_last", **keystroke)
-    page.flip.click(events.named(lambda request: flip(page, request), ()), None, live, api_name="flip",
+    page.flip.click(events.named(lambda request: flip(page, request), ()), None, outputs, api_name="flip",
                     **keystroke)
 
 
@@ -144,14 +144,14 @@ def select(page):
 
 def choices(page, request: gr.Request):
     try:
-        live = events.live_of(request)
+        tab = events.tab_of(request)
     except Refused as error:  # an ended session, or a stranger's new tab refused: the picker stays as it is
         gr.Warning(str(error))
         return gr.skip()
-    with live.lock:
-        tokens, token = live.tokens, live.view.token
-        live.listed = True
-        live.shown.pop(page.token, None)  # written here, outside ui.events.update
+    with tab.lock:
+        tokens, token = tab.tokens, tab.view.token
+        tab.listed = True
+        tab.shown.pop(page.token, None)  # written here, outside ui.events.update
     return gr.update(choices=render.token_choices(tokens), value=render.NO_TOKEN if token is None else token)
 
 

@@ -2,7 +2,7 @@
 
 Gradio's upload route stores any file it is sent, with no session or event, until its hourly
 sweep: a stranger could fill the disk in seconds. The app needs a raw file only until the
-upload event reads it (`core.uploads`), a moment after it came. So a file goes `RAW_SECONDS`
+upload event reads it (`core.tables.uploads`), a moment after it came. So a file goes `RAW_SECONDS`
 after it came, read or not, by a timer every `SWEEP_SECONDS` (`Sweeper`) and before gradio
 stores another (`UploadGate`), which is refused at once, with a sentence, while the files kept
 hold `RAW_BYTES`. An event may name only a file uploaded and still kept (`check_sent`).

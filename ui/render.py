@@ -4,7 +4,7 @@
 every field of the view has one widget writer (`fields`), and every computed output (the
 plane, the side view, the tables' summary, the background, the documents) is redrawn only
 when a field it depends on changed. Which widget shows a field and what its change redraws
-are the field's declaration (`core.state.View`, `core.fields`), not lists kept here. A link, a
+are the field's declaration (`core.view.state.View`, `core.view.fields`), not lists kept here. A link, a
 tour step and a keystroke all pass here, so they cannot render the same view two ways.
 
 Text that comes from a user or a link — sentences, tokens, notes quoting them, parameter
@@ -28,23 +28,23 @@ from collections.abc import Iterable
 import gradio as gr
 from gradio.components.plot import PlotData
 
-from core import tour
-from core.basis import background, vocabulary_basis
-from core.charts import collapse_figure, loss_figure, variance_bars
-from core.code import recipe, script
-from core.details import layernorm_detail, positions_detail, similarity_detail
-from core.fields import BACKGROUND, DETAIL, LISTING, LOOKUP, PLANE, TABLES
-from core.figures import background_trace, embedding_spec
-from core.listing import run_listing
-from core.live import Change
-from core.lookup import walk_through
-from core.options import BASES, DETAILS, MAX_QUERY, PARTS, POSITIONS
-from core.pipeline import Exploration, explore_view, flipped_tokens
-from core.search import SearchResult, search
-from core.session import Session
-from core.share import to_query
-from core.state import FIELDS, View
-from core.wire import figure_json, trace_json
+from core.drawing.charts import collapse_figure, loss_figure, variance_bars
+from core.drawing.code import recipe, script
+from core.drawing.details import layernorm_detail, positions_detail, similarity_detail
+from core.drawing.figures import background_trace, embedding_spec
+from core.drawing.wire import figure_json, trace_json
+from core.model.listing import run_listing
+from core.model.lookup import walk_through
+from core.plane.basis import background, vocabulary_basis
+from core.plane.pipeline import Exploration, explore_view, flipped_tokens
+from core.plane.search import SearchResult, search
+from core.serving.tabs import Change
+from core.tables.session import Session
+from core.view import tour
+from core.view.fields import BACKGROUND, DETAIL, LISTING, LOOKUP, PLANE, TABLES
+from core.view.options import BASES, DETAILS, MAX_QUERY, PARTS, POSITIONS
+from core.view.share import to_query
+from core.view.state import FIELDS, View
 
 NO_TOKEN = ""  # the token picker's value when no token is selected
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>&:])")
@@ -141,7 +141,7 @@ WIDGETS = tuple(dict.fromkeys(
 
 
 def _redrawn(names: Iterable[str]) -> frozenset[str]:
-    """What a change of these fields draws again, as their declarations say (core.fields.REDRAWS)."""
+    """What a change of these fields draws again, as their declarations say (core.view.fields.REDRAWS)."""
     return frozenset().union(*(FIELDS[name].redraws for name in names))
 
 
@@ -149,8 +149,8 @@ def outputs(page, step: Change, *, asked: Iterable[str] = (), whole: bool = Fals
             listed: bool = True, key: str | None = None) -> dict:
     """Everything the page must redraw after `step`.
 
-    `listed`: whether the token picker may hold a list of tokens (see `core.live.Live.listed`).
-    `key`: the tab's key for its direct calls (`core.live.Live.key`), sent with the address
+    `listed`: whether the token picker may hold a list of tokens (see `core.serving.tabs.Tab.listed`).
+    `key`: the tab's key for its direct calls (`core.serving.tabs.Tab.key`), sent with the address
     when the page opens."""
     view, session = step.view, step.session
     changed = set(view.differs(step.old_view))
@@ -230,7 +230,7 @@ def _shared(kind: str, view: View, session: Session, tokens: tuple[str, ...] | N
 
     A session on shared tables (not an upload, no plane of its own) shows what every other one
     on the same tables shows for the same view. Trained tables are shared too when they are one
-    training's: a class that pressed Train together trains once (`core.live.Jobs`), and every
+    training's: a class that pressed Train together trains once (`core.serving.jobs.Jobs`), and every
     page adopts the same read-only result and watches the same snapshots, so each snapshot and
     the result are drawn once for the class. A session with tables of its own always draws its
     own. The tables are held weakly (the memory budget counts only what tabs hold), and an id
@@ -275,12 +275,12 @@ def _shared_key(kind: str, view: View, session: Session, tokens: tuple[str, ...]
 
 def plane(page, view: View, session: Session, tokens: tuple[str, ...] | None = None, revision: int = 0, *,
           holds: bool = False) -> dict:
-    """The main plot (in its compact form, which also carries the token table: `core.wire.expand`),
+    """The main plot (in its compact form, which also carries the token table: `core.drawing.wire.expand`),
     its summary, the neighbours, the search and the variance bar.
 
     `tokens`: the view's tokens when the caller has them (an applied change has), so the
     live path does not tokenize the sentences once more to find the flipped ones.
-    `revision`: the tab's change count (`core.live.Change.revision`); the page's script draws
+    `revision`: the tab's change count (`core.serving.tabs.Change.revision`); the page's script draws
     no figure older than the one it shows, whichever path brought it. A plane on shared tables
     is drawn once for every tab (`_shared`), with each tab's revision written into its JSON.
     `holds`: a training's figure: the page keeps the axes it has (`hold_key`) for it and for
@@ -393,8 +393,8 @@ def _behind(view: View, session: Session) -> bool:
 
 
 def _behind_tokens(view: View, session: Session):
-    """The background the page draws (cached: core.basis.background), in the untrained table's
-    plane, as core.pipeline._plane draws the sentence in."""
+    """The background the page draws (cached: core.plane.basis.background), in the untrained table's
+    plane, as core.plane.pipeline._plane draws the sentence in."""
     plane = (vocabulary_basis(session.source.model.tok_embed).projection if session.basis == "vocabulary"
              else session.frozen_basis)
     return background(session.tokenizer, session.model.tok_embed, plane, view.background)
@@ -461,7 +461,7 @@ def listing(page, view: View) -> dict:
 
 
 def code_view(view: View, session: Session) -> str:
-    """The Code tab's script: what the tab shows, its trainings and frozen plane included (`core.code`)."""
+    """The Code tab's script: what the tab shows, its trainings and frozen plane included (`core.drawing.code`)."""
     return script(recipe(view, session))
 
 

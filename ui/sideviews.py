@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import gradio as gr
 
-from core.options import LIMITS, MAX_TEXT, VIEWS
-from core.state import DOCUMENT_SENTENCE
+from core.view.options import LIMITS, MAX_TEXT, VIEWS
+from core.view.state import DOCUMENT_SENTENCE
 from ui import events
 from ui.plane import LIVE
 from ui.widgets import Checkbox, Number, Table
 
 
 def layout(page) -> None:
-    page.tabs = {}
-    with gr.Tab(VIEWS["positions"], id="positions", elem_id="tab-positions") as page.tabs["positions"]:
+    page.view_tabs = {}
+    with gr.Tab(VIEWS["positions"], id="positions", elem_id="tab-positions") as page.view_tabs["positions"]:
         gr.Markdown(
             "Position vectors 0, 1, 2, … joined in order, each table in its own PCA plane: this table's positions "
             "beside fixed sinusoidal ones. Below, a word that occurs twice: the cosine of its two **output** "
@@ -27,13 +27,13 @@ def layout(page) -> None:
         page.repeated = Table(headers=["token", "positions", "cosine of outputs"], interactive=False,
                                      label="Same word, different positions", elem_id="repeated-table",
                                      max_height=240)
-    with gr.Tab(VIEWS["layernorm"], id="layernorm", elem_id="tab-layernorm") as page.tabs["layernorm"]:
+    with gr.Tab(VIEWS["layernorm"], id="layernorm", elem_id="tab-layernorm") as page.view_tabs["layernorm"]:
         page.layernorm_plot = gr.Plot(show_label=False, elem_id="layernorm-plot")
         page.layernorm_info = gr.Markdown(elem_id="layernorm-info")
-    with gr.Tab(VIEWS["similarity"], id="similarity", elem_id="tab-similarity") as page.tabs["similarity"]:
+    with gr.Tab(VIEWS["similarity"], id="similarity", elem_id="tab-similarity") as page.view_tabs["similarity"]:
         gr.Markdown("Cosine similarity of every pair of **output** vectors: what the next layer starts from.")
         page.similarity_plot = gr.Plot(show_label=False, elem_id="similarity-plot")
-    with gr.Tab(VIEWS["listing"], id="listing", elem_id="tab-listing") as page.tabs["listing"]:
+    with gr.Tab(VIEWS["listing"], id="listing", elem_id="tab-listing") as page.view_tabs["listing"]:
         gr.Markdown(
             "The first document's test, run exactly: `Embedding(vocab_size=10, d_model=2, maxlen=512, "
             "n_segments=2)` on a batch of 2 sequences of 3 random ids and segments."
@@ -48,7 +48,7 @@ def layout(page) -> None:
                                       interactive=False)
         page.listing_facts = gr.Markdown(elem_id="listing-facts")
         page.listing_plot = gr.Plot(show_label=False, elem_id="listing-plot")
-    with gr.Tab(VIEWS["lookup"], id="lookup", elem_id="tab-lookup") as page.tabs["lookup"]:
+    with gr.Tab(VIEWS["lookup"], id="lookup", elem_id="tab-lookup") as page.view_tabs["lookup"]:
         gr.Markdown("The second document, *nn.Embedding is a lookup table*, step by step.")
         with gr.Row():
             page.lookup_sentence = gr.Textbox(DOCUMENT_SENTENCE, label="Sentence", scale=3, elem_id="lookup-sentence",

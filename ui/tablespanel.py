@@ -6,10 +6,10 @@ import os
 
 import gradio as gr
 
-from core.memory import BUDGET
-from core.options import LIMITS, PANELS, POSITIONS, SOURCES, TOKENIZERS, Refused
-from core.state import DOCUMENT_SENTENCE, LISTING_SETTINGS, SETTINGS_FIELDS, Settings
-from core.uploads import UploadLimits, read_upload, reading_bytes
+from core.process.memory import BUDGET
+from core.tables.uploads import UploadLimits, read_upload, reading_bytes
+from core.view.options import LIMITS, PANELS, POSITIONS, SOURCES, TOKENIZERS, Refused
+from core.view.state import DOCUMENT_SENTENCE, LISTING_SETTINGS, SETTINGS_FIELDS, Settings
 from ui import events, render
 from ui.plane import LIVE
 from ui.viewpanel import HEAVY
@@ -75,26 +75,26 @@ def listing(page, request: gr.Request) -> dict:
 def upload(page, request: gr.Request, path: str | None) -> dict:
     """Read an uploaded table (in the heavy pool) and switch to it; a refusal leaves all as it was.
 
-    What reading it holds at its peak (`core.uploads.reading_bytes`: about the file's size for a
+    What reading it holds at its peak (`core.tables.uploads.reading_bytes`: about the file's size for a
     float32 .npy file, which is read straight into its table, twice that for other formats) is
     reserved in the memory budget while it is read and taken in. The raw file is left to
     `ui.rawfiles`' sweep, not deleted here: gradio stores a file by its content's hash, so another
     visitor's upload of the same file may be about to read the same path."""
-    live = None
+    tab = None
     try:
-        live = events.live_of(request)
+        tab = events.tab_of(request)
         if not path:
             raise Refused("No file arrived; choose a table file to upload.")
-        BUDGET.check_client(live, {**live.holding(), -1: _size(path)})  # before any work: refused at once
+        BUDGET.check_client(tab, {**tab.holding(), -1: _size(path)})  # before any work: refused at once
         with BUDGET.reserve(reading_bytes(path, UPLOAD_LIMITS), "the uploaded file's table"):
-            table = events.JOBS.run(live, "reading the upload", lambda: read_upload(path, UPLOAD_LIMITS))
+            table = events.JOBS.run(tab, "reading the upload", lambda: read_upload(path, UPLOAD_LIMITS))
             out = events.update(page, request, lambda view: view.with_(source="upload"),
                                 tables=lambda session: session.with_upload(table))
     except (Refused, ValueError) as error:
         gr.Warning(str(error))
         # the box is emptied, so a refused file does not look loaded
         return {page.upload: None, page.notice: render.notice((str(error),)),
-                **({} if live is None else render.fields(page, live.view, ("source",)))}
+                **({} if tab is None else render.fields(page, tab.view, ("source",)))}
     return {**out, page.upload: None}
 
 

@@ -18,9 +18,9 @@ from urllib.parse import parse_qs
 
 import gradio as gr
 
-from core import share, tour
-from core.options import MAX_QUERY, PANELS, Refused
-from core.state import View
+from core.view import share, tour
+from core.view.options import MAX_QUERY, PANELS, Refused
+from core.view.state import View
 from ui import events, render
 from ui.direct import written_by_page
 from ui.plane import LIVE
@@ -115,15 +115,15 @@ def open_link(page, request: gr.Request, screen: object = None) -> dict:
     params = getattr(request, "query_params", None) or {}
     link = share.from_query({key: params.getlist(key) for key in params} if hasattr(params, "getlist") else params)
     try:
-        live = events.live_of(request, fresh=True)
+        tab = events.tab_of(request, fresh=True)
     except Refused as error:  # too many new pages from this address: the page says so, and draws nothing
         return {page.notice: render.notice((str(error),))}
     on = View(narrow=narrow(screen))
     try:
-        return show(live=live, page=page, change=lambda _: link.view.seen_as(on), notes=link.notes)
+        return show(tab=tab, page=page, change=lambda _: link.view.seen_as(on), notes=link.notes)
     except Refused as error:
         notes = (*link.notes, f"The link's view could not be opened ({error}); showing the default view.")
-        return show(live=live, page=page, change=lambda _: on, notes=notes)
+        return show(tab=tab, page=page, change=lambda _: on, notes=notes)
 
 
 # what the page opening says of its screen (the load event's one input, `#address`): whether it is
@@ -156,14 +156,14 @@ def back(page, request: gr.Request, sent: str) -> dict:
     return events.update(page, request, link.view.seen_as, whole=True, notes=link.notes)
 
 
-def show(page, live, change, notes: tuple[str, ...] = ()) -> dict:
+def show(page, tab, change, notes: tuple[str, ...] = ()) -> dict:
     """Apply a whole view, untrained; raises Refused (changing nothing) if it cannot be had."""
-    events.built_first(live, change)
+    events.built_first(tab, change)
     def compute(step):
-        out = render.outputs(page, step, whole=True, notes=notes, key=live.key)
-        events.track(page, live, out)
+        out = render.outputs(page, step, whole=True, notes=notes, key=tab.key)
+        events.track(page, tab, out)
         # what the page holds as built is not written again (see `events.as_built`)
         return {component: value for component, value in out.items() if not events.as_built(component, value)}
 
-    _, out = live.apply(change, compute, tables=lambda session: session.restart(), whole=True)
+    _, out = tab.apply(change, compute, tables=lambda session: session.restart(), whole=True)
     return out

@@ -1,6 +1,6 @@
 """The Train panel: freeze parts, train a few steps with a live loss curve, reset.
 
-Training runs in the heavy pool (`core.live.Jobs`), outside the tab's lock, so the tab keeps
+Training runs in the heavy pool (`core.serving.jobs.Jobs`), outside the tab's lock, so the tab keeps
 answering while it trains: view changes apply at once, table changes are refused until it
 ends, and the trained tables are then adopted by whatever the tab shows by that time.
 
@@ -22,13 +22,13 @@ import time
 import anyio
 import gradio as gr
 
-from core import options
-from core.charts import loss_figure
-from core.live import JOB_QUEUE, Cancelled, Job
-from core.offload import OffloadError
-from core.options import CORPORA, LIMITS, PANELS, PARTS, Refused
-from core.session import Session
-from core.training import Corpus, TrainConfig
+from core.drawing.charts import loss_figure
+from core.model.training import Corpus, TrainConfig
+from core.process.offload import OffloadError
+from core.serving.jobs import JOB_QUEUE, Cancelled, Job
+from core.tables.session import Session
+from core.view import options
+from core.view.options import CORPORA, LIMITS, PANELS, PARTS, Refused
 from ui import events, render
 from ui.plane import LIVE
 from ui.widgets import Checkbox, Number
@@ -37,7 +37,7 @@ from ui.widgets import Checkbox, Number
 # faster than its snapshots (a default one takes a third of a second) is still watched
 LIVE_SECONDS = 0.4
 POLL_SECONDS = 0.1  # how often a watcher looks again when a redraw's time came and nothing was new
-# the pages watching a training: as many as may have a training in line (`core.live.Jobs` bounds
+# the pages watching a training: as many as may have a training in line (`core.serving.jobs.Jobs` bounds
 # the work itself), each waiting on the event loop, so none waits for another page's replay
 # what a page is told of a fault in training (a bug, a broken table), whose stack the server's log keeps
 FAULT = "Training failed on the server because of a fault, which its log keeps; the tables are as they were."
@@ -94,7 +94,7 @@ def reset(page, request: gr.Request) -> dict:
 async def train(page, request: gr.Request, steps, corpus):
     """A few gradient steps on the tab's tables, the loss curve drawn as they go."""
     try:
-        live = events.live_of(request)
+        tab = events.tab_of(request)
     except Refused as error:  # an ended session, or too many new pages from one address
         gr.Warning(str(error))
         yield {page.notice: render.notice((str(error),))}
@@ -107,10 +107,10 @@ async def train(page, request: gr.Request, steps, corpus):
         steps = options.whole(steps, "steps")
         options.choice(corpus, "corpus", CORPORA)
         # after a table change still in flight (BERT loading): train what the page will show
-        view, session, revision = await anyio.to_thread.run_sync(_now, live)
+        view, session, revision = await anyio.to_thread.run_sync(_now, tab)
         text = Corpus.builtin() if corpus == "builtin" else Corpus.from_text(f"{view.sentence_a}\n{view.sentence_b}")
     except (Refused, ValueError) as error:
-        yield _refused(page, live, error)
+        yield _refused(page, tab, error)
         return
     done: dict = {}
     job = Job()
@@ -122,7 +122,7 @@ async def train(page, request: gr.Request, steps, corpus):
         job.progress = (step, losses, frames if frame is None else (*frames, (step, losses, frame)))
 
     # the same tables, earlier training, freezes, corpus and settings train the same way: a
-    # class pressing Train together trains once (core.live.Jobs). The source tables are named
+    # class pressing Train together trains once (core.serving.jobs.Jobs). The source tables are named
     # by their settings (a preset or seeded random tables), not held; an upload is its tab's own
     key = None if session.base.key == "upload" else (
         "training", session.tables(), session.trained, session.fixed, session.trained_tokenizer, text.sentences,
@@ -134,7 +134,7 @@ async def train(page, request: gr.Request, steps, corpus):
     def work() -> None:
         try:
             done["session"] = events.JOBS.run(
-                live, "training", lambda: session.trained_on(text, config, progress, job.stop, run=events.OFFLOAD.call),
+                tab, "training", lambda: session.trained_on(text, config, progress, job.stop, run=events.OFFLOAD.call),
                 job, key, admitted=admitted)
         except (Refused, ValueError) as error:
             done["error"] = error
@@ -165,7 +165,7 @@ async def train(page, request: gr.Request, steps, corpus):
                     break
                 if frame is not None:
                     plot, revision = await anyio.to_thread.run_sync(
-                        _plot, page, live, view, session.adopt_training(frame), revision, True)
+                        _plot, page, tab, view, session.adopt_training(frame), revision, True)
                     out.update(plot)
                     drawn = drawn or bool(plot)
                 yield out
@@ -175,21 +175,21 @@ async def train(page, request: gr.Request, steps, corpus):
         if worker.is_alive():
             job.cancel()
     if "error" in done:
-        restored = await anyio.to_thread.run_sync(_restored, page, live, drawn)
-        yield {**restored, **_refused(page, live, done["error"])}
+        restored = await anyio.to_thread.run_sync(_restored, page, tab, drawn)
+        yield {**restored, **_refused(page, tab, done["error"])}
         return
     if "session" not in done:
         return  # cancelled: its page is gone
-    yield await anyio.to_thread.run_sync(_adopted, page, request, live, done["session"], steps, job, drawn)
+    yield await anyio.to_thread.run_sync(_adopted, page, request, tab, done["session"], steps, job, drawn)
 
 
-def _now(live) -> tuple:
+def _now(tab) -> tuple:
     """The tab's view, session and revision of one moment, after any change in flight."""
-    with live.lock:
-        return live.view, live.session, live.revision
+    with tab.lock:
+        return tab.view, tab.session, tab.revision
 
 
-def _adopted(page, request: gr.Request, live, trained: Session, steps: int, job: Job, drawn: bool) -> dict:
+def _adopted(page, request: gr.Request, tab, trained: Session, steps: int, job: Job, drawn: bool) -> dict:
     """The page's answer once its training is done: the trained tables adopted by what the tab
     shows now, or, if its tables changed meanwhile, their own summary, curve and plot."""
     taken = trained.training.steps
@@ -199,11 +199,11 @@ def _adopted(page, request: gr.Request, live, trained: Session, steps: int, job:
     out = events.update(page, request, lambda view: view, tables=lambda current: current.adopt_training(trained),
                         notes=notes)
     if page.plot not in out:  # set aside (the tables changed meanwhile): the tables' own summary, curve and plot
-        out = {**render.training(page, live.session), **_restored(page, live, drawn), **out}
+        out = {**render.training(page, tab.session), **_restored(page, tab, drawn), **out}
     return out
 
 
-def _plot(page, live, view, session: Session, since: int | None = None, holds: bool = False) -> tuple[dict, int]:
+def _plot(page, tab, view, session: Session, since: int | None = None, holds: bool = False) -> tuple[dict, int]:
     """The plot of `view` and `session`, written outside an applied change, and the tab's
     revision after it; with `since`, only if no change was applied since that revision (the
     person moved on: their view is drawn, not a snapshot of the one they left).
@@ -212,21 +212,21 @@ def _plot(page, live, view, session: Session, since: int | None = None, holds: b
     before the next change (assets/explorer.js draws no older figure), and it is tracked, so the
     next change knows what the page shows (`ui.events.track`). `holds`: a snapshot of a training,
     whose frozen points the page keeps where they are drawn (`ui.render.plane`)."""
-    with live.lock:
-        if since is not None and live.revision != since:
+    with tab.lock:
+        if since is not None and tab.revision != since:
             return {}, since
-        live.revision += 1
-        out = render.plane(page, view, session, revision=live.revision, holds=holds)
-        events.track(page, live, out)
-        return out, live.revision
+        tab.revision += 1
+        out = render.plane(page, view, session, revision=tab.revision, holds=holds)
+        events.track(page, tab, out)
+        return out, tab.revision
 
 
-def _restored(page, live, drawn: bool) -> dict:
+def _restored(page, tab, drawn: bool) -> dict:
     """After a training that drew its snapshots and was not adopted: the tab's own plot again."""
     if not drawn:
         return {}
-    with live.lock:  # the same lock _plot takes (reentrant): the view and session of one moment
-        return _plot(page, live, live.view, live.session)[0]
+    with tab.lock:  # the same lock _plot takes (reentrant): the view and session of one moment
+        return _plot(page, tab, tab.view, tab.session)[0]
 
 
 async def _as_it_goes(page, finished: asyncio.Event, job: Job, steps: int):
@@ -261,7 +261,7 @@ async def _as_it_goes(page, finished: asyncio.Event, job: Job, steps: int):
             await asyncio.sleep(wait)
 
 
-def _refused(page, live, error: Exception) -> dict:
+def _refused(page, tab, error: Exception) -> dict:
     """The refusal said, and the summary and curve back to what the tab's tables have learned."""
     gr.Warning(str(error))
-    return {**render.training(page, live.session), page.notice: render.notice((str(error),))}
+    return {**render.training(page, tab.session), page.notice: render.notice((str(error),))}

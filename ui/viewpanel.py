@@ -7,13 +7,13 @@ from pathlib import Path
 
 import gradio as gr
 
-from core import options
-from core.basis import vocabulary_basis
-from core.export import export_view
-from core.offload import OffloadError
-from core.options import BASES, COMPONENTS, LIMITS, PANELS, Refused
-from core.pipeline import fit_sentence_basis
-from core.share import to_query
+from core.drawing.export import export_view
+from core.plane.basis import vocabulary_basis
+from core.plane.pipeline import fit_sentence_basis
+from core.process.offload import OffloadError
+from core.view import options
+from core.view.options import BASES, COMPONENTS, LIMITS, PANELS, Refused
+from core.view.share import to_query
 from ui import events, render
 from ui.direct import written_by_page
 from ui.plane import LIVE
@@ -82,18 +82,18 @@ def wire(page) -> None:
 def refit(page, request: gr.Request) -> dict:
     """Fit the plane again: the frozen one on the current sentence, the vocabulary's from scratch."""
     try:
-        live = events.live_of(request)
-        view, session = live.view, live.session  # a parked tab's tables come back here, or a sentence says why not
+        tab = events.tab_of(request)
+        view, session = tab.view, tab.session  # a parked tab's tables come back here, or a sentence says why not
         if view.basis == "sentence":
             gr.Info("'This sentence' refits on every change already; freeze the plane to keep one.")
             return {page.notice: gr.skip()}
         if view.basis == "vocabulary":
-            fitted = events.JOBS.run(live, "refitting", lambda: vocabulary_basis(  # the plane core.pipeline draws in
+            fitted = events.JOBS.run(tab, "refitting", lambda: vocabulary_basis(  # the plane pipeline draws in
                 session.source.model.tok_embed, refit=True, run=events.OFFLOAD.call))
             rows = session.model.config.vocab_size
             gr.Info(f"Fitted the plane of all {rows:,} rows of the token table in {fitted.seconds:.2f} s.")
             return {page.notice: gr.skip()}
-        plane = events.JOBS.run(live, "refitting",
+        plane = events.JOBS.run(tab, "refitting",
                                 lambda: fit_sentence_basis(session, view.sentence_a, view.sentence_b, view.groups))
     except (Refused, OffloadError) as error:
         gr.Warning(str(error))
@@ -106,7 +106,7 @@ def share(page, request: gr.Request) -> dict:
     """The query string of a link to what the tab shows (the page adds its own address); for a
     tab whose session has ended, the sentence that says so, and no link."""
     try:
-        view = events.live_of(request).view
+        view = events.tab_of(request).view
     except Refused as error:
         return {page.share_query: gr.skip(), page.share_notes: f"⚠️ {render.plain(str(error))}"}
     query, notes = to_query(view)
@@ -120,11 +120,11 @@ def export(page, request: gr.Request, sentence_a: str, sentence_b: str) -> dict:
     changed = events.update(page, request, lambda view: view.with_(sentence_a=sentence_a, sentence_b=sentence_b),
                             asked=("sentence_a", "sentence_b"), outputs=[page.notice])
     try:
-        live = events.live_of(request)
-        view, session = live.view, live.session
+        tab = events.tab_of(request)
+        view, session = tab.view, tab.session
         if (view.sentence_a, view.sentence_b) != (sentence_a or "", sentence_b or ""):
             return changed  # the sentences were refused (the notice says why): no files of another view
-        files = events.JOBS.run(live, "exporting", lambda: events.OFFLOAD.call(
+        files = events.JOBS.run(tab, "exporting", lambda: events.OFFLOAD.call(
             export_view, export_folder(page, request), view, session))
     except (Refused, OffloadError) as error:
         gr.Warning(str(error))

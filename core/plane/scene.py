@@ -1,0 +1,125 @@
+"""What one picture of the embedding layer shows, as plain data: the `Scene`.
+
+The pipeline (`core/plane/pipeline.py`) fills it from the tables; the figure builders (`core/drawing/figures.py`),
+the wire format (`core/drawing/wire.py`) and the label placement (`core/drawing/labels.py`) read it. No torch,
+no plotly, no gradio.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+GROUPS = ("token", "position", "segment", "sum", "output")  # display order
+
+# one marker shape per kind of token, the same in every group. plotly's numeric codes
+# cost a digit per point in the JSON instead of a word; the open circle keeps its name
+# because plotly.js's WebGL renderer draws its code (100) as a filled circle
+WORD, SPECIAL, CONTINUATION = 0, 2, "circle-open"  # circle, diamond, open circle
+
+
+@dataclass(frozen=True)
+class Neighbourhood:
+    """A selected token and its nearest vocabulary entries, placed in the scene's plane.
+
+    ``points`` maps "token" and/or "output" to the neighbours' own vectors of that kind,
+    projected: (k, dims) each, with ``labels`` (k,) and cosine similarities (k,).
+    """
+
+    selected: int  # the selected token's index in the scene
+    points: Mapping[str, np.ndarray]
+    labels: Mapping[str, tuple[str, ...]]
+    cosines: Mapping[str, np.ndarray]
+
+
+@dataclass(frozen=True)
+class Scene:
+    """Everything one picture shows, as plain data (no torch).
+
+    One entry per token in each tuple (length L). ``points`` holds the groups to draw, keyed
+    by names from ``GROUPS``; ``norms`` holds at least those (the pipeline gives all five:
+    the token table shows every norm, drawn or not). Points have 2 coordinates (the plane) or
+    3 (the rotatable PC1–PC3 view); ``origin`` has as many, and every other array of points
+    in the scene the same number of columns.
+    """
+
+    tokens: tuple[str, ...]
+    ids: tuple[int, ...]
+    positions: tuple[int, ...]
+    segment_ids: tuple[int, ...]
+    special_mask: tuple[bool, ...]        # [CLS]/[SEP] markers
+    continuation_mask: tuple[bool, ...]   # WordPiece '##' pieces
+    points: Mapping[str, np.ndarray]      # group -> (L, dims) projected coordinates
+    norms: Mapping[str, np.ndarray]       # group -> (L,) L2 norm of the full vector
+    explained: tuple[float, ...]          # explained-variance ratio of each axis
+    origin: np.ndarray                    # (dims,) where the zero vector lands in the plane
+    message: str = ""
+    # after training: the same groups' points before it, in the same plane, to show movement
+    previous: Mapping[str, np.ndarray] | None = None
+    plane: str = ""  # whose variance the axes explain, when not the points' own ("vocabulary")
+    # where each token's sum would be with its reference segment (NaN rows: no arrow); the
+    # arrow from there to the sum is the shift the segment row adds
+    shift_from: np.ndarray | None = None
+    neighbourhood: Neighbourhood | None = None
+    selected: int | None = None  # a token picked by the user: its addition path alone is drawn
+    # d_model = 2: the points are the vectors' own coordinates (no projection), axes dim 0 / dim 1
+    exact: bool = False
+    segment_shift: float | None = None  # |seg[1] − seg[0]| in the full space, for the shift's note
+    # each token's word category ("animals", …; "" for none) while training on a corpus that has them
+    categories: tuple[str, ...] | None = None
+
+    @property
+    def dims(self) -> int:
+        """How many coordinates each point has: 2 for the plane, 3 for the PC1–PC3 view."""
+        return int(np.shape(self.origin)[0]) if np.ndim(self.origin) == 1 else 2
+
+    @property
+    def picked(self) -> int | None:
+        """The selected token's index, from the selection or the neighbourhood, if any."""
+        if self.selected is not None:
+            return self.selected
+        return self.neighbourhood.selected if self.neighbourhood is not None else None
+
+    def __post_init__(self) -> None:
+        # a mismatch here is a bug upstream; name it now rather than draw a wrong picture
+        length, dims = len(self.tokens), self.dims
+        if dims not in (2, 3):
+            raise ValueError(f"Scene.origin has shape {np.shape(self.origin)}; points have 2 or 3 coordinates")
+        for field in ("ids", "positions", "segment_ids", "special_mask", "continuation_mask"):
+            if len(getattr(self, field)) != length:
+                raise ValueError(f"Scene.{field} has {len(getattr(self, field))} entries "
+                                 f"but there are {length} tokens")
+        if self.categories is not None and len(self.categories) != length:
+            raise ValueError(f"Scene.categories has {len(self.categories)} entries but there are {length} tokens")
+        for group, points in self.points.items():
+            if group not in GROUPS:
+                raise ValueError(f"unknown group {group!r}; groups are {', '.join(GROUPS)}")
+            if np.shape(points) != (length, dims):
+                raise ValueError(f"points[{group!r}] has shape {np.shape(points)}, "
+                                 f"expected ({length}, {dims})")
+            if np.shape(self.norms.get(group)) != (length,):
+                raise ValueError(f"norms[{group!r}] has shape "
+                                 f"{np.shape(self.norms.get(group))}, expected ({length},)")
+        if self.shift_from is not None and np.shape(self.shift_from) != (length, dims):
+            raise ValueError(f"Scene.shift_from has shape {np.shape(self.shift_from)}, expected ({length}, {dims})")
+        if self.neighbourhood is not None and not 0 <= self.neighbourhood.selected < length:
+            raise ValueError(f"the selected token {self.neighbourhood.selected} is not one of the {length} tokens")
+        if self.selected is not None and not 0 <= self.selected < length:
+            raise ValueError(f"the selected token {self.selected} is not one of the {length} tokens")
+        if self.previous is not None and {g: np.shape(p) for g, p in self.previous.items()} != {
+                g: np.shape(p) for g, p in self.points.items()}:
+            raise ValueError("Scene.previous must hold the same groups and shapes as points")
+
+
+def symbols(scene: Scene) -> list[int | str]:
+    """Each token's marker shape, in token order: a diamond for a marker, an open circle for a
+    ## word piece, a circle for a word."""
+    return [SPECIAL if special else CONTINUATION if piece else WORD
+            for special, piece in zip(scene.special_mask, scene.continuation_mask, strict=True)]
+
+
+def segment_name(segment: int) -> str:
+    """A segment row's name: A, B, … (a number past Z)."""
+    return chr(ord("A") + segment) if 0 <= segment < 26 else str(segment)

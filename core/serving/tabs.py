@@ -1,0 +1,409 @@
+"""One browser tab's state on the server, and the store that keeps the tabs of every visitor.
+
+A tab's truth is a `Tab`: the `View` it shows, the `Session` holding the tables that view asks
+for, and the tokens last drawn. Every change goes through `Tab.apply`, under the tab's lock:
+the new view and session are built and what the page needs is computed before they are swapped
+in, so a tab's changes apply one after another and a failed one changes nothing.
+
+`Tabs` keeps them by an opaque key (the page's session), forgets one unused for an hour, lets
+each client network open new tabs at a bounded rate (`NewTabs`), and parks the least recently
+used tabs' tables when the memory budget needs room. Time is read from a clock it is given.
+"""
+
+
+from __future__ import annotations
+
+import difflib
+import ipaddress
+import os
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from core.plane.pipeline import fit_sentence_basis
+from core.process.memory import BUDGET, Budget, private
+from core.tables.session import Session
+from core.view.options import COMPONENTS, Refused
+from core.view.state import View
+
+T = TypeVar("T")
+IDLE_SECONDS = 3600  # a tab unused this long is forgotten
+MAX_TABS = 5_000  # tabs kept at once; past it the longest-unused is forgotten first
+# new tabs one client address may open at once (a class behind one school address), then one more
+# every NEW_TAB_SECONDS; EXPLORER_NEW_TABS changes the first (the tests' one client opens thousands)
+NEW_TABS = int(os.environ.get("EXPLORER_NEW_TABS", "200"))
+NEW_TAB_SECONDS = 2.0
+_ENDED_REMEMBERED = 20_000  # hashes of forgotten tabs, to tell "expired" from "new"
+
+
+class Expired(Refused):
+    """An event from a tab whose state was forgotten after an hour unused."""
+
+
+def session_for(view: View, current: Session, *, whole: bool = False) -> Session:
+    """The session `view` asks for, reusing `current`'s tables (and training) where they agree.
+
+    `whole`: the view arrives whole (a link, Back, a tour step, a class's lesson), not as a
+    change the person makes on the page. Raises `Refused` when the view cannot be had (no
+    uploaded file yet, a setting out of range), leaving `current` untouched.
+    """
+    new = current
+    if view.tables() != current.tables():
+        new = current.with_tables(view.source, view.settings, view.positions)
+    if view.frozen != new.frozen:
+        new = new.with_frozen(view.frozen)
+    if view.basis != new.basis:
+        plane = None
+        if view.basis == "frozen":
+            # a frozen plane is the one the ticked groups show. Freezing with none ticked is refused,
+            # but unticking them all after is not, and the address then says so: a whole view cannot
+            # say which groups its plane was kept with, so it keeps the one every group spans
+            groups = view.groups or (COMPONENTS if whole else ())
+            plane = fit_sentence_basis(new, view.sentence_a, view.sentence_b, groups)
+        new = new.with_basis(view.basis, plane)
+    return new
+
+
+def follow(old: tuple[str, ...], new: tuple[str, ...], view: View) -> tuple[View, tuple[str, ...]]:
+    """The selected token and the flipped ones, moved to where their tokens went in `new`.
+
+    The old and new token lists are aligned (the longest matching blocks, as `diff` does), so
+    typing a word before "king" keeps "king" selected. A token that was deleted or changed
+    is let go, and the note says so.
+    """
+    if view.token is None and not view.flips:
+        return view, ()
+    if old == new:  # nothing moved: only what is past the end is let go
+        token = view.token if view.token is None or view.token < len(new) else None
+        notes = () if token == view.token else (
+            f"Token {view.token} is past the end of the sentences (0 to {len(new) - 1}), so it was let go.",)
+        return view.with_(token=token, flips=frozenset(i for i in view.flips if i < len(new))), notes
+    moved: dict[int, int] = {}
+    for block in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_matching_blocks():
+        moved.update({block.a + i: block.b + i for i in range(block.size)})
+    notes = []
+    token = view.token
+    if token is not None and token < len(old):
+        if token in moved:
+            token = moved[token]
+        else:
+            notes.append(f"The selected token '{old[token]}' is no longer in the sentences, so it was let go.")
+            token = None
+    elif token is not None and token >= len(new):
+        notes.append(f"Token {token} is past the end of the sentences (0 to {len(new) - 1}), so it was let go.")
+        token = None
+    flips = set()
+    for index in view.flips:
+        if index in moved or (not old and index < len(new)):
+            flips.add(moved.get(index, index))
+        elif index < len(old):
+            notes.append(f"'{old[index]}' is no longer in the sentences, so its segment flip was let go.")
+    return view.with_(token=token, flips=frozenset(flips)), tuple(notes)
+
+
+def holding(session: Session) -> dict[int, int]:
+    """The tables a session holds, as `core.process.memory.Budget` counts them."""
+    models = {id(m): m for m in (session.base.model, session.source.model, session.trained,
+                                  None if session.uploaded is None else session.uploaded.model)}
+    words = () if session.uploaded is None else (session.uploaded.tokenizer,)
+    return private(models.values(), words)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One applied change: the view and session before and after, and what was let go."""
+
+    old_view: View
+    view: View
+    old_session: Session
+    session: Session
+    tokens: tuple[str, ...]  # the tokens of view's sentences under session's tokenizer
+    notes: tuple[str, ...]  # plain sentences: what was changed to fit
+    old_tokens: tuple[str, ...] = ()  # the tokens drawn before
+    revision: int = 0  # the tab's count of applied changes: the page draws nothing older than it has
+
+    def changed(self, *names: str) -> bool:
+        """Whether any of these view fields changed."""
+        return any(getattr(self.old_view, n) != getattr(self.view, n) for n in names)
+
+    @property
+    def tables_changed(self) -> bool:
+        """Whether the tables drawn changed: another source, a training, a reset, freezes."""
+        old, new = self.old_session, self.session
+        return (old.model is not new.model or old.training is not new.training or old.fixed != new.fixed
+                or old.frozen_basis is not new.frozen_basis)
+
+
+@dataclass(eq=False)
+class Tab:
+    """What one browser tab shows, and the tables behind it."""
+
+    view: View = field(default_factory=View)
+    _session: Session | None = field(default_factory=Session.create, repr=False)
+    tokens: tuple[str, ...] = ()  # the tokens last drawn, to follow a selection through edits
+    job: str | None = None  # the heavy job queued or running for this tab, if any
+    # whether the page's token picker holds a list of tokens: filled when it is opened, and
+    # emptied (once) when they change, so a keystroke does not rewrite an empty picker
+    listed: bool = False
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+    used: float = 0.0  # when its last event came, on the clock of the `Tabs` that keeps it
+    # the page's own key for its direct calls (ui/direct.py): unguessable, issued to the page
+    # when it loads, since a direct call carries no gradio session hash
+    key: str = field(default_factory=lambda: secrets.token_urlsafe(24), repr=False)
+    revision: int = 0
+    # what the page's gradio components were last sent (a fingerprint a component): a value the
+    # component holds already is not sent again
+    shown: dict = field(default_factory=dict, repr=False)
+    latest: int = 0  # the newest direct call's number: an older one still waiting is skipped
+    # the change of the tab's direct call still waiting for its turn, which later changes join
+    # (ui/direct.py); None when none waits
+    waiting: dict | None = field(default=None, repr=False)
+    # seconds the tab's last direct call took to compute (ui/direct.py): a keystroke after a quick
+    # one is computed on the server's event loop itself, not handed to a thread
+    computed: float = float("inf")
+    client: str | None = None  # the client address (an IPv6 /64) that opened it, if known: its share of memory
+    # a parked tab's plane (its basis and a frozen plane), kept while its tables are let go (see `park`)
+    _parked: tuple | None = field(default=None, repr=False)
+    # the tab's part in a class (core/serving/classroom.py: it leads one, or follows one), told of every
+    # change to the view by `apply`; anything with a `changed(view)` method
+    member: object | None = field(default=None, repr=False)
+
+    @property
+    def session(self) -> Session:
+        """The tab's session; a parked tab's is rebuilt from its view first (see `park`).
+
+        Raises `Refused` when the memory budget cannot hold the tables again just now; the tab
+        stays parked and its view as it was."""
+        if self._parked is None:
+            return self._session
+        with self.lock:
+            if self._parked is not None:
+                basis, plane = self._parked
+                view = self.view
+                session = Session.create().with_tables(view.source, view.settings, view.positions)
+                self._session, self._parked = session.with_frozen(view.frozen).with_basis(basis, plane), None
+            return self._session
+
+    @session.setter
+    def session(self, session: Session) -> None:
+        self._session, self._parked = session, None
+
+    @property
+    def parked(self) -> bool:
+        """Whether its tables were let go (`park`): its next event rebuilds them."""
+        return self._parked is not None
+
+    def holding(self) -> dict[int, int]:
+        """What this tab's tables hold (`core.process.memory.private`); nothing while parked."""
+        session = self._session  # one read: the tab may be parked or changed meanwhile
+        return {} if session is None else holding(session)
+
+    def park(self) -> bool:
+        """Let go of the tables, when the view rebuilds them exactly: random tables (their seed
+        is in the view), BERT's or GloVe's with another position table. Not an upload or a
+        training, which the view cannot bring back, nor a tab in the middle of a change or a job.
+        Returns whether it parked. The caller makes room for another page's tables; this tab's
+        next event rebuilds its own (`session`), the same numbers as before."""
+        if not self.lock.acquire(blocking=False):
+            return False
+        try:
+            session = self._session
+            if (session is None or self.job is not None or session.uploaded is not None
+                    or session.training is not None or session.tables() != self.view.tables()):
+                return False
+            self._parked, self._session = (session.basis, session.frozen_basis), None
+            return True
+        finally:
+            self.lock.release()
+
+    def apply(
+        self,
+        change: Callable[[View], View],
+        compute: Callable[[Change], T],
+        *,
+        tables: Callable[[Session], Session] | None = None,
+        whole: bool = False,
+    ) -> tuple[Change, T]:
+        """Change the view, compute what the page shows, then swap the new state in.
+
+        `change(view)` gives the new view; `tables(session)`, if given, changes the tables
+        beyond what the view says (an upload, a training's result, a reset). `compute(step)`
+        runs under the tab's lock; if anything raises, nothing is swapped in. A `whole` view (a
+        link, a tour step) names its own token positions; an edit's are followed to where
+        their tokens moved.
+        """
+        with self.lock:
+            view = change(self.view)
+            if self.job is not None and (tables is not None or view.tables() != self.view.tables()):
+                raise Refused(f"{self.job.capitalize()} is running for this page: the tables can change "
+                              "when it has finished.")
+            current = self.session
+            session = session_for(view, tables(current) if tables is not None else current, whole=whole)
+            if session is not current:
+                held = holding(session)
+                BUDGET.check_tab(held)
+                BUDGET.check_client(self, held)
+            tokens = session.encode(view.sentence_a, view.sentence_b).tokens
+            view, notes = follow(() if whole else self.tokens, tokens, view)
+            step = Change(self.view, view, self.session, session, tokens, notes, self.tokens, self.revision + 1)
+            out = compute(step)
+            self.view, self.session, self.tokens, self.revision = view, session, tokens, step.revision
+            if self.member is not None:
+                self.member.changed(view)
+            return step, out
+
+
+class Tabs:
+    """Every tab's `Tab`, by gradio's session hash (and by its own key, for direct calls);
+    forgotten after `idle` seconds unused.
+
+    The store is shared by strangers, so a new tab is a resource: each client address may open
+    `new_tabs` tabs at once and then one every `refill` seconds (`NewTabs`), so nobody can
+    flush a class out of the store by opening thousands. Given a `budget`
+    (`core.process.memory.BUDGET` in the app), the store is what it counts, and it parks the least
+    recently used tabs to make room for new tables.
+    """
+
+    def __init__(self, idle: float = IDLE_SECONDS, limit: int = MAX_TABS,
+                 clock: Callable[[], float] = time.monotonic, budget: Budget | None = None,
+                 new_tabs: int = NEW_TABS, refill: float = NEW_TAB_SECONDS) -> None:
+        self.idle, self.limit, self.clock = idle, limit, clock
+        self._lives: OrderedDict[str, Tab] = OrderedDict()  # least recently used first
+        self._ended: OrderedDict[str, str] = OrderedDict()  # hash -> why it ended
+        self._keys: dict[str, str] = {}  # Tab.key -> the tab's session hash
+        self._lock = threading.Lock()
+        self.new_tabs = NewTabs(new_tabs, refill, clock)
+        if budget is not None:
+            budget.tabs = self._holdings
+            budget.park = Tab.park
+
+    def get(self, key: str | None, *, fresh: bool = False, address: str | None = None) -> Tab:
+        """The tab's state, touched as used; a new one for a new tab (or when `fresh`), if its
+        client `address` may open one now (`NewTabs`).
+
+        Raises `Expired` for a tab that was forgotten: its page shows a view the server no
+        longer has, so it must be reloaded rather than silently drawn with other tables.
+        """
+        if not isinstance(key, str) or not 0 < len(key) <= 128:
+            raise Refused("This request carries no valid session; reload the page.")
+        now = self.clock()
+        with self._lock:
+            self._sweep(now)
+            tab = None if fresh else self._lives.get(key)
+            if tab is not None:
+                self._lives.move_to_end(key)
+                tab.used = now
+                return tab
+            if key in self._ended and not fresh:
+                raise Expired(self._ended[key])
+        self.new_tabs.take(address)
+        # outside the store's lock: its tables may need the memory budget, which reads the store
+        new = Tab(client=network_of(address) if address else None)
+        with self._lock:
+            tab = None if fresh else self._lives.get(key)
+            if tab is None:
+                self._ended.pop(key, None)
+                old = self._lives.get(key)
+                if old is not None:
+                    self._keys.pop(old.key, None)
+                tab = self._lives[key] = new
+                self._keys[tab.key] = key
+            self._lives.move_to_end(key)
+            tab.used = now
+            self._sweep(now)  # a new tab may have taken the store past its limit
+            return tab
+
+    def by_key(self, key: object) -> Tab:
+        """The tab whose page holds this key (`Tab.key`), touched as used.
+
+        Raises `Refused` for anything else: a key is never guessed, and one of a forgotten tab
+        is gone with it, so its page is asked to reload.
+        """
+        with self._lock:
+            hash_ = self._keys.get(key) if isinstance(key, str) else None
+            if hash_ is None:
+                raise Expired("This page's session has ended (unused for over an hour, let go to make room for others, "
+                              "or the server restarted): "
+                              "reload the page to start again.")
+            tab = self._lives[hash_]
+            self._lives.move_to_end(hash_)
+            tab.used = self.clock()
+            return tab
+
+    def __len__(self) -> int:
+        return len(self._lives)
+
+    def _holdings(self) -> list[tuple[Tab, dict[int, int]]]:
+        """Every tab with what its tables hold, least recently used first (for the budget)."""
+        with self._lock:
+            tabs = list(self._lives.values())
+        return [(tab, tab.holding()) for tab in tabs]
+
+    def _sweep(self, now: float) -> None:
+        while self._lives:
+            key, tab = next(iter(self._lives.items()))
+            idle = now - tab.used > self.idle
+            if not idle and len(self._lives) <= self.limit:
+                break
+            del self._lives[key]
+            self._keys.pop(tab.key, None)
+            self._ended[key] = IDLE if idle else PUSHED_OUT.format(limit=self.limit)
+            if len(self._ended) > _ENDED_REMEMBERED:
+                self._ended.popitem(last=False)
+
+
+IDLE = "This page was unused for over an hour and its session has ended: reload the page to start again."
+PUSHED_OUT = ("The server keeps {limit:,} pages at most and had to let this one go, the longest unused, to make "
+              "room for others: reload the page. Its address keeps the view; an uploaded file or a training must be "
+              "made again.")
+
+
+class NewTabs:
+    """How many new tabs each client may open: `burst` at once, then one every `refill` seconds.
+
+    A class behind one school address opens its hundred pages at once, so the burst is larger
+    than any class; a stranger's script opening thousands gets a sentence instead. Addresses are
+    what the server sees (behind a proxy, the forwarded address uvicorn trusts: see README,
+    *Reliability*); IPv6 clients are counted by their /64, which one household or machine holds.
+    """
+
+    def __init__(self, burst: int = NEW_TABS, refill: float = NEW_TAB_SECONDS,
+                 clock: Callable[[], float] = time.monotonic, remember: int = 10_000) -> None:
+        self.burst, self.refill, self.clock, self.remember = burst, refill, clock, remember
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # client -> (tokens, when)
+        self._lock = threading.Lock()
+
+    def take(self, address: str | None) -> None:
+        """Count one new tab for `address` (None: not known, as in-process calls; not counted),
+        or raise `Refused` saying when the next may come."""
+        if not address:
+            return
+        client = network_of(address)
+        now = self.clock()
+        with self._lock:
+            tokens, when = self._buckets.pop(client, (float(self.burst), now))
+            tokens = min(float(self.burst), tokens + (now - when) / self.refill)
+            if tokens < 1:
+                self._buckets[client] = (tokens, now)
+                wait = (1 - tokens) * self.refill
+                raise Refused(f"Too many new pages from your address ({self.burst} at once, then one every "
+                              f"{self.refill:g} s): try again in {max(1, round(wait))} s.")
+            self._buckets[client] = (tokens - 1, now)
+            while len(self._buckets) > self.remember:
+                self._buckets.popitem(last=False)  # the longest quiet: they would be full again anyway
+
+
+def network_of(address: str) -> str:
+    """A client as every per-address bound counts it (new tabs here, memory in core/memory, the
+    queue in ui/admission): an IPv4 address as it is, an IPv6 address by its /64 network, which
+    one household or machine holds."""
+    if ":" not in address:
+        return address
+    try:
+        return str(ipaddress.ip_network(f"{address}/64", strict=False))
+    except ValueError:
+        return address

@@ -1,0 +1,158 @@
+"""One declaration per view field: its check, its link parameter, its widget and what it redraws.
+
+Each field of the page's `View` (core/view/state.py) is declared once, on the line that names it:
+
+    d_model: int = declare(Settings.d_model, Whole(), link="d", widget="d_model", redraws={TABLES})
+
+and the rest of the app derives from that line. The `View` checks the value with its kind when
+it is built (`Whole()`: a whole number within `core.view.options.LIMITS["d_model"]`); `core.view.share`
+reads and writes the link parameter ``d`` with that kind's reader, so a link and the page
+accept the same values; `ui.render` writes the page's ``d_model`` widget and redraws what
+`redraws` names; `ui.page.Page.everything` lists the widget among what a change may write.
+Before this, a field took an edit in five modules, and one left out of render's hand-kept list
+of plane fields silently never redrew the plot; tests/test_fields.py now fails instead.
+
+`core` never imports gradio, so a widget is named by its attribute on `ui.page.Page`, and what
+a field redraws by the names in `REDRAWS`, which ui/render.py draws. The limits themselves
+stay in `core.view.options`: a kind only says which of its checks a field takes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from core.view import options
+from core.view.options import MAX_TEXT
+
+# what a field's change draws again, beside its own widget (ui/render.py draws each)
+TABLES = "tables"  # the session's tables, so everything drawn from them: plane, side view, background, summary
+PLANE = "plane"  # the main plot, its summary, neighbours, search and variance bars, and the open side view
+BACKGROUND = "background"  # the vocabulary words drawn behind the tokens
+DETAIL = "detail"  # the open side view (positions, LayerNorm, similarity)
+LISTING = "listing"  # the first document's listing, while its tab is open
+LOOKUP = "lookup"  # the second document's walk-through, while its tab is open
+REDRAWS = (TABLES, PLANE, BACKGROUND, DETAIL, LISTING, LOOKUP)
+
+_DECLARED = "declared"  # the key of a dataclass field's metadata that holds its `Field`
+
+
+# --- kinds: a field's type and limits, as the one check of core.view.options it takes ---
+
+
+class Kind:
+    """What values a field takes. `check` returns the value as the View keeps it (3.0 -> 3, a
+    list of names -> a tuple in canonical order) or raises `Refused` saying what is allowed."""
+
+    def check(self, value: object, name: str) -> object:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Text(Kind):
+    """Text of at most `limit` characters; `label` names it in messages ("Sentence A has …")."""
+
+    label: str
+    limit: int = MAX_TEXT
+
+    def check(self, value: object, name: str) -> str:
+        return options.text(value, self.label, self.limit)
+
+
+@dataclass(frozen=True)
+class Sentence(Text):
+    """The lookup walk-through's sentence: a few words, never empty (`options.lookup_sentence`).
+    A link reads it as text of up to `limit` characters; the View refuses it beyond its own bounds."""
+
+    def check(self, value: object, name: str) -> str:
+        return options.lookup_sentence(value)
+
+
+@dataclass(frozen=True)
+class Whole(Kind):
+    """A whole number within `LIMITS[limit]` (the field's own name when None); `optional`:
+    None too (no token selected, no tour step)."""
+
+    limit: str | None = None
+    optional: bool = False
+
+    def check(self, value: object, name: str) -> int | None:
+        if self.optional and value is None:
+            return None
+        return options.whole(value, self.limit or name)
+
+
+@dataclass(frozen=True)
+class Choice(Kind):
+    """One key of `allowed` (a mapping of `core.view.options`: key -> label)."""
+
+    allowed: Mapping[str, str]
+
+    def check(self, value: object, name: str) -> str:
+        return options.choice(value, name, self.allowed)
+
+
+@dataclass(frozen=True)
+class Names(Kind):
+    """Names from `allowed`, kept in its order (a frozenset when `as_set`)."""
+
+    allowed: tuple[str, ...]
+    as_set: bool = False
+
+    def check(self, value: object, name: str) -> tuple[str, ...] | frozenset[str]:
+        chosen = options.subset(value, name, self.allowed)
+        return frozenset(chosen) if self.as_set else chosen
+
+
+@dataclass(frozen=True)
+class Flag(Kind):
+    """True or false, nothing else (1 is not a flag)."""
+
+    def check(self, value: object, name: str) -> bool:
+        return options.flag(value, name)
+
+
+@dataclass(frozen=True)
+class Flipped(Kind):
+    """A set of token positions, at most `options.MAX_FLIPS` of them."""
+
+    def check(self, value: object, name: str) -> frozenset[int]:
+        return options.flipped(value, name)
+
+
+# --- the declaration ---
+
+
+@dataclass(frozen=True)
+class Field:
+    """Everything the app needs to know about one view field besides its type and default.
+
+    `declare` takes every part but `typed` without a default: leaving one out is a TypeError
+    where the field is declared, so "none" is always said (`link=None`, `widget=None`,
+    `redraws=set()`), never assumed."""
+
+    kind: Kind  # its type and limits: the check the View makes when it is built
+    link: str | None  # its link parameter; None: no link carries it, the page's own screen decides it
+    widget: str | None  # the `ui.page.Page` attribute that shows it; None: no widget of its own
+    redraws: frozenset[str]  # what its change draws again beside its widget: names of REDRAWS
+    typed: bool  # changed a keystroke at a time: the address bar rewrites one history entry meanwhile
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "redraws", frozenset(self.redraws))
+        unknown = self.redraws - set(REDRAWS)
+        if unknown:  # a misspelt name would redraw nothing, silently
+            raise ValueError(f"redraws {sorted(unknown)}: a field redraws only {', '.join(REDRAWS)}.")
+
+
+def declare(default: object, kind: Kind, *, link: str | None, widget: str | None, redraws: Collection[str],
+            typed: bool = False):
+    """A `View` field with its declaration (see `Field`): ``name: type = declare(default, kind, …)``."""
+    return dataclasses.field(default=default, metadata={_DECLARED: Field(kind, link, widget, redraws, typed)})
+
+
+def declarations(cls) -> Mapping[str, Field]:
+    """The declared fields of dataclass `cls`, in field order (a field declared without
+    `declare` is left out: tests/test_fields.py checks that every field of a View is here)."""
+    return MappingProxyType({f.name: f.metadata[_DECLARED] for f in dataclasses.fields(cls) if _DECLARED in f.metadata})
