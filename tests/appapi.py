@@ -152,3 +152,10 @@ def run_async(coroutine_function):
     in the test's thread (Playwright's sync API), where asyncio.run is not allowed."""
     with ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, coroutine_function()).result(timeout=120)
+
+
+def key_of(tab) -> str:
+    """The key a page names its tab by in its own calls (`ui.channels`), as the page is given it."""
+    from ui.events import CHANNELS
+
+    return CHANNELS.of(tab).key

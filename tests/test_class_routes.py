@@ -1,7 +1,7 @@
 """A class through the launched app (ui/classroutes.py): start, lead, follow, end and each page's stream.
 
 Tabs are real pages' sessions, made through gradio (`/embed`) and named by the key the server
-issued them (`Tab.key`), as the page's script names them. A stream is read the way the page
+issued them (`Channel.key`), as the page's script names them. A stream is read the way the page
 reads it, one JSON line at a time, on a thread of its own, each wait bounded; what travels
 (a lesson, the counts) is waited for, never timed. Each test ends the classes it started.
 """
@@ -22,6 +22,7 @@ import pytest
 
 import core.serving.classroom as classroom
 from core.serving.classroom import NO_CLASS, NOT_LECTURER, Follower, Leader, lesson_of
+from tests.appapi import key_of
 from tests.waiting import eventually
 
 WAIT = 30.0  # seconds a bounded wait gives what another thread or the server delivers
@@ -151,7 +152,7 @@ def started(app_url):
     classes: list[str] = []
 
     def start(tab, address: str | None = None) -> dict:
-        response = call(app_url, "start", {"key": tab.key}, address=address)
+        response = call(app_url, "start", {"key": key_of(tab)}, address=address)
         assert response.status_code == 200, response.text
         classes.append(response.json()["class"])
         return response.json()
@@ -179,7 +180,7 @@ def test_start_answers_the_class_and_its_secret_and_the_lecturers_stream_counts_
     assert answer["step"] is None
     assert isinstance(lecturer.member, Leader) and lecturer.member.class_id == answer["class"]
     assert lesson(answer["class"]).query == lesson_of(lecturer.view)
-    first = opened(lecturer.key, answer["class"]).next()
+    first = opened(key_of(lecturer), answer["class"]).next()
     assert first == {"class": answer["class"], "role": "lecturer", "version": 1, "step": None, "ended": "",
                      "reconnecting": "", "connected": 0, "following": 0}
 
@@ -188,15 +189,15 @@ def test_a_student_joins_is_shown_the_lesson_and_hears_the_lecturers_next_change
     lecturer_client, lecturer = pages("The lecturer's sentence.")
     _, student = pages("The student's sentence.")
     class_id = started(lecturer)["class"]
-    counts = opened(lecturer.key, class_id)
+    counts = opened(key_of(lecturer), class_id)
     assert counts.next()["connected"] == 0
-    stream = opened(student.key, class_id)
+    stream = opened(key_of(student), class_id)
     first = stream.next()
     assert (first["role"], first["following"], first["shown"], first["version"]) == ("student", True, 0, 1)
     assert "connected" not in first  # the counts are the lecturer's
     assert isinstance(student.member, Follower)
     counts.until(lambda m: (m["connected"], m["following"]) == (1, 1))
-    shown = call(app_url, "follow", {"key": student.key})
+    shown = call(app_url, "follow", {"key": key_of(student)})
     assert shown.status_code == 200, shown.text
     values = shown.json()["values"]
     assert "embed-plot" in values and "address" in values
@@ -208,7 +209,7 @@ def test_a_student_joins_is_shown_the_lesson_and_hears_the_lecturers_next_change
     assert lecturer.view.step == 1
     news = stream.until(lambda m: m["version"] > 1)
     assert news["step"] == 1 and news["following"] is True
-    assert call(app_url, "follow", {"key": student.key}).status_code == 200
+    assert call(app_url, "follow", {"key": key_of(student)}).status_code == 200
     assert lesson_of(student.view) == lesson_of(lecturer.view.with_(presenter=False, narrow=False))
     assert student.view.step == 1
 
@@ -218,17 +219,17 @@ def test_a_students_own_change_stops_following_and_the_lecturer_sees_the_count_d
     _, lecturer = pages()
     student_client, student = pages()
     class_id = started(lecturer)["class"]
-    counts = opened(lecturer.key, class_id)
-    stream = opened(student.key, class_id)
+    counts = opened(key_of(lecturer), class_id)
+    stream = opened(key_of(student), class_id)
     stream.next()
-    assert call(app_url, "follow", {"key": student.key}).status_code == 200
+    assert call(app_url, "follow", {"key": key_of(student)}).status_code == 200
     stream.until(lambda m: m["shown"] == 1)
     counts.until(lambda m: (m["connected"], m["following"]) == (1, 1))
     student_client.predict("The student wanders off.", "", api_name="/embed")
     assert stream.until(lambda m: m["following"] is False)["shown"] == 1
     counts.until(lambda m: (m["connected"], m["following"]) == (1, 0))
     # asking to follow again shows the lesson again
-    assert call(app_url, "follow", {"key": student.key}).status_code == 200
+    assert call(app_url, "follow", {"key": key_of(student)}).status_code == 200
     assert stream.until(lambda m: m["following"] is True)
     assert lesson_of(student.view) == lesson(class_id).query
     counts.until(lambda m: (m["connected"], m["following"]) == (1, 1))
@@ -238,8 +239,8 @@ def test_a_page_that_leaves_is_no_longer_counted(pages, started, opened):
     _, lecturer = pages()
     _, student = pages()
     class_id = started(lecturer)["class"]
-    counts = opened(lecturer.key, class_id)
-    stream = opened(student.key, class_id)
+    counts = opened(key_of(lecturer), class_id)
+    stream = opened(key_of(student), class_id)
     counts.until(lambda m: m["connected"] == 1)
     stream.close()
     try:
@@ -259,16 +260,16 @@ def test_a_page_that_opens_its_stream_again_is_still_counted(pages, started, ope
     _, lecturer = pages()
     _, student = pages()
     class_id = started(lecturer)["class"]
-    counts = opened(lecturer.key, class_id)
-    older = opened(student.key, class_id)
+    counts = opened(key_of(lecturer), class_id)
+    older = opened(key_of(student), class_id)
     older.next()
     counts.until(lambda m: m["connected"] == 1)
-    newer = opened(student.key, class_id)
+    newer = opened(key_of(student), class_id)
     assert newer.next()["role"] == "student"
     older.wait_closed()  # the server ended the older: its page has a newer one
     # the older's goodbye is written on a thread of its own: give it a few seconds to drop the page
     # (a bounded look for what must not happen; no time is asserted)
-    assert not eventually(lambda: student.key not in CLASSROOM._pages.get(class_id, {}), timeout=5)
+    assert not eventually(lambda: key_of(student) not in CLASSROOM._pages.get(class_id, {}), timeout=5)
     assert CLASSROOM.store.presence(class_id) == (1, 1)
 
 
@@ -280,15 +281,15 @@ def test_a_student_can_neither_end_the_class_nor_lead_it_without_the_secret(app_
     student_client, student = pages()
     answer = started(lecturer)
     class_id, secret = answer["class"], answer["secret"]
-    opened(student.key, class_id).next()
+    opened(key_of(student), class_id).next()
     before, kept = student_client.predict(api_name="/fingerprint"), lesson(class_id)
-    for name, sent in (("end", {"key": student.key, "secret": secret}),  # the secret, from the wrong page
-                       ("end", {"key": student.key}),
-                       ("lead", {"key": student.key, "class": class_id}),
-                       ("lead", {"key": student.key, "class": class_id, "secret": secrets.token_urlsafe(24)}),
-                       ("lead", {"key": student.key, "class": class_id, "secret": secret[:-1]}),
-                       ("lead", {"key": student.key, "class": class_id, "secret": 42}),
-                       ("end", {"key": lecturer.key, "secret": secrets.token_urlsafe(24)})):
+    for name, sent in (("end", {"key": key_of(student), "secret": secret}),  # the secret, from the wrong page
+                       ("end", {"key": key_of(student)}),
+                       ("lead", {"key": key_of(student), "class": class_id}),
+                       ("lead", {"key": key_of(student), "class": class_id, "secret": secrets.token_urlsafe(24)}),
+                       ("lead", {"key": key_of(student), "class": class_id, "secret": secret[:-1]}),
+                       ("lead", {"key": key_of(student), "class": class_id, "secret": 42}),
+                       ("end", {"key": key_of(lecturer), "secret": secrets.token_urlsafe(24)})):
         refused = call(app_url, name, sent)
         assert refused.status_code == 403, (name, sent, refused.text)
         assert refused.json() == {"error": NOT_LECTURER}
@@ -303,14 +304,14 @@ def test_a_guessed_or_malformed_class_is_not_found_with_a_sentence(app_url, page
     client, tab = pages()
     class_id = secrets.token_urlsafe(12) if class_id == "guessed" else class_id
     before = client.predict(api_name="/fingerprint")
-    for name, sent in (("stream", {"key": tab.key, "class": class_id}),
-                       ("lead", {"key": tab.key, "class": class_id, "secret": secrets.token_urlsafe(24)})):
+    for name, sent in (("stream", {"key": key_of(tab), "class": class_id}),
+                       ("lead", {"key": key_of(tab), "class": class_id, "secret": secrets.token_urlsafe(24)})):
         refused = call(app_url, name, sent)
         assert refused.status_code == 404, (name, refused.text)
         assert refused.json() == {"error": NO_CLASS}
     assert tab.member is None
     assert client.predict(api_name="/fingerprint") == before
-    follow = call(app_url, "follow", {"key": tab.key})  # not in a class: said, not shown anything
+    follow = call(app_url, "follow", {"key": key_of(tab)})  # not in a class: said, not shown anything
     assert follow.status_code == 400 and "not in a class" in follow.json()["error"]
 
 
@@ -322,7 +323,7 @@ def test_a_body_over_max_body_is_refused_with_413(app_url, pages, name):
     from ui.classroutes import MAX_BODY
 
     _, tab = pages()
-    sent = {"key": tab.key, "class": "A" * 16, "secret": "x" * MAX_BODY}
+    sent = {"key": key_of(tab), "class": "A" * 16, "secret": "x" * MAX_BODY}
     refused = call(app_url, name, sent)
     assert refused.status_code == 413
     assert refused.json() == {"error": f"A class call is at most {MAX_BODY:,} bytes; this one is larger."}
@@ -359,7 +360,7 @@ def test_past_the_classes_of_one_address_a_start_is_refused_429_with_a_sentence(
     lives = [pages()[1] for _ in range(3)]
     started(lives[0], address)
     started(lives[1], address)
-    refused = call(app_url, "start", {"key": lives[2].key}, address=address)
+    refused = call(app_url, "start", {"key": key_of(lives[2])}, address=address)
     assert "At most 2 classes can run at once from one network address" in refused.json()["error"]
     assert lives[2].member is None
     assert refused.status_code == 429
@@ -369,7 +370,7 @@ def test_past_the_classes_of_the_server_a_start_is_refused_429_with_a_sentence(a
                                                                               monkeypatch):
     monkeypatch.setattr(classroom, "MAX_CLASSES", 0)  # whatever else runs, no room for one more
     _, tab = pages()
-    refused = call(app_url, "start", {"key": tab.key})
+    refused = call(app_url, "start", {"key": key_of(tab)})
     assert refused.status_code == 429
     assert refused.json() == {"error": "This server runs at most 0 classes at once, and that many are running; "
                                        "try again later."}
@@ -383,10 +384,10 @@ def test_past_the_pages_of_one_class_a_student_is_refused_with_a_sentence(app_ur
     _, first = pages()
     _, second = pages()
     class_id = started(lecturer)["class"]
-    counts = opened(lecturer.key, class_id)
-    opened(first.key, class_id).next()
+    counts = opened(key_of(lecturer), class_id)
+    opened(key_of(first), class_id).next()
     counts.until(lambda m: m["connected"] == 1)
-    refused = call(app_url, "stream", {"key": second.key, "class": class_id})
+    refused = call(app_url, "stream", {"key": key_of(second), "class": class_id})
     assert refused.status_code in (400, 429)
     assert refused.json() == {"error": "This class has 1 pages following it, as many as one class may have."}
     assert second.member is None
@@ -404,22 +405,22 @@ def test_three_classes_whose_pages_closed_let_a_fourth_start_from_their_address_
     classes, streams = [], []
     for tab in lives[:3]:
         classes.append(started(tab, address)["class"])
-        streams.append(opened(tab.key, classes[-1]))
+        streams.append(opened(key_of(tab), classes[-1]))
         streams[-1].next()
     _, student = pages()
-    follower = opened(student.key, classes[0])
+    follower = opened(key_of(student), classes[0])
     follower.next()
     for stream in streams:
         stream.close()
     assert eventually(lambda: not any(CLASSROOM._led[c].pages for c in classes))  # each page's going was seen
-    refused = call(app_url, "start", {"key": lives[3].key}, address=address)
+    refused = call(app_url, "start", {"key": key_of(lives[3])}, address=address)
     assert refused.status_code == 429 and "close its lecturer's page" in refused.json()["error"]
     later = time.time() + classroom.GRACE_SECONDS
     monkeypatch.setattr(CLASSROOM.store, "clock", lambda: later)
     CLASSROOM.beat()
     assert follower.until(lambda m: m["ended"] != "")["ended"] == classroom.AWAY  # its students hear it ended
     assert follower.next() is CLOSED
-    fourth = call(app_url, "start", {"key": lives[3].key}, address=address)
+    fourth = call(app_url, "start", {"key": key_of(lives[3])}, address=address)
     assert fourth.status_code == 200, fourth.text
     started.classes.append(fourth.json()["class"])
     assert isinstance(lives[3].member, Leader)
@@ -438,7 +439,8 @@ def test_twenty_simultaneous_joins_against_a_cap_of_five_admit_five(app_url, pag
     def join(i: int) -> None:
         gate.wait(WAIT)
         with httpx.Client(timeout=httpx.Timeout(10, read=60)) as client, client.stream(
-                "POST", f"{app_url}explorer/class/stream", json={"key": students[i].key, "class": class_id}) as answer:
+                "POST", f"{app_url}explorer/class/stream",
+                json={"key": key_of(students[i]), "class": class_id}) as answer:
             chunks = answer.iter_bytes()  # kept: a generator let go closes the stream
             answers[i] = (answer.status_code, next(chunks))
             if answer.status_code == 200:
@@ -470,7 +472,7 @@ def test_the_lecturers_link_on_another_page_leads_and_is_shown_the_lesson(app_ur
     projector_client, projector = pages("What the projector showed before.")
     answer = started(lecturer)
     class_id = answer["class"]
-    led = call(app_url, "lead", {"key": projector.key, "class": class_id, "secret": answer["secret"]})
+    led = call(app_url, "lead", {"key": key_of(projector), "class": class_id, "secret": answer["secret"]})
     assert led.status_code == 200, led.text
     assert led.json()["class"] == class_id
     assert "embed-plot" in led.json()["values"] and "address" in led.json()["values"]
@@ -488,7 +490,7 @@ def test_leading_a_class_never_changes_the_class_the_page_led_before(app_url, pa
     own = started(both)["class"]
     own_lesson = lesson(own)
     other = started(lecturer)
-    led = call(app_url, "lead", {"key": both.key, "class": other["class"], "secret": other["secret"]})
+    led = call(app_url, "lead", {"key": key_of(both), "class": other["class"], "secret": other["secret"]})
     assert led.status_code == 200, led.text
     assert isinstance(both.member, Leader) and both.member.class_id == other["class"]
     kept = lesson(own)
@@ -501,12 +503,12 @@ def test_the_lecturer_ends_the_class_and_the_students_streams_say_so_and_close(a
     _, another = pages()
     answer = started(lecturer)
     class_id = answer["class"]
-    counts = opened(lecturer.key, class_id)
+    counts = opened(key_of(lecturer), class_id)
     counts.next()
-    streams = [opened(student.key, class_id), opened(another.key, class_id)]
+    streams = [opened(key_of(student), class_id), opened(key_of(another), class_id)]
     for stream in streams:
         stream.next()
-    ended = call(app_url, "end", {"key": lecturer.key, "secret": answer["secret"]})
+    ended = call(app_url, "end", {"key": key_of(lecturer), "secret": answer["secret"]})
     assert ended.status_code == 200 and ended.json() == {"ended": ENDED}
     for stream in streams:
         assert stream.until(lambda m: m["ended"] != "")["ended"] == ENDED
@@ -514,6 +516,6 @@ def test_the_lecturer_ends_the_class_and_the_students_streams_say_so_and_close(a
     assert counts.until(lambda m: m["ended"] != "")["ended"]
     assert counts.next() is CLOSED
     assert lecturer.member is None
-    again = call(app_url, "stream", {"key": student.key, "class": class_id})
+    again = call(app_url, "stream", {"key": key_of(student), "class": class_id})
     assert again.status_code == 404 and again.json() == {"error": ENDED}
-    assert call(app_url, "end", {"key": lecturer.key, "secret": answer["secret"]}).status_code == 403
+    assert call(app_url, "end", {"key": key_of(lecturer), "secret": answer["secret"]}).status_code == 403

@@ -117,6 +117,11 @@ def room(store) -> Classroom:
     return Classroom(store)
 
 
+def key_of(tab) -> str:
+    """A page's key for the class, as the page's transport would issue one (any unique text)."""
+    return f"page-{id(tab):x}"
+
+
 def tab(text: str | None = None) -> Tab:
     """A tab whose view is its own (a unique sentence, so no two tests' lessons agree)."""
     tab = Tab()
@@ -387,7 +392,7 @@ def test_a_student_follows_until_its_view_leaves_the_lesson_but_not_for_its_own_
     lecturer, student = tab(), tab("A student's own sentence.")
     lesson, _ = room.start(lecturer, "10.0.0.10")
     member = room.join(student, lesson.id)
-    room.connect(student.key, member, lesson)
+    room.connect(key_of(student), member, lesson)
     assert (member.following, member.shown) == (True, 0)
     change(lecturer, sentence_a="Today: positions.", step=2)
     assert eventually(lambda: room.lesson(lesson.id).version == 2)
@@ -416,7 +421,7 @@ def test_a_tab_that_refuses_the_lesson_does_not_follow(room, store):
     lecturer, student = tab(), tab()
     lesson, _ = room.start(lecturer, "10.0.0.11")
     member = room.join(student, lesson.id)
-    room.connect(student.key, member, lesson)
+    room.connect(key_of(student), member, lesson)
     room.expect(member, lesson)
     room.shown(member, lesson, False)  # the memory budget, or a training, refused the view
     assert (member.following, member.shown) == (False, 0)
@@ -433,16 +438,16 @@ def test_counts_of_connected_and_following_pages_add_up_across_processes(stores,
     students = [tab() for _ in range(3)]
     members = [one.join(students[0], lesson.id), one.join(students[1], lesson.id), two.join(students[2], lesson.id)]
     for student, member, room in zip(students, members, (one, one, two), strict=True):
-        room.connect(student.key, member, lesson)  # a seat is written as it is taken
+        room.connect(key_of(student), member, lesson)  # a seat is written as it is taken
     for room in (one, two):
         assert room.store.presence(lesson.id) == (3, 3)
     for member, student, room in zip(members, students, (one, one, two), strict=True):
         show(room, member, student, room.lesson(lesson.id))
     change(students[2], k=5)  # the student on the second process leaves the lesson
     assert eventually(lambda: one.store.presence(lesson.id) == (3, 2))
-    one.disconnect(students[0].key, members[0])
+    one.disconnect(key_of(students[0]), members[0])
     assert eventually(lambda: two.store.presence(lesson.id) == (2, 1))
-    one.disconnect(students[0].key, Follower(one, lesson.id))  # a stale page's goodbye removes nobody
+    one.disconnect(key_of(students[0]), Follower(one, lesson.id))  # a stale page's goodbye removes nobody
     assert two.store.presence(lesson.id) == (2, 1)
     # a process's counts are forgotten when it stops writing them (it died), kept while it writes
     clock.now += PRESENCE_SECONDS + 1
@@ -460,12 +465,12 @@ def test_a_count_written_while_a_page_leaves_never_outlives_the_page(store):
     student = tab()
     member = room.join(student, lesson.id)
     held.release.set()
-    room.connect(student.key, member, lesson)
+    room.connect(key_of(student), member, lesson)
     held.release.clear()
     beat = threading.Thread(target=room.beat, name="held")  # as the writer's beat does
     beat.start()
     assert held.arrived.wait(WAIT)  # it has read one page, and is about to write it
-    room.disconnect(student.key, member)  # the page leaves meanwhile, on another thread
+    room.disconnect(key_of(student), member)  # the page leaves meanwhile, on another thread
     held.release.set()
     beat.join(WAIT)
     assert eventually(lambda: store.presence(lesson.id) == (0, 0))  # no page is there, and none is counted
@@ -509,7 +514,7 @@ def test_a_class_whose_lecturers_page_is_connected_runs_past_its_grace_and_count
     monkeypatch.setattr(classroom, "CLASSES_PER_ADDRESS", 1)
     lecturer = tab()
     lesson, _ = room.start(lecturer, "198.51.100.1")
-    room.connect(lecturer.key, lecturer.member, lesson)  # its stream is open
+    room.connect(key_of(lecturer), lecturer.member, lesson)  # its stream is open
     for _ in range(3):  # three graces pass, the writer beating as it does
         clock.now += GRACE_SECONDS - 1
         room.beat()
@@ -544,10 +549,10 @@ def test_three_classes_whose_pages_closed_make_room_for_a_fourth_within_the_grac
     started = [room.start(student, address)[0] for student in students]
     if closed == "closed":
         for student, lesson in zip(students, started, strict=True):
-            room.connect(student.key, student.member, lesson)
+            room.connect(key_of(student), student.member, lesson)
         clock.now += 30
         for student in students:
-            room.disconnect(student.key, student.member)
+            room.disconnect(key_of(student), student.member)
     lecturer = tab()
     with pytest.raises(Full, match="At most 3 classes can run at once from one network address"):
         room.start(lecturer, address)
@@ -576,7 +581,7 @@ def test_twenty_seats_taken_at_once_against_a_cap_of_five_admit_five(stores, mon
     def take(i: int) -> None:
         gate.wait(WAIT)
         try:
-            rooms[i % 4].connect(students[i].key, members[i], lesson)
+            rooms[i % 4].connect(key_of(students[i]), members[i], lesson)
             taken.append(True)
         except Full as refused:
             assert str(refused) == "This class has 5 pages following it, as many as one class may have."
@@ -589,14 +594,14 @@ def test_twenty_seats_taken_at_once_against_a_cap_of_five_admit_five(stores, mon
         thread.join(WAIT)
     assert taken.count(True) == 5 and taken.count(False) == 15
     assert rooms[1].store.presence(lesson.id)[0] == 5
-    seated = [i for i in range(20) if students[i].key in rooms[i % 4]._pages.get(lesson.id, {})]
+    seated = [i for i in range(20) if key_of(students[i]) in rooms[i % 4]._pages.get(lesson.id, {})]
     assert len(seated) == 5
     first = seated[0]
-    rooms[first % 4].connect(students[first].key, members[first], lesson)  # a page seated already keeps its seat
-    rooms[first % 4].disconnect(students[first].key, members[first])  # one leaves: a seat is free
+    rooms[first % 4].connect(key_of(students[first]), members[first], lesson)  # a page seated already keeps its seat
+    rooms[first % 4].disconnect(key_of(students[first]), members[first])  # one leaves: a seat is free
     assert eventually(lambda: rooms[2].store.presence(lesson.id)[0] == 4)
     late = next(i for i in range(20) if i not in seated)
-    rooms[late % 4].connect(students[late].key, members[late], lesson)
+    rooms[late % 4].connect(key_of(students[late]), members[late], lesson)
 
 
 # --- the end of a class ------------------------------------------------------------------------------
@@ -608,14 +613,14 @@ def test_a_class_ends_grace_seconds_after_its_last_lecturer_page_left(room, stor
     lesson, secret = room.start(lecturer, "10.0.2.1")
     leader, _ = room.lead(lesson.id, secret)  # the lecturer's link on the projector too
     projector.member = leader
-    room.connect(lecturer.key, lecturer.member, lesson)
-    room.connect(projector.key, projector.member, lesson)
-    room.disconnect(lecturer.key, lecturer.member)  # one of its pages closes: the other holds the class
+    room.connect(key_of(lecturer), lecturer.member, lesson)
+    room.connect(key_of(projector), projector.member, lesson)
+    room.disconnect(key_of(lecturer), lecturer.member)  # one of its pages closes: the other holds the class
     for _ in range(3):  # the writer beats as it does, and the grace passes
         clock.now += GRACE_SECONDS / 2
         room.beat()
     assert room.lesson(lesson.id).ended == ""
-    room.disconnect(projector.key, projector.member)  # the last one closes
+    room.disconnect(key_of(projector), projector.member)  # the last one closes
     clock.now += GRACE_SECONDS - 1
     room.beat()
     assert room.lesson(lesson.id).ended == ""  # a reload comes back well within it
@@ -674,11 +679,11 @@ def test_starting_another_class_ends_the_first_and_leading_another_lets_it_go(ro
     assert store.lesson(first.id).ended == "The lecturer started another class."
     assert lecturer.member.class_id == second.id
     third, third_secret = room.start(other, "10.0.2.5")
-    room.connect(lecturer.key, lecturer.member, second)
+    room.connect(key_of(lecturer), lecturer.member, second)
     leader, _ = room.lead(third.id, third_secret)  # the page opens another class's lecturer link
-    room.disconnect(lecturer.key, lecturer.member)  # its stream of the second class ends (ui/classroutes.py)
+    room.disconnect(key_of(lecturer), lecturer.member)  # its stream of the second class ends (ui/classroutes.py)
     lecturer.member = leader
-    room.connect(lecturer.key, leader, third)  # and its stream of the third opens
+    room.connect(key_of(lecturer), leader, third)  # and its stream of the third opens
     clock.now += GRACE_SECONDS + 1
     room.beat()
     assert store.lesson(second.id).ended == AWAY  # let go: no page leads it, and its grace is over
@@ -706,9 +711,9 @@ def test_while_the_store_is_away_calls_say_so_changes_wait_and_the_class_comes_b
     redis_server, (one, two) = rooms
     lecturer, student = tab(), tab()
     lesson, secret = one.start(lecturer, "10.0.3.1")
-    one.connect(lecturer.key, lecturer.member, lesson)
+    one.connect(key_of(lecturer), lecturer.member, lesson)
     member = two.join(student, lesson.id)
-    two.connect(student.key, member, lesson)
+    two.connect(key_of(student), member, lesson)
     show(two, member, student, lesson)
     heard = []
     two.listen(heard.append)
@@ -745,7 +750,7 @@ def test_a_class_no_lecturers_page_restores_ends_for_its_students_after_the_grac
     lesson, _ = one.start(tab(), "10.0.3.3")  # a class no page connects to lead
     student = tab()
     member = two.join(student, lesson.id)
-    two.connect(student.key, member, lesson)
+    two.connect(key_of(student), member, lesson)
     heard = []
     two.listen(heard.append)
     redis_server.stop()

@@ -19,7 +19,7 @@ import pytest
 from core.drawing.wire import expand, table_rows
 from core.tables.presets import wordpiece
 from core.view.options import MAX_TEXT
-from tests.appapi import run_async
+from tests.appapi import key_of, run_async
 
 os.environ.setdefault("EMBEDDING_EXPLORER_TEST_HOOKS", "1")
 
@@ -74,7 +74,7 @@ def drawn_tokens(answer: dict) -> tuple[str, ...]:
 def test_a_keystroke_changes_the_tab_and_answers_its_figure_summary_and_address(app_url, tab):
     client, tab = tab
     before = client.predict(api_name="/fingerprint")
-    answer = call(app_url, {"key": tab.key, "change": {"sentence_a": "A queen ran home."}})
+    answer = call(app_url, {"key": key_of(tab), "change": {"sentence_a": "A queen ran home."}})
     assert set(answer["rest"]) <= {place(page_of(app_url), "selected-token")}  # nothing selected: the plot alone
     assert drawn_tokens(answer) == wordpiece().encode("A queen ran home.").tokens
     values = answer["values"]
@@ -83,7 +83,7 @@ def test_a_keystroke_changes_the_tab_and_answers_its_figure_summary_and_address(
     assert tab.view.sentence_a == "A queen ran home."
     assert client.predict(api_name="/fingerprint") != before
     # each change is newer than the one before: the page draws no older figure over it
-    again = call(app_url, {"key": tab.key, "change": {"sentence_a": "A queen ran home!"}})
+    again = call(app_url, {"key": key_of(tab), "change": {"sentence_a": "A queen ran home!"}})
     revisions = [json.loads(a["values"]["embed-plot"])["layout"]["meta"]["revision"] for a in (answer, again)]
     assert revisions[1] == revisions[0] + 1
 
@@ -94,7 +94,7 @@ def test_a_click_answers_the_picker_and_neighbours_for_gradio_s_components(app_u
     them, each at its place among the hand-over event's outputs (`Page.everything`)."""
     client, tab = tab
     page = page_of(app_url)
-    answer = call(app_url, {"key": tab.key, "change": {"token": 2}})
+    answer = call(app_url, {"key": key_of(tab), "change": {"token": 2}})
     assert tab.view.token == 2
     figure = json.loads(answer["values"]["embed-plot"])
     assert any(trace.get("name") == "selected token" for trace in figure["data"])
@@ -104,7 +104,7 @@ def test_a_click_answers_the_picker_and_neighbours_for_gradio_s_components(app_u
     assert table["headers"] == ["#", "token", "cosine"] and len(table["data"]) == tab.view.k
     assert rest[place(page, "selected-token")]["value"] == 2
     # the same click again changes nothing: nothing is sent twice
-    again = call(app_url, {"key": tab.key, "change": {"token": 2}})
+    again = call(app_url, {"key": key_of(tab), "change": {"token": 2}})
     assert not set(again["rest"]) & {place(page, "neighbours-token"), place(page, "neighbours-output")}
 
 
@@ -132,10 +132,10 @@ def test_opening_a_tab_is_a_direct_change_and_a_side_view_comes_drawn(app_url, t
     side view's drawing comes in the same answer, for gradio's components."""
     client, tab = tab
     page = page_of(app_url)
-    answer = call(app_url, {"key": tab.key, "change": {"panel": "train"}})
+    answer = call(app_url, {"key": key_of(tab), "change": {"panel": "train"}})
     assert tab.view.panel == "train" and "panel=train" in json.loads(answer["values"]["address"])["query"]
     assert place(page, "controls") not in answer["rest"]  # the page shows the tab it opened
-    answer = call(app_url, {"key": tab.key, "change": {"shown": "layernorm"}})
+    answer = call(app_url, {"key": key_of(tab), "change": {"shown": "layernorm"}})
     assert tab.view.shown == "layernorm"
     drawn = answer["rest"][place(page, "layernorm-plot")]
     assert drawn["type"] == "plotly" and json.loads(drawn["plot"])["data"]
@@ -160,7 +160,7 @@ def test_opening_a_tab_is_a_direct_change_and_a_side_view_comes_drawn(app_url, t
 def test_a_hostile_change_is_refused_with_a_sentence_and_changes_nothing(app_url, tab, change, says):
     client, tab = tab
     before = client.predict(api_name="/fingerprint")
-    answer = call(app_url, {"key": tab.key, "change": change})
+    answer = call(app_url, {"key": key_of(tab), "change": change})
     notice = answer.get("error") or answer["values"]["notice"]
     assert says in notice
     assert client.predict(api_name="/fingerprint") == before
@@ -174,12 +174,12 @@ def test_a_phone_s_screen_redraws_the_plot_in_larger_labels_fitted_to_it_and_no_
     def label_size(answer: dict) -> float:  # the size the page writes the figure's labels in
         return json.loads(answer["values"]["embed-plot"])["layout"]["meta"]["labels"]["size"]
 
-    narrow = call(app_url, {"key": tab.key, "change": {"narrow": True}})
+    narrow = call(app_url, {"key": key_of(tab), "change": {"narrow": True}})
     assert label_size(narrow) == 12 and tab.view.narrow is True
     assert "narrow" not in json.loads(narrow["values"]["address"])["query"]
-    typed = call(app_url, {"key": tab.key, "change": {"sentence_a": "A phone's king spoke."}})
+    typed = call(app_url, {"key": key_of(tab), "change": {"sentence_a": "A phone's king spoke."}})
     assert label_size(typed) == 12  # typing keeps the screen
-    wide = call(app_url, {"key": tab.key, "change": {"narrow": False}})
+    wide = call(app_url, {"key": key_of(tab), "change": {"narrow": False}})
     assert label_size(wide) == 10 and tab.view.narrow is False
 
 
@@ -224,12 +224,12 @@ def test_past_its_address_s_share_a_call_is_refused_at_once_and_another_address_
 
     async def calls():
         async with direct.turns.held():  # every turn taken: calls wait
-            waits = asyncio.create_task(direct.answer({"key": tab.key, "change": {"sentence_a": "first"}},
+            waits = asyncio.create_task(direct.answer({"key": key_of(tab), "change": {"sentence_a": "first"}},
                                                       STRANGER))
             while len(direct.turns) < 1:
                 await asyncio.sleep(0.01)
-            refused = await direct.answer({"key": other.key, "change": {"sentence_a": "late"}}, STRANGER)
-            student = asyncio.create_task(direct.answer({"key": other.key, "change": {"sentence_a": "mine"}},
+            refused = await direct.answer({"key": key_of(other), "change": {"sentence_a": "late"}}, STRANGER)
+            student = asyncio.create_task(direct.answer({"key": key_of(other), "change": {"sentence_a": "mine"}},
                                                         STUDENT))
             while len(direct.turns) < 2:
                 await asyncio.sleep(0.01)
@@ -250,15 +250,15 @@ def test_a_change_made_while_the_tab_s_call_waits_rides_on_that_call(tab):
     direct = Direct(app.demo.explorer, slots=1)
 
     async def calls():
-        await direct.answer({"key": tab.key, "change": {"sentence_a": "warm"}})  # makes the turns
+        await direct.answer({"key": key_of(tab), "change": {"sentence_a": "warm"}})  # makes the turns
         async with direct.turns.held():  # every turn taken: the first call waits
-            first = asyncio.create_task(direct.answer({"key": tab.key, "change": {"sentence_a": "a queen"}}))
+            first = asyncio.create_task(direct.answer({"key": key_of(tab), "change": {"sentence_a": "a queen"}}))
             while len(direct.turns) < 1:
                 await asyncio.sleep(0.01)
             # answered at once: neither waits for a turn (a bound, not a time: failing, not hanging, if one did)
-            typed = await asyncio.wait_for(direct.answer({"key": tab.key, "change": {"sentence_a": "a queen ran"}}),
+            typed = await asyncio.wait_for(direct.answer({"key": key_of(tab), "change": {"sentence_a": "a queen ran"}}),
                                            60)
-            turned = await asyncio.wait_for(direct.answer({"key": tab.key, "change": {"narrow": True}}), 60)
+            turned = await asyncio.wait_for(direct.answer({"key": key_of(tab), "change": {"narrow": True}}), 60)
             assert not first.done()
         return await first, typed, turned
 
@@ -288,11 +288,11 @@ def test_a_change_made_while_the_tab_s_call_computes_waits_for_a_turn_of_its_own
 
     async def calls():
         monkeypatch.setattr(direct, "apply", held)
-        first = asyncio.create_task(direct.answer({"key": tab.key, "change": {"sentence_a": "a queen"}}))
+        first = asyncio.create_task(direct.answer({"key": key_of(tab), "change": {"sentence_a": "a queen"}}))
         while not computing.is_set():
             await asyncio.sleep(0.01)
         monkeypatch.setattr(direct, "apply", apply)
-        second = asyncio.create_task(direct.answer({"key": tab.key, "change": {"sentence_a": "a queen ran"}}))
+        second = asyncio.create_task(direct.answer({"key": key_of(tab), "change": {"sentence_a": "a queen ran"}}))
         while len(direct.turns) < 1:  # the second waits while the first computes
             await asyncio.sleep(0.01)
         release.set()
@@ -313,10 +313,10 @@ def test_a_tour_step_or_an_example_is_never_merged_and_the_older_call_waiting_gi
     direct = Direct(app.demo.explorer, slots=1)
 
     async def calls():
-        await direct.answer({"key": tab.key, "change": {"sentence_a": "warm"}})  # makes the turns
+        await direct.answer({"key": key_of(tab), "change": {"sentence_a": "warm"}})  # makes the turns
         async with direct.turns.held():  # every turn taken: both calls wait
-            typed = asyncio.create_task(direct.answer({"key": tab.key, "change": {"sentence_a": "typed"}}))
-            example = asyncio.create_task(direct.answer({"key": tab.key, "change": {"example": 1}}))
+            typed = asyncio.create_task(direct.answer({"key": key_of(tab), "change": {"sentence_a": "typed"}}))
+            example = asyncio.create_task(direct.answer({"key": key_of(tab), "change": {"example": 1}}))
             while len(direct.turns) < 2:
                 await asyncio.sleep(0.01)
         return await typed, await example
@@ -328,11 +328,11 @@ def test_a_tour_step_or_an_example_is_never_merged_and_the_older_call_waiting_gi
 
 def test_text_that_tokenizes_as_before_answers_the_address_and_redraws_nothing(app_url, tab):
     client, tab = tab  # its sentence A is "The king spoke."
-    answer = call(app_url, {"key": tab.key, "change": {"sentence_a": "The king spoke. "}})
+    answer = call(app_url, {"key": key_of(tab), "change": {"sentence_a": "The king spoke. "}})
     assert "embed-plot" not in answer["values"] and "embed-info" not in answer["values"]
     assert json.loads(answer["values"]["address"])["query"].startswith("a=The%20king%20spoke.%20")
     assert tab.view.sentence_a == "The king spoke. "
-    answer = call(app_url, {"key": tab.key, "change": {"sentence_a": "The king spoke. A"}})
+    answer = call(app_url, {"key": key_of(tab), "change": {"sentence_a": "The king spoke. A"}})
     assert drawn_tokens(answer) == wordpiece().encode("The king spoke. A").tokens
 
 
@@ -341,7 +341,7 @@ def test_an_example_pair_writes_both_sentence_boxes_and_draws_them(app_url, tab)
 
     client, tab = tab
     page = page_of(app_url)
-    answer = call(app_url, {"key": tab.key, "change": {"example": 2}})
+    answer = call(app_url, {"key": key_of(tab), "change": {"example": 2}})
     assert (tab.view.sentence_a, tab.view.sentence_b) == tuple(EXAMPLES[2])
     assert answer["rest"][place(page, "sentence-a")] == EXAMPLES[2][0]  # the boxes do not show it yet
     assert answer["rest"][place(page, "sentence-b")] == EXAMPLES[2][1]
@@ -353,12 +353,12 @@ def test_next_and_previous_go_direct_and_restart_the_tables(app_url, tab):
 
     client, tab = tab
     page = page_of(app_url)
-    answer = call(app_url, {"key": tab.key, "change": {"move": 1}})
+    answer = call(app_url, {"key": key_of(tab), "change": {"move": 1}})
     assert tab.view.step == 1 and tab.view.sentence_a == tour.STEPS[0].view.sentence_a
     assert "Step 1 of" in answer["rest"][place(page, "tour-text")]
-    call(app_url, {"key": tab.key, "change": {"move": 2}})  # two presses made while one was in flight
+    call(app_url, {"key": key_of(tab), "change": {"move": 2}})  # two presses made while one was in flight
     assert tab.view.step == 3
-    call(app_url, {"key": tab.key, "change": {"move": -7}})  # never before the first step
+    call(app_url, {"key": key_of(tab), "change": {"move": -7}})  # never before the first step
     assert tab.view.step == 1
 
 
@@ -372,7 +372,7 @@ def test_next_and_previous_go_direct_and_restart_the_tables(app_url, tab):
 def test_a_hostile_example_or_move_is_refused_and_changes_nothing(app_url, tab, change, says):
     client, tab = tab
     before = client.predict(api_name="/fingerprint")
-    answer = call(app_url, {"key": tab.key, "change": change})
+    answer = call(app_url, {"key": key_of(tab), "change": change})
     assert set(answer) == {"error"} and says in answer["error"]
     assert client.predict(api_name="/fingerprint") == before
 
@@ -383,6 +383,7 @@ def test_a_keystroke_after_a_quick_one_is_computed_on_the_event_loop_and_anythin
     import threading
 
     import app
+    from ui import events
     from ui.direct import INLINE_GROWTH, INLINE_SECONDS, Direct
 
     _client, tab = tab
@@ -399,19 +400,21 @@ def test_a_keystroke_after_a_quick_one_is_computed_on_the_event_loop_and_anythin
     async def calls(*changes):
         loop = threading.current_thread()
         for change in changes:
-            answer = await direct.answer({"key": tab.key, "change": change})
+            answer = await direct.answer({"key": key_of(tab), "change": change})
             assert "values" in answer, answer
         return loop
 
-    tab.computed = float("inf")  # nothing computed yet: its cost is unknown
+    channel = events.CHANNELS.of(tab)
+    channel.computed = float("inf")  # nothing computed yet: its cost is unknown
     loop = run_async(lambda: calls({"sentence_a": "The king"}, {"sentence_a": "The king s"},
                                    {"sentence_b": "A queen"}, {"token": 1},
                                    {"sentence_a": "The king s" + " pasted" * (INLINE_GROWTH // 7 + 1)}))
     assert [thread is loop for thread in threads] == [False, True, True, False, False]
-    assert 0 < tab.computed <= INLINE_SECONDS
-    assert not Direct.quick(tab, {"panel": "tour"}) and not Direct.quick(tab, {"sentence_a": "x", "narrow": True})
-    tab.computed = 2 * INLINE_SECONDS  # the last one was slow: so may this one be
-    assert not Direct.quick(tab, {"sentence_a": "The king"})
+    assert 0 < channel.computed <= INLINE_SECONDS
+    assert not Direct.quick(tab, channel, {"panel": "tour"})
+    assert not Direct.quick(tab, channel, {"sentence_a": "x", "narrow": True})
+    channel.computed = 2 * INLINE_SECONDS  # the last one was slow: so may this one be
+    assert not Direct.quick(tab, channel, {"sentence_a": "The king"})
 
 
 def test_a_keystroke_never_stops_the_server_while_another_thread_holds_its_tab(app_url, tab):
@@ -420,7 +423,7 @@ def test_a_keystroke_never_stops_the_server_while_another_thread_holds_its_tab(a
     import threading
 
     _client, tab = tab
-    call(app_url, {"key": tab.key, "change": {"sentence_a": "The king"}})  # quick: the next may go on the loop
+    call(app_url, {"key": key_of(tab), "change": {"sentence_a": "The king"}})  # quick: the next may go on the loop
     held, release, answered = threading.Event(), threading.Event(), {}
 
     def hold() -> None:
@@ -432,7 +435,7 @@ def test_a_keystroke_never_stops_the_server_while_another_thread_holds_its_tab(a
     holder.start()
     assert held.wait(30)
     typist = threading.Thread(target=lambda: answered.update(
-        call(app_url, {"key": tab.key, "change": {"sentence_a": "The king s"}})))
+        call(app_url, {"key": key_of(tab), "change": {"sentence_a": "The king s"}})))
     typist.start()
     try:
         typist.join(0.5)

@@ -50,7 +50,7 @@ def own_store():
     from core.serving.tabs import Tabs
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(events, "LIVES", Tabs())
+        patch.setattr(events, "TABS", Tabs())
         yield
 
 

@@ -399,7 +399,7 @@ def test_asking_for_a_link_after_the_session_ended_says_so(app_url, monkeypatch)
     from core.serving.tabs import Tabs
 
     store = Tabs()
-    monkeypatch.setattr(ui.events, "LIVES", store)
+    monkeypatch.setattr(ui.events, "TABS", store)
     client = new_client(app_url)
     client.predict("kept for an hour", "", api_name="/embed")
     store.idle = 0.0  # every tab unused for any time at all has ended
@@ -719,7 +719,7 @@ def test_a_stranger_opening_many_tabs_cannot_push_a_student_out(app_url, monkeyp
     from core.serving.tabs import Tabs
 
     store = Tabs(limit=30, new_tabs=10, refill=600.0)
-    monkeypatch.setattr(ui.events, "LIVES", store)
+    monkeypatch.setattr(ui.events, "TABS", store)
     student = visitor_from(app_url, STUDENT)
     student.predict("my own view", "", api_name="/embed")
     answers = []
@@ -760,7 +760,7 @@ def test_a_new_tab_refused_for_its_address_gets_the_sentence_from_every_endpoint
     import ui.events
     from core.serving.tabs import Tabs
 
-    monkeypatch.setattr(ui.events, "LIVES", Tabs(new_tabs=0))
+    monkeypatch.setattr(ui.events, "TABS", Tabs(new_tabs=0))
     client = visitor_from(app_url, STRANGER)
     result = client.predict(*args, api_name=api)
     values = result if isinstance(result, tuple | list) else (result,)

@@ -23,6 +23,7 @@ import httpx
 import pytest
 
 from core.view.options import MAX_TEXT
+from tests.appapi import key_of
 from ui.visitors import Busy, Turns, Visitors, Waiting
 
 
@@ -164,12 +165,12 @@ def test_on_the_page_s_route_a_student_s_keystroke_goes_ahead_of_a_flood_from_an
     turns = app.demo.explorer.direct.turns
     flood = [tab_of(app_url, STRANGER)[1] for _ in range(5)]
     _, student = tab_of(app_url, STUDENT)
-    post(app_url, student.key, {"sentence_a": "warm"}, STUDENT)  # the route's turns are made
+    post(app_url, key_of(student), {"sentence_a": "warm"}, STUDENT)  # the route's turns are made
     done: list[str] = []
     lock = threading.Lock()
 
     def send(tab, change, address, name) -> None:
-        answer = post(app_url, tab.key, change, address)
+        answer = post(app_url, key_of(tab), change, address)
         assert "values" in answer, answer
         with lock:
             done.append(name)
@@ -218,15 +219,16 @@ def test_an_answer_nobody_reads_is_counted_its_address_waits_and_it_is_let_go(ap
     _, big = tab_of(app_url, STRANGER, VIEW_2048)
     _, other = tab_of(app_url, STRANGER)
     _, student = tab_of(app_url, STUDENT)
-    unread = unread_request(app_url, big.key, {"shown": "similarity", "sentence_a": BIG, "sentence_b": BIG}, STRANGER)
+    unread = unread_request(app_url, key_of(big), {"shown": "similarity", "sentence_a": BIG, "sentence_b": BIG},
+                            STRANGER)
     try:
         until(lambda: VISITORS.unread(STRANGER) > 16 * 2**20, "the similarity view on its way, unread")
         monkeypatch.setattr(VISITORS, "send_seconds", 0.3)  # from now: the reader has taken nothing for a while
         with ThreadPoolExecutor(1) as pool:
-            waits = pool.submit(post, app_url, other.key, {"sentence_a": "the same address"}, STRANGER)
+            waits = pool.submit(post, app_url, key_of(other), {"sentence_a": "the same address"}, STRANGER)
             until(lambda: len(turns) == 1 or waits.done(), "the stranger's next call waiting")
             assert not waits.done()
-            assert "values" in post(app_url, student.key, {"sentence_a": "another address"}, STUDENT)
+            assert "values" in post(app_url, key_of(student), {"sentence_a": "another address"}, STUDENT)
             assert "values" in waits.result(WAIT)  # once the unread answer was let go
         assert VISITORS.unread(STRANGER) == 0
         unread.settimeout(WAIT)
@@ -269,11 +271,11 @@ def test_past_its_address_s_share_a_call_to_the_page_s_route_is_refused_before_i
     monkeypatch.setattr(VISITORS, "address_work", 5)
     turns = app.demo.explorer.direct.turns
     _, waiting = tab_of(app_url, STRANGER)
-    post(app_url, waiting.key, {"sentence_a": "warm"}, STRANGER)  # the route's turns are made
+    post(app_url, key_of(waiting), {"sentence_a": "warm"}, STRANGER)  # the route's turns are made
     hold = Held(turns)
     try:
         with ThreadPoolExecutor(1) as pool:
-            first = pool.submit(post, app_url, waiting.key, {"sentence_a": "a short update"}, STRANGER)
+            first = pool.submit(post, app_url, key_of(waiting), {"sentence_a": "a short update"}, STRANGER)
             until(lambda: len(turns) == 1, "the stranger's first call waiting")
             where = urlsplit(app_url)
             with socket.create_connection((where.hostname, where.port), timeout=WAIT) as bodiless:

@@ -7,7 +7,7 @@
     POST explorer/class/stream  {key, class}          JSON lines, one a change: the lesson's version and step, whether
                                                       the page follows; the lecturer's: pages connected, following
 
-A page is named by its key (`core.serving.tabs.Tab.key`) in the body, never in an address a proxy logs;
+A page is named by its key (`ui.channels.Channel.key`) in the body, never in an address a proxy logs;
 `lead` and `follow` answer as a direct call does, in its bounded turns (`Direct.turn`). A stream
 holds no thread: a new lesson wakes its class's streams (`Streams`), an idle one writes a blank
 line every `KEEPALIVE` s, a lecturer's reads the counts every second. A store that is away ends
@@ -93,24 +93,24 @@ class Streams:
                 self.changed[each] = asyncio.Event()  # the waiters hold the old one, which is set
                 event.set()
 
-    def opening(self, tab) -> object:
+    def opening(self, tab, key: str) -> object:
         """The token of the page's stream about to open (in the event loop): its older stream,
         if any, ends at once, and leaves the page connected."""
         self.loop = asyncio.get_running_loop()
-        token = self.open[tab.key] = object()
+        token = self.open[key] = object()
         member = tab.member
         if member is not None:
             self._wake(member.class_id)
         return token
 
-    def release(self, tab, token: object, member) -> None:
+    def release(self, key: str, token: object, member) -> None:
         """The page's stream `token` is over (its generator ended, or never began): the page
         is no longer connected, unless a newer stream of it replaced this one."""
-        if self.open.get(tab.key) is token:
-            del self.open[tab.key]
-            self.classroom.disconnect(tab.key, member)
+        if self.open.get(key) is token:
+            del self.open[key]
+            self.classroom.disconnect(key, member)
 
-    async def stream(self, tab, lesson: Lesson, member, receive, token: object):
+    async def stream(self, tab, key: str, lesson: Lesson, member, receive, token: object):
         """The page's messages, one JSON line per change, until the class ends or the page goes
         (`receive`, the request's: a page that reloads or closes is let go at once, not at the
         next write that fails, so the counts are right within a second). A follower's seat was
@@ -121,11 +121,11 @@ class Streams:
         if class_id not in self.lessons or self.lessons[class_id].version < lesson.version:
             self.lessons[class_id] = lesson
         if leading:
-            self.classroom.connect(tab.key, member, lesson)
+            self.classroom.connect(key, member, lesson)
         sent, counts, counted = None, (0, 0), -COUNTS_SECONDS
         gone = asyncio.ensure_future(_disconnected(receive))
         try:
-            while self.open.get(tab.key) is token:
+            while self.open.get(key) is token:
                 if leading and self.loop.time() - counted >= COUNTS_SECONDS:
                     counts = await anyio.to_thread.run_sync(self.classroom.presence, class_id) or counts
                     counted = self.loop.time()
@@ -183,7 +183,7 @@ class ClassRoutes:
             try:
                 if not isinstance(sent, dict) or not isinstance(sent.get("key"), str):
                     raise Refused("This request carries no valid page key; reload the page.")
-                tab = events.TABS.by_key(sent["key"])
+                tab, _ = events.CHANNELS.by_key(sent["key"])
                 return await handler(request, tab, sent)
             except Reconnecting as error:  # nobody's fault: the page says so, and tries again
                 return json_answer({"error": str(error), "reconnecting": True})
@@ -248,16 +248,16 @@ class ClassRoutes:
             member = await anyio.to_thread.run_sync(self.classroom.join, tab, sent.get("class"))
             try:  # the seat, taken before the answer begins: a class that is full says so with a 429
                 lesson = await anyio.to_thread.run_sync(self.classroom.lesson, member.class_id)
-                await anyio.to_thread.run_sync(self.classroom.connect, tab.key, member, lesson)
+                await anyio.to_thread.run_sync(self.classroom.connect, sent["key"], member, lesson)
             except Refused:  # refused: the page is as it was
                 tab.member = before
                 raise
-        token = self.streams.opening(tab)
+        token = self.streams.opening(tab, sent["key"])
         # the page is let go when its stream ends, or when the answer ends before the stream began
-        return StreamingResponse(self.streams.stream(tab, lesson, member, request.receive, token),
+        return StreamingResponse(self.streams.stream(tab, sent["key"], lesson, member, request.receive, token),
                                  media_type="application/x-ndjson",
                                  headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
-                                 background=BackgroundTask(self.streams.release, tab, token, member))
+                                 background=BackgroundTask(self.streams.release, sent["key"], token, member))
 
     async def _show(self, tab, lesson: Lesson, before, after) -> dict:
         """Show `live`'s tab the class's lesson, in the page's direct turn: `before(lesson)`,

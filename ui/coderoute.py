@@ -47,7 +47,7 @@ class CodeRoute:
                                      "after the question mark.", 414)
         params = request.query_params
         link = share.from_query({key: params.getlist(key) for key in params})
-        host = events.address_of(request)
+        host = events.host_of(request)
         try:
             events.TABS.new_tabs.take(host)  # a script is a page opened, and counted so
             turn = self.turns.enter(address_of(host), None, work_of(len(request.scope.get("query_string", b""))))

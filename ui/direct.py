@@ -17,7 +17,7 @@ A route of the app, not a gradio server function (`gr.HTML(server_functions=…)
 side by side on the same app, the same keystrokes cost the server a fifth less CPU through the
 route (README, Performance), and gradio's `/component_server` also makes a gradio session for
 any session hash it is sent. Neither is given gradio's session hash, so the page identifies
-its tab with the unguessable key the server issued when the page loaded (`core.serving.tabs.Tab.key`).
+its tab with the unguessable key the server issued when the page loaded (`ui.channels.Channel.key`).
 
 Bounds: the calls compute one at a time (one interpreter: a second computing thread only
 contended with the first for its lock), in fair turns across client addresses, weighted by work
@@ -82,7 +82,8 @@ CHANGES = {"sentence_a": (str, "text"), "sentence_b": (str, "text"), "token": (i
 INLINE_SECONDS = 0.025
 INLINE_GROWTH = 64
 TYPED = frozenset({"sentence_a", "sentence_b"})
-MAX_KEY = 64
+from ui.channels import MAX_KEY  # noqa: E402 - the one limit of a page key
+
 MAX_BODY = 8 * MAX_TEXT + 4096  # bytes: two sentences at the limit, JSON-escaped, and the rest
 
 
@@ -105,44 +106,47 @@ class Direct:
         page writes, or a sentence saying why not."""
         try:
             key, changes, asked = read(sent)
-            tab = events.TABS.by_key(key)
+            tab, channel = events.CHANNELS.by_key(key)
         except Refused as error:
             return {"error": str(error)}
         if "move" in changes:  # a tour step replaces the whole view: what else was typed meanwhile goes with it
             move = changes["move"]
             return await self.turn(tab, lambda: self.show(tab, lambda view: tour.moved(view, move),
                                                           tables=lambda session: session.restart()),
-                                   address=address, work=work)
+                                   address=address, work=work, channel=channel)
         if set(asked) != set(changes):  # an example pair: its sentences are the server's to write
-            return await self.turn(tab, lambda: self.apply(tab, changes, asked), address=address, work=work)
-        if tab.waiting is not None:  # the tab's call still waiting takes this change too
-            tab.waiting.update(changes)
+            return await self.turn(tab, lambda: self.apply(tab, changes, asked), address=address, work=work,
+                                   channel=channel)
+        if channel.waiting is not None:  # the page's call still waiting takes this change too
+            channel.waiting.update(changes)
             return {"merged": True}
-        tab.waiting = waiting = dict(changes)
+        channel.waiting = waiting = dict(changes)
 
         def begin() -> None:  # its turn came: what it computes is what it holds now
-            if tab.waiting is waiting:
-                tab.waiting = None
+            if channel.waiting is waiting:
+                channel.waiting = None
 
         try:
             return await self.turn(tab, lambda: self.apply(tab, waiting, tuple(waiting)), begin=begin,
-                                   quick=lambda: self.quick(tab, waiting), address=address, work=work)
+                                   quick=lambda: self.quick(tab, channel, waiting), address=address, work=work,
+                                   channel=channel)
         finally:
             begin()  # refused, or skipped for a newer call: nothing more joins it
 
     @staticmethod
-    def quick(tab, change: dict) -> bool:
+    def quick(tab, channel, change: dict) -> bool:
         """Whether `change` may be computed on the event loop: a keystroke (the sentences alone)
         whose tab's last call was quick (INLINE_SECONDS of CPU), whose text grew as a typist's
         does (not a paste), whose tables are at hand (not parked), and which is in no class (its
         change may write to the class's store, which may be a Redis server: I/O the loop must not
         wait on)."""
-        if not change.keys() <= TYPED or tab.computed > INLINE_SECONDS or tab.parked or tab.member is not None:
+        if not change.keys() <= TYPED or channel.computed > INLINE_SECONDS or tab.parked or tab.member is not None:
             return False
         return all(len(change[name]) <= len(getattr(tab.view, name)) + INLINE_GROWTH for name in change)
 
     async def turn(self, tab, compute: Callable[[], dict], begin: Callable[[], None] | None = None,
-                   quick: Callable[[], bool] | None = None, address: str | None = None, work: float = 1.0) -> dict:
+                   quick: Callable[[], bool] | None = None, address: str | None = None, work: float = 1.0,
+                   channel=None) -> dict:
         """`compute()`'s answer, computed in this page's turn, within the account's bounds (a
         class's follow and lead calls take the same turns, `ui.classroutes`); a call of `work`
         from `address` (by default the address that opened the tab). `begin()` runs in the event
@@ -150,33 +154,34 @@ class Direct:
         other thread holds the tab, else on a worker thread."""
         if self._threads is None:
             self._threads = anyio.CapacityLimiter(self.turns.slots)
+        channel = channel or events.CHANNELS.of(tab)
         try:
-            turn = self.turns.enter(address or tab.client or UNKNOWN, tab.key, work)
+            turn = self.turns.enter(address or tab.client or UNKNOWN, channel.key, work)
         except Busy as busy:
             return {"error": str(busy)}
-        tab.latest += 1
-        mine = tab.latest
+        channel.latest += 1
+        mine = channel.latest
         async with self.turns.taken(turn):
-            if tab.latest != mine:  # a newer call of this tab is waiting: it answers instead
+            if channel.latest != mine:  # a newer call of this page is waiting: it answers instead
                 return {"skipped": True}
             if begin is not None:
                 begin()
             if quick is not None and quick() and tab.lock.acquire(blocking=False):
                 try:
-                    return self.timed(tab, compute)
+                    return self.timed(channel, compute)
                 finally:
                     tab.lock.release()
-            return await anyio.to_thread.run_sync(self.timed, tab, compute, limiter=self._threads)
+            return await anyio.to_thread.run_sync(self.timed, channel, compute, limiter=self._threads)
 
     @staticmethod
-    def timed(tab, work: Callable[[], dict]) -> dict:
-        """`work()`, its CPU time kept as the tab's `computed` (what the thread spent, however
+    def timed(channel, work: Callable[[], dict]) -> dict:
+        """`work()`, its CPU time kept as the channel's `computed` (what the thread spent, however
         long it waited for the interpreter's lock)."""
         began = time.thread_time()
         try:
             return work()
         finally:
-            tab.computed = time.thread_time() - began
+            channel.computed = time.thread_time() - began
 
     def apply(self, tab, changes: dict, asked: tuple[str, ...] | None = None) -> dict:
         """Apply the change to the tab (in its turn: `turn`) and say what the page writes. `asked`:

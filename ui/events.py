@@ -26,10 +26,12 @@ from core.tables.session import Session
 from core.view.options import Refused
 from core.view.state import View
 from ui.admission import superseded
+from ui.channels import Channels
 
 # every tab's state, and the pool heavy work shares: one job at a time, the rest in line, one per
 # tab; a training's or a refit's computing runs in the process OFFLOAD keeps, off this one's lock
 TABS = Tabs(budget=BUDGET)
+CHANNELS = Channels(TABS)  # what the transport knows of each tab's page: its key, what its components hold
 JOBS = Jobs(workers=1)
 LARGE_TABLE_BYTES = 16 * 2**20  # a random layer larger than this is built in the heavy pool (about 0.1 s+)
 OFFLOAD = Offload(budget=BUDGET)  # what a call copies to its process is reserved in the budget
@@ -37,10 +39,13 @@ OFFLOAD = Offload(budget=BUDGET)  # what a call copies to its process is reserve
 
 def tab_of(request: gr.Request | None, *, fresh: bool = False):
     """The tab an event comes from (a new one for a new session hash, if its address may open one)."""
-    return TABS.get(getattr(request, "session_hash", None), fresh=fresh, address=address_of(request))
+    session = getattr(request, "session_hash", None)
+    tab = TABS.get(session, fresh=fresh, address=host_of(request))
+    CHANNELS.of(tab, session)
+    return tab
 
 
-def address_of(request: gr.Request | None) -> str | None:
+def host_of(request: gr.Request | None) -> str | None:
     """The client's address as the server sees it: behind a trusted proxy, the forwarded one
     (uvicorn reads it from the peers in FORWARDED_ALLOW_IPS, `ui.admission.ForwardedClient` behind a Space's proxy)."""
     client = getattr(request, "client", None)
@@ -48,8 +53,8 @@ def address_of(request: gr.Request | None) -> str | None:
     return host if isinstance(host, str) else None
 
 
-def track(page, tab, out: dict, *, direct: bool = False) -> tuple[dict, dict]:
-    """Keep `live.shown` true to the page's gradio components (under `live.lock`), and split a
+def track(page, channel, out: dict, *, direct: bool = False) -> tuple[dict, dict]:
+    """Keep `channel.shown` true to the page's gradio components (under its tab's lock), and split a
     direct call's values by who writes them.
 
     An event through gradio's queue writes what it returns. A direct call (ui/direct.py, a
@@ -72,12 +77,12 @@ def track(page, tab, out: dict, *, direct: bool = False) -> tuple[dict, dict]:
         if _skipped(value):
             continue
         mark = _fingerprint(value)
-        if not direct or mark is None or tab.shown.get(component) != mark:
+        if not direct or mark is None or channel.shown.get(component) != mark:
             rest[component] = value
         if mark is None:
-            tab.shown.pop(component, None)
+            channel.shown.pop(component, None)
         else:
-            tab.shown[component] = mark
+            channel.shown[component] = mark
     return written, rest
 
 
@@ -143,7 +148,7 @@ def update(
     `outputs`, when given, limits what is returned to the event's declared outputs.
     `postprocessed`: the values are returned as the browser receives them, for an event
     declared with ``postprocess=False`` (`ui.plane.KEYSTROKE`; see `postprocess`).
-    `live`: the tab, when the caller found it (a direct call, by its key); `direct`: the call
+    `tab`: the tab, when the caller found it (a direct call, by its key); `direct`: the call
     came straight from the page's script, not through gradio's queue, and gets back
     ``(values the script writes, the rest for gradio's components)`` (see `track`).
     """
@@ -157,18 +162,19 @@ def update(
 
     try:
         tab = tab or tab_of(request)
+        channel = CHANNELS.of(tab)
         if not direct:  # a direct call changes the sentences or the selection, never the tables
             built_first(tab, change)
 
         def compute(step):  # under the tab's lock
             for widget in render.widgets_of(page, asked):  # it shows what the user set, not what was sent
-                tab.shown.pop(widget, None)
-            out = render.outputs(page, step, asked=asked, whole=whole, notes=notes, listed=tab.listed)
+                channel.shown.pop(widget, None)
+            out = render.outputs(page, step, asked=asked, whole=whole, notes=notes, listed=channel.listed)
             picker = out.get(page.token) if outputs is None or page.token in outputs else None
             if isinstance(picker, dict) and "choices" in picker:
-                tab.listed = len(picker["choices"]) > 1  # more than "none"
+                channel.listed = len(picker["choices"]) > 1  # more than "none"
             out = _within(page, out, outputs)
-            return out, track(page, tab, out, direct=direct)
+            return out, track(page, channel, out, direct=direct)
 
         step, (out, sent) = tab.apply(change, compute, tables=tables, whole=whole)
     except Refused as error:  # what the app does not allow, said in a sentence; any other error is a fault
@@ -182,8 +188,8 @@ def update(
         else:
             with tab.lock:
                 for widget in render.widgets_of(page, asked):  # they show what the user set: put back
-                    tab.shown.pop(widget, None)
-                sent = track(page, tab, out, direct=direct)
+                    channel.shown.pop(widget, None)
+                sent = track(page, channel, out, direct=direct)
     if direct:
         return sent
     return postprocess(out) if postprocessed else out

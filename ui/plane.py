@@ -150,8 +150,9 @@ def choices(page, request: gr.Request):
         return gr.skip()
     with tab.lock:
         tokens, token = tab.tokens, tab.view.token
-        tab.listed = True
-        tab.shown.pop(page.token, None)  # written here, outside ui.events.update
+        channel = events.CHANNELS.of(tab)
+        channel.listed = True
+        channel.shown.pop(page.token, None)  # written here, outside ui.events.update
     return gr.update(choices=render.token_choices(tokens), value=render.NO_TOKEN if token is None else token)
 
 

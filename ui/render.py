@@ -149,8 +149,8 @@ def outputs(page, step: Change, *, asked: Iterable[str] = (), whole: bool = Fals
             listed: bool = True, key: str | None = None) -> dict:
     """Everything the page must redraw after `step`.
 
-    `listed`: whether the token picker may hold a list of tokens (see `core.serving.tabs.Tab.listed`).
-    `key`: the tab's key for its direct calls (`core.serving.tabs.Tab.key`), sent with the address
+    `listed`: whether the token picker may hold a list of tokens (see `ui.channels.Channel.listed`).
+    `key`: the tab's key for its direct calls (`ui.channels.Channel.key`), sent with the address
     when the page opens."""
     view, session = step.view, step.session
     changed = set(view.differs(step.old_view))

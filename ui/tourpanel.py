@@ -160,8 +160,8 @@ def show(page, tab, change, notes: tuple[str, ...] = ()) -> dict:
     """Apply a whole view, untrained; raises Refused (changing nothing) if it cannot be had."""
     events.built_first(tab, change)
     def compute(step):
-        out = render.outputs(page, step, whole=True, notes=notes, key=tab.key)
-        events.track(page, tab, out)
+        out = render.outputs(page, step, whole=True, notes=notes, key=events.CHANNELS.of(tab).key)
+        events.track(page, events.CHANNELS.of(tab), out)
         # what the page holds as built is not written again (see `events.as_built`)
         return {component: value for component, value in out.items() if not events.as_built(component, value)}
 

@@ -217,7 +217,7 @@ def _plot(page, tab, view, session: Session, since: int | None = None, holds: bo
             return {}, since
         tab.revision += 1
         out = render.plane(page, view, session, revision=tab.revision, holds=holds)
-        events.track(page, tab, out)
+        events.track(page, events.CHANNELS.of(tab), out)
         return out, tab.revision
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import difflib
 import ipaddress
 import os
-import secrets
 import threading
 import time
 from collections import OrderedDict
@@ -146,25 +145,9 @@ class Tab:
     _session: Session | None = field(default_factory=Session.create, repr=False)
     tokens: tuple[str, ...] = ()  # the tokens last drawn, to follow a selection through edits
     job: str | None = None  # the heavy job queued or running for this tab, if any
-    # whether the page's token picker holds a list of tokens: filled when it is opened, and
-    # emptied (once) when they change, so a keystroke does not rewrite an empty picker
-    listed: bool = False
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     used: float = 0.0  # when its last event came, on the clock of the `Tabs` that keeps it
-    # the page's own key for its direct calls (ui/direct.py): unguessable, issued to the page
-    # when it loads, since a direct call carries no gradio session hash
-    key: str = field(default_factory=lambda: secrets.token_urlsafe(24), repr=False)
     revision: int = 0
-    # what the page's gradio components were last sent (a fingerprint a component): a value the
-    # component holds already is not sent again
-    shown: dict = field(default_factory=dict, repr=False)
-    latest: int = 0  # the newest direct call's number: an older one still waiting is skipped
-    # the change of the tab's direct call still waiting for its turn, which later changes join
-    # (ui/direct.py); None when none waits
-    waiting: dict | None = field(default=None, repr=False)
-    # seconds the tab's last direct call took to compute (ui/direct.py): a keystroke after a quick
-    # one is computed on the server's event loop itself, not handed to a thread
-    computed: float = float("inf")
     client: str | None = None  # the client address (an IPv6 /64) that opened it, if known: its share of memory
     # a parked tab's plane (its basis and a frozen plane), kept while its tables are let go (see `park`)
     _parked: tuple | None = field(default=None, repr=False)
@@ -258,7 +241,7 @@ class Tab:
 
 
 class Tabs:
-    """Every tab's `Tab`, by gradio's session hash (and by its own key, for direct calls);
+    """Every tab's `Tab`, by an opaque name (the page's session: gradio's session hash);
     forgotten after `idle` seconds unused.
 
     The store is shared by strangers, so a new tab is a resource: each client address may open
@@ -274,7 +257,6 @@ class Tabs:
         self.idle, self.limit, self.clock = idle, limit, clock
         self._lives: OrderedDict[str, Tab] = OrderedDict()  # least recently used first
         self._ended: OrderedDict[str, str] = OrderedDict()  # hash -> why it ended
-        self._keys: dict[str, str] = {}  # Tab.key -> the tab's session hash
         self._lock = threading.Lock()
         self.new_tabs = NewTabs(new_tabs, refill, clock)
         if budget is not None:
@@ -307,30 +289,22 @@ class Tabs:
             tab = None if fresh else self._lives.get(key)
             if tab is None:
                 self._ended.pop(key, None)
-                old = self._lives.get(key)
-                if old is not None:
-                    self._keys.pop(old.key, None)
                 tab = self._lives[key] = new
-                self._keys[tab.key] = key
             self._lives.move_to_end(key)
             tab.used = now
             self._sweep(now)  # a new tab may have taken the store past its limit
             return tab
 
-    def by_key(self, key: object) -> Tab:
-        """The tab whose page holds this key (`Tab.key`), touched as used.
+    def kept(self, key: str) -> Tab:
+        """The tab kept by this name, touched as used; `Expired` when it is not kept (any more).
 
-        Raises `Refused` for anything else: a key is never guessed, and one of a forgotten tab
-        is gone with it, so its page is asked to reload.
-        """
+        For a page that reaches its tab by a name it was given (`ui.channels`): unlike `get`,
+        never a new tab, since a page that lost its tab shows a view the server no longer has."""
         with self._lock:
-            hash_ = self._keys.get(key) if isinstance(key, str) else None
-            if hash_ is None:
-                raise Expired("This page's session has ended (unused for over an hour, let go to make room for others, "
-                              "or the server restarted): "
-                              "reload the page to start again.")
-            tab = self._lives[hash_]
-            self._lives.move_to_end(hash_)
+            tab = self._lives.get(key)
+            if tab is None:
+                raise Expired(self._ended.get(key, ENDED))
+            self._lives.move_to_end(key)
             tab.used = self.clock()
             return tab
 
@@ -350,12 +324,13 @@ class Tabs:
             if not idle and len(self._lives) <= self.limit:
                 break
             del self._lives[key]
-            self._keys.pop(tab.key, None)
             self._ended[key] = IDLE if idle else PUSHED_OUT.format(limit=self.limit)
             if len(self._ended) > _ENDED_REMEMBERED:
                 self._ended.popitem(last=False)
 
 
+ENDED = ("This page's session has ended (unused for over an hour, let go to make room for others, or the "
+         "server restarted): reload the page to start again.")
 IDLE = "This page was unused for over an hour and its session has ended: reload the page to start again."
 PUSHED_OUT = ("The server keeps {limit:,} pages at most and had to let this one go, the longest unused, to make "
               "room for others: reload the page. Its address keeps the view; an uploaded file or a training must be "
