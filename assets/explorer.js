@@ -110,7 +110,7 @@
 
   let host = null; // the div Plotly draws the main plane in (inside #embed-plot)
   let handOver = null; // fires #embed-plot's hand-over event: gradio sets what a direct answer brought it
-  let forGradio = {}; // those values, by place among the hand-over's outputs, until it takes them
+  let forGradio = {}; // those values, by element id, until the hand-over takes them
   let key = null; // the tab's key for direct calls, issued with the page's first address
   const mainPlot = () => (host && host.data ? host : null);
   const keys = () => window.embeddingExplorerKeys; // assets/plotkeys.js
@@ -308,9 +308,10 @@
     flush();
   }
   const escapeHtml = (text) => String(text).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-  // a direct answer (a keystroke's, a click's, a class's lesson: assets/classroom.js): the values
-  // this script writes, and the rest handed to gradio's components by the hand-over event (one
-  // that runs in the browser alone); a value not yet taken is replaced by a newer one.
+  // a direct answer (a keystroke's, a click's, a class's lesson: assets/classroom.js): values by
+  // element id, applied here and only here. An output this script writes (it has a setter) is
+  // set; any other is handed to its gradio component by the hand-over event (one that runs in the
+  // browser alone); a value not yet taken is replaced by a newer one.
   // `overtaken`: a newer change's answer is coming: this one's plot is held, not drawn, and drawn
   // only if no newer plot comes (the newer call refused, say)
   let heldPlot = null;
@@ -327,20 +328,23 @@
       setOutput("notice", `<p>⚠️ ${escapeHtml(answer.error)}</p>`);
       return;
     }
+    let handed = false;
     for (const [id, value] of Object.entries(values)) {
-      if (id !== "embed-plot") setOutput(id, value);
+      if (id === "embed-plot") continue;
+      if ((window.embeddingExplorerOutputs || {})[id]) {
+        setOutput(id, value);
+      } else {
+        forGradio[id] = value;
+        handed = true;
+      }
     }
-    const rest = answer.rest || {};
-    if (Object.keys(rest).length) {
-      Object.assign(forGradio, rest);
-      if (handOver) handOver();
-    }
+    if (handed && handOver) handOver();
   }
-  // the hand-over event's script (ui/plane.py HAND_OVER_JS): the values for its outputs, in
-  // order; gradio leaves an output whose value is undefined as it is
-  function takeForGradio() {
-    const values = [];
-    for (const [place, value] of Object.entries(forGradio)) values[Number(place)] = value;
+  // the hand-over event's script (ui/plane.py hand_over_js): its outputs' element ids, in the
+  // order gradio lists them, and their values; gradio leaves an output whose value is undefined
+  // as it is
+  function takeForGradio(ids) {
+    const values = ids.map((id) => forGradio[id]);
     forGradio = {};
     return values;
   }

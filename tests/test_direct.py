@@ -31,16 +31,13 @@ def call(app_url: str, sent) -> dict:
     return response.json()
 
 
-def page_of(app_url: str):
-    """The launched app's page (its components), for the places of the hand-over's outputs."""
+def for_gradio(answer: dict) -> dict:
+    """The answer's values for gradio's components, by element id: all but those the page's
+    script writes itself (`Page.direct_outputs`)."""
     import app
 
-    return app.demo.explorer
-
-
-def place(page, elem_id: str) -> str:
-    """Where the component `elem_id` is among the hand-over event's outputs (`Page.everything`)."""
-    return str(next(i for i, component in enumerate(page.everything) if component.elem_id == elem_id))
+    written = {component.elem_id for component in app.demo.explorer.direct_outputs}
+    return {elem_id: value for elem_id, value in answer["values"].items() if elem_id not in written}
 
 
 @pytest.fixture()
@@ -75,7 +72,7 @@ def test_a_keystroke_changes_the_tab_and_answers_its_figure_summary_and_address(
     client, tab = tab
     before = client.predict(api_name="/fingerprint")
     answer = call(app_url, {"key": key_of(tab), "change": {"sentence_a": "A queen ran home."}})
-    assert set(answer["rest"]) <= {place(page_of(app_url), "selected-token")}  # nothing selected: the plot alone
+    assert set(for_gradio(answer)) <= {"selected-token"}  # nothing selected: the plot alone
     assert drawn_tokens(answer) == wordpiece().encode("A queen ran home.").tokens
     values = answer["values"]
     assert "7 tokens" in values["embed-info"]
@@ -91,21 +88,20 @@ def test_a_keystroke_changes_the_tab_and_answers_its_figure_summary_and_address(
 def test_a_click_answers_the_picker_and_neighbours_for_gradio_s_components(app_url, tab):
     """A click on a point selects its token in one call: the plot is drawn by the page, and the
     picker and both neighbour tables come in the same answer, as gradio's browser code takes
-    them, each at its place among the hand-over event's outputs (`Page.everything`)."""
+    them, each by its element id."""
     client, tab = tab
-    page = page_of(app_url)
     answer = call(app_url, {"key": key_of(tab), "change": {"token": 2}})
     assert tab.view.token == 2
     figure = json.loads(answer["values"]["embed-plot"])
     assert any(trace.get("name") == "selected token" for trace in figure["data"])
-    rest = answer["rest"]
-    assert place(page, "neighbours-token") in rest and place(page, "neighbours-output") in rest
-    table = rest[place(page, "neighbours-token")]
+    rest = for_gradio(answer)
+    assert "neighbours-token" in rest and "neighbours-output" in rest
+    table = rest["neighbours-token"]
     assert table["headers"] == ["#", "token", "cosine"] and len(table["data"]) == tab.view.k
-    assert rest[place(page, "selected-token")]["value"] == 2
+    assert rest["selected-token"]["value"] == 2
     # the same click again changes nothing: nothing is sent twice
     again = call(app_url, {"key": key_of(tab), "change": {"token": 2}})
-    assert not set(again["rest"]) & {place(page, "neighbours-token"), place(page, "neighbours-output")}
+    assert not set(for_gradio(again)) & {"neighbours-token", "neighbours-output"}
 
 
 @pytest.mark.parametrize("sent, says", [
@@ -131,13 +127,12 @@ def test_opening_a_tab_is_a_direct_change_and_a_side_view_comes_drawn(app_url, t
     """A control tab or a main tab opened on the page: the view keeps it (links carry it), and a
     side view's drawing comes in the same answer, for gradio's components."""
     client, tab = tab
-    page = page_of(app_url)
     answer = call(app_url, {"key": key_of(tab), "change": {"panel": "train"}})
     assert tab.view.panel == "train" and "panel=train" in json.loads(answer["values"]["address"])["query"]
-    assert place(page, "controls") not in answer["rest"]  # the page shows the tab it opened
+    assert "controls" not in for_gradio(answer)  # the page shows the tab it opened
     answer = call(app_url, {"key": key_of(tab), "change": {"shown": "layernorm"}})
     assert tab.view.shown == "layernorm"
-    drawn = answer["rest"][place(page, "layernorm-plot")]
+    drawn = for_gradio(answer)["layernorm-plot"]
     assert drawn["type"] == "plotly" and json.loads(drawn["plot"])["data"]
 
 
@@ -340,11 +335,10 @@ def test_an_example_pair_writes_both_sentence_boxes_and_draws_them(app_url, tab)
     from ui.assets import EXAMPLES
 
     client, tab = tab
-    page = page_of(app_url)
     answer = call(app_url, {"key": key_of(tab), "change": {"example": 2}})
     assert (tab.view.sentence_a, tab.view.sentence_b) == tuple(EXAMPLES[2])
-    assert answer["rest"][place(page, "sentence-a")] == EXAMPLES[2][0]  # the boxes do not show it yet
-    assert answer["rest"][place(page, "sentence-b")] == EXAMPLES[2][1]
+    assert for_gradio(answer)["sentence-a"] == EXAMPLES[2][0]  # the boxes do not show it yet
+    assert for_gradio(answer)["sentence-b"] == EXAMPLES[2][1]
     assert drawn_tokens(answer) == wordpiece().encode(*EXAMPLES[2]).tokens
 
 
@@ -352,10 +346,9 @@ def test_next_and_previous_go_direct_and_restart_the_tables(app_url, tab):
     from core.view import tour
 
     client, tab = tab
-    page = page_of(app_url)
     answer = call(app_url, {"key": key_of(tab), "change": {"move": 1}})
     assert tab.view.step == 1 and tab.view.sentence_a == tour.STEPS[0].view.sentence_a
-    assert "Step 1 of" in answer["rest"][place(page, "tour-text")]
+    assert "Step 1 of" in for_gradio(answer)["tour-text"]
     call(app_url, {"key": key_of(tab), "change": {"move": 2}})  # two presses made while one was in flight
     assert tab.view.step == 3
     call(app_url, {"key": key_of(tab), "change": {"move": -7}})  # never before the first step
@@ -446,3 +439,19 @@ def test_a_keystroke_never_stops_the_server_while_another_thread_holds_its_tab(a
         holder.join(30)
         typist.join(60)
     assert "values" in answered and tab.view.sentence_a == "The king s"
+
+
+def test_an_answer_names_each_value_by_its_element_id_and_every_output_has_its_own():
+    """One way out: the page applies an answer by element id; an output without an id of its own
+    (or sharing one) is refused where the hand-over is built, not discovered as a value never drawn."""
+    import gradio as gr
+
+    import app
+    from ui.plane import hand_over_js
+
+    page = app.demo.explorer
+    script = hand_over_js(page.everything)
+    assert all(f'"{component.elem_id}"' in script for component in page.everything)
+    for outputs in ([page.plot, gr.HTML()], [page.plot, gr.HTML(elem_id="embed-plot")]):
+        with pytest.raises(ValueError, match="element id of its own"):
+            hand_over_js(outputs)

@@ -72,8 +72,7 @@ class Streams:
 
     def _heard(self, lesson: Lesson) -> None:
         """A new lesson, from any process (on the store's thread)."""
-        if self.loop is not None:
-            self.loop.call_soon_threadsafe(self._keep, lesson)
+        self._soon(self._keep, lesson)
 
     def _keep(self, lesson: Lesson) -> None:
         old = self.lessons.get(lesson.id)
@@ -82,8 +81,14 @@ class Streams:
         self._wake(lesson.id)
 
     def _wake_soon(self, class_id: str | None) -> None:
+        self._soon(self._wake, class_id)
+
+    def _soon(self, work, *args) -> None:
+        """`work(*args)` in the streams' event loop, from the store's thread; nothing once the
+        loop has closed (the server is stopping: no stream is left to tell)."""
         if self.loop is not None:
-            self.loop.call_soon_threadsafe(self._wake, class_id)
+            with contextlib.suppress(RuntimeError):
+                self.loop.call_soon_threadsafe(work, *args)
 
     def _wake(self, class_id: str | None) -> None:
         """Wake the streams of the class (None: of every class)."""
@@ -230,7 +235,7 @@ class ClassRoutes:
     async def follow(self, request: Request, tab, sent: dict) -> Response:
         member, lesson = await anyio.to_thread.run_sync(self.classroom.follow, tab)
         if member.following and member.shown >= lesson.version:  # shown already: a page asking twice
-            return json_answer({"values": {}, "rest": {}, "version": member.shown})
+            return json_answer({"values": {}, "version": member.shown})
         answer = await self._show(tab, lesson, lambda shown: self.classroom.expect(member, shown),
                                   lambda shown, took: self.classroom.shown(member, shown, took))
         return json_answer(answer)

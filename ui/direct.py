@@ -11,7 +11,7 @@ answers with the values of the outputs the script writes itself (`Page.direct_ou
 plot, its summary, the variance bars, the notice, the address) and, as gradio's browser code
 takes them, those of the other components it changed (the picker, the neighbour tables, an
 open side view; for a class's lesson, any): the page hands them to gradio with one event that
-runs in the browser alone (`ui.plane.HAND_OVER_JS`). No change needs a trip through the queue.
+runs in the browser alone (`ui.plane.hand_over_js`). No change needs a trip through the queue.
 
 A route of the app, not a gradio server function (`gr.HTML(server_functions=…)`): measured
 side by side on the same app, the same keystrokes cost the server a fifth less CPU through the
@@ -201,23 +201,17 @@ class Direct:
         """`Page.everything`, read once: the page's components are fixed once it is built."""
         return self.page.everything
 
-    @functools.cached_property
-    def places(self) -> dict:
-        """Each component's place in `everything`, as the answer's `rest` names it."""
-        return {component: str(i) for i, component in enumerate(self.everything)}
-
     def answered(self, update: Callable[[], tuple[dict, dict]]) -> dict:
-        """The answer the page reads: `values`, by element id, for its script to write; `rest`, by
-        place in `Page.everything` (the hand-over event's outputs), for gradio's components."""
+        """The answer the page reads: `values`, by element id, whether its script writes them
+        (`Page.direct_outputs`) or hands them to gradio's components (as gradio's browser code
+        takes them); the page tells the two apart itself (assets/explorer.js `receive`)."""
         began = time.perf_counter()
-        values, rest = update()
-        places = self.places
-        answer = {"values": {component.elem_id: value for component, value in values.items()},
-                  "rest": {places[component]: events.for_browser(component, value)
-                           for component, value in rest.items()}}
+        written, rest = update()
+        values = {component.elem_id: value for component, value in written.items()}
+        values.update((component.elem_id, events.for_browser(component, value)) for component, value in rest.items())
         self.calls += 1  # for benchmarks; exact with one slot, approximate with more
         self.seconds += time.perf_counter() - began
-        return answer
+        return {"values": values}
 
     def route(self) -> Route:
         """The app's route for these calls: one POST of JSON, answered with JSON."""

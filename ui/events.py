@@ -61,7 +61,7 @@ def track(page, channel, out: dict, *, direct: bool = False) -> tuple[dict, dict
     class's lesson: ui/classroutes.py) answers with the outputs the page's own script writes
     (`Page.direct_outputs`) and, of the others, those whose component does not hold the value
     already: the page hands them to gradio with one event that runs in the browser alone
-    (`ui.plane.HAND_OVER_JS`), so no change needs a second trip through the queue. A value equal
+    (`ui.plane.hand_over_js`), so no change needs a second trip through the queue. A value equal
     to what the component holds is not sent again, so typing with nothing selected sends only
     the plot.
 

@@ -9,6 +9,7 @@ tab's state (`ui.direct`) and draws the plot itself. The same changes have API e
 from __future__ import annotations
 
 import html
+import json
 
 import gradio as gr
 
@@ -27,10 +28,22 @@ PLOT_JS = """
 window.embeddingExplorer.attach(element.querySelector('.plane-host'), () => trigger('input'));
 watch('value', () => window.embeddingExplorer.draw(props.value));
 """
-# the hand-over: an event with no server function, whose script returns the values a direct
-# answer brought for gradio's components (`Page.everything`, in order; the others undefined,
-# which gradio leaves as they are). Gradio sets them as it sets an event's outputs
-HAND_OVER_JS = "() => window.embeddingExplorer.handOver()"
+
+
+def hand_over_js(outputs: list) -> str:
+    """The hand-over event's script: an event with no server function, whose outputs are
+    `outputs`, returning the values a direct answer brought for them, looked up by element id
+    (`assets/explorer.js`; undefined for the others, which gradio leaves as they are). Gradio
+    sets them as it sets any event's outputs. The ids are listed here from the same list the
+    event is given, so the page never depends on their order."""
+    ids = [component.elem_id for component in outputs]
+    unnamed = [component for component, elem_id in zip(outputs, ids, strict=True)
+               if not elem_id or ids.count(elem_id) > 1]
+    if unnamed:  # an answer names each by its element id: one without its own would never be written
+        raise ValueError(f"Every output of the hand-over needs an element id of its own; these do not: {unnamed}")
+    return f"() => window.embeddingExplorer.handOver({json.dumps(ids)})"
+
+
 LIVE = {"concurrency_id": "live", "show_progress": "hidden"}
 # the keystroke's events: gradio does not postprocess their values, ui.events.postprocess does
 KEYSTROKE = {**LIVE, "postprocess": False}
@@ -104,8 +117,8 @@ def wire(page) -> None:
     page.token.focus(events.named(lambda request: choices(page, request), ()), None, page.token, api_name="picker",
                      **LIVE)
     # what a direct call or a class's lesson changed beyond what the page's script writes (ui/direct.py)
-    page.plot.input(None, None, page.everything, js=HAND_OVER_JS, api_name=False, show_progress="hidden",
-                    trigger_mode="always_last")
+    page.plot.input(None, None, page.everything, js=hand_over_js(page.everything), api_name=False,
+                    show_progress="hidden", trigger_mode="always_last")
     search = events.setter(page, "search", "regex", outputs=outputs, postprocessed=True)
     gr.on([page.search.change, page.regex.input], search, [page.search, page.regex], outputs, api_name="search",
           trigger_mode="always_last", **keystroke)

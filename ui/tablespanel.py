@@ -28,7 +28,7 @@ def layout(page) -> None:
         page.positions = gr.Radio([(label, key) for key, label in POSITIONS.items()], value="learned",
                                   label="Position table", elem_id="positions")
         page.tables_info = gr.Markdown(elem_id="tables-info")
-        with gr.Accordion("Random table settings", open=True) as page.random_panel:
+        with gr.Accordion("Random table settings", open=True, elem_id="random-panel") as page.random_panel:
             page.tokenizer = gr.Radio([(label, key) for key, label in TOKENIZERS.items()], value=defaults.tokenizer,
                                       label="Tokenizer", elem_id="tokenizer")
             page.vocab_size = _number("vocab_size", "Vocabulary size (words)", defaults, visible=False,
