@@ -412,6 +412,12 @@
     },
     // a token selected from the keyboard (assets/plotkeys.js), as a click on its point selects it
     select,
+    // settings changed on the page (ui/direct.py `settable`): {view field: value}, sent once the
+    // page has its key
+    set(change) {
+      send(change);
+      return [];
+    },
     // an example pair clicked (ui/plane.py EXAMPLES_JS): the server sets both sentences
     example(number) {
       send({ example: number });

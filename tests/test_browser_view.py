@@ -253,7 +253,9 @@ def test_changes_made_while_training_runs_are_kept_or_refused(open_page):
     page.locator("#table-source").get_by_text("GloVe").click()
     page.wait_for_function("() => document.querySelector('#notice').innerText.includes('Training is running')",
                            timeout=60_000)
-    assert page.locator("#table-source input[value='random']").is_checked()  # put back: nothing changed
+    # put back: nothing changed (the notice is the page's own to write; the choice, gradio's, a moment later)
+    page.wait_for_function("() => document.querySelector(\"#table-source input[value='random']\").checked",
+                           timeout=10_000)
     page.get_by_role("tab", name="Train").click()
     page.locator("#freeze-token input").check()
     page.get_by_role("tab", name="View").click()

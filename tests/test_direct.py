@@ -9,6 +9,7 @@ is refused with a sentence and changes nothing; the path's bounds hold.
 from __future__ import annotations
 
 import asyncio
+import html
 import json
 import os
 import secrets
@@ -138,7 +139,13 @@ def test_opening_a_tab_is_a_direct_change_and_a_side_view_comes_drawn(app_url, t
 
 @pytest.mark.parametrize("change, says", [
     ({}, "changes some of"),
-    ({"sentence_a": "x", "source": "bert"}, "nothing else"),
+    ({"sentence_a": "x", "flips": [1]}, "nothing else"),  # a field no widget of the page sets
+    ({"labels": "yes"}, "labels must be true or false, not 'yes'"),
+    ({"source": "evil"}, "source must be one of random, bert, glove, upload"),
+    ({"k": 10**9}, "allowed values are 0 to 50"),
+    ({"groups": ["evil"]}, "groups may hold only token, position, segment, sum, output"),
+    ({"frozen": "token"}, "frozen must be a list of names"),
+    ({"d_model": 1.5, "tokenizer": "word"}, "d_model must be a whole number"),
     ({"step": 3}, "nothing else"),
     ({"shown": "settings"}, "shown must be one of plane"),
     ({"view": "layernorm"}, "changes some of"),  # a link's parameter name: a direct change names the field
@@ -156,7 +163,7 @@ def test_a_hostile_change_is_refused_with_a_sentence_and_changes_nothing(app_url
     client, tab = tab
     before = client.predict(api_name="/fingerprint")
     answer = call(app_url, {"key": key_of(tab), "change": change})
-    notice = answer.get("error") or answer["values"]["notice"]
+    notice = answer.get("error") or html.unescape(answer["values"]["notice"])  # the notice is escaped text
     assert says in notice
     assert client.predict(api_name="/fingerprint") == before
 

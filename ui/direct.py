@@ -62,8 +62,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from core.view import tour
+from core.view.fields import TABLES
 from core.view.options import MAX_TEXT, Refused
-from core.view.state import View
+from core.view.state import FIELDS, View
 from ui import events
 from ui.admission import client_of
 from ui.assets import EXAMPLES
@@ -71,6 +72,7 @@ from ui.visitors import UNKNOWN, VISITORS, Busy, Turns, Visitors, work_of
 
 PATH = "/explorer/live"  # the route, under the app's root (assets/explorer.js calls it relative to the page)
 SLOTS = 1  # direct calls computing at once: in one interpreter a second thread only adds contention
+TABLE_SLOTS = 2  # changes of the tables computing at once, beside the keystrokes (as gradio's heavy group did)
 # what a direct call may change, and the type each value must have (as a sentence names it)
 CHANGES = {"sentence_a": (str, "text"), "sentence_b": (str, "text"), "token": (int, "a whole number or null"),
            "narrow": (bool, "true or false"),  # the page's screen turned a phone's, or turned back
@@ -81,6 +83,13 @@ CHANGES = {"sentence_a": (str, "text"), "sentence_b": (str, "text"), "token": (i
 # (a 128-token pair about 12 ms), and its text grew by at most INLINE_GROWTH characters
 INLINE_SECONDS = 0.025
 INLINE_GROWTH = 64
+# the plane's settings the page sets through this route: each redraws the plane alone (no tables
+# change, nothing heavy is fitted), and each value is checked by its field's kind as the view is built
+SETTINGS = ("labels", "arrows", "shift", "groups", "background", "k", "search", "regex", "dims", "presenter")
+# settings that build tables or fit a plane (seconds, the first time): computed in a lane of their
+# own (`Direct.tables`), so nobody's keystrokes wait behind them
+TABLE_SETTINGS = (*(name for name, declared in FIELDS.items() if TABLES in declared.redraws), "basis")
+CHANGES.update({name: (object, "") for name in (*SETTINGS, *TABLE_SETTINGS)})
 TYPED = frozenset({"sentence_a", "sentence_b"})
 from ui.channels import MAX_KEY  # noqa: E402 - the one limit of a page key
 
@@ -98,8 +107,9 @@ class Direct:
     def __init__(self, page, slots: int = SLOTS, visitors: Visitors = VISITORS) -> None:
         self.page = page
         self.turns = Turns(visitors, slots)
+        self.tables = Turns(visitors, TABLE_SLOTS)  # the lane of changes that build tables (TABLE_SETTINGS)
         self.calls, self.seconds = 0, 0.0  # calls computed and their seconds computing
-        self._threads: anyio.CapacityLimiter | None = None  # made in the server's event loop, on first use
+        self._threads: dict[int, anyio.CapacityLimiter] = {}  # a lane's threads, made in the server's event loop
 
     async def answer(self, sent: object, address: str = UNKNOWN, work: float = 1.0) -> dict:
         """The answer to one call of `work` (`ui.visitors.work_of`) from `address`: the values the
@@ -114,6 +124,9 @@ class Direct:
             return await self.turn(tab, lambda: self.show(tab, lambda view: tour.moved(view, move),
                                                           tables=lambda session: session.restart()),
                                    address=address, work=work, channel=channel)
+        if changes.keys() & set(TABLE_SETTINGS):  # tables are built: alone, in their own lane, never skipped
+            return await self.turn(tab, lambda: self.apply(tab, changes, asked, tables=True), address=address,
+                                   work=work, channel=channel, lane=self.tables)
         if set(asked) != set(changes):  # an example pair: its sentences are the server's to write
             return await self.turn(tab, lambda: self.apply(tab, changes, asked), address=address, work=work,
                                    channel=channel)
@@ -146,23 +159,25 @@ class Direct:
 
     async def turn(self, tab, compute: Callable[[], dict], begin: Callable[[], None] | None = None,
                    quick: Callable[[], bool] | None = None, address: str | None = None, work: float = 1.0,
-                   channel=None) -> dict:
+                   channel=None, lane: Turns | None = None) -> dict:
         """`compute()`'s answer, computed in this page's turn, within the account's bounds (a
         class's follow and lead calls take the same turns, `ui.classroutes`); a call of `work`
         from `address` (by default the address that opened the tab). `begin()` runs in the event
         loop as the turn starts; then `compute` runs right there if `quick()` says it may and no
         other thread holds the tab, else on a worker thread."""
-        if self._threads is None:
-            self._threads = anyio.CapacityLimiter(self.turns.slots)
+        lane = lane or self.turns
+        threads = self._threads.setdefault(id(lane), anyio.CapacityLimiter(lane.slots))
         channel = channel or events.CHANNELS.of(tab)
         try:
-            turn = self.turns.enter(address or tab.client or UNKNOWN, channel.key, work)
+            turn = lane.enter(address or tab.client or UNKNOWN, channel.key, work)
         except Busy as busy:
             return {"error": str(busy)}
-        channel.latest += 1
+        skippable = lane is self.turns  # a change of the tables is never skipped for a keystroke
+        if skippable:
+            channel.latest += 1
         mine = channel.latest
-        async with self.turns.taken(turn):
-            if channel.latest != mine:  # a newer call of this page is waiting: it answers instead
+        async with lane.taken(turn):
+            if skippable and channel.latest != mine:  # a newer call of this page is waiting: it answers instead
                 return {"skipped": True}
             if begin is not None:
                 begin()
@@ -171,7 +186,7 @@ class Direct:
                     return self.timed(channel, compute)
                 finally:
                     tab.lock.release()
-            return await anyio.to_thread.run_sync(self.timed, channel, compute, limiter=self._threads)
+            return await anyio.to_thread.run_sync(self.timed, channel, compute, limiter=threads)
 
     @staticmethod
     def timed(channel, work: Callable[[], dict]) -> dict:
@@ -183,9 +198,12 @@ class Direct:
         finally:
             channel.computed = time.thread_time() - began
 
-    def apply(self, tab, changes: dict, asked: tuple[str, ...] | None = None) -> dict:
+    def apply(self, tab, changes: dict, asked: tuple[str, ...] | None = None, tables: bool = False) -> dict:
         """Apply the change to the tab (in its turn: `turn`) and say what the page writes. `asked`:
-        the fields whose widgets show the change already (all of them, unless said)."""
+        the fields whose widgets show the change already (all of them, unless said). `tables`: the
+        change may build tables, which a large random layer's are first, in the heavy pool."""
+        if tables:
+            events.built_first(tab, lambda view: view.with_(**changes))
         return self.answered(lambda: events.update(
             self.page, None, lambda view: view.with_(**changes), asked=tuple(changes) if asked is None else asked,
             outputs=self.everything, tab=tab, direct=True))
@@ -278,7 +296,7 @@ def read(sent: object) -> tuple[str, dict, tuple[str, ...]]:
         raise Refused(f"A direct update changes some of {', '.join(CHANGES)}; nothing else.")
     for name, value in change.items():
         wanted, described = CHANGES[name]
-        if name == "token" and value is None:
+        if (name == "token" and value is None) or name in SETTINGS or name in TABLE_SETTINGS:
             continue
         if not isinstance(value, wanted) or (isinstance(value, bool) and wanted is not bool):
             raise Refused(f"{name} must be {described}, not {type(value).__name__}.")
@@ -319,3 +337,22 @@ def written_by_page(elem_id: str, script: str = "", then: str = "") -> str:
     """`js_on_load` for an output the page's script writes: the component's own `script`, and
     the setter, which runs `then` after setting the value."""
     return script + OUTPUT_JS % (elem_id, then)
+
+
+def settable(page, names: str | tuple[str, ...], trigger, api_inputs, *, js: str | None = None, api=None,
+             api_name: str | None = None, outputs=None, **kwargs) -> None:
+    """Wire a plane setting's widgets to this route: when the person sets them (`trigger`, an
+    event or a list of events of the widgets `api_inputs`), the page sends their values as
+    `{name: value}` (`js`: the script's own change, for a value the view holds otherwise), with
+    no event through gradio's queue. The public API keeps its endpoint (`api_name`, by default
+    the first name) on a hidden button with the same inputs and outputs (`api`: its handler, by
+    default the fields' setter; `outputs`: by default everything a change may write)."""
+    import gradio as gr
+
+    names = (names,) if isinstance(names, str) else names
+    script = js or f"({', '.join(names)}) => window.embeddingExplorer.set({{{', '.join(names)}}})"
+    gr.on(trigger if isinstance(trigger, list) else [trigger], None, api_inputs, None, js=script)
+    api_name = api_name or names[0]
+    button = page.api_buttons[api_name] = gr.Button(visible=False)
+    button.click(api or events.setter(page, *names), api_inputs, page.everything if outputs is None else outputs,
+                 api_name=api_name, **kwargs)

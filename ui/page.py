@@ -117,6 +117,7 @@ class Page:
     examples: gr.HTML  # the example pairs (ui/plane.py examples_html)
     table: gr.HTML
     embed_api: gr.Button
+    api_buttons: dict[str, gr.Button]  # the API's endpoints of the settings the page sets directly (ui.direct.settable)
     # ui/sideviews.py: positions, LayerNorm, similarity, the two documents
     view_tabs: dict[str, gr.Tab]  # the side views' tabs by VIEWS key
     positions_plot: gr.Plot
@@ -196,6 +197,7 @@ class Page:
     def __init__(self) -> None:
         self.freezes = {}
         self.panel_tabs = {}
+        self.api_buttons = {}
 
     @property
     def live_outputs(self) -> list:

@@ -17,7 +17,7 @@ from core.plane.pipeline import TABLE_HEADERS
 from core.view.options import LIMITS, MAX_SEARCH, MAX_TEXT, Refused
 from ui import events, render
 from ui.assets import EXAMPLES
-from ui.direct import Direct, written_by_page
+from ui.direct import Direct, settable, written_by_page
 from ui.widgets import Checkbox, Slider, Table
 
 NEIGHBOUR_HEADERS = ["#", "token", "cosine"]
@@ -110,8 +110,8 @@ def wire(page) -> None:
     # the page types through ui.direct; this hidden button is the same change for API clients
     page.embed_api = gr.Button(visible=False)
     page.embed_api.click(embed, [page.sentence_a, page.sentence_b], outputs, api_name="embed", **keystroke)
-    page.k.release(events.setter(page, "k", outputs=outputs, postprocessed=True), page.k, outputs, api_name="k",
-                   **keystroke)
+    settable(page, "k", page.k.release, page.k, api=events.setter(page, "k", outputs=outputs, postprocessed=True),
+             outputs=outputs, **keystroke)
     page.token.input(select(page), page.token, outputs, api_name="select", **keystroke)
     # the list is filled from the tab's own tokens when opened, so it never lists stale ones
     page.token.focus(events.named(lambda request: choices(page, request), ()), None, page.token, api_name="picker",
@@ -119,9 +119,9 @@ def wire(page) -> None:
     # what a direct call or a class's lesson changed beyond what the page's script writes (ui/direct.py)
     page.plot.input(None, None, page.everything, js=hand_over_js(page.everything), api_name=False,
                     show_progress="hidden", trigger_mode="always_last")
-    search = events.setter(page, "search", "regex", outputs=outputs, postprocessed=True)
-    gr.on([page.search.change, page.regex.input], search, [page.search, page.regex], outputs, api_name="search",
-          trigger_mode="always_last", **keystroke)
+    settable(page, ("search", "regex"), [page.search.input, page.regex.input], [page.search, page.regex],
+             api=events.setter(page, "search", "regex", outputs=outputs, postprocessed=True), outputs=outputs,
+             trigger_mode="always_last", **keystroke)
     page.flip.click(events.named(lambda request: flip(page, request), ()), None, outputs, api_name="flip",
                     **keystroke)
 

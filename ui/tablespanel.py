@@ -11,6 +11,7 @@ from core.tables.uploads import UploadLimits, read_upload, reading_bytes
 from core.view.options import LIMITS, PANELS, POSITIONS, SOURCES, TOKENIZERS, Refused
 from core.view.state import DOCUMENT_SENTENCE, LISTING_SETTINGS, SETTINGS_FIELDS, Settings
 from ui import events, render
+from ui.direct import settable
 from ui.plane import LIVE
 from ui.viewpanel import HEAVY
 from ui.widgets import Number, Slider
@@ -43,15 +44,16 @@ def layout(page) -> None:
 
 def wire(page) -> None:
     outputs = page.everything
-    for name in ("source", "positions"):
+    for name in ("source", "positions"):  # the page sets these directly (ui.direct: their own lane)
         widget = getattr(page, name)
-        widget.input(events.setter(page, name), widget, outputs, api_name=name, **LIVE)
+        settable(page, name, widget.input, widget, **LIVE)
     settings = [getattr(page, name) for name in SETTINGS_FIELDS]
     triggers = [page.tokenizer.input, page.vocab_size.input, page.d_model.release, page.maxlen.release,
                 page.n_segments.release, page.seed.input]
-    # in the heavy group: a large table is built in the shared pool, not on a live slot
-    gr.on(triggers, events.named(lambda request, *values: apply_settings(page, request, values), SETTINGS_FIELDS),
-          settings, outputs, api_name="settings", trigger_mode="always_last", **HEAVY)
+    # the API's event in the heavy group: a large table is built in the shared pool, not on a live slot
+    settable(page, SETTINGS_FIELDS, triggers, settings, api_name="settings", trigger_mode="always_last",
+             api=events.named(lambda request, *values: apply_settings(page, request, values), SETTINGS_FIELDS),
+             **HEAVY)
     # one event for the whole layer: its source, settings and sentence change together
     page.listing.click(events.named(lambda request: listing(page, request), ()), None, outputs, api_name="listing",
                        **LIVE)

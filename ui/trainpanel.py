@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import threading
 import time
@@ -30,6 +31,7 @@ from core.tables.session import Session
 from core.view import options
 from core.view.options import CORPORA, LIMITS, PANELS, PARTS, Refused
 from ui import events, render
+from ui.direct import settable
 from ui.plane import LIVE
 from ui.widgets import Checkbox, Number
 
@@ -67,8 +69,10 @@ def layout(page) -> None:
 def wire(page) -> None:
     outputs = page.everything
     freezes = list(page.freezes.values())
-    gr.on([box.input for box in freezes], events.named(lambda request, *on: freeze(page, request, on), PARTS),
-          freezes, outputs, api_name="freeze", **LIVE)
+    ticked = f"{json.dumps(list(PARTS))}.filter((_, i) => on[i])"  # the parts whose box is ticked
+    settable(page, "frozen", [box.input for box in freezes], freezes, api_name="freeze",
+             js=f"(...on) => window.embeddingExplorer.set({{frozen: {ticked}}})",
+             api=events.named(lambda request, *on: freeze(page, request, on), PARTS), **LIVE)
 
     async def train_handler(request: gr.Request, steps, corpus):
         async with contextlib.aclosing(train(page, request, steps, corpus)) as answers:

@@ -15,7 +15,7 @@ from core.view import options
 from core.view.options import BASES, COMPONENTS, LIMITS, PANELS, Refused
 from core.view.share import to_query
 from ui import events, render
-from ui.direct import written_by_page
+from ui.direct import settable, written_by_page
 from ui.plane import LIVE
 from ui.widgets import Checkbox, CheckboxGroup, Number
 
@@ -56,12 +56,15 @@ def layout(page) -> None:
 
 def wire(page) -> None:
     outputs = page.everything
-    for name in ("groups", "labels", "arrows", "shift", "presenter", "basis", "background"):
+    for name in ("groups", "labels", "arrows", "shift", "presenter", "background"):  # the page sets these directly
         widget = getattr(page, name)
-        widget.input(events.setter(page, name), widget, outputs, api_name=name, **LIVE)
-    page.three_d.input(events.named(lambda request, on: events.update(
+        settable(page, name, widget.input, widget, **LIVE)
+    settable(page, "basis", page.basis.input, page.basis, **LIVE)  # may fit a plane: in the tables' lane
+    three_d = events.named(lambda request, on: events.update(
         page, request, lambda view: view.with_(dims=3 if options.flag(on, "3-D") else 2), asked=("dims",)),
-        ("three_d",)), page.three_d, outputs, api_name="three_d", **LIVE)
+        ("three_d",))
+    settable(page, "dims", page.three_d.input, page.three_d, api=three_d, api_name="three_d",
+             js="(on) => window.embeddingExplorer.set({dims: on ? 3 : 2})", **LIVE)
     page.presenter.change(None, page.presenter, None, js="(on) => window.embeddingExplorer.presenter(on)")
     page.background_json.change(None, page.background_json, None,
                                 js="(trace) => window.embeddingExplorer.setBackground(trace)")
