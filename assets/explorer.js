@@ -274,8 +274,8 @@
   // is on its way: if that call still waits for its turn, the server merges the change into it
   // and answers {merged: true}, and the waiting call's answer shows both (ui/direct.py). At most
   // two calls are on their way (one computing, one waiting); what is made meanwhile is merged
-  // into the next. A tour step or an example pair goes alone, after the calls before it
-  const plain = (change) => !("move" in change) && !("example" in change);
+  // into the next. A tour step, an example pair or Back goes alone, after the calls before it
+  const plain = (change) => !("move" in change) && !("example" in change) && !("back" in change);
   let calls = 0;
   let alone = false;  // the call on its way is a tour step or an example pair
   let queued = null;

@@ -24,7 +24,7 @@ from urllib.parse import quote, urlencode
 import gradio as gr
 import numpy as np
 import pytest
-from appapi import decode, run_async
+from appapi import decode, key_of, run_async
 from gradio.state_holder import SessionState
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -48,9 +48,12 @@ NOTE = re.compile(r"<p>⚠️ (.*?)</p>", flags=re.DOTALL)
 def own_store():
     """The module's tabs in a store of their own, let go at its end (a large table with them)."""
     from core.serving.tabs import Tabs
+    from ui.channels import Channels
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(events, "TABS", Tabs())
+        store = Tabs()
+        patch.setattr(events, "TABS", store)
+        patch.setattr(events, "CHANNELS", Channels(store))  # the page's key reaches a tab of this store
         yield
 
 
@@ -228,9 +231,11 @@ def test_a_frozen_plane_with_no_group_ticked_reopens_from_its_address():
     titles = [axis["title"]["text"] for name, axis in json.loads(out[PAGE.plot])["layout"].items()
               if name.startswith("xaxis")]
     assert titles and all("of the frozen view" in title for title in titles), titles
-    back = request("")  # Back to that address shows it too
-    out = tourpanel.back(PAGE, back, json.dumps({"back": to_query(kept)[0]}))
-    assert notes_of(out) == [] and events.TABS.get(back.session_hash).view == kept
+    back = request("")  # Back to that address shows it too, over the page's route
+    tourpanel.open_link(PAGE, back, None)
+    tab = events.TABS.get(back.session_hash)
+    answer = run_async(lambda: PAGE.direct.answer({"key": key_of(tab), "change": {"back": to_query(kept)[0]}}))
+    assert notes_of({PAGE.notice: answer["values"].get("notice", "")}) == [] and tab.view == kept
 
     fresh = request("")
     tourpanel.open_link(PAGE, fresh, None)

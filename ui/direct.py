@@ -61,7 +61,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from core.view import tour
+from core.view import share, tour
 from core.view.fields import TABLES
 from core.view.options import MAX_TEXT, Refused
 from core.view.state import FIELDS, View
@@ -78,7 +78,8 @@ CHANGES = {"sentence_a": (str, "text"), "sentence_b": (str, "text"), "token": (i
            "narrow": (bool, "true or false"),  # the page's screen turned a phone's, or turned back
            "panel": (str, "text"), "shown": (str, "text"),  # a tab opened (each checked by `View.with_`)
            "example": (int, "a whole number"),  # an example pair clicked: its place in EXAMPLES
-           "move": (int, "a whole number")}  # the tour's Next or Previous: a whole view, untrained (tour.moved)
+           "move": (int, "a whole number"),  # the tour's Next or Previous: a whole view, untrained (tour.moved)
+           "back": (object, "")}  # Back or Forward landed on this address of the visit (its query string)
 # a keystroke is computed on the event loop when its tab's last call took at most this much CPU
 # (a 128-token pair about 12 ms), and its text grew by at most INLINE_GROWTH characters
 INLINE_SECONDS = 0.025
@@ -90,6 +91,8 @@ SETTINGS = ("labels", "arrows", "shift", "groups", "background", "k", "search", 
 # own (`Direct.tables`), so nobody's keystrokes wait behind them
 TABLE_SETTINGS = (*(name for name, declared in FIELDS.items() if TABLES in declared.redraws), "basis")
 CHANGES.update({name: (object, "") for name in (*SETTINGS, *TABLE_SETTINGS)})
+# checked where they are read, each with its own sentence: a setting by its field's kind, an address as a link
+CHECKED_LATER = frozenset({*SETTINGS, *TABLE_SETTINGS, "back"})
 TYPED = frozenset({"sentence_a", "sentence_b"})
 from ui.channels import MAX_KEY  # noqa: E402 - the one limit of a page key
 
@@ -124,6 +127,13 @@ class Direct:
             return await self.turn(tab, lambda: self.show(tab, lambda view: tour.moved(view, move),
                                                           tables=lambda session: session.restart()),
                                    address=address, work=work, channel=channel)
+        if "back" in changes:  # an address of this visit: its view, read as a link, its tables kept where they agree
+            try:
+                link = share.from_address(changes["back"])
+            except Refused as error:
+                return {"error": str(error)}
+            return await self.turn(tab, lambda: self.show(tab, link.view.seen_as, notes=link.notes, built=True),
+                                   address=address, work=work, channel=channel, lane=self.tables)
         if changes.keys() & set(TABLE_SETTINGS):  # tables are built: alone, in their own lane, never skipped
             return await self.turn(tab, lambda: self.apply(tab, changes, asked, tables=True), address=address,
                                    work=work, channel=channel, lane=self.tables)
@@ -208,9 +218,13 @@ class Direct:
             self.page, None, lambda view: view.with_(**changes), asked=tuple(changes) if asked is None else asked,
             outputs=self.everything, tab=tab, direct=True))
 
-    def show(self, tab, change: Callable[[View], View], notes: tuple[str, ...] = (), tables=None) -> dict:
+    def show(self, tab, change: Callable[[View], View], notes: tuple[str, ...] = (), tables=None,
+             built: bool = False) -> dict:
         """Show the tab a whole view, as a link would (in its turn, on a worker thread): any component may change.
-        `tables`: what becomes of the session's tables (a tour step restarts them untrained)."""
+        `tables`: what becomes of the session's tables (a tour step restarts them untrained); `built`:
+        a large random layer the view asks for is built first, in the heavy pool."""
+        if built:
+            events.built_first(tab, change)
         return self.answered(lambda: events.update(self.page, None, change, whole=True, notes=notes, tables=tables,
                                                    outputs=self.everything, tab=tab, direct=True))
 
@@ -296,7 +310,7 @@ def read(sent: object) -> tuple[str, dict, tuple[str, ...]]:
         raise Refused(f"A direct update changes some of {', '.join(CHANGES)}; nothing else.")
     for name, value in change.items():
         wanted, described = CHANGES[name]
-        if (name == "token" and value is None) or name in SETTINGS or name in TABLE_SETTINGS:
+        if (name == "token" and value is None) or name in CHECKED_LATER:
             continue
         if not isinstance(value, wanted) or (isinstance(value, bool) and wanted is not bool):
             raise Refused(f"{name} must be {described}, not {type(value).__name__}.")

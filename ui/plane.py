@@ -119,7 +119,8 @@ def wire(page) -> None:
     # what a direct call or a class's lesson changed beyond what the page's script writes (ui/direct.py)
     page.plot.input(None, None, page.everything, js=hand_over_js(page.everything), api_name=False,
                     show_progress="hidden", trigger_mode="always_last")
-    settable(page, ("search", "regex"), [page.search.input, page.regex.input], [page.search, page.regex],
+    # the search box's `change`, not its `input`: a paste or a filled-in value counts as typed
+    settable(page, ("search", "regex"), [page.search.change, page.regex.input], [page.search, page.regex],
              api=events.setter(page, "search", "regex", outputs=outputs, postprocessed=True), outputs=outputs,
              trigger_mode="always_last", **keystroke)
     page.flip.click(events.named(lambda request: flip(page, request), ()), None, outputs, api_name="flip",

@@ -14,12 +14,11 @@ back here (`back`), which shows it like a link, keeping the tab's trained tables
 from __future__ import annotations
 
 import json
-from urllib.parse import parse_qs
 
 import gradio as gr
 
 from core.view import share, tour
-from core.view.options import MAX_QUERY, PANELS, Refused
+from core.view.options import PANELS, Refused
 from core.view.state import View
 from ui import events, render
 from ui.direct import written_by_page
@@ -49,8 +48,7 @@ watch('value', follow);
 window.addEventListener('popstate', () => {
   restoring = true;
   typing = false;
-  props.value = JSON.stringify({ back: location.search.replace(/^[?]/, '') });
-  trigger('input');
+  window.embeddingExplorer.set({ back: location.search.replace(/^[?]/, '') });  // over the page's route
 });
 """
 
@@ -99,8 +97,6 @@ def wire(page) -> None:
         handler = events.named(lambda request, move=move: go(page, request, move), ())
         handler.__name__ = name
         button.click(handler, None, page.everything, api_name=name, **LIVE)
-    page.address.input(events.named(lambda request, sent: back(page, request, sent), ("address",)), page.address,
-                       page.everything, api_name=False, **LIVE)
 
 
 def go(page, request: gr.Request, move: int) -> dict:
@@ -139,21 +135,6 @@ def narrow(screen: object) -> bool:
         return json.loads(screen).get("narrow") is True
     except (ValueError, AttributeError, RecursionError):
         return False
-
-
-def back(page, request: gr.Request, sent: str) -> dict:
-    """Back or Forward landed on an address of this visit: show its view, read like any link
-    (hostile, never raising), keeping the tab's tables where they agree with it."""
-    try:
-        query = json.loads(sent)["back"]
-    except (TypeError, ValueError, KeyError):
-        query = None
-    if not isinstance(query, str) or len(query) > MAX_QUERY:
-        return events.update(page, request, lambda view: view, notes=(
-            f"The page's address could not be read (at most {MAX_QUERY:,} characters of a link); it shows the "
-            "view it had.",))
-    link = share.from_query(parse_qs(query, keep_blank_values=True))
-    return events.update(page, request, link.view.seen_as, whole=True, notes=link.notes)
 
 
 def show(page, tab, change, notes: tuple[str, ...] = ()) -> dict:

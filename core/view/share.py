@@ -23,11 +23,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from urllib.parse import quote, urlencode
+from urllib.parse import parse_qs, quote, urlencode
 
 from core.view import options, tour
 from core.view.fields import Choice, Flag, Flipped, Kind, Names, Text, Whole
-from core.view.options import MAX_PARAMETERS, MAX_TEXT, PARTS, SHAREABLE_SOURCES, Refused
+from core.view.options import MAX_PARAMETERS, MAX_QUERY, MAX_TEXT, PARTS, SHAREABLE_SOURCES, Refused
 from core.view.state import FIELDS, View
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
@@ -258,3 +258,12 @@ _PARAMETERS: dict[str, tuple[str, Reader, Writer]] = {
 }
 PARAMETERS = {parameter: field for parameter, (field, _, _) in _PARAMETERS.items()}  # parameter -> View field
 _NAMES = {field: parameter for parameter, field in PARAMETERS.items()}
+
+
+def from_address(query: object) -> Link:
+    """The view of an address Back or Forward landed on (its query string, without "?"), read
+    like any link; `Refused` when it is not one the page could have written."""
+    if not isinstance(query, str) or len(query) > MAX_QUERY:
+        raise Refused(f"The page's address could not be read (at most {MAX_QUERY:,} characters of a link); it shows "
+                      "the view it had.")
+    return from_query(parse_qs(query, keep_blank_values=True))
