@@ -179,8 +179,8 @@ def _order(event) -> tuple[float, float]:
 
 
 class Admission:
-    """The hook into one gradio queue's `push` and `send_message` (see the module's docstring),
-    asking the process's account (`ui.visitors.VISITORS`) for every call."""
+    """The hook into one gradio queue (see the module's docstring): its `push` and `send`
+    stand in for gradio's, asking the process's account (`ui.visitors.VISITORS`) for every call."""
 
     def __init__(self, visitors: Visitors = VISITORS) -> None:
         self.visitors = visitors
@@ -190,10 +190,10 @@ class Admission:
         self.loop: asyncio.AbstractEventLoop | None = None  # the server's, once a call came
 
     def attach(self, blocks) -> Admission:
-        """Stand in front of `blocks`' queue (made by `blocks.queue(...)`): its `push` and
-        `send_message` are ours, and its lines are counted in the account."""
+        """Stand in front of `blocks`' queue (made by `blocks.queue(...)`): calls join it through
+        `push`, answers leave through `send`, and its lines are counted in the account."""
         self.queue = internals.Queue(blocks)
-        self._push, self._send = self.queue.intercept(self.push, self.send_message)
+        self._push, self._send = self.queue.intercept(self.push, self.send)
         self.visitors.line(self.waiting)
         self.visitors.kept_by(self.unread)
         return self
@@ -203,7 +203,7 @@ class Admission:
         return [Waiting(turn.address, internals.event_tab(event), turn.work)
                 for line in self.lines().values() for event in line for turn in (turn_of(event),)]
 
-    def send_message(self, event, message) -> None:
+    def send(self, event, message) -> None:
         """Gradio's, for a call whose tab's messages gradio still keeps; an answer is counted as
         unread in its address's account until its tab's stream takes it (`unread`).
 
