@@ -69,7 +69,8 @@ def figures_for(a: str, b: str, keys: list[str]) -> dict[str, dict[str, str]]:
 def figure_demo(figures: dict[str, dict[str, str]]):
     """bench/browser_roundtrip.py's page, with a text box and a plain plot per figure kind."""
     import gradio as gr
-    from gradio.components.plot import PlotData
+
+    from ui.gradiointernals import plot_value
 
     demo = roundtrip.echo_demo()
     with demo, gr.Row():
@@ -77,9 +78,9 @@ def figure_demo(figures: dict[str, dict[str, str]]):
             box = gr.Textbox(label=kind, elem_id=f"bench-{kind}-in", max_length=20_000)
             plot = gr.Plot(label=kind, elem_id=f"bench-{kind}-plot")
 
-            def draw(text: str, kind: str = kind) -> PlotData | None:
+            def draw(text: str, kind: str = kind):
                 drawn = figures[kind].get(text)
-                return None if drawn is None else PlotData(type="plotly", plot=drawn)
+                return None if drawn is None else plot_value(drawn)
 
             # as /embed: a change event, queued, latest input wins, no progress overlay, values sent as
             # they are

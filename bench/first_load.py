@@ -39,8 +39,9 @@ import gradio as gr
 import plotly.graph_objects as go
 import app
 LAYOUT = (gr.Row, gr.Column, gr.Tab, gr.Tabs, gr.Accordion, gr.Group)
-kinds = sorted({type(b) for b in app.demo.blocks.values() if isinstance(b, gr.components.Component)
-                and not type(b).__name__ == "Form"}, key=lambda k: k.__name__)
+from ui.gradiointernals import components_of
+kinds = sorted({type(b) for b in components_of(app.demo) if not type(b).__name__ == "Form"},
+               key=lambda k: k.__name__)
 figure = go.Figure(go.Scatter(x=[1, 2, 3], y=[3, 1, 2], mode="markers+text", text=["a", "b", "c"]))
 with gr.Blocks() as demo:
     with gr.Tabs():

@@ -1,19 +1,14 @@
 """Who may wait in gradio's queue, and in what order: a bounded line, fair across visitors.
 
-Gradio's queue takes every call it is sent and serves each concurrency group first in, first
-out, without a bound: one stranger posting hundreds of `/gradio_api/call/embed` calls, each from
-a session hash of its own, put every other visitor behind them (bench/public_space.py, section 5).
-
-`Admission` stands in front of the queue's `push` (`install`) and asks the process's one account
-(`ui.visitors.Visitors`: the bounds per tab, per address in work and in all, over every door's
-line, this one's included) before gradio registers a call; an address whose pages have not read
-their share of answers is refused too. A refusal is a sentence (429 or 503, Retry-After), never
-registered: gradio holds nothing for it. A tab's newer live update marks its older one still
-waiting as superseded (answered "no change" by `ui.events.update`); a call whose tab gradio let go
-while it waited no longer stops the queue (`send_message`). `FairLine` serves each group in fair
-turns across addresses (`ui.visitors.FairClock`), a short call passing other tabs' much heavier
-ones from its own address. `Door` refuses, before any route reads a body, a call that no bound
-would let in; `ForwardedClient` reads the client's address behind a Space's proxy.
+Gradio's queue takes every call it is sent and serves each group first come, first served,
+without a bound: one stranger's flood of calls, each from a session hash of its own, put every
+other visitor behind it. `Admission` stands in front of the queue (`install`) and asks the
+process's one account (`ui.visitors.Visitors`: bounds per tab, per address and in all, answers
+not yet read) before gradio registers a call; a refusal is a sentence (429 or 503, Retry-After)
+for which gradio holds nothing. A tab's newer live update supersedes its older one still
+waiting, and `FairLine` serves each group in fair turns across addresses. `Door` refuses, before
+any route reads a body, a call no bound would let in; `ForwardedClient` reads the client's
+address behind a Space's proxy. Gradio's queue is reached only through `ui.gradiointernals`.
 """
 
 from __future__ import annotations
@@ -26,6 +21,7 @@ from dataclasses import dataclass
 from fastapi import HTTPException, status
 from starlette.responses import JSONResponse
 
+from ui import gradiointernals as internals
 from ui.visitors import PIECE, VISITORS, FairClock, Refusal, Visitors, Waiting, address_of, work_of
 
 LIVE = "live"  # the concurrency group of the page's live updates (ui.plane.LIVE)
@@ -102,9 +98,8 @@ def work_in(request, data) -> float:
 def turn_of(event) -> Turn:
     found = getattr(event, TURN, None)
     if found is None:  # an event that entered before the line was made fair: counted, in no turn
-        data = getattr(getattr(event, "data", None), "data", None)
-        request = getattr(event, "request", None)
-        found = Turn(0.0, 0.0, client_of(request), work_in(request, data))
+        request = internals.event_request(event)
+        found = Turn(0.0, 0.0, client_of(request), work_in(request, internals.event_inputs(event)))
     return found
 
 
@@ -141,16 +136,15 @@ class FairLine(FairClock, list):
 
     def append(self, event) -> None:
         """Put `event` at its fair place (gradio calls this for every new call)."""
-        data = getattr(getattr(event, "data", None), "data", None)
-        request = getattr(event, "request", None)
-        address, work = client_of(request), work_in(request, data)
+        request = internals.event_request(event)
+        address, work = client_of(request), work_in(request, internals.event_inputs(event))
         start, _ = self.tag(address, work)
         passed = []  # the address's latest waiting calls this one goes ahead of, latest first
         for waiting in reversed(self):
             turn = turn_of(waiting)
             if turn.address != address:
                 continue
-            if waiting.session_hash == event.session_hash or turn.work < self.PASS * work:
+            if internals.event_tab(waiting) == internals.event_tab(event) or turn.work < self.PASS * work:
                 break
             passed.append(waiting)
         if passed:
@@ -185,49 +179,47 @@ def _order(event) -> tuple[float, float]:
 
 
 class Admission:
-    """The hook into one gradio queue's `push` and `send_message` (see the module's docstring),
-    asking the process's account (`ui.visitors.VISITORS`) for every call."""
+    """The hook into one gradio queue (see the module's docstring): its `push` and `send`
+    stand in for gradio's, asking the process's account (`ui.visitors.VISITORS`) for every call."""
 
     def __init__(self, visitors: Visitors = VISITORS) -> None:
         self.visitors = visitors
-        self.queue = None
-        self.blocks = None
-        self._push = None
+        self.queue: internals.Queue | None = None
+        self._push = self._send = None
         self._answers: dict[str, list[Unread]] = {}  # a tab's answers gradio keeps for it, counted as unread
         self.loop: asyncio.AbstractEventLoop | None = None  # the server's, once a call came
 
     def attach(self, blocks) -> Admission:
-        """Stand in front of `blocks`' queue (made by `blocks.queue(...)`): its `push` and
-        `send_message` are ours, and its lines are counted in the account."""
-        self.blocks, self.queue = blocks, blocks._queue
-        self._push, self._send = self.queue.push, self.queue.send_message
-        self.queue.push, self.queue.send_message = self.push, self.send_message
+        """Stand in front of `blocks`' queue (made by `blocks.queue(...)`): calls join it through
+        `push`, answers leave through `send`, and its lines are counted in the account."""
+        self.queue = internals.Queue(blocks)
+        self._push, self._send = self.queue.intercept(self.push, self.send)
         self.visitors.line(self.waiting)
         self.visitors.kept_by(self.unread)
         return self
 
     def waiting(self) -> list[Waiting]:
         """The calls waiting in gradio's queue, as the account counts them."""
-        return [Waiting(turn.address, event.session_hash, turn.work)
+        return [Waiting(turn.address, internals.event_tab(event), turn.work)
                 for line in self.lines().values() for event in line for turn in (turn_of(event),)]
 
-    def send_message(self, event, message) -> None:
+    def send(self, event, message) -> None:
         """Gradio's, for a call whose tab's messages gradio still keeps; an answer is counted as
         unread in its address's account until its tab's stream takes it (`unread`).
 
-        Gradio keeps the messages of its 2,000 newest tabs (`pending_messages_per_session`, a
-        bounded cache) and raised KeyError for a call of an older tab still in line: in the
-        loop that starts calls, which then stopped for good. A flood of tabs (each call from a
-        hash of its own) stopped the whole app that way, every visitor's page answered "Queue
-        is stopped" until a restart. Such a call's messages have no reader left to reach; they
-        are dropped, and the queue goes on."""
-        if event.session_hash not in self.queue.pending_messages_per_session:
+        Gradio keeps the messages of its newest tabs only (a bounded cache) and raised KeyError
+        for a call of an older tab still in line: in the loop that starts calls, which then
+        stopped for good, every visitor's page answered "Queue is stopped" until a restart.
+        Such a call's messages have no reader left to reach; they are dropped, and the queue
+        goes on."""
+        tab = internals.event_tab(event)
+        if not self.queue.keeps(tab):
             return
         self._send(event, message)
-        size = answer_size(getattr(message, "output", None))
+        size = answer_size(internals.message_output(message))
         if size > PIECE and self.loop is not None:  # an answer worth counting: a keystroke's is a few kilobytes
-            self._answers.setdefault(event.session_hash, []).append(
-                Unread(message, size, time.monotonic(), client_of(getattr(event, "request", None))))
+            self._answers.setdefault(tab, []).append(
+                Unread(message, size, time.monotonic(), client_of(internals.event_request(event))))
             # looked at again once it may be let go, whoever calls meanwhile (in the server's loop: gradio
             # may send a message from a handler's thread)
             self.loop.call_soon_threadsafe(self.loop.call_later, self.visitors.send_seconds + 0.5, self.unread)
@@ -241,14 +233,13 @@ class Admission:
         for session, answers in list(self._answers.items()):
             if address is not None and answers[0].address != address:
                 continue
-            pending = self.queue.pending_messages_per_session.get(session)
-            taken = {id(message) for message in pending._queue} if pending is not None else set()
+            unsent = self.queue.unsent(session)
             kept = []
             for answer in answers:
-                if id(answer.message) not in taken:
+                if id(answer.message) not in unsent:
                     continue  # its stream took it (and `ui.visitors.Outbox` counts it on its way)
                 if now - answer.since > self.visitors.send_seconds:
-                    answer.message.output, answer.message.success = {"error": LET_GO}, False
+                    internals.fail_message(answer.message, LET_GO)
                     freed = True
                     continue
                 kept.append(answer)
@@ -263,39 +254,35 @@ class Admission:
 
     def lines(self) -> dict[str, FairLine]:
         """Every group's line, each made fair the first time it is seen."""
-        found = {}
-        for concurrency_id, event_queue in self.queue.event_queue_per_concurrency_id.items():
-            if not isinstance(event_queue.queue, FairLine):
-                event_queue.queue = FairLine(event_queue.queue)
-            found[concurrency_id] = event_queue.queue
-        return found
+        return self.queue.lines(FairLine)
 
     async def push(self, body, request, username):
         """Gradio's `Queue.push`, behind the account: refuses (raising the HTTP answer) or queues."""
         self.loop = asyncio.get_running_loop()
-        fn = self.blocks.fns.get(body.fn_index) if body.fn_index is not None else None
-        if fn is None and body.fn_index is not None:  # gradio's own lookup raised KeyError: a 500
-            self.refuse(Refusal(status.HTTP_404_NOT_FOUND, f"This app has no event number {body.fn_index}; its "
+        fn_index, tab, data = internals.joining(body)
+        fn = self.queue.function(fn_index)
+        if fn is None and fn_index is not None:  # gradio's own lookup raised KeyError: a 500
+            self.refuse(Refusal(status.HTTP_404_NOT_FOUND, f"This app has no event number {fn_index}; its "
                                 "endpoints are listed at ?view=api.", 0))
         if fn is None:  # gradio answers a missing function (a name to look up) its own way
             return await self._push(body=body, request=request, username=username)
-        self.queue.create_event_queue_for_fn(fn)
+        self.queue.open_line(fn)
         lines = self.lines()
         address = client_of(request)
-        refusal = self.visitors.refusal(address, work_in(request, body.data), body.session_hash)
+        refusal = self.visitors.refusal(address, work_in(request, data), tab)
         if refusal is None and not self.visitors.may_answer(address):
             refusal = unread(self.visitors, address)
         if refusal is not None:
             self.refuse(self.visitors.refuse(refusal))
         queued, answer, state = await self._push(body=body, request=request, username=username)
         if queued:
-            event = self.queue.event_ids_to_events.get(answer)
-            line = lines.get(fn.concurrency_id)
+            event = self.queue.event(answer)
+            line = lines.get(internals.function_group(fn))
             if event is not None and line is not None:
                 self.supersede(line, event)
                 at = line.place(event)
                 if 0 <= at < len(line) - 1:  # put ahead of others: tell it, and those behind, their place
-                    self.queue.broadcast_estimations(fn.concurrency_id, at)
+                    self.queue.tell_places(internals.function_group(fn), at)
         return queued, answer, state
 
     @staticmethod
@@ -306,12 +293,13 @@ class Admission:
     @staticmethod
     def supersede(line: FairLine, event) -> None:
         """Mark the older waiting calls of `event`'s live event from the same tab as superseded."""
-        fn = event.fn
-        if fn.concurrency_id != LIVE or not fn.inputs:
+        fn, tab = internals.event_function(event), internals.event_tab(event)
+        if internals.function_group(fn) != LIVE or not internals.takes_inputs(fn):
             return  # an event without inputs (a toggle, a fetch) is not made redundant by a newer one
         for older in line:
-            if older is not event and older.session_hash == event.session_hash and older.fn._id == fn._id:
-                state = getattr(getattr(older, "request", None), "state", None)
+            if older is not event and internals.event_tab(older) == tab \
+                    and internals.same_function(internals.event_function(older), fn):
+                state = getattr(internals.event_request(older), "state", None)
                 if state is not None:
                     setattr(state, SUPERSEDED, True)
 

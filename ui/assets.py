@@ -15,9 +15,6 @@ def gradio_plotly() -> str:
     The page's script draws the main plane with it: the app serves it already, the browser
     caches it once for every plot of the page, and every plot runs the same plotly.js.
     """
-    import gradio
+    from ui.gradiointernals import plotly_bundle
 
-    found = sorted((Path(gradio.__file__).parent / "templates" / "frontend" / "assets").glob("PlotlyPlot-*.js"))
-    if len(found) != 1:
-        raise RuntimeError(f"gradio's plotly.js bundle not found (or not one): {[p.name for p in found]}")
-    return f"assets/{found[0].name}"
+    return f"assets/{plotly_bundle()}"

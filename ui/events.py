@@ -17,6 +17,7 @@ import json
 from collections.abc import Callable, Iterable
 
 import gradio as gr
+import pydantic
 
 from core.process.memory import BUDGET
 from core.process.offload import Offload, niced
@@ -257,12 +258,10 @@ def _is_update(value) -> bool:
 
 
 def _postprocessed(component, value):
-    from gradio.data_classes import GradioModel, GradioRootModel
-
     if value is None:
         return None
-    value = component.postprocess(value)
-    return value.model_dump() if isinstance(value, GradioModel | GradioRootModel) else value
+    value = component.postprocess(value)  # a data model (pydantic) for figures, tables and files
+    return value.model_dump() if isinstance(value, pydantic.BaseModel) else value
 
 
 def setter(page, *names: str, outputs: Iterable | None = None, postprocessed: bool = False):

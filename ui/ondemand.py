@@ -1,20 +1,16 @@
 """A tab's components are drawn when the tab is first opened, not when the page opens.
 
 Gradio's browser code loads a script and a stylesheet (and an "example" form) for each type of
-component a page declares, a few requests a type, whether the component sits in a tab that is
-not open or not: measured, a page's tabs that are not open cost as many requests as the open
-ones. Only a component built invisible is not loaded. So every component in a tab other than
-the two the page opens with (the Tour panel and the plane) is built invisible, and the tab's
-`select` makes it visible: its code comes when a visitor first opens the tab, and a visitor
-who never opens the Train tab never downloads it. The same for a closed accordion of those two
-tabs (the search; the neighbours, which `ui.render` opens when a token is selected): its
-components are drawn when it opens.
+component a page declares, a few requests a type, whether its tab is open or not; only a
+component built invisible is not loaded. So every component in a tab other than the two the
+page opens with (the Tour panel and the plane) is built invisible, and the tab's `select` makes
+it visible: a visitor who never opens the Train tab never downloads its code. The same for a
+closed accordion of those two tabs (the search; the neighbours): drawn when it opens.
 
-A tab's `select` is an event that runs in the browser alone: it makes the tab's components
-visible, and tells the tab's view over the direct path (`ui.direct`; a link carries the open
-tabs). Gradio fires it for a tab selected by the server too (a link, a tour step), so a tab
-is always drawn when it shows. Values written to a component before its tab is opened are
-kept by gradio and shown when it is.
+A tab's `select` runs in the browser alone: it makes the tab's components visible and tells
+the tab's view over the direct path (`ui.direct`; a link carries the open tabs). Gradio fires
+it for a tab the server selects too (a link, a tour step), so a tab is always drawn when it
+shows; values written to a component before its tab opens are kept and shown when it does.
 """
 
 from __future__ import annotations
@@ -22,7 +18,8 @@ from __future__ import annotations
 import json
 
 import gradio as gr
-from gradio.blocks import BlockContext
+
+from ui.gradiointernals import children, is_layout
 
 VISIBLE = {"__type__": "update", "visible": True}
 
@@ -52,11 +49,11 @@ def shown_in(block) -> list:
     """The components inside `block` that are built visible (not those the server shows and
     hides, which are built invisible, nor layout blocks)."""
     found = []
-    for child in getattr(block, "children", ()):
-        if isinstance(child, gr.components.Component):
+    for child in children(block):
+        if isinstance(child, gr.Component):
             if child.visible is True:
                 found.append(child)
-        elif isinstance(child, BlockContext):
+        elif is_layout(child):
             found += shown_in(child)
     return found
 
@@ -64,10 +61,10 @@ def shown_in(block) -> list:
 def closed_in(block) -> list:
     """The accordions inside `block` built closed."""
     found = []
-    for child in getattr(block, "children", ()):
+    for child in children(block):
         if isinstance(child, gr.Accordion):
             found += [child] if child.open is False else []
-        if isinstance(child, BlockContext) and not isinstance(child, gr.components.Component):
+        if is_layout(child):
             found += closed_in(child)
     return found
 

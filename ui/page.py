@@ -13,9 +13,6 @@ import json
 import os
 
 import gradio as gr
-from gradio.blocks import Block, convert_component_dict_to_list
-from gradio.components.base import _Keywords
-from gradio.route_utils import FnIndexInferError
 from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.responses import HTMLResponse, JSONResponse
@@ -41,6 +38,7 @@ from ui import (
     visitors,
 )
 from ui.assets import ASSETS, gradio_plotly
+from ui.gradiointernals import Blocks, UnknownEndpoint
 
 # gradio's queue summarises its event log (a pandas DataFrame of up to 10,000 events) after
 # every event, for a monitoring dashboard this app does not enable: measured, a tenth of a
@@ -262,12 +260,10 @@ TOO_LONG = HTMLResponse(
     f"<a href='./'>Open the explorer</a> and make the link again with its button.</p>", status_code=414)
 
 
-FINISHED_ITERATING = _Keywords.FINISHED_ITERATING  # gradio's marker of an output it writes nothing to
-
-
-class Explorer(gr.Blocks):
+class Explorer(Blocks):
     """The page's Blocks, launched with the page's own route (`ui.direct`) beside gradio's, and
-    its HTML compressed (`CompressedPage`).
+    its HTML compressed (`CompressedPage`); outputs an event leaves as they are are not rebuilt
+    (`ui.gradiointernals.Blocks`).
 
     Both go in through `launch`'s `app_kwargs` (FastAPI's `routes` and `middleware`), fresh each
     launch, so `python app.py`, a Space and the tests all serve them, however they launch.
@@ -289,42 +285,14 @@ class Explorer(gr.Blocks):
                                     *app_kwargs.get("middleware", ()), Middleware(CompressedPage),
                                     Middleware(rawfiles.UploadGate)]
         app_kwargs["exception_handlers"] = {**app_kwargs.get("exception_handlers", {}),
-                                            FnIndexInferError: no_such_endpoint}
+                                            UnknownEndpoint: no_such_endpoint}
         events.OFFLOAD.start()  # heavy work's process imports while the server comes up
         return super().launch(*args, app_kwargs=app_kwargs, **kwargs)
 
-    async def preprocess_data(self, block_fn, inputs, state, explicit_call: bool = False):
-        """Gradio's, after refusing with a sentence a file an event names that was never uploaded
+    def check_file(self, value: object) -> None:
+        """A file an event names that was never uploaded is refused with a sentence
         (`rawfiles.check_sent`; gradio's own refusal reached an API client as a bare error)."""
-        for block, value in zip(block_fn.inputs, inputs, strict=False):
-            if isinstance(block, gr.File):
-                rawfiles.check_sent(self, value)
-        return await super().preprocess_data(block_fn, inputs, state, explicit_call)
-
-    async def postprocess_data(self, block_fn, predictions, state):
-        """Gradio's, without rebuilding the components an event leaves as they are.
-
-        Gradio fills every output a handler's dict leaves out with `gr.skip()`, an update with
-        no properties, and for each one builds the component anew with its config and API schema
-        (pydantic), on the server's event loop, where it holds up every other request. A training
-        writes 2 of its 40 outputs at each step of its curve: profiled beside one visitor looping
-        Train, Refit and Export, 65% of the event loop's time went there. An update that changes
-        nothing is passed to the browser as it is, and nothing is built.
-        """
-        outputs = list(block_fn.outputs)
-        if len(outputs) > 1 and isinstance(predictions, dict) and predictions == gr.skip():
-            return [gr.skip() for _ in outputs]
-        if len(outputs) > 1 and isinstance(predictions, dict) and predictions \
-                and all(isinstance(key, Block) for key in predictions):
-            predictions = convert_component_dict_to_list(outputs, predictions)
-        if len(outputs) <= 1 or not isinstance(predictions, list | tuple):
-            return await super().postprocess_data(block_fn, predictions, state)
-        unchanged = [i for i, value in enumerate(predictions) if isinstance(value, dict) and value == gr.skip()]
-        predictions = [FINISHED_ITERATING if i in unchanged else value for i, value in enumerate(predictions)]
-        output = await super().postprocess_data(block_fn, predictions, state)
-        for i in unchanged:
-            output[i] = gr.skip()
-        return output
+        rawfiles.check_sent(self, value)
 
 
 async def no_such_endpoint(request, error) -> JSONResponse:

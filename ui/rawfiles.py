@@ -10,7 +10,7 @@ hold `RAW_BYTES`. An event may name only a file uploaded and still kept (`check_
 A file is not deleted as soon as it is read: gradio stores a file at a path made from its
 content's hash, so two visitors uploading the same file share one path, and deleting it after
 the first read took it from the second. Gradio records each upload in its Blocks'
-`upload_file_set` (exports and other outputs go elsewhere), which is what is swept here.
+set of uploads (exports and other outputs go elsewhere), which is what is swept here.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from pathlib import Path
 
 from starlette.responses import PlainTextResponse
 
+from ui.gradiointernals import blocks_of, is_file_data, upload_folder, upload_paths
+
 RAW_SECONDS = 120.0  # an upload not read this long after it came was never going to be
 SWEEP_SECONDS = 10.0  # how often the timer looks: a file goes between RAW_SECONDS and this much later
 RAW_BYTES = 1024 * 2**20  # uploaded files waiting to be read, at most, together
@@ -33,10 +35,8 @@ def forget(path: str | os.PathLike) -> None:
     """Delete an uploaded file the app has read (and its folder, which gradio made for it alone).
 
     Only a file in gradio's upload folder: nothing else is the app's to delete."""
-    from gradio.utils import get_upload_folder
-
     path = Path(path).resolve()
-    if not path.is_relative_to(Path(get_upload_folder()).resolve()):
+    if not path.is_relative_to(upload_folder().resolve()):
         return
     try:
         path.unlink(missing_ok=True)
@@ -108,12 +108,11 @@ def check_sent(blocks, value: object) -> None:
     `RAW_SECONDS`, or anything but a file. `value` is an event's input as it arrived (None, a
     FileData dict, or a list of them)."""
     import gradio as gr
-    from gradio_client.utils import is_file_obj_with_meta
 
     files = value if isinstance(value, list) else [value]
-    kept = blocks.upload_file_set
+    kept = upload_paths(blocks)
     for file in files:
-        if file is not None and not (is_file_obj_with_meta(file) and file["path"] in kept):  # not said back
+        if file is not None and not (is_file_data(file) and file["path"] in kept):  # not said back
             raise gr.Error(f"The upload names a file this server was not sent, or no longer keeps: send the file "
                            f"itself first (gradio_client: handle_file(path)), then name the path its upload answered, "
                            f"within {RAW_SECONDS / 60:g} minutes.", print_exception=False)
@@ -127,11 +126,10 @@ class UploadGate:
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "http" and SWEEPER is None:
-            sweeping(scope["app"].get_blocks().upload_file_set)
+            sweeping(upload_paths(blocks_of(scope["app"])))
         if scope["type"] == "http" and scope["method"] == "POST" and scope["path"].endswith("/gradio_api/upload"):
-            blocks = scope["app"].get_blocks()
             limit = RAW_BYTES if self.limit is None else self.limit
-            waiting = sweep(blocks.upload_file_set)
+            waiting = sweep(upload_paths(blocks_of(scope["app"])))
             coming = _content_length(scope)
             if waiting + coming > limit:
                 refusal = PlainTextResponse(

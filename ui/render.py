@@ -26,7 +26,6 @@ from collections import OrderedDict
 from collections.abc import Iterable
 
 import gradio as gr
-from gradio.components.plot import PlotData
 
 from core.drawing.charts import collapse_figure, loss_figure, variance_bars
 from core.drawing.code import recipe, script
@@ -45,6 +44,7 @@ from core.view.fields import BACKGROUND, DETAIL, LISTING, LOOKUP, PLANE, TABLES
 from core.view.options import BASES, DETAILS, MAX_QUERY, PARTS, POSITIONS
 from core.view.share import to_query
 from core.view.state import FIELDS, View
+from ui.gradiointernals import plot_value
 
 NO_TOKEN = ""  # the token picker's value when no token is selected
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>&:])")
@@ -60,9 +60,9 @@ def notice(notes: Iterable[str]) -> str:
     return "".join(f"<p>⚠️ {html.escape(note)}</p>" for note in notes if note)
 
 
-def plot(figure: dict) -> PlotData:
+def plot(figure: dict):
     # the figure's JSON straight from its dict: building a go.Figure costs more than the math
-    return PlotData(type="plotly", plot=figure_json(figure))
+    return plot_value(figure_json(figure))
 
 
 def token_choices(tokens: Iterable[str]) -> list[tuple[str, int | str]]:

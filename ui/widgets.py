@@ -5,7 +5,7 @@ The page only ever sends well-formed values, but the API takes anything: a strin
 slider, None for a checkbox group. Gradio's own preprocessing then fails with a TypeError
 before any callback runs, and with `show_error` off the user reads only "the app has
 raised an exception". These subclasses turn that failure into a `gr.Error` naming the
-control, the value and what it accepts. `is_template` keeps the stock frontend.
+control, the value and what it accepts. Each keeps its parent's frontend (`stock_frontend`).
 """
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ from typing import Any
 
 import gradio as gr
 
+from ui.gradiointernals import stock_frontend, table_value
 
-def _checked(preprocess, component: gr.components.Component, payload: Any, allowed: str) -> Any:
+
+def _checked(preprocess, component: gr.Component, payload: Any, allowed: str) -> Any:
     try:
         return preprocess(payload)
     except gr.Error:
@@ -24,32 +26,28 @@ def _checked(preprocess, component: gr.components.Component, payload: Any, allow
         raise gr.Error(f"{component.label} must be {allowed}, not {payload!r}.") from None
 
 
+@stock_frontend
 class Slider(gr.Slider):
-    is_template = True
-
     def preprocess(self, payload: Any) -> Any:
         return _checked(super().preprocess, self, payload, f"a number from {self.minimum:g} to {self.maximum:g}")
 
 
+@stock_frontend
 class Number(gr.Number):
-    is_template = True
-
     def preprocess(self, payload: Any) -> Any:
         return _checked(super().preprocess, self, payload, "a number")
 
 
+@stock_frontend
 class CheckboxGroup(gr.CheckboxGroup):
-    is_template = True
-
     def preprocess(self, payload: Any) -> Any:
         choices = ", ".join(str(value) for _, value in self.choices)
         return _checked(super().preprocess, self, [] if payload is None else payload, f"a list drawn from {choices}")
 
 
+@stock_frontend
 class Checkbox(gr.Checkbox):
     """A checkbox that refuses anything but true or false: the string "false" is truthy."""
-
-    is_template = True
 
     def preprocess(self, payload: Any) -> Any:
         if not isinstance(payload, bool):
@@ -57,6 +55,7 @@ class Checkbox(gr.Checkbox):
         return super().preprocess(payload)
 
 
+@stock_frontend
 class Table(gr.Dataframe):
     """A read-only table whose value is its rows, as lists of one length per header.
 
@@ -65,12 +64,8 @@ class Table(gr.Dataframe):
     keystroke, and need neither. Other values go the Dataframe's own way.
     """
 
-    is_template = True
-
     def postprocess(self, value: Any) -> Any:
-        from gradio.components.dataframe import DataframeData
-
         headers = list(self.headers or ())
         if isinstance(value, list) and all(isinstance(row, list) and len(row) == len(headers) for row in value):
-            return DataframeData(headers=headers, data=value, metadata=None)
+            return table_value(headers, value)
         return super().postprocess(value)
