@@ -103,7 +103,7 @@ def test_an_update_sent_already_is_not_sent_again_unless_the_user_changed_its_wi
 
     # the student opens the Train tab: its widget shows what the user chose, not what was sent
     events.update(page, None, lambda view: view.with_(panel="train"), asked=("panel",), tab=tab, direct=True)
-    assert page.controls not in events.CHANNELS.of(tab).shown
+    assert page.controls not in events.CHANNELS.of(tab).sent
     _, rest = events.track(page, events.CHANNELS.of(tab), out, direct=True)
     assert set(rest) == {page.controls}  # a lesson on the View tab is sent again
 
@@ -113,7 +113,7 @@ def test_what_the_page_writes_and_what_gradio_sets_are_split_and_a_skip_is_neith
     out = {page.tour_text: "**Step 2**", page.info: "<p>6 tokens</p>", page.notice: gr.skip(), page.token: gr.skip()}
     written, rest = events.track(page, events.CHANNELS.of(tab), out, direct=True)
     assert written == {page.info: "<p>6 tokens</p>"} and rest == {page.tour_text: "**Step 2**"}
-    assert page.token not in events.CHANNELS.of(tab).shown  # a skip is not what the picker holds
+    assert page.token not in events.CHANNELS.of(tab).sent  # a skip is not what the picker holds
 
 
 def test_what_the_page_holds_as_built_is_known_and_nothing_else(page):

@@ -22,7 +22,7 @@ from fastapi import HTTPException, status
 from starlette.responses import JSONResponse
 
 from ui import gradiointernals as internals
-from ui.visitors import PIECE, VISITORS, FairClock, Refusal, Visitors, Waiting, address_of, work_of
+from ui.visitors import PIECE, VISITORS, FairClock, Refusal, Visitors, Waiting, visitor_of, visitor_of_request, work_of
 
 LIVE = "live"  # the concurrency group of the page's live updates (ui.plane.LIVE)
 TURN = "_explorer_turn"  # the attribute a waiting gradio Event carries its `Turn` in
@@ -72,9 +72,6 @@ def answer_size(value, budget: int = 100_000) -> int:
     return size
 
 
-def client_of(request) -> str:
-    """The client address a request came from, IPv6 by its /64; `UNKNOWN` when not told."""
-    return address_of(getattr(getattr(request, "client", None), "host", None))
 
 
 def characters_of(data) -> int:
@@ -99,7 +96,7 @@ def turn_of(event) -> Turn:
     found = getattr(event, TURN, None)
     if found is None:  # an event that entered before the line was made fair: counted, in no turn
         request = internals.event_request(event)
-        found = Turn(0.0, 0.0, client_of(request), work_in(request, internals.event_inputs(event)))
+        found = Turn(0.0, 0.0, visitor_of_request(request), work_in(request, internals.event_inputs(event)))
     return found
 
 
@@ -137,7 +134,7 @@ class FairLine(FairClock, list):
     def append(self, event) -> None:
         """Put `event` at its fair place (gradio calls this for every new call)."""
         request = internals.event_request(event)
-        address, work = client_of(request), work_in(request, internals.event_inputs(event))
+        address, work = visitor_of_request(request), work_in(request, internals.event_inputs(event))
         start, _ = self.tag(address, work)
         passed = []  # the address's latest waiting calls this one goes ahead of, latest first
         for waiting in reversed(self):
@@ -219,7 +216,7 @@ class Admission:
         size = answer_size(internals.message_output(message))
         if size > PIECE and self.loop is not None:  # an answer worth counting: a keystroke's is a few kilobytes
             self._answers.setdefault(tab, []).append(
-                Unread(message, size, time.monotonic(), client_of(internals.event_request(event))))
+                Unread(message, size, time.monotonic(), visitor_of_request(internals.event_request(event))))
             # looked at again once it may be let go, whoever calls meanwhile (in the server's loop: gradio
             # may send a message from a handler's thread)
             self.loop.call_soon_threadsafe(self.loop.call_later, self.visitors.send_seconds + 0.5, self.unread)
@@ -268,7 +265,7 @@ class Admission:
             return await self._push(body=body, request=request, username=username)
         self.queue.open_line(fn)
         lines = self.lines()
-        address = client_of(request)
+        address = visitor_of_request(request)
         refusal = self.visitors.refusal(address, work_in(request, data), tab)
         if refusal is None and not self.visitors.may_answer(address):
             refusal = unread(self.visitors, address)
@@ -338,7 +335,7 @@ class Door:
         if queue or turn:
             client = scope.get("client")
             size = dict(scope.get("headers", ())).get(b"content-length", b"")
-            refusal = self.visitors.refusal(address_of(client[0] if client else None),
+            refusal = self.visitors.refusal(visitor_of(client[0] if client else None),
                                             work_of(int(size) if size.isdigit() else 0))
             if refusal is not None:
                 self.visitors.refuse(refusal)

@@ -28,7 +28,7 @@ class Channel:
     session: str | None  # the name its tab is kept by (gradio's session hash); None: a tab made in-process
     key: str = field(default_factory=lambda: secrets.token_urlsafe(24))  # the page's own calls name it by this
     # what each gradio component was last sent, as a fingerprint (`ui.events.track`)
-    shown: dict = field(default_factory=dict, repr=False)
+    sent: dict = field(default_factory=dict, repr=False)
     # whether the token picker holds a list: filled when opened, emptied once when the tokens change
     listed: bool = False
     latest: int = 0  # the newest direct call's number: an older one still waiting is skipped

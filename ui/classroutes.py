@@ -43,8 +43,8 @@ from core.serving.classroom import (
 from core.view import tour
 from core.view.options import Refused
 from ui import events, render
-from ui.admission import client_of
 from ui.direct import json_answer, json_body
+from ui.visitors import visitor_of_request
 
 LOG = logging.getLogger(__name__)
 PREFIX = "/explorer/class"
@@ -202,7 +202,7 @@ class ClassRoutes:
         return endpoint
 
     async def start(self, request: Request, tab, sent: dict) -> Response:
-        address = client_of(request)
+        address = visitor_of_request(request)
         lesson, secret = await anyio.to_thread.run_sync(self.classroom.start, tab, address)
         threading.Thread(target=self.warm, name="class-warm", daemon=True).start()
         return json_answer({"class": lesson.id, "secret": secret, "step": lesson.step})

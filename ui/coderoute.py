@@ -25,7 +25,7 @@ from core.view import share
 from core.view.options import MAX_QUERY, Refused
 from core.view.state import View
 from ui import events
-from ui.visitors import VISITORS, Busy, Turns, Visitors, address_of, work_of
+from ui.visitors import VISITORS, Busy, Turns, Visitors, visitor_of, work_of
 
 PATH = "/explorer/code"
 FILE_NAME = "embedding_view.py"
@@ -50,7 +50,7 @@ class CodeRoute:
         host = events.host_of(request)
         try:
             events.TABS.new_tabs.take(host)  # a script is a page opened, and counted so
-            turn = self.turns.enter(address_of(host), None, work_of(len(request.scope.get("query_string", b""))))
+            turn = self.turns.enter(visitor_of(host), None, work_of(len(request.scope.get("query_string", b""))))
         except Refused as error:
             return PlainTextResponse(str(error), 429)
         except Busy as busy:

@@ -66,9 +66,9 @@ from core.view.fields import TABLES
 from core.view.options import MAX_TEXT, Refused
 from core.view.state import FIELDS, View
 from ui import events
-from ui.admission import client_of
 from ui.assets import EXAMPLES
-from ui.visitors import UNKNOWN, VISITORS, Busy, Turns, Visitors, work_of
+from ui.channels import MAX_KEY
+from ui.visitors import UNKNOWN, VISITORS, Busy, Turns, Visitors, visitor_of_request, work_of
 
 PATH = "/explorer/live"  # the route, under the app's root (assets/explorer.js calls it relative to the page)
 SLOTS = 1  # direct calls computing at once: in one interpreter a second thread only adds contention
@@ -94,7 +94,6 @@ CHANGES.update({name: (object, "") for name in (*SETTINGS, *TABLE_SETTINGS)})
 # checked where they are read, each with its own sentence: a setting by its field's kind, an address as a link
 CHECKED_LATER = frozenset({*SETTINGS, *TABLE_SETTINGS, "back"})
 TYPED = frozenset({"sentence_a", "sentence_b"})
-from ui.channels import MAX_KEY  # noqa: E402 - the one limit of a page key
 
 MAX_BODY = 8 * MAX_TEXT + 4096  # bytes: two sentences at the limit, JSON-escaped, and the rest
 
@@ -252,7 +251,7 @@ class Direct:
             body = await body_of(request, MAX_BODY)
             if body is None:
                 return json_answer({"error": f"An update is at most {MAX_BODY:,} bytes; this one is larger."}, 413)
-            return json_answer(await self.answer(parsed(body), client_of(request), work_of(len(body))))
+            return json_answer(await self.answer(parsed(body), visitor_of_request(request), work_of(len(body))))
 
         return Route(PATH, tab, methods=["POST"])
 

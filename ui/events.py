@@ -55,7 +55,7 @@ def host_of(request: gr.Request | None) -> str | None:
 
 
 def track(page, channel, out: dict, *, direct: bool = False) -> tuple[dict, dict]:
-    """Keep `channel.shown` true to the page's gradio components (under its tab's lock), and split a
+    """Keep `channel.sent` true to the page's gradio components (under its tab's lock), and split a
     direct call's values by who writes them.
 
     An event through gradio's queue writes what it returns. A direct call (ui/direct.py, a
@@ -78,12 +78,12 @@ def track(page, channel, out: dict, *, direct: bool = False) -> tuple[dict, dict
         if _skipped(value):
             continue
         mark = _fingerprint(value)
-        if not direct or mark is None or channel.shown.get(component) != mark:
+        if not direct or mark is None or channel.sent.get(component) != mark:
             rest[component] = value
         if mark is None:
-            channel.shown.pop(component, None)
+            channel.sent.pop(component, None)
         else:
-            channel.shown[component] = mark
+            channel.sent[component] = mark
     return written, rest
 
 
@@ -169,7 +169,7 @@ def update(
 
         def compute(step):  # under the tab's lock
             for widget in render.widgets_of(page, asked):  # it shows what the user set, not what was sent
-                channel.shown.pop(widget, None)
+                channel.sent.pop(widget, None)
             out = render.outputs(page, step, asked=asked, whole=whole, notes=notes, listed=channel.listed)
             picker = out.get(page.token) if outputs is None or page.token in outputs else None
             if isinstance(picker, dict) and "choices" in picker:
@@ -189,7 +189,7 @@ def update(
         else:
             with tab.lock:
                 for widget in render.widgets_of(page, asked):  # they show what the user set: put back
-                    channel.shown.pop(widget, None)
+                    channel.sent.pop(widget, None)
                 sent = track(page, channel, out, direct=direct)
     if direct:
         return sent

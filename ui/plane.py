@@ -166,7 +166,7 @@ def choices(page, request: gr.Request):
         tokens, token = tab.tokens, tab.view.token
         channel = events.CHANNELS.of(tab)
         channel.listed = True
-        channel.shown.pop(page.token, None)  # written here, outside ui.events.update
+        channel.sent.pop(page.token, None)  # written here, outside ui.events.update
     return gr.update(choices=render.token_choices(tokens), value=render.NO_TOKEN if token is None else token)
 
 

@@ -60,9 +60,15 @@ class Busy(Exception):
         self.refusal = refusal
 
 
-def address_of(host: object) -> str:
-    """A client host as the bounds count it (IPv6 by its /64: `network_of`); `UNKNOWN` when not told."""
+def visitor_of(host: object) -> str:
+    """The visitor a client host counts as in every bound: its address, IPv6 by its /64
+    (`network_of`); `UNKNOWN` when not told."""
     return network_of(host) if isinstance(host, str) and host else UNKNOWN
+
+
+def visitor_of_request(request) -> str:
+    """The visitor a request comes from (`visitor_of` its client's host)."""
+    return visitor_of(getattr(getattr(request, "client", None), "host", None))
 
 
 def work_of(size: int) -> float:
@@ -343,7 +349,7 @@ class Outbox:
             return
         visitors = self.visitors
         client = scope.get("client")
-        address = address_of(client[0] if client else None)
+        address = visitor_of(client[0] if client else None)
 
         async def in_pieces(message) -> None:
             body = message.get("body", b"") if message["type"] == "http.response.body" else b""
