@@ -86,7 +86,8 @@ INLINE_SECONDS = 0.025
 INLINE_GROWTH = 64
 # the plane's settings the page sets through this route: each redraws the plane alone (no tables
 # change, nothing heavy is fitted), and each value is checked by its field's kind as the view is built
-SETTINGS = ("labels", "arrows", "shift", "groups", "background", "k", "search", "regex", "dims", "presenter")
+SETTINGS = ("labels", "arrows", "shift", "groups", "background", "k", "search", "regex", "dims", "presenter",
+            "listing_seed", "listing_bug", "lookup_sentence", "lookup_dim", "lookup_grad")  # and the documents' inputs
 # settings that build tables or fit a plane (seconds, the first time): computed in a lane of their
 # own (`Direct.tables`), so nobody's keystrokes wait behind them
 TABLE_SETTINGS = (*(name for name, declared in FIELDS.items() if TABLES in declared.redraws), "basis")

@@ -10,7 +10,7 @@ import gradio as gr
 
 from core.view.options import LIMITS, MAX_TEXT, VIEWS
 from core.view.state import DOCUMENT_SENTENCE
-from ui import events
+from ui.direct import settable
 from ui.plane import LIVE
 from ui.widgets import Checkbox, Number, Table
 
@@ -67,12 +67,10 @@ def layout(page) -> None:
 
 
 def wire(page) -> None:
-    outputs = page.everything  # a tab opened is ui.ondemand's (the view is told, and draws it)
-    listing = [page.listing_seed, page.listing_bug]
-    gr.on([page.listing_seed.input, page.listing_bug.input], events.setter(page, "listing_seed", "listing_bug"),
-          listing, outputs, api_name="listing_run", trigger_mode="always_last", **LIVE)
-    lookup = [page.lookup_sentence, page.lookup_dim, page.lookup_grad]
-    gr.on([page.lookup_sentence.change, page.lookup_dim.input, page.lookup_grad.input],
-          events.setter(page, "lookup_sentence", "lookup_dim", "lookup_grad"), lookup, outputs, api_name="lookup",
-          trigger_mode="always_last", **LIVE)
-
+    # the two documents' inputs: sent by the page over its route (ui.direct.settable); the API keeps its endpoints
+    settable(page, ("listing_seed", "listing_bug"), [page.listing_seed.input, page.listing_bug.input],
+             [page.listing_seed, page.listing_bug], api_name="listing_run", trigger_mode="always_last", **LIVE)
+    settable(page, ("lookup_sentence", "lookup_dim", "lookup_grad"),
+             [page.lookup_sentence.change, page.lookup_dim.input, page.lookup_grad.input],
+             [page.lookup_sentence, page.lookup_dim, page.lookup_grad], api_name="lookup", trigger_mode="always_last",
+             **LIVE)
