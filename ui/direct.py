@@ -8,10 +8,10 @@ plane (`#embed-plot`, a `gr.HTML`) with Plotly itself. The call goes through `ui
 and `core.serving.tabs.Tab.apply` like every event, and answers with values by element id
 (`Direct.answered`): no change needs a trip through the queue.
 
-A route of the app, not a gradio server function (`gr.HTML(server_functions=…)`): the same
-keystrokes cost the server less CPU through the route (README, Performance), and gradio's
-`/component_server` also makes a gradio session for any session hash it is sent. The page
-names its tab by the unguessable key the server issued it (`ui.channels.Channel.key`).
+A route of the app, not a gradio server function (`gr.HTML(server_functions=…)`): measured
+side by side on the same app, the same keystrokes cost the server less CPU through the route,
+and gradio's `/component_server` also makes a gradio session for any session hash it is sent.
+The page names its tab by the unguessable key the server issued it (`ui.channels.Channel.key`).
 """
 
 from __future__ import annotations
