@@ -117,16 +117,16 @@ TOKEN_BYTES = 64 * 2**10
 class _Crossing:
     """One call's messages, pickled and read on either side, tables crossing without copies.
 
-    A shared read-only table (BERT's, GloVe's, a seeded random one) is registered with
-    `shared(obj, recipe)` and crosses as its recipe, rebuilt once on the other side; what
-    still crosses by value (a trained patch, a corpus) is reserved in the memory budget first.
-    From the server: a registered table crosses as its recipe; a table in shared memory
-    (`core.process.sharedmemory`) as its file, whose descriptor goes with the message (`fds`); any
-    other large tensor by value, under a token. In the child, each table it was sent is known by
-    its memory, and a tensor over that memory goes back as the token, never as a copy: a
-    trained layer reads over the table it was sent (`core.model.training.trainable_copy`), and each of
-    its snapshots came back with a copy of that table. The work must not change in place what
-    it was sent (the shared tables are read-only, and trained parts are copies).
+    From the server: a shared read-only table (BERT's, GloVe's, a seeded random one),
+    registered with `shared(obj, recipe)`, crosses as its recipe and is rebuilt once on the
+    other side; a table in shared memory (`core.process.sharedmemory`) as its file, whose
+    descriptor goes with the message (`fds`); any other large tensor by value, under a token
+    (what crosses by value, a trained patch or a corpus, is reserved in the memory budget
+    first). In the child, each table it was sent is known by its memory, and a tensor over that
+    memory goes back as the token, never as a copy: a trained layer reads over the table it was
+    sent (`core.model.training.trainable_copy`), so a trained upload and its snapshots come back
+    as their trained rows alone. The work must not change in place what it was sent (the shared
+    tables are read-only, and trained parts are copies).
     """
 
     def __init__(self, fds: list[int] | None = None) -> None:

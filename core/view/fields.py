@@ -127,8 +127,8 @@ class Field:
     within `core.view.options.LIMITS["d_model"]`); `core.view.share` reads and writes the link
     parameter with that kind's reader, so a link and the page accept the same values;
     `ui.render` writes the page's widget and redraws what `redraws` names; `ui.page.Page.everything`
-    lists the widget among what a change may write. A field declared in five modules once took
-    an edit in each, and one left out of a hand-kept list silently never redrew the plot.
+    lists the widget among what a change may write. When each of those kept its own list, a
+    new field took an edit in five modules, and one left out of a list never redrew the plot.
 
     `declare` takes every part but `typed` without a default: leaving one out is a TypeError
     where the field is declared, so "none" is always said (`link=None`, `widget=None`,
