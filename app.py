@@ -17,7 +17,7 @@ from ui.page import LAUNCH_OPTIONS, build_demo
 
 # a Space has 2 cores shared by every visitor: one thread per request serves a class in
 # parallel, where torch's and BLAS's default pools make small requests wait on each other
-# (PCA of a 512-token pair: 8.6 ms on one BLAS thread, 13 ms on two)
+# (a 512-token pair's PCA is slower on two BLAS threads than on one)
 torch.set_num_threads(1)
 threadpool_limits(1)
 
@@ -29,7 +29,7 @@ gc.freeze()
 __all__ = ["LAUNCH_OPTIONS", "build_demo", "demo"]
 
 if __name__ == "__main__":
-    # scikit-learn (about 2 s) is left out of the start (see core/model/projection.py) and imported
+    # scikit-learn (a large part of the start) is left out of it (see core/model/projection.py) and imported
     # while the server comes up, so the first visitor's first plot does not wait for it
     threading.Thread(target=importlib.import_module, args=("sklearn.decomposition",), daemon=True).start()
     # server name and port come from GRADIO_SERVER_NAME / GRADIO_SERVER_PORT when set

@@ -5,23 +5,13 @@
 bench/browser_roundtrip.py measures a key in sentence A until the main plot shows it, against
 an echo. This asks where the difference goes: is it the figure, any figure of these points, or
 the page around it? In the same page of the same browser (bench/browser_roundtrip.py's page:
-the app with an echo added), two more text boxes each feed a plain ``gr.Plot`` of their own:
-
-- ours: the figure ``/embed`` sends for sentence A and B (``core.drawing.figures.embedding_spec``,
-  compact, made whole with ``core.drawing.wire.expand`` as the page's script does before plotly
-  sees it);
-- plotly.express: ``px.scatter`` of the same points, coloured by group, each labelled with
-  its token and hovering its position: the figure a notebook draws (bench/update_latency.py).
-
-Both figures are computed before any timing, for each text a key can make, so the server's
-work is a dictionary lookup and only the page's is measured: gradio handing the value to its
-plot component, and plotly drawing it. Each answer is new JSON with the text as its title
-(the probe reads the title), so plotly draws new traces every time, as it does for /embed.
-
-Per size (the page's default pair, about 16 tokens, and a 128-token pair) and per key: the
-echo, the app's /embed (bench/browser_roundtrip.py's measure), ours and plotly.express in
-turn, so a busy neighbour slows all alike. Reported: medians from keydown to the new state on
-the page, and each against the echo.
+the app with an echo added), two more text boxes each feed a plain ``gr.Plot`` of their own
+(`figure_demo`): ours, the figure ``/embed`` sends, and plotly.express's figure of the same
+points, as a notebook draws it (`figures_for`). Both are computed before any timing, so only
+the page's work is measured. Per size (the page's default pair, about 16 tokens, and a
+128-token pair) and per key: the echo, the app's /embed, ours and plotly.express in turn, so a
+busy neighbour slows all alike. Reported: medians from keydown to the new state on the page,
+and each against the echo.
 """
 
 from __future__ import annotations
@@ -40,7 +30,19 @@ PLOTS = ("ours", "express")
 
 
 def figures_for(a: str, b: str, keys: list[str]) -> dict[str, dict[str, str]]:
-    """For sentence A as it is and with each key typed at its end: both figures' JSON, titled A."""
+    """For sentence A as it is and with each key typed at its end: both figures' JSON, titled A.
+
+    - ours: the figure ``/embed`` sends for sentence A and B (``core.drawing.figures.embedding_spec``,
+      compact, made whole with ``core.drawing.wire.expand`` as the page's script does before
+      plotly sees it);
+    - plotly.express: ``px.scatter`` of the same points, coloured by group, each labelled with
+      its token and hovering its position: the figure a notebook draws (bench/update_latency.py).
+
+    Computed for each text a key can make before any timing, so the server's work is a
+    dictionary lookup and only the page's is measured: gradio handing the value to its plot
+    component, and plotly drawing it. Each answer is new JSON with the text as its title (the
+    probe reads the title), so plotly draws new traces every time, as it does for /embed.
+    """
     import pandas as pd
     import plotly.express as px
 

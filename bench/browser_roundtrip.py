@@ -2,39 +2,16 @@
 
     python -m bench.browser_roundtrip [--characters 30] [--warm-up 3] [--sizes 16,128]
 
-What a student feels while typing is the whole round trip: the key event, gradio sending
-the sentences, the server's update, the answer's trip back, and plotly redrawing. This
-launches the app (``app.build_demo()``, its own launch options and queue) in this process,
-with one thing added inside the same Blocks: an echo — a textbox whose ``.input`` event
-returns its text into a second textbox, through the same queue. The echo is the baseline:
-the least any event of this page can take on this machine, in this browser, in this run.
-
-In Chromium (Playwright, Debian's /usr/bin/chromium), for the page's default pair (about
-16 tokens) and a 128-token pair, each in turn:
-
-- echo: a character is typed into the echo box (real key events: ``keyboard.type``) until
-  the echo's output shows the new text;
-- plot: a character is typed at the end of ``#sentence-a`` until the main plot
-  (``#embed-plot .js-plotly-plot``) holds the new token list in its data (``gd.data``, the
-  output trace's hover texts), i.e. plotly has drawn the new figure. The page sends the
-  keystroke straight to the tab (ui/direct.py), not through gradio's queue.
-
-The two alternate (echo, plot, echo, plot, …), so a busy neighbour slows both alike. Each
-character typed into sentence A is taken back with Backspace, untimed, so every plot
-measurement starts from the same text; the echo's text grows by one character each time
-(gradio fires ``.input`` on key presses of characters, not on Backspace). Both times are
-taken inside the page with ``performance.now()``: from the keydown event to the first poll
-(every few ms) that sees the new state, so Playwright's own messaging is not in them.
-Reported: median and p90 of each, and plot / echo.
-
-Then a typist: 60 characters typed at 8 keys a second with real key events
-(``keyboard.type(delay=125)``: each key is dispatched when the page's main thread takes it,
-so a page busy redrawing holds the next key back), into sentence A of the app's default page
-and into a bare gradio echo page (a textbox and its echo, nothing else: the floor), the two
-pages taking turns in the same browser, three times each. Reported: the median seconds from
-the first keydown until each page shows the whole text, and their ratio.
-
-The tables are the page's default (random, d 32, WordPiece), as a student first sees them.
+What a student feels while typing is the whole round trip: the key event, the page sending
+the sentences, the server's update, the answer's trip back, and plotly redrawing. This launches
+the app (``app.build_demo()``, its own launch options and queue) in this process, with one
+thing added inside the same Blocks: an echo, a textbox whose ``.input`` event returns its text
+into a second textbox through the same queue (`echo_demo`). The echo is the baseline: the least
+any event of this page can take on this machine, in this browser, in this run. In Chromium
+(Playwright, /usr/bin/chromium), for the page's default pair (about 16 tokens) and a 128-token
+pair, it times a character typed into each, alternately (`measure_pair`); then a typist at a
+human pace into the app's page and into a bare gradio echo page (`typing_pace`). The tables are
+the page's default (random, d 32, WordPiece), as a student first sees them.
 """
 
 from __future__ import annotations
@@ -245,6 +222,22 @@ def spread(seconds: list[float]) -> dict:
 
 
 def measure_pair(page, callbacks: Callbacks, n_tokens: int, characters: int, warm_up: int) -> dict:
+    """Echo and plot, alternately (echo, plot, echo, plot, …), so a busy neighbour slows both alike.
+
+    - echo: a character is typed into the echo box (real key events: ``keyboard.type``) until
+      the echo's output shows the new text;
+    - plot: a character is typed at the end of ``#sentence-a`` until the main plot
+      (``#embed-plot .js-plotly-plot``) holds the new token list in its data (``gd.data``, the
+      output trace's hover texts), i.e. plotly has drawn the new figure. The page sends the
+      keystroke straight to the tab (ui/direct.py), not through gradio's queue.
+
+    Each character typed into sentence A is taken back with Backspace, untimed, so every plot
+    measurement starts from the same text; the echo's text grows by one character each time
+    (gradio fires ``.input`` on key presses of characters, not on Backspace). Both times are
+    taken inside the page with ``performance.now()``: from the keydown event to the first poll
+    (every few ms) that sees the new state, so Playwright's own messaging is not in them.
+    Reported: median and p90 of each, and plot / echo.
+    """
     a, b = pair(n_tokens)
     sentence, echo_box = "#sentence-a textarea", "#bench-echo-in textarea"
     set_pair(page, a, b)
@@ -341,7 +334,13 @@ def typing_pace(page, echo_page, rounds: int = PACE_ROUNDS) -> dict:
     """A typist at 8 keys/s, PACE_TEXT into sentence A of the app's default page and into a bare
     echo page, the two taking turns: the median seconds from the first keydown until each shows the
     whole text (the echo's box; the plot's tokens), and whether the app's final plot is the final
-    text's."""
+    text's.
+
+    Real key events (``keyboard.type(delay=125)``: each key is dispatched when the page's main
+    thread takes it, so a page busy redrawing holds the next key back), into the app's default
+    page and into a bare gradio echo page (a textbox and its echo, nothing else: the floor), the
+    two pages taking turns in the same browser.
+    """
     a, b = pair(16)
     found: dict = {"echo": [], "plot": [], "final": True}
     for number in range(rounds):

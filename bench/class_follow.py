@@ -3,44 +3,15 @@ the lecturer's *Next* reaches them.
 
     python -m bench.class_follow [--students 100] [--typing 30] [--presses 5] [--window 20] [--quick]
 
-One launched app (`python app.py` in a child process, as a Space runs it: one process). A
-lecturer's page and --students students' pages each open as a page does: the page-load event
-through gradio's queue, whose address carries the tab's key (bench/load.py `PageCalls`). The
-lecturer's page starts a class (POST explorer/class/start). Each student's page then behaves
-as assets/classroom.js does: it holds its class stream open (POST explorer/class/stream,
-newline-delimited JSON; one asyncio task per page, each page its own httpx connection pool)
-and, when a message says it follows and the version is newer than the one it was shown, asks
-to be shown the lesson (POST explorer/class/follow), one follow at a time. The follow's answer
-is the whole view: the figure and what else the page's script writes, and the step's text and
-widgets for gradio's components, which the page hands over with an event that runs in the
-browser alone (ui/plane.py HAND_OVER_JS). Nothing of a lesson goes through gradio's queue.
-
-1. Idle: the server's CPU (the app's process and its children, user + system) over --window
-   seconds in three states, one after another in the same run: the baseline, every page open
-   and no class stream; every student's stream open, each page having followed the first
-   lesson; and the lecturer's stream open beside them (a lecturer's page reads the counts
-   once a second). Each as % of one core, and over the baseline.
-2. Next: the lecturer's page presses *Next* (its `next_step` event through gradio's queue, as
-   the button sends it) --presses times, waiting after each until every follower has it. Per
-   follower: the time from the press to its stream saying the new version (heard) and to its
-   follow call's answer (reached: the page has the whole view). Three scenarios on the same
-   steps (2, 3, …), the lecturer sent back to step 1 with *Previous* between them (those
-   lessons are followed, not measured):
-   - alone: every student follows;
-   - echo, the baseline: the same presses while the pages only listen (no follow call), so
-     the stream's fan-out is timed alone, and the follow calls' cost shows in the ratio of a
-     scenario's reached p95 to the echo's heard p95;
-   - typing: --typing of the students type at human speed (5 keys/s; each keystroke a direct
-     call to /explorer/live with the growing sentence, one call at a time and the newest text
-     winning, as the page sends them; its answer, too, brings all the keystroke changed). A
-     typing student stops following, as it should, so reach is measured over the others
-     (students − typing); the typists' own key-to-answer latency is reported beside it.
-
-Targets (bench/run.py, measure `class`): the students' idle streams ≤ 10% of one core, judged
-on the total CPU of the busier of the two windows with streams, not on its difference over the
-baseline (the app's own idle: gradio's queue loop and threads); 95% of the followers reached
-within 1.5 s, alone and while others type. Times are measured, never asserted; the exit status
-is non-zero only when the measure could not run.
+One launched app (`python app.py` in a child process, as a Space runs it: one process), a
+lecturer's page and --students students' pages, each driven as assets/classroom.js drives it
+(`Page`). Two parts (`measure` gives each one's detail): the server's CPU while the pages idle
+with their class streams open, against the same pages open without streams; and the
+lecturer's *Next* reaching the followers, alone and while some of them type, against the
+streams' fan-out alone (the echo: the pages only listen). Targets (bench/run.py, measure
+`class`): the students' idle streams ≤ 10% of one core; 95% of the followers reached within
+1.5 s, alone and while others type. Times are measured, never asserted; the exit status is
+non-zero only when the measure could not run.
 """
 
 from __future__ import annotations
@@ -126,7 +97,18 @@ class Calls:
 
 
 class Page:
-    """One browser tab of the app, as assets/explorer.js and assets/classroom.js drive it."""
+    """One browser tab of the app, as assets/explorer.js and assets/classroom.js drive it.
+
+    It opens as a page does: the page-load event through gradio's queue, whose address carries
+    the tab's key (bench/load.py `PageCalls`). A student's page holds its class stream open
+    (POST explorer/class/stream, newline-delimited JSON; one asyncio task per page, each page
+    its own httpx connection pool) and, when a message says it follows and the version is newer
+    than the one it was shown, asks to be shown the lesson (POST explorer/class/follow), one
+    follow at a time. The follow's answer is the whole view: the figure and what else the
+    page's script writes, and the step's text and widgets for gradio's components, which the
+    page hands over with an event that runs in the browser alone (`ui.plane.hand_over_js`).
+    Nothing of a lesson goes through gradio's queue.
+    """
 
     def __init__(self, url: str, calls: Calls) -> None:
         limits = httpx.Limits(max_connections=6, max_keepalive_connections=6)  # a browser's per host
@@ -483,7 +465,34 @@ async def run(url: str, process: psutil.Process, students: int, typing: int, pre
 
 def measure(students: int = 100, typing: int = 30, presses: int = 5, window: float = 20.0,
             say: Callable[[str], None] = lambda line: print(line, flush=True)) -> dict:
-    """The whole measure on a launched app (bench/appserver.py): returns every window and press."""
+    """The whole measure on a launched app (bench/appserver.py): returns every window and press.
+
+    The lecturer's page starts a class (POST explorer/class/start), then:
+
+    1. Idle: the server's CPU (the app's process and its children, user + system) over
+       `window` seconds in three states, one after another: the baseline, every page open and
+       no class stream; every student's stream open, each page having followed the first
+       lesson; and the lecturer's stream open beside them (a lecturer's page reads the counts
+       once a second). Each as % of one core, and over the baseline. The target is judged on
+       the total CPU of the busier of the two windows with streams, not on its difference over
+       the baseline (the app's own idle: gradio's queue loop and threads).
+    2. Next: the lecturer's page presses *Next* (its `next_step` event through gradio's queue,
+       as the button sends it) `presses` times, waiting after each until every follower has
+       it. Per follower: the time from the press to its stream saying the new version (heard)
+       and to its follow call's answer (reached: the page has the whole view). Three scenarios
+       on the same steps (2, 3, …), the lecturer sent back to step 1 with *Previous* between
+       them (those lessons are followed, not measured):
+       - alone: every student follows;
+       - echo, the baseline: the same presses while the pages only listen (no follow call), so
+         the stream's fan-out is timed alone, and the follow calls' cost shows in the ratio of
+         a scenario's reached p95 to the echo's heard p95;
+       - typing: `typing` of the students type at human speed (5 keys/s; each keystroke a
+         direct call to /explorer/live with the growing sentence, one call at a time and the
+         newest text winning, as the page sends them; its answer, too, brings all the
+         keystroke changed). A typing student stops following, as it should, so reach is
+         measured over the others (students − typing); the typists' own key-to-answer latency
+         is reported beside it.
+    """
     from bench.appserver import launched_app
 
     if not 0 <= typing < students:

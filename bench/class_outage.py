@@ -7,12 +7,11 @@ page and --students students' pages open and follow as pages do (bench/class_fol
 Redis is stopped for --outage seconds, while the lecturer presses Next every 5 s and --typing
 students type (5 keys a second, the direct route); then started again, empty, as `make class`
 does, and the lecturer presses Next at once, then End once every follower shows that step.
-
 Reported: every answer's status by route; streams cut (closed before the class ended); pages
 that heard "reconnecting"; the seconds from Redis's start to the pages hearing the class is
-back, the Next reaching every follower (followed, and its stream says so), and End reaching
-every page. Targets: no 5xx, no stream cut, Next and End within 10 s. Times are measured, never
-asserted; the exit status is non-zero only when the measure could not run.
+back, the Next reaching every follower, and End reaching every page. Targets: no 5xx, no stream
+cut, Next and End within 10 s. Times are measured, never asserted; the exit status is non-zero
+only when the measure could not run.
 """
 
 from __future__ import annotations
@@ -142,7 +141,8 @@ async def run(url: str, stop_redis: Callable[[], None], start_redis: Callable[[]
 
 def measure(students: int = 20, typing: int = 3, outage: float = 30.0,
             say: Callable[[str], None] = lambda line: print(line, flush=True)) -> dict:
-    """The whole measure on a class server of its own (two workers, HAProxy, its Redis)."""
+    """The whole measure on a class server of its own (two workers, HAProxy, its Redis). A Next
+    has reached a follower when the follower has followed it and its stream says so."""
     from deploy.serve import ClassServer, free_port, stop_process
 
     kept = os.environ.pop("EXPLORER_CLASS_STORE", None)  # the server's own Redis: this measure stops it

@@ -2,20 +2,15 @@
 
     python -m bench.cold_start [--repeats 5]
 
-A Space that wakes up, or a lecturer who starts the app before class, waits for this. Each
-of three child processes is started fresh (cwd the repository root, a free loopback port in
-GRADIO_SERVER_PORT, GRADIO_ANALYTICS_ENABLED=False) and timed from ``Popen`` until:
-
-- app:      ``python app.py`` answers HTTP 200 on ``/`` (polled with urllib every 20 ms);
-- minimal:  a minimal ``gr.Blocks`` app (one textbox) answers 200 on ``/`` — the least any
-            gradio app takes to come up on this machine, the baseline of the ratio;
-- import:   ``python -c "import gradio"`` exits — the share of that which is only importing.
-
-The three alternate (import, minimal, app, import, …) and the medians are reported, with
-the resident memory (RSS) of the two servers at their first 200. Separately, a fresh
-``python -c "import app"`` reports whether importing the app loaded the BERT or GloVe
-presets (it must not: they load on first use, so the page comes up without them) and how
-long the import took.
+A Space that wakes up, or a lecturer who starts the app before class, waits for this. Each of
+three child processes is started fresh (`start`) and timed from ``Popen`` until: app, ``python
+app.py`` answers HTTP 200 on ``/``; minimal, a minimal ``gr.Blocks`` app (one textbox) answers
+200 on ``/``, the least any gradio app takes to come up on this machine and the baseline of the
+ratio; import, ``python -c "import gradio"`` exits, the share of that which is only importing.
+The three alternate (import, minimal, app, import, …) and the medians are reported, with the
+resident memory (RSS) of the two servers at their first 200. Separately, a fresh ``python -c
+"import app"`` reports whether importing the app loaded the BERT or GloVe presets (it must not:
+they load on first use) and how long the import took (`lazy_presets`).
 """
 
 from __future__ import annotations
@@ -86,7 +81,10 @@ def answers(url: str) -> bool:
 
 def start(name: str) -> tuple[float, float | None]:
     """Seconds from Popen to the end of ``name`` (first 200 on / for a server, exit for
-    ``import``), and a server's RSS in MiB at that moment."""
+    ``import``), and a server's RSS in MiB at that moment.
+
+    Fresh each time: cwd the repository root, a free loopback port in GRADIO_SERVER_PORT,
+    GRADIO_ANALYTICS_ENABLED=False; a server is polled with urllib every 20 ms."""
     port = free_port()
     began = time.perf_counter()
     child = subprocess.Popen(COMMANDS[name], cwd=ROOT, env=environment(port), stdout=subprocess.DEVNULL,

@@ -3,37 +3,15 @@
     python -m bench.lecture [--students 100] [--duration 90] [--quick] [--setups echo,app,lb1,lb2]
                             [--protocol direct|queue|call] [--compare-protocols]
 
-Each simulated student loads the page (which gives it the balancer's sticky cookie) and runs
-its page-load event (which issues the tab's key), then types sentences into sentence A at
-human speed: a keystroke every 150-250 ms inside a word and 250-400 ms before a space (words
-in bursts), a 2-6 s pause after each sentence to look at the plot, then a new sentence. Like
-the page (assets/explorer.js), a student sends its next update only when the last one has
-returned, carrying the newest text; a keystroke's latency is the time from the key to the
-first answer that includes it.
-
-Setups (--setups), each measured over the same --duration after a ramp:
-
-- echo: the floor, a one-textbox echo app whose event goes through gradio's queue
-  (bench/server_cpu.py's), typed into the same way;
-- app: one process, `python app.py` (bench/appserver.py);
-- lb1, lb2: 1 and 2 workers behind HAProxy, started by deploy/serve.py's ClassServer.
-
-Server CPU is every server process's CPU time (workers and HAProxy) over the measured
-window, divided by the updates answered in it. The load generator is one asyncio thread with
-one httpx connection pool per student; its own CPU time is printed beside the server's so
-you can see the server, not the generator, is the bottleneck (--protocol picks the route:
-`direct`, the page's own (ui/direct.py: one POST to the app's /explorer/live, whose answer
-carries every value the call changed on the page, so nothing follows it through the queue);
-`queue`, the API's /embed through the queue's join + event stream; or gradio's REST
-`/gradio_api/call/embed`; --compare-protocols measures each on one process first).
-
-Finally it prints, from the measured CPU per update, how many cores and machines a course
-of --course students needs for p95 <= 1 s:
-
-    cores = students x updates/s per student x CPU s per update / target utilisation
-
-with updates/s per student taken as the keystroke rate (every key an update: the most a
-student can ask for when answers come quickly) and a target utilisation of 60%.
+Each simulated student (`Student`) loads the page and types sentences into sentence A at human
+speed, sending its next update only when the last has returned, as the page does. Setups
+(--setups, `serving`), each measured over the same --duration after a ramp: echo, the floor (a
+one-textbox echo app through gradio's queue, bench/server_cpu.py's); app, one `python app.py`;
+lb1 and lb2, 1 and 2 workers behind HAProxy (deploy/serve.py's ClassServer). Server CPU is every
+server process's CPU time (workers and HAProxy) over the measured window, divided by the updates
+answered in it; the load generator's own CPU is printed beside it, so you can see the server,
+not the generator, is the bottleneck (--protocol picks the route, `PROTOCOLS`). Finally, the
+cores and machines a course of --course students needs for p95 <= 1 s (`estimate`).
 """
 
 from __future__ import annotations
@@ -245,6 +223,22 @@ class Tally:
 
 
 class Student:
+    """One student's page: it loads the page (which gives it the balancer's sticky cookie) and
+    runs its page-load event (which issues the tab's key), then types sentences into sentence A
+    at human speed: a keystroke every 150-250 ms inside a word and 250-400 ms before a space
+    (words in bursts), a 2-6 s pause after each sentence to look at the plot, then a new
+    sentence. Like the page (assets/explorer.js), it sends its next update only when the last
+    one has returned, carrying the newest text; a keystroke's latency is the time from the key
+    to the first answer that includes it. The load generator is one asyncio thread with one
+    httpx connection pool per student.
+
+    Its route (--protocol): `direct`, the page's own (ui/direct.py: one POST to the app's
+    /explorer/live, whose answer carries every value the call changed on the page, so nothing
+    follows it through the queue); `queue`, the API's /embed through the queue's join + event
+    stream; or gradio's REST `/gradio_api/call/embed` (--compare-protocols measures each on one
+    process first).
+    """
+
     def __init__(self, index: int, url: str, endpoint: Endpoint, protocol: str, tally: Tally, window, seed: int):
         self.index, self.url, self.endpoint, self.tally, self.window = index, url, endpoint, tally, window
         self.send = PROTOCOLS[protocol]
@@ -532,7 +526,14 @@ class Estimate:
 
 
 def estimate(results: list[Result], course: int, utilisation: float) -> Estimate | None:
-    """The cores ``course`` students need at ``utilisation``; None when no setup answered."""
+    """The cores ``course`` students need at ``utilisation``; None when no setup answered::
+
+        cores = students x updates/s per student x CPU s per update / target utilisation
+
+    with updates/s per student taken as the keystroke rate (every key an update: the most a
+    student can ask for when answers come quickly) and a target utilisation of 60% (the
+    command's default).
+    """
     answered = [r for r in results if r.tally.updates]
     if not answered:
         return None

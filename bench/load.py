@@ -2,28 +2,16 @@
 
     python -m bench.load [--clients 50] [--updates 20] [--trainings 10] [--steps 100] [--via http]
 
-Launches `app.py` in a child process on a free loopback port, then:
-
-1. alone: one client makes --alone sequential /embed calls — the baseline;
-2. crowd: --clients clients (threads, each its own session) make --updates /embed calls each,
-   with sentences only they type; --trainings of them, each a different client, call /train
-   (--steps steps, built-in corpus) once, at points spread over the run, while the others
-   keep typing.
-
-Each client types a word that is one WordPiece token and that no other client types, so a
-response holding another client's word (or missing its own) is cross-talk between sessions;
-so is a "before training" group in a session that never trained. It prints calls, errors,
-cross-talk, latency p50/p95/max per endpoint, throughput, the server's RSS and CPU, and the
-crowd's p95 against the lone client's p50 in the same run.
-
-How the clients talk to the server (--via):
-
-- http (default): the browser's protocol — join the queue, then read the session's event
-  stream — with one keep-alive httpx connection per client. Cheap, so the numbers are the
-  server's.
-- gradio_client: one `gradio_client.Client` per client, as the tests do. It polls for
-  messages every 50 ms in two threads per call, which adds ~0.1 s to every call and, with
-  dozens of clients, costs the load generator more CPU than the server (measured on 2 cores).
+Launches `app.py` in a child process on a free loopback port, then: 1. alone, one client makes
+--alone sequential /embed calls (the baseline); 2. crowd, --clients clients (threads, each its
+own session) make --updates /embed calls each, with sentences only they type, while --trainings
+of them call /train (--steps steps, built-in corpus) once, at points spread over the run. Each
+client types a word that no other client types, so a response holding another client's word (or
+missing its own) is cross-talk between sessions (`client_words`); so is a "before training"
+group in a session that never trained. It prints calls, errors, cross-talk, latency p50/p95/max
+per endpoint, throughput, the server's RSS and CPU, and the crowd's p95 against the lone
+client's p50 in the same run. --via picks how clients talk: `HttpSession` (the default, the
+page's protocol) or `GradioSession`. The other modules of bench/ drive the app with these too.
 """
 
 from __future__ import annotations
@@ -83,7 +71,9 @@ class CallFailed(Exception):
 
 
 class HttpSession:
-    """One visitor speaking the page's own protocol: queue/join, then the session's event stream."""
+    """One visitor speaking the page's own protocol: queue/join, then the session's event stream.
+
+    One keep-alive httpx connection per client: cheap, so the numbers are the server's."""
 
     def __init__(self, url: str, endpoints: dict[str, int], timeout: float):
         self.url, self.endpoints, self.timeout = url, endpoints, timeout
@@ -182,7 +172,11 @@ class PageSession(HttpSession):
 
 
 class GradioSession:
-    """One visitor through gradio_client, as the tests drive the app."""
+    """One visitor through gradio_client, as the tests drive the app.
+
+    It polls for messages in two threads per call, which adds to every call and, with dozens of
+    clients, costs the load generator more CPU than the server: use it to check the client the
+    tests use, not to load the server."""
 
     def __init__(self, url: str, endpoints: dict[str, int], timeout: float):
         from gradio_client import Client

@@ -3,25 +3,14 @@
     python -m bench.memory_attack [--budget-mib N] [--only random|uploads|training|tabs|answers]
 
 Launches `app.py` in a child process with the memory budget for visitors' own tables set to
-`--budget-mib` (`EXPLORER_TABLE_MEMORY_MIB`; the app's default is 4,096) and plays the
-attacks of the public-Space review against it, through gradio_client and raw HTTP calls, as a
-stranger would. Memory is the resident memory of the server *and its children* (the heavy-work
-process), sampled every 20 ms:
-
-1. 60 tabs, each asking `/settings` for a distinct largest random layer (127.2 MiB each,
-   7.5 GiB in all): the peak above the warm server (target ≤ the budget), and how many were refused;
-2. 30 tabs, each uploading a distinct file near the upload cap (a 188 MiB `.npy`): the same;
-3. 8 tabs from 8 addresses, each uploading a distinct 188 MiB file, then every accepted one
-   pressing *Train* at once: the peak (target ≤ 1.15× the budget) and what each was told;
-4. a student's tab, then 5,050 new tabs opened by one stranger's address (raw
-   `/gradio_api/call/embed` calls, each with a session hash of its own): how many the server
-   refused, and whether the student's view was kept;
-5. 40 tabs of one address on a view of 2,048 tokens, each asking `/explorer/live` for the
-   similarity view (the largest answer a call can have) on a socket that never reads, closed
-   after 50 s: the peak (target ≤ 256 MiB) and 10 s after the sockets closed (target ≤ 64 MiB).
-
-Each figure is printed beside its target; nothing is asserted. `bench/public_space.py` reports
-the same rows beside its others.
+`--budget-mib` (`EXPLORER_TABLE_MEMORY_MIB`; the app's default is 4,096) and plays the attacks
+of a public Space against it, through gradio_client and raw HTTP calls, as a stranger would:
+many distinct largest random layers (`random_table_rows`), uploads near the cap
+(`upload_rows`), trainings of uploads at once (`training_rows`), thousands of new tabs from one
+address (`eviction_rows`) and answers nobody reads (`unread_answer_rows`). Memory is the
+resident memory of the server *and its children* (the heavy-work process), sampled every 20 ms
+(`Peak`); the baseline is the warm server (`warmed`). Each figure is printed beside its target;
+nothing is asserted. `bench/public_space.py` reports the same rows beside its others.
 """
 
 from __future__ import annotations
@@ -102,6 +91,9 @@ def noticed(result) -> str:
 
 
 def random_table_rows(url: str, process, base: float, budget_mib: int, tabs: int = 60) -> list[tuple[str, ...]]:
+    """`tabs` tabs, each asking `/settings` for a distinct largest random layer (127.2 MiB each,
+    7.5 GiB in all for 60): the peak above the warm server (target ≤ the budget), and how many
+    were refused."""
     refused = 0
     with Peak(process, base) as rss:
         for i in range(tabs):
@@ -112,6 +104,8 @@ def random_table_rows(url: str, process, base: float, budget_mib: int, tabs: int
 
 
 def upload_rows(url: str, process, base: float, budget_mib: int, tabs: int = 30) -> list[tuple[str, ...]]:
+    """`tabs` tabs, each uploading a distinct file near the upload cap (a 188 MiB `.npy`): the
+    peak above the warm server (target ≤ the budget), and how many were refused."""
     import numpy as np
     from gradio_client import handle_file
 
@@ -154,7 +148,8 @@ def unread_answer_rows(url: str, process, tabs: int = 40, hold: float = 50.0,
     """One address's `tabs` tabs, each on a 2,048-token view, asking `/explorer/live` for the
     similarity view (the largest answer a call can have) on sockets that never read; the
     sockets close after `hold` seconds. The server's and its children's RSS above where it was
-    before, at the peak and `settle` seconds after the sockets closed."""
+    before, at the peak (target ≤ 256 MiB) and `settle` seconds after the sockets closed
+    (target ≤ 64 MiB)."""
     import json
     import socket
     from urllib.parse import urlsplit
@@ -253,7 +248,9 @@ def training_rows(url: str, process, base: float, budget_mib: int, tabs: int = 8
 
 
 def eviction_rows(url: str, tabs: int = 5_050) -> list[tuple[str, ...]]:
-    """An idle student's tab, then a stranger's thousands of new tabs from one address."""
+    """An idle student's tab, then a stranger's thousands of new tabs from one address (raw
+    `/gradio_api/call/embed` calls, each with a session hash of its own): how many the server
+    refused, and whether the student's view was kept."""
     import httpx
 
     student = visitor(url, STUDENT)

@@ -1,23 +1,17 @@
 """Which scikit-learn PCA solver should the projection use?
 
+    python -m bench.projection_solvers [rounds]    (one BLAS thread, as the app)
+
 The app refits the 2-D basis on every keystroke, so the solver is on the hot path. This
 script times each solver on the largest picture the app draws (512 tokens × 5 groups,
 384 features: BERT MiniLM's width) and prints ratios against scikit-learn's default
-``PCA(n_components=2)`` measured in the same run, so the numbers compare like with like
-on whatever machine runs it.
-
-Two inputs, because iterative solvers are only as fast as the spectrum lets them be:
-
-- ``MiniLM``: the real embedding layer the app shows (512 random word pieces, sentence A
-  then B), whose leading directions stand out clearly;
-- ``noise``: isotropic Gaussian noise, the worst case (no direction stands out).
-
-``default`` and ``auto`` run the same code (only the seed differs), so the gap between
-them shows how much noise the machine adds to the timings. The Δ columns are how far
-each solver's explained-variance ratios are from the exact answer (LAPACK's full SVD):
-a fast but approximate solver would make the axis labels and the picture wobble.
-
-Run: ``python -m bench.projection_solvers [rounds]`` (one BLAS thread, as the app)
+``PCA(n_components=2)`` measured in the same run, on two inputs, because iterative solvers are
+only as fast as the spectrum lets them be: the real embedding layer (`minilm`), whose leading
+directions stand out clearly, and isotropic noise (`noise`), the worst case. ``default`` and
+``auto`` run the same code (only the seed differs), so the gap between them shows how much
+noise the machine adds to the timings. The Δ columns are how far each solver's
+explained-variance ratios are from the exact answer (LAPACK's full SVD): a fast but
+approximate solver would make the axis labels and the picture wobble.
 """
 
 from __future__ import annotations

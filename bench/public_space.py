@@ -2,37 +2,16 @@
 
     python -m bench.public_space [--quick] [--only N ...]
 
-Launches `app.py` in a child process (`bench.appserver.launched_app`) with its own gradio
-cache folder, talks to it with `gradio_client` as strangers would, and prints one markdown
-table, each figure beside its baseline or target measured in the same run:
-
-1. another visitor's update latency (a 12-word pair, typed as the page sends it: bench/load.py
-   `PageSession`) alone, then while one visitor loops
-   every heavy endpoint in parallel threads — tab 1 on BERT's vocabulary plane loops
-   `/refit`, `/export` and `/train` 200 steps; tab 2 loops `/settings` between two of the
-   largest random tables — p50 and p90 against alone (target ≤ 2×);
-2. server RSS per trained BERT session: after one warm-up (the tables and training's
-   one-time cost), N clients each `/source` bert then `/train` 20 steps; growth / N
-   (target ≤ 12 MiB);
-3. a 5 MB sentence to `/embed`: the peak RSS growth while it is answered (sampled every
-   10 ms) and the time to the answer (targets < 300 MiB, ≤ 3 s);
-4. disk left by 12 `/export` calls from one client: the exports folder and the whole cache
-   (target < 15 MB);
-5. a student's updates while a stranger floods the queue with 500 `/embed` calls of two
-   10,000-character sentences, each from its own tab, and keeps refilling it (`Flood`): the
-   student's update through the queue (target ≤ 2 s) and keystroke as the page sends it, p50 and
-   p95 against alone, the queue's length meanwhile, and how many of the flood were refused;
-6. a keystroke on GloVe with a slow regular-expression search in the view (as a link can carry
-   it), against one without a search (target ≤ 2×);
-7. what strangers can make the server hold (`bench.memory_attack`, on an app of its own with a
-   `ATTACK_BUDGET_MIB` budget for visitors' tables): 60 distinct largest random layers, 30
-   distinct uploads near the cap, 5,050 new tabs from one address (targets: peak RSS above the
-   warm server ≤ the budget; an idle student's tab kept);
-8. a student typing 4 keys a second from another address while one stranger's 150 pages flood
-   the page's own route (`/explorer/live`) with 2 × 10,000-character updates for 40 s: p95 from
-   key to answer (target ≤ 1 s) and keys refused (target none), against the same student alone.
-
-Timings on a shared machine are noisy; read the ratios. Asserts nothing.
+Launches `app.py` in a child process (`bench.appserver.launched_app`) with its own gradio cache
+folder, talks to it as strangers would, and prints one markdown table, each figure beside its
+baseline or target measured in the same run. The sections (--only N; each function's docstring
+gives its method and target): 1. another visitor's update beside a heavy neighbour
+(`latency_rows`); 2. server RSS per trained BERT session (`session_rows`); 3. a 5 MB sentence
+to `/embed` (`huge_rows`); 4. disk left by exports (`disk_rows`); 5. a student's updates while a
+stranger floods gradio's queue (`flood_rows`); 6. a keystroke with a slow regular-expression
+search in the view (`slow_pattern_rows`); 7. what strangers can make the server hold
+(`bench.memory_attack`); 8. a typist beside a stranger's pages flooding the page's own route
+(`direct_flood_rows`). Timings on a shared machine are noisy; read the ratios. Asserts nothing.
 """
 
 from __future__ import annotations
@@ -129,6 +108,11 @@ def beside_heavy_neighbour(url: str, count: int,
 
 
 def latency_rows(url: str, count: int) -> list[tuple[str, ...]]:
+    """Section 1: another visitor's update latency (a 12-word pair, typed as the page sends it:
+    bench/load.py `PageSession`) alone, then while one visitor loops every heavy endpoint in
+    parallel threads (tab 1 on BERT's vocabulary plane loops `/refit`, `/export` and `/train`
+    200 steps; tab 2 loops `/settings` between two of the largest random tables): p50 and p90
+    against alone (target ≤ 2×)."""
     alone, loaded, outcomes = beside_heavy_neighbour(url, count)
     rows = []
     for name, q in (("p50", 0.5), ("p90", 0.9)):
@@ -272,11 +256,13 @@ def drained(url: str, timeout: float) -> float | None:
 
 
 def flood_rows(url: str, calls: int = 500, strangers: int = 50, quick: bool = False) -> list[tuple[str, ...]]:
-    """A student's updates while one stranger floods gradio's queue with `calls` /embed calls of two
-    10,000-character sentences (each from a tab of its own) and keeps refilling it; against the
-    same student alone, in the same run. Target (issue 21): the student's update through the
-    queue ≤ 2 s. Measured for a student behind another address (another person), then for one
-    behind the stranger's own address (a class behind one school address, a stranger among it)."""
+    """Section 5: a student's updates while one stranger floods gradio's queue with `calls`
+    /embed calls of two 10,000-character sentences (each from a tab of its own, `Flood`) and
+    keeps refilling it; against the same student alone, in the same run. Reported: the
+    student's update through the queue (target ≤ 2 s) and keystroke as the page sends it, p50
+    and p95, the queue's length meanwhile, and how many of the flood were refused. Measured for
+    a student behind another address (another person), then for one behind the stranger's own
+    address (a class behind one school address, a stranger among it)."""
     count, budget = (12, 120) if quick else (30, 240)
     alone_keys, alone_updates, _ = student_latencies(url, count)
     measured = {}
@@ -430,9 +416,10 @@ def typist_latencies(url: str, seconds: float, rate: float = 4.0,
 
 
 def direct_flood_rows(url: str, tabs: int = 150, seconds: float = 40.0) -> list[tuple[str, ...]]:
-    """A student typing 4 keys a second from another address while one stranger's `tabs` pages
-    flood the page's route with 2 × 10,000-character updates, against the same student alone.
-    Target: p95 ≤ 1 s and no key refused."""
+    """Section 8: a student typing 4 keys a second from another address while one stranger's
+    `tabs` pages flood the page's route (`/explorer/live`) with 2 × 10,000-character updates for
+    `seconds`, against the same student alone. Target: p95 from key to answer ≤ 1 s and no key
+    refused."""
     alone, _ = typist_latencies(url, 10)
     with DirectFlood(url, tabs) as flood:  # its pages opened before the clock starts
         time.sleep(3)  # every flood page has a call on its way
@@ -477,6 +464,8 @@ def slow_pattern_latencies(url: str, count: int, pattern: str | None) -> list[fl
 
 
 def slow_pattern_rows(url: str, count: int) -> list[tuple[str, ...]]:
+    """Section 6: a keystroke on GloVe with a slow regular-expression search in the view (as a
+    link can carry it), against one without a search (target ≤ 2×)."""
     plain = percentile(slow_pattern_latencies(url, count, None), 0.5)
     slow = percentile(slow_pattern_latencies(url, count, SLOW_PATTERN), 0.5)
     return [(f"a keystroke (p50) with the search {SLOW_PATTERN!r} in the view, GloVe", f"{slow * 1000:.1f} ms",
@@ -484,6 +473,9 @@ def slow_pattern_rows(url: str, count: int) -> list[tuple[str, ...]]:
 
 
 def session_rows(url: str, process, sessions: int) -> list[tuple[str, ...]]:
+    """Section 2: server RSS per trained BERT session: after one warm-up (the tables and
+    training's one-time cost), N clients each `/source` bert then `/train` 20 steps; growth / N
+    (target ≤ 12 MiB)."""
     warm = client(url)
     warm.predict("bert", api_name="/source")
     warm.predict(20, "builtin", api_name="/train")
@@ -500,6 +492,8 @@ def session_rows(url: str, process, sessions: int) -> list[tuple[str, ...]]:
 
 
 def huge_rows(url: str, process) -> list[tuple[str, ...]]:
+    """Section 3: a 5 MB sentence to `/embed`: the peak RSS growth while it is answered (sampled
+    every 10 ms) and the time to the answer (targets < 300 MiB, ≤ 3 s)."""
     visitor = client(url)
     visitor.predict(*PAIR, api_name="/embed")
     before = mib(process)
@@ -536,6 +530,8 @@ def folder_bytes(folder: Path) -> int:
 
 
 def disk_rows(url: str, cache: Path) -> list[tuple[str, ...]]:
+    """Section 4: disk left by 12 `/export` calls from one client: the exports folder and the
+    whole cache (target < 15 MB)."""
     exporter = client(url)
     exporter.predict(*PAIR, api_name="/export")
     # the tab's own folder (ui.viewpanel.export_folder); the heavy visitor left its own beside it

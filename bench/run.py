@@ -2,65 +2,22 @@
 
     python -m bench.run [--quick] [--only NAME[,NAME]]
 
-Each measure times ours against a baseline measured side by side in the same run, and
-prints both with their ratio; the summary has one row per target (measure, ours, baseline,
-ratio, target, met?). The measures, by NAME:
-
-- latency:    one live update at 16, 128 and 512 tokens: ours (what `/embed` computes,
-              `ui.render.plane`) against the notebook path and the bare compute
-              (bench/update_latency.py).
-              Targets: ≥ 8× faster than the notebook at 512 tokens, ≤ 2.5× the bare compute.
-- server_cpu: the app's server CPU per live update as its page sends it (the direct path,
-              10 sessions × 20 updates at once, 12-word pairs) against a one-textbox echo app's
-              per event through gradio's queue under the same load, both in child processes
-              side by side (bench/server_cpu.py); the API's /embed beside them. Target: ≤ 1.0×.
-- browser:    typing a character into sentence A until the plot shows the new token, in
-              Chromium, against an echo event in the same page (bench/browser_roundtrip.py).
-              Target: ≤ 1.5× the echo.
-- payload:    the bytes `/embed` sends per update, read off the wire from the app launched
-              in this process, against the notebook's plotly.express figure JSON; and the
-              vocabulary background (2,000 words and the most the page allows), sent once per
-              plane. Target: ≤ 1.2× plotly.express at 512 tokens.
-- vocabulary: the whole-vocabulary plane's first fit and projecting an update into it,
-              against scikit-learn's PCA (bench/vocabulary_basis.py). Targets: first fit
-              ≤ 0.5 s, transform ≤ 1 ms.
-- training:   steps per second and time to category purity 0.9 on the built-in corpus,
-              against the full-table softmax (bench/training_purity.py). Target: ≤ 10 s.
-- cold_start: `python app.py` to the first HTTP 200, against `import gradio` and a minimal
-              Blocks app; and whether importing the app leaves the presets unloaded
-              (bench/cold_start.py). Targets: ≤ 1.8× the minimal app, presets loaded lazily.
-- memory:     idle server RSS and the cost of each further BERT session, against one copy of
-              the BERT tables (bench/sessions_memory.py). No target: reported only.
-- lecture:    100 students typing at human speed on one process, then on 1 and 2 workers
-              behind HAProxy (deploy/serve.py), then 10 students on the last setup
-              (bench/lecture.py); and, from the CPU per update, the cores a 500-student course
-              needs for p95 ≤ 1 s. Reported only: p95 key-to-answer and CPU per update for each
-              setup, and the cores. Without haproxy the balanced setups are not measured.
-- class:      a class on one process (bench/class_follow.py): the server's CPU while 100
-              students' pages hold their class streams open and idle, against the same pages
-              open without streams; and the lecturer's *Next* reaching the followers (the
-              stream's message, then the follow call's answer, the whole view), alone and while
-              30 of them type, against the streams' fan-out alone (the pages only listen).
-              Targets: the idle streams ≤ 10% of one core (the total, not the difference);
-              95% of the followers reached within 1.5 s, alone and beside the typists.
-- outage:     a class on two workers behind HAProxy whose Redis stops for 30 s (15 with
-              --quick) and starts again empty (bench/class_outage.py): 20 students follow, 3
-              type, the lecturer presses Next meanwhile and once Redis is back, then End.
-              Targets: no 5xx on any route, no stream cut, the Next reaching every follower
-              and End every page within 10 s of Redis's start. Needs haproxy and redis-server.
-
-Whatever the numbers, nothing here asserts a time: "met?" is reported ("—" for a figure
-without a target), and the exit status is non-zero only when a measure could not run. The
-process takes the app's thread settings (one torch thread, one BLAS thread) before anything
-is timed. ``--quick`` runs every measure with few repeats (a smoke run of about eight
-minutes, half of it the lecture: its numbers are rough); the full run takes about fifteen
-minutes on a 2-core machine.
+Each measure times ours against a baseline measured side by side in the same run, and prints
+both with their ratio; the summary has one row per target (measure, ours, baseline, ratio,
+target, met?). The measures are `MEASURES`, each described by its function's docstring
+(``--help`` lists them). Whatever the numbers, nothing here asserts a time: "met?" is reported
+("—" for a figure without a target), and the exit status is non-zero only when a measure could
+not run. The process takes the app's thread settings (one torch thread, one BLAS thread)
+before anything is timed. ``--quick`` runs every measure with few repeats (a smoke run of
+about eight minutes, half of it the lecture: its numbers are rough); the full run takes about
+fifteen minutes on a 2-core machine.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import inspect
 import io
 import json
 import os
@@ -102,6 +59,9 @@ class Target:
 
 
 def latency(quick: bool) -> list[Target]:
+    """One live update at 16, 128 and 512 tokens: ours (what `/embed` computes,
+    `ui.render.plane`) against the notebook path and the bare compute (bench/update_latency.py).
+    Targets: ≥ 8× faster than the notebook at 512 tokens, ≤ 2.5× the bare compute."""
     from bench.update_latency import measure
 
     repeats = 5 if quick else 30
@@ -143,6 +103,10 @@ def latency(quick: bool) -> list[Target]:
 
 
 def server_cpu(quick: bool) -> list[Target]:
+    """The app's server CPU per live update as its page sends it (the direct path, 10 sessions ×
+    20 updates at once, 12-word pairs) against a one-textbox echo app's per event through
+    gradio's queue under the same load, both in child processes side by side
+    (bench/server_cpu.py); the API's /embed beside them. Target: ≤ 1.0×."""
     from bench.server_cpu import measure, report
 
     found = measure(rounds=1 if quick else 3)
@@ -163,6 +127,8 @@ def server_cpu(quick: bool) -> list[Target]:
 
 
 def browser(quick: bool) -> list[Target]:
+    """Typing a character into sentence A until the plot shows the new token, in Chromium,
+    against an echo event in the same page (bench/browser_roundtrip.py). Target: ≤ 1.5× the echo."""
     from bench.browser_roundtrip import CHROMIUM, measure, report
 
     if CHROMIUM is None:
@@ -301,6 +267,10 @@ def _unrevised(figure: str) -> dict:
 
 
 def payload(quick: bool) -> list[Target]:
+    """The bytes `/embed` sends per update, read off the wire from the app launched in this
+    process, against the notebook's plotly.express figure JSON; and the vocabulary background
+    (2,000 words and the most the page allows), sent once per plane. Target: ≤ 1.2×
+    plotly.express at 512 tokens."""
     found = measure_payload()
     rows = []
     for u in found["updates"]:
@@ -337,6 +307,8 @@ def payload(quick: bool) -> list[Target]:
 
 
 def vocabulary(quick: bool) -> list[Target]:
+    """The whole-vocabulary plane's first fit and projecting an update into it, against
+    scikit-learn's PCA (bench/vocabulary_basis.py). Targets: first fit ≤ 0.5 s, transform ≤ 1 ms."""
     from bench.vocabulary_basis import measure, report
 
     results = measure(fits=3 if quick else 5, transforms=50 if quick else 500)
@@ -362,6 +334,8 @@ def vocabulary(quick: bool) -> list[Target]:
 
 
 def training(quick: bool) -> list[Target]:
+    """Steps per second and time to category purity 0.9 on the built-in corpus, against the
+    full-table softmax (bench/training_purity.py). Target: ≤ 10 s."""
     from bench.training_purity import SHAPES, TARGET, measure
 
     layers = (32,) if quick else (32, 2, 16, 64)
@@ -407,6 +381,9 @@ def training(quick: bool) -> list[Target]:
 
 
 def cold_start(quick: bool) -> list[Target]:
+    """`python app.py` to the first HTTP 200, against `import gradio` and a minimal Blocks app;
+    and whether importing the app leaves the presets unloaded (bench/cold_start.py). Targets:
+    ≤ 1.8× the minimal app, presets loaded lazily."""
     from bench.cold_start import measure, report
 
     found = measure(repeats=1 if quick else 5)
@@ -426,6 +403,8 @@ def cold_start(quick: bool) -> list[Target]:
 
 
 def memory(quick: bool) -> list[Target]:
+    """Idle server RSS and the cost of each further BERT session, against one copy of the BERT
+    tables (bench/sessions_memory.py). No target: reported only."""
     from bench.sessions_memory import measure
     from core.tables.presets import bert_source
 
@@ -467,6 +446,11 @@ def haproxy_found() -> bool:
 
 
 def lecture(quick: bool) -> list[Target]:
+    """100 students typing at human speed on one process, then on 1 and 2 workers behind HAProxy
+    (deploy/serve.py), then 10 students on the last setup (bench/lecture.py); and, from the CPU
+    per update, the cores a 500-student course needs for p95 ≤ 1 s. Reported only: p95
+    key-to-answer and CPU per update for each setup, and the cores. Without haproxy the
+    balanced setups are not measured."""
     from bench import lecture as hall
 
     ramp, duration = (5, 30) if quick else (10, 60)
@@ -531,6 +515,9 @@ def lecture(quick: bool) -> list[Target]:
 
 
 def bursts(quick: bool) -> list[Target]:
+    """A class pressing *Next* at once (bench/next_burst.py) against an echo, and pressing
+    *Train* at once (bench/train_burst.py) beside a typing student. Targets: Next's p95 ≤ 2 s;
+    no Train refused, the last done within 30 s, others' typing p95 ≤ 1.5 s."""
     import subprocess
 
     students = 40 if quick else 100
@@ -563,7 +550,7 @@ def bursts(quick: bool) -> list[Target]:
 def neighbour(quick: bool) -> list[Target]:
     """Another visitor's update beside one looping every heavy endpoint on the same app, and
     beside the same visitor on another app process (the floor: two processes sharing two cores),
-    in alternating rounds; the medians of the rounds' p50 ratios."""
+    in alternating rounds; the medians of the rounds' p50 ratios. Target: ≤ 2× on the same app."""
     from bench.appserver import launched_app
     from bench.public_space import beside_heavy_neighbour
 
@@ -589,6 +576,9 @@ def neighbour(quick: bool) -> list[Target]:
 
 
 def first_load(quick: bool) -> list[Target]:
+    """A first visit's bytes and requests over the wire (bench/first_load.py), against a
+    minimal Gradio page with a plot and a page of one of each of the app's component types.
+    Targets: ≤ 1.3× the minimal page in bytes and in requests."""
     from bench.first_load import measure as weigh
     from bench.first_load import report as weight_report
 
@@ -612,6 +602,13 @@ def first_load(quick: bool) -> list[Target]:
 
 
 def class_follow(quick: bool) -> list[Target]:
+    """A class on one process (bench/class_follow.py): the server's CPU while 100 students'
+    pages hold their class streams open and idle, against the same pages open without streams;
+    and the lecturer's *Next* reaching the followers (the stream's message, then the follow
+    call's answer, the whole view), alone and while 30 of them type, against the streams'
+    fan-out alone (the pages only listen). Targets: the idle streams ≤ 10% of one core (the
+    total, not the difference); 95% of the followers reached within 1.5 s, alone and beside
+    the typists."""
     from bench.class_follow import WITHIN, measure, report
 
     students, typing = 100, 30
@@ -643,6 +640,11 @@ def class_follow(quick: bool) -> list[Target]:
 
 
 def outage(quick: bool) -> list[Target]:
+    """A class on two workers behind HAProxy whose Redis stops for 30 s (15 with --quick) and
+    starts again empty (bench/class_outage.py): 20 students follow, 3 type, the lecturer
+    presses Next meanwhile and once Redis is back, then End. Targets: no 5xx on any route, no
+    stream cut, the Next reaching every follower and End every page within 10 s of Redis's
+    start. Needs haproxy and redis-server."""
     from bench.class_outage import WITHIN, measure, report
 
     if not haproxy_found():
@@ -684,7 +686,10 @@ MEASURES: dict[str, Callable[[bool], list[Target]]] = {
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    measures = "\n".join(f"  {name}: {inspect.cleandoc(fn.__doc__)}".replace("\n", "\n    ")
+                         for name, fn in MEASURES.items())
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=f"measures:\n{measures}",
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="few repeats: a smoke run of about eight minutes")
     parser.add_argument("--only", default="", help=f"comma-separated measures, of: {', '.join(MEASURES)}")
     args = parser.parse_args()

@@ -5,36 +5,13 @@ one-textbox echo app, under the same load.
 
 A class costs the server what each keystroke costs it, and a gradio event has a floor no app
 can go below: the queue, the event stream, the JSON of the answer. This puts the app next to
-that floor. Two servers run side by side, each in its own child process so its CPU time is
-its own:
-
-- page: `python app.py` (bench/appserver.py) driven as its page drives it (bench/load.py
-  `PageSession`): the page-load event once, then each update sent straight to the tab
-  (ui/direct.py), with a 12-word sentence A and a 12-word sentence B, on the default tables;
-- app: the same process driven through the API's `/embed` on gradio's queue;
-- echo: a Blocks app with one textbox whose change event returns its text into a second
-  textbox (`--serve-echo`, below), driven with a 12-word text. It has the app's queue
-  (`default_concurrency_limit=2`, unbounded), its event options (`trigger_mode="always_last"`,
-  one concurrency group, no progress), the gradio settings the app makes (ui/page.py
-  GRADIO_SETTINGS) and the launch options the app's config reports (`show_error`,
-  `run_history`, `max_file_size`); the theme, stylesheet and script only shape the page,
-  which nobody loads here.
-
-A round drives one server with --sessions clients at once, each its own session_hash,
-speaking the page's queue protocol (bench/load.py's `HttpSession`: queue/join, then the
-session's event stream), each making --updates sequential calls. Every text differs from
-every other (session, update and round each change a word), so nothing is answered from a
-cache. Each client first makes one untimed call (the app creates the session's state on
-it); then all start together and the window runs until the last answer. Server CPU is the
-child's user + system time over the window, divided by the updates answered in it.
-
-The rounds alternate (app, echo, app, echo, …) after one warm-up round each, so a busy
-neighbour on a shared machine slows both alike, and so both servers have served the same
-number of events at every round (gradio's queue summarises the events it has recorded, up to
-10,000, every thousand events with the app's settings). Reported: the medians of the measured
-rounds' CPU per update and their ratio, with the load generator's own CPU per update (this
-process: the clients' threads) and what the rest of the machine used in the window, so a
-reader can see that the generator is light and how noisy the machine was.
+that floor: the app driven as its page drives it (each update straight to the tab,
+ui/direct.py) and through the API's `/embed`, beside a Blocks app that echoes one textbox into
+another (`serve_echo`), each server in its own child process so its CPU time is its own
+(`both_servers`). Rounds of --sessions clients making --updates calls each (`drive`) alternate
+between the servers (`measure`). Reported: the medians of the measured rounds' CPU per update
+and their ratio, with the load generator's own CPU per update and what the rest of the machine
+used in the window, so a reader can see that the generator is light and how noisy it was.
 """
 
 from __future__ import annotations
@@ -139,7 +116,19 @@ def embed_index(url: str) -> tuple[int, dict]:
 @contextmanager
 def both_servers() -> Iterator[tuple[Served, Served, Served]]:
     """The app (as its page drives it, and through the API) and the echo app, each server in its
-    own child process, alive side by side."""
+    own child process, alive side by side.
+
+    - page: `python app.py` (bench/appserver.py) driven as its page drives it (bench/load.py
+      `PageSession`): the page-load event once, then each update sent straight to the tab
+      (ui/direct.py), with a 12-word sentence A and a 12-word sentence B, on the default tables;
+    - app: the same process driven through the API's `/embed` on gradio's queue;
+    - echo: `serve_echo`, driven with a 12-word text. It has the app's queue
+      (`default_concurrency_limit=2`, unbounded), its event options (`trigger_mode="always_last"`,
+      one concurrency group, no progress), the gradio settings the app makes (ui/page.py
+      GRADIO_SETTINGS) and the launch options the app's config reports (`show_error`,
+      `run_history`, `max_file_size`); the theme, stylesheet and script only shape the page,
+      which nobody loads here.
+    """
     from bench.appserver import launched, launched_app
     from bench.load import endpoints_of
 
@@ -170,7 +159,15 @@ def server_seconds(process: psutil.Process) -> float:
 
 
 def drive(server: Served, run: int, sessions: int, updates: int) -> dict:
-    """--sessions clients at once, --updates sequential calls each; CPU over the window they share."""
+    """--sessions clients at once, --updates sequential calls each; CPU over the window they share.
+
+    Each client has its own session_hash and speaks the page's protocol (bench/load.py's
+    `HttpSession`: queue/join, then the session's event stream). Every text differs from every
+    other (session, update and round each change a word), so nothing is answered from a cache.
+    Each client first makes one untimed call (the app creates the session's state on it); then
+    all start together and the window runs until the last answer. Server CPU is the child's
+    user + system time over the window, divided by the updates answered in it.
+    """
     from bench.load import SESSIONS
 
     clients = [SESSIONS[server.via](server.url, {server.api_name: server.fn_index}, CALL_TIMEOUT)
@@ -223,7 +220,13 @@ def per_update(run: dict, key: str) -> float:
 
 def measure(rounds: int, sessions: int = 10, updates: int = 20) -> dict:
     """Alternating rounds on the app and the echo app after a warm-up round each: every round's
-    figures, and the medians of the measured rounds' CPU seconds per update and their ratio."""
+    figures, and the medians of the measured rounds' CPU seconds per update and their ratio.
+
+    The rounds alternate (app, echo, app, echo, …) so a busy neighbour on a shared machine
+    slows both alike, and so both servers have served the same number of events at every round
+    (gradio's queue summarises the events it has recorded, up to 10,000, every thousand events
+    with the app's settings).
+    """
     from bench.lecture import WORDS
 
     if not 1 <= sessions <= len(WORDS):

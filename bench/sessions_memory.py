@@ -2,21 +2,15 @@
 
     python -m bench.sessions_memory [--sessions 200] [--each 20] [--app]
 
-In this process (no server), with one torch thread as the app runs:
-
-1. idle: the process with ``core`` imported and nothing loaded;
-2. for BERT, GloVe and the largest random layer the settings allow: loading the tables
-   (once per process), then ``--each`` untrained sessions, then ``--each`` sessions trained
-   with ``Session.trained_on(Corpus.builtin(), TrainConfig(steps=20))``, each kept alive;
-3. ``--sessions`` trained BERT sessions, kept alive together;
-4. the baseline, side by side: ``--each`` BERT sessions trained the way training worked
-   before, on a full copy of every trainable table.
-
-Each session is measured two ways: the growth of the process's resident memory (psutil's
-RSS, divided by the number of sessions; includes the allocator's slack) and the bytes of
-tensors the session holds that it does not share with the preset
-(``core.model.embedding.private_bytes``, exact). Prints a markdown table; asserts nothing.
-``--app`` instead launches ``app.py`` and measures RSS over HTTP as ``bench/run.py`` does.
+In this process (no server), with one torch thread as the app runs (`measure_in_process`): the
+idle process; for BERT, GloVe and the largest random layer, loading the tables, then --each
+untrained and --each trained sessions, each kept alive; --sessions trained BERT sessions kept
+alive together; and the baseline side by side, --each BERT sessions trained on a full copy of
+every trainable table (`full_copy_trained`). Each session is measured two ways: the growth of
+the process's resident memory (psutil's RSS, divided by the number of sessions; includes the
+allocator's slack) and the bytes of tensors the session holds that it does not share with the
+preset (``core.model.embedding.private_bytes``, exact). Prints a markdown table; asserts
+nothing. ``--app`` instead launches ``app.py`` and measures RSS over HTTP (`measure`).
 """
 
 from __future__ import annotations
@@ -70,7 +64,11 @@ def per_session(make: Callable[[], object], count: int, private: Callable[[objec
 
 
 def measure_in_process(sessions: int = 200, each: int = 20) -> Iterator[tuple[str, ...]]:
-    """Rows of the table, each as soon as it is measured: (state, RSS, RSS change, private, note)."""
+    """Rows of the table, each as soon as it is measured: (state, RSS, RSS change, private, note).
+
+    The idle process is ``core`` imported and nothing loaded; each source's tables are loaded
+    once per process; a trained session is ``Session.trained_on(Corpus.builtin(),
+    TrainConfig(steps=20))``."""
     torch.set_num_threads(1)
     corpus = Corpus.builtin()
     yield ("idle process, core imported", f"{rss():.0f}", "", "", "")

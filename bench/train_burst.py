@@ -3,17 +3,14 @@
     python -m bench.train_burst [--students 40] [--spread 2] [--steps 100]
 
 One launched app (`python app.py`, as on a Space). Each student is its own session: it draws
-its sentences, then presses *Train* at a random moment within --spread seconds. Two bursts
-run side by side in one process:
-
-- ours: every student on the same tables (the tour's), so the trainings are identical and
-  the app runs one for the class (`core.serving.jobs.Jobs`, shared by key);
-- baseline: every student on tables of their own (a random seed each), so every training
-  must run: the fair line alone.
-
-For each it prints how many trained and how many were refused, when the last was done (from
-the burst's first press), and a typing student's update latency (p50/p95) during the burst
-against the same student's alone. Times are measured, never asserted.
+its sentences, then presses *Train* at a random moment within --spread seconds (`burst`). Two
+bursts run side by side in one process: ours, every student on the same tables (the tour's), so
+the trainings are identical and the app runs one for the class (`core.serving.jobs.Jobs`,
+shared by key); and the baseline, every student on tables of their own (a random seed each), so
+every training must run: the fair line alone. For each it prints how many trained and how many
+were refused, when the last was done (from the burst's first press), and a typing student's
+update latency (p50/p95) during the burst against the same student's alone (`typist`). Times
+are measured, never asserted.
 """
 
 from __future__ import annotations

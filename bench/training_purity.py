@@ -1,22 +1,17 @@
 """Does training gather related words, how fast, and why the softmax is corpus-sized.
 
-Part 1 is the classroom demonstration: a random N(0, 1) layer shaped like BERT's
-(WordPiece, 30,522 rows) trained with the default `TrainConfig` on the built-in corpus.
-It prints steps per second, the time until category purity reaches 0.9, the final purity
-and the chance level (a table without structure). Purity is evaluated every 5% of the
-steps through the progress callback, with the clock paused meanwhile. Rows at other widths
-and with the word-level tokenizer show where the demonstration stops working (d = 2).
+    python -m bench.training_purity
 
-Part 2 is why `train` works on a corpus-sized copy of the token table: it times a step of
-the same objective with the softmax over every row of the table (the baseline) against
-ours, on the table shapes the app offers, and prints the ratio.
-
-The first backward pass in a process imports a large part of torch (a few seconds); it is
-timed once on its own and kept out of the other numbers. On a machine whose cores are busy
-with other work, PyTorch's thread pool waits on itself at every small operation: run with
-``OMP_NUM_THREADS=1`` for steady numbers there.
-
-Run: ``python -m bench.training_purity``
+Part 1 is the classroom demonstration (`demonstration`): a random N(0, 1) layer shaped like
+BERT's (WordPiece, 30,522 rows) trained with the default `TrainConfig` on the built-in corpus,
+its steps per second, time until category purity 0.9, final purity and the chance level; rows
+at other widths and with the word-level tokenizer show where it stops working (d = 2). Part 2
+(`ms_per_step`) is why `train` works on a corpus-sized copy of the token table: a step of the
+same objective with the softmax over every row of the table (the baseline) against ours, on
+the table shapes the app offers. The process's first backward pass (torch's lazy imports) is
+timed on its own and kept out of the other numbers (`first_backward`). On a machine whose
+cores are busy with other work, PyTorch's thread pool waits on itself at every small
+operation: run with ``OMP_NUM_THREADS=1`` for steady numbers there.
 """
 
 from __future__ import annotations
@@ -48,7 +43,10 @@ OUR_STEPS = 200  # enough that tokenizing the corpus and measuring purity hardly
 
 
 def demonstration(model: BertEmbedding, corpus: Corpus, tokenizer: Tokenizer) -> dict:
-    """Train with the defaults: steps/s, seconds and steps to TARGET (None: never), final purity."""
+    """Train with the defaults: steps/s, seconds and steps to TARGET (None: never), final purity.
+
+    Purity is evaluated every 5% of the steps through the progress callback, with the clock
+    paused meanwhile."""
     config = TrainConfig()
     paused, reached = 0.0, None
 

@@ -2,24 +2,12 @@
 
     python -m bench.update_latency [--repeats 30]
 
-For sentence pairs of 16, 128 and 512 tokens on the BERT (MiniLM, d=384) tables it times:
-
-- ours:  the page's own keystroke compute, `ui.render.plane(app.demo.explorer, view, session)`,
-         for a fresh tab's `View` of the pair (default toggles, nothing selected, no search)
-         in a new session's "this sentence" plane: `core.plane.pipeline.explore` (tokenize →
-         components → PCA to 2-D, plus the spectrum of the explained-variance bar where the
-         app measures one), the plot's figure JSON (`embedding_spec` + `figure_json`), the
-         variance bar's HTML (`variance_bars`), the token table, the summary, the neighbours
-         and the search; calling the page's renderer keeps this in step with the app.
-         Gradio's own pre- and postprocessing, and finding the tab's state, are not in it;
-- naive: what a notebook would do — transformers' BertTokenizer + BertModel embeddings,
-         scikit-learn PCA() with default settings, plotly.express, figure JSON;
-- bare:  the least work that gives the same numbers — fast tokenizer, table lookups, a
-         covariance eigendecomposition in numpy (the plane and the spectrum); no figure at all.
-
-All three run with the app's thread settings (one torch and one BLAS thread per request).
-Timings are medians over interleaved repeats, so a noisy neighbour slows all three alike;
-the ratios are the result, the milliseconds are for context.
+For sentence pairs of 16, 128 and 512 tokens on the BERT (MiniLM, d=384) tables it times
+three paths to the same picture: ours, the page's own keystroke compute (`ours`); naive, what
+a notebook would do (`naive`); and bare, the least work that gives the same numbers, with no
+figure at all (`bare`). All three run with the app's thread settings (one torch and one BLAS
+thread per request). Timings are medians over interleaved repeats, so a noisy neighbour slows
+all three alike; the ratios are the result, the milliseconds are for context.
 """
 
 from __future__ import annotations
@@ -80,7 +68,17 @@ def embed_call(session: Session):
 
 
 def ours(session: Session):
-    """The whole keystroke; returns the bytes of the figure JSON and HTML it made (the plot and the bar)."""
+    """The whole keystroke; returns the bytes of the figure JSON and HTML it made (the plot and the bar).
+
+    `ui.render.plane(app.demo.explorer, view, session)` for a fresh tab's `View` of the pair
+    (default toggles, nothing selected, no search) in a new session's "this sentence" plane:
+    `core.plane.pipeline.explore` (tokenize → components → PCA to 2-D, plus the spectrum of the
+    explained-variance bar where the app measures one), the plot's figure JSON
+    (`embedding_spec` + `figure_json`), the variance bar's HTML (`variance_bars`), the token
+    table, the summary, the neighbours and the search; calling the page's renderer keeps this
+    in step with the app. Gradio's own pre- and postprocessing, and finding the tab's state,
+    are not in it.
+    """
     import app
 
     page = app.demo.explorer
@@ -94,6 +92,8 @@ def ours(session: Session):
 
 
 def naive():
+    """What a notebook would do: transformers' BertTokenizer + BertModel embeddings,
+    scikit-learn PCA() with default settings, plotly.express, figure JSON."""
     import pandas as pd
     import plotly.express as px
     from sklearn.decomposition import PCA
@@ -132,6 +132,8 @@ def naive():
 
 
 def bare(model):
+    """The least work that gives the same numbers: fast tokenizer, table lookups, a covariance
+    eigendecomposition in numpy (the plane and the spectrum); no figure at all."""
     tok, pos, seg, norm = (
         model.tok_embed.weight.numpy(),
         model.pos_embed.weight.numpy(),

@@ -5,23 +5,10 @@
 The "whole vocabulary" basis is PCA of every row of the token table (BERT MiniLM's
 30,522 × 384, GloVe's 400,003 × 50). It is the one slow step of that plane, so it is fitted
 once per table and cached; after that each keystroke only projects its vectors. For each
-table this times, side by side in one process:
-
-- first fit: ``core.plane.basis.vocabulary_basis(table, refit=True)`` (the page's Refit button:
-  the same code as the first fit, bypassing the cache) against scikit-learn's
-  ``PCA(n_components=10)`` with its default solver on the same rows, and with arpack — what
-  a notebook would write, asking for the ten components the explained-variance bar shows.
-  Fits are interleaved in a shuffled order and the median is reported. The process's very
-  first fit of a table (cold memory, lazy imports) is shown apart when this run made it;
-  the cache is process-wide, so it is missing when something earlier fitted that table;
-- cache hit: ``vocabulary_basis(table)`` once cached — a dictionary look-up;
-- transform: a 512-token update (5 groups → 2,560 × d vectors, the layer's real
-  components for 512 random rows) projected with the cached ``projection.transform``,
-  against scikit-learn's ``PCA.transform`` with the same two axes and a bare numpy
-  ``(X − mean) @ axesᵀ``.
-
-Ratios are ours / baseline: below 1 is faster. The app's thread settings apply (one torch
-and one BLAS thread), as in app.py.
+table this times, side by side in one process (`measure_table` says how), the first fit
+against scikit-learn's PCA as a notebook would write it, a cache hit, and projecting an update
+against scikit-learn's transform and bare numpy. Ratios are ours / baseline: below 1 is
+faster. The app's thread settings apply (one torch and one BLAS thread), as in app.py.
 """
 
 from __future__ import annotations
@@ -72,7 +59,21 @@ def medians(calls: dict[str, Callable[[], object]], rounds: int) -> dict[str, fl
 
 
 def measure_table(key: str, fits: int = 5, transforms: int = 500) -> dict:
-    """Seconds of first fit, refits, baselines, cache hits and transforms for one table."""
+    """Seconds of first fit, refits, baselines, cache hits and transforms for one table.
+
+    - first fit: ``core.plane.basis.vocabulary_basis(table, refit=True)`` (the page's Refit
+      button: the same code as the first fit, bypassing the cache) against scikit-learn's
+      ``PCA(n_components=10)`` with its default solver on the same rows, and with arpack: what
+      a notebook would write, asking for the ten components the explained-variance bar shows.
+      Fits are interleaved in a shuffled order and the median is reported. The process's very
+      first fit of a table (cold memory, lazy imports) is shown apart when this run made it;
+      the cache is process-wide, so it is missing when something earlier fitted that table;
+    - cache hit: ``vocabulary_basis(table)`` once cached, a dictionary look-up;
+    - transform: a 512-token update (5 groups → 2,560 × d vectors, the layer's real
+      components for 512 random rows) projected with the cached ``projection.transform``,
+      against scikit-learn's ``PCA.transform`` with the same two axes and a bare numpy
+      ``(X − mean) @ axesᵀ``.
+    """
     name, source = TABLES[key]
     model = source().model
     table = model.tok_embed

@@ -2,22 +2,15 @@
 
     python deploy/serve.py [--workers N] [--port 7860] [--host 0.0.0.0] [--first-worker-port P]
 
-Each worker is a plain `python app.py` on 127.0.0.1 and its own port; HAProxy listens on the
-front port and sends each browser to one worker for good, by a cookie it sets on the first
-answer (`cookie SERVERID insert indirect nocache`). Gradio keeps a visitor's session state,
-queue and files in one process, so everything a page does — typing, uploads, training,
-exports and their downloads — must reach the same worker; API clients that keep cookies
-(`gradio_client`, `httpx.Client`, `requests.Session`) stick the same way, and the queue's
-`session_hash` is a second key for clients that do not.
-
-HAProxy comes from Debian's package: when it is missing and this runs as root, it is
-installed (`apt-get install haproxy`); otherwise the command says how to install it.
-A class (a lecturer's page that students' pages follow, core/serving/classroom.py) lives in a
-redis-server this command starts on a loopback port (from Debian's package, installed the same
-way), so students on any worker follow; set EXPLORER_CLASS_STORE=redis://host:port/0 to use a
-Redis of your own instead.
-Ctrl-C or SIGTERM stops HAProxy, every worker and Redis. A worker that dies is started again
-(its visitors lose their session and go to another); so is Redis, empty, on its port.
+Each worker is a plain `python app.py` on 127.0.0.1 and its own port; HAProxy sends each browser
+to one worker for good, by a cookie (`ClassServer` says why and how). A class (a lecturer's
+page that students' pages follow, `core.serving.classroom`) lives in a redis-server this
+command starts on a loopback port, so students on any worker follow; set
+EXPLORER_CLASS_STORE=redis://host:port/0 to use a Redis of your own instead. HAProxy and Redis
+come from Debian's packages: when one is missing and this runs as root, it is installed
+(`apt-get install`); otherwise the command says how to install it. Ctrl-C or SIGTERM stops
+HAProxy, every worker and Redis. A worker that dies is started again (its visitors lose their
+session and go to another); so is Redis, empty, on its port.
 """
 
 from __future__ import annotations
@@ -237,7 +230,15 @@ def stop_process(process: subprocess.Popen | None, timeout: float = 20) -> None:
 
 
 class ClassServer:
-    """N workers and one HAProxy; `start()` returns once every worker answers and HAProxy listens."""
+    """N workers and one HAProxy; `start()` returns once every worker answers and HAProxy listens.
+
+    HAProxy listens on the front port and sends each browser to one worker for good, by a
+    cookie it sets on the first answer (`cookie SERVERID insert indirect nocache`). Gradio
+    keeps a visitor's session state, queue and files in one process, so everything a page does
+    (typing, uploads, training, exports and their downloads) must reach the same worker; API
+    clients that keep cookies (`gradio_client`, `httpx.Client`, `requests.Session`) stick the
+    same way, and the queue's `session_hash` is a second key for clients that do not.
+    """
 
     def __init__(
         self,

@@ -5,22 +5,10 @@
 The fixture is a real picture of the app: the page's default tables and view with two
 sentences that exercise every column (a word six times, whose token points pile up beyond what
 a hover names, a ## word piece, the [CLS]/[SEP] markers, and "<", ">" and "&", which the hover
-text escapes). It holds:
-
-- ``scene``: the `Scene` the pipeline drew (``core.plane.pipeline.explore_view``), its arrays as lists,
-  so the figure is rebuilt from the same numbers anywhere, without torch or PCA;
-- ``compact``: what the page receives (``embedding_spec(scene, compact=True)``, as JSON);
-- ``expanded``: the traces the page must draw, taken from the *whole* figure
-  (``embedding_spec(scene)``), not from either reader: each per-token group's customdata
-  as a list of [id, position, segment, norm] rows (the whole figure sends it as a typed array);
-- ``table``: the token table, from the scene itself: token, id, position, segment and each
-  component's norm rounded to 3 decimals;
-- ``labels``: the labels the page must place, taken from the whole figure's
-  ``layout.meta.labels`` (every trace's texts), which a reader of the compact one rebuilds.
-
-core/drawing/wire.py's docstring describes the columns; tests/test_wire_format.py checks that the code
-still sends exactly ``compact`` and ``expanded``, and that both readers (``core.drawing.wire`` and
-assets/explorer.js) turn ``compact`` into ``expanded``, ``table`` and ``labels``.
+text escapes); `build` lists what it holds. `core.drawing.wire.token_columns` describes the
+columns; tests/test_wire_format.py checks that the code still sends exactly ``compact`` and
+``expanded``, and that both readers (`core.drawing.wire` and assets/explorer.js) turn
+``compact`` into ``expanded``, ``table`` and ``labels``.
 """
 
 from __future__ import annotations
@@ -115,7 +103,20 @@ def table_of(scene: Scene) -> list[list]:
 
 
 def build() -> dict:
-    """The fixture, from the app's pipeline (its default tables, view and options)."""
+    """The fixture, from the app's pipeline (its default tables, view and options). It holds:
+
+    - ``scene``: the `Scene` the pipeline drew (`core.plane.pipeline.explore_view`), its arrays
+      as lists, so the figure is rebuilt from the same numbers anywhere, without torch or PCA;
+    - ``compact``: what the page receives (``embedding_spec(scene, compact=True)``, as JSON);
+    - ``expanded``: the traces the page must draw, taken from the *whole* figure
+      (``embedding_spec(scene)``), not from either reader: each per-token group's customdata
+      as a list of [id, position, segment, norm] rows (the whole figure sends it as a typed
+      array);
+    - ``table``: the token table, from the scene itself: token, id, position, segment and each
+      component's norm rounded to 3 decimals;
+    - ``labels``: the labels the page must place, taken from the whole figure's
+      ``layout.meta.labels`` (every trace's texts), which a reader of the compact one rebuilds.
+    """
     from core.plane.pipeline import explore_view
     from core.tables.session import Session
     from core.view.state import View

@@ -7,12 +7,11 @@
     POST explorer/class/stream  {key, class}          JSON lines, one a change: the lesson's version and step, whether
                                                       the page follows; the lecturer's: pages connected, following
 
-A page is named by its key (`ui.channels.Channel.key`) in the body, never in an address a proxy logs;
-`lead` and `follow` answer as a direct call does, in its bounded turns (`Direct.turn`). A stream
-holds no thread: a new lesson wakes its class's streams (`Streams`), an idle one writes a blank
-line every `KEEPALIVE` s, a lecturer's reads the counts every second. A store that is away ends
-no stream (each says the class is reconnecting); a call it must answer is answered 200 with
-`reconnecting` and a sentence, and the page tries again (a 5xx reads as a broken server).
+A page is named by its key (`ui.channels.Channel.key`) in the body, never in an address a proxy
+logs; `lead` and `follow` answer as a direct call does, in its bounded turns (`Direct.turn`). A
+store that is away ends no stream (each says the class is reconnecting); a call it must answer
+is answered 200 with `reconnecting` and a sentence, and the page tries again (a 5xx reads as a
+broken server).
 """
 
 from __future__ import annotations
@@ -58,7 +57,11 @@ CLASSROOM = Classroom()
 
 
 class Streams:
-    """The class streams this process serves, woken when their class changes."""
+    """The class streams this process serves, woken when their class changes.
+
+    A stream holds no thread: a new lesson wakes its class's streams, an idle one writes a
+    blank line every `KEEPALIVE` s, a lecturer's reads the counts every second.
+    """
 
     def __init__(self, classroom: Classroom) -> None:
         self.classroom = classroom
@@ -265,7 +268,7 @@ class ClassRoutes:
                                  background=BackgroundTask(self.streams.release, sent["key"], token, member))
 
     async def _show(self, tab, lesson: Lesson, before, after) -> dict:
-        """Show `live`'s tab the class's lesson, in the page's direct turn: `before(lesson)`,
+        """Show `tab` the class's lesson, in the page's direct turn: `before(lesson)`,
         then the view, then `after(lesson, shown)`, `shown` being whether the tab took it (a
         view can be refused: the memory budget, a training running). The lesson is read again
         when the turn comes, so a follower that waited behind a class shows the newest; the

@@ -3,50 +3,15 @@
 Through gradio's queue a keystroke costs more than the explorer's work: a join, an event
 stream, a position estimate to every waiting visitor, and each output processed by gradio in
 the browser before Plotly draws. So the page's script (assets/explorer.js) sends the change
-(the sentences as typed, the token clicked, a screen turned a phone's) with one POST to a
-route of the app, `/explorer/live`, and draws the main plane (`#embed-plot`, a `gr.HTML`)
-with Plotly itself.
-The call goes through `ui.events.update` and `core.serving.tabs.Tab.apply` like every event, and
-answers with the values of the outputs the script writes itself (`Page.direct_outputs`: the
-plot, its summary, the variance bars, the notice, the address) and, as gradio's browser code
-takes them, those of the other components it changed (the picker, the neighbour tables, an
-open side view; for a class's lesson, any): the page hands them to gradio with one event that
-runs in the browser alone (`ui.plane.hand_over_js`). No change needs a trip through the queue.
+with one POST to a route of the app, `/explorer/live` (`Direct.route`), and draws the main
+plane (`#embed-plot`, a `gr.HTML`) with Plotly itself. The call goes through `ui.events.update`
+and `core.serving.tabs.Tab.apply` like every event, and answers with values by element id
+(`Direct.answered`): no change needs a trip through the queue.
 
 A route of the app, not a gradio server function (`gr.HTML(server_functions=…)`): measured
-side by side on the same app, the same keystrokes cost the server a fifth less CPU through the
-route (README, Performance), and gradio's `/component_server` also makes a gradio session for
-any session hash it is sent. Neither is given gradio's session hash, so the page identifies
-its tab with the unguessable key the server issued when the page loaded (`ui.channels.Channel.key`).
-
-Bounds: the calls compute one at a time (one interpreter: a second computing thread only
-contended with the first for its lock), in fair turns across client addresses, weighted by work
-(`ui.visitors.Turns`); what may wait is the process's one account's to say (`ui.visitors`: per
-address, per tab and in all, over every door), past which a call is refused at once with a
-sentence; a call whose address's pages have not read their share of answers waits until they
-do; a tab's older call still waiting when a newer one comes is skipped; a body is at most
-`MAX_BODY`. Before, the calls were served first come, first served, and one address's 150 tabs
-held another student's keystrokes for seconds (bench/public_space.py, section 8).
-
-A keystroke is computed on the event loop itself when it is as quick as its tab's last one
-(`Direct.quick`); anything else, on a worker thread. Handing a keystroke to a thread cost the
-server about 2 ms of CPU beyond the explorer's own work for it (about 5 ms): the hand-over and
-back, and the interpreter's lock passed to and fro between the thread and the loop as the
-call's bytes come and go. Measured side by side (`python -m bench.server_cpu`), a 12-word
-keystroke cost the server 7.2 ms of CPU through a thread and 5.3 ms in the loop, where an echo
-through gradio's queue costs 6.2 ms. A call that may take long (a paste, a tab, a click's
-neighbours, a tab whose last call was slow or whose tables must be rebuilt) or may wait (a tab
-in a class, or one another thread holds) still goes to the thread, so the loop never stops for
-long.
-
-A keystroke rides on the tab's call still waiting, if there is one: the call's change is read
-when its turn comes, and a later change of the same kind (what a person types, clicks or opens,
-not a tour step or an example) is merged into it and answered at once, `{"merged": true}`; the
-waiting call's answer shows both. The page sends a change as it is made while one call waits
-(assets/explorer.js), so a key typed while a class's turns go round is drawn at the end of the
-round it was typed in, not at the end of the next: with one call at a time, a key typed just
-after a call left waited for that call and then a whole round of its own (about twice as long
-at the 95th percentile of a lecture, bench/lecture.py).
+side by side on the same app, the same keystrokes cost the server less CPU through the route,
+and gradio's `/component_server` also makes a gradio session for any session hash it is sent.
+The page names its tab by the unguessable key the server issued it (`ui.channels.Channel.key`).
 """
 
 from __future__ import annotations
@@ -81,7 +46,8 @@ CHANGES = {"sentence_a": (str, "text"), "sentence_b": (str, "text"), "token": (i
            "move": (int, "a whole number"),  # the tour's Next or Previous: a whole view, untrained (tour.moved)
            "back": (object, "")}  # Back or Forward landed on this address of the visit (its query string)
 # a keystroke is computed on the event loop when its tab's last call took at most this much CPU
-# (a 128-token pair about 12 ms), and its text grew by at most INLINE_GROWTH characters
+# (a keystroke on a 128-token pair fits well within it), and its text grew by at most
+# INLINE_GROWTH characters
 INLINE_SECONDS = 0.025
 INLINE_GROWTH = 64
 # the plane's settings the page sets through this route: each redraws the plane alone (no tables
@@ -105,6 +71,15 @@ class Direct:
     A call waits for its turn in the event loop (no thread is held while it waits), then
     computes, `slots` at a time: a quick keystroke on the event loop itself, anything else on a
     worker thread (`quick`).
+
+    Bounds: the calls compute one at a time (one interpreter: a second computing thread only
+    contends with the first for its lock), in fair turns across client addresses, weighted by
+    work (`ui.visitors.Turns`), so one address's many tabs cannot hold another student's
+    keystrokes (bench/public_space.py measures it); what may wait is the process's one
+    account's to say (`ui.visitors`: per address, per tab and in all, over every door), past
+    which a call is refused at once with a sentence; a call whose address's pages have not read
+    their share of answers waits until they do; a tab's older call still waiting when a newer
+    one comes is skipped; a body is at most `MAX_BODY`.
     """
 
     def __init__(self, page, slots: int = SLOTS, visitors: Visitors = VISITORS) -> None:
@@ -116,7 +91,16 @@ class Direct:
 
     async def answer(self, sent: object, address: str = UNKNOWN, work: float = 1.0) -> dict:
         """The answer to one call of `work` (`ui.visitors.work_of`) from `address`: the values the
-        page writes, or a sentence saying why not."""
+        page writes, or a sentence saying why not.
+
+        A keystroke rides on the tab's call still waiting, if there is one: the call's change is
+        read when its turn comes, and a later change of the same kind (what a person types,
+        clicks or opens, not a tour step or an example) is merged into it and answered at once,
+        `{"merged": true}`; the waiting call's answer shows both. The page sends a change as it
+        is made while one call waits (assets/explorer.js), so a key typed while a class's turns
+        go round is drawn at the end of the round it was typed in, not after a whole round of
+        its own (bench/lecture.py measures the wait).
+        """
         try:
             key, changes, asked = read(sent)
             tab, channel = events.CHANNELS.by_key(key)
@@ -162,7 +146,16 @@ class Direct:
         whose tab's last call was quick (INLINE_SECONDS of CPU), whose text grew as a typist's
         does (not a paste), whose tables are at hand (not parked), and which is in no class (its
         change may write to the class's store, which may be a Redis server: I/O the loop must not
-        wait on)."""
+        wait on).
+
+        Handing a keystroke to a thread costs the server CPU beyond the explorer's own work for
+        it, a sizeable share of that work: the hand-over and back, and the interpreter's lock
+        passed to and fro between the thread and the loop as the call's bytes come and go,
+        enough to make it dearer than an echo through gradio's queue (`python -m
+        bench.server_cpu` measures the three side by side). A call that may take long (a paste,
+        a tab, a click's neighbours, a tab whose last call was slow or whose tables must be
+        rebuilt) or may wait (a tab in a class, or one another thread holds) still goes to the
+        thread, so the loop never stops for long."""
         if not change.keys() <= TYPED or channel.computed > INLINE_SECONDS or tab.parked or tab.member is not None:
             return False
         return all(len(change[name]) <= len(getattr(tab.view, name)) + INLINE_GROWTH for name in change)

@@ -6,9 +6,9 @@ ends, and the trained tables are then adopted by whatever the tab shows by that 
 
 A page watching its training is an async generator: it waits on the event loop, not on a
 thread, so a class of a hundred watching one training together holds no thread of the
-server's pool and waits behind no other page (`TRAINING`, its own line). Before, each watcher
-held one of the heavy line's 16 places for its whole replay, and a class's Train burst took
-39 s to answer its last page.
+server's pool and waits behind no other page (`TRAINING`, its own line). Were each watcher to
+hold one of the heavy line's places for its whole replay, a class's Train burst would keep its
+last pages waiting for the others' replays (bench/train_burst.py measures it).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from ui.plane import LIVE
 from ui.widgets import Checkbox, Number
 
 # the least time between two redraws while training: the curve grows this often, and a training
-# faster than its snapshots (a default one takes a third of a second) is still watched
+# faster than its snapshots (a default one is over in moments) is still watched
 LIVE_SECONDS = 0.4
 POLL_SECONDS = 0.1  # how often a watcher looks again when a redraw's time came and nothing was new
 # the pages watching a training: as many as may have a training in line (`core.serving.jobs.Jobs` bounds

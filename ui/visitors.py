@@ -3,16 +3,11 @@
 A visitor comes in by the page's own route (`ui.direct`), a class's routes (`ui.classroutes`,
 which take the same turns) or gradio's queue (`ui.admission`: the API, the page's other events).
 Each door keeps a line of waiting calls, and `Visitors`, the one account they all ask, reads
-every line: calls waiting per tab (`TAB_CALLS`), per address in work (`ADDRESS_WORK`, by a
-call's size: `work_of`) and in all (`WAITING_CALLS`, which turns away only an address that holds
-its share of the line already, so a flood never fills a bound that refuses others). It
-counts the answers each address's pages have not yet read (`Outbox`, in front of every route,
-sends each in pieces as its reader takes them and drops it when the reader stops): an address
-holding `ANSWER_BYTES` of them, or the budget's part for answers, has its next call wait.
-
-Each line serves in fair turns across addresses, weighted by work (`FairClock`): `Turns` for the
-direct line, `ui.admission.FairLine` for gradio's queue. The account knows addresses, tabs and
-work, not transports, so one ASGI middleware could admit every route the same way.
+every line and counts the answers each address's pages have not yet read (`Outbox`, in front
+of every route). Each line serves in fair turns across addresses, weighted by work
+(`FairClock`): `Turns` for the direct line, `ui.admission.FairLine` for gradio's queue. The
+account knows addresses, tabs and work, not transports, so one ASGI middleware could admit
+every route the same way.
 """
 
 from __future__ import annotations
@@ -84,7 +79,13 @@ class Visitors:
 
     Lines register what they hold (`line`); answers on their way are registered while they are
     sent (`answering`). Its numbers are attributes, so a test can lower them on the launched
-    app's instance instead of sending a flood."""
+    app's instance instead of sending a flood.
+
+    Calls waiting are bounded per tab (`TAB_CALLS`), per address in work (`ADDRESS_WORK`, by a
+    call's size: `work_of`) and in all (`WAITING_CALLS`, which turns away only an address that
+    holds its share of the line already, so a flood never fills a bound that refuses others).
+    An address holding `ANSWER_BYTES` of unread answers, or the budget's part for answers, has
+    its next call wait (`may_answer`)."""
 
     def __init__(self, waiting: int = WAITING_CALLS, address_work: float = ADDRESS_WORK, per_tab: int = TAB_CALLS,
                  answer_bytes: int = ANSWER_BYTES, send_seconds: float = SEND_SECONDS, budget: Budget = BUDGET) -> None:
@@ -336,8 +337,9 @@ class Outbox:
     the last (the server's write buffer holds a piece, not the answer again), and counted as
     unread until its last piece is gone. A reader that takes nothing for `SEND_SECONDS` has its
     answer dropped and its connection closed: a page that never reads cannot grow the server, and
-    its address's next call waits meanwhile (`Visitors.may_answer`). Before, a 31 MiB answer to a
-    tab that never read was held whole in the server's write buffer, as long as the socket stayed.
+    its address's next call waits meanwhile (`Visitors.may_answer`). Without it, the largest
+    answer to a tab that never read would be held whole in the server's write buffer, as long as
+    the socket stayed.
     """
 
     def __init__(self, app, visitors: Visitors = VISITORS) -> None:

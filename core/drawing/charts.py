@@ -68,9 +68,9 @@ def variance_bars(ratios: Sequence[float], shown: int = 2, title: str = "Explain
     first ``VARIANCE_BARS`` ratios are drawn; before any basis is fitted the chart says so.
 
     HTML rather than a Plotly figure because it changes on every keystroke: a second Plotly
-    redraw per keystroke cost the page about 150 ms at 128 tokens (in Chromium,
-    ``bench/browser_roundtrip.py`` with the bar left out), and ten bars need no axes, zoom or
-    hover. Its look is in assets/style.css; presenter mode enlarges it with the page's type.
+    redraw is a cost the page would pay on every key (``bench/browser_roundtrip.py``
+    measures it, with the bar left out), and ten bars need no axes, zoom or hover. Its look
+    is in assets/style.css; presenter mode enlarges it with the page's type.
     """
     values = np.asarray(ratios, dtype=np.float64)
     if values.ndim != 1:

@@ -1,20 +1,16 @@
 """The current view as files that open elsewhere: a spreadsheet, a notebook, a browser.
 
 A student who found something wants to keep it, or to go on in their own code; a lecturer
-wants the picture in a slide deck that works without a network. Three files, each in the
-most ordinary format for its job:
+wants the picture in a slide deck that works without a network. Three files, each in the most
+ordinary format for its job: ``.csv``, the 2-D points as plotted, for a spreadsheet or pandas
+(`coordinates_csv`); ``.safetensors``, the full vectors with the token columns that produced
+them, for numpy or torch, in a format that runs no code when opened (`vectors_safetensors`);
+``.html``, the interactive figure, which opens offline (`figure_html`).
 
-* ``.csv`` — the 2-D points as plotted, one row per point, for a spreadsheet or pandas.
-* ``.safetensors`` — the full vectors (not their shadows in the plane), with the ids,
-  positions and segment ids that produced them, for numpy or torch. A format that holds
-  only arrays, so opening it runs no code, unlike a pickle.
-* ``.html`` — the interactive figure with plotly.js inside, so it opens offline, and the
-  page's own label placement (assets/labels.js), which writes the labels as the page does.
-
-The file writers read neither torch nor gradio: they take the plain data `core.plane.pipeline.explore`
+The file writers read neither torch nor gradio: they take the plain data `core.plane.pipeline`
 produces (a `Scene`, vectors as numpy arrays, a figure dict). `export_view` runs the pipeline
-for a tab's view and writes them: one module-level call, which `core.process.offload` runs in its own
-process (the figure's HTML alone is megabytes of Python string work).
+for a tab's view and writes them: one module-level call, which `core.process.offload` runs in
+its own process (the figure's HTML alone is megabytes of Python string work).
 """
 
 from __future__ import annotations
@@ -104,10 +100,11 @@ def vectors_safetensors(vectors: Mapping[str, np.ndarray], scene: Scene) -> byte
 def figure_html(spec: dict) -> str:
     """A standalone page of the figure, with plotly.js inlined so it opens without a network.
 
-    About 5 MB, nearly all of it plotly.js: the price of a file that works on a lecture hall's
+    Megabytes, nearly all of them plotly.js: the price of a file that works on a lecture hall's
     laptop with no connection. The camera button saves a PNG at three times screen resolution,
     sharp enough for a slide. The same figure always gives the same bytes. Its labels
-    (``layout.meta.labels``) are placed by the page's own script, inlined after the plot.
+    (``layout.meta.labels``) are placed by the page's own script (assets/labels.js), inlined
+    after the plot, which writes them as the page does.
     """
     labels = (spec.get("layout", {}).get("meta") or {}).get("labels")
     place = "" if labels is None else (

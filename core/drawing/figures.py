@@ -187,7 +187,7 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, s
         "uirevision": uirevision,
         "autosize": True,  # no fixed height: the page's CSS gives the plot its size
         # tick labels may reach past the plot's edge: by default plotly measures every one of them on
-        # every redraw to hide those that do, a fifth of a keystroke's drawing at 128 tokens
+        # every redraw to hide those that do, a large share of a keystroke's drawing
         "xaxis": {"title": {"text": titles[0]}, "zeroline": scene.exact, "ticklabeloverflow": "allow"},
         # equal scales, so a distance on screen is the same distance along either axis
         "yaxis": {"title": {"text": titles[1]}, "zeroline": scene.exact, "scaleanchor": "x", "scaleratio": 1,

@@ -5,14 +5,8 @@ and how wide each label is in the font it is written in. So the server says whic
 wanted and which come first (`wanted`), and the page's script (assets/labels.js) places them
 beside their points with the drawn boxes in hand: none over a marker (its own included),
 another label, a note or the plot's edge; a label that must move away from a crowded point is
-joined to it by a leader line; what finds no room is left to the hover.
-
-Order: the words a tour step's text names and the selected token first (`must`: placed however
-far from their point they must go), then the segment rows' letters, the selected token's
-neighbours (its stars), the search's entries, and every group's points in `LABEL_PRIORITY`.
-Points that coincide within a group are one point with one label naming them all
-(`pile_label`: "[SEP] ×2"). A figure the page receives (compact) leaves the texts of the token
-groups out: the page reads them from the tokens it has (`core.drawing.wire`'s columns), by the same rule.
+joined to it by a leader line; what finds no room is left to the hover. Points that coincide
+within a group are one point with one label naming them all (`pile_label`: "[SEP] ×2").
 """
 
 from __future__ import annotations
@@ -69,6 +63,13 @@ def wanted(scene: Scene, order: np.ndarray, groups: Sequence[str], piles: Mappin
            *, size: int, colours: Mapping[str, str], named: Collection[str] = (),
            stars: Mapping[str, str] | None = None, layer: dict | None = None, compact: bool = False) -> dict:
     """The figure's labels for the page to place (``layout.meta.labels``).
+
+    Order: the words a tour step's text names and the selected token first (`must`: placed
+    however far from their point they must go), then the segment rows' letters, the selected
+    token's neighbours (its stars), the search's entries, and every group's points in
+    `LABEL_PRIORITY`. A figure the page receives (compact) leaves the texts of the token groups
+    out: the page reads them from the tokens it has (`core.drawing.wire`'s columns), by the
+    same rule (`filled`).
 
     groups: the drawn groups (traces named so, points in drawing order `order`, the segment's
         one point per row); piles: each group's coinciding points (indices in drawing order).

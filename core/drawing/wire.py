@@ -1,60 +1,15 @@
 """The main plot on the wire: figure dicts as JSON with numpy arrays as typed arrays, and the
 compact form a keystroke sends.
 
-A keystroke's figure carries what every token's point shares across the groups (its name,
-id, position, segment, marker shape, norms and drawing order) once, in
-``layout.meta.columns`` (`token_columns`), instead of once per group. The page's script
-(assets/explorer.js, ``expand``) puts it back into each group's trace before Plotly draws;
-`expand` here is its twin, for API readers and the tests, and `table_rows` reads the token
-table back from the same columns.
-
-The compact form, described once for both readers: this module's `expand` and `table_rows`,
-and assets/explorer.js's ``expand`` and ``drawTable``. tests/test_wire_format.py checks the
-code still sends tests/fixtures/wire.json's compact figure, and that both readers turn it into
-the fixture's traces and table (``python -m tests.wire_fixture`` rewrites it).
-
-``layout.meta.columns`` — one entry per token, L tokens in sentence order; a dtype is a
-plotly typed array ``{"dtype", "bdata"}`` (base64 of little-endian values), a list is JSON:
-
-============  ==================  ============================================================
-key           type                what it holds
-============  ==================  ============================================================
-``tokens``    list of L str       each token, HTML-escaped (``&lt;b&gt;``): plotly reads hover
-                                  text as markup; the table shows it unescaped
-``id``        i4 (L)              its row of the token table
-``position``  u2 (L)              its position, the row of the position table (maxlen ≤ 2,048)
-``segment``   u1 (L)              its segment row: 0 for sentence A, 1 for B (≤ 8 segments)
-``symbol``    list of L int|str   its marker shape (`core.plane.scene`): 0 a word, 2 a [CLS]/[SEP]
-                                  marker, "circle-open" a ## word piece
-``norm``      {group: f4 (L)}     each component's full-vector L2 norm, every group of the
-                                  scene (drawn or not), in the token table's column order
-``order``     u2 (L)              the drawing order: point j of a group's trace is token
-                                  ``order[j]`` (plain words first, for the legend's shape)
-``piles``     {group: [[int]]}    that group's points that coincide, as indices j of the
-                                  drawing order; a group with none is left out
-============  ==================  ============================================================
-
-``layout.meta.revision`` (`ui.render.plane`) is the tab's change count: the page never draws
-a figure older than the one it shows.
-
-``layout.meta.labels`` (`core.drawing.labels.wanted`) names the points that want a written label, for
-the page to place: ``order`` (the traces, in the order they get room), ``must`` ({trace: [point
-index]}: written wherever that takes them), ``colours``, ``size`` (the type, px) and ``texts``
-({trace: [text, "" for none]}, HTML-escaped as the tokens are; the page writes each as text,
-never as markup). A compact figure leaves out the texts of the traces that read the columns; a
-reader makes them from the tokens or, for the position group, the positions, in the drawing
-order, a pile of coinciding points labelled once on its first point (`core.drawing.labels.group_texts`,
-assets/labels.js ``texts``).
-
-A trace that reads the columns is marked ``meta: {"columns": group}`` and sends only what is
-its own (x, y, labels, colours, hover template). Reading it back removes ``meta`` and adds, in
-the drawing order: ``hovertext``, the tokens, the points of a pile named together as
-"the (1), the (5)" (`pile_names`: at most ``MAX_NAMED``, then "and N more");
-``customdata``, one ``[id, position, segment, norm]`` row per point (float32 values);
-and ``marker.symbol``. Every other trace (the segment rows, arrows, label layers, the
-search) is sent whole and read as it is; a 3-D figure sends all its traces whole and the
-columns only for the table. The token table (`table_rows`, ``drawTable``) is one row per
-token in sentence order: token, id, position, segment, then each ``norm`` to 3 decimals.
+A keystroke's figure carries what every token's point shares across the groups (its name, id,
+position, segment, marker shape, norms and drawing order) once, in ``layout.meta.columns``
+(`token_columns`, which describes each column), instead of once per group. The compact form has
+two readers that must agree: this module's `expand` and `table_rows` (for API readers and the
+tests) and assets/explorer.js's ``expand`` and ``drawTable`` (before Plotly draws).
+tests/test_wire_format.py checks the code still sends tests/fixtures/wire.json's compact figure
+and that both readers turn it into the fixture's traces and table (``python -m
+tests.wire_fixture`` rewrites it). ``layout.meta.revision`` (`ui.render.plane`) is the tab's
+change count: the page never draws a figure older than the one it shows.
 """
 
 from __future__ import annotations
@@ -127,7 +82,26 @@ def token_columns(scene: Scene, order: np.ndarray | None = None) -> dict:
 
     The compact figure's traces point into these (``order``: the traces' drawing order),
     and the page's token table is drawn from them: the table costs no bytes of its own.
-    ``norm`` holds every group of ``scene.norms``, drawn or not.
+    One entry per token, L tokens in sentence order; a dtype is a plotly typed array
+    ``{"dtype", "bdata"}`` (base64 of little-endian values), a list is JSON:
+
+    ============  ==================  ==========================================================
+    key           type                what it holds
+    ============  ==================  ==========================================================
+    ``tokens``    list of L str       each token, HTML-escaped (``&lt;b&gt;``): plotly reads
+                                      hover text as markup; the table shows it unescaped
+    ``id``        i4 (L)              its row of the token table
+    ``position``  u2 (L)              its position, the row of the position table (maxlen ≤ 2,048)
+    ``segment``   u1 (L)              its segment row: 0 for sentence A, 1 for B (≤ 8 segments)
+    ``symbol``    list of L int|str   its marker shape (`core.plane.scene`): 0 a word, 2 a
+                                      [CLS]/[SEP] marker, "circle-open" a ## word piece
+    ``norm``      {group: f4 (L)}     each component's full-vector L2 norm, every group of the
+                                      scene (drawn or not), in the token table's column order
+    ``order``     u2 (L)              the drawing order: point j of a group's trace is token
+                                      ``order[j]`` (plain words first, for the legend's shape)
+    ``piles``     {group: [[int]]}    that group's points that coincide, as indices j of the
+                                      drawing order; a group with none is left out
+    ============  ==================  ==========================================================
     """
     length = len(scene.tokens)
     return {
@@ -148,10 +122,25 @@ def expand(figure: dict) -> dict:
 
     The page's script does the same in the browser (assets/explorer.js, ``expand``); this is
     its twin for anyone reading ``/embed``'s plot through the API, and the tests' reference.
-    Each group's trace gets back its hover names (piles of coinciding points named
-    together), its customdata (id, position, segment, norm, float32 as plotly would hold
-    them) and its marker shapes, and the labels their texts. A figure without shared columns is
-    returned unchanged.
+    A figure without shared columns is returned unchanged.
+
+    A trace that reads the columns is marked ``meta: {"columns": group}`` and sends only what
+    is its own (x, y, labels, colours, hover template). Reading it back removes ``meta`` and
+    adds, in the drawing order: ``hovertext``, the tokens, the points of a pile named together
+    as "the (1), the (5)" (`pile_names`: at most ``MAX_NAMED``, then "and N more");
+    ``customdata``, one ``[id, position, segment, norm]`` row per point (float32 values); and
+    ``marker.symbol``. Every other trace (the segment rows, arrows, label layers, the search)
+    is sent whole and read as it is; a 3-D figure sends all its traces whole and the columns
+    only for the table.
+
+    ``layout.meta.labels`` (`core.drawing.labels.wanted`) names the points that want a written
+    label, for the page to place: ``order`` (the traces, in the order they get room), ``must``
+    ({trace: [point index]}: written wherever that takes them), ``colours``, ``size`` (the
+    type, px) and ``texts`` ({trace: [text, "" for none]}, HTML-escaped as the tokens are; the
+    page writes each as text, never as markup). A compact figure leaves out the texts of the
+    traces that read the columns; a reader makes them from the tokens or, for the position
+    group, the positions, in the drawing order, a pile of coinciding points labelled once on
+    its first point (`core.drawing.labels.group_texts`, assets/labels.js ``texts``).
     """
     meta = figure.get("layout", {}).get("meta") or {}
     columns = meta.get("columns")
@@ -180,8 +169,9 @@ def expand(figure: dict) -> dict:
 
 
 def table_rows(figure: dict) -> list[list]:
-    """The token table, as the page draws it, from a figure's shared columns (JSON form):
-    token, id, position, segment and the norm of each component, rounded to 3 decimals."""
+    """The token table, as the page draws it (assets/explorer.js ``drawTable``), from a figure's
+    shared columns (JSON form): one row per token in sentence order: token, id, position,
+    segment, then the norm of each component, rounded to 3 decimals."""
     columns = figure["layout"]["meta"]["columns"]
     ids, positions, segments = (_untyped(columns[key]).tolist() for key in ("id", "position", "segment"))
     norms = [np.round(_untyped(values).astype(np.float64), 3).tolist() for values in columns["norm"].values()]

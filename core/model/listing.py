@@ -3,22 +3,12 @@
 *BERT's embedding layer in PyTorch* builds ``Embedding(vocab_size=10, d_model=2, maxlen=512,
 n_segments=2)``, feeds it a batch of 2 sequences of 3 random ids below 10 with random
 segments below 2, and prints an output whose entries are all +1 or -1. This module repeats
-that run so the page can show the console output next to an explanation of it:
+that run (`run_listing`) so the page can show the console output next to an explanation of
+its two lessons: why only ±1 (`_why`), and the listing's bug, which `ListingEmbedding` keeps.
 
-* **Why only ±1.** With ``d_model=2`` LayerNorm sees two numbers (a, b). Subtracting their
-  mean (a + b) / 2 leaves ±(a - b) / 2, and their (population) standard deviation is
-  |a - b| / 2, so the quotient is ±1; γ = 1 and β = 0 at initialisation leave it there. Only
-  the ``eps`` added to the variance keeps the entries a hair below 1.
-* **The bug.** The listing embeds positions with ``self.tok_embed(pos)`` instead of
-  ``self.pos_embed(pos)``: position p gets the token vector of id p, and the position table
-  never takes part, so no gradient ever reaches it. ``ListingEmbedding`` keeps the bug so
-  the page can show both facts beside the fixed ``BertEmbedding``.
-
-The numbers are the listing's own: the tables are drawn N(0, 1) in the order
-``nn.Embedding`` draws them, then the ids and segments, all from one generator seeded with
-``seed``, which gives exactly what the listing prints after ``torch.manual_seed(seed)``.
-The generator is private, so torch's global random state is never touched and concurrent
-sessions cannot disturb each other.
+The numbers are the listing's own (`listing_model`), from a private generator seeded with
+``seed``: torch's global random state is never touched and concurrent sessions cannot disturb
+each other.
 """
 
 from __future__ import annotations
@@ -51,8 +41,11 @@ ANTISYMMETRY_TOLERANCE = 1e-5
 class ListingEmbedding(BertEmbedding):
     """The listing's layer with its bug: positions are looked up in the token table.
 
-    Everything else is ``BertEmbedding``'s, so any difference between the two on the same
-    tables comes from this one line.
+    The listing embeds positions with ``self.tok_embed(pos)`` instead of
+    ``self.pos_embed(pos)``: position p gets the token vector of id p, and the position table
+    never takes part, so no gradient ever reaches it. The page shows both facts beside the
+    fixed ``BertEmbedding``. Everything else is ``BertEmbedding``'s, so any difference between
+    the two on the same tables comes from this one line.
     """
 
     def embed_positions(self, pos: torch.Tensor) -> torch.Tensor:
@@ -73,6 +66,9 @@ def listing_model(seed: int, position_bug: bool = False) -> BertEmbedding:
 
     ``position_bug=True`` gives the listing's ``ListingEmbedding``; otherwise the fixed
     ``BertEmbedding``. Both get the same tables for the same seed, so they can be compared.
+    The tables are drawn N(0, 1) in the order ``nn.Embedding`` draws them, then the ids and
+    segments, all from one generator seeded with ``seed``: exactly what the listing prints
+    after ``torch.manual_seed(seed)``.
     """
     return _listing_model(_generator(seed), position_bug)
 
@@ -211,7 +207,13 @@ def _pair(values: np.ndarray) -> str:
 
 
 def _why(token_id: int, segment: int, summed: np.ndarray, output: np.ndarray) -> str:
-    """The ±1 in words, worked through for the first token of the first sequence."""
+    """The ±1 in words, worked through for the first token of the first sequence.
+
+    With ``d_model=2`` LayerNorm sees two numbers (a, b). Subtracting their mean (a + b) / 2
+    leaves ±(a - b) / 2, and their (population) standard deviation is |a - b| / 2, so the
+    quotient is ±1; γ = 1 and β = 0 at initialisation leave it there. Only the ``eps`` added
+    to the variance keeps the entries a hair below 1.
+    """
     a, b = (float(v) for v in summed)
     mean = (a + b) / 2
     std = abs(a - b) / 2  # the population standard deviation of two numbers: half their gap

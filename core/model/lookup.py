@@ -11,14 +11,7 @@ randomly initialised ``nn.Embedding``. The points it makes, and that this module
 * ``weight.requires_grad = False`` freezes the table: a gradient step changes nothing;
 * ``nn.Embedding.from_pretrained(weight)`` loads given vectors, frozen by default.
 
-``walk_through`` also returns the document's snippets as source (``code``) and what they
-print (``printout``), so the page can show both. The table comes from a private generator
-seeded with ``seed``, which gives the numbers ``nn.Embedding`` draws after
-``torch.manual_seed(seed)`` (the seed the shown code uses) without touching torch's global
-random state.
-
-This vocabulary is the document's, not the app's word-level tokenizer's: words are split on
-whitespace and keep their case and punctuation, as in the document.
+This vocabulary is the document's, not the app's word-level tokenizer's (`walk_through`).
 """
 
 from __future__ import annotations
@@ -77,6 +70,13 @@ def walk_through(
     sentence: str = DOCUMENT_SENTENCE, dim: int = 3, seed: int = 0, requires_grad: bool = True
 ) -> Walkthrough:
     """Do the document's walk-through on ``sentence``, the document's way.
+
+    The result also holds the document's snippets as source (``code``) and what they print
+    (``printout``), so the page can show both. The table comes from a private generator
+    seeded with ``seed``, which gives the numbers ``nn.Embedding`` draws after
+    ``torch.manual_seed(seed)`` (the seed the shown code uses) without touching torch's global
+    random state. Words are split on whitespace and keep their case and punctuation, as in the
+    document: this vocabulary is the document's, not the app's word-level tokenizer's.
 
     The gradient step minimises the sum of squares of the looked-up vectors: its gradient
     for row i is 2 * count_i * row_i, non-zero for every row the sentence used, so a

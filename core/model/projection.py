@@ -11,24 +11,25 @@ from __future__ import annotations
 
 import numpy as np
 
-# the solver, measured side by side by bench/projection_solvers.py on the largest picture
+# the solver, chosen side by side by bench/projection_solvers.py on the largest picture
 # (512 tokens × 5 groups of MiniLM, 2,560 × 384 float32): scikit-learn's arpack works in the
-# data's float32 and its plane is 1–2e-6 rad from the exact one (numpy's SVD in float64);
-# "lanczos" is the same ARPACK Lanczos iteration run in float64 on the distinct rows only
-# (each segment's row once, weighted by how many tokens share it; repeated words likewise)
+# data's float32, so its plane is off the exact one (numpy's SVD in float64) by float32's
+# rounding; "lanczos" is the same ARPACK Lanczos iteration run in float64 on the distinct rows
+# only (each segment's row once, weighted by how many tokens share it; repeated words likewise)
 # with a wider Krylov basis (20 vectors, where scikit-learn passes 2k + 1 = 5), so it needs
-# fewer passes over the data and is exact to rounding (principal angles ~1e-14 rad). The
-# spectrum is flat (λ2/λ1 ≈ 0.85, λ3/λ2 ≈ 0.94), which is why block and randomised
-# subspace iterations need 10+ passes of 12 vectors to reach 1e-8 rad and were slower;
-# forming the 384 × 384 covariance costs as much as the whole Lanczos run. Figures live in
-# the bench output and the README, not here.
+# fewer passes over the data and is exact to float64's rounding. The leading eigenvalues lie
+# close together, which is why block and randomised subspace iterations need many passes to
+# converge and were slower; forming the 384 × 384 covariance costs as much as the whole
+# Lanczos run. Figures live in the bench output and the README, not here.
 SVD_SOLVER = "lanczos"
 # ARPACK's stopping rule: each Ritz value within this relative error. 0 (machine precision)
-# took 67 products with XᵀX at 512 tokens, 1e-8 takes 47 with the same plane: principal angles
-# to numpy's SVD stay ~1e-8 rad, and eigenvalues match to ~1e-15 (the Ritz vectors converge with
-# the values once the basis holds them); tests/test_projection.py holds it to 1e-6 rad
+# takes markedly more products with XᵀX for the same plane: the Ritz vectors converge with the
+# values once the basis holds them, so the plane stays within about this angle of numpy's SVD;
+# tests/test_projection.py holds it to 1e-6 rad
 TOLERANCE = 1e-8
-KRYLOV = 20  # Lanczos basis size: 5 → ~105 products with XᵀX, 20 → ~55, 40 → ~41 but dearer each
+# Lanczos basis size: a smaller one needs about twice the products with XᵀX, a larger one a
+# few fewer but dearer each
+KRYLOV = 20
 DENSE_BELOW = 80  # distinct rows or features up to which one dense SVD is cheaper and exact
 
 
@@ -38,7 +39,7 @@ class PCAProjection:
     Follows scikit-learn's estimator conventions: ``__init__`` only stores parameters,
     ``fit`` returns ``self``, learned attributes end in ``_``, and ``fit_transform`` fits
     then transforms. It does not inherit scikit-learn's base classes, and imports its PCA
-    on the first fit, because importing scikit-learn is about 2 s of the server's start
+    on the first fit, because importing scikit-learn is a large part of the server's start
     (``python -X importtime -c "import app"``; app.py imports it in the background once the
     server is up). Unlike a bare ``PCA`` it never fails or returns NaN
     on the small or degenerate inputs a student can make (one token, identical vectors,

@@ -1,37 +1,16 @@
 """Text -> Encoding: the integer inputs BERT's embedding layer looks up.
 
-BERT reads one or two sentences as a single sequence::
+BERT reads one or two sentences as a single sequence, ``[CLS] A [SEP] B [SEP]`` (or
+``[CLS] A [SEP]`` when there is no B), and gives every position three integers: a token id
+(a row of ``tok_embed``), a position (a row of ``pos_embed``) and a segment id (a row of
+``seg_embed``: 0 for ``[CLS]``, A and the first ``[SEP]``, 1 for B and its ``[SEP]``). An
+``Encoding`` holds those three rows side by side, plus what the app needs to explain them.
 
-    [CLS] A [SEP] B [SEP]        (or [CLS] A [SEP] when there is no B)
-
-and gives every position three integers: a token id (a row of ``tok_embed``), a
-position (a row of ``pos_embed``) and a segment id (a row of ``seg_embed``: 0 for
-``[CLS]``, A and the first ``[SEP]``, 1 for B and its ``[SEP]``). An ``Encoding``
-holds those three rows side by side, plus what the app needs to explain them.
-
-Two tokenizers produce it:
-
-* ``WordPieceTokenizer``: BERT's own uncased WordPiece vocabulary (30,522 entries),
-  where rare words split into pieces such as ``em ##bed ##ding ##s``.
-* ``WordLevelTokenizer``: one id per whole word, the vocabulary of *nn.Embedding is
-  a lookup table* (and of GloVe). Words outside it become ``[UNK]``.
-
-Decisions that apply to both:
-
-* **Markers come only from the tokenizer.** Each sentence is tokenized on its own,
-  without special tokens, and ``[CLS]``/``[SEP]`` are inserted here. A ``[SEP]``
-  typed by the user is plain text (``[``, ``sep``, ``]``), never a marker, so the
-  segment ids always agree with the structure and nobody can forge a segment
-  boundary from a text box.
-* **Truncation is done here, longest-first, and reported.** When the sequence is
-  longer than the position table, the last token of the longer sentence is dropped
-  until it fits, from B on a tie: the rule of the original BERT code and of
-  ``transformers``. (The Rust ``tokenizers`` library keeps the odd position for B
-  instead, which is one reason it is switched off.) ``Truncation.describe`` turns
-  the result into a sentence a student understands.
-* **A pair needs a B that produced tokens.** An empty or whitespace-only B (or one
-  made only of characters the tokenizer discards) gives ``[CLS] A [SEP]``, so no
-  empty segment appears. An empty A keeps its place: ``[CLS] [SEP] B [SEP]``.
+Two tokenizers produce it, sharing markers, segments and truncation (`_PairTokenizer`):
+``WordPieceTokenizer``, BERT's own uncased WordPiece vocabulary (30,522 entries), where rare
+words split into pieces such as ``em ##bed ##ding ##s``; and ``WordLevelTokenizer``, one id
+per whole word, the vocabulary of *nn.Embedding is a lookup table* (and of GloVe), where
+words outside it become ``[UNK]``.
 """
 
 from __future__ import annotations
@@ -69,7 +48,14 @@ def _plural(n: int, noun: str) -> str:
 
 @dataclass(frozen=True)
 class Truncation:
-    """How many tokens longest-first truncation removed from each sentence."""
+    """How many tokens longest-first truncation removed from each sentence.
+
+    When the sequence is longer than the position table, the last token of the longer
+    sentence is dropped until it fits, from B on a tie: the rule of the original BERT code
+    and of ``transformers``. (The Rust ``tokenizers`` library keeps the odd position for B
+    instead, which is one reason its truncation is switched off.) `describe` turns the
+    result into a sentence a student understands.
+    """
 
     dropped_a: int = 0
     dropped_b: int = 0
@@ -187,7 +173,17 @@ class _PairTokenizer:
     """Everything both tokenizers share: markers, segments, truncation, counting.
 
     A subclass only says how one sentence becomes tokens and ids (``_split``) and
-    which ids the markers have.
+    which ids the markers have. Decisions that apply to both:
+
+    * **Markers come only from the tokenizer.** Each sentence is tokenized on its own,
+      without special tokens, and ``[CLS]``/``[SEP]`` are inserted here. A ``[SEP]``
+      typed by the user is plain text (``[``, ``sep``, ``]``), never a marker, so the
+      segment ids always agree with the structure and nobody can forge a segment
+      boundary from a text box.
+    * **Truncation is done here, longest-first, and reported** (`Truncation`).
+    * **A pair needs a B that produced tokens.** An empty or whitespace-only B (or one
+      made only of characters the tokenizer discards) gives ``[CLS] A [SEP]``, so no
+      empty segment appears. An empty A keeps its place: ``[CLS] [SEP] B [SEP]``.
     """
 
     _cls_id: int

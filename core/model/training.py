@@ -3,39 +3,11 @@
 *nn.Embedding is a lookup table* ends on this point: a randomly initialised table puts
 "cat" no nearer to "dog" than to "seven", and relatedness appears only once the table is
 trained by gradient descent. This module trains the whole layer on a corpus, leaves alone
-the tables a student froze, and measures how far related words gathered.
+the tables a student froze, and measures how far related words gathered (`purity`).
 
-The objective is masked-token prediction read straight off the layer's outputs, the
-smallest task in which every part of the layer has a job and no other weights exist::
-
-    output  = norm(tok_embed[x] + seg_embed[seg] + pos_embed[pos])      # (B, L, d)
-    c_i     = mean of output[j] for i - window <= j <= i + window, j != i
-    logits  = c_i @ tok_embed.weight.T                                   # tied output layer
-    loss    = cross-entropy(logits, x[i])   for every word i (markers are not predicted)
-
-* The gradient reaches ``tok_embed`` twice (through the context and through the tied
-  output layer) and ``pos_embed``, ``seg_embed`` and ``norm`` through LayerNorm of the sum,
-  so every freeze toggle changes what happens.
-* Words used in the same contexts are pulled towards the same context vectors, so the rows
-  of "cat" and "dog" converge: word2vec's CBOW, with the layer itself as the model.
-* ``[CLS]`` and ``[SEP]`` are context but never targets. They are part of what the layer
-  embeds, carrying position and segment like any token, and they give the first and last
-  word of a sentence a full window; predicting them would be trivial (they are always in
-  the same places) and would only pull their rows about.
-* Consecutive sentences are trained as pairs ``[CLS] A [SEP] B [SEP]``, so both segment
-  rows learn (a one-row segment table gets single sentences).
-
-Efficiency: the softmax runs over the corpus's own vocabulary, not the whole table. The
-built-in corpus uses 191 of WordPiece's 30,522 ids (GloVe has 400,003), so training works
-on a corpus-sized copy of the token table that shares the model's position, segment and
-norm modules, and writes its rows back. A full softmax would add nothing but "not here"
-for rows the corpus never uses, at the price of logits over every row and Adam state for
-the whole table. Per step, on one thread of a 2-core CPU (``bench/training_purity.py``):
-30,522 x 32, 5 ms against 290 ms; 30,522 x 384 (MiniLM), 14 ms against 1.1 s; 400,003 x
-50 (GloVe), 5 ms against 6 s and 2 GB of logits. Rows the corpus never uses stay
-bit-identical.
-
-Nothing global is touched (no ``torch.manual_seed``, no thread settings): batches are
+The objective (`masked_token_loss`) is masked-token prediction read straight off the layer's
+outputs: the smallest task in which every part of the layer has a job and no other weights
+exist. Nothing global is touched (no ``torch.manual_seed``, no thread settings): batches are
 drawn from a private generator, so concurrent sessions can train at once and the same
 model, corpus and config always give the same tables.
 """
@@ -162,13 +134,13 @@ def _builtin_corpus() -> Corpus:
 class TrainConfig:
     """How long and how fast to train.
 
-    The defaults take a random N(0, 1) 32-d layer from chance to purity 0.9 in about 50
-    steps and to 1.0 by 200, in well under a second (``bench/training_purity.py``), and
-    leave room to watch it happen.
+    The defaults take a random N(0, 1) 32-d layer from chance to full purity within the
+    default steps, quickly, and leave room to watch it happen (``bench/training_purity.py``
+    prints the steps and time it takes).
     """
 
     steps: int = 200  # gradient steps, one batch each
-    lr: float = 0.1  # Adam's step size; measured: 0.02 needs ~150 steps to purity 0.9, 0.5 is slower again
+    lr: float = 0.1  # Adam's step size; a much smaller one needs several times the steps, a larger one is slower again
     batch_size: int = 32  # sentence pairs per step
     window: int = 2  # context tokens each side
     seed: int = 0  # seeds batch sampling, so a run can be repeated exactly
@@ -229,8 +201,8 @@ def trainable_copy(model: BertEmbedding, frozen: Collection[str] = ()) -> BertEm
 
     The shared tables are read-only and used by every session, so training never touches
     them. The token table becomes a `PatchedEmbedding` over the shared one: training changes
-    only the corpus's rows, and only those are stored per session (a 30,522-row table is
-    47 MB, copied per session it was most of a trained session's memory). The small parts
+    only the corpus's rows, and only those are stored per session (a whole token table,
+    copied per session, would be most of a trained session's memory). The small parts
     (positions, segments, norm) are copied when they train. A frozen part that is already
     read-only is shared with `model`: it cannot change. `requires_grad` is set on every
     part, so the layer's state depends on `frozen` alone, not on the source's flags.
@@ -259,7 +231,7 @@ def train_copy(model: BertEmbedding, frozen: Collection[str], corpus: Corpus, to
 
     At a fifth, two, three and four fifths of the steps (`FRAMES`), `progress` is also passed a
     frozen snapshot of the tables so far (`frame=`), for the page to draw the points on their
-    way: a default training takes a third of a second, too fast to watch. A snapshot costs a
+    way: a default training is over too fast to watch. A snapshot costs a
     `trainable_copy`: the corpus's token rows and the small tables, not the vocabulary."""
     copy_ = trainable_copy(model, frozen)
     marks = {max(1, config.steps * k // (FRAMES + 1)) for k in range(1, FRAMES + 1)} - {config.steps}
@@ -356,7 +328,24 @@ def masked_token_loss(
 
     x, seg: (B, L) token and segment ids; keep: (B, L) False on padding; target: (B, L)
     True on the positions to predict. The softmax runs over every row of the model's
-    token table (its tied output layer): `train` passes a corpus-sized layer.
+    token table (its tied output layer): `train` passes a corpus-sized layer::
+
+        output  = norm(tok_embed[x] + seg_embed[seg] + pos_embed[pos])      # (B, L, d)
+        c_i     = mean of output[j] for i - window <= j <= i + window, j != i
+        logits  = c_i @ tok_embed.weight.T                                   # tied output layer
+        loss    = cross-entropy(logits, x[i])   for every word i (markers are not predicted)
+
+    * The gradient reaches ``tok_embed`` twice (through the context and through the tied
+      output layer) and ``pos_embed``, ``seg_embed`` and ``norm`` through LayerNorm of the
+      sum, so every freeze toggle changes what happens.
+    * Words used in the same contexts are pulled towards the same context vectors, so the
+      rows of "cat" and "dog" converge: word2vec's CBOW, with the layer itself as the model.
+    * ``[CLS]`` and ``[SEP]`` are context but never targets. They are part of what the layer
+      embeds, carrying position and segment like any token, and they give the first and last
+      word of a sentence a full window; predicting them would be trivial (they are always in
+      the same places) and would only pull their rows about.
+    * Consecutive sentences are trained as pairs ``[CLS] A [SEP] B [SEP]`` (`_Examples`), so
+      both segment rows learn (a one-row segment table gets single sentences).
     """
     output = model(x, seg)  # (B, L, d)
     context = _context_mean(output, keep, window)  # (B, L, d)
@@ -490,6 +479,13 @@ def _corpus_layer(model: BertEmbedding, rows: torch.Tensor) -> BertEmbedding:
     Position, segment and norm are the model's own modules, so they train in place; the
     token rows are a copy, written back by `_write_back`. A frozen token table gives a
     frozen copy.
+
+    Why corpus-sized: the built-in corpus uses 191 of WordPiece's 30,522 ids (GloVe has
+    400,003), and a full softmax would add nothing but "not here" for rows the corpus never
+    uses, at the price of logits over every row and Adam state for the whole table: orders of
+    magnitude more time per step, and for GloVe gigabytes of logits
+    (``bench/training_purity.py`` prints both side by side). Rows the corpus never uses stay
+    bit-identical.
     """
     with torch.device("meta"):  # shapes only: no memory, and no draw from torch's global generator
         layer = BertEmbedding.from_config(replace(model.config, vocab_size=len(rows)))

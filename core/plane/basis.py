@@ -5,15 +5,9 @@ Three bases, because each answers a different question:
 * **this sentence** — PCA of the vectors on screen, refitted on every keystroke: the plane
   that spreads *these* tokens best, but points jump as the text changes;
 * **whole vocabulary** — PCA of every row of the token table: fitted once per table and
-  cached, so typing only adds and moves the typed tokens, and the vocabulary can be drawn
-  behind them in the same plane;
+  cached (`vocabulary_basis`), so typing only adds and moves the typed tokens, and the
+  vocabulary can be drawn behind them in the same plane;
 * **frozen** — the sentence plane of one moment, kept while the lecturer types on.
-
-A vocabulary basis is fitted on the token table (BERT's 30,522 × 384, GloVe's 400,003 × 50)
-with the covariance solver: one pass over the table and an eigendecomposition of d × d,
-0.1 s for either table here, where arpack takes a second on BERT's. Tables are shared
-between sessions, so the cache is keyed by the table itself and forgets it when the last
-session using it is gone (a weak reference: trained tables come and go).
 """
 
 from __future__ import annotations
@@ -35,8 +29,8 @@ from core.view.options import BASES  # noqa: F401 - re-exported
 
 SPECTRUM = 10  # components the explained-variance bar shows
 # vectors (5 per token) up to which a sentence's plane also measures those ten components:
-# arpack finds 2 components of 2,560 × 384 (512 tokens) in ~10 ms but 10 in ~30–50 ms,
-# a cost paid on every keystroke; below ~1,000 vectors the difference is a few ms
+# arpack takes several times as long to find 10 components of a long input as to find 2, a
+# cost paid on every keystroke; below this many vectors the difference is small
 SPECTRUM_ROWS = 1_000
 
 
@@ -63,6 +57,9 @@ def vocabulary_basis(table: nn.Embedding | PatchedEmbedding, *, refit: bool = Fa
                      run: Callable[..., VocabularyBasis] | None = None) -> VocabularyBasis:
     """PCA of every row of ``table``, fitted once per table and then cached.
 
+    Tables are shared between sessions, so the cache is keyed by the table itself and forgets
+    it when the last session using it is gone (a weak reference: trained tables come and go).
+
     ``refit`` fits again even when cached, for the page's Refit button: the answer is the
     same (the fit is deterministic), but the page reports the time it takes. ``run(fit_vocabulary,
     table)`` does the fit (`core.process.offload.Offload.call` does it in another process); by default here.
@@ -80,7 +77,12 @@ def vocabulary_basis(table: nn.Embedding | PatchedEmbedding, *, refit: bool = Fa
 
 
 def fit_vocabulary(table: nn.Embedding | PatchedEmbedding) -> VocabularyBasis:
-    """The fit itself, uncached: a module-level function, so another process can run it."""
+    """The fit itself, uncached: a module-level function, so another process can run it.
+
+    The covariance solver makes one pass over the table (BERT's 30,522 × 384, GloVe's
+    400,003 × 50) and an eigendecomposition of d × d: several times faster than arpack on
+    BERT's table (``bench/vocabulary_basis.py`` prints both).
+    """
     start = time.perf_counter()
     # (V, d), read, never written; a trained table is built whole for the fit and dropped
     rows = table.weight.detach().numpy()

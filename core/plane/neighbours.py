@@ -31,8 +31,8 @@ from core.view.options import LIMITS
 K_MAX = LIMITS["k"][1]  # neighbours per search at most: a list for people to read, not a database
 CHUNK_ROWS = 65_536  # rows per step of `nearest`: its temporaries are (rows,), the chunk itself a view
 # values per step of `output_neighbours`, which must build each chunk's outputs: 1 MB of
-# float32 stays in a core's cache through the eight passes over it; 4 MB chunks took about
-# twice as long on both tables (a shared 2-core machine, whole-table timings)
+# float32 stays in a core's cache through the eight passes over it; chunks that outgrow the
+# cache are markedly slower on both tables
 CHUNK_ELEMENTS = 1 << 18
 
 
@@ -83,8 +83,7 @@ def table_norms(table: np.ndarray, chunk_rows: int = CHUNK_ROWS) -> np.ndarray:
     """The Euclidean norm of every row of ``table``, (V,) float64, to pass to ``nearest`` as ``row_norms``.
 
     Worth caching once per table when the same table is searched on every keystroke: the
-    norms are about half of a search's work (BERT: 10.8 → 4.6 ms, GloVe: 23 → 13 ms, medians
-    on a shared 2-core machine).
+    norms are about half of a search's work, on BERT's table and GloVe's alike.
     """
     table = checked_matrix(table, "the table", finite=False)
     norms = np.empty(len(table))
@@ -178,7 +177,7 @@ def in_table(tokens: nn.Embedding | PatchedEmbedding, query: np.ndarray, k: int 
 
 
 # a shared table -> its rows' norms: the same table is searched on every keystroke with a token
-# selected, and the norms are about half of a search's work (GloVe: 21.5 -> 11.9 ms a search)
+# selected, and the norms are about half of a search's work (`table_norms`)
 # (by the tensor's id, dropped when it dies: a tensor's == compares values, so it cannot be a weak key)
 _NORMS: dict[int, np.ndarray] = {}
 _NORMS_LOCK = threading.Lock()

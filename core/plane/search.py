@@ -3,14 +3,9 @@
 The vocabulary is the tokenizer's (``tokens_by_id``: 30,522 WordPiece entries for BERT,
 400,003 words for GloVe), not only the words typed. A query comes from a browser or the API,
 so it is bounded before any work: at most ``MAX_QUERY`` characters, at most ``MAX_HITS``
-matches collected, words longer than ``MAX_WORD`` characters never tried. A regular
-expression could take exponential time on a crafted pattern (``(a+)+b``), and Python's
-``re`` has no timeout, so patterns are restricted to a subset whose cost per word is
-polynomial and small: no repeat inside a repeat, no alternation inside a repeat, no
-back-references or look-arounds, at most ``MAX_REPEATS`` repeats (``.*.*.*.*x`` costs a
-power of the word's length per repeat), tried on words of at most ``MAX_REGEX_WORD``
-characters; and the scan stops after ``REGEX_SECONDS``, saying how far it got. A scan is
-done once per token table and query (``_found``): typing on with a search in the view, or a
+matches collected, words longer than ``MAX_WORD`` characters never tried, and a regular
+expression only from a subset whose cost per word is polynomial and small (`_vetted`). A scan
+is done once per token table and query (``_found``): typing on with a search in the view, or a
 link that carries one, redraws without scanning again. Every refusal is a sentence saying
 what is allowed.
 """
@@ -86,7 +81,7 @@ def search(session: Session, query: str, *, regex: bool = False, limit: int = DE
     Plain text: the entry spelled exactly so (case-insensitively) first, then entries that
     start with it, then entries that contain it, in id order (BERT's and GloVe's ids run
     roughly from frequent to rare). ``regex=True``: entries the whole of which match the
-    pattern (``re.fullmatch``, case-insensitive), from the vetted subset described above.
+    pattern (``re.fullmatch``, case-insensitive), from the vetted subset (`_vetted`).
 
     limit: matches to return, 1 to ``MAX_HITS``. k: neighbours of the first match, found by
     cosine in the full space (``core.plane.neighbours.nearest``), markers and the word itself left
@@ -208,7 +203,15 @@ def _regex_matches(names, rows: int, pattern: str, limit: int) -> tuple[list[int
 
 
 def _vetted(pattern: str) -> re.Pattern:
-    """The compiled pattern, or a ValueError if it could backtrack catastrophically."""
+    """The compiled pattern, or a ValueError if it could backtrack catastrophically.
+
+    A regular expression could take exponential time on a crafted pattern (``(a+)+b``), and
+    Python's ``re`` has no timeout, so patterns are restricted to a subset whose cost per word
+    is polynomial and small: no repeat inside a repeat, no alternation inside a repeat, no
+    back-references or look-arounds, at most ``MAX_REPEATS`` repeats (``.*.*.*.*x`` costs a
+    power of the word's length per repeat), tried on words of at most ``MAX_REGEX_WORD``
+    characters; and the scan stops after ``REGEX_SECONDS``, saying how far it got.
+    """
     try:
         parsed = _parser.parse(pattern, re.IGNORECASE)
     except re.error as error:

@@ -3,16 +3,12 @@
 BERT's and GloVe's tables are read once and shared: the process's base, not a visitor's. What a
 visitor can add, each path reserves here first (`Budget.reserve`), and refused past the limit
 with a sentence: a random layer of their own settings, another position table, an upload while
-it is read and its table, a training's copies (`core.model.training.training_bytes`) and what a call
-copies to the heavy-work process (`core.process.offload.crossing_bytes`). Answers waiting to be read by
-their pages have a part of their own (`answer_limit`), counted per address by `ui.visitors`.
-
-What is held is read from the holders (`BUDGET.tabs`, the caches), never tallied: the distinct
-private tensors of every tab and cache, each once however many share it, and each tab's other
-state (`TAB_STATE_BYTES`, measured). Past the limit, the least recently used tabs whose tables
-their view rebuilds exactly are parked (`core.serving.tabs.Tab.park`), then a new table is refused. A
-tab and the tabs of one address are capped too (`check_tab`, `check_client`). The limits come
-from the environment (`EXPLORER_TABLE_MEMORY_MIB`, `EXPLORER_TAB_MEMORY_MIB`).
+it is read and its table, a training's copies (`core.model.training.training_bytes`) and what a
+call copies to the heavy-work process (`core.process.offload.crossing_bytes`). Answers waiting
+to be read by their pages have a part of their own (`answer_limit`), counted per address by
+`ui.visitors`. What is held is read from the holders (`Budget`), never tallied. A tab and the
+tabs of one address are capped too (`check_tab`, `check_client`). The limits come from the
+environment (`EXPLORER_TABLE_MEMORY_MIB`, `EXPLORER_TAB_MEMORY_MIB`).
 """
 
 from __future__ import annotations
@@ -28,8 +24,8 @@ from torch import nn
 from core.view.options import Refused
 
 MIB = 2**20
-# every visitor's private tables together: a 16 GB Space keeps the base (~2 GB with BERT, GloVe,
-# gradio and the heavy-work process) and this, with room to spare for the work of the moment
+# every visitor's private tables together: a 16 GB Space keeps the base (BERT, GloVe, gradio
+# and the heavy-work process) and this, with room to spare for the work of the moment
 PROCESS_BYTES = 4096 * MIB
 # one client address (a household, a school behind one address: by its /64 for IPv6): a quarter
 # of the process's budget, so a stranger's few greedy tabs cannot hold it all and lock everyone
@@ -40,14 +36,13 @@ ADDRESS_SHARE = 4
 TAB_BYTES = 448 * MIB
 WORD_BYTES = 120  # what one word of an uploaded vocabulary costs: its string, its dict entry, its list slot
 # what a tab holds beside its tables, counted for every tab in the store: its view, its session's
-# objects and gradio's per-session state (its last outputs). Measured through the launched app:
-# 60 tabs +22 MiB beside their tables (bench/memory_attack.py), 5,050 new tabs +1.1 GB
+# objects and gradio's per-session state (its last outputs). Set from what the launched app's
+# RSS grows per new tab beside its tables (bench/memory_attack.py prints it)
 TAB_STATE_BYTES = 384 * 2**10
 # the share of the budget kept free for what it cannot count: the allocator's slack after tables
-# come and go, the objects of a tab past TAB_STATE_BYTES. Measured with the budget at 1,024 MiB
-# filled by 188 MiB uploads, the process grew 36-57 MiB (3.5-5.6%) beyond what was counted
-# (`python -m bench.public_space --quick`), so counted tables may fill the rest, and RSS stays
-# within the budget
+# come and go, the objects of a tab past TAB_STATE_BYTES. With the budget filled by uploads, the
+# process grows beyond what was counted by less than this share (`python -m bench.public_space
+# --quick` prints it), so counted tables may fill the rest, and RSS stays within the budget
 UNCOUNTED = 0.06
 # the part of the budget (one in ANSWERS) kept for answers waiting to be read by their pages
 # (ui/visitors.py counts them, an address at most ANSWER_BYTES): tables fill the rest, so a budget
@@ -75,6 +70,11 @@ def private(modules: Iterable[nn.Module | None], words: Iterable[object] = ()) -
 
 class Budget:
     """What the process's private tables may hold, and the one check every new table passes.
+
+    What is held is read from the holders, never tallied: the distinct private tensors of every
+    tab and cache, each once however many share it, and each tab's other state
+    (`TAB_STATE_BYTES`). Past the limit, the least recently used tabs whose tables their view
+    rebuilds exactly are parked (`core.serving.tabs.Tab.park`), then a new table is refused.
 
     `tabs()` lists the store's tabs, least recently used first, each with what it holds
     (`private`); `park(tab)` lets a tab's tables go when its view can rebuild them, and says

@@ -1,27 +1,16 @@
 """Heavy work in a child process, so it never holds the serving process's interpreter lock.
 
 A training step, a vocabulary PCA or an export is mostly torch and numpy, but between their
-kernels each runs Python, and Python runs one thread at a time per process: beside a visitor
-looping *Train*, *Refit* and *Export* in threads of the server, another visitor's keystroke took
-3.2–4.7× its time alone; with the same visitor on another app process, 1.0–1.9× (`python -m
-bench.run --only neighbour` measures both side by side).
+kernels each runs Python, and Python runs one thread at a time per process: in a thread of the
+server, one visitor looping *Train*, *Refit* and *Export* would make every other visitor's
+keystroke wait its turn for the lock (`python -m bench.run --only neighbour` measures a
+keystroke beside that work in a thread and in a child, side by side).
 
-`Offload` keeps one child Python process (`python -m core.process.offload`), started on first use or by
-`start()`, niced and on one torch thread, so the serving process keeps a core. `call(fn, *args)`
-sends a module-level function and its arguments, pickled, over a private socket pair, and
-returns what the child returns or raises what it raised. The work may report `progress` (sent
-back as it goes) and read `stop()` (forwarded from the caller's `stop`).
-
-Tables are not copied across. A shared read-only table (BERT's, GloVe's, a seeded random one)
-is registered with `shared(obj, recipe)` and crosses as its recipe, rebuilt once on the other
-side; a table in shared memory (an upload's: `core.process.sharedmemory`) crosses as its file, which the
-child maps; and whatever the child sends back over a table it was sent is this process's own
-(`_Crossing`), so a trained upload and its snapshots come back as their trained rows alone. What
-still crosses by value (a trained patch, a corpus) is reserved in the memory budget first.
-
-If the child dies (killed for memory, a crash in a native library), the call raises
-`OffloadError` and the next call starts a new child. The child ends when its parent's end of
-the socket closes, so it never outlives the server.
+`Offload` keeps one such child (`python -m core.serving.heavywork`), niced and on one torch
+thread, so the serving process keeps a core; tables cross without copies (`_Crossing`). If the
+child dies (killed for memory, a crash in a native library), the call raises `OffloadError`
+and the next call starts a new child. The child ends when its parent's end of the socket
+closes, so it never outlives the server.
 """
 
 from __future__ import annotations
@@ -128,13 +117,16 @@ TOKEN_BYTES = 64 * 2**10
 class _Crossing:
     """One call's messages, pickled and read on either side, tables crossing without copies.
 
-    From the server: a registered table crosses as its recipe; a table in shared memory
-    (`core.process.sharedmemory`) as its file, whose descriptor goes with the message (`fds`); any
-    other large tensor by value, under a token. In the child, each table it was sent is known by
-    its memory, and a tensor over that memory goes back as the token, never as a copy: a
-    trained layer reads over the table it was sent (`core.model.training.trainable_copy`), and each of
-    its snapshots came back with a copy of that table. The work must not change in place what
-    it was sent (the shared tables are read-only, and trained parts are copies).
+    From the server: a shared read-only table (BERT's, GloVe's, a seeded random one),
+    registered with `shared(obj, recipe)`, crosses as its recipe and is rebuilt once on the
+    other side; a table in shared memory (`core.process.sharedmemory`) as its file, whose
+    descriptor goes with the message (`fds`); any other large tensor by value, under a token
+    (what crosses by value, a trained patch or a corpus, is reserved in the memory budget
+    first). In the child, each table it was sent is known by its memory, and a tensor over that
+    memory goes back as the token, never as a copy: a trained layer reads over the table it was
+    sent (`core.model.training.trainable_copy`), so a trained upload and its snapshots come back
+    as their trained rows alone. The work must not change in place what it was sent (the shared
+    tables are read-only, and trained parts are copies).
     """
 
     def __init__(self, fds: list[int] | None = None) -> None:
@@ -306,7 +298,13 @@ def _spawn(command: list[str], fd: int) -> subprocess.Popen:
 
 
 class Offload:
-    """One child process and the calls it runs, one at a time (callers wait their turn)."""
+    """One child process and the calls it runs, one at a time (callers wait their turn).
+
+    The child is started on first use or by `start()`. `call(fn, *args)` sends a module-level
+    function and its arguments, pickled, over a private socket pair, and returns what the
+    child returns or raises what it raised. The work may report `progress` (sent back as it
+    goes) and read `stop()` (forwarded from the caller's `stop`).
+    """
 
     def __init__(self, nice: int = NICE, budget: Budget | None = None) -> None:
         self.nice = nice

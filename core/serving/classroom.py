@@ -607,7 +607,7 @@ class Classroom:
             raise Reconnecting(refusal) from None
 
     def start(self, tab, address: str) -> tuple[Lesson, str]:
-        """A new class led by `live`'s tab, its lesson that tab's view; returns it and the secret."""
+        """A new class led by `tab`, its lesson that tab's view; returns it and the secret."""
         class_id, secret = secrets.token_urlsafe(12), secrets.token_urlsafe(24)
         view = tab.view
         lesson = self._reach(self.store.create, class_id, digest(secret), address, lesson_of(view), view.step,
@@ -683,7 +683,7 @@ class Classroom:
         return ended
 
     def join(self, tab, class_id: object) -> Follower:
-        """`live`'s tab follows the class (its page opened the class link); its seat is taken
+        """`tab` follows the class (its page opened the class link); its seat is taken
         when its stream connects (`connect`)."""
         lesson = self.lesson(class_id)
         member = tab.member
@@ -695,7 +695,7 @@ class Classroom:
         return tab.member
 
     def follow(self, tab) -> tuple[Follower, Lesson]:
-        """The lesson `live`'s tab is to be shown now (it follows, or asked to follow again)."""
+        """The lesson `tab` is to be shown now (it follows, or asked to follow again)."""
         member = tab.member
         if not isinstance(member, Follower):
             raise Refused("This page is not in a class: open the class link the lecturer gave.")

@@ -373,8 +373,8 @@ class NewTabs:
 
 
 def network_of(address: str) -> str:
-    """A client as every per-address bound counts it (new tabs here, memory in core/memory, the
-    queue in ui/admission): an IPv4 address as it is, an IPv6 address by its /64 network, which
+    """A client as every per-address bound counts it (new tabs here, memory in core.process.memory, the
+    queue in ui.admission): an IPv4 address as it is, an IPv6 address by its /64 network, which
     one household or machine holds."""
     if ":" not in address:
         return address

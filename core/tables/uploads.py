@@ -1,26 +1,13 @@
 """Uploaded tables: a file from a stranger, read without trusting anything in it.
 
 Students upload their own embedding tables to a Space the whole class shares, so every file is
-treated as hostile until it has been checked:
-
-* **The content says what a file is, never its name.** The first bytes (zip, pickle, npy and
-  safetensors signatures, a word2vec count line) pick the reader; a name that disagrees only
-  earns a note, so `vectors.npy` that is really safetensors still works and a pickle renamed
-  `.txt` still goes through the pickle rules.
-* **Nothing in a file runs.** Pickles are opened only by `torch.load(weights_only=True)`, with
-  no fallback; NumPy files only with `allow_pickle=False`. A file that needs more than tensors
-  is refused.
-* **Headers are checked before data is read.** Each format's header (safetensors' JSON, the
-  npy header, a checkpoint's zip directory, the word2vec count line) is read here and checked
-  against the file's size and `UploadLimits` first, so a header that lies about sizes is
-  caught before any library allocates, decompresses or parses on its say-so.
-* **Every problem is a sentence.** Libraries raise dozens of exception types on damaged files;
-  all of them become a `ValueError` that says what was wrong and what is allowed.
-
-A file holding BERT's embedding tables becomes a whole `BertEmbedding` (through
-`core.model.checkpoints.bert_state_to_embedding`, the one mapping of BERT's names); a file holding one
-2-D table (a tensor, an array, word vectors) becomes a token table, with its words when the
-file has them.
+treated as hostile until it has been checked: the content, never the name, picks the reader;
+nothing in a file runs; each header is checked against the file's size and `UploadLimits`
+before any library reads on its say-so; and every problem becomes a sentence (`read_upload`
+gives the rules). A file holding BERT's embedding tables becomes a whole `BertEmbedding`
+(through `core.model.checkpoints.bert_state_to_embedding`, the one mapping of BERT's names); a
+file holding one 2-D table (a tensor, an array, word vectors) becomes a token table, with its
+words when the file has them.
 """
 
 from __future__ import annotations
@@ -82,14 +69,14 @@ FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 HEAD_BYTES = 128 * 2**10
 # rows left free after an uploaded token table, in the same storage: the app writes the rows of
 # its three markers ([UNK], [CLS], [SEP]) there (`UploadedTable.token_table_with`), so taking in
-# a table of up to 229 MiB holds one copy of it, not two (measured: 30 uploads of 188 MiB held
-# 2.08x the file at their peak while the markers' rows were a copy)
+# a table of up to 229 MiB holds one copy of it, not two (were the markers' rows a copy, every
+# upload would briefly hold its table twice)
 SPARE_ROWS = 3
 # tensors one file may list: a whole BERT-large (about 400) fits, so a model uploads whole;
 # each listed tensor costs Python objects before any check can look at it
 MAX_TENSORS = 1_024
 # a safetensors header is JSON parsed in one go, before anything in it can be checked: its
-# length is bounded first. MAX_TENSORS entries with long names take about 200 kB
+# length is bounded first, with room for MAX_TENSORS entries with long names
 MAX_HEADER_BYTES = 2**20
 # a checkpoint's zip holds about six files plus one per stored tensor
 MAX_ZIP_ENTRIES = 2 * MAX_TENSORS
@@ -153,7 +140,21 @@ def read_upload(path: str | Path, limits: UploadLimits = UploadLimits()) -> Uplo
 
     Raises `ValueError` with a sentence a student understands for every problem: an unknown
     or damaged file, a pickle that wants to run code, a table of the wrong shape, type or size,
-    NaN or infinite values, ragged or duplicated word vectors.
+    NaN or infinite values, ragged or duplicated word vectors. The rules:
+
+    * **The content says what a file is, never its name.** The first bytes (zip, pickle, npy
+      and safetensors signatures, a word2vec count line) pick the reader (`_sniff`); a name
+      that disagrees only earns a note, so `vectors.npy` that is really safetensors still works
+      and a pickle renamed `.txt` still goes through the pickle rules.
+    * **Nothing in a file runs.** Pickles are opened only by `torch.load(weights_only=True)`,
+      with no fallback; NumPy files only with `allow_pickle=False`. A file that needs more
+      than tensors is refused.
+    * **Headers are checked before data is read.** Each format's header (safetensors' JSON,
+      the npy header, a checkpoint's zip directory, the word2vec count line) is read here and
+      checked against the file's size and `limits` first, so a header that lies about sizes is
+      caught before any library allocates, decompresses or parses on its say-so.
+    * **Every problem is a sentence.** Libraries raise dozens of exception types on damaged
+      files; all of them become a `ValueError` that says what was wrong and what is allowed.
     """
     upload = _Upload.open(Path(path), limits)
     fmt = _sniff(upload.head)
@@ -182,7 +183,7 @@ def reading_bytes(path: str | Path, limits: UploadLimits = UploadLimits()) -> in
     A float32 .npy file is read straight into its table's storage (the table, about the file's
     size); another .npy file is read whole, then converted into the table. Other formats are
     read by their libraries, then copied into a table with room for the markers: twice the file
-    (measured for float32; a float16 checkpoint's float32 table is twice its size, so reading
+    (for float32; a float16 checkpoint's float32 table is twice its size, so reading
     one holds up to three times the file, a moment beyond what was reserved). A file
     `read_upload` will refuse costs nothing here; it is refused there, with its reason.
     """
@@ -237,7 +238,7 @@ class _Upload:
         return cls(path, size, head)
 
     def digest(self) -> str:
-        """The content's SHA-256 (read once more, in 1 MiB pieces: a 200 MB file in ~0.2 s)."""
+        """The content's SHA-256 (the file read once more, in pieces: cheap beside reading it)."""
         with self.path.open("rb") as file:
             return hashlib.file_digest(file, "sha256").hexdigest()
 

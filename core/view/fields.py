@@ -4,17 +4,11 @@ Each field of the page's `View` (core/view/state.py) is declared once, on the li
 
     d_model: int = declare(Settings.d_model, Whole(), link="d", widget="d_model", redraws={TABLES})
 
-and the rest of the app derives from that line. The `View` checks the value with its kind when
-it is built (`Whole()`: a whole number within `core.view.options.LIMITS["d_model"]`); `core.view.share`
-reads and writes the link parameter ``d`` with that kind's reader, so a link and the page
-accept the same values; `ui.render` writes the page's ``d_model`` widget and redraws what
-`redraws` names; `ui.page.Page.everything` lists the widget among what a change may write.
-Before this, a field took an edit in five modules, and one left out of render's hand-kept list
-of plane fields silently never redrew the plot; tests/test_fields.py now fails instead.
-
-`core` never imports gradio, so a widget is named by its attribute on `ui.page.Page`, and what
-a field redraws by the names in `REDRAWS`, which ui/render.py draws. The limits themselves
-stay in `core.view.options`: a kind only says which of its checks a field takes.
+and the rest of the app derives from that line (`Field` says how), so a new field is one edit
+and tests/test_fields.py fails on a field some part of the app would miss. `core` never imports
+gradio, so a widget is named by its attribute on `ui.page.Page`, and what a field redraws by
+the names in `REDRAWS`, which ui/render.py draws. The limits themselves stay in
+`core.view.options`: a kind only says which of its checks a field takes.
 """
 
 from __future__ import annotations
@@ -128,6 +122,13 @@ class Flipped(Kind):
 @dataclass(frozen=True)
 class Field:
     """Everything the app needs to know about one view field besides its type and default.
+
+    The `View` checks the value with its kind when it is built (`Whole()`: a whole number
+    within `core.view.options.LIMITS["d_model"]`); `core.view.share` reads and writes the link
+    parameter with that kind's reader, so a link and the page accept the same values;
+    `ui.render` writes the page's widget and redraws what `redraws` names; `ui.page.Page.everything`
+    lists the widget among what a change may write. When each of those kept its own list, a
+    new field took an edit in five modules, and one left out of a list never redrew the plot.
 
     `declare` takes every part but `typed` without a default: leaving one out is a TypeError
     where the field is declared, so "none" is always said (`link=None`, `widget=None`,

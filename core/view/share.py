@@ -4,18 +4,12 @@ A lecturer puts a link on a slide and every student opens the same picture; a st
 a link to show what they found. A link is the view's query string, nothing more — it cannot
 carry an uploaded file or trained tables, which live only in the session that made them.
 
-Two directions, with different duties:
-
-* `to_query` writes short, readable links: only what differs from the link's base, always
-  in the same order, so the same view always gives the same link. The base is a fresh page,
-  or, when the view is on a tour step, that step's view: ``?step=6`` alone is step 6.
-* `from_query` reads whatever arrives — links edited by hand, cut off by a chat program, or
-  crafted — and never raises: each parameter it cannot use keeps the base's value and is
-  named in a note. Notes are plain text; the page shows them as text, never as markup, since
-  a parameter's name and value are chosen by whoever wrote the link.
-
-An empty value is a real value (an empty sentence B, no groups ticked) and is written as
-``b=``; browsers and Starlette keep such parameters (``parse_qs`` needs ``keep_blank_values``).
+Two directions, with different duties: `to_query` writes short, readable links, the same link
+for the same view; `from_query` reads whatever arrives — links edited by hand, cut off by a
+chat program, or crafted — and never raises, naming each parameter it could not use in a
+plain-text note. An empty value is a real value (an empty sentence B, no groups ticked) and is
+written as ``b=``; browsers and Starlette keep such parameters (``parse_qs`` needs
+``keep_blank_values``).
 """
 
 from __future__ import annotations
@@ -48,7 +42,12 @@ class Link:
 
 
 def to_query(view: View) -> tuple[str, tuple[str, ...]]:
-    """The query string of a link to `view` (no leading '?'), and what the link cannot carry."""
+    """The query string of a link to `view` (no leading '?'), and what the link cannot carry.
+
+    Only what differs from the link's base is written, always in the same order, so the same
+    view always gives the same link. The base is a fresh page, or, when the view is on a tour
+    step, that step's view: ``?step=6`` alone is step 6.
+    """
     base = _base(view.step)
     notes = ()
     if view.source == "upload":
@@ -65,6 +64,10 @@ def to_query(view: View) -> tuple[str, tuple[str, ...]]:
 
 def from_query(params: Mapping[str, str | list[str]]) -> Link:
     """The view a link's parameters describe; never raises.
+
+    Each parameter it cannot use keeps the base's value and is named in a note. Notes are
+    plain text; the page shows them as text, never as markup, since a parameter's name and
+    value are chosen by whoever wrote the link.
 
     `params` is a parsed query (``request.query_params``, or ``parse_qs(query,
     keep_blank_values=True)``); a list takes its last value, as a browser's form would. A
