@@ -1,4 +1,4 @@
-"""The page's own live path: a keystroke or a click on a point, straight to the tab's state.
+"""The page's own route: every change a person makes to the view, straight to the tab's state.
 
 Through gradio's queue a keystroke costs more than the explorer's work: a join, an event
 stream, a position estimate to every waiting visitor, and each output processed by gradio in
