@@ -112,7 +112,9 @@ def wire(page) -> None:
     page.embed_api.click(embed, [page.sentence_a, page.sentence_b], outputs, api_name="embed", **keystroke)
     settable(page, "k", page.k.release, page.k, api=events.setter(page, "k", outputs=outputs, postprocessed=True),
              outputs=outputs, **keystroke)
-    page.token.input(select(page), page.token, outputs, api_name="select", **keystroke)
+    none = json.dumps(render.NO_TOKEN)  # the picker's "none": no token selected
+    settable(page, "token", page.token.input, page.token, api=select(page), api_name="select", outputs=outputs,
+             js=f"(token) => window.embeddingExplorer.set({{token: token === {none} ? null : token}})", **keystroke)
     # the list is filled from the tab's own tokens when opened, so it never lists stale ones
     page.token.focus(events.named(lambda request: choices(page, request), ()), None, page.token, api_name="picker",
                      **LIVE)
