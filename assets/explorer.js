@@ -275,14 +275,17 @@
   // and answers {merged: true}, and the waiting call's answer shows both (ui/direct.py). At most
   // two calls are on their way (one computing, one waiting); what is made meanwhile is merged
   // into the next. A tour step, an example pair or Back goes alone, after the calls before it
-  const plain = (change) => !("move" in change) && !("example" in change) && !("back" in change);
+  const ALONE = ["move", "example", "back", "flip", "listing", "reset"]; // each the server's to compute, alone
+  const plain = (change) => !ALONE.some((name) => name in change);
   let calls = 0;
   let alone = false;  // the call on its way is a tour step or an example pair
   let queued = null;
   function send(change) {
-    // presses of Next and Previous made while one is in flight add up: none is lost
+    // presses of Next and Previous made while one is in flight add up: none is lost; two presses
+    // of Flip cancel
     const move = queued && "move" in queued && "move" in change ? { move: queued.move + change.move } : {};
-    queued = { ...(queued || {}), ...change, ...move };
+    const flip = queued && "flip" in queued && "flip" in change ? { flip: queued.flip !== change.flip } : {};
+    queued = { ...(queued || {}), ...change, ...move, ...flip };
     flush();
   }
   async function flush() {

@@ -462,3 +462,27 @@ def test_an_answer_names_each_value_by_its_element_id_and_every_output_has_its_o
     for outputs in ([page.plot, gr.HTML()], [page.plot, gr.HTML(elem_id="embed-plot")]):
         with pytest.raises(ValueError, match="element id of its own"):
             hand_over_js(outputs)
+
+
+def test_flip_and_the_listing_s_layer_are_actions_the_route_computes(app_url, tab):
+    """The page's Flip and the listing's layer go over its route: the server computes the change
+    (a flip needs a selected token; two presses cancel), and an action is sent as true or not at all."""
+    from core.view.state import DOCUMENT_SENTENCE, LISTING_SETTINGS
+
+    client, tab = tab
+    refused = call(app_url, {"key": key_of(tab), "change": {"flip": True}})
+    assert "Select a token first" in html.unescape(refused["values"]["notice"]) and tab.view.flips == frozenset()
+    call(app_url, {"key": key_of(tab), "change": {"token": 2}})
+    call(app_url, {"key": key_of(tab), "change": {"flip": True}})
+    assert tab.view.flips == {2}
+    call(app_url, {"key": key_of(tab), "change": {"flip": False}})  # two presses, merged by the page: no flip
+    assert tab.view.flips == {2}
+    call(app_url, {"key": key_of(tab), "change": {"flip": True}})
+    assert tab.view.flips == frozenset()
+    before = client.predict(api_name="/fingerprint")
+    answer = call(app_url, {"key": key_of(tab), "change": {"listing": False}})
+    assert "sent as true, or not at all" in answer["error"] and client.predict(api_name="/fingerprint") == before
+    answer = call(app_url, {"key": key_of(tab), "change": {"listing": True}})
+    assert tab.view.source == "random" and tab.view.sentence_a == DOCUMENT_SENTENCE and tab.view.sentence_b == ""
+    assert tab.view.settings == LISTING_SETTINGS
+    assert answer["values"]["sentence-a"] == DOCUMENT_SENTENCE  # the box does not show it yet

@@ -44,7 +44,9 @@ CHANGES = {"sentence_a": (str, "text"), "sentence_b": (str, "text"), "token": (i
            "panel": (str, "text"), "shown": (str, "text"),  # a tab opened (each checked by `View.with_`)
            "example": (int, "a whole number"),  # an example pair clicked: its place in EXAMPLES
            "move": (int, "a whole number"),  # the tour's Next or Previous: a whole view, untrained (tour.moved)
-           "back": (object, "")}  # Back or Forward landed on this address of the visit (its query string)
+           "back": (object, ""),  # Back or Forward landed on this address of the visit (its query string)
+           # the page's actions on the view (ACTIONS): true; flip false is two presses that cancel
+           "flip": (bool, "true or false"), "listing": (bool, "true"), "reset": (bool, "true")}
 # a keystroke is computed on the event loop when its tab's last call took at most this much CPU
 # (a keystroke on a 128-token pair fits well within it), and its text grew by at most
 # INLINE_GROWTH characters
@@ -58,6 +60,11 @@ SETTINGS = ("labels", "arrows", "shift", "groups", "background", "k", "search", 
 # own (`Direct.tables`), so nobody's keystrokes wait behind them
 TABLE_SETTINGS = (*(name for name, declared in FIELDS.items() if TABLES in declared.redraws), "basis")
 CHANGES.update({name: (object, "") for name in (*SETTINGS, *TABLE_SETTINGS)})
+# actions whose change is the server's to compute: (the change, what becomes of the tables, whether it
+# builds tables and so takes the tables' lane); what else the call carries is applied first
+ACTIONS = {"flip": (View.flipped, None, False),
+           "listing": (View.on_listing_layer, None, True),
+           "reset": (lambda view: view, lambda session: session.reset(), True)}
 # checked where they are read, each with its own sentence: a setting by its field's kind, an address as a link
 CHECKED_LATER = frozenset({*SETTINGS, *TABLE_SETTINGS, "back"})
 TYPED = frozenset({"sentence_a", "sentence_b"})
@@ -111,6 +118,10 @@ class Direct:
             return await self.turn(tab, lambda: self.show(tab, lambda view: tour.moved(view, move),
                                                           tables=lambda session: session.restart()),
                                    address=address, work=work, channel=channel)
+        acted = [name for name in ACTIONS if changes.get(name)]
+        if acted or changes.get("flip") is False:  # an action: alone, its change the server's to compute
+            return await self.turn(tab, lambda: self.act(tab, changes), address=address, work=work, channel=channel,
+                                   lane=self.tables if any(ACTIONS[name][2] for name in acted) else None)
         if "back" in changes:  # an address of this visit: its view, read as a link, its tables kept where they agree
             try:
                 link = share.from_address(changes["back"])
@@ -211,6 +222,23 @@ class Direct:
             self.page, None, lambda view: view.with_(**changes), asked=tuple(changes) if asked is None else asked,
             outputs=self.everything, tab=tab, direct=True))
 
+    def act(self, tab, changes: dict) -> dict:
+        """The page's actions in `changes` (ACTIONS), after its other changes (in its turn)."""
+        values = {name: value for name, value in changes.items() if name not in ACTIONS}
+        acted = [ACTIONS[name] for name in ACTIONS if changes.get(name)]
+
+        def change(view: View) -> View:
+            view = view.with_(**values)
+            for act, _, _ in acted:
+                view = act(view)
+            return view
+
+        tables = next((tables for _, tables, _ in acted if tables is not None), None)
+        if any(heavy for _, _, heavy in acted):
+            events.built_first(tab, change)
+        return self.answered(lambda: events.update(self.page, None, change, tables=tables, asked=tuple(values),
+                                                   outputs=self.everything, tab=tab, direct=True))
+
     def show(self, tab, change: Callable[[View], View], notes: tuple[str, ...] = (), tables=None,
              built: bool = False) -> dict:
         """Show the tab a whole view, as a link would (in its turn, on a worker thread): any component may change.
@@ -307,6 +335,9 @@ def read(sent: object) -> tuple[str, dict, tuple[str, ...]]:
             continue
         if not isinstance(value, wanted) or (isinstance(value, bool) and wanted is not bool):
             raise Refused(f"{name} must be {described}, not {type(value).__name__}.")
+    for name in ("listing", "reset"):
+        if change.get(name) is False:
+            raise Refused(f"{name} is an action: it is sent as true, or not at all.")
     change = dict(change)
     asked = tuple(name for name in change if name != "example")
     if "example" in change:

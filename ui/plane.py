@@ -15,6 +15,7 @@ import gradio as gr
 
 from core.plane.pipeline import TABLE_HEADERS
 from core.view.options import LIMITS, MAX_SEARCH, MAX_TEXT, Refused
+from core.view.state import View
 from ui import events, render
 from ui.assets import EXAMPLES
 from ui.direct import Direct, settable, written_by_page
@@ -125,8 +126,8 @@ def wire(page) -> None:
     settable(page, ("search", "regex"), [page.search.change, page.regex.input], [page.search, page.regex],
              api=events.setter(page, "search", "regex", outputs=outputs, postprocessed=True), outputs=outputs,
              trigger_mode="always_last", **keystroke)
-    page.flip.click(events.named(lambda request: flip(page, request), ()), None, outputs, api_name="flip",
-                    **keystroke)
+    settable(page, "flip", page.flip.click, None, js="() => window.embeddingExplorer.set({flip: true})",
+             api=events.named(lambda request: flip(page, request), ()), outputs=outputs, **keystroke)
 
 
 EXAMPLES_JS = """
@@ -173,13 +174,6 @@ def choices(page, request: gr.Request):
 
 
 def flip(page, request: gr.Request):
-    """Give the selected token the other segment id, or give it back its own."""
-
-    def change(view):
-        if view.token is None:
-            raise Refused("Select a token first (click a point, or pick one from the list), then flip its "
-                                 "segment.")
-        return view.with_(flips=view.flips ^ {view.token})
-
-    return events.update(page, request, change, outputs=page.live_outputs, postprocessed=True)
+    """Give the selected token the other segment id, or give it back its own (the API's; the page's goes direct)."""
+    return events.update(page, request, View.flipped, outputs=page.live_outputs, postprocessed=True)
 

@@ -9,7 +9,7 @@ import gradio as gr
 from core.process.memory import BUDGET
 from core.tables.uploads import UploadLimits, read_upload, reading_bytes
 from core.view.options import LIMITS, PANELS, POSITIONS, SOURCES, TOKENIZERS, Refused
-from core.view.state import DOCUMENT_SENTENCE, LISTING_SETTINGS, SETTINGS_FIELDS, Settings
+from core.view.state import SETTINGS_FIELDS, Settings, View
 from ui import events, render
 from ui.direct import settable
 from ui.plane import LIVE
@@ -55,8 +55,8 @@ def wire(page) -> None:
              api=events.named(lambda request, *values: apply_settings(page, request, values), SETTINGS_FIELDS),
              **HEAVY)
     # one event for the whole layer: its source, settings and sentence change together
-    page.listing.click(events.named(lambda request: listing(page, request), ()), None, outputs, api_name="listing",
-                       **LIVE)
+    settable(page, "listing", page.listing.click, None, js="() => window.embeddingExplorer.set({listing: true})",
+             api=events.named(lambda request: listing(page, request), ()), **LIVE)
     page.upload.upload(events.named(lambda request, path: upload(page, request, path), ("path",)), page.upload,
                        [*outputs, page.upload], api_name="upload", **HEAVY)
 
@@ -68,10 +68,8 @@ def apply_settings(page, request: gr.Request, values: tuple) -> dict:
 
 
 def listing(page, request: gr.Request) -> dict:
-    """The first listing's layer (vocab 10, d_model 2) on the second document's sentence."""
-    settings = {name: getattr(LISTING_SETTINGS, name) for name in SETTINGS_FIELDS}
-    return events.update(page, request, lambda view: view.with_(source="random", sentence_a=DOCUMENT_SENTENCE,
-                                                                sentence_b="", **settings))
+    """The first listing's layer on the second document's sentence (the API's; the page's goes direct)."""
+    return events.update(page, request, View.on_listing_layer)
 
 
 def upload(page, request: gr.Request, path: str | None) -> dict:

@@ -82,8 +82,8 @@ def wire(page) -> None:
     # the summary line says how far training got; no progress overlay on every output
     page.train_button.click(events.named(train_handler, ("steps", "corpus")), [page.steps, page.corpus], outputs,
                             api_name="train", **TRAINING)
-    page.reset_button.click(events.named(lambda request: reset(page, request), ()), None, outputs, api_name="reset",
-                            **LIVE)
+    settable(page, "reset", page.reset_button.click, None, js="() => window.embeddingExplorer.set({reset: true})",
+             api=events.named(lambda request: reset(page, request), ()), **LIVE)
 
 
 def freeze(page, request: gr.Request, on: tuple) -> dict:

@@ -185,6 +185,18 @@ class View:
         never the screen it is shown on."""
         return replace(self, **{name: getattr(other, name) for name in SCREEN})
 
+    def flipped(self) -> View:
+        """The selected token given the other segment id, or given back its own; `Refused` when
+        no token is selected."""
+        if self.token is None:
+            raise Refused("Select a token first (click a point, or pick one from the list), then flip its segment.")
+        return self.with_(flips=self.flips ^ {self.token})
+
+    def on_listing_layer(self) -> View:
+        """The first listing's layer (vocab 10, d_model 2, random) on the second document's sentence."""
+        settings = {name: getattr(LISTING_SETTINGS, name) for name in SETTINGS_FIELDS}
+        return self.with_(source="random", sentence_a=DOCUMENT_SENTENCE, sentence_b="", **settings)
+
     def differs(self, other: View) -> tuple[str, ...]:
         """The fields whose values differ between two views, in field order."""
         return tuple(name for name in _FIELDS if getattr(self, name) != getattr(other, name))
