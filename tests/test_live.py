@@ -13,22 +13,11 @@ from core.options import Refused
 from core.session import Session
 from core.state import Settings, View
 from core.training import Corpus, TrainConfig
-
-
-class Clock:
-    """A monotonic clock the test moves by hand."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.clocks import Clock
 
 
 @pytest.fixture()
 def clock() -> Clock:
-    """A hand clock, handed to what keeps time (`Lives(clock=…)`), never patched into `time`:
-    moving a patched `time.monotonic` by hours stalled the launched app's event loop for hours."""
     return Clock()
 
 
