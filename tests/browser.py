@@ -61,6 +61,13 @@ window.fetch = function (input, init) {
 """
 
 
+# an image the page asks its own server for now (a name no route has): once it has failed, an
+# image the page put in its document before it (markup rendered as HTML) has been asked for, and
+# its onerror has run
+IMAGES_SETTLED = """() => new Promise(done => { const probe = new Image();
+    probe.onload = probe.onerror = () => done(true); probe.src = 'x?probe=' + Math.random(); })"""
+
+
 def rows(table_id: str) -> str:
     """JS: how many data rows a gr.Dataframe shows (its rows carry aria-rowindex; 1 is the header)."""
     return (f"new Set([...document.querySelectorAll('#{table_id} [role=row][aria-rowindex]')]"

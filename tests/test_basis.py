@@ -3,7 +3,6 @@ vocabulary drawn behind the tokens (which rows, in which order, under which labe
 
 import gc
 import threading
-import time
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 
@@ -16,6 +15,7 @@ import core.plane.basis
 from core.model.projection import PCAProjection
 from core.plane.basis import SPECTRUM, background, is_cached, ranked_vocabulary, vocabulary_basis
 from core.tables.presets import bert_source, glove_source
+from tests.waiting import eventually
 
 # BERT uncased reserves ids 0-998: [PAD], [unused0]…[unused993], [UNK], [CLS], [SEP], [MASK]
 BERT_RESERVED = 999
@@ -116,14 +116,29 @@ def test_the_cache_forgets_a_table_that_is_garbage_collected():
 
 
 def test_concurrent_first_calls_fit_the_table_once(monkeypatch):
-    fits = []
+    fits, missed = [], []
     original = PCAProjection.fit
+
+    class Counted:
+        """The lock a call takes to find its table's lock, once it found no cached fit."""
+
+        def __init__(self) -> None:
+            self.lock = threading.Lock()
+
+        def __enter__(self):
+            missed.append(threading.get_ident())
+            return self.lock.__enter__()
+
+        def __exit__(self, *raised):
+            return self.lock.__exit__(*raised)
 
     def counting_fit(self, X, y=None):
         fits.append(threading.get_ident())
-        time.sleep(0.05)  # keep the fit running while the other threads arrive
+        # the fit goes on once every thread has missed the cache and goes for the table's lock
+        assert eventually(lambda: len(missed) == 4)
         return original(self, X, y)
 
+    monkeypatch.setattr(core.plane.basis, "_LOCKS", Counted())
     monkeypatch.setattr(core.plane.basis.PCAProjection, "fit", counting_fit)
     table = seeded_table(500, 8, seed=4)
     start = threading.Barrier(4)

@@ -2,6 +2,8 @@
 
 import pytest
 
+from tests.browser import IMAGES_SETTLED
+
 pytestmark = pytest.mark.browser
 
 PLOT_DATA = "() => { const p = document.querySelector('#embed-plot .js-plotly-plot'); return p && p.data; }"
@@ -44,7 +46,8 @@ def test_markup_typed_as_a_sentence_stays_text(page):
         timeout=30_000,
     )
     page.hover("#embed-plot .js-plotly-plot")
-    page.wait_for_timeout(300)
+    page.wait_for_selector("#embed-plot .hoverlayer .hovertext")  # the hover drew its text
+    page.evaluate(IMAGES_SETTLED)  # an image that text put in the page would have fired by now
     assert page.evaluate("window.__pwned") is False
     assert page.locator("#embed-plot img[src='x']").count() == 0
     # the token table is drawn from the same escaped names: text, not an element
@@ -116,7 +119,7 @@ def test_opening_a_page_sends_one_event_and_a_link_s_panel_is_opened(browser, ap
     panel still opens it."""
     import json
 
-    def opened(query: str) -> tuple[list, object]:
+    def opened(query: str, panel: str, shown: str) -> tuple[list, object, object]:
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         page = context.new_page()
         joins = []
@@ -124,18 +127,24 @@ def test_opening_a_page_sends_one_event_and_a_link_s_panel_is_opened(browser, ap
                 if "queue/join" in request.url else None)
         page.goto(f"{app_url}?{query}")
         wait_for_plot(page)
-        page.wait_for_load_state("networkidle")
-        page.wait_for_timeout(1000)
+        assert page.get_by_role("tab", name=panel).get_attribute("aria-selected") == "true"
+        page.locator(shown).wait_for(state="visible", timeout=30_000)  # the panel's controls are drawn
+        # then a queued event of the page's own (its link, asked for in the View tab): once its
+        # answer is in, whatever the opening sent through the queue was sent before it
+        page.get_by_role("tab", name="View").click()
+        page.locator("#share-button").click()
+        page.wait_for_function("() => document.querySelector('#share-link textarea, #share-link input')"
+                               "?.value.startsWith('http')", timeout=30_000)
         return joins, context, page
 
-    joins, context, _ = opened("")
-    config = context.pages[0].evaluate("() => window.gradio_config")
+    joins, context, page = opened("", "Tour", "#tour-next")
+    config = page.evaluate("() => window.gradio_config")
     load = next(d["id"] for d in config["dependencies"] if any(t[1] == "load" for t in d["targets"]))
-    assert joins == [load]
+    share = next(d["id"] for d in config["dependencies"] if d.get("api_name") == "share")
+    assert joins == [load, share]
     context.close()
-    joins, context, page = opened("panel=train")
-    assert page.get_by_role("tab", name="Train").get_attribute("aria-selected") == "true"
-    assert page.locator("#train-steps input").is_visible()
+    joins, context, page = opened("panel=train", "Train", "#train-steps input")
+    assert joins == [load, share]
     context.close()
 
 

@@ -2,7 +2,8 @@
 
 Every test runs against both stores: `MemoryStore` (one process) and `RedisStore` on a real
 redis-server (the `redis_url` fixture; `own_redis` for one a test stops and starts again), with a
-hand clock for what the store times (a class's grace, the students' counts). Tabs are real
+hand clock for what the store times (a class's grace, the students' counts) and for how often the
+writer publishes. Tabs are real
 `core.serving.tabs.Tab` objects changed through `Tab.apply`, the one door every change of a page goes
 through. What travels between threads (the writer's lessons and counts, Redis's pub/sub) is
 waited for with a bounded poll, never timed.
@@ -17,7 +18,6 @@ import secrets
 import subprocess
 import sys
 import threading
-import time
 from urllib.parse import parse_qs
 
 import pytest
@@ -49,25 +49,17 @@ from core.serving.tabs import Tab
 from core.view import tour
 from core.view.options import Refused
 from core.view.state import View
+from tests.clocks import Clock
 from tests.waiting import eventually
 
 URLSAFE = re.compile(r"[A-Za-z0-9_-]+")
 WAIT = 15.0  # seconds a bounded poll waits at most for what another thread delivers
 
 
-class Clock:
-    """A wall clock the test moves by hand, handed to the store (never patched into `time`)."""
-
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture()
 def clock() -> Clock:
-    return Clock()
+    """The store's wall clock."""
+    return Clock(1_800_000_000.0)
 
 
 @pytest.fixture(autouse=True)
@@ -286,19 +278,31 @@ def test_the_lecturers_screen_is_not_the_lesson(room, store):
     assert "presenter" not in parse_qs(query) and "narrow" not in query
 
 
-def test_a_burst_of_changes_publishes_a_few_versions_and_always_the_last(room, stores):
+def test_a_burst_of_changes_publishes_a_few_versions_and_always_the_last(stores):
     store = stores()
     heard = hearing(store)
+    ticks = Clock()  # the writer's clock: it stands still while the lecturer types
+    room = Classroom(store, ticks=ticks)
     lecturer = tab()
     lesson, _ = room.start(lecturer, "10.0.0.8")
-    began = time.monotonic()
-    for i in range(40):  # typing: a change a keystroke
+    change(lecturer, sentence_a="The lecturer types word number 0")
+    first = lesson_of(lecturer.view)
+    assert eventually(lambda: room._led[lesson.id].sent == first)  # published at once, and noted as sent
+    began = ticks.now
+    for i in range(1, 40):  # typing: a change a keystroke
         change(lecturer, sentence_a=f"The lecturer types word number {i}")
-    elapsed = time.monotonic() - began
+        room.flush()  # the writer's turn after each key
+    elapsed = ticks.now - began
     last = lesson_of(lecturer.view)
-    assert eventually(lambda: store.lesson(lesson.id).query == last)
+
+    def published_last() -> bool:
+        ticks.now += classroom.PUBLISH_SECONDS  # the writer's time goes on while the test waits
+        return store.lesson(lesson.id).query == last
+
+    assert eventually(published_last)
     assert eventually(lambda: any(lsn.query == last for lsn in heard_of(heard, lesson.id)))
-    time.sleep(3 * classroom.PUBLISH_SECONDS)  # a pending flush, if any were left, has had its turn
+    ticks.now += 3 * classroom.PUBLISH_SECONDS
+    room.flush()  # a pending flush, if any were left, has had its turn
     kept = store.lesson(lesson.id)
     assert kept.query == last
     # one version at once, then at most one per PUBLISH_SECONDS of the burst, and the last

@@ -33,7 +33,9 @@ from safetensors.torch import save_file
 MARKER = "pwned"  # the file a payload would create, in the case's folder
 
 # torch warns about pickle.dump's protocol just before it refuses the file
-pytestmark = pytest.mark.filterwarnings("ignore:Detected pickle protocol")
+# one worker sends the whole set: the session, its warm-up and its memory baseline are made once,
+# and the last test measures every file sent, none sent twice
+pytestmark = [pytest.mark.filterwarnings("ignore:Detected pickle protocol"), pytest.mark.xdist_group("hostile-uploads")]
 
 
 # --- files ------------------------------------------------------------------------------------

@@ -162,7 +162,7 @@ def test_the_process_runs_niced_and_a_dead_one_is_replaced(offload):
 
 
 def test_work_that_ignores_its_stop_is_ended(offload, monkeypatch):
-    monkeypatch.setattr(offload_module, "STOP_GRACE_SECONDS", 0.5)
+    monkeypatch.setattr(offload_module, "STOP_GRACE_SECONDS", 0.0)  # no grace: ended at the next look
     with pytest.raises(OffloadError, match="did not stop"):
         offload.call(ignore_stop, 60, stop=lambda: True)
     assert offload.call(count_to, 2) == 2

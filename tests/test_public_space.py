@@ -28,7 +28,8 @@ import pytest
 
 from core.view.options import LIMITS, MAX_TEXT
 from tests.appapi import key_of
-from tests.browser import COUNT_REQUESTS, PLOT, settle
+from tests.browser import COUNT_REQUESTS, IMAGES_SETTLED, PLOT, settle
+from tests.clocks import Clock
 from tests.waiting import eventually
 
 # the tests' /fingerprint endpoint is read when `app` is first imported (by conftest's app_url)
@@ -126,7 +127,7 @@ def test_markup_in_a_link_is_shown_as_text_and_never_fetched(browser, app_url, q
             svgLinks: document.querySelectorAll("svg a").length,
         })""")
         assert found == {"links": 0, "images": 0, "forms": 0, "svgLinks": 0}
-        page.wait_for_timeout(300)  # an image or a script would have fired by now
+        page.evaluate(IMAGES_SETTLED)  # an image or a script in the page would have fired by now
         assert requests == []
         assert dialogs == []
     finally:
@@ -395,16 +396,16 @@ def test_a_lookup_link_the_walk_through_refuses_still_draws_the_page(open_page, 
 
 
 def test_asking_for_a_link_after_the_session_ended_says_so(app_url, monkeypatch):
-    """A store of its own for this test, whose tabs end at once: the others' tabs are untouched."""
+    """A store of its own for this test, on a clock it moves past the idle time: the others' tabs are untouched."""
     import ui.events
     from core.serving.tabs import Tabs
 
-    store = Tabs()
+    clock = Clock()
+    store = Tabs(clock=clock)
     monkeypatch.setattr(ui.events, "TABS", store)
     client = new_client(app_url)
     client.predict("kept for an hour", "", api_name="/embed")
-    store.idle = 0.0  # every tab unused for any time at all has ended
-    time.sleep(0.01)
+    clock.now += store.idle + 1  # the tab has been unused for over an hour
     query, notes = client.predict(api_name="/share")
     shown = notes.replace("\\", "")  # the notes box is Markdown: its text comes escaped
     assert "unused for over an hour and its session has ended: reload the page" in shown
@@ -647,8 +648,8 @@ def test_raw_uploads_nobody_reads_are_bounded_and_swept(app_url, tmp_path, monke
     assert first.status_code == 200, first.text
     refused = post("two.bin")  # 2 MB waiting + 2 MB coming > 3 MB
     assert refused.status_code == 503 and "recently uploaded files" in refused.text
-    monkeypatch.setattr(rawfiles, "RAW_SECONDS", 0.0)  # the first file is now past its time
-    time.sleep(0.05)
+    came = os.stat(first.json()[0]).st_mtime - rawfiles.RAW_SECONDS - 1
+    os.utime(first.json()[0], (came, came))  # the first file is now past its time
     assert post("three.bin").status_code == 200  # the sweep made room
     assert not os.path.exists(first.json()[0])
 

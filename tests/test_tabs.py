@@ -14,16 +14,7 @@ from core.serving.tabs import Expired, Tab, Tabs, follow
 from core.tables.session import Session
 from core.view.options import Refused
 from core.view.state import Settings, View
-
-
-class Clock:
-    """A monotonic clock the test moves by hand."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.clocks import Clock
 
 
 @pytest.fixture()

@@ -549,7 +549,7 @@ class Led:
     query: str
     step: int | None
     sent: str  # the lesson last published
-    sent_at: float = float("-inf")  # when (time.monotonic), for PUBLISH_SECONDS
+    sent_at: float = float("-inf")  # when (the writer's ticks), for PUBLISH_SECONDS
     version: int = 1
     pages: dict[str, Leader] = field(default_factory=dict)  # page key -> its leader, while its stream is open
     left: float = 0.0  # when (the store's clock) its last page here left, or it was led without one
@@ -570,12 +570,13 @@ class Classroom:
     """
 
     def __init__(self, store: MemoryStore | RedisStore | None = None, *, beat: float = BEAT_SECONDS,
-                 retry: float = RETRY_SECONDS) -> None:
+                 retry: float = RETRY_SECONDS, ticks: Callable[[], float] = time.monotonic) -> None:
         self.store = store if store is not None else store_from_environment()
         self.beat_seconds, self.retry_seconds = beat, retry
+        self.ticks = ticks  # the writer's own clock (a test moves it by hand): when to publish, beat, retry
         self.process = uuid.uuid4().hex
         self.away = False  # the store could not be reached at the last try
-        self._back_at = float("-inf")  # when (time.monotonic) it answered again
+        self._back_at = float("-inf")  # when (the writer's ticks) it answered again
         self._pages: dict[str, dict[str, Follower]] = {}  # class id -> page key -> its follower, connected here
         self._led: dict[str, Led] = {}  # class id -> the class as its lecturer pages here hold it
         self._dirty: set[str] = set()  # classes whose counts here are to be written
@@ -638,7 +639,7 @@ class Classroom:
                 led = self._led.get(class_id)
             if led is not None and led.alive(now):
                 lesson = self._reach(self._restore, led)
-            elif lesson is None and time.monotonic() - self._back_at < self.beat_seconds + 2 * self.retry_seconds:
+            elif lesson is None and self.ticks() - self._back_at < self.beat_seconds + 2 * self.retry_seconds:
                 raise Reconnecting(RECONNECTING)  # the store is just back: the class may not be restored yet
         if lesson is None:
             raise Gone(NO_CLASS)
@@ -877,7 +878,7 @@ class Classroom:
         self.store.close()
 
     def _write(self) -> None:
-        beat_at = time.monotonic() + self.beat_seconds
+        beat_at = self.ticks() + self.beat_seconds
         while True:
             with self._lock:
                 wait = self.retry_seconds if self.away else self._due(beat_at)
@@ -891,9 +892,9 @@ class Classroom:
                     self._back()
                 self.flush()
                 self.reread()
-                if time.monotonic() >= beat_at:
+                if self.ticks() >= beat_at:
                     self.beat()
-                    beat_at = time.monotonic() + self.beat_seconds
+                    beat_at = self.ticks() + self.beat_seconds
             except Away:
                 self.lost()
             except Exception:  # a fault: logged, and the writer goes on with the next round
@@ -902,7 +903,7 @@ class Classroom:
 
     def _due(self, beat_at: float) -> float:
         """Seconds until the writer has work (under the lock)."""
-        now = time.monotonic()
+        now = self.ticks()
         if self._dirty:
             return 0.0
         due = min(beat_at - now, self.retry_seconds if self._unsure else float("inf"))
@@ -913,13 +914,13 @@ class Classroom:
 
     def flush(self) -> None:
         """Publish the lessons that are due, and write the counts that changed."""
-        now = time.monotonic()
+        now = self.ticks()
         with self._lock:
             due = [(led, led.query, led.step) for led in self._led.values()
                    if led.query and led.query != led.sent and now >= led.sent_at + PUBLISH_SECONDS]
         for led, query, step in due:
             lesson = self.store.publish(led.leader.class_id, query, step)
-            led.sent, led.sent_at = query, time.monotonic()
+            led.sent, led.sent_at = query, self.ticks()
             if lesson is None:  # the store lost it, or its time ran out while it was away
                 self._restore(led)
         while True:
@@ -961,7 +962,7 @@ class Classroom:
         if led here) before its pages stop hearing that it is reconnecting."""
         now = self.clock()
         with self._lock:
-            self.away, self._back_at = False, time.monotonic()
+            self.away, self._back_at = False, self.ticks()
             for class_id in {*self._pages, *self._led}:
                 self._unsure.setdefault(class_id, now + GRACE_SECONDS)
             self._dirty.update(self._pages)
