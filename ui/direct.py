@@ -180,7 +180,9 @@ class Direct:
         loop as the turn starts; then `compute` runs right there if `quick()` says it may and no
         other thread holds the tab, else on a worker thread."""
         lane = lane or self.turns
-        threads = self._threads.setdefault(id(lane), anyio.CapacityLimiter(lane.slots))
+        threads = self._threads.get(id(lane))
+        if threads is None:
+            threads = self._threads[id(lane)] = anyio.CapacityLimiter(lane.slots)
         channel = channel or events.CHANNELS.of(tab)
         try:
             turn = lane.enter(address or tab.client or UNKNOWN, channel.key, work)
