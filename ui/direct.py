@@ -393,6 +393,7 @@ def settable(page, names: str | tuple[str, ...], trigger, api_inputs, *, js: str
     script = js or f"({', '.join(names)}) => window.embeddingExplorer.set({{{', '.join(names)}}})"
     gr.on(trigger if isinstance(trigger, list) else [trigger], None, api_inputs, None, js=script)
     api_name = api_name or names[0]
-    button = page.api_buttons[api_name] = gr.Button(visible=False)
-    button.click(api or events.setter(page, *names), api_inputs, page.everything if outputs is None else outputs,
-                 api_name=api_name, **kwargs)
+    if page.api_button is None:  # one hidden button holds every such endpoint: the page never presses it
+        page.api_button = gr.Button(visible=False, elem_id="api-endpoints")
+    page.api_button.click(api or events.setter(page, *names), api_inputs,
+                          page.everything if outputs is None else outputs, api_name=api_name, **kwargs)

@@ -115,7 +115,7 @@ class Page:
     examples: gr.HTML  # the example pairs (ui/plane.py examples_html)
     table: gr.HTML
     embed_api: gr.Button
-    api_buttons: dict[str, gr.Button]  # the API's endpoints of the settings the page sets directly (ui.direct.settable)
+    api_button: gr.Button | None  # holds the API's endpoints of what the page sends directly (ui.direct.settable)
     # ui/sideviews.py: positions, LayerNorm, similarity, the two documents
     view_tabs: dict[str, gr.Tab]  # the side views' tabs by VIEWS key
     positions_plot: gr.Plot
@@ -195,7 +195,7 @@ class Page:
     def __init__(self) -> None:
         self.freezes = {}
         self.panel_tabs = {}
-        self.api_buttons = {}
+        self.api_button = None
 
     @property
     def live_outputs(self) -> list:
