@@ -58,7 +58,7 @@ SETTINGS = ("labels", "arrows", "shift", "groups", "background", "k", "search", 
             "listing_seed", "listing_bug", "lookup_sentence", "lookup_dim", "lookup_grad")  # and the documents' inputs
 # settings that build tables or fit a plane (seconds, the first time): computed in a lane of their
 # own (`Direct.tables`), so nobody's keystrokes wait behind them
-TABLE_SETTINGS = (*(name for name, declared in FIELDS.items() if TABLES in declared.redraws), "basis")
+TABLE_SETTINGS = frozenset({*(name for name, declared in FIELDS.items() if TABLES in declared.redraws), "basis"})
 CHANGES.update({name: (object, "") for name in (*SETTINGS, *TABLE_SETTINGS)})
 # actions whose change is the server's to compute: (the change, what becomes of the tables, whether it
 # builds tables and so takes the tables' lane); what else the call carries is applied first
@@ -129,7 +129,7 @@ class Direct:
                 return {"error": str(error)}
             return await self.turn(tab, lambda: self.show(tab, link.view.seen_as, notes=link.notes, built=True),
                                    address=address, work=work, channel=channel, lane=self.tables)
-        if changes.keys() & set(TABLE_SETTINGS):  # tables are built: alone, in their own lane, never skipped
+        if changes.keys() & TABLE_SETTINGS:  # tables are built: alone, in their own lane, never skipped
             return await self.turn(tab, lambda: self.apply(tab, changes, asked, tables=True), address=address,
                                    work=work, channel=channel, lane=self.tables)
         if set(asked) != set(changes):  # an example pair: its sentences are the server's to write
