@@ -1344,9 +1344,15 @@ class Classroom:
 
     def _refuse_answer(self, class_id: str, number: int, status: str) -> None:
         if status == "gone":
-            self.lesson(class_id)  # says why: it ended, or is lost
+            try:
+                self.lesson(class_id)  # says why: it ended, or is lost
+            except Gone as error:
+                if str(error) != NO_CLASS or self.round(class_id).number < number:
+                    raise
         if status in ("gone", "missing") and self.round(class_id).number >= number:
-            raise Reconnecting(RECONNECTING)  # the store lost the round, which is being restored
+            # the store forgot a class or round running here: it restarted, maybe unheard of yet
+            self.lost()  # the writer reads every class again, restores what is led here, writes answers again
+            raise Reconnecting(RECONNECTING)
         raise Full(ROUND_FULL) if status == "full" else Refused(
             {"enough": ENOUGH, "other": OTHER_ROUND}.get(status, NOT_OPEN))
 

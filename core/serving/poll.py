@@ -13,6 +13,7 @@ apostrophes, and a sentence never echoes what it refused.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import math
 import threading
@@ -104,24 +105,27 @@ class Round:
     students: int  # distinct students who answered this round
     version: int  # strictly increases on every change of the class's poll
 
-    def _tally(self) -> list[tuple[str, int]]:
+    # a round is read by every stream of its class after each change: its tally is sorted once
+    @functools.cached_property
+    def _tally(self) -> tuple[tuple[str, int], ...]:
         """Every distinct word the lecturer has to see (answered, or moderated before it was),
         most frequent first, ties by word."""
         words = {**dict.fromkeys(self.hidden | self.approved, 0), **self.counts}
-        return sorted(words.items(), key=lambda item: (-item[1], item[0]))
+        return tuple(sorted(words.items(), key=lambda item: (-item[1], item[0])))
 
-    def _visible(self) -> list[tuple[str, int]]:
-        return [(word, count) for word, count in self._tally() if count and word not in self.hidden
-                and (not self.review or word in self.approved)]
+    @functools.cached_property
+    def _visible(self) -> tuple[tuple[str, int], ...]:
+        return tuple((word, count) for word, count in self._tally if count and word not in self.hidden
+                     and (not self.review or word in self.approved))
 
     def drawn(self) -> tuple[tuple[str, int], ...]:
         """The words the plane shows: visible (not hidden; under review, approved only), most
         frequent first, ties by word; at most MAX_DRAWN."""
-        return tuple(self._visible()[:MAX_DRAWN])
+        return self._visible[:MAX_DRAWN]
 
     def undrawn(self) -> int:
         """Visible distinct words left out of `drawn()`."""
-        return max(0, len(self._visible()) - MAX_DRAWN)
+        return max(0, len(self._visible) - MAX_DRAWN)
 
     def message(self, lecturer: bool) -> dict:
         """What a class stream carries as "poll": the words a lecturer's page may show the class;
@@ -131,7 +135,7 @@ class Round:
         if lecturer:
             sent.update(review=self.review, answers=self.answers, students=self.students,
                         words=[{"word": word, "count": count, "hidden": word in self.hidden,
-                                "approved": word in self.approved} for word, count in self._tally()])
+                                "approved": word in self.approved} for word, count in self._tally])
         return sent
 
 
@@ -151,7 +155,7 @@ def csv_of(round: Round) -> str:  # noqa: A002 - the interface's name
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(["word", "count", "hidden", "approved"])
-    for word, count in round._tally():
+    for word, count in round._tally:
         writer.writerow([_cell(word), _cell(count), _cell(str(word in round.hidden).lower()),
                          _cell(str(word in round.approved).lower())])
     return out.getvalue()
@@ -164,6 +168,7 @@ class Rate:
     def __init__(self, size: int, per_second: float, clock: Callable[[], float]) -> None:
         self.size, self.per_second, self.clock = size, per_second, clock
         self._buckets: dict[str, tuple[float, float]] = {}  # key -> (tokens, when)
+        self._sweep_at = 10_000  # buckets kept before those full again are let go
         self._lock = threading.Lock()
 
     def take(self, key: str) -> float:
@@ -175,9 +180,10 @@ class Rate:
             if tokens < 1:
                 return (1 - tokens) / self.per_second
             self._buckets[key] = (tokens - 1, now)
-            if len(self._buckets) > 10_000:  # let go of every bucket that is full again
+            if len(self._buckets) > self._sweep_at:  # let go of every bucket that is full again
                 self._buckets = {k: (t, w) for k, (t, w) in self._buckets.items()
                                  if t + (now - w) * self.per_second < self.size}
+                self._sweep_at = max(10_000, 2 * len(self._buckets))
             return 0.0
 
     def give_back(self, key: str) -> None:
