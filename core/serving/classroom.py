@@ -300,8 +300,9 @@ class MemoryStore:
     def replay(self, class_id: str, number: int, version: int, pages: Mapping[str, tuple[str, ...]],
                per_page: int, limit: int) -> str:
         """The answers a process acknowledged in round `number`, written again where the store
-        lost them (each page's words kept once), and the version moved past `version`: "done";
-        or "gone", "missing" (no round yet), "other" (the store has another round)."""
+        lost them (each page's words kept once), and the version moved past `version`: "done"
+        (or "same": nothing was lost, and the version is that far already); else "gone",
+        "missing" (no round yet), "other" (the store has another round)."""
         with self._lock:
             if not self._running(class_id):
                 return "gone"
@@ -310,12 +311,15 @@ class MemoryStore:
                 return "missing"
             if record["number"] != number:
                 return "other"
+            answers = record["answers"]
             for key, words in pages.items():
                 kept = record["pages"].get(key, ())
                 for word in words:
                     if word not in kept and len(kept) < per_page and record["answers"] < limit:
                         kept = (*kept, word)
                         _keep(record, key, kept)
+            if record["answers"] == answers and record["version"] >= version:
+                return "same"
             record["version"] = max(record["version"], version) + 1
             return "done"
 
@@ -617,6 +621,7 @@ class RedisStore:
     local poll = redis.call('HMGET', KEYS[2], 'number', 'version')
     if not poll[1] then return 'missing' end
     if poll[1] ~= ARGV[2] then return 'other' end
+    local answers = redis.call('HGET', KEYS[2], 'answers')
     for key, journal in pairs(cjson.decode(ARGV[4])) do
         local sent = redis.call('HGET', KEYS[4], key) or ''
         local words = words_of(sent)
@@ -629,6 +634,7 @@ class RedisStore:
         end
     end
     local version = tonumber(redis.call('HGET', KEYS[2], 'version'))
+    if redis.call('HGET', KEYS[2], 'answers') == answers and version >= tonumber(ARGV[3]) then return 'same' end
     redis.call('HSET', KEYS[2], 'version', math.max(version, tonumber(ARGV[3])) + 1)
     live()
     return 'done'
@@ -1343,13 +1349,16 @@ class Classroom:
         return self.round(class_id), words
 
     def _refuse_answer(self, class_id: str, number: int, status: str) -> None:
+        with self._lock:
+            journal = self._journal.get(class_id)
+            known = max(self._rounds.get(class_id, NO_ROUND).number, journal[0] if journal else 0) >= number
         if status == "gone":
             try:
                 self.lesson(class_id)  # says why: it ended, or is lost
             except Gone as error:
-                if str(error) != NO_CLASS or self.round(class_id).number < number:
+                if str(error) != NO_CLASS or not known:
                     raise
-        if status in ("gone", "missing") and self.round(class_id).number >= number:
+        if status in ("gone", "missing") and known:
             # the store forgot a class or round running here: it restarted, maybe unheard of yet
             self.lost()  # the writer reads every class again, restores what is led here, writes answers again
             raise Reconnecting(RECONNECTING)
@@ -1511,25 +1520,29 @@ class Classroom:
                 self._hear_round(class_id, found, kept=True)
 
     def replay(self) -> None:
-        """After the store was away: write again the answers acknowledged here in each class's
-        round (a store that kept them keeps each once), moving its version past the one heard
-        here, once the class and its round are back (a round is restored by its lecturer's process)."""
+        """Write again the answers acknowledged here in each class's round (a store that kept
+        them keeps each once), moving its version past the one heard here: after the store was
+        away, and every beat (a store that restarted unheard of loses nothing either). A round
+        the store lost is restored by its lecturer's process first; until then this waits."""
         with self._lock:
             pending = list(self._replay)
         for class_id in pending:
             with self._lock:
                 known, journal = self._rounds.get(class_id), self._journal.get(class_id)
-            if known is None or known.number == 0:
-                status = "other"
-            else:
+                led = self._led.get(class_id)
+            status = "other"
+            if known is not None and known.number:
                 number, pages = journal if journal is not None else (known.number, {})
                 status = self.store.replay(class_id, number, known.version, dict(pages), WORDS_PER_STUDENT,
                                            MAX_ANSWERS)
-            if status in ("gone", "missing"):  # not back yet: tried again, until the class is heard of as over
-                continue
+                if status == "missing" and led is not None and self.store.restore_round(class_id, known):
+                    LOG.warning("the round of class %s restored in the store from its lecturer's page", class_id)
+                    continue  # its answers are written on the writer's next turn
+            if status == "missing" or (status == "gone" and class_id in self._unsure):
+                continue  # not back yet: tried again, until the class is back or heard of as over
             with self._lock:
                 self._replay.discard(class_id)
-                if status == "other" and class_id in self._journal and journal is self._journal[class_id]:
+                if status == "other" and journal is not None and self._journal.get(class_id) is journal:
                     del self._journal[class_id]
             if status == "done":
                 self._changed_round(class_id)
@@ -1554,11 +1567,10 @@ class Classroom:
             if restored:
                 LOG.warning("class %s restored in the store from its lecturer's page", leader.class_id)
             self._hear(lesson)
-            with self._lock:
-                known = self._rounds.get(leader.class_id)
-            if known is not None and known.number and not lesson.ended and self.store.restore_round(leader.class_id,
-                                                                                                      known):
-                LOG.warning("the round of class %s restored in the store from its lecturer's page", leader.class_id)
+            if restored:  # its round too, on the writer's next turn (`replay`)
+                with self._lock:
+                    self._replay.add(leader.class_id)
+                    self._stir()
         return lesson
 
     def _back(self) -> None:
@@ -1594,8 +1606,8 @@ class Classroom:
     def beat(self) -> None:
         """What the writer does every `beat` seconds (a test moving its clock calls it): say the
         lecturer pages here are there (the class's end moves on), let go of classes whose
-        lecturer pages left more than GRACE_SECONDS ago, write the counts again, and wake every
-        stream (a class past its end says so)."""
+        lecturer pages left more than GRACE_SECONDS ago, write the counts again and the answers
+        acknowledged here (`replay`), and wake every stream (a class past its end says so)."""
         with self._beating:
             now = self.clock()
             with self._lock:
@@ -1613,9 +1625,13 @@ class Classroom:
                 self._write_count(class_id)
             for class_id in answered:  # no page here any more: its round is kept here while the class runs
                 lesson = self.store.lesson(class_id)
-                if lesson is None or lesson.ended:
+                if lesson is not None and lesson.ended:
                     with self._lock:
                         self._drop_round(class_id)
+                elif lesson is None:  # the store forgot a class running here: it restarted, unheard of
+                    self.lost()
+            with self._lock:
+                self._replay.update(self._rounds)
             with self._lock:
                 self._versions = {k: v for k, v in self._versions.items() if k in self._pages or k in self._led}
         self._tell(None)
