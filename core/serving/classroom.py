@@ -2,8 +2,9 @@
 
 A lecturer's tab *leads* (`Leader`): each change to its view becomes the class's *lesson*, the
 view written as a link's query (`core.view.share`), so a class carries only what a link may. Students'
-tabs *follow* (`Follower`) until they change something themselves. `Tab.apply` tells a tab's
-member of every change, so no path into a tab escapes its class.
+tabs *follow* (`Follower`) until they change something themselves (`Tab.apply` tells a tab's member
+of every change). Beside its lesson a class keeps its poll's *round* (`core.serving.poll`): the
+lecturer asks, students' pages answer, each answer kept in the store before it is acknowledged.
 
 A store keeps the classes: `MemoryStore` in one process, `RedisStore` across processes
 (``EXPLORER_CLASS_STORE=redis://…``). A page's change never waits on it: each process writes on
@@ -31,16 +32,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 
 from core.serving.poll import (
+    ADDRESS_ANSWERS,
+    ANSWER_BURST,
+    ANSWER_SECONDS,
     MAX_ANSWERS,
     MAX_MODERATED,
     NO_ROUND,
     WORDS_PER_STUDENT,
-    Limits,
+    Rate,
     Round,
     checked_flag,
     checked_number,
     checked_prompt,
     checked_word,
+    too_many,
+    too_soon,
 )
 from core.view.options import Refused
 from core.view.share import from_query, to_query
@@ -144,6 +150,7 @@ class MemoryStore:
         self._classes: dict[str, dict] = {}
         self._presence: dict[str, dict[str, tuple[int, int, float]]] = {}
         self._polls: dict[str, dict] = {}  # class id -> its round, as `_poll_record` makes it
+        self._networks = Rate(ADDRESS_ANSWERS, ADDRESS_ANSWERS / 60, clock)  # each network's answers
         self._listeners: list[Callable[[Lesson], None]] = []
         self._round_listeners: list[Callable[[str, Round], None]] = []
         self._lock = threading.Lock()
@@ -268,25 +275,29 @@ class MemoryStore:
             refused = _change(record, op, text, flag, limit)
             return refused or _round_of_record(record)
 
-    def answer(self, class_id: str, key: str, word: str, number: int, per_page: int,
-               limit: int) -> tuple[str, tuple[str, ...]]:
-        """Page `key`'s answer `word` to round `number`: ("ok", the page's words this round) when
-        it is kept (a word the page sent already is kept once); else why not, with the words:
-        "gone", "missing" (the class has no round), "closed", "other" (another round is open),
-        "enough" (`per_page` words sent), "full" (`limit` answers taken)."""
+    def answer(self, class_id: str, key: str, address: str, word: str, number: int, per_page: int,
+               limit: int) -> tuple[str, tuple[str, ...], float]:
+        """Page `key`'s answer `word` to round `number`, from network `address`: ("ok", the
+        page's words this round, 0) when it is kept (a word the page sent already is kept once);
+        else why not, with the words: "gone", "missing" (the class has no round), "closed",
+        "other" (another round is open), "enough" (`per_page` words sent), "full" (`limit`
+        answers taken), "rate" (the network sent ADDRESS_ANSWERS a minute: the seconds to wait)."""
         with self._lock:
             if not self._running(class_id):
-                return "gone", ()
+                return "gone", (), 0.0
             record = self._polls.get(class_id)
             if record is None:
-                return "missing", ()
+                return "missing", (), 0.0
             sent = record["pages"].get(key, ())
             status = _refusal(record, number, word, sent, per_page, limit)
             if status:
-                return status, sent
+                return status, sent, 0.0
             if word not in sent:
+                wait = self._networks.take(address)
+                if wait:
+                    return "rate", sent, wait
                 _keep(record, key, (*sent, word))
-            return "ok", record["pages"][key]
+            return "ok", record["pages"][key], 0.0
 
     def restore_round(self, class_id: str, round: Round) -> bool:  # noqa: A002 - a round is the poll's noun
         """The round again, without its answers (the pages' processes write those again), when
@@ -587,7 +598,8 @@ class RedisStore:
     return snapshot()
     """
 
-    # ARGV: time, round number, page key, word, words a page may send, answers a round takes
+    # ARGV: time, round number, page key, word, words a page may send, answers a round takes, answers a
+    # network may send a minute; KEYS[7] the network's bucket (tokens, when), shared by every class
     _ANSWER = _ROUND + """
     if not running() then return {'gone', ''} end
     local poll = redis.call('HMGET', KEYS[2], 'number', 'open', 'answers')
@@ -599,8 +611,15 @@ class RedisStore:
     if words[ARGV[4]] then return {'ok', sent} end
     if #words >= tonumber(ARGV[5]) then return {'enough', sent} end
     if tonumber(poll[3]) >= tonumber(ARGV[6]) then return {'full', sent} end
+    local now, size = tonumber(ARGV[1]), tonumber(ARGV[7])
+    local bucket = redis.call('HMGET', KEYS[7], 'tokens', 'at')
+    local since = math.max(0, now - tonumber(bucket[2] or now))
+    local tokens = math.min(size, tonumber(bucket[1] or size) + since * size / 60)
+    if tokens < 1 then return {'rate', sent, tostring((1 - tokens) * 60 / size)} end
     sent = keep(ARGV[3], sent, ARGV[4])
     live()
+    redis.call('HSET', KEYS[7], 'tokens', tostring(tokens - 1), 'at', ARGV[1])
+    redis.call('EXPIRE', KEYS[7], 61)  -- full again within a minute: as good as gone
     return {'ok', sent}
     """
 
@@ -762,11 +781,12 @@ class RedisStore:
         return found if isinstance(found, str) else _round_of_snapshot(found)
 
     @_reaching
-    def answer(self, class_id: str, key: str, word: str, number: int, per_page: int,
-               limit: int) -> tuple[str, tuple[str, ...]]:
-        status, sent = self._answer(keys=self._poll_keys(class_id),
-                                    args=[self.clock(), number, key, word, per_page, limit])
-        return status, tuple(sent.split())
+    def answer(self, class_id: str, key: str, address: str, word: str, number: int, per_page: int,
+               limit: int) -> tuple[str, tuple[str, ...], float]:
+        status, sent, *wait = self._answer(keys=[*self._poll_keys(class_id), f"explorer:answers:{address}"],
+                                           args=[self.clock(), number, key, word, per_page, limit,
+                                                 ADDRESS_ANSWERS])
+        return status, tuple(sent.split()), float(wait[0]) if wait else 0.0
 
     @_reaching
     def restore_round(self, class_id: str, round: Round) -> bool:  # noqa: A002
@@ -993,7 +1013,7 @@ class Classroom:
         self._announce: set[str] = set()  # classes whose round changed here since it was last announced
         self._announced: dict[str, float] = {}  # when (the writer's ticks) each was announced
         self._replay: set[str] = set()  # classes whose answers here are to be written again (the store was away)
-        self._limits = Limits(self.clock)
+        self._pages_rate = Rate(ANSWER_BURST, 1 / ANSWER_SECONDS, self.clock)  # a page's answers (on this process)
         self.store.listen_rounds(self._hear_round)
         self.store.listen(self._hear, lost=self.lost)
 
@@ -1328,17 +1348,20 @@ class Classroom:
             return self.round(class_id), sent
         if len(sent) >= WORDS_PER_STUDENT:
             raise Refused(ENOUGH)
-        refusal = self._limits.take(key, address)
-        if refusal:
-            raise Full(refusal)
+        wait = self._pages_rate.take(key)
+        if wait:
+            raise Full(too_soon(wait))
         try:
-            status, words = self.store.answer(class_id, key, word, number, WORDS_PER_STUDENT, MAX_ANSWERS)
+            status, words, wait = self.store.answer(class_id, key, address, word, number, WORDS_PER_STUDENT,
+                                                    MAX_ANSWERS)
         except Away:
-            self._limits.give_back(key, address)
+            self._pages_rate.give_back(key)
             self.lost()
             raise Reconnecting(RECONNECTING) from None
         if status != "ok":
-            self._limits.give_back(key, address)
+            self._pages_rate.give_back(key)
+            if status == "rate":
+                raise Full(too_many(wait))
             self._refuse_answer(class_id, number, status)
         with self._lock:
             journal = self._journal.get(class_id)

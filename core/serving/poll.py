@@ -5,8 +5,8 @@ how many gave each. The lecturer moderates: any word can be hidden, and under *r
 only approved words are drawn. A `Round` is the value every process shares of a class's poll
 (kept by the class store beside the class, `core.serving.classroom`); this module holds what
 needs no store: the bounds, the checks that turn hostile input into a word or a sentence, the
-tally's order, what a page is sent, the CSV export, and the rate limits a page and a network
-answer under. Every text here is shown as text: a word is letters, digits, hyphens and
+tally's order, what a page is sent, the CSV export, and the rates a page and a network
+answer at. Every text here is shown as text: a word is letters, digits, hyphens and
 apostrophes, and a sentence never echoes what it refused.
 """
 
@@ -194,29 +194,15 @@ class Rate:
                 self._buckets[key] = (min(self.size, tokens + 1), then)
 
 
-class Limits:
-    """The rates one process lets answers in at: per page, and per network address."""
+def too_soon(wait: float) -> str:
+    """Why a page's answer waits (`ANSWER_SECONDS`)."""
+    return f"One word a second, please: send the next in {_seconds(wait)}."
 
-    def __init__(self, clock: Callable[[], float]) -> None:
-        self.pages = Rate(ANSWER_BURST, 1 / ANSWER_SECONDS, clock)
-        self.addresses = Rate(ADDRESS_ANSWERS, ADDRESS_ANSWERS / 60, clock)
 
-    def take(self, page: str, address: str) -> str:
-        """One answer's place from both: "" when taken, else a sentence saying when to try
-        again (and none taken)."""
-        wait = self.pages.take(page)
-        if wait:
-            return f"One word a second, please: send the next in {_seconds(wait)}."
-        wait = self.addresses.take(address)
-        if wait:
-            self.pages.give_back(page)
-            return (f"This network has sent {ADDRESS_ANSWERS} answers in the last minute, as many as one network "
-                    f"may; try again in {_seconds(wait)}.")
-        return ""
-
-    def give_back(self, page: str, address: str) -> None:
-        self.pages.give_back(page)
-        self.addresses.give_back(address)
+def too_many(wait: float) -> str:
+    """Why a network's answer waits (`ADDRESS_ANSWERS`)."""
+    return (f"This network has sent {ADDRESS_ANSWERS} answers in the last minute, as many as one network may; "
+            f"try again in {_seconds(wait)}.")
 
 
 def _seconds(wait: float) -> str:
