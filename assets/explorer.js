@@ -275,7 +275,8 @@
   // and answers {merged: true}, and the waiting call's answer shows both (ui/direct.py). At most
   // two calls are on their way (one computing, one waiting); what is made meanwhile is merged
   // into the next. A tour step, an example pair or Back goes alone, after the calls before it
-  const ALONE = ["move", "example", "back", "flip", "listing", "reset"]; // each the server's to compute, alone
+  // each the server's to compute, alone: a view it makes, or work (a refit, the link, an export, the token list)
+  const ALONE = ["move", "example", "back", "flip", "listing", "reset", "refit", "link", "export", "picker"];
   const plain = (change) => !ALONE.some((name) => name in change);
   let calls = 0;
   let alone = false;  // the call on its way is a tour step or an example pair

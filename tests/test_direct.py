@@ -486,3 +486,27 @@ def test_flip_and_the_listing_s_layer_are_actions_the_route_computes(app_url, ta
     assert tab.view.source == "random" and tab.view.sentence_a == DOCUMENT_SENTENCE and tab.view.sentence_b == ""
     assert tab.view.settings == LISTING_SETTINGS
     assert answer["values"]["sentence-a"] == DOCUMENT_SENTENCE  # the box does not show it yet
+
+
+def test_the_link_and_a_refit_are_work_the_route_answers_by_element_id(app_url, tab):
+    """The page's Link and Refit go over its route: the link is the page's own address and the
+    view's query, and a refit's result is said in the notice; a hostile call is refused with a
+    sentence and changes nothing."""
+    client, tab = tab
+    answer = call(app_url, {"key": key_of(tab), "change": {"link": "https://class.example/explorer/"}})
+    link = answer["values"]["share-link"]
+    assert link.startswith("https://class.example/explorer/?") and "The%20king%20spoke." in link
+    assert "share-notes" in answer["values"] and "share-query" not in answer["values"]
+    before = client.predict(api_name="/fingerprint")
+    for change, says in (({"link": 5}, "link must be the page's address"), ({"link": "x" * 3000}, "at most 2,048"),
+                         ({"refit": False}, "sent as true, or not at all")):
+        refused = call(app_url, {"key": key_of(tab), "change": change})
+        assert says in refused["error"] and client.predict(api_name="/fingerprint") == before
+    said = call(app_url, {"key": key_of(tab), "change": {"refit": True}})["values"]
+    assert "refits on every change already" in html.unescape(said["notice"]) and "embed-plot" not in said
+    call(app_url, {"key": key_of(tab), "change": {"basis": "frozen"}})
+    frozen = tab.session.frozen_basis
+    answer = call(app_url, {"key": key_of(tab), "change": {"sentence_a": "A queen ran.", "refit": True}})
+    assert tab.view.sentence_a == "A queen ran." and tab.session.frozen_basis is not frozen
+    assert "ℹ️ The frozen plane now fits the current sentence." in html.unescape(answer["values"]["notice"])
+    assert "embed-plot" in answer["values"]

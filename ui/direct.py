@@ -46,7 +46,10 @@ CHANGES = {"sentence_a": (str, "text"), "sentence_b": (str, "text"), "token": (i
            "move": (int, "a whole number"),  # the tour's Next or Previous: a whole view, untrained (tour.moved)
            "back": (object, ""),  # Back or Forward landed on this address of the visit (its query string)
            # the page's actions on the view (ACTIONS): true; flip false is two presses that cancel
-           "flip": (bool, "true or false"), "listing": (bool, "true"), "reset": (bool, "true")}
+           "flip": (bool, "true or false"), "listing": (bool, "true"), "reset": (bool, "true"),
+           # the page's work on its tab beyond a change of the view (`Direct.work`: each panel names its own)
+           "refit": (bool, "true"), "link": (str, "the page's address"), "export": (bool, "true"),
+           "picker": (bool, "true")}
 # a keystroke is computed on the event loop when its tab's last call took at most this much CPU
 # (a keystroke on a 128-token pair fits well within it), and its text grew by at most
 # INLINE_GROWTH characters
@@ -67,6 +70,9 @@ ACTIONS = {"flip": (View.flipped, None, False),
            "reset": (lambda view: view, lambda session: session.reset(), True)}
 # checked where they are read, each with its own sentence: a setting by its field's kind, an address as a link
 CHECKED_LATER = frozenset({*SETTINGS, *TABLE_SETTINGS, "back"})
+TRUE_OR_NOTHING = ("listing", "reset", "refit", "export", "picker")  # actions: sent as true, or not at all
+WORK_SLOTS = 16  # the page's work computing at once (each mostly waits for the heavy pool), as gradio's heavy group did
+MAX_ADDRESS = 2048  # characters of the page's own address, which a link is made of
 TYPED = frozenset({"sentence_a", "sentence_b"})
 
 MAX_BODY = 8 * MAX_TEXT + 4096  # bytes: two sentences at the limit, JSON-escaped, and the rest
@@ -93,6 +99,8 @@ class Direct:
         self.page = page
         self.turns = Turns(visitors, slots)
         self.tables = Turns(visitors, TABLE_SLOTS)  # the lane of changes that build tables (TABLE_SETTINGS)
+        self.working = Turns(visitors, WORK_SLOTS)  # the lane of the page's work (`work`)
+        self.works: dict[str, Callable] = {}  # the page's work by name: tab, what was sent -> {component: value}
         self.calls, self.seconds = 0, 0.0  # calls computed and their seconds computing
         self._threads: dict[int, anyio.CapacityLimiter] = {}  # a lane's threads, made in the server's event loop
 
@@ -118,6 +126,9 @@ class Direct:
             return await self.turn(tab, lambda: self.show(tab, lambda view: tour.moved(view, move),
                                                           tables=lambda session: session.restart()),
                                    address=address, work=work, channel=channel)
+        if changes.keys() & self.works.keys():  # work: alone, after what else the call changes
+            return await self.turn(tab, lambda: self.worked(tab, changes), address=address, work=work,
+                                   channel=channel, lane=self.working)
         acted = [name for name in ACTIONS if changes.get(name)]
         if acted or changes.get("flip") is False:  # an action: alone, its change the server's to compute
             return await self.turn(tab, lambda: self.act(tab, changes), address=address, work=work, channel=channel,
@@ -241,6 +252,30 @@ class Direct:
         return self.answered(lambda: events.update(self.page, None, change, tables=tables, asked=tuple(values),
                                                    outputs=self.everything, tab=tab, direct=True))
 
+    def work(self, name: str, handler: Callable) -> None:
+        """Answer `{name: value}` with `handler(tab, value)`: the page's work beyond a change of the
+        view (a refit, a link, an export), which returns what it writes, `{component: value}`."""
+        self.works[name] = handler
+
+    def worked(self, tab, changes: dict) -> dict:
+        """The call's changes of the view, then its work, in the order the page's script sent
+        them (in its turn): their values together, the work's last."""
+        values = {name: value for name, value in changes.items() if name not in self.works}
+        if any(values.get(name) is not None for name in ACTIONS):
+            answer = self.act(tab, values)
+        else:
+            answer = self.apply(tab, values, tables=bool(values.keys() & TABLE_SETTINGS)) if values else {"values": {}}
+        for name in [name for name in changes if name in self.works]:
+            answer["values"].update(self.values_of(self.works[name](tab, changes[name])))
+        return answer
+
+    def values_of(self, out: dict) -> dict:
+        """`{component: value}` as the page reads it: by element id, as its script or gradio's
+        browser code takes it; a component left as it is (`gr.skip()`) is not named."""
+        own = set(self.page.direct_outputs)
+        return {component.elem_id: value if component in own else events.for_browser(component, value)
+                for component, value in out.items() if not events.skipped(value)}
+
     def show(self, tab, change: Callable[[View], View], notes: tuple[str, ...] = (), tables=None,
              built: bool = False) -> dict:
         """Show the tab a whole view, as a link would (in its turn, on a worker thread): any component may change.
@@ -337,7 +372,7 @@ def read(sent: object) -> tuple[str, dict, tuple[str, ...]]:
             continue
         if not isinstance(value, wanted) or (isinstance(value, bool) and wanted is not bool):
             raise Refused(f"{name} must be {described}, not {type(value).__name__}.")
-    for name in ("listing", "reset"):
+    for name in TRUE_OR_NOTHING:
         if change.get(name) is False:
             raise Refused(f"{name} is an action: it is sent as true, or not at all.")
     change = dict(change)
@@ -348,6 +383,9 @@ def read(sent: object) -> tuple[str, dict, tuple[str, ...]]:
             raise Refused(f"example must be from 0 to {len(EXAMPLES) - 1}, not {number}.")
         change.update(sentence_a=EXAMPLES[number][0], sentence_b=EXAMPLES[number][1])
         asked = tuple(name for name in asked if name not in ("sentence_a", "sentence_b"))
+    if "link" in change and len(change["link"]) > MAX_ADDRESS:
+        raise Refused(f"link is the page's own address, at most {MAX_ADDRESS:,} characters; this one has "
+                      f"{len(change['link']):,}.")
     if "move" in change and not (change["move"] and abs(change["move"]) <= len(tour.STEPS)):
         raise Refused(f"move is {change['move']:,}; it is a number of the tour's steps to move, from "
                       f"-{len(tour.STEPS)} to {len(tour.STEPS)}, other than 0.")

@@ -211,6 +211,12 @@ class Page:
         return [self.plot, self.info, self.variance, self.notice, self.address]
 
     @property
+    def handed_over(self) -> list:
+        """What a direct answer may hand to gradio's components: everything a change writes, and
+        what the page's work answers (`ui.direct.Direct.work`: a link)."""
+        return [*self.everything, self.share_link, self.share_notes]
+
+    @property
     def detail_outputs(self) -> list:
         """The side views' outputs, and the Code tab's: drawn from the sentences while open, emptied when not."""
         return [self.positions_plot, self.repeated, self.layernorm_plot, self.layernorm_info, self.similarity_plot,

@@ -120,7 +120,7 @@ def wire(page) -> None:
     page.token.focus(events.named(lambda request: choices(page, request), ()), None, page.token, api_name="picker",
                      **LIVE)
     # what a direct call or a class's lesson changed beyond what the page's script writes (ui/direct.py)
-    page.plot.input(None, None, page.everything, js=hand_over_js(page.everything), api_name=False,
+    page.plot.input(None, None, page.handed_over, js=hand_over_js(page.handed_over), api_name=False,
                     show_progress="hidden", trigger_mode="always_last")
     # the search box's `change`, not its `input`: a paste or a filled-in value counts as typed
     settable(page, ("search", "regex"), [page.search.change, page.regex.input], [page.search, page.regex],
