@@ -510,3 +510,15 @@ def test_the_link_and_a_refit_are_work_the_route_answers_by_element_id(app_url, 
     assert tab.view.sentence_a == "A queen ran." and tab.session.frozen_basis is not frozen
     assert "ℹ️ The frozen plane now fits the current sentence." in html.unescape(answer["values"]["notice"])
     assert "embed-plot" in answer["values"]
+
+
+def test_the_token_list_is_filled_over_the_route_with_the_tab_s_tokens_now(app_url, tab):
+    """The picker opened on the page asks the route for its list: the tab's tokens as they are
+    now, and the one selected, as gradio's browser code takes a dropdown's update."""
+    client, tab = tab
+    call(app_url, {"key": key_of(tab), "change": {"sentence_a": "the big cat"}})
+    call(app_url, {"key": key_of(tab), "change": {"token": 3}})
+    picker = call(app_url, {"key": key_of(tab), "change": {"picker": True}})["values"]["selected-token"]
+    assert [label for label, _ in picker["choices"]] == ["none", "0: [CLS]", "1: the", "2: big", "3: cat", "4: [SEP]"]
+    assert picker["value"] == 3
+    assert "must be true" in call(app_url, {"key": key_of(tab), "change": {"picker": 1}})["error"]
