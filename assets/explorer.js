@@ -311,6 +311,35 @@
     receive(answer, calls > 0 || queued !== null);
     flush();
   }
+  // work answered as it goes (ui/direct.py `stream`: a training's curve): one JSON line a step, each
+  // applied as it comes. A press while its work runs is let go, as gradio lets a button's second
+  // press go while its event runs; the work stops when the page goes (the server sees it leave)
+  const streaming = new Set();
+  async function stream(name, value) {
+    if (!key || streaming.has(name)) return;
+    streaming.add(name);
+    try {
+      const response = await fetch(new URL("explorer/live", document.baseURI), {
+        method: "POST", headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ key, change: { [name]: value } }),
+      });
+      const reader = response.body.getReader();
+      const decoder = new TextDecoder();
+      let text = "";
+      for (;;) {
+        const { done, value: chunk } = await reader.read();
+        text += decoder.decode(chunk || new Uint8Array(), { stream: !done });
+        const lines = text.split("\n");
+        text = done ? "" : lines.pop();
+        for (const line of lines) if (line.trim()) receive(JSON.parse(line));
+        if (done) break;
+      }
+    } catch (error) {
+      receive({ error: "The server could not be reached: check the connection, then try again." });
+    } finally {
+      streaming.delete(name);
+    }
+  }
   const escapeHtml = (text) => String(text).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
   // a direct answer (a keystroke's, a click's, a class's lesson: assets/classroom.js): values by
   // element id, applied here and only here. An output this script writes (it has a setter) is
@@ -420,6 +449,11 @@
     // page has its key
     set(change) {
       send(change);
+      return [];
+    },
+    // Train pressed (ui/trainpanel.py): {steps, corpus}, its curve streamed as it goes
+    train(change) {
+      stream("train", change);
       return [];
     },
     // an example pair clicked (ui/plane.py EXAMPLES_JS): the server sets both sentences

@@ -522,3 +522,73 @@ def test_the_token_list_is_filled_over_the_route_with_the_tab_s_tokens_now(app_u
     assert [label for label, _ in picker["choices"]] == ["none", "0: [CLS]", "1: the", "2: big", "3: cat", "4: [SEP]"]
     assert picker["value"] == 3
     assert "must be true" in call(app_url, {"key": key_of(tab), "change": {"picker": 1}})["error"]
+
+
+def test_the_page_s_exports_are_links_on_its_own_route_that_last_two_minutes(app_url, tab):
+    """Export over the route answers links, one a file, on the page's own route: each serves its
+    file while it lasts; a later export revokes them, and an expired, revoked or guessed link is
+    answered 404 with a sentence."""
+    import re
+
+    import app
+    from tests.clocks import Clock
+    from ui.downloads import LIFETIME
+
+    client, tab = tab
+    downloads = app.demo.explorer.downloads
+    clock, kept = Clock(), downloads.clock
+    downloads.clock = clock
+    try:
+        answer = call(app_url, {"key": key_of(tab), "change": {"sentence_a": "The volcano spoke.", "export": True}})
+        links = re.findall(r'href="([^"]+)"', answer["values"]["export-links"])
+        assert sorted(link.rsplit(".", 1)[-1] for link in re.findall(r'download="([^"]+)"',
+                                                                     answer["values"]["export-links"])) == [
+            "csv", "html", "safetensors"]
+        got = {link: httpx.get(f"{app_url}{link}", timeout=30) for link in links}
+        assert all(response.status_code == 200 and response.content for response in got.values())
+        assert any("volcano" in response.text for link, response in got.items() if "csv" in
+                   response.headers["content-disposition"])
+        again = call(app_url, {"key": key_of(tab), "change": {"export": True}})
+        fresh = re.findall(r'href="([^"]+)"', again["values"]["export-links"])
+        for gone in (*links, "explorer/file/guessed"):
+            response = httpx.get(f"{app_url}{gone}", timeout=30)
+            assert response.status_code == 404 and "Export again" in response.text
+        assert httpx.get(f"{app_url}{fresh[0]}", timeout=30).status_code == 200
+        clock.now += LIFETIME
+        assert httpx.get(f"{app_url}{fresh[0]}", timeout=30).status_code == 404
+    finally:
+        downloads.clock = kept
+
+
+def lines_of(app_url: str, sent) -> list[dict]:
+    """A streamed answer's lines, each one step of what the page writes."""
+    with httpx.stream("POST", f"{app_url}explorer/live", json=sent, timeout=120) as response:
+        assert response.status_code == 200 and response.headers["content-type"] == "application/x-ndjson"
+        return [json.loads(line) for line in response.iter_lines() if line.strip()]
+
+
+def test_training_streams_its_curve_over_the_route_a_step_a_line_and_stops_when_the_page_goes(app_url, tab):
+    """Train over the page's route: one line a step, each `{"values": …}` by element id, from
+    "Training…" to the trained summary and plot; a training the page leaves is cancelled, its
+    result never adopted."""
+    from core.view.options import LIMITS
+    from tests.waiting import eventually
+
+    client, tab = tab
+    lines = lines_of(app_url, {"key": key_of(tab), "change": {"train": {"steps": 5, "corpus": "builtin"}}})
+    assert lines[0]["values"]["train-summary"] == "Training 5 steps…"
+    assert "Trained 5 steps" in lines[-1]["values"]["train-summary"] and "embed-plot" in lines[-1]["values"]
+    assert "before training" in lines[-1]["values"]["embed-plot"] and tab.session.training.steps == 5
+    refused = lines_of(app_url, {"key": key_of(tab), "change": {"train": {"steps": 0, "corpus": "builtin"}}})
+    assert "steps" in html.unescape(refused[-1]["values"]["notice"]) and tab.session.training.steps == 5
+    alone = call(app_url, {"key": key_of(tab), "change": {"train": {"steps": 5}, "sentence_a": "x"}})
+    assert "sent alone" in alone["error"]
+
+    call(app_url, {"key": key_of(tab), "change": {"reset": True}})
+    longest = LIMITS["steps"][1]
+    with httpx.stream("POST", f"{app_url}explorer/live", timeout=120,
+                      json={"key": key_of(tab), "change": {"train": {"steps": longest, "corpus": "builtin"}}}) as going:
+        first = json.loads(next(going.iter_lines()))
+        assert first["values"]["train-summary"] == f"Training {longest:,} steps…" and tab.job == "training"
+    assert eventually(lambda: tab.job is None, 60)  # the training the page left is cancelled
+    assert tab.session.training is None

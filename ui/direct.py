@@ -16,14 +16,16 @@ The page names its tab by the unguessable key the server issued it (`ui.channels
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 
 import anyio
 import orjson
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from core.view import share, tour
@@ -49,7 +51,8 @@ CHANGES = {"sentence_a": (str, "text"), "sentence_b": (str, "text"), "token": (i
            "flip": (bool, "true or false"), "listing": (bool, "true"), "reset": (bool, "true"),
            # the page's work on its tab beyond a change of the view (`Direct.work`: each panel names its own)
            "refit": (bool, "true"), "link": (str, "the page's address"), "export": (bool, "true"),
-           "picker": (bool, "true")}
+           "picker": (bool, "true"),
+           "train": (dict, "an object of steps and corpus")}  # answered as it goes (`Direct.stream`)
 # a keystroke is computed on the event loop when its tab's last call took at most this much CPU
 # (a keystroke on a 128-token pair fits well within it), and its text grew by at most
 # INLINE_GROWTH characters
@@ -101,6 +104,7 @@ class Direct:
         self.tables = Turns(visitors, TABLE_SLOTS)  # the lane of changes that build tables (TABLE_SETTINGS)
         self.working = Turns(visitors, WORK_SLOTS)  # the lane of the page's work (`work`)
         self.works: dict[str, Callable] = {}  # the page's work by name: tab, what was sent -> {component: value}
+        self.streams: dict[str, Callable] = {}  # work answered as it goes: tab, what was sent -> its answers
         self.calls, self.seconds = 0, 0.0  # calls computed and their seconds computing
         self._threads: dict[int, anyio.CapacityLimiter] = {}  # a lane's threads, made in the server's event loop
 
@@ -126,6 +130,12 @@ class Direct:
             return await self.turn(tab, lambda: self.show(tab, lambda view: tour.moved(view, move),
                                                           tables=lambda session: session.restart()),
                                    address=address, work=work, channel=channel)
+        streamed = changes.keys() & self.streams.keys()
+        if streamed:  # work answered as it goes, alone: what it writes, step by step
+            if len(changes) > 1:
+                return {"error": f"{', '.join(sorted(streamed))} is sent alone, with nothing else in the update."}
+            name = streamed.pop()
+            return Streamed(self.streams[name](tab, changes[name]))
         if changes.keys() & self.works.keys():  # work: alone, after what else the call changes
             return await self.turn(tab, lambda: self.worked(tab, changes), address=address, work=work,
                                    channel=channel, lane=self.working)
@@ -257,6 +267,12 @@ class Direct:
         view (a refit, a link, an export), which returns what it writes, `{component: value}`."""
         self.works[name] = handler
 
+    def stream(self, name: str, handler: Callable) -> None:
+        """Answer `{name: value}` as it goes: `handler(tab, value)` is an async generator of what
+        the page writes, `{component: value}` a step (a training's curve); each step is one line
+        of the answer (`route`). It stops when the page goes."""
+        self.streams[name] = handler
+
     def worked(self, tab, changes: dict) -> dict:
         """The call's changes of the view, then its work, in the order the page's script sent
         them (in its turn): their values together, the work's last."""
@@ -310,9 +326,42 @@ class Direct:
             body = await body_of(request, MAX_BODY)
             if body is None:
                 return json_answer({"error": f"An update is at most {MAX_BODY:,} bytes; this one is larger."}, 413)
-            return json_answer(await self.answer(parsed(body), visitor_of_request(request), work_of(len(body))))
+            answer = await self.answer(parsed(body), visitor_of_request(request), work_of(len(body)))
+            if isinstance(answer, Streamed):
+                return Lines(self.lines(answer.steps))
+            return json_answer(answer)
 
         return Route(PATH, tab, methods=["POST"])
+
+    async def lines(self, steps: AsyncIterator[dict]) -> AsyncIterator[bytes]:
+        """A streamed answer's lines, `{"values": …}` a step, until its steps end or the page goes
+        (then the response is cancelled, and the steps with it: their work stops)."""
+        async with contextlib.aclosing(steps):
+            async for out in steps:
+                yield orjson.dumps({"values": self.values_of(out)}, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
+
+
+class Lines(StreamingResponse):
+    """JSON lines as they are made (`Direct.lines`), stopped when the page goes: starlette
+    cancels a response whose client left, and whatever way it ends, its lines are closed."""
+
+    def __init__(self, lines: AsyncIterator[bytes]) -> None:
+        super().__init__(lines, media_type="application/x-ndjson",
+                         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+
+    async def __call__(self, scope, receive, send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await self.body_iterator.aclose()
+
+
+@dataclass(frozen=True)
+class Streamed:
+    """An answer that goes as it is made (`Direct.stream`)."""
+
+    steps: AsyncIterator[dict]
+
 
 
 async def body_of(request: Request, limit: int) -> bytes | None:

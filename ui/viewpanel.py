@@ -16,6 +16,7 @@ from core.view.options import BASES, COMPONENTS, LIMITS, PANELS, Refused
 from core.view.share import to_query
 from ui import events, render
 from ui.direct import settable, written_by_page
+from ui.downloads import Downloads, links_html
 from ui.plane import LIVE
 from ui.widgets import Checkbox, CheckboxGroup, Number
 
@@ -50,8 +51,11 @@ def layout(page) -> None:
         page.share_query = gr.Textbox(visible="hidden", elem_id="share-query")
         page.share_link = gr.Textbox(label="Link", elem_id="share-link", buttons=["copy"], interactive=False)
         page.share_notes = gr.Markdown(elem_id="share-notes")
+        # the API's exports (gr.File); the page's come as links to its own route (ui/downloads.py)
         page.exports = gr.File(label="Exports", file_count="multiple", elem_id="export-files", interactive=False,
                                visible=False)
+        page.export_links = gr.HTML("", elem_id="export-links", js_on_load=written_by_page("export-links"))
+        page.downloads = Downloads()
 
 
 def wire(page) -> None:
@@ -79,10 +83,11 @@ def wire(page) -> None:
              outputs=[page.share_query, page.share_notes], **LIVE)
     page.direct.work("link", lambda tab, address: share(page, tab, address))
     page.png_button.click(None, None, None, js="() => window.embeddingExplorer.downloadPNG()")
-    page.export_button.click(events.named(lambda request, a, b: export(page, request, a, b),
-                                          ("sentence_a", "sentence_b")),
-                             [page.sentence_a, page.sentence_b], [page.exports, page.notice], api_name="export",
-                             **HEAVY)
+    settable(page, "export", page.export_button.click, [page.sentence_a, page.sentence_b],
+             js="() => window.embeddingExplorer.set({export: true})",
+             api=events.named(lambda request, a, b: export(page, request, a, b), ("sentence_a", "sentence_b")),
+             api_name="export", outputs=[page.exports, page.notice], **HEAVY)
+    page.direct.work("export", lambda tab, _: export_links(page, tab))
 
 
 def refit(page, tab, direct: bool = False) -> dict:
@@ -148,17 +153,31 @@ def export(page, request: gr.Request, sentence_a: str, sentence_b: str) -> dict:
                             asked=("sentence_a", "sentence_b"), outputs=[page.notice])
     try:
         tab = events.tab_of(request)
-        view, session = tab.view, tab.session
-        if (view.sentence_a, view.sentence_b) != (sentence_a or "", sentence_b or ""):
+        if (tab.view.sentence_a, tab.view.sentence_b) != (sentence_a or "", sentence_b or ""):
             return changed  # the sentences were refused (the notice says why): no files of another view
-        files = events.JOBS.run(tab, "exporting", lambda: events.OFFLOAD.call(
-            export_view, export_folder(page, request), view, session))
+        files = exported(page, tab)
     except (Refused, OffloadError) as error:
         gr.Warning(str(error))
         return {page.notice: render.notice((str(error),))}
     return {page.exports: gr.File(value=files, visible=True), **changed}
 
 
-def export_folder(page, request: gr.Request) -> Path:
-    tab = hashlib.sha256(str(getattr(request, "session_hash", "")).encode()).hexdigest()[:16]
-    return Path(page.exports.GRADIO_CACHE) / "exports" / tab
+def export_links(page, tab) -> dict:
+    """The page's exports: links to the files on the page's own route, or the sentence saying why not."""
+    try:
+        files = exported(page, tab)
+    except (Refused, OffloadError) as error:
+        return {page.notice: render.notice((str(error),))}
+    return {page.export_links: links_html(page.downloads.offer(events.CHANNELS.of(tab).key, files))}
+
+
+def exported(page, tab) -> list[str]:
+    """The files of what the tab shows, written in the heavy pool."""
+    view, session = tab.view, tab.session
+    return events.JOBS.run(tab, "exporting", lambda: events.OFFLOAD.call(
+        export_view, export_folder(page, tab), view, session))
+
+
+def export_folder(page, tab) -> Path:
+    name = hashlib.sha256(str(events.CHANNELS.of(tab).session).encode()).hexdigest()[:16]
+    return Path(page.exports.GRADIO_CACHE) / "exports" / name
