@@ -419,12 +419,33 @@
     if (!button.classList.contains("open")) button.click();
   }
 
+  // the page's opening, its first call on its route: its address's query and its screen, and
+  // gradio's session, by which an upload (through gradio's queue) reaches the same tab. The
+  // answer is the view, the key among it (#address); sent once the plot can be drawn
+  let opened = false;
+  async function open() {
+    opened = true;
+    const sent = { query: location.search.replace(/^[?]/, ""), narrow: matchMedia("(max-width: 600px)").matches,
+      session: window.__gradio_session_hash__ }; // ui/gradiointernals.py SESSION_JS
+    let answer;
+    try {
+      const response = await fetch(new URL("explorer/live", document.baseURI), {
+        method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ open: sent }),
+      });
+      answer = await response.json();
+    } catch (error) {
+      answer = { error: "The server could not be reached: check the connection, then reload the page." };
+    }
+    receive(answer);
+  }
+
   window.embeddingExplorer = {
     // #embed-plot's script: the div to draw in, and how to fire its hand-over event
     attach(element, fireHandOver) {
       host = element;
       handOver = fireHandOver;
       keys().attach(element);
+      if (!opened) open();
       if (shown) plot();
       flush();
       if (Object.keys(forGradio).length) handOver();

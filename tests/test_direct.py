@@ -592,3 +592,33 @@ def test_training_streams_its_curve_over_the_route_a_step_a_line_and_stops_when_
         assert first["values"]["train-summary"] == f"Training {longest:,} steps…" and tab.job == "training"
     assert eventually(lambda: tab.job is None, 60)  # the training the page left is cancelled
     assert tab.session.training is None
+
+
+def test_a_page_opens_over_the_route_and_its_upload_reaches_the_tab_it_opened(app_url):
+    """A page's first call opens it: the view its link describes, and its key; its gradio session
+    names the tab, so an upload (through gradio's queue) reaches the same one. A hostile opening
+    is refused with a sentence."""
+    import numpy as np
+    from gradio_client import Client, handle_file
+
+    from ui.events import TABS
+
+    client = Client(app_url, verbose=False)
+    answer = call(app_url, {"open": {"query": "a=the%20volcano&panel=tables", "narrow": False,
+                                     "session": client.session_hash}})
+    tab = TABS.get(client.session_hash)
+    assert tab.view.sentence_a == "the volcano" and tab.view.panel == "tables"
+    assert json.loads(answer["values"]["address"])["key"] == key_of(tab) and "embed-plot" in answer["values"]
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"opening-{secrets.token_hex(4)}.npy")
+    np.save(path, np.random.default_rng(1).standard_normal((30, 4)).astype(np.float32))
+    try:
+        client.predict(handle_file(path), api_name="/upload")
+    finally:
+        os.remove(path)
+    assert TABS.get(client.session_hash) is tab and tab.view.source == "upload"
+    for sent, says in (({"open": {"query": ""}}, "names its session"), ({"open": "x"}, "names its session"),
+                       ({"open": {"session": "s" * 65}}, "at most 64"),
+                       ({"open": {"session": "s", "query": 5}}, "query is text")):
+        assert says in call(app_url, sent)["error"]
+    too_long = call(app_url, {"open": {"query": "a=" + "x" * 40_000, "session": secrets.token_hex(8)}})
+    assert "could not be read" in html.unescape(too_long["values"]["notice"])

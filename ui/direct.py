@@ -105,10 +105,11 @@ class Direct:
         self.working = Turns(visitors, WORK_SLOTS)  # the lane of the page's work (`work`)
         self.works: dict[str, Callable] = {}  # the page's work by name: tab, what was sent -> {component: value}
         self.streams: dict[str, Callable] = {}  # work answered as it goes: tab, what was sent -> its answers
+        self.opens: Callable | None = None  # a page opening: (session, host) -> its tab; (tab, link, narrow) -> values
         self.calls, self.seconds = 0, 0.0  # calls computed and their seconds computing
         self._threads: dict[int, anyio.CapacityLimiter] = {}  # a lane's threads, made in the server's event loop
 
-    async def answer(self, sent: object, address: str = UNKNOWN, work: float = 1.0) -> dict:
+    async def answer(self, sent: object, address: str = UNKNOWN, work: float = 1.0, host: str | None = None) -> dict:
         """The answer to one call of `work` (`ui.visitors.work_of`) from `address`: the values the
         page writes, or a sentence saying why not.
 
@@ -120,6 +121,8 @@ class Direct:
         go round is drawn at the end of the round it was typed in, not after a whole round of
         its own (bench/lecture.py measures the wait).
         """
+        if isinstance(sent, dict) and "open" in sent and "key" not in sent:  # a page opening: it has no key yet
+            return await self.opened(sent["open"], address, work, host)
         try:
             key, changes, asked = read(sent)
             tab, channel = events.CHANNELS.by_key(key)
@@ -267,6 +270,23 @@ class Direct:
         view (a refit, a link, an export), which returns what it writes, `{component: value}`."""
         self.works[name] = handler
 
+    def opening(self, tab_for: Callable, show: Callable) -> None:
+        """Answer a page opening, `{"open": {"session", "query", "narrow"}}`: `tab_for(session,
+        host)` makes its tab (or raises `Refused`), `show(tab, query, narrow)` the values of the
+        view its link describes, the page's key among them (`#address`)."""
+        self.opens = (tab_for, show)
+
+    async def opened(self, sent: object, address: str, work: float, host: str | None) -> dict:
+        """The answer to a page opening (`opening`), in the tables' lane: a link may build tables."""
+        tab_for, show = self.opens
+        try:
+            session, query, narrow = read_opening(sent)
+            tab = tab_for(session, host)
+        except Refused as error:
+            return {"error": str(error)}
+        return await self.turn(tab, lambda: {"values": self.values_of(show(tab, query, narrow))}, address=address,
+                               work=work, lane=self.tables)
+
     def stream(self, name: str, handler: Callable) -> None:
         """Answer `{name: value}` as it goes: `handler(tab, value)` is an async generator of what
         the page writes, `{component: value}` a step (a training's curve); each step is one line
@@ -326,7 +346,8 @@ class Direct:
             body = await body_of(request, MAX_BODY)
             if body is None:
                 return json_answer({"error": f"An update is at most {MAX_BODY:,} bytes; this one is larger."}, 413)
-            answer = await self.answer(parsed(body), visitor_of_request(request), work_of(len(body)))
+            answer = await self.answer(parsed(body), visitor_of_request(request), work_of(len(body)),
+                                       host=events.host_of(request))
             if isinstance(answer, Streamed):
                 return Lines(self.lines(answer.steps))
             return json_answer(answer)
@@ -439,6 +460,18 @@ def read(sent: object) -> tuple[str, dict, tuple[str, ...]]:
         raise Refused(f"move is {change['move']:,}; it is a number of the tour's steps to move, from "
                       f"-{len(tour.STEPS)} to {len(tour.STEPS)}, other than 0.")
     return sent["key"], change, asked
+
+
+def read_opening(sent: object) -> tuple[str, str, bool]:
+    """A page opening's gradio session (its uploads reach the tab by it), its link's query
+    string and whether its screen is a phone's, checked: anything else is refused with a sentence."""
+    session = sent.get("session") if isinstance(sent, dict) else None
+    if not isinstance(session, str) or not 0 < len(session) <= MAX_KEY:
+        raise Refused(f"A page opening names its session (text of at most {MAX_KEY} characters); reload the page.")
+    query = sent.get("query", "")
+    if not isinstance(query, str):
+        raise Refused(f"A page opening's query is text, not {_json_kind(query)}; reload the page.")
+    return session, query, sent.get("narrow") is True
 
 
 def _json_kind(value: object) -> str:

@@ -343,8 +343,6 @@ def build_demo(*, test_hooks: bool | None = None) -> gr.Blocks:
         for panel in (plane, sideviews, codeview, tourpanel, viewpanel, tablespanel, trainpanel):
             panel.wire(page)
         ondemand.defer(page)  # a tab's components are drawn when it is first opened; its select tells the view
-        demo.load(events.named(lambda request, screen: tourpanel.open_link(page, request, screen), ("screen",)),
-                  page.address, page.everything, js=tourpanel.SCREEN_JS, api_name=False, show_progress="hidden")
         if test_hooks:
             _test_hooks(page)
     # live updates: two at a time (one per core); heavy work waits in core.serving.jobs.Jobs, not here.
