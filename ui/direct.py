@@ -6,7 +6,8 @@ the browser before Plotly draws. So the page's script (assets/explorer.js) sends
 with one POST to a route of the app, `/explorer/live` (`Direct.route`), and draws the main
 plane (`#embed-plot`, a `gr.HTML`) with Plotly itself. The call goes through `ui.events.update`
 and `core.serving.tabs.Tab.apply` like every event, and answers with values by element id
-(`Direct.answered`): no change needs a trip through the queue.
+(`Direct.answered`): nothing the page does needs a trip through the queue, from its opening to
+its work (a refit, an export, a training whose curve streams: `Direct.work`, `Direct.stream`).
 
 A route of the app, not a gradio server function (`gr.HTML(server_functions=…)`): measured
 side by side on the same app, the same keystrokes cost the server less CPU through the route,

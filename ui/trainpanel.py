@@ -185,7 +185,7 @@ async def train(page, tab, steps, corpus, direct: bool = False):
                     drawn = drawn or bool(plot)
                 yield out
     finally:
-        # gradio closes this generator when the page goes away (or its event is cancelled):
+        # gradio (an API call) or the page's route closes this generator when its caller goes away:
         # the training stops at its next step, unless other pages share it
         if worker.is_alive():
             job.cancel()
