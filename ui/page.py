@@ -345,6 +345,7 @@ def build_demo(*, test_hooks: bool | None = None) -> gr.Blocks:
         ondemand.defer(page)  # a tab's components are drawn when it is first opened; its select tells the view
         if test_hooks:
             _test_hooks(page)
+        viewpanel.layout_last(page)
     # live updates: two at a time (one per core); heavy work waits in core.serving.jobs.Jobs, not here.
     # gradio's own bound (max_size) is off: ui.admission bounds the line per tab, per address and
     # in all, each refusal a sentence, and serves it in fair turns across addresses

@@ -54,8 +54,16 @@ def layout(page) -> None:
         # the API's exports (gr.File); the page's come as links to its own route (ui/downloads.py)
         page.exports = gr.File(label="Exports", file_count="multiple", elem_id="export-files", interactive=False,
                                visible=False)
-        page.export_links = gr.HTML("", elem_id="export-links", js_on_load=written_by_page("export-links"))
         page.downloads = Downloads()
+
+
+def layout_last(page) -> None:
+    """The page's links to its exports, below the rest of the View panel: made after every other
+    component, so the ids gradio numbers the API's unlabeled outputs by are what they were."""
+    page.export_links = gr.HTML("", elem_id="export-links", js_on_load=written_by_page("export-links"),
+                                render=False)
+    with page.panel_tabs["view"]:
+        page.export_links.render()
 
 
 def wire(page) -> None:
