@@ -275,7 +275,8 @@
   // and answers {merged: true}, and the waiting call's answer shows both (ui/direct.py). At most
   // two calls are on their way (one computing, one waiting); what is made meanwhile is merged
   // into the next. A tour step, an example pair or Back goes alone, after the calls before it
-  const ALONE = ["move", "example", "back", "flip", "listing", "reset"]; // each the server's to compute, alone
+  // each the server's to compute, alone: a view it makes, or work (a refit, the link, an export, the token list)
+  const ALONE = ["move", "example", "back", "flip", "listing", "reset", "refit", "link", "export", "picker"];
   const plain = (change) => !ALONE.some((name) => name in change);
   let calls = 0;
   let alone = false;  // the call on its way is a tour step or an example pair
@@ -309,6 +310,35 @@
     // only hold the next key back (a redraw the person never sees for long)
     receive(answer, calls > 0 || queued !== null);
     flush();
+  }
+  // work answered as it goes (ui/direct.py `stream`: a training's curve): one JSON line a step, each
+  // applied as it comes. A press while its work runs is let go, as gradio lets a button's second
+  // press go while its event runs; the work stops when the page goes (the server sees it leave)
+  const streaming = new Set();
+  async function stream(name, value) {
+    if (!key || streaming.has(name)) return;
+    streaming.add(name);
+    try {
+      const response = await fetch(new URL("explorer/live", document.baseURI), {
+        method: "POST", headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ key, change: { [name]: value } }),
+      });
+      const reader = response.body.getReader();
+      const decoder = new TextDecoder();
+      let text = "";
+      for (;;) {
+        const { done, value: chunk } = await reader.read();
+        text += decoder.decode(chunk || new Uint8Array(), { stream: !done });
+        const lines = text.split("\n");
+        text = done ? "" : lines.pop();
+        for (const line of lines) if (line.trim()) receive(JSON.parse(line));
+        if (done) break;
+      }
+    } catch (error) {
+      receive({ error: "The server could not be reached: check the connection, then try again." });
+    } finally {
+      streaming.delete(name);
+    }
   }
   const escapeHtml = (text) => String(text).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
   // a direct answer (a keystroke's, a click's, a class's lesson: assets/classroom.js): values by
@@ -389,12 +419,33 @@
     if (!button.classList.contains("open")) button.click();
   }
 
+  // the page's opening, its first call on its route: its address's query and its screen, and
+  // gradio's session, by which an upload (through gradio's queue) reaches the same tab. The
+  // answer is the view, the key among it (#address); sent once the plot can be drawn
+  let opened = false;
+  async function open() {
+    opened = true;
+    const sent = { query: location.search.replace(/^[?]/, ""), narrow: matchMedia("(max-width: 600px)").matches,
+      session: window.__gradio_session_hash__ }; // ui/gradiointernals.py SESSION_JS
+    let answer;
+    try {
+      const response = await fetch(new URL("explorer/live", document.baseURI), {
+        method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ open: sent }),
+      });
+      answer = await response.json();
+    } catch (error) {
+      answer = { error: "The server could not be reached: check the connection, then reload the page." };
+    }
+    receive(answer);
+  }
+
   window.embeddingExplorer = {
     // #embed-plot's script: the div to draw in, and how to fire its hand-over event
     attach(element, fireHandOver) {
       host = element;
       handOver = fireHandOver;
       keys().attach(element);
+      if (!opened) open();
       if (shown) plot();
       flush();
       if (Object.keys(forGradio).length) handOver();
@@ -419,6 +470,11 @@
     // page has its key
     set(change) {
       send(change);
+      return [];
+    },
+    // Train pressed (ui/trainpanel.py): {steps, corpus}, its curve streamed as it goes
+    train(change) {
+      stream("train", change);
       return [];
     },
     // an example pair clicked (ui/plane.py EXAMPLES_JS): the server sets both sentences

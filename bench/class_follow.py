@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import random
 import statistics
@@ -40,7 +39,7 @@ KEYS_PER_SECOND = 5.0  # a typing student's pace
 CALL_TIMEOUT = 120.0  # seconds one call may take
 PRESS_TIMEOUT = 60.0  # seconds a press may take to reach every follower; the rest count as missed
 SETTLE = 1.0  # seconds of quiet after a press has reached everyone (and before an idle window)
-OPENING = 8  # pages opening at once (the page-load event through the queue)
+OPENING = 8  # pages opening at once (their first call on the page's route)
 WORDS = ("river", "garden", "castle", "violin", "tractor", "mountain", "umbrella", "candle", "island", "bridge")
 SENTENCE = "the {w} sat quietly on the old mat while a small dog slept by the door"
 
@@ -74,8 +73,7 @@ def busy_seconds() -> float:
 
 @dataclass(frozen=True)
 class Calls:
-    load: int  # the page-load event (its address carries the tab's key)
-    address_at: int
+    page: object  # bench/load.py PageCalls: how a page opens (its answer's address carries the tab's key)
     next: int
     previous: int
 
@@ -90,7 +88,7 @@ class Calls:
         if "class-box" not in ids or missing:
             raise RuntimeError(f"the app has no class box or no {missing}: update bench/class_follow.py to the page")
         page = PageCalls.discover(url)
-        return cls(page.load, page.address_at, named["next_step"], named["previous_step"])
+        return cls(page, named["next_step"], named["previous_step"])
 
 
 # one page
@@ -99,7 +97,7 @@ class Calls:
 class Page:
     """One browser tab of the app, as assets/explorer.js and assets/classroom.js drive it.
 
-    It opens as a page does: the page-load event through gradio's queue, whose address carries
+    It opens as a page does: its first call on the page's route, whose answer's address carries
     the tab's key (bench/load.py `PageCalls`). A student's page holds its class stream open
     (POST explorer/class/stream, newline-delimited JSON; one asyncio task per page, each page
     its own httpx connection pool) and, when a message says it follows and the version is newer
@@ -163,10 +161,9 @@ class Page:
         return answer, at
 
     async def open(self) -> None:
-        # the load event's one input: what the page's script says of its screen (a laptop's)
-        data, _ = await self.queued(self.calls.load, [json.dumps({"narrow": False})])
-        address = data[self.calls.address_at]
-        self.key = json.loads(address["value"] if isinstance(address, dict) else address)["key"]
+        page = self.calls.page
+        answer = await self.http.post(page.path, json=page.opening(self.session_hash))
+        self.key = page.key_of(answer.raise_for_status().json())
 
     async def post(self, path: str, body: dict) -> tuple[dict, int]:
         try:

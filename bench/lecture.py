@@ -180,10 +180,9 @@ async def queue_answer(http: httpx.AsyncClient, fn_index: int, session_hash: str
 
 
 async def open_page(http: httpx.AsyncClient, page, session_hash: str) -> str:
-    """The page-load event (a view for the tab, and the key its direct calls carry); its one input:
-    what the page's script says of its screen (a laptop's)."""
-    address = (await queue_answer(http, page.load, session_hash, [json.dumps({"narrow": False})]))[page.address_at]
-    return json.loads(address["value"] if isinstance(address, dict) else address)["key"]
+    """The page's opening over its route (a view for the tab, and the key its direct calls carry)."""
+    answer = await http.post(page.path, json=page.opening(session_hash))
+    return page.key_of(answer.raise_for_status().json())
 
 
 async def embed_direct(http: httpx.AsyncClient, endpoint: Endpoint, session_hash: str, text: str,
@@ -224,7 +223,7 @@ class Tally:
 
 class Student:
     """One student's page: it loads the page (which gives it the balancer's sticky cookie) and
-    runs its page-load event (which issues the tab's key), then types sentences into sentence A
+    opens over the page's route (which issues the tab's key), then types sentences into sentence A
     at human speed: a keystroke every 150-250 ms inside a word and 250-400 ms before a space
     (words in bursts), a 2-6 s pause after each sentence to look at the plot, then a new
     sentence. Like the page (assets/explorer.js), it sends its next update only when the last
@@ -264,7 +263,7 @@ class Student:
             except httpx.HTTPError as error:
                 self.tally.errors.append(f"page: {error!r}"[:200])
                 return
-            if self.direct:  # the page's load event gives the tab its key
+            if self.direct:  # the page's opening gives the tab its key
                 try:
                     self.tab_key = await open_page(http, self.endpoint.page, self.session_hash)
                 except (CallFailed, httpx.HTTPError, ValueError, KeyError) as error:

@@ -119,41 +119,46 @@ class HttpSession:
 
 @dataclass(frozen=True)
 class PageCalls:
-    """How the page itself talks to the app, read from its config: its load event (which issues
-    the tab's key with the address). Nothing else of the page goes through the queue for a
-    direct call (ui/direct.py): its answer brings the values for gradio's components as well,
-    handed to them by an event that runs in the browser alone (ui/plane.py HAND_OVER_JS)."""
+    """How the page itself talks to the app: it opens with one POST to its route (its address's
+    query, its screen and gradio's session: assets/explorer.js `open`), whose answer's address
+    carries the tab's key. Nothing of the page goes through the queue for a direct call
+    (ui/direct.py): its answer brings the values for gradio's components as well, handed to them
+    by an event that runs in the browser alone (ui/plane.py hand_over_js)."""
 
-    load: int  # fn_index of the page-load event
-    address_at: int  # where #address is among its outputs
+    path: str = "explorer/live"
 
     @classmethod
     def discover(cls, url: str) -> PageCalls:
-        config = httpx.get(f"{url}config", timeout=30).raise_for_status().json()
-        ids = {c.get("props", {}).get("elem_id"): c["id"] for c in config["components"]}
-        load = next(d for d in config["dependencies"] if any(t[1] == "load" for t in d["targets"]))
-        return cls(load["id"], load["outputs"].index(ids["address"]))
+        return cls()
+
+    @staticmethod
+    def opening(session_hash: str) -> dict:
+        """A page's first call: no link, a laptop's screen."""
+        return {"open": {"query": "", "narrow": False, "session": session_hash}}
+
+    @staticmethod
+    def key_of(answer: dict) -> str:
+        """The tab's key, from the opening's answer (`#address`)."""
+        if "error" in answer:
+            raise CallFailed(f"refused: {answer['error']}")
+        return json.loads(answer["values"]["address"])["key"]
 
 
 class PageSession(HttpSession):
-    """One visitor as the page behaves: it opens with the page-load event (through the queue; the
-    answer's address carries the tab's key), then sends what is typed straight to the tab
+    """One visitor as the page behaves: it opens over the page's route (`PageCalls`; the answer's
+    address carries the tab's key), then sends what is typed straight to the tab
     (ui/direct.py: one POST to the app's /explorer/live, whose answer carries every value the
     call changed on the page: nothing more to fetch). Other endpoints go through the queue as
     the page's buttons do."""
 
     def __init__(self, url: str, endpoints: dict[str, int], timeout: float, page: PageCalls | None = None):
         self.page = page or PageCalls.discover(url)
-        super().__init__(url, {**endpoints, "__load": self.page.load}, timeout)
+        super().__init__(url, endpoints, timeout)
         self.key: str | None = None
 
     def open(self) -> None:
-        # the load event's one input: what the page's script says of its screen (a laptop's)
-        out = super().predict(json.dumps({"narrow": False}), api_name="__load")
-        address = out[self.page.address_at]
-        if isinstance(address, dict):
-            address = address.get("value")
-        self.key = json.loads(address)["key"]
+        answer = self.http.post(f"{self.url}{self.page.path}", json=self.page.opening(self.session_hash))
+        self.key = self.page.key_of(answer.raise_for_status().json())
 
     def predict(self, *data, api_name: str):
         if api_name != "embed":

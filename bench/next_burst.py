@@ -4,7 +4,7 @@
 
 One launched app (`python app.py`, as on a Space) and, side by side, a one-textbox echo app
 (bench/server_cpu.py's), each in its own process. Every student is its own session, opened as
-a page opens (the page-load event, bench/load.py `PageSession`). Then, --presses times, every
+a page opens (over its route, bench/load.py `PageSession`). Then, --presses times, every
 student presses *Next* at a random moment within --spread seconds (the page's `next_step`
 event, through gradio's queue like the button), and waits for the step to be drawn; the echo
 burst sends the echo event at the same moments. A press's time is from its moment to its

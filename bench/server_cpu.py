@@ -119,7 +119,7 @@ def both_servers() -> Iterator[tuple[Served, Served, Served]]:
     own child process, alive side by side.
 
     - page: `python app.py` (bench/appserver.py) driven as its page drives it (bench/load.py
-      `PageSession`): the page-load event once, then each update sent straight to the tab
+      `PageSession`): the page's opening once, then each update sent straight to the tab
       (ui/direct.py), with a 12-word sentence A and a 12-word sentence B, on the default tables;
     - app: the same process driven through the API's `/embed` on gradio's queue;
     - echo: `serve_echo`, driven with a 12-word text. It has the app's queue

@@ -1,5 +1,7 @@
 """The page in a real Chromium: it loads with a plot, and typing updates the plot's data."""
 
+from pathlib import Path
+
 import pytest
 
 from tests.browser import IMAGES_SETTLED
@@ -112,40 +114,38 @@ def test_freeze_token_train_and_the_loss_curve_appears(page):
     page.wait_for_function(f"() => ({PLOT_DATA})().some(t => t.name === 'before training')", timeout=30_000)
 
 
-def test_opening_a_page_sends_one_event_and_a_link_s_panel_is_opened(browser, app_url):
-    """A page opening sends its load event and nothing else through the queue: writing a tab
-    selection or an empty search the page already holds made gradio's browser code fire three
-    events more (two tab selects, one redrawing the plane, and a search). A link to another
-    panel still opens it."""
+def test_opening_a_page_sends_nothing_through_the_queue_and_a_link_s_panel_is_opened(browser, app_url):
+    """A page opens over its own route (its first call carries the link and the screen, and
+    gets the page's key): nothing goes through gradio's queue, and writing a tab selection or an
+    empty search the page already holds fires no event of gradio's either (it made gradio's
+    browser code send three more: two tab selects, one redrawing the plane, and a search). A
+    link to another panel still opens it."""
     import json
 
-    def opened(query: str, panel: str, shown: str) -> tuple[list, object, object]:
+    def opened(query: str, panel: str, shown: str) -> tuple[list, list, object]:
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         page = context.new_page()
-        joins = []
-        page.on("request", lambda request: joins.append(json.loads(request.post_data)["fn_index"])
-                if "queue/join" in request.url else None)
+        joins, opens = [], []
+        page.on("request", lambda request: joins.append(request.url) if "queue/join" in request.url else None)
+        page.on("request", lambda request: opens.append(json.loads(request.post_data)["open"])
+                if "explorer/live" in request.url and "open" in json.loads(request.post_data) else None)
         page.goto(f"{app_url}?{query}")
         wait_for_plot(page)
         assert page.get_by_role("tab", name=panel).get_attribute("aria-selected") == "true"
         page.locator(shown).wait_for(state="visible", timeout=30_000)  # the panel's controls are drawn
-        # then a queued event of the page's own (its link, asked for in the View tab): once its
-        # answer is in, whatever the opening sent through the queue was sent before it
+        # then the page's link, asked for in the View tab over its route: once its answer is in,
+        # whatever the opening sent through the queue was sent before it
         page.get_by_role("tab", name="View").click()
         page.locator("#share-button").click()
         page.wait_for_function("() => document.querySelector('#share-link textarea, #share-link input')"
                                "?.value.startsWith('http')", timeout=30_000)
-        return joins, context, page
+        context.close()
+        return joins, opens
 
-    joins, context, page = opened("", "Tour", "#tour-next")
-    config = page.evaluate("() => window.gradio_config")
-    load = next(d["id"] for d in config["dependencies"] if any(t[1] == "load" for t in d["targets"]))
-    share = next(d["id"] for d in config["dependencies"] if d.get("api_name") == "share")
-    assert joins == [load, share]
-    context.close()
-    joins, context, page = opened("panel=train", "Train", "#train-steps input")
-    assert joins == [load, share]
-    context.close()
+    joins, opens = opened("", "Tour", "#tour-next")
+    assert joins == [] and len(opens) == 1 and opens[0]["query"] == "" and opens[0]["session"]
+    joins, opens = opened("panel=train", "Train", "#train-steps input")
+    assert joins == [] and [sent["query"] for sent in opens] == ["panel=train"]
 
 
 def test_a_tab_s_controls_load_when_it_opens_and_an_example_pair_fills_both_boxes(page):
@@ -165,3 +165,54 @@ def test_a_tab_s_controls_load_when_it_opens_and_an_example_pair_fills_both_boxe
     assert "interest rates" in page.locator("#sentence-b textarea").input_value()
     page.wait_for_function(f"() => ({PLOT_DATA})().some(t => (t.hovertext || []).some(h => h.startsWith('river')))",
                            timeout=30_000)
+
+
+def test_a_page_s_whole_use_sends_nothing_through_gradio_s_queue(open_page):
+    """Open a link, type, click a point, train 5 steps, refit, make the link, export a PNG and the
+    files, fill the token list, go Back: every request the page makes is recorded, and none joins
+    gradio's queue (the page's own route carries it all; the queue is the API's and uploads')."""
+    from tests.browser import point_on_screen, settle
+
+    page = open_page("a=the%20king%20spoke&b=&basis=frozen", wait=False)
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    from tests.browser import ready
+
+    ready(page)
+    box = page.locator("#sentence-a textarea")
+    box.click()
+    box.press("End")
+    box.type(" well", delay=20)
+    page.wait_for_function(f"() => ({PLOT_DATA})().some(t => (t.hovertext || []).some(h => h.startsWith('well')))",
+                           timeout=30_000)
+    settle(page)
+    page.mouse.click(*point_on_screen(page, "token", "king"))
+    page.wait_for_function("() => document.querySelector('#selected-token input')?.value === '2: king'",
+                           timeout=30_000)
+    page.locator("#selected-token input").click()  # the token list fills as it opens
+    page.get_by_role("option", name="3: spoke").wait_for(timeout=30_000)
+    page.keyboard.press("Escape")
+    page.get_by_role("tab", name="Train").click()
+    page.locator("#train-steps input").fill("5")
+    page.locator("#train-button").click()
+    page.wait_for_function("() => document.querySelector('#train-summary').innerText.includes('Trained 5 steps')",
+                           timeout=120_000)
+    page.get_by_role("tab", name="View").click()
+    page.locator("#refit-button").click()
+    page.wait_for_function("() => document.querySelector('#notice').innerText.includes('frozen plane now fits')",
+                           timeout=60_000)
+    page.locator("#share-button").click()
+    page.wait_for_function("() => document.querySelector('#share-link textarea, #share-link input')"
+                           "?.value.includes('king%20spoke%20well')", timeout=30_000)
+    with page.expect_download() as png:
+        page.locator("#export-png").click()
+    assert png.value.suggested_filename == "embedding.png"
+    page.locator("#export-button").click()
+    page.wait_for_function("() => document.querySelectorAll('#export-links a').length === 3", timeout=120_000)
+    with page.expect_download() as csv:
+        page.locator("#export-links a[download$='.csv']").click()
+    assert "well" in Path(csv.value.path()).read_text()
+    page.go_back()
+    settle(page)
+    assert not any("queue/join" in url for url in requests), [url for url in requests if "queue/join" in url]
+    assert sum("explorer/live" in url for url in requests) >= 8 and page.errors == []

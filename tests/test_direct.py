@@ -486,3 +486,139 @@ def test_flip_and_the_listing_s_layer_are_actions_the_route_computes(app_url, ta
     assert tab.view.source == "random" and tab.view.sentence_a == DOCUMENT_SENTENCE and tab.view.sentence_b == ""
     assert tab.view.settings == LISTING_SETTINGS
     assert answer["values"]["sentence-a"] == DOCUMENT_SENTENCE  # the box does not show it yet
+
+
+def test_the_link_and_a_refit_are_work_the_route_answers_by_element_id(app_url, tab):
+    """The page's Link and Refit go over its route: the link is the page's own address and the
+    view's query, and a refit's result is said in the notice; a hostile call is refused with a
+    sentence and changes nothing."""
+    client, tab = tab
+    answer = call(app_url, {"key": key_of(tab), "change": {"link": "https://class.example/explorer/"}})
+    link = answer["values"]["share-link"]
+    assert link.startswith("https://class.example/explorer/?") and "The%20king%20spoke." in link
+    assert "share-notes" in answer["values"] and "share-query" not in answer["values"]
+    before = client.predict(api_name="/fingerprint")
+    for change, says in (({"link": 5}, "link must be the page's address"), ({"link": "x" * 3000}, "at most 2,048"),
+                         ({"refit": False}, "sent as true, or not at all")):
+        refused = call(app_url, {"key": key_of(tab), "change": change})
+        assert says in refused["error"] and client.predict(api_name="/fingerprint") == before
+    said = call(app_url, {"key": key_of(tab), "change": {"refit": True}})["values"]
+    assert "refits on every change already" in html.unescape(said["notice"]) and "embed-plot" not in said
+    call(app_url, {"key": key_of(tab), "change": {"basis": "frozen"}})
+    frozen = tab.session.frozen_basis
+    answer = call(app_url, {"key": key_of(tab), "change": {"sentence_a": "A queen ran.", "refit": True}})
+    assert tab.view.sentence_a == "A queen ran." and tab.session.frozen_basis is not frozen
+    assert "ℹ️ The frozen plane now fits the current sentence." in html.unescape(answer["values"]["notice"])
+    assert "embed-plot" in answer["values"]
+
+
+def test_the_token_list_is_filled_over_the_route_with_the_tab_s_tokens_now(app_url, tab):
+    """The picker opened on the page asks the route for its list: the tab's tokens as they are
+    now, and the one selected, as gradio's browser code takes a dropdown's update."""
+    client, tab = tab
+    call(app_url, {"key": key_of(tab), "change": {"sentence_a": "the big cat"}})
+    call(app_url, {"key": key_of(tab), "change": {"token": 3}})
+    picker = call(app_url, {"key": key_of(tab), "change": {"picker": True}})["values"]["selected-token"]
+    assert [label for label, _ in picker["choices"]] == ["none", "0: [CLS]", "1: the", "2: big", "3: cat", "4: [SEP]"]
+    assert picker["value"] == 3
+    assert "must be true" in call(app_url, {"key": key_of(tab), "change": {"picker": 1}})["error"]
+
+
+def test_the_page_s_exports_are_links_on_its_own_route_that_last_two_minutes(app_url, tab):
+    """Export over the route answers links, one a file, on the page's own route: each serves its
+    file while it lasts; a later export revokes them, and an expired, revoked or guessed link is
+    answered 404 with a sentence."""
+    import re
+
+    import app
+    from tests.clocks import Clock
+    from ui.downloads import LIFETIME
+
+    client, tab = tab
+    downloads = app.demo.explorer.downloads
+    clock, kept = Clock(), downloads.clock
+    downloads.clock = clock
+    try:
+        answer = call(app_url, {"key": key_of(tab), "change": {"sentence_a": "The volcano spoke.", "export": True}})
+        links = re.findall(r'href="([^"]+)"', answer["values"]["export-links"])
+        assert sorted(link.rsplit(".", 1)[-1] for link in re.findall(r'download="([^"]+)"',
+                                                                     answer["values"]["export-links"])) == [
+            "csv", "html", "safetensors"]
+        got = {link: httpx.get(f"{app_url}{link}", timeout=30) for link in links}
+        assert all(response.status_code == 200 and response.content for response in got.values())
+        assert any("volcano" in response.text for link, response in got.items() if "csv" in
+                   response.headers["content-disposition"])
+        again = call(app_url, {"key": key_of(tab), "change": {"export": True}})
+        fresh = re.findall(r'href="([^"]+)"', again["values"]["export-links"])
+        for gone in (*links, "explorer/file/guessed"):
+            response = httpx.get(f"{app_url}{gone}", timeout=30)
+            assert response.status_code == 404 and "Export again" in response.text
+        assert httpx.get(f"{app_url}{fresh[0]}", timeout=30).status_code == 200
+        clock.now += LIFETIME
+        assert httpx.get(f"{app_url}{fresh[0]}", timeout=30).status_code == 404
+    finally:
+        downloads.clock = kept
+
+
+def lines_of(app_url: str, sent) -> list[dict]:
+    """A streamed answer's lines, each one step of what the page writes."""
+    with httpx.stream("POST", f"{app_url}explorer/live", json=sent, timeout=120) as response:
+        assert response.status_code == 200 and response.headers["content-type"] == "application/x-ndjson"
+        return [json.loads(line) for line in response.iter_lines() if line.strip()]
+
+
+def test_training_streams_its_curve_over_the_route_a_step_a_line_and_stops_when_the_page_goes(app_url, tab):
+    """Train over the page's route: one line a step, each `{"values": …}` by element id, from
+    "Training…" to the trained summary and plot; a training the page leaves is cancelled, its
+    result never adopted."""
+    from core.view.options import LIMITS
+    from tests.waiting import eventually
+
+    client, tab = tab
+    lines = lines_of(app_url, {"key": key_of(tab), "change": {"train": {"steps": 5, "corpus": "builtin"}}})
+    assert lines[0]["values"]["train-summary"] == "Training 5 steps…"
+    assert "Trained 5 steps" in lines[-1]["values"]["train-summary"] and "embed-plot" in lines[-1]["values"]
+    assert "before training" in lines[-1]["values"]["embed-plot"] and tab.session.training.steps == 5
+    refused = lines_of(app_url, {"key": key_of(tab), "change": {"train": {"steps": 0, "corpus": "builtin"}}})
+    assert "steps" in html.unescape(refused[-1]["values"]["notice"]) and tab.session.training.steps == 5
+    alone = call(app_url, {"key": key_of(tab), "change": {"train": {"steps": 5}, "sentence_a": "x"}})
+    assert "sent alone" in alone["error"]
+
+    call(app_url, {"key": key_of(tab), "change": {"reset": True}})
+    longest = LIMITS["steps"][1]
+    with httpx.stream("POST", f"{app_url}explorer/live", timeout=120,
+                      json={"key": key_of(tab), "change": {"train": {"steps": longest, "corpus": "builtin"}}}) as going:
+        first = json.loads(next(going.iter_lines()))
+        assert first["values"]["train-summary"] == f"Training {longest:,} steps…" and tab.job == "training"
+    assert eventually(lambda: tab.job is None, 60)  # the training the page left is cancelled
+    assert tab.session.training is None
+
+
+def test_a_page_opens_over_the_route_and_its_upload_reaches_the_tab_it_opened(app_url):
+    """A page's first call opens it: the view its link describes, and its key; its gradio session
+    names the tab, so an upload (through gradio's queue) reaches the same one. A hostile opening
+    is refused with a sentence."""
+    import numpy as np
+    from gradio_client import Client, handle_file
+
+    from ui.events import TABS
+
+    client = Client(app_url, verbose=False)
+    answer = call(app_url, {"open": {"query": "a=the%20volcano&panel=tables", "narrow": False,
+                                     "session": client.session_hash}})
+    tab = TABS.get(client.session_hash)
+    assert tab.view.sentence_a == "the volcano" and tab.view.panel == "tables"
+    assert json.loads(answer["values"]["address"])["key"] == key_of(tab) and "embed-plot" in answer["values"]
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"opening-{secrets.token_hex(4)}.npy")
+    np.save(path, np.random.default_rng(1).standard_normal((30, 4)).astype(np.float32))
+    try:
+        client.predict(handle_file(path), api_name="/upload")
+    finally:
+        os.remove(path)
+    assert TABS.get(client.session_hash) is tab and tab.view.source == "upload"
+    for sent, says in (({"open": {"query": ""}}, "names its session"), ({"open": "x"}, "names its session"),
+                       ({"open": {"session": "s" * 65}}, "at most 64"),
+                       ({"open": {"session": "s", "query": 5}}, "query is text")):
+        assert says in call(app_url, sent)["error"]
+    too_long = call(app_url, {"open": {"query": "a=" + "x" * 40_000, "session": secrets.token_hex(8)}})
+    assert "could not be read" in html.unescape(too_long["values"]["notice"])

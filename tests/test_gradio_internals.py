@@ -271,6 +271,14 @@ def test_values_in_the_form_the_browser_reads():
     assert internals.plotly_bundle().startswith("PlotlyPlot-") and internals.plotly_bundle().endswith(".js")
 
 
+def test_the_frontend_keeps_the_page_s_session_where_the_page_s_opening_reads_it():
+    from pathlib import Path
+
+    assert internals.frontend_keeps_session()
+    script = (Path(__file__).resolve().parents[1] / "assets" / "explorer.js").read_text()
+    assert f"session: {internals.SESSION_JS}" in script
+
+
 def test_a_stock_frontend_subclass_is_drawn_by_its_parents_code():
     @internals.stock_frontend
     class Quiet(gr.Slider):

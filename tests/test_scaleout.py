@@ -260,8 +260,8 @@ def test_bert_training_export_upload_and_a_link_work_behind_the_balancer(class_s
 
         page.get_by_role("tab", name="View").click()
         page.locator("#export-button").click()
-        page.wait_for_function("() => document.querySelectorAll('a[href*=\"file=\"]').length >= 3", timeout=60_000)
-        links = page.eval_on_selector_all("a[href*='file=']", "links => links.map(a => a.href)")
+        page.wait_for_function("() => document.querySelectorAll('#export-links a').length >= 3", timeout=60_000)
+        links = page.eval_on_selector_all("#export-links a", "links => links.map(a => a.href)")
         for link in links:  # the downloads come from the worker that wrote them: the cookie goes along
             download = context.request.get(link)
             assert download.status == 200 and len(download.body()) > 0, link

@@ -30,7 +30,7 @@ def answers(asked, steps, corpus: str = "builtin") -> list[dict]:
     """Every answer the handler gives, as gradio takes them from its async generator (in a
     thread of its own: a browser test's worker keeps an event loop running in this one)."""
     async def taken() -> list[dict]:
-        return [out async for out in trainpanel.train(PAGE, asked, steps, corpus)]
+        return [out async for out in trainpanel.train(PAGE, events.tab_of(asked), steps, corpus)]
 
     return run_async(taken)
 
@@ -163,7 +163,7 @@ def test_the_page_hears_training_only_once_a_table_change_would_be_refused(monke
         return real(*args, **kwargs)
 
     monkeypatch.setattr(events.JOBS, "run", late)
-    handler, loop = trainpanel.train(PAGE, asked, 2000, "builtin"), asyncio.new_event_loop()
+    handler, loop = trainpanel.train(PAGE, tab, 2000, "builtin"), asyncio.new_event_loop()
     first: list[dict] = []
     told = threading.Thread(target=lambda: first.append(loop.run_until_complete(anext(handler))))
     told.start()

@@ -6,7 +6,8 @@ the browser before Plotly draws. So the page's script (assets/explorer.js) sends
 with one POST to a route of the app, `/explorer/live` (`Direct.route`), and draws the main
 plane (`#embed-plot`, a `gr.HTML`) with Plotly itself. The call goes through `ui.events.update`
 and `core.serving.tabs.Tab.apply` like every event, and answers with values by element id
-(`Direct.answered`): no change needs a trip through the queue.
+(`Direct.answered`): nothing the page does needs a trip through the queue, from its opening to
+its work (a refit, an export, a training whose curve streams: `Direct.work`, `Direct.stream`).
 
 A route of the app, not a gradio server function (`gr.HTML(server_functions=…)`): measured
 side by side on the same app, the same keystrokes cost the server less CPU through the route,
@@ -16,14 +17,16 @@ The page names its tab by the unguessable key the server issued it (`ui.channels
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 
 import anyio
 import orjson
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from core.view import share, tour
@@ -46,7 +49,11 @@ CHANGES = {"sentence_a": (str, "text"), "sentence_b": (str, "text"), "token": (i
            "move": (int, "a whole number"),  # the tour's Next or Previous: a whole view, untrained (tour.moved)
            "back": (object, ""),  # Back or Forward landed on this address of the visit (its query string)
            # the page's actions on the view (ACTIONS): true; flip false is two presses that cancel
-           "flip": (bool, "true or false"), "listing": (bool, "true"), "reset": (bool, "true")}
+           "flip": (bool, "true or false"), "listing": (bool, "true"), "reset": (bool, "true"),
+           # the page's work on its tab beyond a change of the view (`Direct.work`: each panel names its own)
+           "refit": (bool, "true"), "link": (str, "the page's address"), "export": (bool, "true"),
+           "picker": (bool, "true"),
+           "train": (dict, "an object of steps and corpus")}  # answered as it goes (`Direct.stream`)
 # a keystroke is computed on the event loop when its tab's last call took at most this much CPU
 # (a keystroke on a 128-token pair fits well within it), and its text grew by at most
 # INLINE_GROWTH characters
@@ -67,6 +74,9 @@ ACTIONS = {"flip": (View.flipped, None, False),
            "reset": (lambda view: view, lambda session: session.reset(), True)}
 # checked where they are read, each with its own sentence: a setting by its field's kind, an address as a link
 CHECKED_LATER = frozenset({*SETTINGS, *TABLE_SETTINGS, "back"})
+TRUE_OR_NOTHING = ("listing", "reset", "refit", "export", "picker")  # actions: sent as true, or not at all
+WORK_SLOTS = 16  # the page's work computing at once (each mostly waits for the heavy pool), as gradio's heavy group did
+MAX_ADDRESS = 2048  # characters of the page's own address, which a link is made of
 TYPED = frozenset({"sentence_a", "sentence_b"})
 
 MAX_BODY = 8 * MAX_TEXT + 4096  # bytes: two sentences at the limit, JSON-escaped, and the rest
@@ -93,10 +103,14 @@ class Direct:
         self.page = page
         self.turns = Turns(visitors, slots)
         self.tables = Turns(visitors, TABLE_SLOTS)  # the lane of changes that build tables (TABLE_SETTINGS)
+        self.working = Turns(visitors, WORK_SLOTS)  # the lane of the page's work (`work`)
+        self.works: dict[str, Callable] = {}  # the page's work by name: tab, what was sent -> {component: value}
+        self.streams: dict[str, Callable] = {}  # work answered as it goes: tab, what was sent -> its answers
+        self.opens: Callable | None = None  # a page opening: (session, host) -> its tab; (tab, link, narrow) -> values
         self.calls, self.seconds = 0, 0.0  # calls computed and their seconds computing
         self._threads: dict[int, anyio.CapacityLimiter] = {}  # a lane's threads, made in the server's event loop
 
-    async def answer(self, sent: object, address: str = UNKNOWN, work: float = 1.0) -> dict:
+    async def answer(self, sent: object, address: str = UNKNOWN, work: float = 1.0, host: str | None = None) -> dict:
         """The answer to one call of `work` (`ui.visitors.work_of`) from `address`: the values the
         page writes, or a sentence saying why not.
 
@@ -108,6 +122,8 @@ class Direct:
         go round is drawn at the end of the round it was typed in, not after a whole round of
         its own (bench/lecture.py measures the wait).
         """
+        if isinstance(sent, dict) and "open" in sent and "key" not in sent:  # a page opening: it has no key yet
+            return await self.opened(sent["open"], address, work, host)
         try:
             key, changes, asked = read(sent)
             tab, channel = events.CHANNELS.by_key(key)
@@ -118,6 +134,15 @@ class Direct:
             return await self.turn(tab, lambda: self.show(tab, lambda view: tour.moved(view, move),
                                                           tables=lambda session: session.restart()),
                                    address=address, work=work, channel=channel)
+        streamed = changes.keys() & self.streams.keys()
+        if streamed:  # work answered as it goes, alone: what it writes, step by step
+            if len(changes) > 1:
+                return {"error": f"{', '.join(sorted(streamed))} is sent alone, with nothing else in the update."}
+            name = streamed.pop()
+            return Streamed(self.streams[name](tab, changes[name]))
+        if changes.keys() & self.works.keys():  # work: alone, after what else the call changes
+            return await self.turn(tab, lambda: self.worked(tab, changes), address=address, work=work,
+                                   channel=channel, lane=self.working)
         acted = [name for name in ACTIONS if changes.get(name)]
         if acted or changes.get("flip") is False:  # an action: alone, its change the server's to compute
             return await self.turn(tab, lambda: self.act(tab, changes), address=address, work=work, channel=channel,
@@ -241,6 +266,53 @@ class Direct:
         return self.answered(lambda: events.update(self.page, None, change, tables=tables, asked=tuple(values),
                                                    outputs=self.everything, tab=tab, direct=True))
 
+    def work(self, name: str, handler: Callable) -> None:
+        """Answer `{name: value}` with `handler(tab, value)`: the page's work beyond a change of the
+        view (a refit, a link, an export), which returns what it writes, `{component: value}`."""
+        self.works[name] = handler
+
+    def opening(self, tab_for: Callable, show: Callable) -> None:
+        """Answer a page opening, `{"open": {"session", "query", "narrow"}}`: `tab_for(session,
+        host)` makes its tab (or raises `Refused`), `show(tab, query, narrow)` the values of the
+        view its link describes, the page's key among them (`#address`)."""
+        self.opens = (tab_for, show)
+
+    async def opened(self, sent: object, address: str, work: float, host: str | None) -> dict:
+        """The answer to a page opening (`opening`), in the tables' lane: a link may build tables."""
+        tab_for, show = self.opens
+        try:
+            session, query, narrow = read_opening(sent)
+            tab = tab_for(session, host)
+        except Refused as error:
+            return {"error": str(error)}
+        return await self.turn(tab, lambda: {"values": self.values_of(show(tab, query, narrow))}, address=address,
+                               work=work, lane=self.tables)
+
+    def stream(self, name: str, handler: Callable) -> None:
+        """Answer `{name: value}` as it goes: `handler(tab, value)` is an async generator of what
+        the page writes, `{component: value}` a step (a training's curve); each step is one line
+        of the answer (`route`). It stops when the page goes."""
+        self.streams[name] = handler
+
+    def worked(self, tab, changes: dict) -> dict:
+        """The call's changes of the view, then its work, in the order the page's script sent
+        them (in its turn): their values together, the work's last."""
+        values = {name: value for name, value in changes.items() if name not in self.works}
+        if any(values.get(name) is not None for name in ACTIONS):
+            answer = self.act(tab, values)
+        else:
+            answer = self.apply(tab, values, tables=bool(values.keys() & TABLE_SETTINGS)) if values else {"values": {}}
+        for name in [name for name in changes if name in self.works]:
+            answer["values"].update(self.values_of(self.works[name](tab, changes[name])))
+        return answer
+
+    def values_of(self, out: dict) -> dict:
+        """`{component: value}` as the page reads it: by element id, as its script or gradio's
+        browser code takes it; a component left as it is (`gr.skip()`) is not named."""
+        own = set(self.page.direct_outputs)
+        return {component.elem_id: value if component in own else events.for_browser(component, value)
+                for component, value in out.items() if not events.skipped(value)}
+
     def show(self, tab, change: Callable[[View], View], notes: tuple[str, ...] = (), tables=None,
              built: bool = False) -> dict:
         """Show the tab a whole view, as a link would (in its turn, on a worker thread): any component may change.
@@ -275,9 +347,43 @@ class Direct:
             body = await body_of(request, MAX_BODY)
             if body is None:
                 return json_answer({"error": f"An update is at most {MAX_BODY:,} bytes; this one is larger."}, 413)
-            return json_answer(await self.answer(parsed(body), visitor_of_request(request), work_of(len(body))))
+            answer = await self.answer(parsed(body), visitor_of_request(request), work_of(len(body)),
+                                       host=events.host_of(request))
+            if isinstance(answer, Streamed):
+                return Lines(self.lines(answer.steps))
+            return json_answer(answer)
 
         return Route(PATH, tab, methods=["POST"])
+
+    async def lines(self, steps: AsyncIterator[dict]) -> AsyncIterator[bytes]:
+        """A streamed answer's lines, `{"values": …}` a step, until its steps end or the page goes
+        (then the response is cancelled, and the steps with it: their work stops)."""
+        async with contextlib.aclosing(steps):
+            async for out in steps:
+                yield orjson.dumps({"values": self.values_of(out)}, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
+
+
+class Lines(StreamingResponse):
+    """JSON lines as they are made (`Direct.lines`), stopped when the page goes: starlette
+    cancels a response whose client left, and whatever way it ends, its lines are closed."""
+
+    def __init__(self, lines: AsyncIterator[bytes]) -> None:
+        super().__init__(lines, media_type="application/x-ndjson",
+                         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+
+    async def __call__(self, scope, receive, send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await self.body_iterator.aclose()
+
+
+@dataclass(frozen=True)
+class Streamed:
+    """An answer that goes as it is made (`Direct.stream`)."""
+
+    steps: AsyncIterator[dict]
+
 
 
 async def body_of(request: Request, limit: int) -> bytes | None:
@@ -337,7 +443,7 @@ def read(sent: object) -> tuple[str, dict, tuple[str, ...]]:
             continue
         if not isinstance(value, wanted) or (isinstance(value, bool) and wanted is not bool):
             raise Refused(f"{name} must be {described}, not {type(value).__name__}.")
-    for name in ("listing", "reset"):
+    for name in TRUE_OR_NOTHING:
         if change.get(name) is False:
             raise Refused(f"{name} is an action: it is sent as true, or not at all.")
     change = dict(change)
@@ -348,10 +454,25 @@ def read(sent: object) -> tuple[str, dict, tuple[str, ...]]:
             raise Refused(f"example must be from 0 to {len(EXAMPLES) - 1}, not {number}.")
         change.update(sentence_a=EXAMPLES[number][0], sentence_b=EXAMPLES[number][1])
         asked = tuple(name for name in asked if name not in ("sentence_a", "sentence_b"))
+    if "link" in change and len(change["link"]) > MAX_ADDRESS:
+        raise Refused(f"link is the page's own address, at most {MAX_ADDRESS:,} characters; this one has "
+                      f"{len(change['link']):,}.")
     if "move" in change and not (change["move"] and abs(change["move"]) <= len(tour.STEPS)):
         raise Refused(f"move is {change['move']:,}; it is a number of the tour's steps to move, from "
                       f"-{len(tour.STEPS)} to {len(tour.STEPS)}, other than 0.")
     return sent["key"], change, asked
+
+
+def read_opening(sent: object) -> tuple[str, str, bool]:
+    """A page opening's gradio session (its uploads reach the tab by it), its link's query
+    string and whether its screen is a phone's, checked: anything else is refused with a sentence."""
+    session = sent.get("session") if isinstance(sent, dict) else None
+    if not isinstance(session, str) or not 0 < len(session) <= MAX_KEY:
+        raise Refused(f"A page opening names its session (text of at most {MAX_KEY} characters); reload the page.")
+    query = sent.get("query", "")
+    if not isinstance(query, str):
+        raise Refused(f"A page opening's query is text, not {_json_kind(query)}; reload the page.")
+    return session, query, sent.get("narrow") is True
 
 
 def _json_kind(value: object) -> str:

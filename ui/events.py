@@ -75,7 +75,7 @@ def track(page, channel, out: dict, *, direct: bool = False) -> tuple[dict, dict
             if isinstance(value, str):
                 written[component] = value
             continue
-        if _skipped(value):
+        if skipped(value):
             continue
         mark = _fingerprint(value)
         if not direct or mark is None or channel.sent.get(component) != mark:
@@ -109,7 +109,8 @@ def _same(built, value) -> bool:
     return built is not _MISSING and (built == value or (built is None and value == ""))
 
 
-def _skipped(value) -> bool:
+def skipped(value) -> bool:
+    """Whether `value` leaves its component as it is (`gr.skip()`)."""
     return _is_update(value) and len(value) == 1
 
 

@@ -269,6 +269,17 @@ def plotly_bundle() -> str:
     return found[0].name
 
 
+# where gradio's frontend keeps the page's session hash, which its queued calls (an upload) carry:
+# the page's opening sends it (assets/explorer.js `open`), so an upload reaches the tab the page opened
+SESSION_JS = "window.__gradio_session_hash__"
+
+
+def frontend_keeps_session() -> bool:
+    """Whether gradio's frontend sets `SESSION_JS` (its app's script, `templates/frontend/assets/Index-*.js`)."""
+    assets = Path(gr.__file__).parent / "templates" / "frontend" / "assets"
+    return any(f"{SESSION_JS}=" in path.read_text(errors="replace") for path in assets.glob("Index-*.js"))
+
+
 def stock_frontend(cls: type) -> type:
     """Class decorator: a subclass of a gradio component drawn by its parent's frontend code, so
     it needs no frontend of its own (`is_template`, read by `Block.get_block_name`)."""

@@ -25,6 +25,7 @@ from ui import (
     classroutes,
     coderoute,
     codeview,
+    downloads,
     events,
     ondemand,
     plane,
@@ -167,6 +168,8 @@ class Page:
     share_link: gr.Textbox
     share_notes: gr.Markdown
     exports: gr.File
+    export_links: gr.HTML
+    downloads: downloads.Downloads  # the page's links to its exports (ui/downloads.py)
     # ui/tablespanel.py: the tables and the random tables' settings
     source: gr.Radio
     upload: gr.File
@@ -208,7 +211,13 @@ class Page:
     def direct_outputs(self) -> list:
         """The outputs the page's script writes when a direct call answers (ui/direct.py): each a
         gr.HTML whose script lets it set its value as gradio would."""
-        return [self.plot, self.info, self.variance, self.notice, self.address]
+        return [self.plot, self.info, self.variance, self.notice, self.address, self.export_links]
+
+    @property
+    def handed_over(self) -> list:
+        """What a direct answer may hand to gradio's components: everything a change writes, and
+        what the page's work answers (`ui.direct.Direct.work`: a link)."""
+        return [*self.everything, self.share_link, self.share_notes]
 
     @property
     def detail_outputs(self) -> list:
@@ -274,7 +283,8 @@ class Explorer(Blocks):
     def launch(self, *args, app_kwargs: dict | None = None, **kwargs):
         app_kwargs = dict(app_kwargs or {})
         app_kwargs["routes"] = [*app_kwargs.get("routes", ()), self.explorer.direct.route(),
-                                *self.explorer.classes.routes(), self.explorer.code_route.route()]
+                                *self.explorer.classes.routes(), self.explorer.code_route.route(),
+                                self.explorer.downloads.route()]
         # the client's address first: every per-address bound reads it (a Space's proxy is one hop)
         hops = os.environ.get("EXPLORER_PROXY_HOPS", "1" if os.environ.get("SPACE_ID") else "0")
         # then a call no bound would let in is refused before any route reads it (ui.admission.Door), and
@@ -333,10 +343,9 @@ def build_demo(*, test_hooks: bool | None = None) -> gr.Blocks:
         for panel in (plane, sideviews, codeview, tourpanel, viewpanel, tablespanel, trainpanel):
             panel.wire(page)
         ondemand.defer(page)  # a tab's components are drawn when it is first opened; its select tells the view
-        demo.load(events.named(lambda request, screen: tourpanel.open_link(page, request, screen), ("screen",)),
-                  page.address, page.everything, js=tourpanel.SCREEN_JS, api_name=False, show_progress="hidden")
         if test_hooks:
             _test_hooks(page)
+        viewpanel.layout_last(page)
     # live updates: two at a time (one per core); heavy work waits in core.serving.jobs.Jobs, not here.
     # gradio's own bound (max_size) is off: ui.admission bounds the line per tab, per address and
     # in all, each refusal a sentence, and serves it in fair turns across addresses

@@ -117,10 +117,12 @@ def wire(page) -> None:
     settable(page, "token", page.token.input, page.token, api=select(page), api_name="select", outputs=outputs,
              js=f"(token) => window.embeddingExplorer.set({{token: token === {none} ? null : token}})", **keystroke)
     # the list is filled from the tab's own tokens when opened, so it never lists stale ones
-    page.token.focus(events.named(lambda request: choices(page, request), ()), None, page.token, api_name="picker",
-                     **LIVE)
+    settable(page, "picker", page.token.focus, None, js="() => window.embeddingExplorer.set({picker: true})",
+             api=events.named(lambda request: api_choices(page, request), ()), api_name="picker",
+             outputs=page.token, **LIVE)
+    page.direct.work("picker", lambda tab, _: {page.token: choices(page, tab)})
     # what a direct call or a class's lesson changed beyond what the page's script writes (ui/direct.py)
-    page.plot.input(None, None, page.everything, js=hand_over_js(page.everything), api_name=False,
+    page.plot.input(None, None, page.handed_over, js=hand_over_js(page.handed_over), api_name=False,
                     show_progress="hidden", trigger_mode="always_last")
     # the search box's `change`, not its `input`: a paste or a filled-in value counts as typed
     settable(page, ("search", "regex"), [page.search.change, page.regex.input], [page.search, page.regex],
@@ -159,12 +161,17 @@ def select(page):
     return events.named(handler, ("token",))
 
 
-def choices(page, request: gr.Request):
+def api_choices(page, request: gr.Request):
     try:
         tab = events.tab_of(request)
     except Refused as error:  # an ended session, or a stranger's new tab refused: the picker stays as it is
         gr.Warning(str(error))
         return gr.skip()
+    return choices(page, tab)
+
+
+def choices(page, tab) -> dict:
+    """The picker's list: the tab's tokens now, and the one selected."""
     with tab.lock:
         tokens, token = tab.tokens, tab.view.token
         channel = events.CHANNELS.of(tab)

@@ -60,6 +60,11 @@ def notice(notes: Iterable[str]) -> str:
     return "".join(f"<p>⚠️ {html.escape(note)}</p>" for note in notes if note)
 
 
+def told(notes: Iterable[str]) -> str:
+    """The notice area's HTML for what the page is told of work it asked for (a refit's result)."""
+    return "".join(f"<p>ℹ️ {html.escape(note)}</p>" for note in notes if note)
+
+
 def plot(figure: dict):
     # the figure's JSON straight from its dict: building a go.Figure costs more than the math
     return plot_value(figure_json(figure))

@@ -97,6 +97,8 @@ def wire(page) -> None:
         handler = events.named(lambda request, move=move: go(page, request, move), ())
         handler.__name__ = name
         button.click(handler, None, page.everything, api_name=name, **LIVE)
+    # a page opens over its route: its first call carries its address's query and its screen
+    page.direct.opening(tab_for, lambda tab, query, on_phone: opened_at(page, tab, query, on_phone))
 
 
 def go(page, request: gr.Request, move: int) -> dict:
@@ -106,15 +108,22 @@ def go(page, request: gr.Request, move: int) -> dict:
 
 
 def open_link(page, request: gr.Request, screen: object = None) -> dict:
-    """A page opening: the view its link describes (a fresh page's when it has none), on the
-    page's screen (`SCREEN_JS`'s JSON; anything else is a laptop's)."""
+    """A page opening, as a request names it (its session, its address's query, its client): the
+    view its link describes (a fresh page's when it has none), on the page's screen (`SCREEN`'s
+    JSON; anything else is a laptop's)."""
     params = getattr(request, "query_params", None) or {}
     link = share.from_query({key: params.getlist(key) for key in params} if hasattr(params, "getlist") else params)
     try:
         tab = events.tab_of(request, fresh=True)
     except Refused as error:  # too many new pages from this address: the page says so, and draws nothing
         return {page.notice: render.notice((str(error),))}
-    on = View(narrow=narrow(screen))
+    return opened(page, tab, link, narrow(screen))
+
+
+def opened(page, tab, link: share.Link, on_phone: bool) -> dict:
+    """What a page opening on `link` writes: the link's view, or the default one with a note
+    saying why not (the page's key goes with the address)."""
+    on = View(narrow=on_phone)
     try:
         return show(tab=tab, page=page, change=lambda _: link.view.seen_as(on), notes=link.notes)
     except Refused as error:
@@ -122,14 +131,30 @@ def open_link(page, request: gr.Request, screen: object = None) -> dict:
         return show(tab=tab, page=page, change=lambda _: on, notes=notes)
 
 
-# what the page opening says of its screen (the load event's one input, `#address`): whether it is
-# a phone's, as assets/style.css decides it
-SCREEN_JS = "() => [JSON.stringify({narrow: matchMedia('(max-width: 600px)').matches})]"
+def opened_at(page, tab, query: str, on_phone: bool) -> dict:
+    """A page opening over the page's route (`ui.direct.Direct.opening`): its address's query string."""
+    try:
+        link = share.from_address(query)
+    except Refused as error:
+        link = share.Link(View(), (str(error),))
+    return opened(page, tab, link, on_phone)
+
+
+def tab_for(session: str, host: str | None):
+    """A page opening's tab, kept by its gradio session (an upload reaches it so), made anew (a reload)."""
+    tab = events.TABS.get(session, fresh=True, address=host)
+    events.CHANNELS.of(tab, session)
+    return tab
+
+
+# what a page says of its screen when it opens (assets/explorer.js `open`): whether it is a phone's,
+# as assets/style.css decides it
+SCREEN = "{narrow: matchMedia('(max-width: 600px)').matches}"
 
 
 def narrow(screen: object) -> bool:
-    """Whether `SCREEN_JS` said the page is narrow; anything else (a hostile value) says no."""
-    if not isinstance(screen, str) or len(screen) > 64:  # what SCREEN_JS sends is 16 characters
+    """Whether `screen`, the JSON of `SCREEN`, says the page is narrow; anything else (a hostile value) says no."""
+    if not isinstance(screen, str) or len(screen) > 64:  # what SCREEN sends is 16 characters
         return False
     try:
         return json.loads(screen).get("narrow") is True

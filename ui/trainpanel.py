@@ -67,7 +67,6 @@ def layout(page) -> None:
 
 
 def wire(page) -> None:
-    outputs = page.everything
     freezes = list(page.freezes.values())
     ticked = f"{json.dumps(list(PARTS))}.filter((_, i) => on[i])"  # the parts whose box is ticked
     settable(page, "frozen", [box.input for box in freezes], freezes, api_name="freeze",
@@ -75,13 +74,22 @@ def wire(page) -> None:
              api=events.named(lambda request, *on: freeze(page, request, on), PARTS), **LIVE)
 
     async def train_handler(request: gr.Request, steps, corpus):
-        async with contextlib.aclosing(train(page, request, steps, corpus)) as answers:
+        try:
+            tab = events.tab_of(request)
+        except Refused as error:  # an ended session, or too many new pages from one address
+            gr.Warning(str(error))
+            yield {page.notice: render.notice((str(error),))}
+            return
+        async with contextlib.aclosing(train(page, tab, steps, corpus)) as answers:
             async for out in answers:
                 yield out
 
-    # the summary line says how far training got; no progress overlay on every output
-    page.train_button.click(events.named(train_handler, ("steps", "corpus")), [page.steps, page.corpus], outputs,
-                            api_name="train", **TRAINING)
+    # the page's Train streams its answers over the page's route; the API's through gradio's queue.
+    # The summary line says how far training got; no progress overlay on every output
+    settable(page, "train", page.train_button.click, [page.steps, page.corpus],
+             js="(steps, corpus) => window.embeddingExplorer.train({steps, corpus})",
+             api=events.named(train_handler, ("steps", "corpus")), **TRAINING)
+    page.direct.stream("train", lambda tab, sent: train(page, tab, *trained_as(sent), direct=True))
     settable(page, "reset", page.reset_button.click, None, js="() => window.embeddingExplorer.set({reset: true})",
              api=events.named(lambda request: reset(page, request), ()), **LIVE)
 
@@ -95,18 +103,21 @@ def reset(page, request: gr.Request) -> dict:
     return events.update(page, request, lambda view: view, tables=lambda session: session.reset())
 
 
-async def train(page, request: gr.Request, steps, corpus):
-    """A few gradient steps on the tab's tables, the loss curve drawn as they go."""
-    try:
-        tab = events.tab_of(request)
-    except Refused as error:  # an ended session, or too many new pages from one address
-        gr.Warning(str(error))
-        yield {page.notice: render.notice((str(error),))}
-        return
+def trained_as(sent: object) -> tuple[object, object]:
+    """The steps and corpus of the page's `{train: {steps, corpus}}` (each checked by `train`)."""
+    return (sent.get("steps"), sent.get("corpus")) if isinstance(sent, dict) else (None, None)
+
+
+async def train(page, tab, steps, corpus, direct: bool = False):
+    """A few gradient steps on the tab's tables, the loss curve drawn as they go. What it says
+    goes in a toast for an API call, in the notice for the page (`direct`: its route)."""
     low, high = LIMITS["steps"]
+    told = ()
     try:
         if isinstance(steps, int | float) and not isinstance(steps, bool) and steps > high:
-            gr.Warning(f"{steps:,.0f} steps is more than this page runs at once; training {high:,}.")
+            told = (f"{steps:,.0f} steps is more than this page runs at once; training {high:,}.",)
+            if not direct:
+                gr.Warning(told[0])
             steps = high
         steps = options.whole(steps, "steps")
         options.choice(corpus, "corpus", CORPORA)
@@ -114,7 +125,7 @@ async def train(page, request: gr.Request, steps, corpus):
         view, session, revision = await anyio.to_thread.run_sync(_now, tab)
         text = Corpus.builtin() if corpus == "builtin" else Corpus.from_text(f"{view.sentence_a}\n{view.sentence_b}")
     except (Refused, ValueError) as error:
-        yield _refused(page, tab, error)
+        yield _refused(page, tab, error, direct)
         return
     done: dict = {}
     job = Job()
@@ -162,7 +173,7 @@ async def train(page, request: gr.Request, steps, corpus):
     await anyio.to_thread.run_sync(admitted.wait)
     drawn = False  # whether a snapshot's plot was drawn
     try:
-        yield {page.trained: f"Training {steps:,} steps…"}
+        yield {page.trained: f"Training {steps:,} steps…", **({page.notice: render.notice(told)} if direct else {})}
         async with contextlib.aclosing(_as_it_goes(page, finished, job, steps)) as snapshots:
             async for out, frame in snapshots:
                 if "error" in done:
@@ -174,17 +185,17 @@ async def train(page, request: gr.Request, steps, corpus):
                     drawn = drawn or bool(plot)
                 yield out
     finally:
-        # gradio closes this generator when the page goes away (or its event is cancelled):
+        # gradio (an API call) or the page's route closes this generator when its caller goes away:
         # the training stops at its next step, unless other pages share it
         if worker.is_alive():
             job.cancel()
     if "error" in done:
         restored = await anyio.to_thread.run_sync(_restored, page, tab, drawn)
-        yield {**restored, **_refused(page, tab, done["error"])}
+        yield {**restored, **_refused(page, tab, done["error"], direct)}
         return
     if "session" not in done:
         return  # cancelled: its page is gone
-    yield await anyio.to_thread.run_sync(_adopted, page, request, tab, done["session"], steps, job, drawn)
+    yield await anyio.to_thread.run_sync(_adopted, page, tab, done["session"], steps, job, drawn, direct)
 
 
 def _now(tab) -> tuple:
@@ -193,15 +204,16 @@ def _now(tab) -> tuple:
         return tab.view, tab.session, tab.revision
 
 
-def _adopted(page, request: gr.Request, tab, trained: Session, steps: int, job: Job, drawn: bool) -> dict:
+def _adopted(page, tab, trained: Session, steps: int, job: Job, drawn: bool, direct: bool) -> dict:
     """The page's answer once its training is done: the trained tables adopted by what the tab
     shows now, or, if its tables changed meanwhile, their own summary, curve and plot."""
     taken = trained.training.steps
     notes = () if taken == steps else (
         f"Training stopped after {job.seconds:g} s, the longest one job may run on this server: {taken:,} of "
         f"{steps:,} steps were taken. Train again to continue from here.",)
-    out = events.update(page, request, lambda view: view, tables=lambda current: current.adopt_training(trained),
-                        notes=notes)
+    out = events.update(page, None, lambda view: view, tables=lambda current: current.adopt_training(trained),
+                        notes=notes, tab=tab, direct=direct)
+    out = {**out[0], **out[1]} if direct else out
     if page.plot not in out:  # set aside (the tables changed meanwhile): the tables' own summary, curve and plot
         out = {**render.training(page, tab.session), **_restored(page, tab, drawn), **out}
     return out
@@ -265,7 +277,9 @@ async def _as_it_goes(page, finished: asyncio.Event, job: Job, steps: int):
             await asyncio.sleep(wait)
 
 
-def _refused(page, tab, error: Exception) -> dict:
-    """The refusal said, and the summary and curve back to what the tab's tables have learned."""
-    gr.Warning(str(error))
+def _refused(page, tab, error: Exception, direct: bool = False) -> dict:
+    """The refusal said (in a toast too, for an API call), and the summary and curve back to what
+    the tab's tables have learned."""
+    if not direct:
+        gr.Warning(str(error))
     return {**render.training(page, tab.session), page.notice: render.notice((str(error),))}

@@ -16,6 +16,7 @@ from core.view.options import BASES, COMPONENTS, LIMITS, PANELS, Refused
 from core.view.share import to_query
 from ui import events, render
 from ui.direct import settable, written_by_page
+from ui.downloads import Downloads, links_html
 from ui.plane import LIVE
 from ui.widgets import Checkbox, CheckboxGroup, Number
 
@@ -50,8 +51,19 @@ def layout(page) -> None:
         page.share_query = gr.Textbox(visible="hidden", elem_id="share-query")
         page.share_link = gr.Textbox(label="Link", elem_id="share-link", buttons=["copy"], interactive=False)
         page.share_notes = gr.Markdown(elem_id="share-notes")
+        # the API's exports (gr.File); the page's come as links to its own route (ui/downloads.py)
         page.exports = gr.File(label="Exports", file_count="multiple", elem_id="export-files", interactive=False,
                                visible=False)
+        page.downloads = Downloads()
+
+
+def layout_last(page) -> None:
+    """The page's links to its exports, below the rest of the View panel: made after every other
+    component, so the ids gradio numbers the API's unlabeled outputs by are what they were."""
+    page.export_links = gr.HTML("", elem_id="export-links", js_on_load=written_by_page("export-links"),
+                                render=False)
+    with page.panel_tabs["view"]:
+        page.export_links.render()
 
 
 def wire(page) -> None:
@@ -68,52 +80,77 @@ def wire(page) -> None:
     page.presenter.change(None, page.presenter, None, js="(on) => window.embeddingExplorer.presenter(on)")
     page.background_json.change(None, page.background_json, None,
                                 js="(trace) => window.embeddingExplorer.setBackground(trace)")
-    page.refit_button.click(events.named(lambda request: refit(page, request), ()), None, outputs, api_name="refit",
-                            **HEAVY)
-    page.share_button.click(events.named(lambda request: share(page, request), ()), None,
-                            [page.share_query, page.share_notes], api_name="share", **LIVE).success(
-        None, page.share_query, page.share_link,
-        js="(query) => location.origin + location.pathname + (query ? '?' + query : '')",
-    )
+    settable(page, "refit", page.refit_button.click, None, js="() => window.embeddingExplorer.set({refit: true})",
+             api=events.named(lambda request: api_refit(page, request), ()), api_name="refit", outputs=outputs,
+             **HEAVY)
+    page.direct.work("refit", lambda tab, _: refit(page, tab, direct=True))
+    # the page's link is made of its own address (which only it knows behind a proxy) and the view's query
+    settable(page, "link", page.share_button.click, None,
+             js="() => window.embeddingExplorer.set({link: location.origin + location.pathname})",
+             api=events.named(lambda request: api_share(page, request), ()), api_name="share",
+             outputs=[page.share_query, page.share_notes], **LIVE)
+    page.direct.work("link", lambda tab, address: share(page, tab, address))
     page.png_button.click(None, None, None, js="() => window.embeddingExplorer.downloadPNG()")
-    page.export_button.click(events.named(lambda request, a, b: export(page, request, a, b),
-                                          ("sentence_a", "sentence_b")),
-                             [page.sentence_a, page.sentence_b], [page.exports, page.notice], api_name="export",
-                             **HEAVY)
+    settable(page, "export", page.export_button.click, [page.sentence_a, page.sentence_b],
+             js="() => window.embeddingExplorer.set({export: true})",
+             api=events.named(lambda request, a, b: export(page, request, a, b), ("sentence_a", "sentence_b")),
+             api_name="export", outputs=[page.exports, page.notice], **HEAVY)
+    page.direct.work("export", lambda tab, _: export_links(page, tab))
 
 
-def refit(page, request: gr.Request) -> dict:
-    """Fit the plane again: the frozen one on the current sentence, the vocabulary's from scratch."""
+def refit(page, tab, direct: bool = False) -> dict:
+    """Fit the plane again: the frozen one on the current sentence, the vocabulary's from scratch.
+    What it says goes in a toast for an API call, in the notice for the page (`direct`, its route)."""
+
+    def said(*notes: str, error: bool = False) -> dict:
+        if direct:
+            return {page.notice: (render.notice if error else render.told)(notes)}
+        (gr.Warning if error else gr.Info)(notes[0])
+        return {page.notice: render.notice(notes) if error else gr.skip()}
+
     try:
-        tab = events.tab_of(request)
         view, session = tab.view, tab.session  # a parked tab's tables come back here, or a sentence says why not
         if view.basis == "sentence":
-            gr.Info("'This sentence' refits on every change already; freeze the plane to keep one.")
-            return {page.notice: gr.skip()}
+            return said("'This sentence' refits on every change already; freeze the plane to keep one.")
         if view.basis == "vocabulary":
             fitted = events.JOBS.run(tab, "refitting", lambda: vocabulary_basis(  # the plane pipeline draws in
                 session.source.model.tok_embed, refit=True, run=events.OFFLOAD.call))
             rows = session.model.config.vocab_size
-            gr.Info(f"Fitted the plane of all {rows:,} rows of the token table in {fitted.seconds:.2f} s.")
-            return {page.notice: gr.skip()}
+            return said(f"Fitted the plane of all {rows:,} rows of the token table in {fitted.seconds:.2f} s.")
         plane = events.JOBS.run(tab, "refitting",
                                 lambda: fit_sentence_basis(session, view.sentence_a, view.sentence_b, view.groups))
     except (Refused, OffloadError) as error:
+        return said(str(error), error=True)
+    out = events.update(page, None, lambda v: v, tables=lambda s: s.with_basis("frozen", plane), tab=tab,
+                        direct=direct)
+    out = {**out[0], **out[1]} if direct else out
+    return {**out, **said("The frozen plane now fits the current sentence.")}
+
+
+def api_refit(page, request: gr.Request) -> dict:
+    try:
+        tab = events.tab_of(request)
+    except Refused as error:
         gr.Warning(str(error))
         return {page.notice: render.notice((str(error),))}
-    gr.Info("The frozen plane now fits the current sentence.")
-    return events.update(page, request, lambda v: v, tables=lambda s: s.with_basis("frozen", plane))
+    return refit(page, tab)
 
 
-def share(page, request: gr.Request) -> dict:
-    """The query string of a link to what the tab shows (the page adds its own address); for a
-    tab whose session has ended, the sentence that says so, and no link."""
+def api_share(page, request: gr.Request) -> dict:
+    """The link's query string and notes; for a tab whose session has ended, the sentence that says so."""
     try:
-        view = events.tab_of(request).view
+        tab = events.tab_of(request)
     except Refused as error:
         return {page.share_query: gr.skip(), page.share_notes: f"⚠️ {render.plain(str(error))}"}
-    query, notes = to_query(view)
-    return {page.share_query: query, page.share_notes: "\n\n".join(f"ℹ️ {render.plain(n)}" for n in notes)}
+    return share(page, tab)
+
+
+def share(page, tab, address: str | None = None) -> dict:
+    """The query string of a link to what the tab shows, for an API call; for the page (its own
+    `address`), the whole link."""
+    query, notes = to_query(tab.view)
+    link = {page.share_query: query} if address is None else {page.share_link: address + (f"?{query}" if query else "")}
+    return {**link, page.share_notes: "\n\n".join(f"ℹ️ {render.plain(n)}" for n in notes)}
 
 
 # exports live in one folder per tab inside gradio's cache, replaced by the tab's next export
@@ -124,17 +161,31 @@ def export(page, request: gr.Request, sentence_a: str, sentence_b: str) -> dict:
                             asked=("sentence_a", "sentence_b"), outputs=[page.notice])
     try:
         tab = events.tab_of(request)
-        view, session = tab.view, tab.session
-        if (view.sentence_a, view.sentence_b) != (sentence_a or "", sentence_b or ""):
+        if (tab.view.sentence_a, tab.view.sentence_b) != (sentence_a or "", sentence_b or ""):
             return changed  # the sentences were refused (the notice says why): no files of another view
-        files = events.JOBS.run(tab, "exporting", lambda: events.OFFLOAD.call(
-            export_view, export_folder(page, request), view, session))
+        files = exported(page, tab)
     except (Refused, OffloadError) as error:
         gr.Warning(str(error))
         return {page.notice: render.notice((str(error),))}
     return {page.exports: gr.File(value=files, visible=True), **changed}
 
 
-def export_folder(page, request: gr.Request) -> Path:
-    tab = hashlib.sha256(str(getattr(request, "session_hash", "")).encode()).hexdigest()[:16]
-    return Path(page.exports.GRADIO_CACHE) / "exports" / tab
+def export_links(page, tab) -> dict:
+    """The page's exports: links to the files on the page's own route, or the sentence saying why not."""
+    try:
+        files = exported(page, tab)
+    except (Refused, OffloadError) as error:
+        return {page.notice: render.notice((str(error),))}
+    return {page.export_links: links_html(page.downloads.offer(events.CHANNELS.of(tab).key, files))}
+
+
+def exported(page, tab) -> list[str]:
+    """The files of what the tab shows, written in the heavy pool."""
+    view, session = tab.view, tab.session
+    return events.JOBS.run(tab, "exporting", lambda: events.OFFLOAD.call(
+        export_view, export_folder(page, tab), view, session))
+
+
+def export_folder(page, tab) -> Path:
+    name = hashlib.sha256(str(events.CHANNELS.of(tab).session).encode()).hexdigest()[:16]
+    return Path(page.exports.GRADIO_CACHE) / "exports" / name
