@@ -97,24 +97,42 @@ def ready(page) -> None:
     settle(page)
 
 
-def settle(page, quiet_ms: int = 500) -> None:
-    """Wait until every event the page sent has completed and nothing new began for `quiet_ms`.
-
-    The quiet time counts from this call, so an event that a click is about to send (gradio
-    sends it a frame or two later) is waited for too; a completed answer may start another.
-    """
-    page.wait_for_function(
-        """([quiet, since]) => {
-            const now = performance.now();
-            if (window.__inflight > 0 || window.__seen !== window.__changes) {
-                window.__seen = window.__changes;
-                window.__idleSince = now;
+# resolves once the page has gone idle twice with a frame drawn between, with nothing in flight,
+# no request begun or ended and nothing in the document changed meanwhile (fails after `timeout`
+# ms). An action's event is sent within a task or a frame of the action (gradio's dispatch), an
+# answer's follow-up as the answer is read, and what gradio renders from a value (a table's rows)
+# within frames of it, so each falls inside a look and the page is looked at again
+SETTLED = """(timeout) => new Promise((done, fail) => {
+    const idle = () => new Promise(next => requestIdleCallback(next, {timeout: 250}));
+    const frame = () => new Promise(next => requestAnimationFrame(next));
+    const until = performance.now() + timeout;
+    let changed = false;
+    const observer = new MutationObserver(() => { changed = true; });
+    observer.observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
+    (async () => {
+        for (;;) {
+            const seen = window.__changes;
+            changed = false;
+            await idle();
+            await frame();
+            await idle();
+            if (window.__inflight <= 0 && window.__changes === seen && !changed) {
+                observer.disconnect();
+                return done(true);
             }
-            const idle = Math.max(window.__idleSince || 0, since);
-            return window.__inflight <= 0 && now - idle > quiet;
-        }""",
-        arg=[quiet_ms, page.evaluate("() => performance.now()")], timeout=90_000, polling=50,
-    )
+            if (performance.now() > until) {
+                observer.disconnect();
+                return fail(new Error(`not settled in ${timeout} ms: ${window.__inflight} requests in flight`));
+            }
+        }
+    })();
+})"""
+
+
+def settle(page) -> None:
+    """Wait until every event the page sent has completed and it has gone idle with nothing new
+    begun (`SETTLED`): what a click or a key set in motion, an answer's follow-ups included."""
+    page.evaluate(SETTLED, 90_000)
 
 
 def open_accordion(page, accordion_id: str, title: str) -> None:

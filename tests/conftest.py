@@ -69,11 +69,27 @@ def app_url():
     app.demo.close()
 
 
+@pytest.fixture(scope="session")
+def gradio_clients():
+    """The gradio clients this test process made for `client`, closed at its end."""
+    made: list = []
+    yield made
+    for made_client in made:
+        made_client.close()
+
+
 @pytest.fixture()
-def client(app_url):
+def client(app_url, gradio_clients):
+    """A new visitor of the launched app: a gradio client with a session (a tab) of its own. The
+    last client is given a new session (its config and API, the same app's, are not read again)
+    unless a call of the test before is still streaming on it; then a client is made anew."""
     from gradio_client import Client
 
-    return Client(app_url, verbose=False)
+    if not gradio_clients or gradio_clients[-1].stream_open:
+        gradio_clients.append(Client(app_url, verbose=False))
+    else:
+        gradio_clients[-1].reset_session()
+    return gradio_clients[-1]
 
 
 @pytest.fixture(scope="session")

@@ -14,31 +14,9 @@ import numpy as np
 import pytest
 
 from core.tables.presets import wordpiece
-from core.view.tour import STEPS
-from tests.browser import COORDINATES, ERROR_BADGES, PLOT, link_of, point_on_screen, ready, rows, settle
+from tests.browser import COORDINATES, ERROR_BADGES, PLOT, link_of, point_on_screen, rows, settle
 
 pytestmark = pytest.mark.browser
-
-
-def test_a_step_link_shows_what_pressing_next_shows(open_page):
-    walked = open_page()
-    walked.get_by_role("tab", name="Tour").click()
-    seen = []
-    for number in range(1, len(STEPS) + 1):
-        walked.locator("#tour-next").click()
-        walked.wait_for_function(
-            f"() => document.querySelector('#tour-text').innerText.includes('Step {number} of')", timeout=60_000)
-        settle(walked)
-        seen.append(walked.evaluate(COORDINATES))
-        # the step's text and its buttons stay in view on every step
-        assert walked.locator("#tour-next").is_visible() and walked.locator("#tour-previous").is_visible()
-    assert walked.errors == [] and walked.evaluate(ERROR_BADGES) == 0
-    # the seven links load side by side, each page in a context (a session) of its own
-    links = [open_page(f"step={number}", wait=False) for number in range(1, len(STEPS) + 1)]
-    for number, (linked, coordinates) in enumerate(zip(links, seen, strict=True), 1):
-        ready(linked)
-        assert f"Step {number} of" in linked.locator("#tour-text").inner_text()
-        assert linked.evaluate(COORDINATES) == coordinates, f"?step={number} differs from Next × {number}"
 
 
 def test_a_link_reopens_the_listing_s_layer_with_its_positions_seed_and_side_view(open_page):

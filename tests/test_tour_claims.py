@@ -11,7 +11,7 @@ import pytest
 
 from core.tables.presets import wordpiece
 from core.view.tour import STEPS
-from tests.browser import LABELS, PLOT, open_at, rows, settle
+from tests.browser import COORDINATES, ERROR_BADGES, LABELS, PLOT, open_at, ready, rows, settle
 
 # one page walks the tour, step after step, on one worker
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("tour-claims")]
@@ -64,10 +64,12 @@ def _labelled(page, trace: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def walk(browser, app_url):
-    """One page pressing Next through the tour; `walk(n)` returns it once step n has settled."""
+    """One page pressing Next through the tour; `walk(n)` returns it once step n has settled.
+    `walk.seen[n]`: what the page drew on first reaching step n (`COORDINATES`)."""
     page = open_at(browser, app_url, viewport=(1440, 900))
     page.get_by_role("tab", name="Tour").click()
     at = {"step": 0}
+    seen: dict[int, list] = {}
 
     def to(number: int):
         while at["step"] != number:
@@ -78,10 +80,13 @@ def walk(browser, app_url):
                 f"() => document.querySelector('#tour-text').innerText.includes('Step {at['step']} of')",
                 timeout=60_000)
             settle(page)
+            seen.setdefault(at["step"], page.evaluate(COORDINATES))
+            # the step's text and its buttons stay in view on every step
             assert page.locator("#tour-next").is_visible() and page.locator("#tour-previous").is_visible()
             assert page.locator("#tour-text").is_visible()
         return page
 
+    to.seen = seen
     yield to
     assert page.errors == []
     page.context.close()
@@ -247,3 +252,21 @@ def test_step_7_frozen_positions_stay_and_trained_words_gather(walk):
     dots = [p for p, size in zip(marks["at"], sizes, strict=True) if p and size]
     for point in after["position"]["at"]:
         assert min(_apart(point, dot) for dot in dots) < 0.5
+
+
+def test_a_step_link_shows_what_pressing_next_shows(walk, browser, app_url):
+    """Each step's link, the seven loaded side by side (each page a session of its own), draws what
+    pressing Next up to that step drew (the walk's first sight of each, before step 7's training)."""
+    page = walk(len(STEPS))
+    assert page.errors == [] and page.evaluate(ERROR_BADGES) == 0
+    contexts: list = []
+    try:
+        links = [open_at(browser, app_url, f"step={number}", contexts=contexts, wait=False)
+                 for number in range(1, len(STEPS) + 1)]
+        for number, linked in enumerate(links, 1):
+            ready(linked)
+            assert f"Step {number} of" in linked.locator("#tour-text").inner_text()
+            assert linked.evaluate(COORDINATES) == walk.seen[number], f"?step={number} differs from Next × {number}"
+    finally:
+        for context in contexts:
+            context.close()
