@@ -27,9 +27,21 @@ import secrets
 import threading
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
 
+from core.serving.poll import (
+    MAX_ANSWERS,
+    MAX_MODERATED,
+    NO_ROUND,
+    WORDS_PER_STUDENT,
+    Limits,
+    Round,
+    checked_flag,
+    checked_number,
+    checked_prompt,
+    checked_word,
+)
 from core.view.options import Refused
 from core.view.share import from_query, to_query
 from core.view.state import View
@@ -44,6 +56,7 @@ PUBLISH_SECONDS = 0.2  # a class's lessons go out at most this often: at most 5 
 PRESENCE_SECONDS = 30.0  # a process's count of its students is forgotten this long after it last wrote it
 BEAT_SECONDS = 10.0  # how often a process says its lecturer pages are there and writes its counts again
 RETRY_SECONDS = 1.0  # how often a store that is away is tried again
+POLL_SECONDS = 1.0  # a class's round is announced at most this often by each process (the last change always)
 ID = re.compile(r"[A-Za-z0-9_-]{16}")  # secrets.token_urlsafe(12)
 SECRET = re.compile(r"[A-Za-z0-9_-]{32}")  # secrets.token_urlsafe(24)
 
@@ -64,6 +77,14 @@ RECONNECTING = ("The class is reconnecting: the store that keeps classes cannot 
                 "its view, and the class carries on as soon as the store is back.")
 CANNOT_START = ("No class can start just now: the store that keeps classes cannot be reached. Try again in a "
                 "minute.")
+NOT_FOLLOWING = "This page is not in a class: open the class link the lecturer gave to answer."
+NOT_ASKED = "No question has been asked in this round: ask the class first."
+NOT_OPEN = "No question is open for answers just now: wait for the lecturer to ask one."
+OTHER_ROUND = "That question is over: the lecturer has asked another. Answer the one shown now."
+ENOUGH = f"You have sent {WORDS_PER_STUDENT} words for this question, as many as one page may."
+ROUND_FULL = f"This question has {MAX_ANSWERS:,} answers, as many as one question takes."
+MODERATED = f"At most {MAX_MODERATED:,} words of a round can be hidden, and as many approved."
+NO_KEY = "This request carries no valid page key; reload the page."
 
 
 @dataclass(frozen=True)
@@ -122,7 +143,9 @@ class MemoryStore:
         self.clock = clock
         self._classes: dict[str, dict] = {}
         self._presence: dict[str, dict[str, tuple[int, int, float]]] = {}
+        self._polls: dict[str, dict] = {}  # class id -> its round, as `_poll_record` makes it
         self._listeners: list[Callable[[Lesson], None]] = []
+        self._round_listeners: list[Callable[[str, Round], None]] = []
         self._lock = threading.Lock()
 
     def ping(self) -> None:
@@ -134,6 +157,7 @@ class MemoryStore:
         with self._lock:
             # a class over is kept a minute past its end (as Redis keeps its hash), so its pages hear why
             self._classes = {k: c for k, c in self._classes.items() if c["ends"] + 60 > now}
+            self._polls = {k: p for k, p in self._polls.items() if k in self._classes}
             running = [c for c in self._classes.values() if c["ends"] > now and not c["ended"]]
             _check_room(len(running), sum(c["address"] == address for c in running), limit, per_address)
             record = {"secret": secret_digest, "address": address, "query": query, "step": step, "version": 1,
@@ -187,6 +211,7 @@ class MemoryStore:
                 record.update(query=query, step=step, version=record["version"] + 1)
             if ended:
                 record.update(ended=ended, version=record["version"] + 1)
+                self._polls.pop(class_id, None)  # a round ends with its class
             lesson = _lesson(class_id, record)
             listeners = list(self._listeners)
         for listener in listeners:  # a new lesson, or only a later end: the pages keep both
@@ -219,6 +244,92 @@ class MemoryStore:
 
     def close(self) -> None:
         self._listeners.clear()
+        self._round_listeners.clear()
+
+    # --- the class's poll (core.serving.poll): each call one step under the lock ---
+
+    def _running(self, class_id: str) -> bool:
+        record = self._classes.get(class_id)
+        return record is not None and not record["ended"] and record["ends"] > self.clock()
+
+    def poll(self, class_id: str) -> Round | None:
+        """The class's round as kept; None when there is none (never asked, lost, or the class is over)."""
+        with self._lock:
+            record = self._polls.get(class_id) if self._running(class_id) else None
+            return None if record is None else _round_of_record(record)
+
+    def change_round(self, class_id: str, op: str, text: str, flag: bool, limit: int) -> Round | str:
+        """The lecturer's change (`ROUND_CHANGES`), and the round after it; or why not: "gone" (the
+        class is not running), "none" (no question asked), "many" (`limit` words moderated)."""
+        with self._lock:
+            if not self._running(class_id):
+                return "gone"
+            record = self._polls.setdefault(class_id, _poll_record())
+            refused = _change(record, op, text, flag, limit)
+            return refused or _round_of_record(record)
+
+    def answer(self, class_id: str, key: str, word: str, number: int, per_page: int,
+               limit: int) -> tuple[str, tuple[str, ...]]:
+        """Page `key`'s answer `word` to round `number`: ("ok", the page's words this round) when
+        it is kept (a word the page sent already is kept once); else why not, with the words:
+        "gone", "missing" (the class has no round), "closed", "other" (another round is open),
+        "enough" (`per_page` words sent), "full" (`limit` answers taken)."""
+        with self._lock:
+            if not self._running(class_id):
+                return "gone", ()
+            record = self._polls.get(class_id)
+            if record is None:
+                return "missing", ()
+            sent = record["pages"].get(key, ())
+            status = _refusal(record, number, word, sent, per_page, limit)
+            if status:
+                return status, sent
+            if word not in sent:
+                _keep(record, key, (*sent, word))
+            return "ok", record["pages"][key]
+
+    def restore_round(self, class_id: str, round: Round) -> bool:  # noqa: A002 - a round is the poll's noun
+        """The round again, without its answers (the pages' processes write those again), when
+        the store has none for the running class; whether it was written."""
+        with self._lock:
+            if not self._running(class_id) or class_id in self._polls:
+                return False
+            self._polls[class_id] = _poll_record(round)
+            return True
+
+    def replay(self, class_id: str, number: int, version: int, pages: Mapping[str, tuple[str, ...]],
+               per_page: int, limit: int) -> str:
+        """The answers a process acknowledged in round `number`, written again where the store
+        lost them (each page's words kept once), and the version moved past `version`: "done";
+        or "gone", "missing" (no round yet), "other" (the store has another round)."""
+        with self._lock:
+            if not self._running(class_id):
+                return "gone"
+            record = self._polls.get(class_id)
+            if record is None:
+                return "missing"
+            if record["number"] != number:
+                return "other"
+            for key, words in pages.items():
+                kept = record["pages"].get(key, ())
+                for word in words:
+                    if word not in kept and len(kept) < per_page and record["answers"] < limit:
+                        kept = (*kept, word)
+                        _keep(record, key, kept)
+            record["version"] = max(record["version"], version) + 1
+            return "done"
+
+    def listen_rounds(self, listener: Callable[[str, Round], None]) -> None:
+        """`listener(class_id, round)` hears every round announced (`announce_round`)."""
+        self._round_listeners.append(listener)
+
+    def announce_round(self, class_id: str) -> Round | None:
+        """Tell every listener the class's round as it is now (None: it has none)."""
+        found = self.poll(class_id)
+        if found is not None:
+            for listener in list(self._round_listeners):
+                listener(class_id, found)
+        return found
 
 
 def _check_room(running: int, from_address: int, limit: int, per_address: int) -> None:
@@ -229,6 +340,69 @@ def _check_room(running: int, from_address: int, limit: int, per_address: int) -
         raise Full(f"At most {per_address} classes can run at once from one network address; end one (its End the "
                    f"class button), or close its lecturer's page: a class ends {_minutes(GRACE_SECONDS)} after its "
                    "lecturer's page closed.")
+
+
+ROUND_CHANGES = ("ask", "close", "clear", "hide", "approve", "review")  # what a lecturer does to a round
+
+
+def _poll_record(round: Round = NO_ROUND) -> dict:  # noqa: A002
+    """A round as the memory store keeps it (answers, if any, are written again by `replay`)."""
+    return {"number": round.number, "prompt": round.prompt, "open": round.open, "review": round.review,
+            "version": round.version + 1 if round.number else 0, "answers": 0, "counts": {},
+            "hidden": set(round.hidden), "approved": set(round.approved), "pages": {}}
+
+
+def _round_of_record(record: dict) -> Round:
+    return Round(record["number"], record["prompt"], record["open"], record["review"], dict(record["counts"]),
+                 frozenset(record["hidden"]), frozenset(record["approved"]), record["answers"],
+                 len(record["pages"]), record["version"])
+
+
+def _change(record: dict, op: str, text: str, flag: bool, limit: int) -> str:
+    """A lecturer's change to a round in memory (what `RedisStore._CHANGE` does in Redis): "" when done."""
+    before = dict(record, hidden=set(record["hidden"]), approved=set(record["approved"]))
+    if op in ("ask", "clear"):
+        asked = op == "ask"
+        record.update(number=record["number"] + 1, prompt=text if asked else "", open=asked,
+                      review=flag if asked else record["review"], answers=0, counts={}, hidden=set(), approved=set(),
+                      pages={})
+    elif op == "review":
+        record["review"] = flag
+    elif not record["prompt"]:
+        return "none"
+    elif op == "close":
+        record["open"] = False
+    else:
+        words = record["hidden" if op == "hide" else "approved"]
+        if flag and text not in words and len(words) >= limit:
+            return "many"
+        (words.add if flag else words.discard)(text)
+    if record != before:
+        record["version"] += 1
+    return ""
+
+
+def _refusal(record: dict, number: int, word: str, sent: tuple[str, ...], per_page: int, limit: int) -> str:
+    """Why the memory store does not keep an answer ("" when it does; a word sent again is kept once)."""
+    if not record["open"]:
+        return "closed"
+    if record["number"] != number:
+        return "other"
+    if word in sent:
+        return ""
+    if len(sent) >= per_page:
+        return "enough"
+    return "full" if record["answers"] >= limit else ""
+
+
+def _keep(record: dict, key: str, words: tuple[str, ...]) -> None:
+    """Page `key`'s words are now `words`, its last one new."""
+    if record["pages"].get(key, ()) == words:
+        return
+    record["pages"][key] = words
+    record["counts"][words[-1]] = record["counts"].get(words[-1], 0) + 1
+    record["answers"] += 1
+    record["version"] += 1
 
 
 def _lesson(class_id: str, record: dict, now: float | None = None) -> Lesson:
@@ -263,6 +437,7 @@ class RedisStore:
     """
 
     CHANNEL = "explorer:lessons"
+    ROUNDS = "explorer:rounds"  # every class's round, announced
     _CREATE = """
     local now, limit, per_address = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
     redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
@@ -298,7 +473,8 @@ class RedisStore:
 
     # one step, so two processes publishing at once never leave a version with another's query,
     # and an end is never undone: the class's end time moves in both sorted sets (the running
-    # classes, and its address's), a new query takes the next version, an end takes one more
+    # classes, and its address's), a new query takes the next version, an end takes one more;
+    # the class's round (KEYS[3..]) lives as long as the class, and ends with it
     _PUBLISH = """
     local now, grace = tonumber(ARGV[1]), tonumber(ARGV[2])
     local record = redis.call('HMGET', KEYS[1], 'ends', 'ended', 'query', 'address')
@@ -321,7 +497,141 @@ class RedisStore:
         redis.call('EXPIRE', by_address, math.ceil(grace) + 60)
     end
     redis.call('EXPIRE', KEYS[1], math.ceil(grace) + 60)
+    for i = 3, #KEYS do
+        if ARGV[7] ~= '' then redis.call('DEL', KEYS[i]) else redis.call('EXPIRE', KEYS[i], math.ceil(grace) + 60) end
+    end
     return redis.call('HGETALL', KEYS[1])
+    """
+
+    # --- the class's round: KEYS[1] the class, then `_poll_keys`; ARGV[1] the time -------------
+    # the round's fields (a hash), its words' counts (a hash), each page's words (a hash: key ->
+    # words with spaces between), the hidden and the approved words (sets); each script checks
+    # the class runs, and gives every key it writes the class's time to live
+    _ROUND = """
+    local function running()
+        local class = redis.call('HMGET', KEYS[1], 'ended', 'ends')
+        return class[2] and class[1] == '' and tonumber(class[2]) > tonumber(ARGV[1])
+    end
+    local function live()
+        local ttl = redis.call('PTTL', KEYS[1])
+        if ttl > 0 then for i = 2, #KEYS do redis.call('PEXPIRE', KEYS[i], ttl) end end
+    end
+    local function snapshot()
+        return {redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3]), redis.call('SMEMBERS', KEYS[5]),
+                redis.call('SMEMBERS', KEYS[6]), redis.call('HLEN', KEYS[4])}
+    end
+    local function keep(key, sent, word)
+        if sent == '' then sent = word else sent = sent .. ' ' .. word end
+        redis.call('HSET', KEYS[4], key, sent)
+        redis.call('HINCRBY', KEYS[3], word, 1)
+        redis.call('HINCRBY', KEYS[2], 'answers', 1)
+        redis.call('HINCRBY', KEYS[2], 'version', 1)
+        return sent
+    end
+    local function words_of(sent)
+        local words = {}
+        for word in string.gmatch(sent, '%S+') do words[#words + 1] = word; words[word] = true end
+        return words
+    end
+    """
+
+    _READ = _ROUND + """
+    if not running() or redis.call('EXISTS', KEYS[2]) == 0 then return false end
+    return snapshot()
+    """
+
+    # ARGV: time, op, text, flag ('1'/'0'), how many words may be hidden (and approved)
+    _CHANGE = _ROUND + """
+    if not running() then return 'gone' end
+    local op, text, flag = ARGV[2], ARGV[3], ARGV[4]
+    if redis.call('EXISTS', KEYS[2]) == 0 then
+        redis.call('HSET', KEYS[2], 'number', 0, 'prompt', '', 'open', '0', 'review', '0', 'answers', 0, 'version', 0)
+    end
+    local poll = redis.call('HMGET', KEYS[2], 'number', 'prompt', 'open', 'review')
+    local changed = true
+    if op == 'ask' or op == 'clear' then
+        redis.call('DEL', KEYS[3], KEYS[4], KEYS[5], KEYS[6])
+        if op == 'ask' then
+            redis.call('HSET', KEYS[2], 'prompt', text, 'open', '1', 'review', flag)
+        else
+            redis.call('HSET', KEYS[2], 'prompt', '', 'open', '0')
+        end
+        redis.call('HSET', KEYS[2], 'number', tonumber(poll[1]) + 1, 'answers', 0)
+    elseif op == 'review' then
+        changed = poll[4] ~= flag
+        redis.call('HSET', KEYS[2], 'review', flag)
+    elseif poll[2] == '' then
+        return 'none'
+    elseif op == 'close' then
+        changed = poll[3] == '1'
+        redis.call('HSET', KEYS[2], 'open', '0')
+    else
+        local set = KEYS[6]
+        if op == 'hide' then set = KEYS[5] end
+        if flag == '0' then
+            changed = redis.call('SREM', set, text) == 1
+        elseif redis.call('SISMEMBER', set, text) == 1 then
+            changed = false
+        elseif redis.call('SCARD', set) >= tonumber(ARGV[5]) then
+            return 'many'
+        else
+            redis.call('SADD', set, text)
+        end
+    end
+    if changed then redis.call('HINCRBY', KEYS[2], 'version', 1) end
+    live()
+    return snapshot()
+    """
+
+    # ARGV: time, round number, page key, word, words a page may send, answers a round takes
+    _ANSWER = _ROUND + """
+    if not running() then return {'gone', ''} end
+    local poll = redis.call('HMGET', KEYS[2], 'number', 'open', 'answers')
+    if not poll[1] then return {'missing', ''} end
+    local sent = redis.call('HGET', KEYS[4], ARGV[3]) or ''
+    if poll[2] ~= '1' then return {'closed', sent} end
+    if poll[1] ~= ARGV[2] then return {'other', sent} end
+    local words = words_of(sent)
+    if words[ARGV[4]] then return {'ok', sent} end
+    if #words >= tonumber(ARGV[5]) then return {'enough', sent} end
+    if tonumber(poll[3]) >= tonumber(ARGV[6]) then return {'full', sent} end
+    sent = keep(ARGV[3], sent, ARGV[4])
+    live()
+    return {'ok', sent}
+    """
+
+    # ARGV: time, number, prompt, open, review, version, hidden words, approved words (JSON)
+    _RESTORE_ROUND = _ROUND + """
+    if not running() or redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+    redis.call('HSET', KEYS[2], 'number', ARGV[2], 'prompt', ARGV[3], 'open', ARGV[4], 'review', ARGV[5],
+               'answers', 0, 'version', ARGV[6])
+    for _, word in ipairs(cjson.decode(ARGV[7])) do redis.call('SADD', KEYS[5], word) end
+    for _, word in ipairs(cjson.decode(ARGV[8])) do redis.call('SADD', KEYS[6], word) end
+    live()
+    return 1
+    """
+
+    # ARGV: time, number, the version heard, {page key: [words]} (JSON), words a page may send, answers a round takes
+    _REPLAY = _ROUND + """
+    if not running() then return 'gone' end
+    local poll = redis.call('HMGET', KEYS[2], 'number', 'version')
+    if not poll[1] then return 'missing' end
+    if poll[1] ~= ARGV[2] then return 'other' end
+    for key, journal in pairs(cjson.decode(ARGV[4])) do
+        local sent = redis.call('HGET', KEYS[4], key) or ''
+        local words = words_of(sent)
+        for _, word in ipairs(journal) do
+            local answers = tonumber(redis.call('HGET', KEYS[2], 'answers'))
+            if not words[word] and #words < tonumber(ARGV[5]) and answers < tonumber(ARGV[6]) then
+                sent = keep(key, sent, word)
+                words[#words + 1] = word; words[word] = true
+            end
+        end
+    end
+    local version = tonumber(redis.call('HGET', KEYS[2], 'version'))
+    redis.call('HSET', KEYS[2], 'version', math.max(version, tonumber(ARGV[3])) + 1)
+    live()
+    return 'done'
     """
 
     # this process's count of a class's pages; with a limit (ARGV[6]), only when every process's
@@ -357,6 +667,12 @@ class RedisStore:
         self._restore = self.redis.register_script(self._RESTORE)
         self._publish = self.redis.register_script(self._PUBLISH)
         self._presence = self.redis.register_script(self._PRESENCE)
+        self._read = self.redis.register_script(self._READ)
+        self._change = self.redis.register_script(self._CHANGE)
+        self._answer = self.redis.register_script(self._ANSWER)
+        self._restore_round = self.redis.register_script(self._RESTORE_ROUND)
+        self._replay = self.redis.register_script(self._REPLAY)
+        self._round_listeners: list[Callable[[str, Round], None]] = []
         self._listeners: list[Callable[[Lesson], None]] = []
         self._lost: list[Callable[[], None]] = []
         self._thread: threading.Thread | None = None
@@ -366,6 +682,12 @@ class RedisStore:
     @staticmethod
     def _key(class_id: str) -> str:
         return f"explorer:class:{class_id}"
+
+    @classmethod
+    def _poll_keys(cls, class_id: str) -> list[str]:
+        """The class, then its round's keys: fields, counts, pages, hidden, approved."""
+        poll = f"explorer:poll:{class_id}"
+        return [cls._key(class_id), poll, f"{poll}:counts", f"{poll}:pages", f"{poll}:hidden", f"{poll}:approved"]
 
     @_reaching
     def ping(self) -> None:
@@ -414,7 +736,7 @@ class RedisStore:
 
     @_reaching
     def publish(self, class_id: str, query: str | None, step: int | None, ended: str = "") -> Lesson | None:
-        found = self._publish(keys=[self._key(class_id), "explorer:classes"],
+        found = self._publish(keys=[self._key(class_id), "explorer:classes", *self._poll_keys(class_id)[1:]],
                               args=[self.clock(), GRACE_SECONDS, class_id, "" if query is None else "1", query or "",
                                     "" if step is None else step, ended])
         if not found:
@@ -422,6 +744,51 @@ class RedisStore:
         lesson = _lesson(class_id, dict(zip(found[::2], found[1::2], strict=True)))
         self._announce(lesson)  # a new lesson, or only a later end: every process's pages keep both
         return lesson
+
+    @_reaching
+    def poll(self, class_id: str) -> Round | None:
+        found = self._read(keys=self._poll_keys(class_id), args=[self.clock()])
+        return _round_of_snapshot(found) if found else None
+
+    @_reaching
+    def change_round(self, class_id: str, op: str, text: str, flag: bool, limit: int) -> Round | str:
+        found = self._change(keys=self._poll_keys(class_id), args=[self.clock(), op, text, int(flag), limit])
+        return found if isinstance(found, str) else _round_of_snapshot(found)
+
+    @_reaching
+    def answer(self, class_id: str, key: str, word: str, number: int, per_page: int,
+               limit: int) -> tuple[str, tuple[str, ...]]:
+        status, sent = self._answer(keys=self._poll_keys(class_id),
+                                    args=[self.clock(), number, key, word, per_page, limit])
+        return status, tuple(sent.split())
+
+    @_reaching
+    def restore_round(self, class_id: str, round: Round) -> bool:  # noqa: A002
+        return bool(self._restore_round(keys=self._poll_keys(class_id), args=[
+            self.clock(), round.number, round.prompt, int(round.open), int(round.review), round.version + 1,
+            json.dumps(sorted(round.hidden), ensure_ascii=False), json.dumps(sorted(round.approved),
+                                                                             ensure_ascii=False)]))
+
+    @_reaching
+    def replay(self, class_id: str, number: int, version: int, pages: Mapping[str, tuple[str, ...]],
+               per_page: int, limit: int) -> str:
+        return self._replay(keys=self._poll_keys(class_id), args=[
+            self.clock(), number, version, json.dumps({k: list(w) for k, w in pages.items()}, ensure_ascii=False),
+            per_page, limit])
+
+    def listen_rounds(self, listener: Callable[[str, Round], None]) -> None:
+        """`listener(class_id, round)` hears every round any process announces (`listen` subscribes)."""
+        self._round_listeners.append(listener)
+
+    @_reaching
+    def announce_round(self, class_id: str) -> Round | None:
+        """The class's round read, and sent to every process."""
+        found = self.poll(class_id)
+        if found is not None:
+            self.redis.publish(self.ROUNDS, json.dumps({"id": class_id, **asdict(found), "counts": dict(found.counts),
+                                                        "hidden": sorted(found.hidden),
+                                                        "approved": sorted(found.approved)}, ensure_ascii=False))
+        return found
 
     def _announce(self, lesson: Lesson) -> None:
         self.redis.publish(self.CHANNEL, json.dumps({"id": lesson.id, "version": lesson.version, "query": lesson.query,
@@ -463,13 +830,15 @@ class RedisStore:
         while not self._closed.is_set():
             pubsub = self.redis.pubsub()
             try:
-                pubsub.subscribe(self.CHANNEL)
+                pubsub.subscribe(self.CHANNEL, self.ROUNDS)
                 while not self._closed.is_set():
                     message = pubsub.get_message(timeout=1.0)
                     if message is None:
                         continue
                     if message["type"] == "subscribe":
-                        self._subscribed.set()
+                        self._subscribed.set()  # one SUBSCRIBE: both channels are subscribed by its first answer
+                    elif message["type"] == "message" and message["channel"] == self.ROUNDS:
+                        self._heard_round(message["data"])
                     elif message["type"] == "message":
                         self._heard(message["data"])
             except Exception as error:
@@ -498,6 +867,28 @@ class RedisStore:
             return
         for listener in list(self._listeners):
             listener(lesson)
+
+
+    def _heard_round(self, data: str) -> None:
+        try:
+            sent = json.loads(data)
+            found = Round(int(sent["number"]), str(sent["prompt"]), bool(sent["open"]), bool(sent["review"]),
+                          {str(w): int(c) for w, c in sent["counts"].items()}, frozenset(sent["hidden"]),
+                          frozenset(sent["approved"]), int(sent["answers"]), int(sent["students"]),
+                          int(sent["version"]))
+        except (ValueError, KeyError, TypeError, AttributeError):  # not one of ours: ignored
+            return
+        for listener in list(self._round_listeners):
+            listener(str(sent["id"]), found)
+
+
+def _round_of_snapshot(found: list) -> Round:
+    """A round as `RedisStore._ROUND`'s `snapshot()` reads it."""
+    fields, counts, hidden, approved, students = found
+    poll = dict(zip(fields[::2], fields[1::2], strict=True))
+    return Round(int(poll["number"]), poll["prompt"], poll["open"] == "1", poll["review"] == "1",
+                 {word: int(count) for word, count in zip(counts[::2], counts[1::2], strict=True)},
+                 frozenset(hidden), frozenset(approved), int(poll["answers"]), int(students), int(poll["version"]))
 
 
 def store_from_environment() -> MemoryStore | RedisStore:
@@ -590,6 +981,14 @@ class Classroom:
         self._closed = False
         self._heard: list[Callable[[str | None], None]] = []  # told a class whose state changed (None: every class)
         self._lessons: list[Callable[[Lesson], None]] = []  # told every lesson heard
+        self._rounds: dict[str, Round] = {}  # the newest round heard of each class with pages here
+        # the answers acknowledged here in each class's current round: class id -> (round, page key -> its words)
+        self._journal: dict[str, tuple[int, dict[str, tuple[str, ...]]]] = {}
+        self._announce: set[str] = set()  # classes whose round changed here since it was last announced
+        self._announced: dict[str, float] = {}  # when (the writer's ticks) each was announced
+        self._replay: set[str] = set()  # classes whose answers here are to be written again (the store was away)
+        self._limits = Limits(self.clock)
+        self.store.listen_rounds(self._hear_round)
         self.store.listen(self._hear, lost=self.lost)
 
     @property
@@ -669,6 +1068,7 @@ class Classroom:
                 self._led[lesson.id] = Led(leader, lesson.query, lesson.step, sent=lesson.query,
                                            version=lesson.version, left=self.clock())
             self._stir()
+        self._seed_round(lesson.id)
         return leader, lesson
 
     def end(self, tab, secret: object) -> Lesson:
@@ -752,6 +1152,7 @@ class Classroom:
                                                            version=lesson.version)
                 led.pages[key] = member
                 self._stir()
+            self._seed_round(member.class_id)
             return
         with self._counting:
             with self._lock:
@@ -777,6 +1178,7 @@ class Classroom:
                 raise Reconnecting(RECONNECTING)
             if not taken:
                 raise Full(f"This class has {MAX_FOLLOWERS:,} pages following it, as many as one class may have.")
+        self._seed_round(member.class_id)
         self._tell(member.class_id)
 
     def disconnect(self, key: str, member: Leader | Follower) -> None:
@@ -839,6 +1241,8 @@ class Classroom:
             if lesson.id in self._pages or lesson.id in self._led:
                 self._versions[lesson.id] = max(self._versions.get(lesson.id, 0), lesson.version)
             self._unsure.pop(lesson.id, None)
+            if lesson.ended:  # a round ends with its class
+                self._drop_round(lesson.id)
         for listener in list(self._lessons):
             listener(lesson)
         self._tell(lesson.id)
@@ -846,6 +1250,149 @@ class Classroom:
     def _forget(self, class_id: str) -> None:
         with self._lock:
             self._led.pop(class_id, None)
+
+    # --- the class's poll ------------------------------------------------------------------------
+
+    def round(self, class_id: object) -> Round:
+        """The newest round of the class this process knows (no store call)."""
+        with self._lock:
+            return self._rounds.get(class_id, NO_ROUND) if isinstance(class_id, str) else NO_ROUND
+
+    def own(self, key: object, class_id: object) -> tuple[str, ...]:
+        """The words page `key` sent in the class's current round (as this process acknowledged them)."""
+        with self._lock:
+            journal = self._journal.get(class_id) if isinstance(class_id, str) else None
+            if journal is None or not isinstance(key, str) or journal[0] < self._rounds.get(class_id, NO_ROUND).number:
+                return ()
+            return journal[1].get(key, ())
+
+    def ask(self, tab, secret: object, prompt: object, review: object = False) -> Round:
+        """A new open round with `prompt` (its answers emptied); `review`: only approved words are drawn."""
+        return self._lecture(tab, secret, "ask", checked_prompt(prompt), checked_flag(review, "Review first"))
+
+    def close_round(self, tab, secret: object) -> Round:
+        """Answers are no longer taken; the words stay drawn."""
+        return self._lecture(tab, secret, "close")
+
+    def clear_round(self, tab, secret: object) -> Round:
+        """A new round with no question and no words."""
+        return self._lecture(tab, secret, "clear")
+
+    def moderate(self, tab, secret: object, word: object, hidden: object) -> Round:
+        """Hide one word (answered or not yet), or show it again."""
+        return self._lecture(tab, secret, "hide", checked_word(word), checked_flag(hidden, "Hidden"))
+
+    def approve(self, tab, secret: object, word: object, approved: object) -> Round:
+        """Approve one word for drawing under review first (or take the approval back)."""
+        return self._lecture(tab, secret, "approve", checked_word(word), checked_flag(approved, "Approved"))
+
+    def review(self, tab, secret: object, on: object) -> Round:
+        """Review first on or off: under it only the words the lecturer approved are drawn."""
+        return self._lecture(tab, secret, "review", "", checked_flag(on, "Review first"))
+
+    def _lecture(self, tab, secret: object, op: str, text: str = "", flag: bool = False) -> Round:
+        member = tab.member
+        if not isinstance(member, Leader):
+            raise Forbidden(NOT_LECTURER)
+        self.check(member.class_id, secret)
+        changed = self._reach(self.store.change_round, member.class_id, op, text, flag, MAX_MODERATED)
+        if changed == "gone":
+            self.lesson(member.class_id)  # says why: it ended, or is lost
+            raise Reconnecting(RECONNECTING)
+        if isinstance(changed, str):
+            raise Full(MODERATED) if changed == "many" else Refused(NOT_ASKED)
+        self._changed_round(member.class_id, changed)
+        return changed
+
+    def answer(self, tab, key: object, address: object, word: object,
+               round_number: object) -> tuple[Round, tuple[str, ...]]:
+        """A following page's answer to the round it was shown: the round and the page's words
+        this round, once the store has it (a word sent again is kept once); else `Refused` with
+        a sentence, nothing kept and no rate spent."""
+        member = tab.member
+        if not isinstance(member, Follower):
+            raise Refused(NOT_FOLLOWING)
+        if not all(isinstance(given, str) and 1 <= len(given) <= 200 for given in (key, address)):
+            raise Refused(NO_KEY)  # both the routes' own: a page's key, a visitor's network
+        word, number, class_id = checked_word(word), checked_number(round_number), member.class_id
+        with self._lock:
+            journal = self._journal.get(class_id)
+            sent = journal[1].get(key, ()) if journal is not None and journal[0] == number else ()
+        if word in sent:
+            return self.round(class_id), sent
+        if len(sent) >= WORDS_PER_STUDENT:
+            raise Refused(ENOUGH)
+        refusal = self._limits.take(key, address)
+        if refusal:
+            raise Full(refusal)
+        try:
+            status, words = self.store.answer(class_id, key, word, number, WORDS_PER_STUDENT, MAX_ANSWERS)
+        except Away:
+            self._limits.give_back(key, address)
+            self.lost()
+            raise Reconnecting(RECONNECTING) from None
+        if status != "ok":
+            self._limits.give_back(key, address)
+            self._refuse_answer(class_id, number, status)
+        with self._lock:
+            journal = self._journal.get(class_id)
+            if journal is None or journal[0] != number:
+                journal = self._journal[class_id] = (number, {})
+            journal[1][key] = words
+        self._changed_round(class_id)
+        return self.round(class_id), words
+
+    def _refuse_answer(self, class_id: str, number: int, status: str) -> None:
+        if status == "gone":
+            self.lesson(class_id)  # says why: it ended, or is lost
+        if status in ("gone", "missing") and self.round(class_id).number >= number:
+            raise Reconnecting(RECONNECTING)  # the store lost the round, which is being restored
+        raise Full(ROUND_FULL) if status == "full" else Refused(
+            {"enough": ENOUGH, "other": OTHER_ROUND}.get(status, NOT_OPEN))
+
+    def _changed_round(self, class_id: str, round: Round | None = None) -> None:  # noqa: A002
+        """The class's round changed here (`round`, when the store returned it): the writer
+        announces it to every process, at most once per POLL_SECONDS."""
+        if round is not None:
+            self._hear_round(class_id, round, kept=True)
+        with self._lock:
+            self._announce.add(class_id)
+            self._stir()
+
+    def _hear_round(self, class_id: str, round: Round, kept: bool = False) -> None:  # noqa: A002
+        """A class's round was heard of: kept when newer than the one known (and the class has
+        pages here, or `kept`), its streams woken."""
+        with self._lock:
+            known = self._rounds.get(class_id)
+            if known is None and not kept and not any(class_id in c for c in (self._pages, self._led, self._journal)):
+                return
+            if known is not None and (round.number, round.version) <= (known.number, known.version):
+                return
+            self._rounds[class_id] = round
+            journal = self._journal.get(class_id)
+            if journal is not None and journal[0] < round.number:
+                del self._journal[class_id]
+        self._tell(class_id)
+
+    def _seed_round(self, class_id: str) -> None:
+        """A page of a class this process knew no round of: the store's round, read once."""
+        with self._lock:
+            if class_id in self._rounds:
+                return
+        try:
+            found = self.store.poll(class_id)
+        except Away:
+            self.lost()
+            return
+        if found is not None:
+            self._hear_round(class_id, found, kept=True)
+
+    def _drop_round(self, class_id: str) -> None:
+        """The class is over here: so is its round (under the lock)."""
+        for kept in (self._rounds, self._journal, self._announced):
+            kept.pop(class_id, None)
+        self._announce.discard(class_id)
+        self._replay.discard(class_id)
 
     # --- the writer ----------------------------------------------------------------------------
 
@@ -892,6 +1439,7 @@ class Classroom:
                     self._back()
                 self.flush()
                 self.reread()
+                self.replay()
                 if self.ticks() >= beat_at:
                     self.beat()
                     beat_at = self.ticks() + self.beat_seconds
@@ -906,14 +1454,16 @@ class Classroom:
         now = self.ticks()
         if self._dirty:
             return 0.0
-        due = min(beat_at - now, self.retry_seconds if self._unsure else float("inf"))
+        due = min(beat_at - now, self.retry_seconds if self._unsure or self._replay else float("inf"))
         for led in self._led.values():
             if led.query and led.query != led.sent:
                 due = min(due, led.sent_at + PUBLISH_SECONDS - now)
+        for class_id in self._announce:
+            due = min(due, self._announced.get(class_id, float("-inf")) + POLL_SECONDS - now)
         return due
 
     def flush(self) -> None:
-        """Publish the lessons that are due, and write the counts that changed."""
+        """Publish the lessons that are due, announce the rounds that are, and write the counts that changed."""
         now = self.ticks()
         with self._lock:
             due = [(led, led.query, led.step) for led in self._led.values()
@@ -923,6 +1473,7 @@ class Classroom:
             led.sent, led.sent_at = query, self.ticks()
             if lesson is None:  # the store lost it, or its time ran out while it was away
                 self._restore(led)
+        self._announce_rounds()
         while True:
             with self._lock:
                 if not self._dirty:
@@ -934,6 +1485,48 @@ class Classroom:
                 with self._lock:
                     self._dirty.add(class_id)
                 raise
+
+    def _announce_rounds(self) -> None:
+        """Tell every process the rounds that changed here, each at most once per POLL_SECONDS."""
+        now = self.ticks()
+        with self._lock:
+            due = [c for c in self._announce if now >= self._announced.get(c, float("-inf")) + POLL_SECONDS]
+            self._announce.difference_update(due)
+        for class_id in due:
+            try:
+                found = self.store.announce_round(class_id)
+            except Away:
+                with self._lock:
+                    self._announce.add(class_id)
+                raise
+            with self._lock:
+                self._announced[class_id] = self.ticks()
+            if found is not None:
+                self._hear_round(class_id, found, kept=True)
+
+    def replay(self) -> None:
+        """After the store was away: write again the answers acknowledged here in each class's
+        round (a store that kept them keeps each once), moving its version past the one heard
+        here, once the class and its round are back (a round is restored by its lecturer's process)."""
+        with self._lock:
+            pending = list(self._replay)
+        for class_id in pending:
+            with self._lock:
+                known, journal = self._rounds.get(class_id), self._journal.get(class_id)
+            if known is None or known.number == 0:
+                status = "other"
+            else:
+                number, pages = journal if journal is not None else (known.number, {})
+                status = self.store.replay(class_id, number, known.version, dict(pages), WORDS_PER_STUDENT,
+                                           MAX_ANSWERS)
+            if status in ("gone", "missing"):  # not back yet: tried again, until the class is heard of as over
+                continue
+            with self._lock:
+                self._replay.discard(class_id)
+                if status == "other" and class_id in self._journal and journal is self._journal[class_id]:
+                    del self._journal[class_id]
+            if status == "done":
+                self._changed_round(class_id)
 
     def _write_count(self, class_id: str) -> None:
         with self._counting:
@@ -955,6 +1548,11 @@ class Classroom:
             if restored:
                 LOG.warning("class %s restored in the store from its lecturer's page", leader.class_id)
             self._hear(lesson)
+            with self._lock:
+                known = self._rounds.get(leader.class_id)
+            if known is not None and known.number and not lesson.ended and self.store.restore_round(leader.class_id,
+                                                                                                      known):
+                LOG.warning("the round of class %s restored in the store from its lecturer's page", leader.class_id)
         return lesson
 
     def _back(self) -> None:
@@ -963,9 +1561,10 @@ class Classroom:
         now = self.clock()
         with self._lock:
             self.away, self._back_at = False, self.ticks()
-            for class_id in {*self._pages, *self._led}:
+            for class_id in {*self._pages, *self._led, *self._rounds}:
                 self._unsure.setdefault(class_id, now + GRACE_SECONDS)
             self._dirty.update(self._pages)
+            self._replay.update(self._rounds)
             led = [each for each in self._led.values() if each.alive(now)]
         LOG.warning("the class store answers again")
         for each in led:
@@ -999,11 +1598,18 @@ class Classroom:
                         del self._led[class_id]
                 leading = [led for led in self._led.values() if led.pages]
                 counted = list(self._pages)
+                answered = [c for c in self._rounds if c not in self._pages and c not in self._led
+                            and c not in self._unsure and c not in self._replay]
             for led in leading:
                 if self.store.publish(led.leader.class_id, None, None) is None:
                     self._restore(led)
             for class_id in counted:
                 self._write_count(class_id)
+            for class_id in answered:  # no page here any more: its round is kept here while the class runs
+                lesson = self.store.lesson(class_id)
+                if lesson is None or lesson.ended:
+                    with self._lock:
+                        self._drop_round(class_id)
             with self._lock:
                 self._versions = {k: v for k, v in self._versions.items() if k in self._pages or k in self._led}
         self._tell(None)

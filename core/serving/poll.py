@@ -1,0 +1,218 @@
+"""A class poll: the lecturer asks with a prompt, each following student answers with a word.
+
+A *round* is one question: its prompt, whether answers are taken, and the class's words with
+how many gave each. The lecturer moderates: any word can be hidden, and under *review first*
+only approved words are drawn. A `Round` is the value every process shares of a class's poll
+(kept by the class store beside the class, `core.serving.classroom`); this module holds what
+needs no store: the bounds, the checks that turn hostile input into a word or a sentence, the
+tally's order, what a page is sent, the CSV export, and the rate limits a page and a network
+answer under. Every text here is shown as text: a word is letters, digits, hyphens and
+apostrophes, and a sentence never echoes what it refused.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import threading
+import unicodedata
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from core.view.options import Refused
+
+MAX_PROMPT = 120  # characters
+MAX_WORD = 30  # characters
+WORDS_PER_STUDENT = 3  # a round
+MAX_ANSWERS = 1_000  # a round; past it an answer is refused with a sentence
+MAX_DRAWN = 200  # distinct words drawn (the most frequent); the rest counted
+MAX_MODERATED = MAX_ANSWERS  # words a round may have hidden, and approved (each)
+ANSWER_SECONDS = 1.0  # a page sends at most one answer this often ...
+ANSWER_BURST = 3  # ... after a burst of this many (a round's words at once)
+ADDRESS_ANSWERS = 300  # answers a minute from one network address (a school: 100 students x 3 words)
+
+PROMPTS: tuple[str, ...] = (
+    "Type a word you would put next to king.",
+    "Type a word the random table would put anywhere: it has learned nothing yet.",
+    "Type a word that means almost the same as happy.",
+    "Type an animal.",
+    "Type a word you think BERT splits into pieces.",
+    "Type a word for a family member.",
+)
+
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'"})  # a phone's curly apostrophe is the same word
+_JOINERS = frozenset("-'")
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+NOT_A_PROMPT = f"A prompt is text of 1 to {MAX_PROMPT} characters, without control characters."
+NOT_A_WORD = (f"An answer is one word of up to {MAX_WORD} characters: letters, digits, hyphens and apostrophes, "
+              "starting with a letter or a digit (no spaces, no symbols).")
+
+
+def checked_prompt(text: object) -> str:
+    """The prompt as a class is shown it: stripped, NFC; `Refused` unless 1..MAX_PROMPT characters
+    of text without control characters."""
+    if not isinstance(text, str) or len(text) > 4 * MAX_PROMPT:  # refused before any work on a huge text
+        raise Refused(NOT_A_PROMPT)
+    prompt = unicodedata.normalize("NFC", text).strip()
+    if not 1 <= len(prompt) <= MAX_PROMPT or any(
+            unicodedata.category(c) in ("Cc", "Cs") or c in _BIDI for c in prompt):
+        raise Refused(NOT_A_PROMPT)
+    return prompt
+
+
+def checked_word(text: object) -> str:
+    """The word as it is counted: stripped, NFC, case-folded; `Refused` unless it is one word of
+    1..MAX_WORD letters (any script's, with their marks), digits, hyphens and apostrophes,
+    starting with a letter or a digit. The sentence never repeats what was sent."""
+    if not isinstance(text, str) or len(text) > 4 * MAX_WORD:
+        raise Refused(NOT_A_WORD)
+    word = unicodedata.normalize("NFC", text.strip().translate(_APOSTROPHES)).casefold()
+    word = unicodedata.normalize("NFC", word)  # case-folding may decompose
+    if not 1 <= len(word) <= MAX_WORD or unicodedata.category(word[0])[0] not in "LN" or not all(
+            unicodedata.category(c)[0] in "LNM" or c in _JOINERS for c in word):
+        raise Refused(NOT_A_WORD)
+    return word
+
+
+def checked_number(value: object) -> int:
+    """A round's number as a page sends it back: a whole number (never a bool, a text or a float)."""
+    if type(value) is not int or not 0 <= value < 2**53:
+        raise Refused("This answer names no question: reload the page to see the one asked now.")
+    return value
+
+
+def checked_flag(value: object, name: str) -> bool:
+    if type(value) is not bool:
+        raise Refused(f"{name} is true or false.")
+    return value
+
+
+@dataclass(frozen=True)
+class Round:
+    """One question of a class, as every process sees it."""
+
+    number: int  # 0: nothing asked yet; +1 at each ask and each clear
+    prompt: str  # "" when cleared
+    open: bool  # answers taken
+    review: bool  # review first: only approved words are drawn
+    counts: Mapping[str, int]  # every distinct word answered -> how many gave it (hidden too)
+    hidden: frozenset[str]
+    approved: frozenset[str]
+    answers: int  # answers taken this round
+    students: int  # distinct students who answered this round
+    version: int  # strictly increases on every change of the class's poll
+
+    def _tally(self) -> list[tuple[str, int]]:
+        """Every distinct word the lecturer has to see (answered, or moderated before it was),
+        most frequent first, ties by word."""
+        words = {**dict.fromkeys(self.hidden | self.approved, 0), **self.counts}
+        return sorted(words.items(), key=lambda item: (-item[1], item[0]))
+
+    def _visible(self) -> list[tuple[str, int]]:
+        return [(word, count) for word, count in self._tally() if count and word not in self.hidden
+                and (not self.review or word in self.approved)]
+
+    def drawn(self) -> tuple[tuple[str, int], ...]:
+        """The words the plane shows: visible (not hidden; under review, approved only), most
+        frequent first, ties by word; at most MAX_DRAWN."""
+        return tuple(self._visible()[:MAX_DRAWN])
+
+    def undrawn(self) -> int:
+        """Visible distinct words left out of `drawn()`."""
+        return max(0, len(self._visible()) - MAX_DRAWN)
+
+    def message(self, lecturer: bool) -> dict:
+        """What a class stream carries as "poll": the words a lecturer's page may show the class;
+        a lecturer's page also every word with its moderation."""
+        sent = {"round": self.number, "prompt": self.prompt, "open": self.open, "version": self.version,
+                "drawn": [[word, count] for word, count in self.drawn()]}
+        if lecturer:
+            sent.update(review=self.review, answers=self.answers, students=self.students,
+                        words=[{"word": word, "count": count, "hidden": word in self.hidden,
+                                "approved": word in self.approved} for word, count in self._tally()])
+        return sent
+
+
+NO_ROUND = Round(0, "", False, False, {}, frozenset(), frozenset(), 0, 0, 0)
+
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _cell(value: object) -> str:
+    text = str(value)
+    return "'" + text if text.startswith(_FORMULA) else text  # a spreadsheet reads it as text, not a formula
+
+
+def csv_of(round: Round) -> str:  # noqa: A002 - the interface's name
+    """The round's words as CSV (RFC 4180, CRLF lines): word, count, hidden, approved, in the
+    lecturer's order; no cell can start a spreadsheet formula."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(["word", "count", "hidden", "approved"])
+    for word, count in round._tally():
+        writer.writerow([_cell(word), _cell(count), _cell(str(word in round.hidden).lower()),
+                         _cell(str(word in round.approved).lower())])
+    return out.getvalue()
+
+
+class Rate:
+    """A token bucket per key: `size` at once, refilled at `per_second`, on the clock it is
+    given. Keys whose bucket is full again are let go."""
+
+    def __init__(self, size: int, per_second: float, clock: Callable[[], float]) -> None:
+        self.size, self.per_second, self.clock = size, per_second, clock
+        self._buckets: dict[str, tuple[float, float]] = {}  # key -> (tokens, when)
+        self._lock = threading.Lock()
+
+    def take(self, key: str) -> float:
+        """Take one token for `key`: 0 when taken, else the seconds until one is there."""
+        now = self.clock()
+        with self._lock:
+            tokens, then = self._buckets.get(key, (self.size, now))
+            tokens = min(self.size, tokens + max(0.0, now - then) * self.per_second)
+            if tokens < 1:
+                return (1 - tokens) / self.per_second
+            self._buckets[key] = (tokens - 1, now)
+            if len(self._buckets) > 10_000:  # let go of every bucket that is full again
+                self._buckets = {k: (t, w) for k, (t, w) in self._buckets.items()
+                                 if t + (now - w) * self.per_second < self.size}
+            return 0.0
+
+    def give_back(self, key: str) -> None:
+        """The token taken for an answer that was then refused."""
+        with self._lock:
+            if key in self._buckets:
+                tokens, then = self._buckets[key]
+                self._buckets[key] = (min(self.size, tokens + 1), then)
+
+
+class Limits:
+    """The rates one process lets answers in at: per page, and per network address."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.pages = Rate(ANSWER_BURST, 1 / ANSWER_SECONDS, clock)
+        self.addresses = Rate(ADDRESS_ANSWERS, ADDRESS_ANSWERS / 60, clock)
+
+    def take(self, page: str, address: str) -> str:
+        """One answer's place from both: "" when taken, else a sentence saying when to try
+        again (and none taken)."""
+        wait = self.pages.take(page)
+        if wait:
+            return f"One word a second, please: send the next in {_seconds(wait)}."
+        wait = self.addresses.take(address)
+        if wait:
+            self.pages.give_back(page)
+            return (f"This network has sent {ADDRESS_ANSWERS} answers in the last minute, as many as one network "
+                    f"may; try again in {_seconds(wait)}.")
+        return ""
+
+    def give_back(self, page: str, address: str) -> None:
+        self.pages.give_back(page)
+        self.addresses.give_back(address)
+
+
+def _seconds(wait: float) -> str:
+    seconds = max(1, math.ceil(wait))
+    return f"{seconds} second{'s' * (seconds != 1)}"

@@ -1,0 +1,596 @@
+"""The class poll (core/serving/poll.py, and the rounds `Classroom` keeps beside its lessons).
+
+The values and checks are tested on their own; the rounds through a `Classroom` on both stores
+(`MemoryStore`, and `RedisStore` on a real redis-server), as tests/test_classroom.py tests the
+lessons, with the same fixtures: real `Tab`s, a hand clock for the store (a round's rate limits,
+a class's grace) and for the writer (how often a round is announced). What another thread
+delivers is waited for with a bounded poll, never a timed sleep.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import secrets
+import threading
+
+import pytest
+
+import core.serving.classroom as classroom
+import core.serving.poll as poll
+from core.serving.classroom import (
+    ENDED,
+    ENOUGH,
+    MODERATED,
+    NOT_ASKED,
+    NOT_FOLLOWING,
+    NOT_LECTURER,
+    NOT_OPEN,
+    OTHER_ROUND,
+    POLL_SECONDS,
+    RECONNECTING,
+    ROUND_FULL,
+    Classroom,
+    Forbidden,
+    Full,
+    Gone,
+    MemoryStore,
+    Reconnecting,
+    RedisStore,
+)
+from core.serving.poll import (
+    MAX_ANSWERS,
+    MAX_DRAWN,
+    MAX_PROMPT,
+    MAX_WORD,
+    NO_ROUND,
+    NOT_A_PROMPT,
+    NOT_A_WORD,
+    PROMPTS,
+    Round,
+    checked_prompt,
+    checked_word,
+    csv_of,
+)
+from core.view.options import Refused
+from tests import test_classroom
+from tests.clocks import Clock
+from tests.waiting import eventually
+
+# the class tests' fixtures, as they are: the store's hand clock, both stores, every classroom closed at the end
+clock, stores, store, closed = test_classroom.clock, test_classroom.stores, test_classroom.store, test_classroom.closed
+key_of, tab = test_classroom.key_of, test_classroom.tab
+
+HOSTILE = [None, True, 3, 1.5, [], ["queen"], {"word": "queen"}, "", "\u0000", "queen\u0000", "x" * 10_000_000,
+           "<b>queen</b>", "<script>alert(1)</script>", "two words", "=1+1"]
+
+
+def a_round(counts: dict[str, int], hidden=(), approved=(), review=False, prompt="Type a word.") -> Round:
+    return Round(1, prompt, True, review, counts, frozenset(hidden), frozenset(approved), sum(counts.values()),
+                 len(counts), 1)
+
+
+@pytest.fixture()
+def room(store) -> Classroom:
+    return Classroom(store)
+
+
+def lecture(room: Classroom, address: str = "10.9.0.1"):
+    """A class started on `room` by a lecturer's tab: (its tab, the class id, the secret)."""
+    lecturer = tab()
+    lesson, secret = room.start(lecturer, address)
+    return lecturer, lesson.id, secret
+
+
+def students(room: Classroom, class_id: str, n: int) -> list:
+    made = [tab() for _ in range(n)]
+    for student in made:
+        room.join(student, class_id)
+    return made
+
+
+def kept(room: Classroom, class_id: str) -> Round:
+    """The round as the store keeps it (what every process reads)."""
+    return room.store.poll(class_id) or NO_ROUND
+
+
+# --- values: prompts and words ---------------------------------------------------------------------
+
+
+def test_a_prompt_is_stripped_text_of_at_most_120_characters():
+    assert checked_prompt("  Type a word you would put next to king.  ") == "Type a word you would put next to king."
+    assert checked_prompt("x" * MAX_PROMPT) == "x" * MAX_PROMPT
+    assert checked_prompt("=HYPERLINK(\"x\") is text too") == "=HYPERLINK(\"x\") is text too"  # shown as text
+    for bad in (None, 7, ["a prompt"], "", "   ", "x" * (MAX_PROMPT + 1), "x" * 10_000_000, "a\u0000b",
+                "line\nbreak", "bell\x07", "right\u202eto left"):
+        with pytest.raises(Refused) as refused:
+            checked_prompt(bad)
+        assert str(refused.value) == NOT_A_PROMPT
+    assert all(checked_prompt(prompt) == prompt for prompt in PROMPTS)
+
+
+def test_a_word_is_one_casefolded_word_of_letters_digits_hyphens_and_apostrophes():
+    assert checked_word("  Queen ") == "queen"
+    assert checked_word("QUEEN") == checked_word("queen") == "queen"
+    assert checked_word("don\u2019t") == checked_word("don't") == "don't"  # a phone's apostrophe
+    assert checked_word("e\u0301te\u0301") == "\u00e9t\u00e9"  # NFC: one way to write é
+    assert checked_word("Straße") == "strasse"
+    assert checked_word("नमस्ते") == "नमस्ते"  # a script whose vowel signs are marks
+    assert checked_word("東京") == "東京" and checked_word("3d") == "3d" and checked_word("well-known") == "well-known"
+    assert checked_word("x" * MAX_WORD) == "x" * MAX_WORD
+
+
+@pytest.mark.parametrize("bad", HOSTILE[:11] + ["two words", "-dash", "'quote", "under_score", "x" * (MAX_WORD + 1),
+                                                 "a.b", "tab\tx", "e\u0301" * 31, "💥"])
+def test_anything_else_is_refused_with_a_sentence_that_names_what_is_allowed(bad):
+    with pytest.raises(Refused) as refused:
+        checked_word(bad)
+    assert str(refused.value) == NOT_A_WORD
+
+
+@pytest.mark.parametrize("markup", ["<b>queen</b>", "<script>alert(1)</script>", "<img src=x onerror=alert(1)>",
+                                    "&lt;b&gt;", "queen<", "=1+1", "+cmd", "@sum"])
+def test_markup_or_a_formula_is_never_a_word_and_never_echoed(markup):
+    with pytest.raises(Refused) as refused:
+        checked_word(markup)
+    assert markup not in str(refused.value) and "<" not in str(refused.value)
+
+
+# --- a round: the tally, moderation, what a page is sent -----------------------------------------------
+
+
+def test_drawn_words_are_the_most_frequent_first_ties_by_word():
+    counts = {"prince": 2, "queen": 7, "crown": 2, "throne": 1, "apple": 2}
+    assert a_round(counts).drawn() == (("queen", 7), ("apple", 2), ("crown", 2), ("prince", 2), ("throne", 1))
+    assert a_round(counts).undrawn() == 0
+
+
+def test_at_most_max_drawn_words_are_drawn_and_the_rest_counted():
+    counts = {f"w{i:04d}": 1 + i % 5 for i in range(MAX_DRAWN + 37)}
+    round_ = a_round(counts)
+    drawn = round_.drawn()
+    assert len(drawn) == MAX_DRAWN and round_.undrawn() == 37
+    left = set(counts) - {word for word, _ in drawn}
+    assert min(count for _, count in drawn) >= max(counts[word] for word in left)  # the most frequent are drawn
+    hidden = {word for word, _ in drawn[:10]}
+    assert a_round(counts, hidden=hidden).undrawn() == 27  # hidden words make room
+
+
+def test_hidden_words_are_never_drawn_nor_sent_to_followers_but_the_lecturer_sees_them():
+    round_ = a_round({"queen": 3, "rude": 5, "prince": 1}, hidden={"rude", "later"})
+    assert round_.drawn() == (("queen", 3), ("prince", 1))
+    everyone = round_.message(lecturer=False)
+    assert "rude" not in json.dumps(everyone) and "later" not in json.dumps(everyone)
+    assert set(everyone) == {"round", "prompt", "open", "version", "drawn"}
+    assert everyone["drawn"] == [["queen", 3], ["prince", 1]]
+    lecturer = round_.message(lecturer=True)
+    assert lecturer["words"] == [
+        {"word": "rude", "count": 5, "hidden": True, "approved": False},
+        {"word": "queen", "count": 3, "hidden": False, "approved": False},
+        {"word": "prince", "count": 1, "hidden": False, "approved": False},
+        {"word": "later", "count": 0, "hidden": True, "approved": False},  # hidden before anyone sent it
+    ]
+    assert (lecturer["answers"], lecturer["students"], lecturer["review"]) == (9, 3, False)
+
+
+def test_under_review_first_only_approved_words_are_drawn():
+    round_ = a_round({"queen": 3, "prince": 2, "rude": 1}, approved={"prince", "rude"}, hidden={"rude"}, review=True)
+    assert round_.drawn() == (("prince", 2),)  # approved and not hidden
+    assert a_round({"queen": 3, "prince": 2}, approved={"prince"}).drawn() == (("queen", 3), ("prince", 2))
+
+
+def test_csv_has_every_word_with_its_moderation_and_no_cell_starts_a_formula():
+    round_ = a_round({"=cmd|' /c calc'!a0": 4, "+sum": 3, "-2": 2, "@x": 2, "\tx": 1, "\rx": 1, 'say "hi", then': 1,
+                      "queen": 5}, hidden={"@x"}, approved={"queen"})  # built directly: checked_word refuses these
+    text = csv_of(round_)
+    assert text.startswith("word,count,hidden,approved\r\n")
+    rows = list(csv.reader(io.StringIO(text)))
+    assert rows[0] == ["word", "count", "hidden", "approved"]
+    assert rows[1] == ["queen", "5", "false", "true"]
+    words = [row[0] for row in rows[1:]]
+    assert words == ["queen", "'=cmd|' /c calc'!a0", "'+sum", "'-2", "'@x", "'\tx", "'\rx", 'say "hi", then']
+    assert rows[5][2] == "true"
+    assert not any(cell.startswith(("=", "+", "-", "@", "\t", "\r")) for row in rows for cell in row)
+    assert csv_of(NO_ROUND) == "word,count,hidden,approved\r\n"
+
+
+# --- the lecturer's round, on either store --------------------------------------------------------------
+
+
+def test_the_lecturer_asks_closes_and_clears_a_round(room):
+    lecturer, class_id, secret = lecture(room)
+    assert room.round(class_id) == NO_ROUND
+    asked = room.ask(lecturer, secret, "  Type a word you would put next to king. ")
+    assert (asked.number, asked.prompt, asked.open, asked.review, asked.version) == (
+        1, "Type a word you would put next to king.", True, False, 1)
+    assert kept(room, class_id) == asked == room.round(class_id)
+    (student,) = students(room, class_id, 1)
+    room.answer(student, "page-1", "10.9.1.1", "queen", 1)
+    closed_ = room.close_round(lecturer, secret)
+    assert (closed_.open, dict(closed_.counts), closed_.number) == (False, {"queen": 1}, 1)  # words stay drawn
+    assert room.close_round(lecturer, secret).version == closed_.version  # closed already: no change
+    again = room.ask(lecturer, secret, "Type an animal.", True)
+    assert (again.number, again.open, again.review, dict(again.counts), again.answers, again.students) == (
+        2, True, True, {}, 0, 0)
+    cleared = room.clear_round(lecturer, secret)
+    assert (cleared.number, cleared.prompt, cleared.open, dict(cleared.counts), cleared.review) == (3, "", False, {},
+                                                                                                   True)
+    assert kept(room, class_id) == cleared
+    with pytest.raises(Refused, match=NOT_ASKED):
+        room.moderate(lecturer, secret, "queen", True)  # nothing asked in a cleared round
+    versions = [asked.version, closed_.version, again.version, cleared.version]
+    assert versions == sorted(versions) and len(set(versions)) == 4
+
+
+def test_only_the_lecturer_changes_a_round(room):
+    lecturer, class_id, secret = lecture(room)
+    room.ask(lecturer, secret, "Type a word.")
+    before = kept(room, class_id)
+    (student,) = students(room, class_id, 1)
+    for call in (lambda: room.ask(student, secret, "Mine now."), lambda: room.close_round(student, secret),
+                 lambda: room.clear_round(student, secret), lambda: room.moderate(student, secret, "queen", True),
+                 lambda: room.approve(student, secret, "queen", True), lambda: room.review(student, secret, True),
+                 lambda: room.ask(lecturer, "right-length-but-wrong-secret-ab", "Not the lecturer."),
+                 lambda: room.clear_round(lecturer, None)):
+        with pytest.raises(Forbidden) as refused:
+            call()
+        assert str(refused.value) == NOT_LECTURER
+    assert kept(room, class_id) == before
+
+
+def test_hiding_and_approving_words_before_or_after_they_are_answered(room):
+    lecturer, class_id, secret = lecture(room)
+    room.ask(lecturer, secret, "Type a word.")
+    hidden = room.moderate(lecturer, secret, "Rude", True)  # before anyone sent it: as a word is counted
+    assert hidden.hidden == {"rude"}
+    pages = students(room, class_id, 3)
+    for index, (student, word) in enumerate(zip(pages, ("queen", "rude", "prince"), strict=True)):
+        room.answer(student, f"page-{index}", "10.9.2.1", word, 1)
+    now = kept(room, class_id)
+    assert dict(now.counts) == {"queen": 1, "rude": 1, "prince": 1}
+    assert now.drawn() == (("prince", 1), ("queen", 1))
+    after = room.moderate(lecturer, secret, "prince", True)  # after it was drawn
+    assert after.drawn() == (("queen", 1),) and after.version > now.version
+    assert room.moderate(lecturer, secret, "prince", False).drawn() == (("prince", 1), ("queen", 1))
+    review = room.review(lecturer, secret, True)
+    assert review.review and review.drawn() == ()
+    assert room.approve(lecturer, secret, "queen", True).drawn() == (("queen", 1),)
+    assert room.approve(lecturer, secret, "rude", True).drawn() == (("queen", 1),)  # hidden stays hidden
+    assert room.review(lecturer, secret, False).drawn() == (("prince", 1), ("queen", 1))
+
+
+def test_at_most_max_moderated_words_are_hidden(room, monkeypatch):
+    monkeypatch.setattr(classroom, "MAX_MODERATED", 2)
+    lecturer, class_id, secret = lecture(room)
+    room.ask(lecturer, secret, "Type a word.")
+    room.moderate(lecturer, secret, "one", True)
+    room.moderate(lecturer, secret, "two", True)
+    before = kept(room, class_id)
+    with pytest.raises(Full) as refused:
+        room.moderate(lecturer, secret, "three", True)
+    assert str(refused.value) == MODERATED.replace("1,000", "2") or "At most" in str(refused.value)
+    assert kept(room, class_id) == before
+    assert room.moderate(lecturer, secret, "one", True).hidden == {"one", "two"}  # hidden already: no room needed
+
+
+# --- a student's answer ----------------------------------------------------------------------------------
+
+
+def test_a_student_answers_up_to_three_words_and_the_same_word_twice_counts_once(room, clock):
+    lecturer, class_id, secret = lecture(room)
+    room.ask(lecturer, secret, "Type a word.")
+    one, two = students(room, class_id, 2)
+    assert room.answer(one, "page-1", "10.9.3.1", "Queen", 1)[1] == ("queen",)
+    assert room.answer(one, "page-1", "10.9.3.1", "queen", 1)[1] == ("queen",)  # again: no refusal, no count
+    assert room.answer(two, "page-2", "10.9.3.1", "queen", 1)[1] == ("queen",)  # another page: counted
+    room.answer(one, "page-1", "10.9.3.1", "prince", 1)
+    assert room.answer(one, "page-1", "10.9.3.1", "king", 1)[1] == ("queen", "prince", "king")
+    assert room.own("page-1", class_id) == ("queen", "prince", "king") and room.own("page-3", class_id) == ()
+    before = kept(room, class_id)
+    clock.now += 10
+    with pytest.raises(Refused) as refused:
+        room.answer(one, "page-1", "10.9.3.1", "crown", 1)
+    assert str(refused.value) == ENOUGH
+    assert kept(room, class_id) == before
+    assert dict(before.counts) == {"queen": 2, "prince": 1, "king": 1}
+    assert (before.answers, before.students) == (4, 2)
+
+
+def test_the_store_keeps_a_pages_word_once_and_three_words_at_most(store, clock):
+    room = Classroom(store)
+    lecturer, class_id, secret = lecture(room)
+    room.ask(lecturer, secret, "Type a word.")
+    for word in ("a", "a", "b", "c"):
+        assert store.answer(class_id, "page-1", word, 1, 3, MAX_ANSWERS)[0] == "ok"
+    assert store.answer(class_id, "page-1", "d", 1, 3, MAX_ANSWERS) == ("enough", ("a", "b", "c"))
+    assert dict(kept(room, class_id).counts) == {"a": 1, "b": 1, "c": 1}
+
+
+def test_an_answer_is_refused_outside_an_open_round_of_the_number_it_names(room):
+    lecturer, class_id, secret = lecture(room)
+    (student,) = students(room, class_id, 1)
+    with pytest.raises(Refused) as refused:
+        room.answer(student, "page-1", "10.9.4.1", "queen", 1)
+    assert str(refused.value) == NOT_OPEN  # nothing asked yet
+    room.ask(lecturer, secret, "Type a word.")
+    room.ask(lecturer, secret, "Type another word.")
+    with pytest.raises(Refused) as refused:
+        room.answer(student, "page-1", "10.9.4.1", "queen", 1)  # the first question, asked over
+    assert str(refused.value) == OTHER_ROUND
+    room.close_round(lecturer, secret)
+    with pytest.raises(Refused) as refused:
+        room.answer(student, "page-1", "10.9.4.1", "queen", 2)
+    assert str(refused.value) == NOT_OPEN
+    assert dict(kept(room, class_id).counts) == {} and room.own("page-1", class_id) == ()
+    with pytest.raises(Refused) as refused:
+        room.answer(tab(), "page-2", "10.9.4.1", "queen", 2)  # a page in no class
+    assert str(refused.value) == NOT_FOLLOWING
+    with pytest.raises(Refused):
+        room.answer(lecturer, "page-3", "10.9.4.1", "queen", 2)  # the lecturer's page leads, it does not answer
+
+
+def test_a_round_takes_at_most_max_answers(room, clock):
+    lecturer, class_id, secret = lecture(room)
+    room.ask(lecturer, secret, "Type a word.")
+    pages = students(room, class_id, MAX_ANSWERS // 3 + 1)
+    taken = 0
+    for index, student in enumerate(pages):
+        for word in ("one", "two", "three"):
+            if taken == MAX_ANSWERS:
+                break
+            room.answer(student, f"page-{index}", f"10.9.5.{index % 250}", word, 1)
+            taken += 1
+        clock.now += 0.2  # no network sends more than it may
+    assert kept(room, class_id).answers == MAX_ANSWERS
+    before = kept(room, class_id)
+    with pytest.raises(Refused) as refused:
+        room.answer(pages[-1], f"page-{len(pages) - 1}", "10.9.6.1", "four", 1)
+    assert str(refused.value) == ROUND_FULL
+    assert kept(room, class_id) == before
+
+
+def test_a_page_sends_at_most_one_answer_a_second_after_a_burst_of_three(room, clock):
+    lecturer, class_id, secret = lecture(room)
+    room.ask(lecturer, secret, "Type a word.")
+    (student,) = students(room, class_id, 1)
+    for word in ("one", "two", "three"):  # a burst: a round's words at once
+        room.answer(student, "page-1", "10.9.7.1", word, 1)
+    round_ = room.ask(lecturer, secret, "Type another word.")
+    with pytest.raises(Full) as refused:
+        room.answer(student, "page-1", "10.9.7.1", "four", round_.number)
+    assert str(refused.value) == "One word a second, please: send the next in 1 second."
+    assert kept(room, class_id).answers == 0
+    clock.now += poll.ANSWER_SECONDS
+    assert room.answer(student, "page-1", "10.9.7.1", "four", round_.number)[1] == ("four",)
+    with pytest.raises(Full):
+        room.answer(student, "page-1", "10.9.7.1", "five", round_.number)
+
+
+def test_a_network_sends_at_most_300_answers_a_minute(room, clock):
+    lecturer, class_id, secret = lecture(room)
+    room.ask(lecturer, secret, "Type a word.")
+    pages = students(room, class_id, poll.ADDRESS_ANSWERS // 3 + 1)
+    for index, student in enumerate(pages[:-1]):  # a school of 100 behind one address: 3 words each
+        for word in ("one", "two", "three"):
+            room.answer(student, f"page-{index}", "203.0.113.0/24", word, 1)
+    with pytest.raises(Full) as refused:
+        room.answer(pages[-1], "page-last", "203.0.113.0/24", "one", 1)
+    assert str(refused.value).startswith("This network has sent 300 answers in the last minute")
+    assert room.answer(pages[-1], "page-last", "198.51.100.0/24", "one", 1)  # another network is not held up
+    clock.now += 60 / poll.ADDRESS_ANSWERS
+    assert room.answer(pages[-2], f"page-{len(pages) - 2}", "203.0.113.0/24", "one", 1)  # "one" sent already
+    assert room.answer(pages[-1], "page-last", "203.0.113.0/24", "two", 1)[1] == ("one", "two")
+    assert kept(room, class_id).answers == poll.ADDRESS_ANSWERS + 2
+
+
+@pytest.mark.parametrize("value", HOSTILE, ids=lambda v: repr(v)[:20])
+def test_any_json_value_in_any_argument_is_a_sentence_and_changes_nothing(room, value):
+    lecturer, class_id, secret = lecture(room)
+    room.ask(lecturer, secret, "Type a word.")
+    (student,) = students(room, class_id, 1)
+    room.answer(student, "page-1", "10.9.8.1", "queen", 1)
+    text = isinstance(value, str) and 1 <= len(value) <= 200
+    calls = [  # (the call, whether `value` is a valid argument there)
+        (lambda: room.ask(lecturer, value, "A prompt."), False),
+        (lambda: room.ask(lecturer, secret, value), text and "\u0000" not in value and value.strip() == value),
+        (lambda: room.ask(lecturer, secret, "A prompt.", value), value is True),
+        (lambda: room.close_round(lecturer, value), False),
+        (lambda: room.clear_round(lecturer, value), False),
+        (lambda: room.moderate(lecturer, secret, value, True), False),
+        (lambda: room.moderate(lecturer, secret, "queen", value), value is True),
+        (lambda: room.approve(lecturer, secret, value, True), False),
+        (lambda: room.approve(lecturer, secret, "queen", value), value is True),
+        (lambda: room.review(lecturer, secret, value), value is True),
+        (lambda: room.answer(student, value, "10.9.8.1", "prince", room.round(class_id).number), text),
+        (lambda: room.answer(student, "page-1", value, "king", room.round(class_id).number), text),
+        (lambda: room.answer(student, "page-1", "10.9.8.1", value, room.round(class_id).number), False),
+        (lambda: room.answer(student, "page-1", "10.9.8.1", "crown", value), False),
+    ]
+    for index, (call, valid) in enumerate(calls):
+        before, own = kept(room, class_id), room.own("page-1", class_id)
+        try:
+            call()
+        except Refused as error:
+            assert not valid, f"call {index} refused {value!r}: {error}"
+            sentence = str(error)
+            assert sentence.endswith((".", "!")) and len(sentence) < 300 and "\u0000" not in sentence
+            assert "<" not in sentence and "=1+1" not in sentence  # never echoed
+            assert kept(room, class_id) == before and room.own("page-1", class_id) == own, f"call {index} changed"
+        else:
+            assert valid, f"call {index} took {value!r}"
+    assert room.round(7) == NO_ROUND and room.round(["x"]) == NO_ROUND and room.own(None, None) == ()
+
+
+# --- every process's round --------------------------------------------------------------------------
+
+
+def test_a_round_ends_with_its_class(room, store):
+    lecturer, class_id, secret = lecture(room)
+    room.ask(lecturer, secret, "Type a word.")
+    (student,) = students(room, class_id, 1)
+    room.connect(key_of(student), student.member, room.lesson(class_id))
+    room.answer(student, "page-1", "10.9.9.1", "queen", 1)
+    room.end(lecturer, secret)
+    assert store.poll(class_id) is None
+    assert eventually(lambda: room.round(class_id) == NO_ROUND and room.own("page-1", class_id) == ())
+    with pytest.raises(Gone, match=ENDED):
+        room.answer(student, "page-1", "10.9.9.1", "prince", 1)
+    if isinstance(store, RedisStore):
+        assert not store.redis.keys(f"explorer:poll:{class_id}*")
+
+
+@pytest.mark.parametrize("stores", ["redis"], indirect=True)
+def test_a_rounds_keys_live_as_long_as_its_class(stores, clock):
+    store = stores()
+    room = Classroom(store)
+    lecturer, class_id, secret = lecture(room)
+    room.ask(lecturer, secret, "Type a word.")
+    (student,) = students(room, class_id, 1)
+    room.answer(student, "page-1", "10.9.10.1", "queen", 1)
+    room.moderate(lecturer, secret, "rude", True)
+    keys = store._poll_keys(class_id)
+    ttl = store.redis.pttl(keys[0])
+    assert ttl > 0 and all(abs(ttl - store.redis.pttl(key)) < 2_000 for key in keys[1:5])
+    store.redis.pexpire(keys[1], 5_000)  # as if it were written long ago: the class's beat gives it the class's life
+    store.publish(class_id, None, None)
+    assert all(store.redis.pttl(key) > 60_000 for key in keys[1:5])
+
+
+def test_every_process_hears_a_round_and_its_streams_wake(stores):
+    one, two = Classroom(stores()), Classroom(stores())
+    lecturer, class_id, secret = lecture(one)
+    told: list[str | None] = []
+    two.hear(told.append)
+    student = tab()
+    two.join(student, class_id)
+    two.connect(key_of(student), student.member, two.lesson(class_id))
+    asked = one.ask(lecturer, secret, "Type a word.")
+    assert eventually(lambda: two.round(class_id).prompt == "Type a word.")
+    assert class_id in told
+    two.answer(student, "page-1", "10.9.11.1", "queen", asked.number)
+    assert eventually(lambda: dict(one.round(class_id).counts) == {"queen": 1})
+    hidden = one.moderate(lecturer, secret, "queen", True)
+    assert eventually(lambda: two.round(class_id).hidden == {"queen"})
+    assert two.round(class_id).version >= hidden.version and two.round(class_id).drawn() == ()
+
+
+def test_a_burst_of_answers_is_announced_at_most_once_a_second_and_the_last_always(stores):
+    store = stores()
+    heard: list[Round] = []
+    listener = stores()
+    listener.listen_rounds(lambda class_id, round_: heard.append(round_) if class_id == made[0] else None)
+    if isinstance(listener, RedisStore):
+        listener.listen(lambda lesson: None)  # subscribed
+    ticks = Clock()
+    room = Classroom(store, ticks=ticks)
+    made: list[str] = []
+    lecturer, class_id, secret = lecture(room)
+    made.append(class_id)
+    room.ask(lecturer, secret, "Type a word.")
+    assert eventually(lambda: len(heard) == 1)  # the first change goes out at once
+    pages = students(room, class_id, 20)
+    for index, student in enumerate(pages):
+        room.answer(student, f"page-{index}", "10.9.12.1", "queen", 1)
+        room.flush()  # the writer's turn after each answer, its clock standing still
+    assert len(heard) <= 2
+    ticks.now += POLL_SECONDS
+    assert eventually(lambda: heard and heard[-1].answers == 20)
+    assert len(heard) <= 3 and heard[-1] == store.poll(class_id)
+
+
+def test_100_students_answering_at_once_on_threads_are_all_counted(stores, clock):
+    one, two = Classroom(stores()), Classroom(stores())  # two processes, for Redis
+    lecturer, class_id, secret = lecture(one)
+    one.ask(lecturer, secret, "Type a word you would put next to king.")
+    pages = [(room, tab()) for room in (one, two) for _ in range(50)]
+    for room, student in pages:
+        room.join(student, class_id)
+    words = ("queen", "prince", "crown")
+    errors: list[BaseException] = []
+
+    def answers(index: int) -> None:
+        room, student = pages[index]
+        try:
+            for word in words[: 1 + index % 3]:
+                room.answer(student, f"page-{index}", f"10.10.{index}.1", word, 1)
+        except BaseException as error:  # noqa: BLE001 - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=answers, args=(index,)) for index in range(100)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == []
+    expected = {"queen": 100, "prince": 66, "crown": 33}  # each page 1, 2 or 3 words, by its index
+    final = one.store.poll(class_id)
+    assert dict(final.counts) == expected and final.answers == 199 and final.students == 100
+    assert eventually(lambda: dict(one.round(class_id).counts) == expected)
+    assert eventually(lambda: dict(two.round(class_id).counts) == expected)
+
+
+# --- a store that is away ------------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def rooms(own_redis, clock):
+    """Two processes' classrooms on a Redis the test stops and starts again, trying it every 50 ms."""
+    made = [Classroom(RedisStore(own_redis.url, clock), retry=0.05) for _ in range(2)]
+    yield own_redis, made
+    for room in made:
+        room.close()
+
+
+def test_a_redis_outage_loses_no_acknowledged_answer_nor_the_rounds_moderation(rooms, clock):
+    """Redis stops during a round and starts again empty: answers acknowledged through either
+    process before it stopped are all there again, once each, with the round's number, prompt,
+    review mode and moderation; while it is away an answer is refused with `Reconnecting`."""
+    redis_server, (one, two) = rooms
+    lecturer, class_id, secret = lecture(one)
+    one.connect(key_of(lecturer), lecturer.member, one.lesson(class_id))
+    one.ask(lecturer, secret, "Type a word.")
+    one.ask(lecturer, secret, "Type a word you would put next to king.", True)  # round 2, review first
+    one.moderate(lecturer, secret, "rude", True)
+    one.approve(lecturer, secret, "queen", True)
+    pages = [(room, tab()) for room in (one, two, two) for _ in range(1)]
+    for index, (room, student) in enumerate(pages):
+        room.join(student, class_id)
+        room.connect(key_of(student), student.member, room.lesson(class_id))
+        for word in ("queen", "rude", f"word{index}")[: index + 1]:
+            room.answer(student, f"page-{index}", "10.11.0.1", word, 2)
+    acknowledged = one.store.poll(class_id)
+    assert dict(acknowledged.counts) == {"queen": 3, "rude": 2, "word2": 1}
+
+    redis_server.stop()
+    with pytest.raises(Reconnecting) as refused:
+        two.answer(pages[1][1], "page-1", "10.11.0.1", "late", 2)
+    assert str(refused.value) == RECONNECTING
+    assert two.own("page-1", class_id) == ("queen", "rude")
+    redis_server.start()  # empty
+    assert eventually(lambda: one.store.poll(class_id) is not None
+                      and dict(one.store.poll(class_id).counts) == dict(acknowledged.counts))
+    restored = one.store.poll(class_id)
+    assert (restored.number, restored.prompt, restored.open, restored.review) == (
+        2, "Type a word you would put next to king.", True, True)
+    assert (restored.hidden, restored.approved, restored.answers, restored.students) == (
+        {"rude"}, {"queen"}, 6, 3)
+    assert eventually(lambda: one.round(class_id) == two.round(class_id) == one.store.poll(class_id))
+    assert restored.version > acknowledged.version
+    with pytest.raises(Refused, match=ENOUGH):
+        two.answer(pages[2][1], "page-2", "10.11.0.1", "late", 2)  # its three words are its three again
+    clock.now += 5
+    assert two.answer(pages[1][1], "page-1", "10.11.0.1", "late", 2)[1] == ("queen", "rude", "late")  # it goes on
+    assert dict(one.store.poll(class_id).counts) == {"queen": 3, "rude": 2, "word2": 1, "late": 1}
+
+
+def test_the_memory_store_is_never_away(clock):
+    store = MemoryStore(clock)
+    room = Classroom(store)
+    lecturer, class_id, secret = lecture(room)
+    room.ask(lecturer, secret, f"Type a word, {secrets.token_hex(2)}.")
+    assert store.replay(class_id, 1, 0, {"page-1": ("queen",)}, 3, MAX_ANSWERS) == "done"  # written again once
+    assert store.replay(class_id, 1, 0, {"page-1": ("queen",)}, 3, MAX_ANSWERS) == "done"
+    assert dict(store.poll(class_id).counts) == {"queen": 1}
+    assert store.replay(class_id, 2, 0, {}, 3, MAX_ANSWERS) == "other"
+    assert not store.restore_round(class_id, store.poll(class_id))  # it has the round
