@@ -12,8 +12,8 @@ import orjson
 import pytest
 
 from tests.appapi import key_of
-from tests.waiting import eventually
 from tests.test_class_routes import call, opened, pages, started  # noqa: F401, F811 (the class tests' fixtures)
+from tests.waiting import eventually
 
 
 def poll(app_url: str, name: str, tab, address: str | None = None, **sent):
