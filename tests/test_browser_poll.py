@@ -123,3 +123,38 @@ def test_a_lecturer_asks_three_students_answer_and_the_plane_shows_them(open_pag
     lecturer.wait_for_function(HAS, arg=[], timeout=60_000)  # a new round: no words yet
     for page in (lecturer, *students):
         assert page.errors == []
+
+
+def test_a_round_by_keyboard_on_a_projector_and_a_phone_is_axe_clean(open_page, phones):
+    """The lecturer's box worked from the keyboard in presenter mode at 1920 × 1080 (review first
+    on, so each word has its Approve), a phone's banner with the prompt, its box and a refusal:
+    axe finds nothing against WCAG 2.2 A/AA, and the phone's box and Send fit its screen."""
+    from tests.test_accessibility import tab_to, violations
+
+    lecturer = open_page("presenter=1", viewport=(1920, 1080))
+    class_id = parse_qs(urlsplit(start_class(lecturer)).query)["class"][0]
+    student = phones(f"class={class_id}")
+    counts(lecturer, 1, 1)
+    lecturer.locator("#poll-review").check()
+    lecturer.locator("#poll-prompt").focus()
+    lecturer.keyboard.type("Type an animal.")
+    tab_to(lecturer, "e.id === 'poll-ask'", 6)
+    lecturer.keyboard.press("Enter")
+    student.wait_for_function("() => (document.getElementById('poll-question') || {}).textContent === "
+                              "'Type an animal.'", timeout=60_000)
+    send(student, "otter", tap=True)
+    send(student, "two words", tap=True)
+    student.wait_for_function("() => document.getElementById('poll-said').textContent.includes('one word')",
+                              timeout=60_000)
+    lecturer.wait_for_function("() => document.querySelector('[data-poll-approve=\"otter\"]') !== null",
+                               timeout=60_000)
+    lecturer.locator('[data-poll-approve="otter"]').focus()
+    lecturer.keyboard.press("Enter")  # approved from the keyboard: drawn, and the focus stays on its row
+    lecturer.wait_for_function(HAS, arg=["otter ×1"], timeout=60_000)
+    assert lecturer.evaluate("() => document.activeElement.dataset.pollApprove") == "otter"
+    for box in ("#poll-answer", "#poll-send"):
+        edge = student.locator(box).bounding_box()
+        assert edge is not None and edge["x"] >= 0 and edge["x"] + edge["width"] <= 390, box
+    assert lecturer.locator("#poll-ask").bounding_box()["width"] > 0
+    found = {"lecturer": violations(lecturer), "phone": violations(student)}
+    assert found == dict.fromkeys(found, [])
