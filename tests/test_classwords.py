@@ -116,3 +116,23 @@ def test_every_drawn_word_is_one_point(bert):
     spec = embedding_spec(scene)
     assert len(traces(spec)["class"]["x"]) == 200
     assert any("50 less frequent words" in note["text"].replace("<br>", " ") for note in spec["layout"]["annotations"])
+
+
+def test_pages_that_show_the_same_words_share_one_drawing(bert, monkeypatch):
+    """A class's followers show one lesson with one round's words: the plane is drawn once for all
+    of them (`ui.render.plane`), and again only when the words change."""
+    import app
+    from ui import render
+
+    page = app.demo.explorer
+    view, session = bert
+    drawn = []
+    original = render._plane
+    monkeypatch.setattr(render, "_plane", lambda *args: drawn.append(args[-1]) or original(*args))
+    render.forget_shared()
+    first = [render.plane(page, view, session, revision=n, answers=ANSWERS) for n in (1, 2, 3)]
+    assert len(drawn) == 1 and all('"name":"class"' in out[page.plot] for out in first)
+    fewer = Answers((("queen", 2),))
+    assert "prince" in first[0][page.plot] and "prince" not in render.plane(page, view, session, answers=fewer)[page.plot]
+    assert len(drawn) == 2
+    assert '"name":"class"' not in render.plane(page, view, session)[page.plot]  # no round: no class trace
