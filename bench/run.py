@@ -601,6 +601,21 @@ def first_load(quick: bool) -> list[Target]:
 # 13. a class following its lecturer
 
 
+def on_the_app(number: str, report, measure, *args, **kwargs) -> dict:
+    """`measure(*args, **kwargs)` of pages on a launched app, its tables printed as measure
+    `number`'s, with a warning when page calls failed; a RuntimeError when the app did not start."""
+    try:
+        found = measure(*args, **kwargs)
+    except SystemExit as stopped:  # the app did not start: this measure could not run
+        raise RuntimeError(str(stopped)) from None
+    print(flush=True)
+    for title, header, rows in report(found):
+        table(f"{number}. {title}", header, rows)
+    if found["errors"]:
+        print(f"WARNING: {len(found['errors'])} page call(s) failed; the first: {found['errors'][0]}\n")
+    return found
+
+
 def class_follow(quick: bool) -> list[Target]:
     """A class on one process (bench/class_follow.py): the server's CPU while 100 students'
     pages hold their class streams open and idle, against the same pages open without streams;
@@ -612,15 +627,8 @@ def class_follow(quick: bool) -> list[Target]:
     from bench.class_follow import WITHIN, measure, report
 
     students, typing = 100, 30
-    try:
-        found = measure(students, typing, presses=3 if quick else 5, window=8.0 if quick else 20.0)
-    except SystemExit as stopped:  # the app did not start: this measure could not run
-        raise RuntimeError(str(stopped)) from None
-    print(flush=True)
-    for title, header, rows in report(found):
-        table(f"13. {title}", header, rows)
-    if found["errors"]:
-        print(f"WARNING: {len(found['errors'])} page call(s) failed; the first: {found['errors'][0]}\n")
+    found = on_the_app("13", report, measure, students, typing, presses=3 if quick else 5,
+                       window=8.0 if quick else 20.0)
     idle, base = found["followers_pct"], found["baseline_pct"]
     scenarios = found["scenarios"]
     echo = scenarios["echo"]["p95"]
@@ -648,15 +656,7 @@ def poll(quick: bool) -> list[Target]:
     from bench.poll import WITHIN, measure, report
 
     students = 30 if quick else 100
-    try:
-        found = measure(students, 5.0, 30 if quick else 60)
-    except SystemExit as stopped:  # the app did not start: this measure could not run
-        raise RuntimeError(str(stopped)) from None
-    print(flush=True)
-    for title, header, rows in report(found):
-        table(f"13b. {title}", header, rows)
-    if found["errors"]:
-        print(f"WARNING: {len(found['errors'])} page call(s) failed; the first: {found['errors'][0]}\n")
+    found = on_the_app("13b", report, measure, students, 5.0, 30 if quick else 60)
     plane = found["to_plane"]
     alone, beside = percentile(found["alone"], 0.95), percentile(found["beside"], 0.95)
     return [Target(f"poll: {students} students' answers counted", f"{found['counted']} of {found['acknowledged']}",
