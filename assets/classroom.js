@@ -185,6 +185,9 @@
     if (streaming) streaming.abort();
     streaming = null;
     classId = answer.class;
+    poll = null; // a new class: no round yet, whatever the class before had
+    drawnAsked = null;
+    pollSaid = "";
     sessionStorage.setItem(LEAD + classId, answer.secret);
     const base = `${location.origin}${location.pathname}?class=${classId}`;
     justStarted = { student: base, lecturer: `${base}#lead=${answer.secret}` };

@@ -9,12 +9,10 @@
     POST explorer/class/poll/csv      {key, secret}                  the round's words and counts: {csv, poll}
     POST explorer/class/poll/answer   {key, word, round}             a following student's word for the round
 
-Each answers `{poll, own}`: the round as the page hears it on its stream (the lecturer's with
-every word, `core.serving.poll.Round.message`) and the words this page sent this round; or
-`{error}` with a sentence (400 a value not allowed, 403 not the lecturer, 404 no class, 429 a
-limit met; 200 with `reconnecting` while the class's store is away, as the class routes say it).
-Every call takes its page's direct turn (`ui.direct.Direct.turn`), in its address's share, so a
-flood of answers costs its sender's pages and nobody else's. The values are checked in core.
+Each answers `{poll, own}` (the round as the page's stream says it, `Round.message`, and the
+words this page sent this round) or `{error}`: 400, 403, 404 or 429 as the class routes answer,
+200 with `reconnecting` while the store is away. Every call takes a turn in its address's share
+(`ui.direct.Direct.turn`), so a flood of answers costs its sender. Values are checked in core.
 """
 
 from __future__ import annotations
