@@ -10,6 +10,7 @@ for an event on the page, none for time.
 
 from __future__ import annotations
 
+import time
 from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
@@ -94,7 +95,9 @@ def test_a_lecturer_asks_three_students_answer_and_the_plane_shows_them(open_pag
         student.wait_for_function("(word) => document.getElementById('poll-own').textContent === "
                                   "`You sent: ${word} (2 left)`", arg=word, timeout=60_000)
 
+    acknowledged = time.monotonic()
     lecturer.wait_for_function(HAS, arg=["queen ×2", "prince ×1"], timeout=60_000)
+    drawn_after = time.monotonic() - acknowledged
     lecturer.wait_for_function("() => document.getElementById('poll-status').textContent.includes("
                                "'3 answers from 3 students')", timeout=60_000)
     drawn = lecturer.evaluate(CLASS_TRACE)
@@ -105,8 +108,11 @@ def test_a_lecturer_asks_three_students_answer_and_the_plane_shows_them(open_pag
     follower.wait_for_function(f"() => ({PLOT}).data.some(t => t.name === 'your words')", timeout=60_000)
 
     lecturer.locator('[data-poll-hide="prince"]').click()
+    hidden = time.monotonic()
     lecturer.wait_for_function(HAS, arg=["queen ×2"], timeout=60_000)
     follower.wait_for_function(HAS, arg=["queen ×2"], timeout=60_000)
+    print(f"the lecturer's plot had the answers {drawn_after:.2f} s after the last was acknowledged; prince was off "
+          f"the lecturer's and a follower's plots {time.monotonic() - hidden:.2f} s after Hide")  # measured only
     students[2].wait_for_function(HAS, arg=["queen ×2"], timeout=60_000)  # the phone follows too
 
     send(follower, "<b>x</b>")  # refused: the sentence is shown as text
