@@ -47,6 +47,9 @@
   let pollSaid = ""; // the last refusal of a poll call, said under its box
   let drawnAsked = null; // the round's drawn words this page last asked its plot for
   const PER_STUDENT = 3; // words a student sends a round (core/serving/poll.py WORDS_PER_STUDENT)
+  // a student's page asks its plot again within this many ms of hearing new words, at random: a class's
+  // hundred pages hear them at once, and the lecturer's page (which asks at once) is not kept waiting
+  const SPREAD_MS = 700;
 
   // a call's answer, with its HTTP status (0: no answer came)
   async function post(path, body) {
@@ -243,7 +246,8 @@
     const shows = state && (state.role === "lecturer" || state.following);
     if (shows && drawn !== drawnAsked && window.embeddingExplorer) {
       drawnAsked = drawn;
-      window.embeddingExplorer.set({ poll: message.version });
+      const ask = () => window.embeddingExplorer.set({ poll: message.version });
+      if (state.role === "lecturer") ask(); else setTimeout(ask, Math.random() * SPREAD_MS);
     }
   }
 

@@ -37,7 +37,8 @@ WITHIN = 2.0  # seconds: the target, last answer to the lecturer's plane
 WORDS = ("queen", "prince", "princess", "crown", "throne", "castle", "royal", "kingdom", "emperor", "monarch",
          "ruler", "palace", "lord", "duke", "knight", "court", "reign", "empire", "majesty", "heir")
 PROMPT = "Type a word you would put next to king."
-SENTENCE = "the {w} sat quietly on the old mat while a small dog slept by the door"
+SPREAD = 0.7  # seconds within which a student's page asks its plot again, at random (classroom.js SPREAD_MS)
+SCHOOL, ELSEWHERE = "203.0.113.7", "198.51.100.9"  # the class's one network address, and the typist's
 
 
 class Student(Page):
@@ -68,9 +69,11 @@ class Student(Page):
         shows = message.get("role") == "lecturer" or message.get("following")
         if shows and drawn != self.drawn:
             self.drawn = drawn
-            self.spawn(self.redraw(poll["version"]))
+            lecturer = message.get("role") == "lecturer"
+            self.spawn(self.redraw(poll["version"], 0.0 if lecturer else random.uniform(0, SPREAD)))
 
-    async def redraw(self, version: int) -> None:
+    async def redraw(self, version: int, wait: float) -> None:
+        await asyncio.sleep(wait)
         try:
             answer, _ = await self.post("explorer/live", {"change": {"poll": version}})
         except (httpx.HTTPError, ValueError) as error:
@@ -106,6 +109,9 @@ async def run(url: str, students: int, spread: float, keys: int, say) -> dict:
     lecturer, typing = Student(url, calls), Page(url, calls)
     pupils = [Student(url, calls) for _ in range(students)]
     pages = [lecturer, typing, *pupils]
+    for page in pages:  # as the server sees them behind a school's router, and a visitor elsewhere (the
+        # server trusts its loopback peer's X-Forwarded-For)
+        page.http.headers["X-Forwarded-For"] = ELSEWHERE if page is typing else SCHOOL
     found: dict = {"students": students, "spread": spread}
     try:
         began = now()
@@ -169,7 +175,8 @@ async def run(url: str, students: int, spread: float, keys: int, say) -> dict:
         drawn = next((at for at, a in lecturer.redraws if sum((class_words(a) or {}).values()) >= total), None)
         counted = max((m.get("answers", 0) for m in lecturer.polls), default=0)
         found.update(
-            sent=len(acks), acknowledged=total, refused=[a[2].get("error") for a in acks if "poll" not in a[2]][:3],
+            sent=len(acks), acknowledged=total,
+            refused=[a[2].get("error") or str(a[2])[:200] for a in acks if "poll" not in a[2]][:3],
             counted=counted, students_counted=max((m.get("students", 0) for m in lecturer.polls), default=0),
             answer_ms=[acked - sent for sent, acked, _ in taken],
             to_stream=None if heard is None else heard - last, to_plane=None if drawn is None else drawn - last,

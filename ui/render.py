@@ -350,8 +350,8 @@ def answers_of(member, view: View) -> Answers | None:
     None otherwise. Read from what this process knows of the round (no store call)."""
     if member is None or not view.answers:
         return None
-    if isinstance(member, Follower) and lesson_of(view) != member.lesson:  # exploring on its own
-        return None
+    if isinstance(member, Follower) and not member.following and lesson_of(view) != member.lesson:
+        return None  # exploring on its own (a page being shown the lesson again follows once it shows it)
     round_ = member.classroom.round(member.class_id)
     drawn = round_.drawn()
     return Answers(tuple((word, int(count)) for word, count in drawn), round_.undrawn()) if drawn else None
