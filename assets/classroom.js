@@ -45,7 +45,7 @@
   let poll = null; // the round, as this page hears it (Round.message), from the stream or a poll call
   let own = []; // the words this page sent in the round
   let pollSaid = ""; // the last refusal of a poll call, said under its box
-  let drawnAsked = null; // the round's drawn words this page last asked its plot for
+  let drawnAsked = "[]"; // the round's drawn words this page last asked its plot for (a new page shows none)
   const PER_STUDENT = 3; // words a student sends a round (core/serving/poll.py WORDS_PER_STUDENT)
   // a student's page asks its plot again within this many ms of hearing new words, at random: a class's
   // hundred pages hear them at once, and the lecturer's page (which asks at once) is not kept waiting
@@ -189,7 +189,7 @@
     streaming = null;
     classId = answer.class;
     poll = null; // a new class: no round yet, whatever the class before had
-    drawnAsked = null;
+    drawnAsked = "[]";
     pollSaid = "";
     sessionStorage.setItem(LEAD + classId, answer.secret);
     const base = `${location.origin}${location.pathname}?class=${classId}`;

@@ -46,7 +46,7 @@ class Student(Page):
 
     def __init__(self, url: str, calls: Calls) -> None:
         super().__init__(url, calls)
-        self.drawn: str | None = None  # the round's drawn words last asked for (classroom.js `drawnAsked`)
+        self.drawn = "[]"  # the round's drawn words last asked for (classroom.js `drawnAsked`: a new page shows none)
         self.polls: list[dict] = []  # each stream message's round, with when it came
         self.redraws: list[tuple[float, dict]] = []  # each {poll} answer, when it came
         self.secret: str | None = None  # a lecturer's, once it started the class

@@ -182,7 +182,7 @@ class Direct:
         from `address` (by default the address that opened the tab). `begin()` runs in the event
         loop as the turn starts; then `compute` runs right there if `quick()` says it may and no
         other thread holds the tab, else on a worker thread."""
-        lane = lane or self.turns
+        lane = self.turns if lane is None else lane  # (a lane with no call waiting is empty, and falsy)
         threads = self._threads.get(id(lane))
         if threads is None:
             threads = self._threads[id(lane)] = anyio.CapacityLimiter(lane.slots)
