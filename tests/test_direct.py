@@ -486,3 +486,22 @@ def test_flip_and_the_listing_s_layer_are_actions_the_route_computes(app_url, ta
     assert tab.view.source == "random" and tab.view.sentence_a == DOCUMENT_SENTENCE and tab.view.sentence_b == ""
     assert tab.view.settings == LISTING_SETTINGS
     assert answer["values"]["sentence-a"] == DOCUMENT_SENTENCE  # the box does not show it yet
+
+
+def test_a_call_given_a_lane_of_its_own_takes_it_even_when_no_call_waits_there(tab):
+    """A lane with no call waiting is empty (and so falsy): a call given it must still take it, not
+    the keystrokes' lane, where a newer call of its page would skip it (a class's answer, a change
+    of the tables)."""
+    import app
+    from ui.channels import Channel
+    from ui.direct import Direct
+    from ui.visitors import Turns, Visitors
+
+    _, tab = tab
+    visitors = Visitors()
+    direct = Direct(app.demo.explorer, visitors=visitors)
+    own = Turns(visitors, 1)
+    channel = Channel(session=None)
+    answer = run_async(lambda: direct.turn(tab, lambda: {"done": True}, channel=channel, lane=own, address=STRANGER))
+    assert answer == {"done": True}
+    assert channel.latest == 0 and id(own) in direct._threads  # its own lane's: the keystrokes' counted nothing
