@@ -11,6 +11,12 @@
 //  - a class whose store is away says so on every page ("reconnecting"); calls answered so are
 //    made again, the stream stays open (or is opened again), and the lecturer's secret is kept:
 //    only a class that is gone or a secret that is wrong (404, 403) lets it go.
+//  - a round of answers (ui/pollroutes.py): the lecturer's box asks with a prompt, closes, clears,
+//    hides or approves each word and downloads them; a student's banner shows the prompt with a
+//    box to send a word. Each stream line carries the round (`poll`); when the words it draws
+//    change, a page that shows them asks its plot again ({poll: version} on the page's route), and
+//    a student's own words are ringed on its plot (assets/explorer.js `mark`). Every word and
+//    prompt is written as text, never as markup.
 // The address keeps `class=ID` beside the view's query (ui/tourpanel.py ADDRESS_JS asks `param`).
 (() => {
   const LEAD = "embedding-explorer-lead:"; // sessionStorage: class id -> the lecturer's secret
@@ -36,6 +42,14 @@
   let justStarted = null; // {student, lecturer}: the links, the lecturer's shown once
   let streaming = null; // the AbortController of the open stream
   let following = false; // a follow call in flight
+  let poll = null; // the round, as this page hears it (Round.message), from the stream or a poll call
+  let own = []; // the words this page sent in the round
+  let pollSaid = ""; // the last refusal of a poll call, said under its box
+  let drawnAsked = "[]"; // the round's drawn words this page last asked its plot for (a new page shows none)
+  const PER_STUDENT = 3; // words a student sends a round (core/serving/poll.py WORDS_PER_STUDENT)
+  // a student's page asks its plot again within this many ms of hearing new words, at random: a class's
+  // hundred pages hear them at once, and the lecturer's page (which asks at once) is not kept waiting
+  const SPREAD_MS = 700;
 
   // a call's answer, with its HTTP status (0: no answer came)
   async function post(path, body) {
@@ -142,6 +156,7 @@
     state = message;
     problem = "";
     reconnecting = message.reconnecting || "";
+    if (message.poll) polled(message.poll, message.own);
     if (message.role === "student" && message.following && message.version > message.shown && !message.ended) {
       follow();
     }
@@ -173,6 +188,9 @@
     if (streaming) streaming.abort();
     streaming = null;
     classId = answer.class;
+    poll = null; // a new class: no round yet, whatever the class before had
+    drawnAsked = "[]";
+    pollSaid = "";
     sessionStorage.setItem(LEAD + classId, answer.secret);
     const base = `${location.origin}${location.pathname}?class=${classId}`;
     justStarted = { student: base, lecturer: `${base}#lead=${answer.secret}` };
@@ -203,9 +221,153 @@
 
   const step = (message) => (message && message.step ? `step ${message.step}` : "a view off the tour");
 
+  let boxWritten = null;
   function render() {
-    if (box) box.innerHTML = boxHtml();
+    if (box) {
+      const html = boxHtml();
+      if (html !== boxWritten) box.innerHTML = html; // rewritten only when it changed: a focused button stays
+      boxWritten = html;
+      lecturerPoll();
+    }
     banner();
+  }
+
+  // --- a round of answers -------------------------------------------------------------------------
+  // the round heard (a stream line, or a poll call's answer): the plot is asked again when the words it
+  // draws changed, by a page that draws them (the lecturer's, a following student's)
+  function polled(message, words) {
+    if (!message || (poll && message.version < poll.version)) return;
+    poll = message;
+    if (Array.isArray(words)) {
+      own = words;
+      if (window.embeddingExplorer) window.embeddingExplorer.mark(own);
+    }
+    const drawn = JSON.stringify(message.drawn || []);
+    const shows = state && (state.role === "lecturer" || state.following);
+    if (shows && drawn !== drawnAsked && window.embeddingExplorer) {
+      drawnAsked = drawn;
+      const ask = () => window.embeddingExplorer.set({ poll: message.version });
+      if (state.role === "lecturer") ask(); else setTimeout(ask, Math.random() * SPREAD_MS);
+    }
+  }
+
+  async function pollCall(path, body) {
+    const answer = await post(`poll/${path}`, { secret: secret() || undefined, ...body });
+    pollSaid = answer.error || "";
+    if (answer.reconnecting) reconnecting = answer.error;
+    if (!answer.error) polled(answer.poll, answer.own);
+    render();
+    return answer;
+  }
+
+  const text = (element, value) => { if (element && element.textContent !== value) element.textContent = value; };
+  let pollHost = null; // the lecturer's poll box, beside the class box
+  let prompts = []; // the ready prompts (core/serving/poll.py PROMPTS), from the box's data-prompts
+
+  function lecturerPoll() {
+    if (!pollHost) return;
+    if (!state || state.ended || state.role !== "lecturer") {
+      pollHost.innerHTML = "";
+      return;
+    }
+    if (!pollHost.firstChild) {
+      pollHost.innerHTML = '<section class="poll" aria-labelledby="poll-title">'
+        + '<h3 id="poll-title" class="poll-title">Ask the class for a word</h3>'
+        + '<label class="poll-label" for="poll-prompt">Prompt</label>'
+        + '<input id="poll-prompt" class="poll-input" type="text" maxlength="120" autocomplete="off" '
+        + 'placeholder="e.g. Type a word you would put next to king.">'
+        + '<label class="poll-label" for="poll-ready">Ready prompts</label>'
+        + '<select id="poll-ready" class="poll-input"><option value="">Choose one to fill the prompt…</option>'
+        + prompts.map((prompt) => `<option>${escapeHtml(prompt)}</option>`).join("") + "</select>"
+        + '<label class="poll-check"><input id="poll-review" type="checkbox"> Review first: students’ words '
+        + "are shown only once you approve them</label>"
+        + '<div class="poll-buttons"><button id="poll-ask" class="class-button" type="button">Ask the class</button>'
+        + '<button id="poll-close" class="class-button" type="button">Close the answers</button>'
+        + '<button id="poll-clear" class="class-button" type="button">Clear</button></div>'
+        + '<p id="poll-status" role="status"></p><p id="poll-problem" class="class-problem" role="alert"></p>'
+        + '<ul id="poll-words" class="poll-words" aria-label="The class\'s words"></ul>'
+        + '<div class="poll-buttons"><button id="poll-csv" class="class-button" type="button">Download CSV</button>'
+        + '<button id="poll-png" class="class-button" type="button">Download PNG</button></div></section>';
+    }
+    const round = poll || { round: 0, prompt: "", open: false, words: [], answers: 0, students: 0 };
+    const asked = Boolean(round.prompt);
+    document.getElementById("poll-close").disabled = !round.open;
+    document.getElementById("poll-clear").disabled = !asked && !(round.words || []).length;
+    document.getElementById("poll-review").checked = Boolean(round.review);
+    const counts = `${round.answers || 0} answer${round.answers === 1 ? "" : "s"} from ${round.students || 0} `
+      + `student${round.students === 1 ? "" : "s"}`;
+    text(document.getElementById("poll-status"), !asked ? "No question asked yet."
+      : `“${round.prompt}”: ${round.open ? "answers open" : "answers closed"} · ${counts}`);
+    text(document.getElementById("poll-problem"), pollSaid ? `⚠️ ${pollSaid}` : "");
+    const list = document.getElementById("poll-words");
+    const items = (round.words || []).map((word) => {
+      const name = escapeHtml(word.word);
+      const shown = word.hidden ? "hidden" : round.review && !word.approved ? "waiting for approval" : "shown";
+      const approve = round.review ? `<button class="poll-toggle" type="button" data-poll-approve="${name}" `
+        + `data-on="${!word.approved}" aria-label="${word.approved ? "Withdraw" : "Approve"} ${name}">${
+          word.approved ? "Withdraw" : "Approve"}</button>` : "";
+      return `<li><span class="poll-word">${name}</span> ×${word.count} <span class="poll-state">(${shown})</span> `
+        + `<button class="poll-toggle" type="button" data-poll-hide="${name}" data-on="${!word.hidden}" `
+        + `aria-label="${word.hidden ? "Show" : "Hide"} ${name}">${word.hidden ? "Show" : "Hide"}</button>${approve}</li>`;
+    }).join("");
+    if (list.dataset.written !== items) { // a focused toggle keeps the focus through the rewrite
+      const focused = document.activeElement && list.contains(document.activeElement)
+        ? [...document.activeElement.attributes].find((a) => a.name.startsWith("data-poll-")) : null;
+      list.innerHTML = items;
+      list.dataset.written = items;
+      if (focused) {
+        const again = [...list.querySelectorAll(`[${focused.name}]`)].find((b) => b.getAttribute(focused.name)
+          === focused.value);
+        if (again) again.focus();
+      }
+    }
+  }
+
+  function studentPoll(element) {
+    let part = document.getElementById("poll-student");
+    const asked = state && state.role === "student" && !state.ended && poll && poll.prompt;
+    if (!asked) {
+      if (part) part.remove();
+      return;
+    }
+    if (!part) {
+      part = document.createElement("div");
+      part.id = "poll-student";
+      part.className = "poll-student";
+      part.innerHTML = '<p class="poll-question"><span class="poll-kicker">The lecturer asks:</span> '
+        + '<span id="poll-question"></span></p>'
+        + '<form id="poll-form" class="poll-form"><label for="poll-answer">Your word</label>'
+        + '<input id="poll-answer" type="text" maxlength="30" autocomplete="off" autocapitalize="none" '
+        + 'spellcheck="false" enterkeyhint="send">'
+        + '<button id="poll-send" class="class-button" type="submit">Send</button></form>'
+        + '<p id="poll-said" aria-live="polite"></p><p id="poll-own"></p>';
+      element.appendChild(part);
+    }
+    text(document.getElementById("poll-question"), poll.prompt); // as text: a prompt is never markup
+    const left = Math.max(0, PER_STUDENT - own.length);
+    document.getElementById("poll-form").hidden = !poll.open || !left;
+    text(document.getElementById("poll-said"), pollSaid ? `⚠️ ${pollSaid}` : poll.open ? "" : "The answers are closed.");
+    text(document.getElementById("poll-own"), own.length
+      ? `You sent: ${own.join(", ")} (${left} left)` : "");
+  }
+
+  async function sendWord() {
+    const input = document.getElementById("poll-answer");
+    if (!input || !poll) return;
+    const answer = await pollCall("answer", { word: input.value, round: poll.round });
+    if (!answer.error) input.value = "";
+  }
+
+  async function downloadCsv() {
+    const answer = await pollCall("csv", {});
+    if (answer.error) return;
+    const link = document.createElement("a");
+    link.href = URL.createObjectURL(new Blob([answer.csv], { type: "text/csv;charset=utf-8" }));
+    link.download = `class-answers-round-${answer.poll ? answer.poll.round : 0}.csv`;
+    document.body.appendChild(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(link.href), 1000);
   }
 
   function boxHtml() {
@@ -245,29 +407,36 @@
       if (element) element.remove();
       return;
     }
-    if (!element) {
+    if (!element) { // its line says the class (a live region); a student's round has a part of its own
       element = document.createElement("div");
       element.id = "class-banner";
-      element.setAttribute("role", "status");
+      element.innerHTML = '<div id="class-line" class="class-line" role="status"></div>';
       document.body.appendChild(element);
     }
+    const line = element.querySelector("#class-line");
+    let html;
     if (state && state.ended) {
-      element.innerHTML = `<span id="class-status">${escapeHtml(state.ended)}</span>`;
+      html = `<span id="class-status">${escapeHtml(state.ended)}</span>`;
     } else if (reconnecting) {
-      element.innerHTML = `<span id="class-status">⚠️ ${escapeHtml(reconnecting)}</span>`;
+      html = `<span id="class-status">⚠️ ${escapeHtml(reconnecting)}</span>`;
     } else if (!state) {
-      element.innerHTML = `<span id="class-status">⚠️ ${escapeHtml(problem)}</span>`;
+      html = `<span id="class-status">⚠️ ${escapeHtml(problem)}</span>`;
     } else if (state.role === "lecturer") {
-      element.innerHTML = `<span id="class-status">Class: <b id="class-connected">${state.connected}</b> connected, `
+      html = `<span id="class-status">Class: <b id="class-connected">${state.connected}</b> connected, `
         + `<b id="class-following">${state.following}</b> following</span>`;
     } else if (state.following) {
-      element.innerHTML = `<span id="class-status">Following the lecturer (<span id="class-step">${
+      html = `<span id="class-status">Following the lecturer (<span id="class-step">${
         escapeHtml(step(state))}</span>)</span>`;
     } else {
-      element.innerHTML = `<span id="class-status">Exploring on your own. The lecturer is on <span id="class-step">${
+      html = `<span id="class-status">Exploring on your own. The lecturer is on <span id="class-step">${
         escapeHtml(step(state))}</span>.</span> `
         + '<button id="class-follow" class="class-button" type="button">Follow the lecturer again</button>';
     }
+    if (line.dataset.written !== html) {
+      line.innerHTML = html;
+      line.dataset.written = html;
+    }
+    studentPoll(element);
   }
 
   async function copyLink(button) {
@@ -289,12 +458,44 @@
     else if (target.closest("#class-follow")) follow();
     else if (target.closest("#class-copy")) copyLink(target.closest("#class-copy"));
     else if (target.closest("#class-student-link, #class-lecturer-link")) target.select();
+    else if (target.closest("#poll-ask")) {
+      pollCall("ask", { prompt: document.getElementById("poll-prompt").value,
+        review: document.getElementById("poll-review").checked });
+    } else if (target.closest("#poll-close")) pollCall("close", {});
+    else if (target.closest("#poll-clear")) pollCall("clear", {});
+    else if (target.closest("#poll-csv")) downloadCsv();
+    else if (target.closest("#poll-png")) window.embeddingExplorer.downloadPNG();
+    else if (target.closest("[data-poll-hide]")) {
+      const button = target.closest("[data-poll-hide]");
+      pollCall("hide", { word: button.dataset.pollHide, on: button.dataset.on === "true" });
+    } else if (target.closest("[data-poll-approve]")) {
+      const button = target.closest("[data-poll-approve]");
+      pollCall("approve", { word: button.dataset.pollApprove, on: button.dataset.on === "true" });
+    }
+  });
+  document.addEventListener("change", (event) => {
+    const target = event.target;
+    if (target && target.id === "poll-ready" && target.value) {
+      document.getElementById("poll-prompt").value = target.value;
+      target.value = "";
+      document.getElementById("poll-prompt").focus();
+    } else if (target && target.id === "poll-review" && poll && poll.open) {
+      pollCall("review", { on: target.checked }); // during a round: the mode changes now; else with the next ask
+    }
+  });
+  document.addEventListener("submit", (event) => {
+    if (!event.target || event.target.id !== "poll-form") return;
+    event.preventDefault(); // Enter in the box sends, as the button does
+    sendWord();
   });
 
   window.embeddingExplorerClass = {
     // the class box's script: where to write
     attach(element) {
-      box = element;
+      element.innerHTML = '<div class="class-main"></div><div class="poll-host"></div>';
+      box = element.querySelector(".class-main");
+      pollHost = element.querySelector(".poll-host");
+      try { prompts = JSON.parse(element.dataset.prompts || "[]"); } catch (error) { prompts = []; }
       render();
     },
     setKey(value) {

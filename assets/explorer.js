@@ -131,6 +131,21 @@
   }
   const withHidden = (data) => data.map((trace) => (hidden.has(trace.name) ? { ...trace, visible: "legendonly" } : trace));
 
+  // a student's own words in a class's round (assets/classroom.js `mark`), ringed where the class trace
+  // draws them: the trace is the class's, shared by every page; the rings are this page's
+  let own = [];
+  function withOwn(data) {
+    const words = data.find((trace) => trace.name === "class");
+    const points = words && own.length ? (words.customdata || []).flatMap((word, i) => (own.includes(word) ? [i] : [])) : [];
+    if (!points.length) return data;
+    const at = (values) => { const all = untyped(values); return points.map((i) => all[i]); };
+    const sizes = at(words.marker.size);
+    return [...data, { type: words.type, name: "your words", x: at(words.x), y: at(words.y),
+      ...(words.z ? { z: at(words.z) } : {}), xaxis: words.xaxis, yaxis: words.yaxis, mode: "markers",
+      hoverinfo: "skip", marker: { symbol: "circle-open", size: sizes.map((size) => size + 12), color: "#1a1a1a",
+        line: { width: 3 } } }];
+  }
+
   const select = (position) => send({ token: position });
   function onClick(event) {
     const point = event.points && event.points[0];
@@ -258,7 +273,7 @@
     const labels = window.embeddingLabels;
     labels.use(host, shown.labels);
     host.dataset.plotted = shown.revision; // the revision being drawn, and (below) the one drawn whole
-    const data = withHidden(withBackground(shown.data));
+    const data = withHidden(withBackground(withOwn(shown.data)));
     await Plotly.react(host, data, await heldLayout(data, shown.layout, shown.config), shown.config);
     if (!host.__labelsListening) labels.show(host, shown.labels);
     host.dataset.drawn = shown.revision;
@@ -517,6 +532,12 @@
       return [];
     },
     hasBackground: () => background !== null,
+    // a student's own words in a class's round, ringed on the class trace
+    mark(words) {
+      const changed = JSON.stringify(words) !== JSON.stringify(own);
+      own = words.slice();
+      if (changed) plot();
+    },
     // the wire format's readers, for tests/test_wire_format.py: expand(data, layout) -> traces,
     // drawTable(layout) fills #token-table's body, labelsOf(layout.meta) -> the labels, texts whole
     expand,

@@ -50,6 +50,48 @@ def lecture_with_a_class(browser, url: str) -> None:
         page.context.close()
 
 
+# what the students of assets/poll.png send, a page each (up to three words a page)
+ANSWERS = (("queen", "crown"), ("queen", "prince"), ("queen", "princess"), ("queen", "throne"),
+           ("prince", "emperor"), ("crown", "kingdom", "ruler"))
+
+
+def a_round_of_answers(browser, url: str) -> None:
+    """assets/poll.png: the lecturer's page on the tour's BERT step, a round of answers in its plane
+    (the class box's words under the tour's text), sent by six students' pages."""
+    from tests.browser import open_at, settle
+
+    lecturer = open_at(browser, url, "step=6", (1440, 900))
+    lecturer.locator("#class-start").click()
+    link = lecturer.locator("#class-student-link").input_value()
+    students = [open_at(browser, url, link.split("?", 1)[1], (1024, 768)) for _ in ANSWERS]
+    lecturer.locator("#poll-ready").select_option("Type a word you would put next to king.")
+    lecturer.locator("#poll-ask").click()
+    for student, words in zip(students, ANSWERS, strict=True):
+        student.locator("#poll-answer").wait_for()
+        for word in words:
+            student.locator("#poll-answer").fill(word)
+            student.locator("#poll-answer").press("Enter")
+            student.wait_for_function("(word) => document.getElementById('poll-own').textContent.includes(word)",
+                                      arg=word, timeout=60_000)
+    sent = sum(len(words) for words in ANSWERS)
+    lecturer.wait_for_function("(sent) => document.getElementById('poll-status').textContent.includes("
+                               "`${sent} answers`)", arg=sent, timeout=60_000)
+    lecturer.wait_for_function("() => document.querySelector('#embed-plot .js-plotly-plot').data.some("
+                               "t => t.name === 'class' && t.hovertext.some(h => h.startsWith('queen ×4')))",
+                               timeout=60_000)
+    settle(lecturer)
+    lecturer.evaluate("() => document.getElementById('main-row').scrollIntoView({block: 'start'})")
+    tiles = [Image.open(io.BytesIO(lecturer.screenshot()))]
+    lecturer.evaluate("() => { document.getElementById('class-banner').style.visibility = 'hidden'; }")
+    tiles.append(Image.open(io.BytesIO(lecturer.locator("#class-box .poll").screenshot())))  # its box, below
+    sheet = Image.new("RGB", (tiles[0].width + tiles[1].width + 24, max(t.height for t in tiles)), "white")
+    sheet.paste(tiles[0], (0, 0))
+    sheet.paste(tiles[1], (tiles[0].width + 24, 0))
+    sheet.save(ROOT / "assets" / "poll.png")
+    for page in (lecturer, *students):
+        page.context.close()
+
+
 def trained_as_code(browser, url: str, train) -> None:
     """assets/code.png: tour step 7 trained, beside its Code tab at the layer and its training."""
     from tests.browser import open_at, settle
@@ -87,7 +129,7 @@ def trained_as_code(browser, url: str, train) -> None:
 
 def main(only: tuple[str, ...] = ()) -> None:
     """Every picture, or those named in `only` (screenshot, lecture, presenter, phone, training,
-    code, class, views)."""
+    code, class, poll, views)."""
     from playwright.sync_api import sync_playwright
 
     import app
@@ -134,6 +176,8 @@ def main(only: tuple[str, ...] = ()) -> None:
 
         if not only or "class" in only:
             lecture_with_a_class(browser, url)
+        if not only or "poll" in only:
+            a_round_of_answers(browser, url)
         if only and "views" not in only:
             browser.close()
             app.demo.close()

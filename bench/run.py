@@ -601,6 +601,21 @@ def first_load(quick: bool) -> list[Target]:
 # 13. a class following its lecturer
 
 
+def on_the_app(number: str, report, measure, *args, **kwargs) -> dict:
+    """`measure(*args, **kwargs)` of pages on a launched app, its tables printed as measure
+    `number`'s, with a warning when page calls failed; a RuntimeError when the app did not start."""
+    try:
+        found = measure(*args, **kwargs)
+    except SystemExit as stopped:  # the app did not start: this measure could not run
+        raise RuntimeError(str(stopped)) from None
+    print(flush=True)
+    for title, header, rows in report(found):
+        table(f"{number}. {title}", header, rows)
+    if found["errors"]:
+        print(f"WARNING: {len(found['errors'])} page call(s) failed; the first: {found['errors'][0]}\n")
+    return found
+
+
 def class_follow(quick: bool) -> list[Target]:
     """A class on one process (bench/class_follow.py): the server's CPU while 100 students'
     pages hold their class streams open and idle, against the same pages open without streams;
@@ -612,15 +627,8 @@ def class_follow(quick: bool) -> list[Target]:
     from bench.class_follow import WITHIN, measure, report
 
     students, typing = 100, 30
-    try:
-        found = measure(students, typing, presses=3 if quick else 5, window=8.0 if quick else 20.0)
-    except SystemExit as stopped:  # the app did not start: this measure could not run
-        raise RuntimeError(str(stopped)) from None
-    print(flush=True)
-    for title, header, rows in report(found):
-        table(f"13. {title}", header, rows)
-    if found["errors"]:
-        print(f"WARNING: {len(found['errors'])} page call(s) failed; the first: {found['errors'][0]}\n")
+    found = on_the_app("13", report, measure, students, typing, presses=3 if quick else 5,
+                       window=8.0 if quick else 20.0)
     idle, base = found["followers_pct"], found["baseline_pct"]
     scenarios = found["scenarios"]
     echo = scenarios["echo"]["p95"]
@@ -634,6 +642,31 @@ def class_follow(quick: bool) -> list[Target]:
                               f"{s['within']:.0%} (p95 {ms(s['p95'])})", f"{ms(echo)} (stream alone, p95)",
                               times(s["p95"] / echo), f"≥ 95% within {WITHIN:g} s", s["within"] >= 0.95))
     return targets
+
+
+# 13b. a round of answers in a class
+
+
+def poll(quick: bool) -> list[Target]:
+    """A round of answers on one process (bench/poll.py): 100 students (30 with --quick), each
+    following the class, send one word within 5 s; the lecturer's stream and its plane's redraw
+    are timed from the last answer's acknowledgement, and a typist outside the class types beside
+    the round and alone. Targets: every acknowledged answer counted; the lecturer's plane within
+    2 s of the last answer; the typist's p95 reported beside the flood against alone."""
+    from bench.poll import WITHIN, measure, report
+
+    students = 30 if quick else 100
+    found = on_the_app("13b", report, measure, students, 5.0, 30 if quick else 60)
+    plane = found["to_plane"]
+    alone, beside = percentile(found["alone"], 0.95), percentile(found["beside"], 0.95)
+    return [Target(f"poll: {students} students' answers counted", f"{found['counted']} of {found['acknowledged']}",
+                   f"{found['sent']} sent", "—", "every acknowledged answer", found["counted"] >= found["acknowledged"]
+                   == found["sent"]),
+            Target("poll: last answer to the lecturer's plane", "missed" if plane is None else ms(plane),
+                   ms(found["to_stream"]) if found["to_stream"] is not None else "—", "—", f"≤ {WITHIN:g} s",
+                   plane is not None and plane <= WITHIN),
+            Target("poll: a typist's key-to-answer p95 beside the round", ms(beside), f"{ms(alone)} (alone)",
+                   times(beside / alone), "—", None)]
 
 
 # 14. a class whose store goes away
@@ -681,6 +714,7 @@ MEASURES: dict[str, Callable[[bool], list[Target]]] = {
     "neighbour": neighbour,
     "first_load": first_load,
     "class": class_follow,
+    "poll": poll,
     "outage": outage,
 }
 

@@ -10,9 +10,10 @@ PLOT = "document.querySelector('#embed-plot .js-plotly-plot')"
 TRACES = f"() => {PLOT}.data.map(t => t.name)"
 # gradio marks an output whose event failed with an error badge, and shows an error toast
 ERROR_BADGES = "() => document.querySelectorAll('.error, .toast-body.error').length"
-# every drawn point of the main plane but the background, rounded to 3 decimals: what a view *is*
+# every drawn point of the main plane but the background and a student's own marks (the rings on
+# the words it sent in a class's round), rounded to 3 decimals: what a view *is*
 COORDINATES = f"""() => {PLOT}._fullData
-    .filter(t => t.name !== 'vocabulary' && t.x)
+    .filter(t => t.name !== 'vocabulary' && t.name !== 'your words' && t.x)
     .map(t => [t.name, Array.from(t.x).map(v => v === null ? null : Math.round(v * 1000) / 1000),
                Array.from(t.y).map(v => v === null ? null : Math.round(v * 1000) / 1000)])"""
 

@@ -181,6 +181,8 @@ def test_start_answers_the_class_and_its_secret_and_the_lecturers_stream_counts_
     assert isinstance(lecturer.member, Leader) and lecturer.member.class_id == answer["class"]
     assert lesson(answer["class"]).query == lesson_of(lecturer.view)
     first = opened(key_of(lecturer), answer["class"]).next()
+    assert first.pop("poll") == {"round": 0, "prompt": "", "open": False, "version": 0, "drawn": [], "review": False,
+                                 "answers": 0, "students": 0, "words": []}  # no question asked yet
     assert first == {"class": answer["class"], "role": "lecturer", "version": 1, "step": None, "ended": "",
                      "reconnecting": "", "connected": 0, "following": 0}
 

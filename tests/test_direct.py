@@ -622,3 +622,22 @@ def test_a_page_opens_over_the_route_and_its_upload_reaches_the_tab_it_opened(ap
         assert says in call(app_url, sent)["error"]
     too_long = call(app_url, {"open": {"query": "a=" + "x" * 40_000, "session": secrets.token_hex(8)}})
     assert "could not be read" in html.unescape(too_long["values"]["notice"])
+
+
+def test_a_call_given_a_lane_of_its_own_takes_it_even_when_no_call_waits_there(tab):
+    """A lane with no call waiting is empty (and so falsy): a call given it must still take it, not
+    the keystrokes' lane, where a newer call of its page would skip it (a class's answer, a change
+    of the tables)."""
+    import app
+    from ui.channels import Channel
+    from ui.direct import Direct
+    from ui.visitors import Turns, Visitors
+
+    _, tab = tab
+    visitors = Visitors()
+    direct = Direct(app.demo.explorer, visitors=visitors)
+    own = Turns(visitors, 1)
+    channel = Channel(session=None)
+    answer = run_async(lambda: direct.turn(tab, lambda: {"done": True}, channel=channel, lane=own, address=STRANGER))
+    assert answer == {"done": True}
+    assert channel.latest == 0 and id(own) in direct._threads  # its own lane's: the keystrokes' counted nothing

@@ -315,6 +315,14 @@ def test_a_class_follows_its_lecturer_across_workers_through_redis(class_server,
         counts(lecturer, 3, 3)
         assert [cookie(context) for context, _ in opened] == [mine, other, mine, other]
 
+        # a round of answers: students on both workers answer, the lecturer's page counts and draws them all
+        ask(lecturer, "Type a word you would put next to king.")
+        for student, word in ((near, "queen"), (far, "queen"), (wanderer, "prince")):
+            answer(student, word)
+        answered(lecturer, 3, 3)
+        lecturer.wait_for_function(CLASS_WORDS, arg=["queen ×2", "prince ×1"], timeout=60_000)
+        far.wait_for_function(CLASS_WORDS, arg=["queen ×2", "prince ×1"], timeout=60_000)
+
         wanderer.locator("#sentence-a textarea").fill("my own words about a violin")
         wanderer.wait_for_function(f"() => ({BANNER})().includes('Exploring on your own')", timeout=60_000)
         counts(lecturer, 3, 2)
@@ -335,6 +343,34 @@ def test_a_class_follows_its_lecturer_across_workers_through_redis(class_server,
 
 
 RECONNECTING = "() => (document.querySelector('#class-banner') || {}).innerText.includes('reconnecting')"
+# the class trace's points as the page drew them: each hover's first line, "queen ×2"
+CLASS_WORDS = """(words) => {
+    const trace = document.querySelector('#embed-plot .js-plotly-plot').data.find(t => t.name === 'class');
+    const drawn = trace ? Array.from(trace.hovertext).map(h => h.split('<br>')[0]) : [];
+    return JSON.stringify(drawn) === JSON.stringify(words);
+}"""
+
+
+def ask(lecturer, prompt: str) -> None:
+    """The lecturer's page asks the class (its poll box in the Tour panel)."""
+    lecturer.locator("#poll-prompt").fill(prompt)
+    lecturer.locator("#poll-ask").click()
+    lecturer.wait_for_function("(p) => document.getElementById('poll-status').textContent.includes(p)", arg=prompt,
+                               timeout=60_000)
+
+
+def answer(student, word: str) -> None:
+    """A student's page sends a word, and waits until the server acknowledged it (its own words say so)."""
+    student.locator("#poll-answer").fill(word)
+    student.locator("#poll-answer").press("Enter")
+    student.wait_for_function("(w) => (document.getElementById('poll-own') || {}).textContent.includes(w)",
+                              arg=word, timeout=60_000)
+
+
+def answered(lecturer, answers: int, students: int) -> None:
+    """Until the lecturer's poll box counts this many answers from this many students."""
+    lecturer.wait_for_function("(said) => document.getElementById('poll-status').textContent.includes(said)",
+                               arg=f"{answers} answers from {students} students", timeout=60_000)
 
 
 @pytest.mark.browser
@@ -372,6 +408,10 @@ def test_a_class_survives_its_redis_stopping_and_starting_again_empty(class_serv
         for index, (_, page) in enumerate(opened[1:], 1):
             watch(index, page)
         counts(lecturer, 3, 3)
+        ask(lecturer, "A word, before the store goes away?")
+        for student, word in ((near, "queen"), (far, "prince")):  # acknowledged: each page says it sent it
+            answer(student, word)
+        answered(lecturer, 2, 2)
         opened_streams = {index: streams.get(index, 0) for index in range(len(opened))}
 
         class_redis.stop()
@@ -393,6 +433,9 @@ def test_a_class_survives_its_redis_stopping_and_starting_again_empty(class_serv
         reached = time.monotonic() - back
         typist.wait_for_function(f"() => ({BANNER})().includes('Exploring on your own')", timeout=60_000)
         counts(lecturer, 3, 2)
+        answer(far, "crown")  # the round goes on where it was: no acknowledged answer was lost
+        answered(lecturer, 3, 2)
+        lecturer.wait_for_function(CLASS_WORDS, arg=["crown ×1", "prince ×1", "queen ×1"], timeout=60_000)
         lecturer.locator("#class-end").click()
         for _, page in opened:
             page.wait_for_function(f"() => ({BANNER})().includes('The lecturer ended the class.')", timeout=60_000)

@@ -312,6 +312,7 @@ def unread(visitors: Visitors, address: str) -> Refusal:
 JOINS = ("/gradio_api/queue/join", "/gradio_api/call/")  # the routes by which a call joins gradio's queue
 # the page's own routes that take a turn (ui/direct.py, ui/classroutes.py): their answers are JSON with "error"
 TURNS = ("/explorer/live", "/explorer/class/lead", "/explorer/class/follow")
+POLLS = "/explorer/class/poll/"  # a round of answers' routes (ui/pollroutes.py): each takes a turn too
 
 
 class Door:
@@ -331,7 +332,7 @@ class Door:
 
     async def __call__(self, scope, receive, send) -> None:
         path = scope.get("path", "") if scope["type"] == "http" and scope["method"] == "POST" else ""
-        queue, turn = any(route in path for route in JOINS), path.endswith(TURNS)
+        queue, turn = any(route in path for route in JOINS), path.endswith(TURNS) or POLLS in path
         if queue or turn:
             client = scope.get("client")
             size = dict(scope.get("headers", ())).get(b"content-length", b"")

@@ -34,6 +34,7 @@ class Channel:
     latest: int = 0  # the newest direct call's number: an older one still waiting is skipped
     waiting: dict | None = field(default=None, repr=False)  # the waiting direct call's change, which later ones join
     computed: float = float("inf")  # CPU seconds of the last direct call: a quick tab's next key runs in the loop
+    answers: object = None  # the class's words its plane shows (`ui.render.answers_of`), None: none
 
 
 class Channels:

@@ -5,7 +5,9 @@
     POST explorer/class/follow  {key}                 a student's page is shown the newest lesson
     POST explorer/class/end     {key, secret}         the lecturer ends the class
     POST explorer/class/stream  {key, class}          JSON lines, one a change: the lesson's version and step, whether
-                                                      the page follows; the lecturer's: pages connected, following
+                                                      the page follows; the lecturer's: pages connected, following;
+                                                      the round of answers (`poll`), and a student's own words
+    POST explorer/class/poll/…                        a round of answers: ui/pollroutes.py
 
 A page is named by its key (`ui.channels.Channel.key`) in the body, never in an address a proxy
 logs; `lead` and `follow` answer as a direct call does, in its bounded turns (`Direct.turn`). A
@@ -43,6 +45,7 @@ from core.view import tour
 from core.view.options import Refused
 from ui import events, render
 from ui.direct import json_answer, json_body
+from ui.pollroutes import PollRoutes
 from ui.visitors import visitor_of_request
 
 LOG = logging.getLogger(__name__)
@@ -145,7 +148,9 @@ class Streams:
                     if tab.member is not member and not message["ended"]:  # ended here, or another class began
                         message["ended"] = "This page no longer leads the class."
                 else:
-                    message.update(following=member.following, shown=member.shown)
+                    message.update(following=member.following, shown=member.shown,
+                                   own=list(self.classroom.own(key, class_id)))
+                message["poll"] = self.classroom.round(class_id).message(leading)  # the round, as this page hears it
                 if message != sent:
                     yield orjson.dumps(message) + b"\n"
                     sent = message
@@ -176,13 +181,15 @@ class ClassRoutes:
         self.page = page
         self.classroom = classroom
         self.streams = Streams(self.classroom)
+        self.polls = PollRoutes(page, classroom)  # a round of answers (ui/pollroutes.py)
 
     def routes(self) -> list[Route]:
-        return [Route(f"{PREFIX}/{name}", self._endpoint(name), methods=["POST"])
-                for name in ("start", "lead", "follow", "end", "stream")]
+        handlers = {name: getattr(self, name) for name in ("start", "lead", "follow", "end", "stream")}
+        handlers.update(self.polls.handlers())
+        return [Route(f"{PREFIX}/{name}", self._endpoint(name, handler), methods=["POST"])
+                for name, handler in handlers.items()]
 
-    def _endpoint(self, name: str):
-        handler = getattr(self, name)
+    def _endpoint(self, name: str, handler):
 
         async def endpoint(request: Request) -> Response:
             sent, within = await json_body(request, MAX_BODY)

@@ -50,6 +50,8 @@ CHANGES = {"sentence_a": (str, "text"), "sentence_b": (str, "text"), "token": (i
            "back": (object, ""),  # Back or Forward landed on this address of the visit (its query string)
            # the page's actions on the view (ACTIONS): true; flip false is two presses that cancel
            "flip": (bool, "true or false"), "listing": (bool, "true"), "reset": (bool, "true"),
+           # a class's answers changed (the version its stream said): the plane is drawn again if its words did
+           "poll": (int, "a whole number"),
            # the page's work on its tab beyond a change of the view (`Direct.work`: each panel names its own)
            "refit": (bool, "true"), "link": (str, "the page's address"), "export": (bool, "true"),
            "picker": (bool, "true"),
@@ -62,7 +64,8 @@ INLINE_GROWTH = 64
 # the plane's settings the page sets through this route: each redraws the plane alone (no tables
 # change, nothing heavy is fitted), and each value is checked by its field's kind as the view is built
 SETTINGS = ("labels", "arrows", "shift", "groups", "background", "k", "search", "regex", "dims", "presenter",
-            "listing_seed", "listing_bug", "lookup_sentence", "lookup_dim", "lookup_grad")  # and the documents' inputs
+            "listing_seed", "listing_bug", "lookup_sentence", "lookup_dim", "lookup_grad",  # and the documents' inputs
+            "answers")  # a class's words shown
 # settings that build tables or fit a plane (seconds, the first time): computed in a lane of their
 # own (`Direct.tables`), so nobody's keystrokes wait behind them
 TABLE_SETTINGS = frozenset({*(name for name, declared in FIELDS.items() if TABLES in declared.redraws), "basis"})
@@ -204,7 +207,7 @@ class Direct:
         from `address` (by default the address that opened the tab). `begin()` runs in the event
         loop as the turn starts; then `compute` runs right there if `quick()` says it may and no
         other thread holds the tab, else on a worker thread."""
-        lane = lane or self.turns
+        lane = self.turns if lane is None else lane  # (a lane with no call waiting is empty, and falsy)
         threads = self._threads.get(id(lane))
         if threads is None:
             threads = self._threads[id(lane)] = anyio.CapacityLimiter(lane.slots)
@@ -447,6 +450,7 @@ def read(sent: object) -> tuple[str, dict, tuple[str, ...]]:
         if change.get(name) is False:
             raise Refused(f"{name} is an action: it is sent as true, or not at all.")
     change = dict(change)
+    change.pop("poll", None)  # asks for nothing but what changed: the class's words (`ui.render.answers_of`)
     asked = tuple(name for name in change if name != "example")
     if "example" in change:
         number = change.pop("example")

@@ -171,7 +171,10 @@ def update(
         def compute(step):  # under the tab's lock
             for widget in render.widgets_of(page, asked):  # it shows what the user set, not what was sent
                 channel.sent.pop(widget, None)
-            out = render.outputs(page, step, asked=asked, whole=whole, notes=notes, listed=channel.listed)
+            answers = render.answers_of(tab.member, step.view)  # a class's words, when the plane shows them
+            out = render.outputs(page, step, asked=asked, whole=whole, notes=notes, listed=channel.listed,
+                                 answers=answers, answered=answers != channel.answers)
+            channel.answers = answers
             picker = out.get(page.token) if outputs is None or page.token in outputs else None
             if isinstance(picker, dict) and "choices" in picker:
                 channel.listed = len(picker["choices"]) > 1  # more than "none"

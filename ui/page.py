@@ -161,6 +161,7 @@ class Page:
     variance: gr.HTML
     background_json: gr.Textbox
     presenter: gr.Checkbox
+    answers: gr.Checkbox  # a class's words in the plane (View.answers)
     share_button: gr.Button
     png_button: gr.Button
     export_button: gr.Button

@@ -35,8 +35,10 @@ from core.drawing.wire import figure_json, trace_json
 from core.model.listing import run_listing
 from core.model.lookup import walk_through
 from core.plane.basis import background, vocabulary_basis
+from core.plane.classwords import Answers
 from core.plane.pipeline import Exploration, explore_view, flipped_tokens
 from core.plane.search import SearchResult, search
+from core.serving.classroom import Follower, lesson_of
 from core.serving.tabs import Change
 from core.tables.session import Session
 from core.view import tour
@@ -151,10 +153,13 @@ def _redrawn(names: Iterable[str]) -> frozenset[str]:
 
 
 def outputs(page, step: Change, *, asked: Iterable[str] = (), whole: bool = False, notes: Iterable[str] = (),
-            listed: bool = True, key: str | None = None) -> dict:
+            listed: bool = True, key: str | None = None, answers: Answers | None = None,
+            answered: bool = False) -> dict:
     """Everything the page must redraw after `step`.
 
     `listed`: whether the token picker may hold a list of tokens (see `ui.channels.Channel.listed`).
+    `answers`: a class's words the plane shows (`answers_of`); `answered`: they differ from those
+    the page's plane shows now, so the plane is drawn again whatever else changed.
     `key`: the tab's key for its direct calls (`ui.channels.Channel.key`), sent with the address
     when the page opens."""
     view, session = step.view, step.session
@@ -177,9 +182,9 @@ def outputs(page, step: Change, *, asked: Iterable[str] = (), whole: bool = Fals
     # class types a space every sixth key, and the plane is most of a keystroke's work
     retyped = (changed <= {"sentence_a", "sentence_b"} and step.tokens == step.old_tokens
                and session is step.old_session and session.tokenizer is not None)
-    redraw = not retyped and PLANE in redrawn
+    redraw = (not retyped and PLANE in redrawn) or answered
     if whole or tables or redraw:
-        out.update(plane(page, view, session, step.tokens, revision=step.revision))
+        out.update(plane(page, view, session, step.tokens, revision=step.revision, answers=answers))
         # the side views not open are emptied (each is drawn when it is opened), so none shows
         # another sentence's numbers when it opens
         out.update(dict.fromkeys(page.detail_outputs))
@@ -230,7 +235,7 @@ _SHARED_LOCK = threading.Lock()
 REVISION = -1  # the revision a shared plane's figure is written with, replaced by each tab's own
 
 
-def _shared(kind: str, view: View, session: Session, tokens: tuple[str, ...] | None, draw):
+def _shared(kind: str, view: View, session: Session, tokens: tuple[str, ...] | None, draw, also: object = None):
     """`draw()`, or what it gave a tab that showed the same view on the same shared tables.
 
     A session on shared tables (not an upload, no plane of its own) shows what every other one
@@ -239,8 +244,10 @@ def _shared(kind: str, view: View, session: Session, tokens: tuple[str, ...] | N
     page adopts the same read-only result and watches the same snapshots, so each snapshot and
     the result are drawn once for the class. A session with tables of its own always draws its
     own. The tables are held weakly (the memory budget counts only what tabs hold), and an id
-    reused by other tables after those went is not a match."""
+    reused by other tables after those went is not a match. `also`: anything else the drawing
+    shows (a class's words), part of what names it."""
     key = _shared_key(kind, view, session, tokens)
+    key = key if key is None or also is None else (*key, also)
     if key is None:
         return draw()
     with _SHARED_LOCK:
@@ -279,7 +286,7 @@ def _shared_key(kind: str, view: View, session: Session, tokens: tuple[str, ...]
 
 
 def plane(page, view: View, session: Session, tokens: tuple[str, ...] | None = None, revision: int = 0, *,
-          holds: bool = False) -> dict:
+          holds: bool = False, answers: Answers | None = None) -> dict:
     """The main plot (in its compact form, which also carries the token table: `core.drawing.wire.expand`),
     its summary, the neighbours, the search and the variance bar.
 
@@ -289,8 +296,11 @@ def plane(page, view: View, session: Session, tokens: tuple[str, ...] | None = N
     no figure older than the one it shows, whichever path brought it. A plane on shared tables
     is drawn once for every tab (`_shared`), with each tab's revision written into its JSON.
     `holds`: a training's figure: the page keeps the axes it has (`hold_key`) for it and for
-    every later figure of the same view, so the frozen points stay where they were drawn."""
-    out = _shared("plane", view, session, tokens, lambda: _plane(page, view, session, tokens, REVISION))
+    every later figure of the same view, so the frozen points stay where they were drawn.
+    `answers`: a class's words, drawn as the group "class" (`answers_of`); a class's pages that
+    show the same lesson and the same words share one drawing."""
+    out = _shared("plane", view, session, tokens, lambda: _plane(page, view, session, tokens, REVISION, answers),
+                  also=answers)
     sent = f'"revision":{revision}' + (',"holdFrom":true' if holds else "")
     out[page.plot] = out[page.plot].replace(f'"revision":{REVISION}', sent, 1)
     return out
@@ -308,8 +318,9 @@ def hold_key(view: View) -> str:
     return hashlib.sha256(repr([getattr(view, name) for name in HOLDING]).encode()).hexdigest()[:16]
 
 
-def _plane(page, view: View, session: Session, tokens: tuple[str, ...] | None, revision: int) -> dict:
-    result = explore_view(view, session, tokens)
+def _plane(page, view: View, session: Session, tokens: tuple[str, ...] | None, revision: int,
+           answers: Answers | None = None) -> dict:
+    result = explore_view(view, session, tokens, answers)
     found, searched = _search(view, session, result), []
     spec = embedding_spec(result.scene, labels=view.labels, arrows=view.arrows, shift=view.shift,
                           presenter=view.presenter, narrow=view.narrow, compact=True,
@@ -336,6 +347,19 @@ def _plane(page, view: View, session: Session, tokens: tuple[str, ...] | None, r
         page.search_hits: searched,
         page.search_info: search_text(found),
     }
+
+
+def answers_of(member, view: View) -> Answers | None:
+    """The class's words a tab's plane shows: the round's drawn words, when the tab leads its
+    class or shows the lesson it follows, and the view shows the class's answers (`View.answers`);
+    None otherwise. Read from what this process knows of the round (no store call)."""
+    if member is None or not view.answers:
+        return None
+    if isinstance(member, Follower) and not member.following and lesson_of(view) != member.lesson:
+        return None  # exploring on its own (a page being shown the lesson again follows once it shows it)
+    round_ = member.classroom.round(member.class_id)
+    drawn = round_.drawn()
+    return Answers(tuple((word, int(count)) for word, count in drawn), round_.undrawn()) if drawn else None
 
 
 def _search(view: View, session: Session, result: Exploration) -> SearchResult | None:

@@ -13,10 +13,12 @@ back here (`back`), which shows it like a link, keeping the tab's trained tables
 
 from __future__ import annotations
 
+import html
 import json
 
 import gradio as gr
 
+from core.serving.poll import PROMPTS
 from core.view import share, tour
 from core.view.options import PANELS, Refused
 from core.view.state import View
@@ -64,11 +66,12 @@ def layout(page) -> None:
         page.next_button = gr.Button("Next →", elem_id="tour-next-api", visible=False)
         page.tour_text = gr.HTML(render.tour_text(None), elem_id="tour-text", elem_classes=["prose"])
         # a class (assets/classroom.js writes the box); a lesson's values come as a keystroke's do
-        page.class_box = gr.HTML("", elem_id="class-box", html_template='<div class="class-host"></div>',
-                                 js_on_load=CLASS_JS)
+        page.class_box = gr.HTML("", elem_id="class-box", html_template=CLASS_HOST, js_on_load=CLASS_JS)
 
 
 CLASS_JS = "window.embeddingExplorerClass.attach(element.querySelector('.class-host'));"
+# the class box's host, with the ready prompts a lecturer may ask the class (assets/classroom.js)
+CLASS_HOST = f'<div class="class-host" data-prompts="{html.escape(json.dumps(PROMPTS))}"></div>'
 
 
 def layout_address(page) -> None:

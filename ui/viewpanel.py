@@ -44,6 +44,8 @@ def layout(page) -> None:
         page.variance = gr.HTML(elem_id="variance-bars", js_on_load=written_by_page("variance-bars"))
         page.background_json = gr.Textbox(visible="hidden", elem_id="background-data")
         page.presenter = Checkbox(False, label="Presenter mode: large type for a projector", elem_id="presenter")
+        page.answers = Checkbox(True, label="Class answers", elem_id="show-answers",
+                                info="in a class: the words students sent, where the table puts them")
         with gr.Row():
             page.share_button = gr.Button("Link to this view", elem_id="share-button", size="sm")
             page.png_button = gr.Button("PNG", elem_id="export-png", size="sm")
@@ -68,7 +70,7 @@ def layout_last(page) -> None:
 
 def wire(page) -> None:
     outputs = page.everything
-    for name in ("groups", "labels", "arrows", "shift", "presenter", "background"):  # the page sets these directly
+    for name in ("groups", "labels", "arrows", "shift", "presenter", "background", "answers"):  # set directly
         widget = getattr(page, name)
         settable(page, name, widget.input, widget, **LIVE)
     settable(page, "basis", page.basis.input, page.basis, **LIVE)  # may fit a plane: in the tables' lane

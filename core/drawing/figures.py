@@ -48,6 +48,11 @@ SEGMENT_SHIFT = "segment shift"
 NEIGHBOURS = {"token": "nearest by token vector", "output": "nearest by output vector"}
 SELECTED = "selected token"
 BACKGROUND = "vocabulary"
+# a class's answers (core/plane/classwords.py): one trace per group they are placed in
+CLASS_TRACES = {"token": "class", "sum": "class · sum", "output": "class · output"}
+CLASS_FILL = "rgba(86,180,233,0.55)"  # Okabe–Ito's sky blue, the one colour the groups leave free
+CLASS_INK = "#00406b"  # its outline and labels: dark enough to read on white (WCAG AA)
+CLASS_LARGEST = 4  # a word's marker grows with its count (area ∝ count) to this many times its base size
 
 # plotly_white's look for a 2-D scatter plot only: the full template also styles
 # heatmaps, maps, 3-D scenes, …, which would add kilobytes to every update and, since
@@ -179,6 +184,8 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, s
         data += _segment_shift(scene, scale)
     if scene.neighbourhood is not None:
         data += _neighbourhood(scene, groups, scale, panel)
+    if scene.answers is not None:
+        data += _class_traces(scene.answers, scale, panel)
 
     titles = _axis_titles(scene)
     layout = {
@@ -211,9 +218,11 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, s
         stars = {kind: NEIGHBOURS[kind] for kind, _, _ in _neighbours(scene.neighbourhood, groups)} \
             if scene.neighbourhood is not None else {}
         colours = {**COLOURS, **{trace: COLOURS[kind] for kind, trace in stars.items()},
-                   **({} if layer is None else {layer["name"]: layer["marker"]["color"]})}
+                   **({} if layer is None else {layer["name"]: layer["marker"]["color"]}),
+                   **dict.fromkeys(CLASS_TRACES.values(), CLASS_INK)}
         meta["labels"] = wanted(scene, columns.order, groups, piles, size=scale.text, colours=colours, named=named,
-                                stars=stars, layer=layer, compact=shared is not None)
+                                stars=stars, layer=layer, compact=shared is not None,
+                                answers=_class_labels(scene.answers))
     if meta:
         layout["meta"] = meta
     if split:
@@ -576,6 +585,61 @@ def _neighbourhood(scene: Scene, groups: list[str], scale: _Scale, panel: Mappin
 RINGED = ("token", "output")  # the groups whose selected point is ringed: those neighbours are found for
 
 
+def class_names(answers) -> list[str]:
+    """Each drawn word as its label and its hover begin: "queen ×7" (escaped: plotly reads markup)."""
+    return [html.escape(f"{word} ×{count}", quote=False) for word, count in zip(answers.words, answers.counts,
+                                                                                  strict=True)]
+
+
+def class_hover(answers) -> list[str]:
+    """Each drawn word's hover: "queen ×7", then how the table split it, when it did."""
+    texts = []
+    for name, pieces in zip(class_names(answers), answers.pieces, strict=True):
+        split = " ".join(html.escape(piece, quote=False) for piece in pieces)
+        if any(piece.startswith("##") for piece in pieces):
+            name += f"<br>not in the vocabulary: split as {split}, drawn at their mean"
+        elif len(pieces) > 1:
+            name += f"<br>({len(pieces)} pieces: {split}, drawn at their mean)"
+        texts.append(name)
+    return texts
+
+
+def _class_labels(answers) -> dict[str, list[str]]:
+    """The class traces' label texts, by trace name (`core.drawing.labels.wanted`)."""
+    if answers is None or not answers.words:
+        return {}
+    names = class_names(answers)
+    return {CLASS_TRACES[group]: names for group in answers.points}
+
+
+def _class_traces(answers, scale: _Scale, panel: Mapping[str, int]) -> list[dict]:
+    """A class's words: one trace per group they are placed in, each marker's area growing with
+    its count. The words' own names are their labels and hover; the page rings a student's own."""
+    if not answers.words:
+        return []
+    base = scale.marker + 2
+    sizes = np.minimum(base * np.sqrt(np.asarray(answers.counts, dtype=np.float64)), base * CLASS_LARGEST)
+    hover = class_hover(answers)
+    traces = []
+    for group, points in answers.points.items():
+        points = np.asarray(points, dtype=np.float32)
+        name = CLASS_TRACES[group]
+        marker = {"size": sizes.astype(np.float32), "color": CLASS_FILL,
+                  "line": {"color": CLASS_INK if group == "token" else COLOURS[group], "width": scale.line + 1}}
+        trace = {"type": "scatter3d" if points.shape[1] == 3 else "scatter", "name": name, "legendgroup": name,
+                 **{axis: points[:, i] for i, axis in enumerate("xyz"[:points.shape[1]])},
+                 "mode": "markers", "marker": marker, "customdata": list(answers.words), "hovertext": hover,
+                 "hovertemplate": "%{hovertext}<extra></extra>"}
+        if points.shape[1] == 3:  # plotly writes a 3-D view's labels
+            marker["size"] = (sizes * 0.75).astype(np.float32)
+            trace.update(mode="markers+text", text=class_names(answers), textfont={"size": scale.text,
+                                                                                    "color": CLASS_INK})
+        else:
+            trace.update(_AXES[panel.get(group, 1)])
+        traces.append(trace)
+    return traces
+
+
 def _neighbours(near, groups: Sequence[str]) -> list[tuple[str, np.ndarray, dict]]:
     """Each drawn group's nearest entries: (group, their points, their hover: escaped names,
     cosines and the template)."""
@@ -639,6 +703,26 @@ def _movement(scene: Scene, groups: list[str], panel: Mapping[str, int],
     return traces
 
 
+def class_notes(scene: Scene) -> list[str]:
+    """What the plot says of a class's words it does not draw: those the table cannot place, and
+    those past the most frequent ones the round draws (escaped, wrapped for a phone's plot)."""
+    answers = scene.answers
+    if answers is None:
+        return []
+    notes = []
+    if answers.unplaced:
+        listed = ", ".join(f"{word} ×{count}" for word, count in answers.unplaced[:MAX_UNPLACED])
+        more = len(answers.unplaced) - MAX_UNPLACED
+        listed += f" and {more} more" if more > 0 else ""
+        notes.append(_wrapped(html.escape(f"class words not in this vocabulary, not drawn: {listed}", quote=False)))
+    if answers.undrawn:
+        notes.append(_wrapped(f"class: {answers.undrawn} less frequent words counted, not drawn"))
+    return notes
+
+
+MAX_UNPLACED = 5  # class words the plot names that the table cannot place; the rest are counted
+
+
 def _wrapped(text: str, width: int = NOTE_CHARS) -> str:
     """Plain text broken into lines of at most ``width`` characters, joined by <br>."""
     return "<br>".join(textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False)) or text
@@ -655,6 +739,7 @@ def _annotations(scene: Scene, scale: _Scale = NORMAL, *, shift: bool = False,
         key.append(_wrapped("d_model = 2: these are the vectors' exact coordinates, no projection"))
     if shift and scene.segment_shift is not None:
         key.append(_wrapped(f"segment shift |seg[1] − seg[0]| = {scene.segment_shift:.3f} in the full space"))
+    key += class_notes(scene)
     if scene.points and key:
         notes.append({"text": "<br>".join(key), "xref": "paper", "yref": "paper", "x": 1,
                       "y": 0, "xanchor": "right", "yanchor": "bottom", "showarrow": False, "align": "right",
@@ -735,6 +820,8 @@ def _spec_3d(scene: Scene, *, labels: bool, arrows: bool, shift: bool, presenter
                                                                      "color": COLOURS[kind]},
                                   mode="markers+text", text=hover["hovertext"],
                                   textfont={"size": scale.text, "color": COLOURS[kind]}, **hover))
+    if scene.answers is not None:
+        data += _class_traces(scene.answers, scale, {})
     rings = [g for g in groups if g in RINGED]
     if scene.picked is not None and rings:
         data.append(_trace_3d(SELECTED, _rings(scene, rings, scene.picked),

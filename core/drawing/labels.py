@@ -61,7 +61,8 @@ def group_texts(names: Sequence[str], piles: Sequence[Sequence[int]]) -> list[st
 
 def wanted(scene: Scene, order: np.ndarray, groups: Sequence[str], piles: Mapping[str, Sequence[Sequence[int]]],
            *, size: int, colours: Mapping[str, str], named: Collection[str] = (),
-           stars: Mapping[str, str] | None = None, layer: dict | None = None, compact: bool = False) -> dict:
+           stars: Mapping[str, str] | None = None, layer: dict | None = None, compact: bool = False,
+           answers: Mapping[str, Sequence[str]] | None = None) -> dict:
     """The figure's labels for the page to place (``layout.meta.labels``).
 
     Order: the words a tour step's text names and the selected token first (`must`: placed
@@ -77,6 +78,8 @@ def wanted(scene: Scene, order: np.ndarray, groups: Sequence[str], piles: Mappin
         trace (its ``text`` the entries' names, escaped for plotly).
     named: words (and positions) a tour step's text names; with the selected token they `must`
         be written, wherever that takes them.
+    answers: a class's traces and their points' labels ("queen ×7", escaped), by trace name: after
+        the search's entries, before the groups' tokens.
 
     Returns ``{"size": px, "order": [trace, …], "colours": {trace: colour}, "texts": {trace:
     [str, …]}, "must": {trace: [point, …]}}``: the traces whose points want a label, in the order
@@ -114,8 +117,10 @@ def wanted(scene: Scene, order: np.ndarray, groups: Sequence[str], piles: Mappin
         # the word searched for, and any the step names
         must[name] = [j for j, text in enumerate(layer["text"]) if j == 0 or html.unescape(text) in named]
     searched = [] if layer is None else [layer["name"]]
+    answers = answers or {}
+    texts.update(answers)
     first = [group for group in ranked if group == "segment"]
-    order_of = [*first, *stars.values(), *searched, *(group for group in ranked if group != "segment")]
+    order_of = [*first, *stars.values(), *searched, *answers, *(group for group in ranked if group != "segment")]
     return {"size": size, "order": order_of, "colours": {trace: colours[trace] for trace in order_of},
             "texts": texts, "must": must}
 

@@ -19,6 +19,7 @@ from core.model.projection import PCAProjection
 from core.model.tokenizer import CLS, SEP, UNK, Encoding
 from core.model.training import Corpus
 from core.plane.basis import sentence_projection, vocabulary_basis
+from core.plane.classwords import Answers, place
 from core.plane.neighbours import Neighbour, in_table, outputs_in_table
 from core.plane.scene import Neighbourhood, Scene
 from core.tables.session import Session
@@ -62,6 +63,7 @@ def explore(
     flipped: Mapping[int, str] | None = None,
     components: int = 2,
     categories: Mapping[str, Sequence[str]] | None = None,
+    answers: Answers | None = None,
 ) -> Exploration:
     """Tokenize, embed and project; raises ValueError with a readable message on bad input.
 
@@ -73,6 +75,7 @@ def explore(
         sentence's vectors: the vocabulary and frozen planes are 2-D).
     categories: word categories to colour ({"animals": ["cat", …], …}), e.g. the built-in
         corpus's (``core.model.training.Corpus.builtin().categories``) while training on it.
+    answers: a class's words to place in the plane (`core.plane.classwords`), drawn as the group "class".
 
     With d_model = 2 there is nothing to project: the scene holds the vectors' exact
     coordinates (``Scene.exact``), whatever the plane or the number of components.
@@ -105,6 +108,7 @@ def explore(
     norms = {g: np.linalg.norm(v, axis=1) for g, v in vectors.items()}
 
     projection, plane, previous, shift_from, neighbourhood, neighbours = None, "", None, None, None, None
+    placed = None
     exact = model.config.d_model == 2
     if shown:
         # the plane is the untrained tables' (see _plane), and they are drawn faintly in it too:
@@ -123,6 +127,8 @@ def explore(
             neighbourhood, neighbours, note = _neighbours(session, encoding, vectors, segment_ids, projection,
                                                           selected, k)
             notes.append(note)
+        if answers is not None and answers.drawn:
+            placed = place(session, answers, projection, shown)
     else:
         dims = 2 if exact else components
         points, explained, origin = {}, (0.0,) * dims, np.zeros(dims)
@@ -150,6 +156,7 @@ def explore(
         exact=exact and bool(shown),
         segment_shift=_segment_shift(model),
         categories=_categories(encoding.tokens, categories) if categories else None,
+        answers=placed,
     )
     # rounded as one array: per-cell round(float(...)) was a sixth of a 512-token update
     rounded = np.round(np.column_stack([norms[g] for g in COMPONENTS]).astype(np.float64), 3).tolist()
@@ -162,13 +169,16 @@ def explore(
     return Exploration(encoding, scene, rows, notes, vectors, projection, neighbours)
 
 
-def explore_view(view: View, session: Session, tokens: tuple[str, ...] | None = None) -> Exploration:
-    """The pipeline's result for a tab's view (the one call the plane and the exports share)."""
+def explore_view(view: View, session: Session, tokens: tuple[str, ...] | None = None,
+                 answers: Answers | None = None) -> Exploration:
+    """The pipeline's result for a tab's view (the one call the plane and the exports share);
+    `answers`: a class's words, drawn when the view shows them (`View.answers`)."""
     flipped = flipped_tokens(view, session, tokens)
     # a trained layer colours the built-in corpus's words by category: "related words gather"
     categories = builtin_categories() if session.trained is not None else None
     return explore(session, view.sentence_a, view.sentence_b, view.groups, selected=view.token, k=view.k,
-                   flipped=flipped, components=view.dims, categories=categories)
+                   flipped=flipped, components=view.dims, categories=categories,
+                   answers=answers if view.answers else None)
 
 
 @functools.cache

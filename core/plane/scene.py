@@ -35,6 +35,25 @@ class Neighbourhood:
 
 
 @dataclass(frozen=True)
+class ClassWords:
+    """A class's answers placed in the scene's plane (`core.plane.classwords.place`).
+
+    One entry per drawn word (n, most frequent first): its count, the pieces the table split it
+    into (one for a word in the vocabulary), and ``points`` maps "token" (always), "sum" and
+    "output" (when those groups are shown) to (n, dims) projected coordinates. ``unplaced``:
+    words the table cannot place, with their counts (listed, not drawn); ``undrawn``: words the
+    round counted beyond those it draws.
+    """
+
+    words: tuple[str, ...]
+    counts: tuple[int, ...]
+    pieces: tuple[tuple[str, ...], ...]
+    points: Mapping[str, np.ndarray]
+    unplaced: tuple[tuple[str, int], ...] = ()
+    undrawn: int = 0
+
+
+@dataclass(frozen=True)
 class Scene:
     """Everything one picture shows, as plain data (no torch).
 
@@ -69,6 +88,7 @@ class Scene:
     segment_shift: float | None = None  # |seg[1] − seg[0]| in the full space, for the shift's note
     # each token's word category ("animals", …; "" for none) while training on a corpus that has them
     categories: tuple[str, ...] | None = None
+    answers: ClassWords | None = None  # a class's words, drawn as the group "class"
 
     @property
     def dims(self) -> int:
@@ -106,6 +126,11 @@ class Scene:
             raise ValueError(f"Scene.shift_from has shape {np.shape(self.shift_from)}, expected ({length}, {dims})")
         if self.neighbourhood is not None and not 0 <= self.neighbourhood.selected < length:
             raise ValueError(f"the selected token {self.neighbourhood.selected} is not one of the {length} tokens")
+        if self.answers is not None and any(np.shape(p) != (len(self.answers.words), dims)
+                                            for p in self.answers.points.values()):
+            raise ValueError(f"the class's words have points of shapes "
+                             f"{[np.shape(p) for p in self.answers.points.values()]}, expected "
+                             f"({len(self.answers.words)}, {dims})")
         if self.selected is not None and not 0 <= self.selected < length:
             raise ValueError(f"the selected token {self.selected} is not one of the {length} tokens")
         if self.previous is not None and {g: np.shape(p) for g, p in self.previous.items()} != {

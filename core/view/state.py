@@ -157,6 +157,8 @@ class View:
                                    widget="lookup_sentence", redraws={LOOKUP}, typed=True)
     lookup_dim: int = declare(3, Whole(), link="lookup_dim", widget="lookup_dim", redraws={LOOKUP})
     lookup_grad: bool = declare(True, Flag(), link="lookup_grad", widget="lookup_grad", redraws={LOOKUP})
+    # in a class: the round's answers drawn as the group "class" (core/plane/classwords.py)
+    answers: bool = declare(True, Flag(), link="answers", widget="answers", redraws={PLANE})
 
     def __post_init__(self) -> None:
         for name, declared in FIELDS.items():  # each value checked once, as its declaration says
