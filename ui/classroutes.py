@@ -167,7 +167,7 @@ class Streams:
                     yield b"\n"  # kept alive through proxies
         finally:  # also when the response is cancelled (the page went): so nothing here awaits
             gone.cancel()
-            self.release(tab, token, member)
+            self.release(key, token, member)
             self.streams[class_id] -= 1
             if not self.streams[class_id]:
                 for held in (self.streams, self.changed, self.lessons):
