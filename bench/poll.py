@@ -3,12 +3,10 @@ plane has them, and what the flood costs someone typing beside it.
 
     python -m bench.poll [--students 100] [--spread 5] [--keys 60] [--quick]
 
-One launched app (`python app.py` in a child process, one process as a Space runs it), a
-lecturer's page and --students students' pages, driven as assets/classroom.js and
-assets/explorer.js drive them (bench/class_follow.py `Page`): each student follows the class,
-hears the round on its stream and asks its plot again when the round's drawn words change
-({poll} on the page's route), as the lecturer's page does. The lecturer asks; every student
-sends one word (POST explorer/class/poll/answer) at a random moment within --spread seconds.
+One launched app (`python app.py`, one process as a Space runs it), a lecturer's page and
+--students students' pages driven as the page scripts drive them (bench/class_follow.py `Page`),
+each asking its plot again ({poll} on the page's route) when the round's drawn words change.
+The lecturer asks; every student sends one word at a random moment within --spread seconds.
 Measured: the answers acknowledged and counted; from the last answer's acknowledgement to the
 lecturer's stream counting them all, and to the lecturer's redraw answer drawing them (its
 figure's class trace); a typist's key-to-answer (a page outside the class typing on the direct

@@ -143,3 +143,12 @@ def test_the_documented_addresses_still_answer():
     assert BertEmbedding is Layer and callable(load_bert_embedding)
     layer_ = BertEmbedding(vocab_size=10, d_model=2, maxlen=512, n_segments=2)
     assert {"tok_embed", "pos_embed", "seg_embed", "norm"} <= set(dict(layer_.named_children()))
+
+
+def test_every_module_says_what_and_why_in_at_most_fifteen_lines():
+    """A module's docstring is its one-paragraph map; design detail belongs with the class or
+    function it is about, and measured figures in the README."""
+    long = {name: lines for name, path in modules().items()
+            if (lines := len((ast.get_docstring(ast.parse(path.read_text()), clean=False) or "").strip().splitlines()))
+            > 15}
+    assert long == {}

@@ -10,10 +10,9 @@
     POST explorer/class/poll/…                        a round of answers: ui/pollroutes.py
 
 A page is named by its key (`ui.channels.Channel.key`) in the body, never in an address a proxy
-logs; `lead` and `follow` answer as a direct call does, in its bounded turns (`Direct.turn`). A
-store that is away ends no stream (each says the class is reconnecting); a call it must answer
-is answered 200 with `reconnecting` and a sentence, and the page tries again (a 5xx reads as a
-broken server).
+logs; `lead` and `follow` answer in the page's bounded direct turns (`Direct.turn`). A store
+that is away ends no stream; a call it must answer is answered 200 with `reconnecting` and a
+sentence, and the page tries again (a 5xx would read as a broken server).
 """
 
 from __future__ import annotations

@@ -9,10 +9,9 @@ and `core.serving.tabs.Tab.apply` like every event, and answers with values by e
 (`Direct.answered`): nothing the page does needs a trip through the queue, from its opening to
 its work (a refit, an export, a training whose curve streams: `Direct.work`, `Direct.stream`).
 
-A route of the app, not a gradio server function (`gr.HTML(server_functions=…)`): measured
-side by side on the same app, the same keystrokes cost the server less CPU through the route,
-and gradio's `/component_server` also makes a gradio session for any session hash it is sent.
-The page names its tab by the unguessable key the server issued it (`ui.channels.Channel.key`).
+A route of the app, not a gradio server function: the same keystrokes cost the server less CPU
+through it, and gradio's `/component_server` makes a session for any hash it is sent. The page
+names its tab by the unguessable key the server issued it (`ui.channels.Channel.key`).
 """
 
 from __future__ import annotations

@@ -9,9 +9,8 @@
     POST explorer/class/poll/csv      {key, secret}                  the round's words and counts: {csv, poll}
     POST explorer/class/poll/answer   {key, word, round}             a following student's word for the round
 
-Each answers `{poll, own}` (the round as the page's stream says it, `Round.message`, and the
-words this page sent this round) or `{error}`: 400, 403, 404 or 429 as the class routes answer,
-200 with `reconnecting` while the store is away. Every call takes a turn in its address's share
+Each answers `{poll, own}` (`Round.message`, and this page's words this round) or `{error}`
+(400/403/404/429, or 200 with `reconnecting`); every call takes a turn in its address's share
 (`ui.direct.Direct.turn`), so a flood of answers costs its sender. Values are checked in core.
 """
 

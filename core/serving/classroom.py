@@ -8,11 +8,11 @@ lecturer asks, students' pages answer, each answer kept in the store before it i
 
 A store keeps the classes: `MemoryStore` in one process, `RedisStore` across processes
 (``EXPLORER_CLASS_STORE=redis://…``). A page's change never waits on it: each process writes on
-one thread (`Classroom`'s writer), which says a store that is away on the pages ("reconnecting"),
-tries it again, and restores a class the store lost from the pages that lead it. A class lasts
-while a lecturer's page is connected and ends `GRACE_SECONDS` after the last one left. Bounds,
-each a sentence when met: classes at once and per address, pages per class (a seat is taken
-atomically), five lessons a second. A secret is kept only as its SHA-256 digest.
+one thread, which says a store that is away ("reconnecting"), tries it again, and restores a
+class the store lost from the pages that lead it. A class lasts
+while a lecturer's page is connected, `GRACE_SECONDS` after the last one left. Bounds, each a
+sentence when met: classes at once and per address, pages per class (seats taken atomically),
+five lessons a second. A secret is kept only as its SHA-256 digest.
 """
 
 from __future__ import annotations
