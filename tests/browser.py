@@ -136,6 +136,15 @@ def settle(page) -> None:
     page.evaluate(SETTLED, 90_000)
 
 
+def train(page, steps: int, timeout: int = 120_000) -> None:
+    """Train `steps` steps from the Train tab, as a person does, and wait for the summary."""
+    page.get_by_role("tab", name="Train").click()
+    page.locator("#train-steps input").fill(str(steps))
+    page.locator("#train-button").click()
+    page.wait_for_function("(steps) => document.querySelector('#train-summary').innerText.includes("
+                           "`Trained ${steps} steps`)", arg=steps, timeout=timeout)
+
+
 def open_accordion(page, accordion_id: str, title: str) -> None:
     """Open a closed accordion and wait until gradio has mounted what is inside it.
 

@@ -171,7 +171,7 @@ def test_a_page_s_whole_use_sends_nothing_through_gradio_s_queue(open_page):
     """Open a link, type, click a point, train 5 steps, refit, make the link, export a PNG and the
     files, fill the token list, go Back: every request the page makes is recorded, and none joins
     gradio's queue (the page's own route carries it all; the queue is the API's and uploads')."""
-    from tests.browser import point_on_screen, settle
+    from tests.browser import point_on_screen, settle, train
 
     page = open_page("a=the%20king%20spoke&b=&basis=frozen", wait=False)
     requests: list[str] = []
@@ -192,11 +192,7 @@ def test_a_page_s_whole_use_sends_nothing_through_gradio_s_queue(open_page):
     page.locator("#selected-token input").click()  # the token list fills as it opens
     page.get_by_role("option", name="3: spoke").wait_for(timeout=30_000)
     page.keyboard.press("Escape")
-    page.get_by_role("tab", name="Train").click()
-    page.locator("#train-steps input").fill("5")
-    page.locator("#train-button").click()
-    page.wait_for_function("() => document.querySelector('#train-summary').innerText.includes('Trained 5 steps')",
-                           timeout=120_000)
+    train(page, 5)
     page.get_by_role("tab", name="View").click()
     page.locator("#refit-button").click()
     page.wait_for_function("() => document.querySelector('#notice').innerText.includes('frozen plane now fits')",

@@ -238,6 +238,8 @@ def test_browsers_on_the_same_and_on_different_workers_see_only_their_own_tokens
 def test_bert_training_export_upload_and_a_link_work_behind_the_balancer(class_server, browser, tmp_path):
     import numpy as np
 
+    from tests.browser import train
+
     context, page = open_page(browser, class_server.url)
     worker = cookie(context)
     errors: list[str] = []
@@ -252,11 +254,7 @@ def test_bert_training_export_upload_and_a_link_work_behind_the_balancer(class_s
         page.wait_for_function("() => document.querySelector('#tables-info')?.innerText.includes('30,522 × 384')",
                                timeout=120_000)
 
-        page.get_by_role("tab", name="Train").click()
-        page.locator("#train-steps input").fill("5")
-        page.locator("#train-button").click()
-        page.wait_for_function("() => document.querySelector('#train-summary').innerText.includes('Trained 5 steps')",
-                               timeout=180_000)
+        train(page, 5, timeout=180_000)
 
         page.get_by_role("tab", name="View").click()
         page.locator("#export-button").click()
