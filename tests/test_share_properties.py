@@ -73,6 +73,7 @@ FIELDS = {
     "lookup_sentence": texts.filter(lambda text: text.strip()),  # a View refuses an empty one
     "lookup_dim": whole("lookup_dim"),
     "lookup_grad": st.booleans(),
+    "answers": st.booleans(),
 }
 views = st.fixed_dictionaries(FIELDS).map(lambda values: View(**values))
 
