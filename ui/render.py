@@ -57,14 +57,10 @@ def plain(text: str) -> str:
     return _MARKDOWN.sub(r"\\\1", text)
 
 
-def notice(notes: Iterable[str]) -> str:
-    """The notice area's HTML: each note as escaped text on its own line ("" hides it)."""
-    return "".join(f"<p>⚠️ {html.escape(note)}</p>" for note in notes if note)
-
-
-def told(notes: Iterable[str]) -> str:
-    """The notice area's HTML for what the page is told of work it asked for (a refit's result)."""
-    return "".join(f"<p>ℹ️ {html.escape(note)}</p>" for note in notes if note)
+def notice(notes: Iterable[str], mark: str = "⚠️") -> str:
+    """The notice area's HTML: each note as escaped text on its own line ("" hides it), marked
+    as a warning, or (`mark="ℹ️"`) as what the page is told of work it asked for (a refit's result)."""
+    return "".join(f"<p>{mark} {html.escape(note)}</p>" for note in notes if note)
 
 
 def plot(figure: dict):
@@ -358,8 +354,7 @@ def answers_of(member, view: View) -> Answers | None:
     if isinstance(member, Follower) and not member.following and lesson_of(view) != member.lesson:
         return None  # exploring on its own (a page being shown the lesson again follows once it shows it)
     round_ = member.classroom.round(member.class_id)
-    drawn = round_.drawn()
-    return Answers(tuple((word, int(count)) for word, count in drawn), round_.undrawn()) if drawn else None
+    return Answers(round_.drawn(), round_.undrawn()) if round_.drawn() else None
 
 
 def _search(view: View, session: Session, result: Exploration) -> SearchResult | None:

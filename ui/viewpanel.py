@@ -106,7 +106,7 @@ def refit(page, tab, direct: bool = False) -> dict:
 
     def said(*notes: str, error: bool = False) -> dict:
         if direct:
-            return {page.notice: (render.notice if error else render.told)(notes)}
+            return {page.notice: render.notice(notes, "⚠️" if error else "ℹ️")}
         (gr.Warning if error else gr.Info)(notes[0])
         return {page.notice: render.notice(notes) if error else gr.skip()}
 
