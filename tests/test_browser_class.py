@@ -11,6 +11,7 @@ tests/test_scaleout.py.
 
 from __future__ import annotations
 
+import time
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -55,11 +56,25 @@ def counts(page, connected: int, following: int) -> None:
         }""", arg=[connected, following], timeout=60_000)
 
 
-def shows_the_same(student, lecturer) -> None:
-    """Until the student's plot is the lecturer's, point for point."""
-    student.wait_for_function(
-        f"(expected) => JSON.stringify(({COORDINATES})()) === JSON.stringify(expected)",
-        arg=lecturer.evaluate(COORDINATES), timeout=60_000)
+def shows_the_same(student, lecturer, timeout_s: float = 60) -> None:
+    """Until the student's plot is the lecturer's, point for point. The lecturer's is read again
+    whenever the student's has not caught up with it: a class's words arriving redraw both pages,
+    so the plot read first may already be gone from the lecturer's screen."""
+    from playwright.sync_api import TimeoutError as Late
+
+    same = f"(expected) => JSON.stringify(({COORDINATES})()) === JSON.stringify(expected)"
+    deadline = time.monotonic() + timeout_s
+    while True:
+        expected = lecturer.evaluate(COORDINATES)
+        try:
+            student.wait_for_function(same, arg=expected, timeout=2_000)
+        except Late:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the student's plot {student.evaluate(COORDINATES)} is not the "
+                                     f"lecturer's {lecturer.evaluate(COORDINATES)}") from None
+            continue
+        if lecturer.evaluate(COORDINATES) == expected:
+            return
 
 
 def test_students_follow_the_lecturers_next_and_one_who_wandered_comes_back(open_page):
