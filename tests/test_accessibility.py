@@ -160,7 +160,7 @@ def test_the_plane_by_keyboard_alone(open_page):
     page.wait_for_function("() => document.querySelector('#selected-token input')?.value === '2: king'",
                            timeout=30_000)
     settle(page)
-    assert page.evaluate(rows("neighbours-token")) == 10
+    page.wait_for_function(f"() => {rows('neighbours-token')} === 10", timeout=60_000)  # its table, drawn as it opens
     assert page.evaluate(ANNOUNCED).startswith("king selected; its neighbours are listed under the plot; "
                                                "nearest by token vector: ")
     assert page.evaluate(f"() => {PLOT}.data.some(t => t.name === 'selected token')")

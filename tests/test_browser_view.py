@@ -81,7 +81,7 @@ def test_a_mouse_click_on_a_point_selects_its_token(open_page):
     king = page.evaluate(f"() => {{ const t = {PLOT}._fullData.find(t => t.name === 'token');"
                          " const i = t.hovertext.findIndex(h => h.startsWith('king')); return [t.x[i], t.y[i]]; }")
     assert ring is not None and [ring["x"][0], ring["y"][0]] == pytest.approx(king, abs=1e-6)
-    assert page.evaluate(rows("neighbours-token")) == 10
+    page.wait_for_function(f"() => {rows('neighbours-token')} === 10", timeout=60_000)  # its table, drawn as it opens
     assert page.evaluate(f"() => {PLOT}.data.some(t => t.name.startsWith('nearest'))")
     # a click on another point moves the selection there
     x, y = point_on_screen(page, "token", "queen")
