@@ -626,3 +626,24 @@ def test_a_redis_emptied_under_running_processes_loses_no_acknowledged_answer(ro
                       and dict(one.store.poll(class_id).counts) == {"queen": 1, "prince": 1})
     assert one.store.poll(class_id).hidden == {"rude"}
     assert two.answer(there, "page-there", "10.12.0.2", "crown", 1)[1] == ("prince", "crown")
+
+
+def test_an_answer_sent_before_its_process_wrote_its_answers_again_keeps_the_earlier_ones(rooms, clock):
+    """The store comes back empty and the lecturer's process puts the round back; a student on
+    another process answers before that process wrote its answers again: the page keeps its
+    earlier word, and the writing again puts it back in the store beside the new one."""
+    redis_server, (one, two) = rooms
+    lecturer, class_id, secret = lecture(one)
+    one.connect(key_of(lecturer), lecturer.member, one.lesson(class_id))
+    one.ask(lecturer, secret, "Type a word.")
+    there = tab()
+    two.join(there, class_id)
+    two.answer(there, "page-there", "10.12.0.2", "prince", 1)
+    replay, two.replay = two.replay, lambda: None  # this process has not written its answers again yet
+    one.store.redis.flushall()
+    one.beat()  # the lecturer's process puts the class and its round back
+    assert eventually(lambda: one.store.poll(class_id) is not None)
+    assert two.answer(there, "page-there", "10.12.0.2", "crown", 1)[1] == ("prince", "crown")
+    two.replay = replay
+    two.replay()
+    assert eventually(lambda: dict(one.store.poll(class_id).counts) == {"prince": 1, "crown": 1})

@@ -367,8 +367,13 @@ def answer(student, word: str) -> None:
 
 def answered(lecturer, answers: int, students: int) -> None:
     """Until the lecturer's poll box counts this many answers from this many students."""
-    lecturer.wait_for_function("(said) => document.getElementById('poll-status').textContent.includes(said)",
-                               arg=f"{answers} answers from {students} students", timeout=60_000)
+    said = f"{answers} answers from {students} students"
+    try:
+        lecturer.wait_for_function("(said) => document.getElementById('poll-status').textContent.includes(said)",
+                                   arg=said, timeout=60_000)
+    except Exception:  # what the box said instead
+        status = lecturer.evaluate("() => document.getElementById('poll-status').textContent")
+        raise AssertionError(f"the lecturer's box says {status!r}, not {said!r}") from None
 
 
 @pytest.mark.browser

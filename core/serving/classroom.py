@@ -1367,7 +1367,10 @@ class Classroom:
             journal = self._journal.get(class_id)
             if journal is None or journal[0] != number:
                 journal = self._journal[class_id] = (number, {})
-            journal[1][key] = words
+            # a store emptied before this process wrote its answers again knows only this word:
+            # the page's earlier words stay acknowledged here, and `replay` writes them back
+            kept = journal[1].get(key, ())
+            words = journal[1][key] = kept + tuple(w for w in words if w not in kept)
         self._changed_round(class_id)
         return self.round(class_id), words
 
