@@ -244,33 +244,3 @@ def test_importing_the_app_leaves_scikit_learn_and_the_presets_for_later():
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
                           env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"})
     assert done.stdout.split()[-3:] == ["False", "0", "0"]
-
-
-def test_outputs_an_event_leaves_as_they_are_build_no_component(monkeypatch):
-    """A training's curve writes 2 of its event's 61 outputs; gradio would build each of the
-    other 59 components anew (config and API schema) on the event loop."""
-    import gradio as gr
-    from gradio.components.base import Component
-    from gradio.state_holder import SessionState
-
-    import app
-    from tests.appapi import run_async
-
-    train = next(fn for fn in app.demo.fns.values() if fn.api_name == "train")
-    page = app.demo.explorer
-    built: list[str] = []
-    init = Component.__init__
-
-    def counted(self, *args, **kwargs):
-        built.append(type(self).__name__)
-        init(self, *args, **kwargs)
-
-    monkeypatch.setattr(Component, "__init__", counted)
-    state = SessionState(app.demo)
-    sent = run_async(lambda: app.demo.postprocess_data(train, {page.trained: "Training… step 3 of 9."}, state))
-    assert built == []
-    assert sent[list(train.outputs).index(page.trained)] == "Training… step 3 of 9."
-    assert sum(value == gr.skip() for value in sent) == len(train.outputs) - 1
-    # gradio's own does build them: what this saves
-    run_async(lambda: gr.Blocks.postprocess_data(app.demo, train, {page.trained: "Training… step 3 of 9."}, state))
-    assert len(built) == sum(isinstance(block, Component) for block in train.outputs if block is not page.trained)
