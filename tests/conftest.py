@@ -47,7 +47,7 @@ def pytest_collection_modifyitems(items) -> None:
             return 0
         return 1 if item.get_closest_marker("browser") or "browser" in item.fixturenames else 2
 
-    files: dict[str, int] = {}
+    files: dict = {}  # a file's path -> its lightest weight
     for item in items:
         files[item.path] = min(files.get(item.path, 2), weight(item))
     items.sort(key=lambda item: files[item.path])  # stable: each file's order is kept

@@ -367,13 +367,18 @@ def answer(student, word: str) -> None:
 
 def answered(lecturer, answers: int, students: int) -> None:
     """Until the lecturer's poll box counts this many answers from this many students."""
-    said = f"{answers} answers from {students} students"
+    until(lecturer, "(said) => document.getElementById('poll-status').textContent.includes(said)",
+          f"{answers} answers from {students} students", "() => document.getElementById('poll-status').textContent")
+
+
+def until(page, condition: str, arg, shown: str) -> None:
+    """Until `condition(arg)` holds on the page; failing, the message says what `shown` reads there."""
+    from playwright.sync_api import TimeoutError as Late
+
     try:
-        lecturer.wait_for_function("(said) => document.getElementById('poll-status').textContent.includes(said)",
-                                   arg=said, timeout=60_000)
-    except Exception:  # what the box said instead
-        status = lecturer.evaluate("() => document.getElementById('poll-status').textContent")
-        raise AssertionError(f"the lecturer's box says {status!r}, not {said!r}") from None
+        page.wait_for_function(condition, arg=arg, timeout=60_000)
+    except Late:
+        raise AssertionError(f"waited for {arg!r}; the page shows {page.evaluate(shown)!r}") from None
 
 
 @pytest.mark.browser
@@ -434,10 +439,7 @@ def test_a_class_survives_its_redis_stopping_and_starting_again_empty(class_serv
             student.wait_for_function(f"() => ({BANNER})().includes('step 2')", timeout=60_000)
             shows_the_same(student, lecturer)
         reached = time.monotonic() - back
-        try:
-            typist.wait_for_function(f"() => ({BANNER})().includes('Exploring on your own')", timeout=60_000)
-        except Exception:  # what the page said instead, for a failure seen once under load
-            raise AssertionError(f"the typist's banner says {typist.evaluate(BANNER)!r}") from None
+        until(typist, f"(said) => ({BANNER})().includes(said)", "Exploring on your own", BANNER)
         counts(lecturer, 3, 2)
         answer(far, "crown")  # the round goes on where it was: no acknowledged answer was lost
         answered(lecturer, 3, 2)
