@@ -265,7 +265,7 @@ class ClassServer:
         ]
         self.haproxy: subprocess.Popen | None = None
         self.config_path = self.run_dir / "haproxy.cfg"
-        # a class's lessons and counts, shared by the workers (core/serving/classroom.py): a redis-server of
+        # a class's lessons and counts, shared by the workers (core/serving/classstore.py): a redis-server of
         # this server's own on a loopback port, unless EXPLORER_CLASS_STORE names one already
         self.store = os.environ.get("EXPLORER_CLASS_STORE", "").strip()
         self.redis: subprocess.Popen | None = None

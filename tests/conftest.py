@@ -188,7 +188,7 @@ class RedisServer:
 
 @pytest.fixture(scope="session")
 def redis_url():
-    """A redis-server of this test process's own: the class store's tests (core/serving/classroom.py's
+    """A redis-server of this test process's own: the class store's tests (core/serving/classstore.py's
     RedisStore) run against it."""
     server = RedisServer().start()
     try:

@@ -21,7 +21,9 @@ import httpx
 import pytest
 
 import core.serving.classroom as classroom
-from core.serving.classroom import NO_CLASS, NOT_LECTURER, Follower, Leader, lesson_of
+import core.serving.classstore as classstore
+from core.serving.classroom import NO_CLASS, NOT_LECTURER, Follower, Leader
+from core.serving.classstore import lesson_of
 from tests.appapi import key_of
 from tests.waiting import eventually
 
@@ -417,10 +419,10 @@ def test_three_classes_whose_pages_closed_let_a_fourth_start_from_their_address_
     assert eventually(lambda: not any(CLASSROOM._led[c].pages for c in classes))  # each page's going was seen
     refused = call(app_url, "start", {"key": key_of(lives[3])}, address=address)
     assert refused.status_code == 429 and "close its lecturer's page" in refused.json()["error"]
-    later = time.time() + classroom.GRACE_SECONDS
+    later = time.time() + classstore.GRACE_SECONDS
     monkeypatch.setattr(CLASSROOM.store, "clock", lambda: later)
     CLASSROOM.beat()
-    assert follower.until(lambda m: m["ended"] != "")["ended"] == classroom.AWAY  # its students hear it ended
+    assert follower.until(lambda m: m["ended"] != "")["ended"] == classstore.AWAY  # its students hear it ended
     assert follower.next() is CLOSED
     fourth = call(app_url, "start", {"key": key_of(lives[3])}, address=address)
     assert fourth.status_code == 200, fourth.text

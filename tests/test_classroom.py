@@ -24,23 +24,25 @@ import pytest
 
 import core.serving.classroom as classroom
 from core.serving.classroom import (
-    AWAY,
     CANNOT_START,
     ENDED,
-    GRACE_SECONDS,
     LOST,
     NO_CLASS,
     NOT_LECTURER,
-    PRESENCE_SECONDS,
-    RECONNECTING,
     Classroom,
     Follower,
     Forbidden,
-    Full,
     Leader,
+    Reconnecting,
+)
+from core.serving.classstore import (
+    AWAY,
+    GRACE_SECONDS,
+    PRESENCE_SECONDS,
+    RECONNECTING,
+    Full,
     Lesson,
     MemoryStore,
-    Reconnecting,
     RedisStore,
     lesson_of,
     lesson_view,
@@ -536,7 +538,7 @@ def test_the_grace_is_minutes_and_set_by_its_setting(minutes, grace, said):
     env = {k: v for k, v in os.environ.items() if k != "EXPLORER_CLASS_GRACE_MINUTES"}
     if minutes is not None:
         env["EXPLORER_CLASS_GRACE_MINUTES"] = minutes
-    shown = "from core.serving import classroom as c; print(c.GRACE_SECONDS); print(c.AWAY)"
+    shown = "from core.serving import classstore as c; print(c.GRACE_SECONDS); print(c.AWAY)"
     read = subprocess.run([sys.executable, "-c", shown], env=env, capture_output=True, text=True, check=True,
                           timeout=60)
     seconds, away = read.stdout.splitlines()

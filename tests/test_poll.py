@@ -29,16 +29,13 @@ from core.serving.classroom import (
     NOT_OPEN,
     OTHER_ROUND,
     POLL_SECONDS,
-    RECONNECTING,
     ROUND_FULL,
     Classroom,
     Forbidden,
-    Full,
     Gone,
-    MemoryStore,
     Reconnecting,
-    RedisStore,
 )
+from core.serving.classstore import RECONNECTING, Full, MemoryStore, RedisStore
 from core.serving.poll import (
     MAX_ANSWERS,
     MAX_DRAWN,

@@ -29,17 +29,8 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from core.serving.classroom import (
-    Classroom,
-    Forbidden,
-    Full,
-    Gone,
-    Leader,
-    Lesson,
-    Reconnecting,
-    lesson_of,
-    lesson_view,
-)
+from core.serving.classroom import Classroom, Forbidden, Gone, Leader, Reconnecting
+from core.serving.classstore import Full, Lesson, lesson_of, lesson_view
 from core.view import tour
 from core.view.options import Refused
 from ui import events, render

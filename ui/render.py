@@ -38,7 +38,8 @@ from core.plane.basis import background, vocabulary_basis
 from core.plane.classwords import Answers
 from core.plane.pipeline import Exploration, explore_view, flipped_tokens
 from core.plane.search import SearchResult, search
-from core.serving.classroom import Follower, lesson_of
+from core.serving.classroom import Follower
+from core.serving.classstore import lesson_of
 from core.serving.tabs import Change
 from core.tables.session import Session
 from core.view import tour
