@@ -190,7 +190,11 @@ def test_step_5_layernorm_gives_mean_0_and_std_1(walk):
     LayerNorm chart and the line under it show token by token … every output therefore has
     length √d.\""""
     page = walk(5)
-    assert page.locator("#tab-layernorm").is_visible()
+    # the step selects the LayerNorm tab, whose components show once the tab's select has run in
+    # the page: waited for (a slow machine was seen reading it a moment before), not read once
+    page.locator("#tab-layernorm").wait_for(state="visible", timeout=30_000)
+    shown = "(document.querySelector('#layernorm-info') || {}).innerText"
+    page.wait_for_function(f"() => ({shown} || '').includes('after: mean 0')", timeout=30_000)
     assert page.get_by_role("tab", name="LayerNorm").get_attribute("aria-selected") == "true"
     info = page.locator("#layernorm-info").inner_text()
     assert "after: mean 0" in info and "std 1" in info
