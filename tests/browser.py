@@ -243,3 +243,12 @@ def label_faults(page, plot: str = PLOT) -> list[str]:
             if overlap(box, other["box"]) > 0.25:
                 faults.append(f"{label['text']!r} overlaps {other['text']!r}")
     return faults
+
+
+def wait_for_text(page, selector: str, text: str, timeout: int = 30_000) -> None:
+    """Wait until `selector`'s element exists and its text includes `text`: an element a tab
+    builds when it is first opened is not in the page at first, and a predicate reading it
+    would throw rather than wait."""
+    page.wait_for_function("([selector, text]) => { const found = document.querySelector(selector);"
+                           " return Boolean(found) && found.innerText.includes(text); }",
+                           arg=[selector, text], timeout=timeout)

@@ -15,7 +15,7 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 
 from core.view.tour import STEPS
-from tests.browser import COUNT_REQUESTS, PLOT, point_on_screen, ready, rows, settle
+from tests.browser import COUNT_REQUESTS, PLOT, point_on_screen, ready, rows, settle, wait_for_text
 
 pytestmark = pytest.mark.browser
 
@@ -288,8 +288,7 @@ def test_the_page_works_at_200_percent_zoom(browser, app_url):
         page.locator("#sentence-b textarea").focus()
         tab_to(page, "e.id === 'tour-next'", 12)
         page.keyboard.press("Enter")
-        page.wait_for_function("() => document.querySelector('#tour-text').innerText.includes('Step 1 of')",
-                               timeout=60_000)
+        wait_for_text(page, "#tour-text", "Step 1 of", timeout=60_000)
         box = page.locator("#tour-next").bounding_box()
         assert box["x"] >= 0 and box["x"] + box["width"] <= 720
     finally:

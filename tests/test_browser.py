@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import IMAGES_SETTLED
+from tests.browser import IMAGES_SETTLED, wait_for_text
 
 pytestmark = pytest.mark.browser
 
@@ -101,12 +101,11 @@ def test_freeze_token_train_and_the_loss_curve_appears(page):
     wait_for_plot(page)
     page.get_by_role("tab", name="Train").click()
     page.locator("#freeze-token input").check()
-    page.wait_for_function("() => document.querySelector('#param-status').innerText.includes('frozen: token')")
+    wait_for_text(page, "#param-status", "frozen: token")
     page.locator("#train-steps input").fill("20")
     page.locator("#train-button").click()
     # the curve may be drawn while training runs (a busy machine): the end is the summary
-    page.wait_for_function("() => document.querySelector('#train-summary').innerText.includes('Trained 20 steps')",
-                           timeout=60_000)
+    wait_for_text(page, "#train-summary", "Trained 20 steps", timeout=60_000)
     page.wait_for_function(
         "() => { const p = document.querySelector('#loss-plot .js-plotly-plot'); return p && p.data.length === 1; }",
         timeout=60_000,
@@ -195,8 +194,7 @@ def test_a_page_s_whole_use_sends_nothing_through_gradio_s_queue(open_page):
     train(page, 5)
     page.get_by_role("tab", name="View").click()
     page.locator("#refit-button").click()
-    page.wait_for_function("() => document.querySelector('#notice').innerText.includes('frozen plane now fits')",
-                           timeout=60_000)
+    wait_for_text(page, "#notice", "frozen plane now fits", timeout=60_000)
     page.locator("#share-button").click()
     page.wait_for_function("() => document.querySelector('#share-link textarea, #share-link input')"
                            "?.value.includes('king%20spoke%20well')", timeout=30_000)

@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.browser import COORDINATES, settle
+from tests.browser import COORDINATES, settle, wait_for_text
 
 pytestmark = pytest.mark.browser
 
@@ -103,8 +103,7 @@ def test_students_follow_the_lecturers_next_and_one_who_wandered_comes_back(open
         student.wait_for_function(f"() => ({BANNER})().includes('step 1')", timeout=60_000)
         assert "step=1" in student.url and f"class={class_id}" in student.url
         # the step's text came too, not only the plot
-        student.wait_for_function("() => document.querySelector('#tour-text').innerText.includes('Step 1 of')",
-                                  timeout=60_000)
+        wait_for_text(student, "#tour-text", "Step 1 of", timeout=60_000)
     settle(wanderer)
     assert wanderer.evaluate(COORDINATES) == own  # left as the student made it
     assert "violin" in wanderer.locator("#sentence-a textarea").input_value()

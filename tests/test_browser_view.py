@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from core.tables.presets import wordpiece
-from tests.browser import COORDINATES, ERROR_BADGES, PLOT, link_of, point_on_screen, rows, settle
+from tests.browser import COORDINATES, ERROR_BADGES, PLOT, link_of, point_on_screen, rows, settle, wait_for_text
 
 pytestmark = pytest.mark.browser
 
@@ -207,7 +207,7 @@ def test_a_refused_upload_leaves_the_page_usable(open_page, tmp_path):
     bad.write_bytes(buffer.getvalue())
     page.get_by_role("tab", name="Tables").click()
     page.locator("#upload-table input[type=file]").set_input_files(str(bad))
-    page.wait_for_function("() => document.querySelector('#notice').innerText.includes('NaN')", timeout=60_000)
+    wait_for_text(page, "#notice", "NaN", timeout=60_000)
     settle(page)
     assert page.evaluate(ERROR_BADGES) == 0
     assert page.locator("#upload-table").inner_text().count("nan.npy") == 0  # the box does not look loaded
@@ -226,12 +226,10 @@ def test_changes_made_while_training_runs_are_kept_or_refused(open_page):
     page.get_by_role("tab", name="Train").click()
     page.locator("#train-steps input").fill("2000")
     page.locator("#train-button").click()
-    page.wait_for_function("() => document.querySelector('#train-summary').innerText.includes('Training')",
-                           timeout=60_000)
+    wait_for_text(page, "#train-summary", "Training", timeout=60_000)
     page.get_by_role("tab", name="Tables").click()
     page.locator("#table-source").get_by_text("GloVe").click()
-    page.wait_for_function("() => document.querySelector('#notice').innerText.includes('Training is running')",
-                           timeout=60_000)
+    wait_for_text(page, "#notice", "Training is running", timeout=60_000)
     # put back: nothing changed (the notice is the page's own to write; the choice, gradio's, a moment later)
     page.wait_for_function("() => document.querySelector(\"#table-source input[value='random']\").checked",
                            timeout=10_000)
@@ -240,10 +238,8 @@ def test_changes_made_while_training_runs_are_kept_or_refused(open_page):
     page.get_by_role("tab", name="View").click()
     page.locator("#basis").get_by_text("whole vocabulary").click()
     page.get_by_role("tab", name="Train").click()
-    page.wait_for_function("() => document.querySelector('#train-summary').innerText.includes('Trained 2000')",
-                           timeout=180_000)
-    page.wait_for_function("() => document.querySelector('#embed-info').innerText.includes('before training')",
-                           timeout=60_000)
+    wait_for_text(page, "#train-summary", "Trained 2000", timeout=180_000)
+    wait_for_text(page, "#embed-info", "before training", timeout=60_000)
     assert "frozen: token" in page.locator("#param-status").inner_text()
     assert page.locator("#freeze-token input").is_checked()
     assert "faint points: before training" in page.locator("#embed-info").inner_text()
