@@ -11,7 +11,7 @@ import pytest
 
 from core.tables.presets import wordpiece
 from core.view.tour import STEPS
-from tests.browser import COORDINATES, ERROR_BADGES, LABELS, PLOT, open_at, ready, rows, settle
+from tests.browser import COORDINATES, ERROR_BADGES, LABELS, PLOT, open_at, ready, rows, settle, wait_for_text
 
 # one page walks the tour, step after step, on one worker
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("tour-claims")]
@@ -76,9 +76,7 @@ def walk(browser, app_url):
             move = 1 if at["step"] < number else -1
             at["step"] += move
             page.locator("#tour-next" if move > 0 else "#tour-previous").click()
-            page.wait_for_function(
-                f"() => document.querySelector('#tour-text').innerText.includes('Step {at['step']} of')",
-                timeout=60_000)
+            wait_for_text(page, "#tour-text", f"Step {at['step']} of", timeout=60_000)
             settle(page)
             seen.setdefault(at["step"], page.evaluate(COORDINATES))
             # the step's text and its buttons stay in view on every step
@@ -193,8 +191,7 @@ def test_step_5_layernorm_gives_mean_0_and_std_1(walk):
     # the step selects the LayerNorm tab, whose components show once the tab's select has run in
     # the page: waited for (a slow machine was seen reading it a moment before), not read once
     page.locator("#tab-layernorm").wait_for(state="visible", timeout=30_000)
-    shown = "(document.querySelector('#layernorm-info') || {}).innerText"
-    page.wait_for_function(f"() => ({shown} || '').includes('after: mean 0')", timeout=30_000)
+    wait_for_text(page, "#layernorm-info", "after: mean 0")
     assert page.get_by_role("tab", name="LayerNorm").get_attribute("aria-selected") == "true"
     info = page.locator("#layernorm-info").inner_text()
     assert "after: mean 0" in info and "std 1" in info
