@@ -4,8 +4,8 @@
 //    tour step, a link, a setting) or straight from a direct call (ui/direct.py): a keystroke
 //    in a sentence or a click on a point is sent with one POST, at most one in flight, the
 //    latest text winning, and at most one Plotly redraw per animation frame, so the textbox
-//    never waits for the plot. A figure older than the one shown (its layout.meta.revision)
-//    is never drawn;
+//    never waits for the plot; what else the answer brings is written after the frame that paints
+//    the plot. A figure older than the one shown (its layout.meta.revision) is never drawn;
 //  - the main plot arrives compact (core/drawing/figures.py embedding_spec(compact=True)): what each
 //    token's point shares across the groups is sent once, in layout.meta.columns; `expand`
 //    puts it back into each group's trace, and the token table is drawn from the same columns;
@@ -261,9 +261,10 @@
       config: { responsive: true, displaylogo: false, ...(figure.config || {}) }, labels: labelsOf(meta), meta,
       revision };
     await plot();
-    // the table after the plot: plotly measures its labels as it draws, and each measurement
-    // would lay out the page again with a changed table of up to 512 rows in it
-    drawTable(figure.layout);
+    // the table after the plot (`afterPlot`): plotly measures its labels as it draws, and each
+    // measurement would lay out the page again with a changed table of up to 512 rows in it
+    waiting.table = figure.layout;
+    afterPlot();
   }
   let listening = false;
   async function plot() {
@@ -366,19 +367,43 @@
   function receive(answer, overtaken = false) {
     const values = (answer && !answer.error && answer.values) || {};
     if ("embed-plot" in values) heldPlot = values["embed-plot"];
-    if (!overtaken && heldPlot !== null) {
+    const drawing = !overtaken && heldPlot !== null;
+    if (drawing) {
       const plot = heldPlot;
       heldPlot = null;
       setOutput("embed-plot", plot);
     }
     if (!answer || answer.skipped || answer.merged) return;
     if (answer.error) {
-      setOutput("notice", `<p>⚠️ ${escapeHtml(answer.error)}</p>`);
+      waiting.values.notice = `<p>⚠️ ${escapeHtml(answer.error)}</p>`;
+      writeWaiting();
       return;
     }
+    Object.assign(waiting.values, values);
+    delete waiting.values["embed-plot"];
+    if (drawing) afterPlot(); else if (!overtaken) writeWaiting();
+  }
+  // what an answer writes besides the plot, and the token table, wait for the frame that paints
+  // the plot: the plot is what a keystroke is for, and the text, bars and address written first
+  // made plotly's measurements lay the page out again around them. An overtaken answer's values
+  // wait with its held plot. The newest value of each output wins; an answer without a plot, or an
+  // error, writes what waits at once. (A page whose frames stop, hidden, writes it a moment later
+  // all the same.)
+  const waiting = { values: {}, table: null, timers: [] };
+  function afterPlot() {
+    if (waiting.timers.length) return;
+    waiting.timers = [requestAnimationFrame(() => waiting.timers.push(setTimeout(writeWaiting, 0))),
+      setTimeout(writeWaiting, 250)];
+  }
+  function writeWaiting() {
+    const [frame, ...timers] = waiting.timers;
+    if (frame) cancelAnimationFrame(frame);
+    timers.forEach(clearTimeout);
+    const { values, table } = waiting;
+    Object.assign(waiting, { values: {}, table: null, timers: [] });
+    if (table) drawTable(table);
     let handed = false;
     for (const [id, value] of Object.entries(values)) {
-      if (id === "embed-plot") continue;
       if ((window.embeddingExplorerOutputs || {})[id]) {
         setOutput(id, value);
       } else {

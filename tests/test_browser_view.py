@@ -159,6 +159,85 @@ def test_typing_at_ten_keys_a_second_ends_with_the_plot_of_the_final_text(open_p
     assert tuple(drawn) == wordpiece().encode(text).tokens, "the plot is not the final text's"
 
 
+# each answer the page reads (its plot's revision, its summary), and each time the summary under the
+# plot changes, the revision the plot had drawn by then
+WATCH_WRITES = """() => {
+    window.__answers = [];
+    window.__writes = [];
+    const fetch0 = window.fetch;
+    window.fetch = function (input) {
+        return fetch0.apply(this, arguments).then((response) => {
+            if (String(input).includes('/explorer/live')) {
+                response.clone().json().then((answer) => {
+                    const values = answer.values || {};
+                    if (!values['embed-plot'] || !values['embed-info']) return;
+                    const info = document.createElement('template');  // as the page writes it
+                    info.innerHTML = values['embed-info'];
+                    window.__answers.push([JSON.parse(values['embed-plot']).layout.meta.revision, info.innerHTML]);
+                    window.__values = values;
+                });
+            }
+            return response;
+        });
+    };
+    const info = document.querySelector('#embed-info');
+    const host = document.querySelector('#embed-plot .plane-host');
+    new MutationObserver(() => window.__writes.push([Number(host.dataset.drawn),
+                                                     info.querySelector('.prose')?.innerHTML]))
+        .observe(info, {subtree: true, childList: true, characterData: true});
+}"""
+
+
+def test_an_answer_s_plot_is_drawn_before_the_rest_it_brings_and_the_newest_of_each_is_written(open_page):
+    """The plot is what a keystroke is for: the summary, the variance bars, the address and the
+    token table an answer also brings are written after the frame that paints its plot (typing
+    fast, answers overtake each other), and what is left written is the newest answer's."""
+    page = open_page()
+    page.evaluate(WATCH_WRITES)
+    box = page.locator("#sentence-a textarea")
+    box.click()
+    page.keyboard.press("End")
+    page.keyboard.type(" and then a dog barked at seven cats", delay=20)
+    settle(page)
+    answers, writes = page.evaluate("() => [window.__answers, window.__writes]")
+    assert len(answers) >= 2 and writes, (answers, writes)
+    for drawn, written in writes:
+        if not written:
+            continue
+        # the answers that brought this summary: the plot of the first of them was drawn first
+        brought = [revision for revision, info in answers if info == written]
+        assert brought and drawn >= min(brought), f"summary of revision {min(brought)} written over plot {drawn}"
+    assert page.locator("#embed-info .prose").inner_html() == answers[-1][1]
+    assert page.evaluate(f"() => Number({PLOT}.closest('.plane-host').dataset.drawn)") == answers[-1][0]
+    tokens = page.evaluate("() => [...document.querySelectorAll('#token-table tbody tr td:first-child')]"
+                           ".map(td => td.innerText)")
+    assert tuple(tokens) == wordpiece().encode(box.input_value(), page.locator("#sentence-b textarea").input_value()
+                                               ).tokens
+
+
+def test_a_refusal_is_written_at_once_and_no_earlier_answer_waiting_writes_over_it(open_page):
+    """An answer's values wait for its plot; a refusal that comes meanwhile is written at once,
+    and what waited is written with it, not after it (it would blank the notice)."""
+    page = open_page()
+    page.evaluate(WATCH_WRITES)
+    box = page.locator("#sentence-a textarea")
+    box.click()
+    page.keyboard.press("End")
+    page.keyboard.type("s")
+    settle(page)
+    page.evaluate("""() => {
+        // the last answer again, as a newer one: its plot waits for a frame, and its values with it
+        const values = window.__values, figure = JSON.parse(values['embed-plot']);
+        figure.layout.meta.revision += 1;
+        window.embeddingExplorer.receive({values: {...values, 'embed-plot': JSON.stringify(figure),
+                                                   'embed-info': values['embed-info'] + '<p>again</p>'}});
+        window.embeddingExplorer.receive({error: 'Refused here.'});
+    }""")
+    settle(page)
+    assert "Refused here." in page.locator("#notice").inner_text()
+    assert "again" in page.locator("#embed-info").inner_text()
+
+
 def _picker_options(page) -> list[str]:
     return page.evaluate("() => [...document.querySelectorAll('[role=option]')]"
                          ".map(o => o.innerText.replace('✓', '').trim())")
