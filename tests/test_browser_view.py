@@ -206,7 +206,8 @@ def test_an_answer_s_plot_is_drawn_before_the_rest_it_brings_and_the_newest_of_e
             continue
         # the answers that brought this summary: the plot of the first of them was drawn first
         brought = [revision for revision, info in answers if info == written]
-        assert brought and drawn >= min(brought), f"summary of revision {min(brought)} written over plot {drawn}"
+        assert brought, f"a summary no answer brought was written: {written!r}"
+        assert drawn >= min(brought), f"the summary of revision {min(brought)} was written over plot {drawn}"
     assert page.locator("#embed-info .prose").inner_html() == answers[-1][1]
     assert page.evaluate(f"() => Number({PLOT}.closest('.plane-host').dataset.drawn)") == answers[-1][0]
     tokens = page.evaluate("() => [...document.querySelectorAll('#token-table tbody tr td:first-child')]"
