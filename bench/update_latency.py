@@ -62,6 +62,10 @@ def embed_call(session: Session):
     page = app.demo.explorer
 
     def call(a: str, b: str) -> dict:
+        # drawn anew each time, as a keystroke's new text is: the plane a tab drew for the same view
+        # on the same tables is shared with the next (a class on one pair), and repeating one pair
+        # would time that lookup instead
+        render.forget_shared()
         return render.plane(page, View(sentence_a=a, sentence_b=b), session)
 
     return call
