@@ -389,18 +389,21 @@
   // wait with its held plot. The newest value of each output wins; an answer without a plot, or an
   // error, writes what waits at once. (A page whose frames stop, hidden, writes it a moment later
   // all the same.)
-  const waiting = { values: {}, table: null, timers: [] };
+  const waiting = { values: {}, table: null, frame: 0, timer: 0 };
   function afterPlot() {
-    if (waiting.timers.length) return;
-    waiting.timers = [requestAnimationFrame(() => waiting.timers.push(setTimeout(writeWaiting, 0))),
-      setTimeout(writeWaiting, 250)];
+    if (waiting.frame || waiting.timer) return; // a write is on its way already
+    waiting.timer = setTimeout(writeWaiting, 250);
+    waiting.frame = requestAnimationFrame(() => {
+      waiting.frame = 0;
+      clearTimeout(waiting.timer);
+      waiting.timer = setTimeout(writeWaiting, 0); // the first task after that frame's paint
+    });
   }
   function writeWaiting() {
-    const [frame, ...timers] = waiting.timers;
-    if (frame) cancelAnimationFrame(frame);
-    timers.forEach(clearTimeout);
+    cancelAnimationFrame(waiting.frame);
+    clearTimeout(waiting.timer);
     const { values, table } = waiting;
-    Object.assign(waiting, { values: {}, table: null, timers: [] });
+    Object.assign(waiting, { values: {}, table: null, frame: 0, timer: 0 });
     if (table) drawTable(table);
     let handed = false;
     for (const [id, value] of Object.entries(values)) {
