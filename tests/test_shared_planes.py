@@ -10,6 +10,7 @@ the user changed that widget since.
 from __future__ import annotations
 
 import json
+import threading
 
 import gradio as gr
 import pytest
@@ -32,10 +33,13 @@ def page():
 
 @pytest.fixture()
 def drawn(monkeypatch):
-    """How many planes were computed (not taken from the shared ones)."""
+    """How many planes this test computed (not taken from the shared ones): another test's app in
+    this process may draw a plane meanwhile, on a thread of its own."""
     calls = []
     original = render._plane
-    monkeypatch.setattr(render, "_plane", lambda *args: calls.append(args[1]) or original(*args))
+    here = threading.get_ident()
+    monkeypatch.setattr(render, "_plane",
+                        lambda *args: (threading.get_ident() == here and calls.append(args[1])) or original(*args))
     return calls
 
 
