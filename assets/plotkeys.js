@@ -5,8 +5,8 @@
 //    what the ring is on ("king, position 2, segment A, sum; nearest in the plot: queen, prince").
 //    Enter selects the token as a click on its point does; Escape puts the ring away;
 //  - the plane's text alternative (its description): which groups, how many tokens, the variance
-//    the plane keeps, where the groups lie and where the words the tour's step names lie to each
-//    other. Written once drawing pauses, so typing pays a timer per figure and nothing more;
+//    the plane keeps, where the groups lie, where the words the tour's step names lie to each
+//    other and a class's words. Written once drawing pauses, so typing pays a timer per figure and nothing more;
 //  - the other charts (the side views', the loss curve) are Tab stops too: the arrows move
 //    plotly's own hover label from point to point (cell to cell in a heatmap), and the live region
 //    reads what it says, which no table on the page lists.
@@ -16,6 +16,9 @@
   const GROUPS = ["token", "position", "segment", "sum", "output"]; // the plot's traces, in the order they add up
   const NEAREST = { token: "nearest by token vector", output: "nearest by output vector" }; // core/drawing/figures.py NEIGHBOURS
   const RING = "selected token"; // core/drawing/figures.py SELECTED: the selected token's ring
+  // a class's words, a trace for each group they are placed in (core/drawing/figures.py CLASS_TRACES)
+  const CLASS = { token: "class", sum: "class · sum", output: "class · output" };
+  const CLASS_NAMED = 6; // the class's words the description names, the most given first; the rest are counted
   const DESCRIBE_AFTER_MS = 500; // the description waits for drawing to pause this long
   // the keys that move, as [along a sentence or series, across the groups or series]
   const MOVES = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1], Home: [-Infinity, 0],
@@ -279,6 +282,33 @@
       .filter((t, i, all) => all.findIndex((u) => u.name === t.name) === i); // each word once: its first token
   }
 
+  // the class's words in the description: each with its count and the sentence's token drawn nearest it,
+  // in the first group they are placed in ("queen (2 answers, nearest king)")
+  function classWords() {
+    for (const [group, name] of Object.entries(CLASS)) {
+      const trace = host._fullData.find((t) => t.name === name);
+      if (!trace || !trace.x || !trace.x.length) continue;
+      const words = Array.from(trace.hovertext || [], (text) => plain(String(text)).split("<br>")[0]);
+      const named = words.slice(0, CLASS_NAMED).map((word, i) => {
+        const [, text, count] = word.match(/^(.*) ×(\d+)$/) || [null, word, ""];
+        const here = coordinates(trace, i);
+        let nearest = null;
+        for (const token of plane.tokens) {
+          const found = ["[CLS]", "[SEP]"].includes(token.name) ? null : pointOf(token.position, group);
+          if (!found || found[0].xaxis !== trace.xaxis) continue;
+          const apart = distance(here, coordinates(...found));
+          if (!nearest || apart < nearest[0]) nearest = [apart, token.name];
+        }
+        const given = count ? `${count} ${count === "1" ? "answer" : "answers"}` : "";
+        return `${text} (${[given, nearest && `nearest ${nearest[1]}`].filter(Boolean).join(", ")})`;
+      });
+      const more = words.length - named.length;
+      return `The class's words, in the ${group} group, the most given first: `
+        + `${listed([...named, ...(more > 0 ? [`${more} more`] : [])])}.`;
+    }
+    return "";
+  }
+
   function describe() {
     describing = 0;
     plane = null;
@@ -331,6 +361,8 @@
           + (lies.length ? `; in the ${group} group ${lies.join("; ")}.` : "."));
       }
     }
+    const answers = classWords();
+    if (answers) sentences.push(answers);
     const selected = selectedPosition();
     if (selected !== null) {
       const token = tokens.find((t) => t.position === selected);

@@ -63,8 +63,9 @@ def send(page, word: str, *, tap: bool = False) -> None:
         page.locator("#poll-answer").press("Enter")
 
 
-def core_points(class_id: str, drawn: tuple) -> np.ndarray:
-    """Where the core places these words in the lecturer's plane: its tab's view and tables."""
+def core_points(class_id: str, drawn: tuple) -> tuple[np.ndarray, list[str]]:
+    """Where the core places these words in the lecturer's plane (its tab's view and tables), and
+    for each the sentence's word whose token point is nearest it there (markers left out)."""
     from core.plane.classwords import Answers
     from core.plane.pipeline import explore_view
     from core.serving.classroom import Leader
@@ -73,7 +74,10 @@ def core_points(class_id: str, drawn: tuple) -> np.ndarray:
     tab = next(tab for tab in TABS._lives.values() if isinstance(tab.member, Leader)
                and tab.member.class_id == class_id)
     scene = explore_view(tab.view, tab.session, answers=Answers(drawn)).scene
-    return scene.answers.points["token"]
+    points = scene.answers.points["token"]
+    words = [i for i, special in enumerate(scene.special_mask) if not special]
+    apart = np.linalg.norm(points[:, None, :] - scene.points["token"][words][None, :, :], axis=-1)
+    return points, [scene.tokens[words[i]] for i in apart.argmin(axis=1)]
 
 
 def test_a_lecturer_asks_three_students_answer_and_the_plane_shows_them(open_page, phones):
@@ -101,8 +105,14 @@ def test_a_lecturer_asks_three_students_answer_and_the_plane_shows_them(open_pag
     lecturer.wait_for_function("() => document.getElementById('poll-status').textContent.includes("
                                "'3 answers from 3 students')", timeout=60_000)
     drawn = lecturer.evaluate(CLASS_TRACE)
-    expected = core_points(class_id, (("queen", 2), ("prince", 1)))
+    expected, nearest = core_points(class_id, (("queen", 2), ("prince", 1)))
     np.testing.assert_allclose(np.column_stack([drawn["x"], drawn["y"]]), expected, rtol=1e-5, atol=1e-5)
+    # what a screen reader hears of them: the plane's description names each word, its count and
+    # the sentence's word drawn nearest it
+    said = (f"The class's words, in the token group, the most given first: queen (2 answers, nearest {nearest[0]}) "
+            f"and prince (1 answer, nearest {nearest[1]}).")
+    lecturer.wait_for_function("(said) => document.querySelector('#plot-description').textContent.includes(said)",
+                               arg=said, timeout=60_000)
     follower = students[0]
     follower.wait_for_function(HAS, arg=["queen ×2", "prince ×1"], timeout=60_000)
     follower.wait_for_function(f"() => ({PLOT}).data.some(t => t.name === 'your words')", timeout=60_000)
