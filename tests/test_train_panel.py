@@ -126,6 +126,22 @@ def test_snapshots_are_not_drawn_over_a_view_the_person_changed_meanwhile(monkey
     assert "zebra" in outputs[-1][PAGE.plot] and "Trained 40 steps" in outputs[-1][PAGE.trained]
 
 
+def test_a_class_s_words_stay_drawn_through_the_snapshots(monkeypatch):
+    """A lecturer trains with a round's words on the plane: every snapshot draws them, as the
+    plane before and after the training does, instead of dropping them until the training ends."""
+    from core.plane.classwords import Answers
+    from ui import render
+
+    round_ = Answers((("queen", 2), ("prince", 1)), undrawn=0)
+    monkeypatch.setattr(render, "answers_of", lambda member, view: round_)  # every plane shows this round
+    asked = request()
+    events.update(PAGE, asked, lambda view: view)
+    outputs = answers(asked, 40)
+    plots = [out[PAGE.plot] for out in outputs if PAGE.plot in out]
+    assert len(plots) == FRAMES + 1  # the snapshots, then the trained tables
+    assert all('"name":"class"' in plot.replace(" ", "") for plot in plots)
+
+
 @pytest.mark.parametrize("steps", [0, "many"])
 def test_a_refused_training_leaves_the_summary_as_the_tables_have_it(steps):
     asked = request()

@@ -232,7 +232,9 @@ def _plot(page, tab, view, session: Session, since: int | None = None, holds: bo
         if since is not None and tab.revision != since:
             return {}, since
         tab.revision += 1
-        out = render.plane(page, view, session, revision=tab.revision, holds=holds)
+        # a class's words stay drawn through a training's snapshots, as on the page before and after it
+        out = render.plane(page, view, session, revision=tab.revision, holds=holds,
+                           answers=render.answers_of(tab.member, view))
         events.track(page, events.CHANNELS.of(tab), out)
         return out, tab.revision
 
