@@ -4,7 +4,7 @@ Each script is fetched from the launched app — `/explorer/code?QUERY` for a li
 tab's value for a tab's trained tables — and run as a student runs it, `python script.py --json`,
 each in a fresh process (tests/scripts.py); its points must be the page's: those of the figure the
 page-load handler draws for the same link (`ui.tourpanel.open_link`, the page's own path), or of
-the answer of the page's Train, within 1e-5 (`TRAINED` after training), group by group, in token order.
+the answer of the page's Train, within 1e-5 (after training, `TRAINED`), group by group, in token order.
 """
 
 from __future__ import annotations
@@ -36,13 +36,14 @@ from ui.visitors import VISITORS, Visitors
 
 PAGE = app.demo.explorer
 NEAREST = tuple(code.NEAREST.values())
-# how far a trained script's points may be from the page's. The page trains on one torch thread,
-# a script on the machine's defaults, so their sums round differently in the last bit, and Adam
-# (lr 0.1) turns a rounding-sized gradient into a real step: trainings of the random tables end
-# within 6e-6 of each other, 30 steps on BERT's tables 2e-6 to 2.3e-4 apart as torch's and MKL's
-# kernels vary (ATEN_CPU_CAPABILITY, MKL_CBWR, MKL_ENABLE_INSTRUCTIONS on one machine), 4.5e-4 in
-# two CI runs. A script that takes one step fewer than the page is 1e-2 to 0.7 from it.
-TRAINED = 2e-3
+# how far a trained script's points may be from the page's, for tables that train smoothly (the
+# random ones) and for BERT's. The page trains on one torch thread, a script on the machine's
+# defaults, so their sums round apart in the last bit, and Adam (lr 0.1) can turn a rounding-sized
+# gradient into a real step. The random tables' trainings end within 6e-6 of each other however
+# torch's and MKL's kernels vary; 30 steps on BERT's tables 2e-6 to 2.3e-4 apart as they vary on one
+# machine (ATEN_CPU_CAPABILITY, MKL_CBWR, MKL_ENABLE_INSTRUCTIONS), 4.5e-4 in two CI runs. A script
+# that takes one step fewer than the page is 1e-2 to 0.7 from it, so both limits tell that apart.
+TRAINED = {"random": 1e-4, "bert": 2e-3}
 
 # the views of the issue's list and the tour's steps, each as a link's query
 VIEWS = {
@@ -188,8 +189,9 @@ def test_a_trained_tabs_script_trains_as_the_page_did(client):
     assert "steps=60, fixed={'position'})" in texts[0] and "CORPUS = [" in texts[0]
     assert "steps=40, fixed={'position', 'segment'})" in texts[1] and "SENTENCES = [" in texts[1]
     results = run_all(texts)
-    worst = [compare(got, page, TRAINED, f"training {n + 1}") for n, (got, page) in enumerate(zip(results, pages,
-                                                                                                 strict=True))]
+    limits = (TRAINED["random"], TRAINED["random"], TRAINED["bert"])
+    worst = [compare(got, page, limit, f"training {n + 1}")
+             for n, (got, page, limit) in enumerate(zip(results, pages, limits, strict=True))]
     print("the largest difference from the page's points after each training:", [f"{e:.1e}" for e in worst])
 
 
