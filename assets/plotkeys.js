@@ -283,7 +283,7 @@
   }
 
   // the class's words in the description: each with its count and the sentence's token drawn nearest it,
-  // in the first group they are placed in ("queen (2 answers, nearest king)")
+  // in the first group they are placed in ("queen (2 answers, drawn nearest king)")
   function classWords() {
     for (const [group, name] of Object.entries(CLASS)) {
       const trace = host._fullData.find((t) => t.name === name);
@@ -300,7 +300,7 @@
           if (!nearest || apart < nearest[0]) nearest = [apart, token.name];
         }
         const given = count ? `${count} ${count === "1" ? "answer" : "answers"}` : "";
-        return `${text} (${[given, nearest && `nearest ${nearest[1]}`].filter(Boolean).join(", ")})`;
+        return `${text} (${[given, nearest && `drawn nearest ${nearest[1]}`].filter(Boolean).join(", ")})`;
       });
       const more = words.length - named.length;
       return `The class's words, in the ${group} group, the most given first: `

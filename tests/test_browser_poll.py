@@ -109,8 +109,8 @@ def test_a_lecturer_asks_three_students_answer_and_the_plane_shows_them(open_pag
     np.testing.assert_allclose(np.column_stack([drawn["x"], drawn["y"]]), expected, rtol=1e-5, atol=1e-5)
     # what a screen reader hears of them: the plane's description names each word, its count and
     # the sentence's word drawn nearest it
-    said = (f"The class's words, in the token group, the most given first: queen (2 answers, nearest {nearest[0]}) "
-            f"and prince (1 answer, nearest {nearest[1]}).")
+    said = ("The class's words, in the token group, the most given first: "
+            f"queen (2 answers, drawn nearest {nearest[0]}) and prince (1 answer, drawn nearest {nearest[1]}).")
     lecturer.wait_for_function("(said) => document.querySelector('#plot-description').textContent.includes(said)",
                                arg=said, timeout=60_000)
     follower = students[0]
