@@ -6,7 +6,8 @@
 //    Enter selects the token as a click on its point does; Escape puts the ring away;
 //  - the plane's text alternative (its description): which groups, how many tokens, the variance
 //    the plane keeps, where the groups lie, where the words the tour's step names lie to each
-//    other and a class's words. Written once drawing pauses, so typing pays a timer per figure and nothing more;
+//    other, and a class's words. Written once drawing pauses, so typing pays a timer per figure
+//    and nothing more;
 //  - the other charts (the side views', the loss curve) are Tab stops too: the arrows move
 //    plotly's own hover label from point to point (cell to cell in a heatmap), and the live region
 //    reads what it says, which no table on the page lists.
