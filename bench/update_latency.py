@@ -52,9 +52,10 @@ SIZES = (16, 128, 512)  # tokens per sentence pair, markers included
 
 def embed_call(session: Session):
     """What `/embed` computes for a keystroke, with the page's default controls: the page's
-    `ui.render.plane` for a fresh `View` of the pair (every group, labels on, no arrows, no
-    shift, no presenter mode, no token selected, 10 neighbours, no flipped segments, no
-    search) drawn with ``session``'s tables. Returns its {component: value} mapping."""
+    `ui.render.plane` for a fresh `View` of the pair on ``session``'s tables (every group, labels
+    on, no arrows, no shift, no presenter mode, no token selected, 10 neighbours, no flipped
+    segments, no search). The view names the session's source, as a tab's does: the figure's
+    held-axes key is made of it. Returns its {component: value} mapping."""
     import app  # builds the page once; sets the app's thread settings, as serving it does
     from core.view.state import View
     from ui import render
@@ -66,7 +67,7 @@ def embed_call(session: Session):
         # on the same tables is shared with the next (a class on one pair), and repeating one pair
         # would time that lookup instead
         render.forget_shared()
-        return render.plane(page, View(sentence_a=a, sentence_b=b), session)
+        return render.plane(page, View(source=session.base.key, sentence_a=a, sentence_b=b), session)
 
     return call
 
