@@ -3,7 +3,6 @@ checked against the layer's own numbers: a word's point is its token rows' mean,
 layer as the first word of sentence A, projected with the plane the tokens are drawn in."""
 
 import html
-import threading
 
 import numpy as np
 import pytest
@@ -16,6 +15,7 @@ from core.plane.scene import ClassWords
 from core.serving.tabs import session_for
 from core.tables.session import Session
 from core.view.state import View
+from tests.test_shared_planes import planes_drawn
 
 ANSWERS = Answers((("queen", 2), ("prince", 1), ("zzqqx", 1)), undrawn=0)
 
@@ -127,11 +127,7 @@ def test_pages_that_show_the_same_words_share_one_drawing(bert, monkeypatch):
 
     page = app.demo.explorer
     view, session = bert
-    drawn = []
-    original = render._plane
-    here = threading.get_ident()  # another test's app in this process may draw a plane meanwhile
-    monkeypatch.setattr(render, "_plane",
-                        lambda *args: (threading.get_ident() == here and drawn.append(args[-1])) or original(*args))
+    drawn = planes_drawn(monkeypatch)
     render.forget_shared()
     first = [render.plane(page, view, session, revision=n, answers=ANSWERS) for n in (1, 2, 3)]
     assert len(drawn) == 1 and all('"name":"class"' in out[page.plot] for out in first)

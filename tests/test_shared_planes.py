@@ -31,16 +31,26 @@ def page():
     return app.demo.explorer
 
 
-@pytest.fixture()
-def drawn(monkeypatch):
-    """How many planes this test computed (not taken from the shared ones): another test's app in
-    this process may draw a plane meanwhile, on a thread of its own."""
+def planes_drawn(monkeypatch) -> list[tuple]:
+    """The planes this thread computes from now on (not taken from the shared ones), each as the
+    arguments `render._plane` was called with. Only this thread's: another test's app in this
+    process may draw a plane meanwhile, on a thread of its own."""
     calls = []
     original = render._plane
     here = threading.get_ident()
-    monkeypatch.setattr(render, "_plane",
-                        lambda *args: (threading.get_ident() == here and calls.append(args[1])) or original(*args))
+
+    def counted(*args):
+        if threading.get_ident() == here:
+            calls.append(args)
+        return original(*args)
+
+    monkeypatch.setattr(render, "_plane", counted)
     return calls
+
+
+@pytest.fixture()
+def drawn(monkeypatch):
+    return planes_drawn(monkeypatch)
 
 
 def revision(out: dict, page) -> int:
