@@ -17,6 +17,7 @@
   const GROUPS = ["token", "position", "segment", "sum", "output"]; // the plot's traces, in the order they add up
   const NEAREST = { token: "nearest by token vector", output: "nearest by output vector" }; // core/drawing/figures.py NEIGHBOURS
   const RING = "selected token"; // core/drawing/figures.py SELECTED: the selected token's ring
+  const MARKERS = ["[CLS]", "[SEP]"]; // tokens that are not words: never named as one
   // a class's words, a trace for each group they are placed in (core/drawing/figures.py CLASS_TRACES)
   const CLASS = { token: "class", sum: "class · sum", output: "class · output" };
   const CLASS_NAMED = 6; // the class's words the description names, the most given first; the rest are counted
@@ -279,7 +280,7 @@
     const text = document.querySelector("#tour-text");
     if (!text || !/^\s*Step \d+ of/.test(text.textContent)) return [];
     const words = new Set([...text.querySelectorAll("em, code")].flatMap((e) => e.textContent.split(/\s+/)));
-    return plane.tokens.filter((t) => words.has(t.name) && !["[CLS]", "[SEP]"].includes(t.name))
+    return plane.tokens.filter((t) => words.has(t.name) && !MARKERS.includes(t.name))
       .filter((t, i, all) => all.findIndex((u) => u.name === t.name) === i); // each word once: its first token
   }
 
@@ -295,7 +296,7 @@
         const here = coordinates(trace, i);
         let nearest = null;
         for (const token of plane.tokens) {
-          const found = ["[CLS]", "[SEP]"].includes(token.name) ? null : pointOf(token.position, group);
+          const found = MARKERS.includes(token.name) ? null : pointOf(token.position, group);
           if (!found || found[0].xaxis !== trace.xaxis) continue;
           const apart = distance(here, coordinates(...found));
           if (!nearest || apart < nearest[0]) nearest = [apart, token.name];
