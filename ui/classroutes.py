@@ -1,18 +1,27 @@
-"""The class link's routes, outside gradio's queue like the direct route: a class is a hundred pages at once.
+"""A class's routes beside the page's: a class is a hundred pages at once.
 
     POST explorer/class/start   {key}                 this page's view becomes a class's lesson: {class, secret, step}
     POST explorer/class/lead    {key, class, secret}  the lecturer's link on another page: shown the lesson, it leads
     POST explorer/class/follow  {key}                 a student's page is shown the newest lesson
     POST explorer/class/end     {key, secret}         the lecturer ends the class
-    POST explorer/class/stream  {key, class}          JSON lines, one a change: the lesson's version and step, whether
-                                                      the page follows; the lecturer's: pages connected, following;
-                                                      the round of answers (`poll`), and a student's own words
-    POST explorer/class/poll/…                        a round of answers: ui/pollroutes.py
+    POST explorer/class/stream  {key, class}          server-sent events, one a change: the lesson's version and step,
+                                                      whether the page follows; the lecturer's: pages connected,
+                                                      following; the round of answers (`poll`), a student's own words
+    POST explorer/class/poll/ask      {key, secret, prompt, review}  a new round, open (the lecturer's page)
+    POST explorer/class/poll/close    {key, secret}                  answers no longer taken; the words stay
+    POST explorer/class/poll/clear    {key, secret}                  a new round with no prompt and no words
+    POST explorer/class/poll/hide     {key, secret, word, on}        a word hidden (on) or shown again
+    POST explorer/class/poll/approve  {key, secret, word, on}        under review first: a word approved or not
+    POST explorer/class/poll/review   {key, secret, on}              review first on or off
+    POST explorer/class/poll/csv      {key, secret}                  the round's words and counts: {csv, poll}
+    POST explorer/class/poll/answer   {key, word, round}             a following student's word for the round
 
-A page is named by its key (`ui.channels.Channel.key`) in the body, never in an address a proxy
-logs; `lead` and `follow` answer in the page's bounded direct turns (`Direct.turn`). A store
-that is away ends no stream; a call it must answer is answered 200 with `reconnecting` and a
-sentence, and the page tries again (a 5xx would read as a broken server).
+A page is named by its key (`ui.route.Channel.key`) in the body, never in an address a proxy
+logs. Every call takes a turn on the page's route's lines (`ui.route.Live.turn`): `lead` and
+`follow` show a lesson like any change, the rest are short and may wait on the class's store. A
+store that is away ends no stream; a call it must answer is answered 200 with `reconnecting` and
+a sentence, and the page tries again (a 5xx would read as a broken server). A stream is the
+page's route's kind of stream (server-sent events, `sse_starlette`), kept alive through proxies.
 """
 
 from __future__ import annotations
@@ -24,26 +33,27 @@ import threading
 
 import anyio
 import orjson
+from sse_starlette import EventSourceResponse
 from starlette.background import BackgroundTask
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import Route
 
 from core.serving.classroom import Classroom, Forbidden, Gone, Leader, Reconnecting
 from core.serving.classstore import Full, Lesson, lesson_of, lesson_view
+from core.serving.poll import csv_of
 from core.view import tour
 from core.view.options import Refused
-from ui import events, render
-from ui.direct import json_answer, json_body
-from ui.pollroutes import PollRoutes
-from ui.visitors import visitor_of_request
+from ui import render
+from ui.admission import VISITORS, Busy, visitor_of_request
+from ui.route import answer_of
 
 LOG = logging.getLogger(__name__)
 PREFIX = "/explorer/class"
-MAX_BODY = 1024  # bytes: a key, a class id and a secret
-KEEPALIVE = 15.0  # seconds between blank lines on an idle stream
+MAX_BODY = 1024  # bytes: a key, a class id, a secret, a word or a prompt
+KEEPALIVE = 15.0  # seconds between keep-alive comments on an idle stream
 COUNTS_SECONDS = 1.0  # how often a lecturer's stream reads how many pages follow
-
+LECTURER = ("ask", "close", "clear", "hide", "approve", "review", "csv")  # a round's calls only its lecturer makes
 
 # every class this process serves pages of: in memory, or in the store EXPLORER_CLASS_STORE names
 CLASSROOM = Classroom()
@@ -52,8 +62,8 @@ CLASSROOM = Classroom()
 class Streams:
     """The class streams this process serves, woken when their class changes.
 
-    A stream holds no thread: a new lesson wakes its class's streams, an idle one writes a
-    blank line every `KEEPALIVE` s, a lecturer's reads the counts every second.
+    A stream holds no thread: a new lesson wakes its class's streams, an idle one is kept alive
+    by the event stream's pings, a lecturer's reads the counts every second.
     """
 
     def __init__(self, classroom: Classroom) -> None:
@@ -105,17 +115,17 @@ class Streams:
         return token
 
     def release(self, key: str, token: object, member) -> None:
-        """The page's stream `token` is over (its generator ended, or never began): the page
-        is no longer connected, unless a newer stream of it replaced this one."""
+        """The page's stream `token` is over (it ended, or never began): the page is no longer
+        connected, unless a newer stream of it replaced this one."""
         if self.open.get(key) is token:
             del self.open[key]
             self.classroom.disconnect(key, member)
 
-    async def stream(self, tab, key: str, lesson: Lesson, member, receive, token: object):
-        """The page's messages, one JSON line per change, until the class ends or the page goes
-        (`receive`, the request's: a page that reloads or closes is let go at once, not at the
-        next write that fails, so the counts are right within a second). A follower's seat was
-        taken before (`Classroom.connect`); a lecturer's page is connected here."""
+    async def stream(self, tab, key: str, lesson: Lesson, member, token: object):
+        """The page's messages, one event per change, until the class ends or the page goes (the
+        response is cancelled then, and this with it: a page that reloads or closes is let go at
+        once, so the counts are right within a second). A follower's seat was taken before
+        (`Classroom.connect`); a lecturer's page is connected here."""
         class_id, leading = lesson.id, isinstance(member, Leader)
         self.streams[class_id] = self.streams.get(class_id, 0) + 1
         self.changed.setdefault(class_id, asyncio.Event())
@@ -124,7 +134,6 @@ class Streams:
         if leading:
             self.classroom.connect(key, member, lesson)
         sent, counts, counted = None, (0, 0), -COUNTS_SECONDS
-        gone = asyncio.ensure_future(_disconnected(receive))
         try:
             while self.open.get(key) is token:
                 if leading and self.loop.time() - counted >= COUNTS_SECONDS:
@@ -142,21 +151,13 @@ class Streams:
                                    own=list(self.classroom.own(key, class_id)))
                 message["poll"] = self.classroom.round(class_id).message(leading)  # the round, as this page hears it
                 if message != sent:
-                    yield orjson.dumps(message) + b"\n"
+                    yield {"data": orjson.dumps(message).decode()}
                     sent = message
                 if message["ended"]:
                     return
-                changed = asyncio.ensure_future(self.changed[class_id].wait())
-                await asyncio.wait((changed, gone), timeout=COUNTS_SECONDS if leading else KEEPALIVE,
-                                   return_when=asyncio.FIRST_COMPLETED)
-                woke = changed.done()
-                changed.cancel()
-                if gone.done():
-                    return
-                if not woke and not leading:
-                    yield b"\n"  # kept alive through proxies
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.changed[class_id].wait(), COUNTS_SECONDS if leading else KEEPALIVE)
         finally:  # also when the response is cancelled (the page went): so nothing here awaits
-            gone.cancel()
             self.release(key, token, member)
             self.streams[class_id] -= 1
             if not self.streams[class_id]:
@@ -165,53 +166,61 @@ class Streams:
 
 
 class ClassRoutes:
-    """The routes of one page (`Page.direct` computes what `lead` and `follow` show)."""
+    """The routes of one page's route (`ui.route.Live`), which computes what `lead` and `follow` show."""
 
-    def __init__(self, page, classroom: Classroom) -> None:
-        self.page = page
+    def __init__(self, page, classroom: Classroom = CLASSROOM) -> None:
+        self.page, self.live = page, page.live
         self.classroom = classroom
-        self.streams = Streams(self.classroom)
-        self.polls = PollRoutes(page, classroom)  # a round of answers (ui/pollroutes.py)
+        self.streams = Streams(classroom)
 
     def routes(self) -> list[Route]:
         handlers = {name: getattr(self, name) for name in ("start", "lead", "follow", "end", "stream")}
-        handlers.update(self.polls.handlers())
+        handlers.update({f"poll/{name}": getattr(self, name) for name in (*LECTURER, "answer")})
         return [Route(f"{PREFIX}/{name}", self._endpoint(name, handler), methods=["POST"])
                 for name, handler in handlers.items()]
 
     def _endpoint(self, name: str, handler):
 
         async def endpoint(request: Request) -> Response:
-            sent, within = await json_body(request, MAX_BODY)
-            if not within:
-                return json_answer({"error": f"A class call is at most {MAX_BODY:,} bytes; this one is larger."}, 413)
+            body = await request.body() if int(request.headers.get("content-length") or 0) <= MAX_BODY else None
+            if body is None or len(body) > MAX_BODY:
+                return answer_of({"error": f"A class call is at most {MAX_BODY:,} bytes; this one is larger."}, 413)
             try:
+                sent = orjson.loads(body)
                 if not isinstance(sent, dict) or not isinstance(sent.get("key"), str):
                     raise Refused("This request carries no valid page key; reload the page.")
-                tab, _ = events.CHANNELS.by_key(sent["key"])
-                return await handler(request, tab, sent)
+                tab, channel = self.live.channel_of(sent["key"])
+                answer = await handler(request, tab, channel, sent)
+            except Busy as busy:  # past the address's share of the server: the account's sentence
+                return answer_of({"error": str(busy)}, busy.refusal.status, {"Retry-After": str(busy.refusal.retry)})
             except Reconnecting as error:  # nobody's fault: the page says so, and tries again
-                return json_answer({"error": str(error), "reconnecting": True})
-            except Refused as error:  # a sentence, with the status that says what kind
+                return answer_of({"error": str(error), "reconnecting": True})
+            except (Refused, orjson.JSONDecodeError) as error:  # a sentence, with the status that says what kind
                 status = {Forbidden: 403, Gone: 404, Full: 429}.get(type(error), 400)
-                return json_answer({"error": str(error)}, status)
+                return answer_of({"error": str(error)}, status)
             except Exception:  # a fault (a bug): logged here, a plain sentence there
                 LOG.exception("class call %s failed", name)
-                return json_answer({"error": "The class call failed on the server; the page tries again."}, 500)
+                return answer_of({"error": "The class call failed on the server; the page tries again."}, 500)
+            return answer if isinstance(answer, Response) else answer_of(answer, 429 if "error" in answer else 200)
 
         return endpoint
 
-    async def start(self, request: Request, tab, sent: dict) -> Response:
+    async def _turn(self, request: Request, tab, channel, work, lane: str = "work") -> dict:
+        """`work()` (it may reach the class's store) in the page's turn; past its address's share,
+        refused with the account's sentence."""
+        return await self.live.turn(tab, channel, work, visitor_of_request(request), 1.0, lane)
+
+    async def start(self, request: Request, tab, channel, sent: dict) -> dict:
         address = visitor_of_request(request)
-        lesson, secret = await anyio.to_thread.run_sync(self.classroom.start, tab, address)
+        lesson, secret = await self._turn(request, tab, channel, lambda: self.classroom.start(tab, address))
         threading.Thread(target=self.warm, name="class-warm", daemon=True).start()
-        return json_answer({"class": lesson.id, "secret": secret, "step": lesson.step})
+        return {"class": lesson.id, "secret": secret, "step": lesson.step}
 
     def warm(self) -> None:
-        """Draw every tour step's plane once, in the background, when a class starts: a class
-        is the tour's audience, and its first lesson on BERT's tables would otherwise load them
-        (and fit their vocabulary plane) while a hundred pages wait. The planes are kept for
-        the followers (`render.plane`); the pretrained tables stay loaded, as for any visitor."""
+        """Draw every tour step's plane once, in the background, when a class starts: a class is
+        the tour's audience, and its first lesson on BERT's tables would otherwise load them (and
+        fit their vocabulary plane) while a hundred pages wait. The planes are kept for the
+        followers (`core.drawing.shared`); the pretrained tables stay loaded, as for any visitor."""
         from core.serving.tabs import session_for
         from core.tables.session import Session
 
@@ -219,7 +228,7 @@ class ClassRoutes:
             with contextlib.suppress(Refused):
                 render.plane(self.page, step.view, session_for(step.view, Session.create()))
 
-    async def lead(self, request: Request, tab, sent: dict) -> Response:
+    async def lead(self, request: Request, tab, channel, sent: dict) -> dict:
         leader, lesson = await anyio.to_thread.run_sync(self.classroom.lead, sent.get("class"), sent.get("secret"))
         before = tab.member
 
@@ -229,22 +238,20 @@ class ClassRoutes:
         def led(_lesson: Lesson, shown: bool) -> None:  # the page leads once it shows the lesson
             tab.member = leader if shown else before
 
-        answer = await self._show(tab, lesson, detach, led)
-        return json_answer({**answer, "class": lesson.id})
+        return {**await self._show(request, tab, channel, lesson, detach, led), "class": lesson.id}
 
-    async def follow(self, request: Request, tab, sent: dict) -> Response:
+    async def follow(self, request: Request, tab, channel, sent: dict) -> dict:
         member, lesson = await anyio.to_thread.run_sync(self.classroom.follow, tab)
         if member.following and member.shown >= lesson.version:  # shown already: a page asking twice
-            return json_answer({"values": {}, "version": member.shown})
-        answer = await self._show(tab, lesson, lambda shown: self.classroom.expect(member, shown),
-                                  lambda shown, took: self.classroom.shown(member, shown, took))
-        return json_answer(answer)
+            return {"values": {}, "version": member.shown}
+        return await self._show(request, tab, channel, lesson, lambda shown: self.classroom.expect(member, shown),
+                                lambda shown, took: self.classroom.shown(member, shown, took))
 
-    async def end(self, request: Request, tab, sent: dict) -> Response:
-        lesson = await anyio.to_thread.run_sync(self.classroom.end, tab, sent.get("secret"))
-        return json_answer({"ended": lesson.ended})
+    async def end(self, request: Request, tab, channel, sent: dict) -> dict:
+        lesson = await self._turn(request, tab, channel, lambda: self.classroom.end(tab, sent.get("secret")))
+        return {"ended": lesson.ended}
 
-    async def stream(self, request: Request, tab, sent: dict) -> Response:
+    async def stream(self, request: Request, tab, channel, sent: dict) -> Response:
         member = tab.member
         if isinstance(member, Leader) and member.class_id == sent.get("class"):
             lesson = await anyio.to_thread.run_sync(self.classroom.lesson, member.class_id)
@@ -259,38 +266,87 @@ class ClassRoutes:
                 raise
         token = self.streams.opening(tab, sent["key"])
         # the page is let go when its stream ends, or when the answer ends before the stream began
-        return StreamingResponse(self.streams.stream(tab, sent["key"], lesson, member, request.receive, token),
-                                 media_type="application/x-ndjson",
-                                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
-                                 background=BackgroundTask(self.streams.release, sent["key"], token, member))
+        return EventSourceResponse(self.streams.stream(tab, sent["key"], lesson, member, token), ping=KEEPALIVE,
+                                   send_timeout=VISITORS.send_seconds, headers={"Cache-Control": "no-store"},
+                                   background=BackgroundTask(self.streams.release, sent["key"], token, member))
 
-    async def _show(self, tab, lesson: Lesson, before, after) -> dict:
-        """Show `tab` the class's lesson, in the page's direct turn: `before(lesson)`,
-        then the view, then `after(lesson, shown)`, `shown` being whether the tab took it (a
-        view can be refused: the memory budget, a training running). The lesson is read again
-        when the turn comes, so a follower that waited behind a class shows the newest; the
-        answer says which (`version`)."""
+    async def _show(self, request: Request, tab, channel, lesson: Lesson, before, after) -> dict:
+        """Show `tab` the class's lesson in the page's turn: `before(lesson)`, then the view, then
+        `after(lesson, shown)`, `shown` being whether the tab took it (a view can be refused: the
+        memory budget, a training running). The lesson is read again when the turn comes, so a
+        follower that waited behind a class shows the newest; the answer says which (`version`)."""
 
         def showing(shown: Lesson):
             return lambda view: lesson_view(shown.query).with_(presenter=view.presenter).seen_as(view)
 
-        # a lesson's large random layer is built in the heavy pool first, as a link's is
-        await anyio.to_thread.run_sync(events.built_first, tab, showing(lesson))
-
         def work() -> dict:
             shown = self.classroom.newest(lesson)
             before(shown)
-            answer = self.page.direct.show(tab, showing(shown))
+            self.live.built_first(tab, showing(shown))  # a lesson's large random layer, in the heavy pool
+            values = self.live.apply(tab, channel, showing(shown), whole=True)
             after(shown, lesson_of(tab.view) == shown.query)
-            return {**answer, "version": shown.version}
+            return {"values": values, "version": shown.version}
 
-        return await self.page.direct.turn(tab, work)
+        return await self._turn(request, tab, channel, work, lane="keys")
+
+    # --- a round of answers ---------------------------------------------------------------------
+
+    async def _lecturer(self, request: Request, tab, channel, act) -> dict:
+        """`act(classroom)` by the lecturer's page, answered with the lecturer's message."""
+        return await self._turn(request, tab, channel, lambda: {"poll": act(self.classroom).message(True), "own": []})
+
+    async def ask(self, request: Request, tab, channel, sent: dict) -> dict:
+        review = _flag(sent, "review", default=False)
+        return await self._lecturer(request, tab, channel, lambda room: room.ask(tab, sent.get("secret"),
+                                                                                 sent.get("prompt"), review=review))
+
+    async def close(self, request: Request, tab, channel, sent: dict) -> dict:
+        return await self._lecturer(request, tab, channel, lambda room: room.close_round(tab, sent.get("secret")))
+
+    async def clear(self, request: Request, tab, channel, sent: dict) -> dict:
+        return await self._lecturer(request, tab, channel, lambda room: room.clear_round(tab, sent.get("secret")))
+
+    async def hide(self, request: Request, tab, channel, sent: dict) -> dict:
+        on = _flag(sent, "on")
+        return await self._lecturer(request, tab, channel, lambda room: room.moderate(tab, sent.get("secret"),
+                                                                                      sent.get("word"), on))
+
+    async def approve(self, request: Request, tab, channel, sent: dict) -> dict:
+        on = _flag(sent, "on")
+        return await self._lecturer(request, tab, channel, lambda room: room.approve(tab, sent.get("secret"),
+                                                                                     sent.get("word"), on))
+
+    async def review(self, request: Request, tab, channel, sent: dict) -> dict:
+        on = _flag(sent, "on")
+        return await self._lecturer(request, tab, channel, lambda room: room.review(tab, sent.get("secret"), on))
+
+    async def csv(self, request: Request, tab, channel, sent: dict) -> dict:
+        def work() -> dict:
+            member = tab.member
+            if not isinstance(member, Leader):
+                raise Forbidden("Only the page that leads the class can download its answers.")
+            self.classroom.check(member.class_id, sent.get("secret"))
+            round_ = self.classroom.round(member.class_id)
+            return {"csv": csv_of(round_), "poll": round_.message(True)}
+        return await self._turn(request, tab, channel, work)
+
+    async def answer(self, request: Request, tab, channel, sent: dict) -> dict:
+        number = sent.get("round")
+        if isinstance(number, bool) or not isinstance(number, int):
+            raise Refused("round is the number of the round answered, a whole number.")
+        address = visitor_of_request(request)
+
+        def work() -> dict:
+            round_, own = self.classroom.answer(tab, sent["key"], address, sent.get("word"), number)
+            return {"poll": round_.message(False), "own": list(own)}
+        return await self._turn(request, tab, channel, work)
 
 
-async def _disconnected(receive) -> None:
-    """Returns when the client has gone (the request's body was read already)."""
-    while (await receive())["type"] != "http.disconnect":
-        pass
+def _flag(sent: dict, name: str, default: bool | None = None) -> bool:
+    value = sent.get(name, default)
+    if not isinstance(value, bool):
+        raise Refused(f"{name} is true or false.")
+    return value
 
 
-__all__ = ["ClassRoutes"]
+__all__ = ["CLASSROOM", "ClassRoutes"]

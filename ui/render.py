@@ -14,23 +14,20 @@ escaped HTML.
 
 from __future__ import annotations
 
-import copy
 import functools
 import hashlib
 import html
 import json
 import re
-import threading
-import weakref
-from collections import OrderedDict
 from collections.abc import Iterable
 
 import gradio as gr
 
-from core.drawing.charts import collapse_figure, loss_figure, variance_bars
+from core.drawing.charts import collapse_figure, loss_spec, variance_bars
 from core.drawing.code import recipe, script
 from core.drawing.details import layernorm_detail, positions_detail, similarity_detail
 from core.drawing.figures import background_trace, embedding_spec
+from core.drawing.shared import shared
 from core.drawing.wire import figure_json, trace_json
 from core.model.listing import run_listing
 from core.model.lookup import walk_through
@@ -47,7 +44,6 @@ from core.view.fields import BACKGROUND, DETAIL, LISTING, LOOKUP, PLANE, TABLES
 from core.view.options import BASES, DETAILS, MAX_QUERY, PARTS, POSITIONS
 from core.view.share import to_query
 from core.view.state import FIELDS, View
-from ui.gradiointernals import plot_value
 
 NO_TOKEN = ""  # the token picker's value when no token is selected
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>&:])")
@@ -64,9 +60,15 @@ def notice(notes: Iterable[str], mark: str = "⚠️") -> str:
     return "".join(f"<p>{mark} {html.escape(note)}</p>" for note in notes if note)
 
 
-def plot(figure: dict):
-    # the figure's JSON straight from its dict: building a go.Figure costs more than the math
-    return plot_value(figure_json(figure))
+def text_of(markup: str) -> str:
+    """HTML as the text a person reads: paragraphs on their own lines, tags gone, entities read."""
+    return html.unescape(re.sub(r"<[^>]+>", "", markup.replace("</p><p>", "</p>\n<p>"))).strip()
+
+
+def plot(figure: dict) -> str:
+    """A chart as the page's script draws it (assets/explorer.js `chart`): the figure's JSON, made
+    straight from its dict (building a plotly Figure object costs more than the math)."""
+    return figure_json(figure)
 
 
 def token_choices(tokens: Iterable[str]) -> list[tuple[str, int | str]]:
@@ -154,10 +156,10 @@ def outputs(page, step: Change, *, asked: Iterable[str] = (), whole: bool = Fals
             answered: bool = False) -> dict:
     """Everything the page must redraw after `step`.
 
-    `listed`: whether the token picker may hold a list of tokens (see `ui.channels.Channel.listed`).
+    `listed`: whether the token picker may hold a list of tokens (see `ui.route.Channel.listed`).
     `answers`: a class's words the plane shows (`answers_of`); `answered`: they differ from those
     the page's plane shows now, so the plane is drawn again whatever else changed.
-    `key`: the tab's key for its direct calls (`ui.channels.Channel.key`), sent with the address
+    `key`: the page's key for its calls (`ui.route.Channel.key`), sent with the address
     when the page opens."""
     view, session = step.view, step.session
     changed = set(view.differs(step.old_view))
@@ -215,7 +217,7 @@ def address(view: View, push: bool, key: str | None = None) -> str:
     """What `#address` puts in the address bar (ui/tourpanel.py ADDRESS_JS): the view's query
     string, as a new history entry when `push`. A view whose link is longer than MAX_QUERY
     leaves the address at the last view that fit (a browser and gradio refuse far longer ones).
-    `key`, when the page opens: the tab's key for its direct calls (ui/direct.py)."""
+    `key`, when the page opens: the page's key for its calls (`ui.route`)."""
     query, _ = to_query(view)
     sent = {"query": query if len(query) <= MAX_QUERY else None, "push": push}
     if key is not None:
@@ -223,63 +225,7 @@ def address(view: View, push: bool, key: str | None = None) -> str:
     return json.dumps(sent)
 
 
-# what was drawn last on shared tables (a plane, a side view, a background), shared by every tab
-# that shows the same view on the same tables: a class's hundred pages are shown each lesson,
-# and draw it once (`_shared`)
-SHARED_KEPT = 64
-_SHARED: OrderedDict[tuple, tuple[object, object]] = OrderedDict()
-_SHARED_LOCK = threading.Lock()
 REVISION = -1  # the revision a shared plane's figure is written with, replaced by each tab's own
-
-
-def _shared(kind: str, view: View, session: Session, tokens: tuple[str, ...] | None, draw, also: object = None):
-    """`draw()`, or what it gave a tab that showed the same view on the same shared tables.
-
-    A session on shared tables (not an upload, no plane of its own) shows what every other one
-    on the same tables shows for the same view. Trained tables are shared too when they are one
-    training's: a class that pressed Train together trains once (`core.serving.jobs.Jobs`), and every
-    page adopts the same read-only result and watches the same snapshots, so each snapshot and
-    the result are drawn once for the class. A session with tables of its own always draws its
-    own. The tables are held weakly (the memory budget counts only what tabs hold), and an id
-    reused by other tables after those went is not a match. `also`: anything else the drawing
-    shows (a class's words), part of what names it."""
-    key = _shared_key(kind, view, session, tokens)
-    key = key if key is None or also is None else (*key, also)
-    if key is None:
-        return draw()
-    with _SHARED_LOCK:
-        found = _SHARED.get(key)
-        if found is not None:
-            _SHARED.move_to_end(key)
-    if found is None or found[0]() is not session.model:
-        found = (weakref.ref(session.model), draw())
-        with _SHARED_LOCK:
-            _SHARED[key] = found
-            while len(_SHARED) > SHARED_KEPT:
-                _SHARED.popitem(last=False)
-    drawn = found[1]
-    if isinstance(drawn, dict):  # a tab's lists are its own to change
-        drawn = {component: copy.deepcopy(value) if isinstance(value, list) else value
-                 for component, value in drawn.items()}
-    return drawn
-
-
-def forget_shared() -> None:
-    """Let go of every shared drawing (the tests start each from none)."""
-    with _SHARED_LOCK:
-        _SHARED.clear()
-
-
-def _shared_key(kind: str, view: View, session: Session, tokens: tuple[str, ...] | None) -> tuple | None:
-    """What decides a drawing on shared tables; None for a session with tables of its own.
-
-    A trained session is named by its trained tables, which every page that adopted that
-    training holds with the rest of its result (`Session.adopt_training`), and which nothing
-    changes once made."""
-    if session.frozen_basis is not None or "upload" in (session.base.key, session.source.key):
-        return None
-    return (kind, view, tokens, id(session.source.model), id(session.trained), session.base.key, session.source.key,
-            session.settings, session.positions, session.frozen, session.basis)
 
 
 def plane(page, view: View, session: Session, tokens: tuple[str, ...] | None = None, revision: int = 0, *,
@@ -291,13 +237,13 @@ def plane(page, view: View, session: Session, tokens: tuple[str, ...] | None = N
     live path does not tokenize the sentences once more to find the flipped ones.
     `revision`: the tab's change count (`core.serving.tabs.Change.revision`); the page's script draws
     no figure older than the one it shows, whichever path brought it. A plane on shared tables
-    is drawn once for every tab (`_shared`), with each tab's revision written into its JSON.
+    is drawn once for every tab (`core.drawing.shared`), with each tab's revision written into its JSON.
     `holds`: a training's figure: the page keeps the axes it has (`hold_key`) for it and for
     every later figure of the same view, so the frozen points stay where they were drawn.
     `answers`: a class's words, drawn as the group "class" (`answers_of`); a class's pages that
     show the same lesson and the same words share one drawing."""
-    out = _shared("plane", view, session, tokens, lambda: _plane(page, view, session, tokens, REVISION, answers),
-                  also=answers)
+    out = shared("plane", view, session, tokens, lambda: _plane(page, view, session, tokens, REVISION, answers),
+                 also=answers)
     sent = f'"revision":{revision}' + (',"holdFrom":true' if holds else "")
     out[page.plot] = out[page.plot].replace(f'"revision":{REVISION}', sent, 1)
     return out
@@ -379,8 +325,8 @@ def search_text(found: SearchResult | None) -> str:
 
 def detail(page, view: View, session: Session, tokens: tuple[str, ...] | None = None) -> dict:
     """The open side view, computed for the current sentences (once for every tab on the same
-    shared tables, `_shared`)."""
-    return _shared("detail", view, session, tokens, lambda: _detail(page, view, session, tokens))
+    shared tables, `core.drawing.shared`)."""
+    return shared("detail", view, session, tokens, lambda: _detail(page, view, session, tokens))
 
 
 def _detail(page, view: View, session: Session, tokens: tuple[str, ...] | None) -> dict:
@@ -409,7 +355,7 @@ def background_json(view: View, session: Session) -> str:
         behind = _behind_tokens(view, session)
         return trace_json(background_trace(behind.points, behind.labels))
 
-    return _shared("background", view, session, None, draw)
+    return shared("background", view, session, None, draw)
 
 
 def _behind(view: View, session: Session) -> bool:
@@ -456,8 +402,8 @@ def training(page, session: Session) -> dict:
     """The loss curve and summary of the session's training, or nothing when untrained."""
     result = session.training
     if result is None:
-        return {page.losses: None, page.trained: ""}
-    return {page.losses: loss_figure(result.losses), page.trained: training_summary(session)}
+        return {page.losses: "", page.trained: ""}
+    return {page.losses: plot(loss_spec(result.losses)), page.trained: training_summary(session)}
 
 
 def training_summary(session: Session) -> str:

@@ -6,7 +6,7 @@ with a sentence: a random layer of their own settings, another position table, a
 it is read and its table, a training's copies (`core.model.training.training_bytes`) and what a
 call copies to the heavy-work process (`core.process.offload.crossing_bytes`). Answers waiting
 to be read by their pages have a part of their own (`answer_limit`), counted per address by
-`ui.visitors`. What is held is read from the holders (`Budget`), never tallied. A tab and the
+`ui.admission`. What is held is read from the holders (`Budget`), never tallied. A tab and the
 tabs of one address are capped too (`check_tab`, `check_client`). The limits come from the
 environment (`EXPLORER_TABLE_MEMORY_MIB`, `EXPLORER_TAB_MEMORY_MIB`).
 """

@@ -5,9 +5,10 @@ for, and the tokens last drawn. Every change goes through `Tab.apply`, under the
 the new view and session are built and what the page needs is computed before they are swapped
 in, so a tab's changes apply one after another and a failed one changes nothing.
 
-`Tabs` keeps them by an opaque key (the page's session), forgets one unused for an hour, lets
-each client network open new tabs at a bounded rate (`NewTabs`), and parks the least recently
-used tabs' tables when the memory budget needs room. Time is read from a clock it is given.
+`Tabs` keeps them by an opaque name (the page's key, an unguessable secret the page's route
+issued it), forgets one unused for an hour, lets each client network open new tabs at a bounded
+rate (`NewTabs`), and parks the least recently used tabs' tables when the memory budget needs
+room. Time is read from a clock it is given. `TABS` is the process's store.
 """
 
 
@@ -241,8 +242,7 @@ class Tab:
 
 
 class Tabs:
-    """Every tab's `Tab`, by an opaque name (the page's session: gradio's session hash);
-    forgotten after `idle` seconds unused.
+    """Every tab's `Tab`, by an opaque name (the page's key); forgotten after `idle` seconds unused.
 
     The store is shared by strangers, so a new tab is a resource: each client address may open
     `new_tabs` tabs at once and then one every `refill` seconds (`NewTabs`), so nobody can
@@ -298,8 +298,8 @@ class Tabs:
     def kept(self, key: str) -> Tab:
         """The tab kept by this name, touched as used; `Expired` when it is not kept (any more).
 
-        For a page that reaches its tab by a name it was given (`ui.channels`): unlike `get`,
-        never a new tab, since a page that lost its tab shows a view the server no longer has."""
+        For a page that reaches its tab by the name it was given (`ui.route`): unlike `get`, never
+        a new tab, since a page that lost its tab shows a view the server no longer has."""
         with self._lock:
             tab = self._lives.get(key)
             if tab is None:
@@ -307,6 +307,12 @@ class Tabs:
             self._lives.move_to_end(key)
             tab.used = self.clock()
             return tab
+
+    def end(self, key: str) -> None:
+        """Let the tab kept by this name go now (its page reloaded: the page's new tab replaces it)."""
+        with self._lock:
+            if self._lives.pop(key, None) is not None:
+                self._ended[key] = ENDED
 
     def __len__(self) -> int:
         return len(self._lives)
@@ -382,3 +388,6 @@ def network_of(address: str) -> str:
         return str(ipaddress.ip_network(f"{address}/64", strict=False))
     except ValueError:
         return address
+
+
+TABS = Tabs(budget=BUDGET)  # every tab of this process, what the memory budget counts
