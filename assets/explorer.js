@@ -104,7 +104,7 @@
 
   // plotly.js: the app's own copy (ui/assets.py), loaded once
   const plotlyReady = new Promise((resolve) => {
-    if (window.Plotly) { resolve(window.Plotly); return; }
+    if (window.Plotly || !window.EMBEDDING_EXPLORER_PLOTLY) { resolve(window.Plotly); return; }
     const script = document.createElement("script");
     script.src = new URL(window.EMBEDDING_EXPLORER_PLOTLY, document.baseURI).href;
     script.onload = () => resolve(window.Plotly);

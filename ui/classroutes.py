@@ -1,27 +1,15 @@
-"""A class's routes beside the page's: a class is a hundred pages at once.
+"""A class's routes beside the page's (a class is a hundred pages at once), each `POST explorer/class/NAME`:
 
-    POST explorer/class/start   {key}                 this page's view becomes a class's lesson: {class, secret, step}
-    POST explorer/class/lead    {key, class, secret}  the lecturer's link on another page: shown the lesson, it leads
-    POST explorer/class/follow  {key}                 a student's page is shown the newest lesson
-    POST explorer/class/end     {key, secret}         the lecturer ends the class
-    POST explorer/class/stream  {key, class}          server-sent events, one a change: the lesson's version and step,
-                                                      whether the page follows; the lecturer's: pages connected,
-                                                      following; the round of answers (`poll`), a student's own words
-    POST explorer/class/poll/ask      {key, secret, prompt, review}  a new round, open (the lecturer's page)
-    POST explorer/class/poll/close    {key, secret}                  answers no longer taken; the words stay
-    POST explorer/class/poll/clear    {key, secret}                  a new round with no prompt and no words
-    POST explorer/class/poll/hide     {key, secret, word, on}        a word hidden (on) or shown again
-    POST explorer/class/poll/approve  {key, secret, word, on}        under review first: a word approved or not
-    POST explorer/class/poll/review   {key, secret, on}              review first on or off
-    POST explorer/class/poll/csv      {key, secret}                  the round's words and counts: {csv, poll}
-    POST explorer/class/poll/answer   {key, word, round}             a following student's word for the round
+    start, lead, follow, end           a class: start one, lead it from another screen, follow it, end it
+    stream                             server-sent events, one a change: the lesson, who follows, the round
+    poll/ask, close, clear, hide,      a round of answers, by the lecturer's page (its secret in the body)
+      approve, review, csv
+    poll/answer                        a following student's word for the round
 
-A page is named by its key (`ui.route.Channel.key`) in the body, never in an address a proxy
-logs. Every call takes a turn on the page's route's lines (`ui.route.Live.turn`): `lead` and
-`follow` show a lesson like any change, the rest are short and may wait on the class's store. A
-store that is away ends no stream; a call it must answer is answered 200 with `reconnecting` and
-a sentence, and the page tries again (a 5xx would read as a broken server). A stream is the
-page's route's kind of stream (server-sent events, `sse_starlette`), kept alive through proxies.
+A page is named by its key in the body (never in an address a proxy logs). Every call takes a
+turn on the page's route's lines (`ui.route.Live.turn`): `lead` and `follow` show a lesson like
+any change. A store that is away ends no stream; a call it must answer is answered 200 with
+`reconnecting` and a sentence, and the page tries again (a 5xx would read as a broken server).
 """
 
 from __future__ import annotations

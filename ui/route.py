@@ -1,23 +1,18 @@
 """The page's one way in and out: `POST explorer/live`, answered with values by element id.
 
-Everything a person does on the page — a key, a click on a point, a widget, a tab opened, the
-tour's Next, Back, an example pair, the page's work (a refit, a link, an export, the token list)
-— is one POST of `{key, change}`, where `change` names view fields (each settable field is the
-one its declaration gives a widget: `core.view.state.View`) and the few actions (`ACTIONS`). One
-handler (`Live.answer`) turns it into a change of the tab's `View` (`core.serving.tabs.Tab.apply`),
-lets `ui.render` say what the page must redraw, and answers `{"values": {element id: value}}`.
-A refusal is said once, here (`Live.refused`): a sentence in the notice, the widgets put back,
-nothing changed. A training streams its answers (`Live.stream`, server-sent events, as a class's
-stream does: `ui.classroutes`).
+Everything a person does on the page — a key, a click, a widget, a tab opened, the tour's Next,
+Back, an example pair, the page's work (a refit, a link, an export, the token list) — is one POST
+of `{key, change}`: view fields (each the one its declaration gives a widget), at most one action
+(`ACTIONS`) or work. One handler (`Live.changed`) makes it a change of the tab's `View`
+(`core.serving.tabs.Tab.apply`), `ui.render` says what to redraw, and the answer is `{"values":
+{element id: value}}`; a refusal is said once (`Live.refused`). A training streams its answers
+as server-sent events, as a class's stream does. The page opens with `{open: {query, narrow}}`
+and gets its key, an unguessable name for its tab that every later call carries.
 
-The page opens with `{open: {query, narrow}}` and gets its key, an unguessable name for its tab
-that every later call carries (never a session id the client may choose).
-
-Calls wait in fair turns across addresses (`ui.admission.Turns`): keystrokes on one slot (one
-interpreter computes one thing at a time well), table changes and the page's work on lanes of
-their own, so a keystroke never waits behind a table being built. A tab has one keystroke call
-waiting at most: a later change joins it (`{"merged": true}`), and a call whose client left is
-dropped before anything is computed for it.
+Calls wait in fair turns across addresses (`ui.admission.Turns`): keystrokes on one slot, table
+changes and work on lanes of their own, so a keystroke never waits behind a table being built. A
+tab has one keystroke call waiting at most (a later change joins it), and a call whose client left
+is dropped before anything is computed for it.
 """
 
 from __future__ import annotations
