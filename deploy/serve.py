@@ -95,7 +95,7 @@ class ClassServer:
                "CLASS_REDIS": "" if self.store else program("redis-server"),
                "CLASS_REDIS_PORT": str(self.redis_port),
                "EXPLORER_CLASS_STORE": self.store or f"redis://127.0.0.1:{self.redis_port}/0"}
-        # own session: Ctrl-C reaches this command, which stops it; SIGTERM when this one dies (PR_SET_PDEATHSIG)
+        # own session: Ctrl-C reaches this command, which stops it; prctl(PR_SET_PDEATHSIG=1, SIGTERM=15) if it dies
         self.supervisord = subprocess.Popen(
             [sys.executable, "-m", "supervisor.supervisord", "-n", "-c", str(HERE / "supervisord.conf")], env=env,
             stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=lambda: ctypes.CDLL(None).prctl(1, 15))
