@@ -143,14 +143,16 @@ def measure(students: int = 20, typing: int = 3, outage: float = 30.0,
             say: Callable[[str], None] = lambda line: print(line, flush=True)) -> dict:
     """The whole measure on a class server of its own (two workers, HAProxy, its Redis). A Next
     has reached a follower when the follower has followed it and its stream says so."""
-    from deploy.serve import ClassServer, free_port, stop_process
+    from deploy.serve import ClassServer, free_port
 
     kept = os.environ.pop("EXPLORER_CLASS_STORE", None)  # the server's own Redis: this measure stops it
     try:
         with ClassServer(2, port=free_port(), host="127.0.0.1", first_worker_port=0) as server:
             say(f"  class server up: {server.url}, Redis on port {server.redis_port}")
-            return asyncio.run(run(server.url, lambda: stop_process(server.redis), server.start_redis, students,
-                                   typing, outage, say))
+            # through supervisord, as `supervisorctl stop redis` / `start redis` would: started without waiting
+            # for its one second of startsecs, so the times below count from Redis's own start
+            return asyncio.run(run(server.url, lambda: server.rpc.stopProcess("redis"),
+                                   lambda: server.rpc.startProcess("redis", False), students, typing, outage, say))
     finally:
         if kept is not None:
             os.environ["EXPLORER_CLASS_STORE"] = kept

@@ -453,7 +453,7 @@ def serving(setup: str) -> Iterator[tuple[str, list[psutil.Process]]]:
         return
     workers = int(setup.removeprefix("lb"))
     with ClassServer(workers, port=free_port(), host="127.0.0.1", first_worker_port=0) as server:
-        yield server.url, [psutil.Process(p.pid) for p in server.processes()]
+        yield server.url, psutil.Process(server.supervisord.pid).children()  # the workers, HAProxy and Redis
 
 
 def warm(url: str, workers: int, api_name: str = "embed") -> None:
