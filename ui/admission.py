@@ -22,11 +22,12 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from starlette.responses import JSONResponse
+from starlette.middleware.gzip import GZipMiddleware
+from starlette.responses import HTMLResponse, JSONResponse
 
 from core.process.memory import ADDRESS_SHARE, BUDGET, Budget
 from core.serving.tabs import network_of
-from core.view.options import ADDRESS_WORK, ANSWER_BYTES, SEND_SECONDS, TAB_CALLS, WAITING_CALLS, WORK_BYTES
+from core.view.options import ADDRESS_WORK, ANSWER_BYTES, MAX_QUERY, SEND_SECONDS, TAB_CALLS, WAITING_CALLS, WORK_BYTES
 
 UNKNOWN = "unknown"  # the address of a call whose client the server was not told
 PIECE = 256 * 2**10  # an answer larger than this goes in pieces of it, each once its reader took the last
@@ -91,14 +92,14 @@ class Visitors:
         self.waiting, self.address_work, self.per_tab, self.answer_bytes = waiting, address_work, per_tab, answer_bytes
         self.send_seconds = send_seconds  # an answer whose reader takes nothing for this long is dropped (`Outbox`)
         self.answer_limit = budget.answer_limit  # read once: the budget's part for answers on their way
-        self._lines: list[Turns] = []
+        self.lines: list[Turns] = []
         self._unread: Counter[str] = Counter()  # address -> bytes of its answers on their way
         self._lock = threading.Lock()
         self.refused: Counter[int] = Counter()  # HTTP status -> calls refused with it (for benchmarks)
 
     def calls(self) -> list[Waiting]:
         """Every call waiting now, on every line."""
-        return [call for line in self._lines for call in line.waiting()]
+        return [call for line in self.lines for call in line.waiting()]
 
     def refusal(self, address: str, work: float, tab: str | None = None) -> Refusal | None:
         """Why a call of `work` from `address` and `tab` (None: not known yet) may not wait; None if it may."""
@@ -146,7 +147,7 @@ class Visitors:
                 self._unread[address] -= nbytes
                 if self._unread[address] <= 0:
                     del self._unread[address]
-            for line in self._lines:  # a call passed over for its unread answers may start now
+            for line in self.lines:  # a call passed over for its unread answers may start now
                 line.grant_soon()
 
 
@@ -204,7 +205,7 @@ class Turns(FairClock):
         self._order = itertools.count()
         self._again: asyncio.TimerHandle | None = None
         self.loop: asyncio.AbstractEventLoop | None = None  # the server's, once a call came
-        visitors._lines.append(self)
+        visitors.lines.append(self)
 
     def waiting(self) -> list[Waiting]:
         return [Waiting(turn.address, turn.tab, turn.work) for turn in self._line]
@@ -307,17 +308,26 @@ class Gone(Exception):
 
 
 class Door:
-    """ASGI middleware: a call that no bound would let in is refused before any route reads it.
+    """ASGI middleware, in front of every route: a call that no bound would let in is refused
+    before any route reads it, and the page itself is sent compressed.
 
     A route reads and parses its body (gradio's also makes a session for an API call), so a
     flood refused only there still costs all of that per call. Here a call is asked of the
     account by its address and its work (its size: Content-Length), and past a bound answered at
-    once, unread."""
+    once, unread. The page's document carries its whole configuration and gradio compresses only
+    paths with a file extension, so the document is gzipped here (a keystroke's answer is not
+    worth the CPU); a page asked for with a query longer than any link the page writes is
+    answered 414 with a sentence."""
 
     def __init__(self, app, visitors: Visitors = VISITORS) -> None:
         self.app, self.visitors = app, visitors
+        self.gzip = GZipMiddleware(app, minimum_size=1000, compresslevel=6)
 
     async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET" and scope["path"].rstrip("/") == "":
+            page = TOO_LONG if len(scope.get("query_string", b"")) > MAX_QUERY else self.gzip
+            await page(scope, receive, send)
+            return
         if scope["type"] == "http" and scope["method"] == "POST" and any(door in scope["path"] for door in ADMITTED):
             client = scope.get("client")
             size = dict(scope.get("headers", ())).get(b"content-length", b"")
@@ -329,6 +339,12 @@ class Door:
                 await JSONResponse(said, refusal.status, {"Retry-After": str(refusal.retry)})(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+TOO_LONG = HTMLResponse(
+    f"<!doctype html><title>Embedding Explorer</title><p>This link is too long: a link to a view of "
+    f"Embedding Explorer is at most {MAX_QUERY:,} characters after the question mark. "
+    f"<a href='./'>Open the explorer</a> and make the link again with its button.</p>", status_code=414)
 
 
 class Unread(Exception):

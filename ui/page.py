@@ -16,12 +16,10 @@ import os
 
 import gradio as gr
 from starlette.middleware import Middleware
-from starlette.middleware.gzip import GZipMiddleware
-from starlette.responses import HTMLResponse
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from core.tables.uploads import UploadLimits
-from core.view.options import MAX_QUERY, PARTS, VIEWS
+from core.view.options import PARTS, VIEWS
 from core.view.state import FIELDS, View
 from ui import (
     admission,
@@ -166,6 +164,9 @@ class Page:
     reset_button: gr.Button
     trained: gr.Markdown
     losses: gr.HTML
+    # made once the page is laid out (`laid_out`): lists, so a change reads them without running code
+    written: list  # the outputs the page's script writes itself (each registered its setter); the rest are gradio's
+    detail_outputs: list  # the side views' outputs and the Code tab's: drawn while open, emptied when not
 
     __slots__ = tuple(__annotations__)
 
@@ -173,21 +174,13 @@ class Page:
         self.freezes, self.panel_tabs, self.view_tabs = {}, {}, {}
         self.live = Live(self)
 
-    @property
-    def written(self) -> list:
-        """The outputs the page's script writes itself (each registered its setter): the rest are gradio's widgets."""
-        return [self.plot, self.info, self.variance, self.notice, self.address, self.export_links,
-                self.background_json, self.tour_text, *self.charts]
-
-    @property
-    def charts(self) -> list:
-        return [self.positions_plot, self.layernorm_plot, self.similarity_plot, self.listing_plot, self.losses]
-
-    @property
-    def detail_outputs(self) -> list:
-        """The side views' outputs, and the Code tab's: drawn from the sentences while open, emptied when not."""
-        return [self.positions_plot, self.repeated, self.layernorm_plot, self.layernorm_info, self.similarity_plot,
-                self.code]
+    def laid_out(self) -> None:
+        """Name the lists of outputs, once every panel has added its components."""
+        charts = [self.positions_plot, self.layernorm_plot, self.similarity_plot, self.listing_plot, self.losses]
+        self.written = [self.plot, self.info, self.variance, self.notice, self.address, self.export_links,
+                        self.background_json, self.tour_text, *charts]
+        self.detail_outputs = [self.positions_plot, self.repeated, self.layernorm_plot, self.layernorm_info,
+                               self.similarity_plot, self.code]
 
     @staticmethod
     def browser(triggers, js: str, inputs=None, outputs=None) -> None:
@@ -229,30 +222,6 @@ def trigger(widget):
     return widget.change if isinstance(widget, gr.Textbox) else widget.input
 
 
-class CompressedPage:
-    """The page's HTML, gzipped for browsers that accept it (gradio compresses only paths with a
-    file extension, and the page's document carries its whole configuration). Anything else passes
-    as it is (a keystroke's answer is not worth the CPU to compress). A page asked for with a query
-    longer than any link the page writes is answered 414 with a sentence."""
-
-    def __init__(self, app) -> None:
-        self.app = app
-        self.gzip = GZipMiddleware(app, minimum_size=1000, compresslevel=6)
-
-    async def __call__(self, scope, receive, send) -> None:
-        page = scope["type"] == "http" and scope["method"] == "GET" and scope["path"].rstrip("/") == ""
-        if page and len(scope.get("query_string", b"")) > MAX_QUERY:
-            await TOO_LONG(scope, receive, send)
-            return
-        await (self.gzip if page else self.app)(scope, receive, send)
-
-
-TOO_LONG = HTMLResponse(
-    f"<!doctype html><title>Embedding Explorer</title><p>This link is too long: a link to a view of "
-    f"Embedding Explorer is at most {MAX_QUERY:,} characters after the question mark. "
-    f"<a href='./'>Open the explorer</a> and make the link again with its button.</p>", status_code=414)
-
-
 def build_demo() -> gr.Blocks:
     """The page, its routes and its API."""
     page = Page()
@@ -273,6 +242,7 @@ def build_demo() -> gr.Blocks:
                     plane.layout(page)
                 sideviews.layout(page)
                 codeview.layout(page)
+        page.laid_out()
         wire(page)
         for panel in (plane, codeview, viewpanel, tablespanel, trainpanel):
             panel.wire(page)
@@ -299,7 +269,7 @@ def launch_options(demo: gr.Blocks) -> dict:
     trusted = os.environ.get("FORWARDED_ALLOW_IPS") or (
         "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,127.0.0.1" if os.environ.get("SPACE_ID") else "127.0.0.1")
     middleware = [Middleware(ProxyHeadersMiddleware, trusted_hosts=trusted), Middleware(admission.Door),
-                  Middleware(admission.Outbox), Middleware(CompressedPage)]
+                  Middleware(admission.Outbox)]
     OFFLOAD.start()  # heavy work's process imports while the server comes up
     return {
         "theme": gr.themes.Soft(font=SYSTEM_FONTS, font_mono=SYSTEM_MONO),

@@ -183,7 +183,8 @@ def outputs(page, step: Change, *, asked: Iterable[str] = (), whole: bool = Fals
                and session is step.old_session and session.tokenizer is not None)
     redraw = (not retyped and PLANE in redrawn) or answered
     if whole or tables or redraw:
-        out.update(plane(page, view, session, step.tokens, revision=step.revision, answers=answers))
+        out.update(plane(page, view, session, step.tokens, revision=step.revision, answers=answers,
+                         typed=bool(changed) and changed <= TYPED))
         # the side views not open are emptied (each is drawn when it is opened), so none shows
         # another sentence's numbers when it opens
         out.update(dict.fromkeys(page.detail_outputs))
@@ -229,7 +230,7 @@ REVISION = -1  # the revision a shared plane's figure is written with, replaced 
 
 
 def plane(page, view: View, session: Session, tokens: tuple[str, ...] | None = None, revision: int = 0, *,
-          holds: bool = False, answers: Answers | None = None) -> dict:
+          holds: bool = False, answers: Answers | None = None, typed: bool = False) -> dict:
     """The main plot (in its compact form, which also carries the token table: `core.drawing.wire.expand`),
     its summary, the neighbours, the search and the variance bar.
 
@@ -241,9 +242,12 @@ def plane(page, view: View, session: Session, tokens: tuple[str, ...] | None = N
     `holds`: a training's figure: the page keeps the axes it has (`hold_key`) for it and for
     every later figure of the same view, so the frozen points stay where they were drawn.
     `answers`: a class's words, drawn as the group "class" (`answers_of`); a class's pages that
-    show the same lesson and the same words share one drawing."""
-    out = shared("plane", view, session, tokens, lambda: _plane(page, view, session, tokens, REVISION, answers),
-                 also=answers)
+    show the same lesson and the same words share one drawing. `typed`: a keystroke's plane,
+    which no other page is about to show, is drawn without the cache (nor kept in it)."""
+    def draw() -> dict:
+        return _plane(page, view, session, tokens, REVISION, answers)
+
+    out = draw() if typed else shared("plane", view, session, tokens, draw, also=answers)
     sent = f'"revision":{revision}' + (',"holdFrom":true' if holds else "")
     out[page.plot] = out[page.plot].replace(f'"revision":{REVISION}', sent, 1)
     return out

@@ -9,6 +9,8 @@ and the view description can be read and tested on their own.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
@@ -215,3 +217,86 @@ def _shown(value: object, limit: int = 40) -> str:
     """A value quoted back to the user, short enough for a sentence."""
     shown = repr(value)
     return shown if len(shown) <= limit else shown[:limit] + "…"
+
+
+# --- kinds: a view field's type and limits, as the one check of this module it takes ---
+
+
+class Kind:
+    """What values a field takes. `check` returns the value as the View keeps it (3.0 -> 3, a
+    list of names -> a tuple in canonical order) or raises `Refused` saying what is allowed."""
+
+    def check(self, value: object, name: str) -> object:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Text(Kind):
+    """Text of at most `limit` characters; `label` names it in messages ("Sentence A has …")."""
+
+    label: str
+    limit: int = MAX_TEXT
+
+    def check(self, value: object, name: str) -> str:
+        return text(value, self.label, self.limit)
+
+
+@dataclass(frozen=True)
+class Sentence(Text):
+    """The lookup walk-through's sentence: a few words, never empty (`lookup_sentence`).
+    A link reads it as text of up to `limit` characters; the View refuses it beyond its own bounds."""
+
+    def check(self, value: object, name: str) -> str:
+        return lookup_sentence(value)
+
+
+@dataclass(frozen=True)
+class Whole(Kind):
+    """A whole number within `LIMITS[limit]` (the field's own name when None); `optional`:
+    None too (no token selected, no tour step)."""
+
+    limit: str | None = None
+    optional: bool = False
+
+    def check(self, value: object, name: str) -> int | None:
+        if self.optional and value is None:
+            return None
+        return whole(value, self.limit or name)
+
+
+@dataclass(frozen=True)
+class Choice(Kind):
+    """One key of `allowed` (a mapping of `core.view.options`: key -> label)."""
+
+    allowed: Mapping[str, str]
+
+    def check(self, value: object, name: str) -> str:
+        return choice(value, name, self.allowed)
+
+
+@dataclass(frozen=True)
+class Names(Kind):
+    """Names from `allowed`, kept in its order (a frozenset when `as_set`)."""
+
+    allowed: tuple[str, ...]
+    as_set: bool = False
+
+    def check(self, value: object, name: str) -> tuple[str, ...] | frozenset[str]:
+        chosen = subset(value, name, self.allowed)
+        return frozenset(chosen) if self.as_set else chosen
+
+
+@dataclass(frozen=True)
+class Flag(Kind):
+    """True or false, nothing else (1 is not a flag)."""
+
+    def check(self, value: object, name: str) -> bool:
+        return flag(value, name)
+
+
+@dataclass(frozen=True)
+class Flipped(Kind):
+    """A set of token positions, at most `MAX_FLIPS` of them."""
+
+    def check(self, value: object, name: str) -> frozenset[int]:
+        return flipped(value, name)
