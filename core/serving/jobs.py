@@ -1,10 +1,9 @@
-"""Heavy work shared fairly between tabs: a small pool of threads, one job per tab, a bounded line.
+"""Heavy work shared fairly between tabs: a thread pool's line, one job per tab, bounded.
 
-Trainings, refits, exports, uploads and large tables go through `Jobs`, never through a tab's
-quick path, so a keystroke never waits behind them. A job that would wait too long is refused
-at once with the expected wait; one whose page has gone leaves the line or stops; a training
-stops at `JOB_SECONDS` with what it learned; identical work asked for by many tabs runs once.
-The line is a `ThreadPoolExecutor`'s; time is read from a clock it is given.
+Trainings, refits, exports, uploads and large tables go through `Jobs`, never a tab's quick
+path, so a keystroke never waits behind them. A job that would wait too long is refused at once
+with the expected wait; one whose page has gone leaves the line or stops; a training stops at
+`JOB_SECONDS` with what it learned; identical work asked for by many tabs runs once.
 """
 
 from __future__ import annotations
@@ -71,25 +70,20 @@ class Job:
     def stop(self) -> bool:
         return self.cancelled or self.timed_out
 
-    @property
-    def failed(self) -> bool:
-        return self.future.done() and (self.future.cancelled() or self.future.exception() is not None)
-
 
 class Jobs:
-    """Heavy work shared fairly: `workers` jobs at once, the rest in line in the order asked, one
-    per tab. A job is refused at once, with the expected wait, when `queue` jobs wait or the line
-    ahead holds more than `wait` seconds of work (the running mean of jobs done); one that has not
-    started after twice that, or whose page has gone, leaves the line. Identical work (the same
-    `key`: a class pressing *Train* on the same tables) runs once, for every page that asked."""
+    """`workers` jobs at once, the rest in line in the order asked. A job is refused at once when
+    `queue` wait or the line holds more than `wait` seconds of work (the mean of jobs done); one
+    not started after twice that, or whose page has gone, leaves the line. The same `key` (a class
+    pressing *Train* on the same tables) runs once, for every page that asked."""
 
     def __init__(self, workers: int = 1, queue: int = JOB_QUEUE, wait: float = JOB_WAIT_SECONDS,
                  clock: Callable[[], float] = time.monotonic, remember: int = 4, kept: float = 60.0) -> None:
         self.workers, self.queue, self.wait, self.clock = workers, queue, wait, clock
         self._pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="job")
-        self._line: list[Job] = []  # asked for, not started
-        self._running, self._mean = 0, 1.0  # seconds a job takes, a running mean of those done
-        self._lock = threading.Lock()
+        self._pending: set[Job] = set()  # asked for, not done (the pool's queue keeps their order)
+        self._mean = 1.0  # seconds a job takes, a running mean of those done
+        self._lock = threading.RLock()  # a job done at once calls `_done` in `_enter`, under it
         # by key: jobs in line or running, and the last `remember` done within `kept` seconds
         # (a result holds its session's tables, so only a few are kept, and not for long)
         self._shared: OrderedDict[object, Job] = OrderedDict()
@@ -97,13 +91,10 @@ class Jobs:
 
     def run(self, tab: Tab, name: str, work: Callable[[], T], job: Job | None = None, key: object = None,
             admitted: threading.Event | None = None) -> T:
-        """`work()` in its turn; `job` (its handle) can cancel it while it waits or runs. With a
-        `key`, a job already asked for with the same key is shared instead of run again.
-        Raises `Refused` (busy, or this tab already has a job) or `Cancelled`.
-
-        `admitted` is set once the tab counts as running the job (or the job was refused): a
-        caller that runs this on a thread of its own waits for it before telling the page, so
-        a table change the page sends next is refused, not applied under the running job."""
+        """`work()` in its turn; `job` (its handle) can cancel it while it waits or runs; a job asked for
+        with the same `key` is shared. Raises `Refused` (busy, or the tab has a job) or `Cancelled`.
+        `admitted` is set once the tab counts as running it (or it was refused): a caller on a thread of
+        its own waits for it before telling the page, so a table change sent next is refused."""
         own = job or Job(clock=self.clock)
         try:
             self._enter(tab, name, own, key, work)
@@ -119,8 +110,6 @@ class Jobs:
                     pass
                 late = self.clock() >= deadline
                 if job.started is None and (job.cancelled or late) and job.future.cancel():
-                    with self._lock:
-                        self._leave(job)
                     raise Cancelled(name) if job.cancelled else Refused(
                         f"The server was busy with other visitors' jobs for {2 * self.wait:g} s, so {name} did not "
                         "start; try again in a minute.")
@@ -148,38 +137,40 @@ class Jobs:
             with self._lock:
                 self._forget_old()
                 shared = self._shared.get(key) if key is not None else None
-                if shared is not None and not shared.cancelled and not shared.failed:
+                failed = shared is not None and shared.future.done() and (shared.future.cancelled()
+                                                                          or shared.future.exception() is not None)
+                if shared is not None and not shared.cancelled and not failed:
                     shared._want(1)
                     job.following = shared
                 else:
-                    ahead = len(self._line) + self._running
+                    ahead = len(self._pending)
                     expected = ahead * self._mean / self.workers
                     if len(self._line) >= self.queue or expected > self.wait:
                         raise Refused(f"The server has {ahead:,} job{'s' * (ahead != 1)} ahead of {name} (about "
                                       f"{expected:,.0f} s of work, more than the {self.wait:g} s a job may wait "
                                       "here); try again in a minute.")
-                    self._line.append(job)
+                    self._pending.add(job)
                     job.future = self._pool.submit(contextvars.copy_context().run, self._work, job, work)
-                    job.future.add_done_callback(lambda _: setattr(job, "ended", self.clock()))
+                    job.future.add_done_callback(lambda _: self._done(job))
                     if key is not None:
                         self._shared[key] = job
             tab.job = name
 
     def _work(self, job: Job, work: Callable[[], T]) -> T:
-        with self._lock:
-            self._leave(job)
-            self._running += 1
         job.started = self.clock()
-        try:
-            return work()
-        finally:
-            with self._lock:
-                self._running -= 1
-                self._mean = 0.8 * self._mean + 0.2 * (self.clock() - job.started)
+        return work()
 
-    def _leave(self, job: Job) -> None:
-        if job in self._line:
-            self._line.remove(job)
+    def _done(self, job: Job) -> None:
+        with self._lock:
+            self._pending.discard(job)
+            job.ended = self.clock()
+            if job.started is not None:
+                self._mean = 0.8 * self._mean + 0.2 * (job.ended - job.started)
+
+    @property
+    def _line(self) -> list[Job]:
+        """The jobs asked for and not started."""
+        return [job for job in list(self._pending) if job.started is None]
 
     def forget(self) -> None:
         """Drop the results kept for sharing (jobs in line or running are still shared)."""
