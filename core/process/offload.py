@@ -1,14 +1,11 @@
 """Heavy work in a pool of one niced process, so it never holds the serving process's interpreter lock.
 
-A training step, a vocabulary PCA or an export is mostly torch and numpy, but between their
-kernels each runs Python, one thread at a time per process: in a thread of the server, one
-visitor looping *Train*, *Refit* and *Export* would make every other visitor's keystroke wait.
-`Offload` runs them in loky's process pool: loky, not the standard library's spawn pool,
-because its process does not import the server's `__main__` (app.py, which builds the page).
-Tensors cross with torch's own reductions: a table in shared memory crosses as its file and
-comes back as the sender's own memory, so the read-only tables are put there where they are
-built (`share`), before any other thread reads them. A dead process is `OffloadError` and the
-next call starts a new one.
+A training, a vocabulary PCA or an export runs Python between its kernels, one thread at a time
+per process: in the server, one visitor looping them would make every keystroke wait. loky's
+pool runs them (the standard library's spawn pool would import app.py, the page, in its
+process). Tensors cross by torch's reductions: one in shared memory crosses as its file and
+comes back as the sender's own memory, so read-only tables are made there (`share`) before any
+other thread reads them. A dead process is `OffloadError`; the next call starts a new one.
 """
 
 from __future__ import annotations
@@ -27,6 +24,7 @@ from typing import Any
 import torch
 from loky import ProcessPoolExecutor
 from loky.backend.context import get_context
+from threadpoolctl import threadpool_limits
 from torch import nn
 from torch.multiprocessing.reductions import reduce_storage, reduce_tensor, reduce_typed_storage
 
@@ -39,9 +37,7 @@ NICE = 10  # the pool's CPU priority below the server's: a keystroke goes first
 POLL_SECONDS = 0.05  # how often a waiting caller reads its progress and asks its `stop`
 STOP_GRACE_SECONDS = 10.0  # work still running this long after its stop was asked is killed
 
-Recipe = tuple[Callable[..., Any], tuple]
-_RECIPES: dict[int, tuple[object, Recipe]] = {}  # id -> (a process-lifetime object, how to build it)
-_BUILT: dict[Recipe, object] = {}  # the pool's process: what each recipe built
+_RECIPES: dict[int, tuple[object, tuple]] = {}  # id -> (a process-lifetime object, how to build it)
 _MESSAGES: Any = None  # the pool's process: where progress goes (`Offload.start`)
 
 
@@ -49,26 +45,18 @@ class OffloadError(RuntimeError):
     """The pool's process ended or could not be reached; the work was not done."""
 
 
-def shared(obj: Any, recipe: Recipe) -> Any:
-    """Register `obj` (a tokenizer the process keeps for its life) as what `recipe` builds; returns `obj`.
+def shared(obj: Any, recipe: tuple[Callable[..., Any], tuple]) -> Any:
+    """Register `obj` (a tokenizer kept for the process's life) as what `recipe` builds; returns `obj`.
 
-    It crosses as its recipe, built once on the other side: GloVe's 400,000 words pickle in
-    0.4 s of the server's interpreter lock. `recipe` is `(function, args)`, both picklable."""
+    It crosses as its recipe (GloVe's 400,000 words pickle in 0.4 s of the interpreter lock):
+    `(function, args)`, both picklable, `function` giving one object per process (cached)."""
     _RECIPES[id(obj)] = (obj, recipe)
     return obj
 
 
 def _by_recipe(obj: Any) -> tuple:
     found = _RECIPES.get(id(obj))
-    if found is None or found[0] is not obj:  # a tokenizer of an upload's: by value
-        return obj.__reduce_ex__(5)
-    return _rebuilt, (found[1],)
-
-
-def _rebuilt(recipe: Recipe) -> Any:
-    if recipe not in _BUILT:
-        _BUILT[recipe] = recipe[0](*recipe[1])
-    return _BUILT[recipe]
+    return found[1] if found is not None and found[0] is obj else obj.__reduce_ex__(5)  # an upload's: by value
 
 
 # torch's reductions (tensors through shared memory) and the recipes, for calls, results and progress
@@ -77,9 +65,8 @@ REDUCERS = {torch.Tensor: reduce_tensor, nn.Parameter: reduce_tensor, torch.Unty
 
 
 def share(module: nn.Module) -> nn.Module:
-    """`module`'s tables moved into shared memory (those already there stay); returns `module`.
-
-    Only before any other thread can read them: a move frees the memory it leaves."""
+    """`module`'s tables moved into shared memory, only before another thread reads them (a move
+    frees the memory it leaves); those already there stay. Returns `module`."""
     return module.share_memory()
 
 
@@ -94,14 +81,11 @@ def crossing_bytes(obj: Any) -> int:
     seen: dict[int, int] = {}
 
     def walk(value: Any, depth: int = 0) -> None:
-        if isinstance(value, torch.Tensor):
-            if not value.is_shared():
-                seen[value.untyped_storage().data_ptr()] = value.untyped_storage().nbytes()
-            return
+        if isinstance(value, torch.Tensor) and not value.is_shared():
+            seen[value.untyped_storage().data_ptr()] = value.untyped_storage().nbytes()
         items = ((*value.parameters(), *value.buffers()) if isinstance(value, nn.Module)
-                 else value if isinstance(value, list | tuple | set | frozenset)
-                 else value.values() if isinstance(value, dict)
-                 else [getattr(value, f.name, None) for f in dataclasses.fields(value)]
+                 else value if isinstance(value, list | tuple | set | frozenset) else value.values()
+                 if isinstance(value, dict) else [getattr(value, f.name, None) for f in dataclasses.fields(value)]
                  if dataclasses.is_dataclass(value) and not isinstance(value, type) else ())
         for item in items if depth < 8 else ():
             walk(item, depth + 1)
@@ -118,9 +102,8 @@ def _more_files() -> None:
 
 
 def niced(function: Callable[..., Any], *args: Any) -> Any:
-    """`function(*args)` on this process's one niced thread, for heavy work that must stay in
-    the server (a random table it draws from, mostly torch's work outside the interpreter lock):
-    on two cores the threads answering other pages come first. Linux gives threads their own priority."""
+    """`function(*args)` on the server's one niced thread (Linux gives threads their own priority), for
+    heavy work that stays here (a random table it draws from): threads answering pages come first."""
     return _NICED.submit(function, *args).result()
 
 
@@ -133,18 +116,15 @@ _NICED = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="niced", in
 
 
 class Offload:
-    """One process and the calls it runs, one at a time (callers wait their turn).
-
-    `call(fn, *args)` runs a module-level function there and returns what it returns or raises
-    what it raised. With `progress`, the function is passed a `progress` callable whose calls
-    reach this one; with `stop`, a `stop` callable that turns true once this one has. Each
-    call has an id: what an abandoned call still reports is not read as the next one's.
-    """
+    """One process and its calls, one at a time: `call(fn, *args)` returns what a module-level `fn`
+    returns there or raises what it raised. With `progress`, `fn` is passed a `progress` whose calls
+    reach this one; with `stop`, a `stop` that turns true once this one has. Each call has an id:
+    what an abandoned call still reports is not read as the next one's."""
 
     def __init__(self, nice: int = NICE, budget: Budget | None = None) -> None:
         self.nice, self.budget = nice, budget  # what a call copies there is reserved first (`crossing_bytes`)
         self._pool: ProcessPoolExecutor | None = None
-        self._pid: concurrent.futures.Future | None = None
+        self._pid: concurrent.futures.Future | None = None  # the process's id, once it has started
         self._ids = itertools.count(1)
         self._call_lock, self._start_lock = threading.Lock(), threading.Lock()
 
@@ -162,10 +142,8 @@ class Offload:
 
     @property
     def pid(self) -> int | None:
-        pid = self._pid
-        with contextlib.suppress(Exception):
-            return pid.result(timeout=300) if pid is not None else None
-        return None
+        """The process's id, once it has started (None without one)."""
+        return self._pid.result(timeout=300) if self._pid is not None else None
 
     def call(self, function: Callable[..., Any], *args: Any,
              progress: Callable[..., None] | None = None, stop: Callable[[], bool] | None = None) -> Any:
@@ -193,12 +171,11 @@ class Offload:
                         raise OffloadError("The heavy work did not stop when asked, so the process that runs it "
                                            "was ended; try again.")
             except concurrent.futures.process.BrokenProcessPool as error:
-                self.close(kill=True)
-                if "un-serialize" in str(error):  # loky's words: the process could not read the call
-                    raise OffloadError(f"The process that runs heavy work could not read it ({error.__cause__})."
-                                       ) from error
-                raise OffloadError("The process that runs heavy work (training, refits, exports) ended before it "
-                                   "finished, perhaps short of memory; try again.") from error
+                self.close(kill=True)  # loky's "un-serialize": the process could not read the call
+                raise OffloadError(f"The process that runs heavy work could not read it ({error.__cause__})."
+                                   if "un-serialize" in str(error) else "The process that runs heavy work (training, "
+                                   "refits, exports) ended before it finished, perhaps short of memory; try again."
+                                   ) from error
             except BaseException:
                 self._stopping[0] = call  # left mid-call (a progress callback failed): the work stops
                 raise
@@ -219,9 +196,7 @@ def _started(nice: int, messages: Any) -> None:
     os.nice(nice)
     _more_files()
     torch.set_num_threads(1)
-    from threadpoolctl import threadpool_limits  # noqa: PLC0415 - numpy's and scikit-learn's BLAS
-
-    threadpool_limits(1)
+    threadpool_limits(1)  # numpy's and scikit-learn's BLAS
     _MESSAGES = messages
     warm()
 
@@ -237,10 +212,8 @@ def _run(call: int, stopping: torch.Tensor, function: Callable[..., Any], args: 
 
 
 def warm() -> None:
-    """A one-step training on a tiny layer, before any job comes: what the first training runs.
-
-    A process's first training builds its layer on torch's "meta" device, and that first use
-    imports torch's compiler, which every page of a class pressing Train would wait for."""
+    """A one-step training on a tiny layer, before any job comes: a process's first training builds
+    its layer on torch's "meta" device, which imports torch's compiler (seconds a class would wait)."""
     corpus = Corpus.builtin()
     tokenizer = WordLevelTokenizer.from_text("\n".join(corpus.sentences), max_size=50)
     train_copy(BertEmbedding(vocab_size=50, d_model=2, maxlen=16), (), corpus, tokenizer, TrainConfig(steps=1))
