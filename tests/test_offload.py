@@ -84,6 +84,11 @@ def test_every_preset_table_is_in_shared_memory_from_the_start():
                    presets.random_source(Settings(d_model=24, seed=9)),
                    presets.with_positions(presets.bert_source(), "sinusoidal", 0)):
         assert all(t.is_shared() for t in source.model.state_dict().values()), source.key
+    # moved before the budget marked them as the process's base, which knows a table by its memory
+    from core.process.memory import BUDGET, private
+
+    for source in (presets.bert_source(), presets.glove_source(), presets.default_random_source()):
+        assert private([source.model]).keys() <= set(BUDGET._base), source.key
 
 
 def uploaded(tmp_path, rows: int = 6_000, width: int = 16, seed: int = 0):

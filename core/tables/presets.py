@@ -228,7 +228,7 @@ def bert_source() -> Source:
 
 @functools.cache
 def _bert_source() -> Source:
-    return _registered(Source("bert", BUDGET.shared(bert_preset()), wordpiece(), "BERT WordPiece"))
+    return _registered(Source("bert", BUDGET.shared(_shared(bert_preset())), wordpiece(), "BERT WordPiece"))
 
 
 def glove_source() -> Source:
