@@ -1,7 +1,7 @@
 """The class poll (core/serving/poll.py, and the rounds `Classroom` keeps beside its lessons).
 
-The values and checks are tested on their own; the rounds through a `Classroom` on both stores
-(`MemoryStore`, and `RedisStore` on a real redis-server), as tests/test_classroom.py tests the
+The values and checks are tested on their own; the rounds through a `Classroom` on the one store,
+`RedisStore`, on fakeredis and on a real redis-server, as tests/test_classroom.py tests the
 lessons, with the same fixtures: real `Tab`s, a hand clock for the store (a round's rate limits,
 a class's grace) and for the writer (how often a round is announced). What another thread
 delivers is waited for with a bounded poll, never a timed sleep.
@@ -35,7 +35,7 @@ from core.serving.classroom import (
     Gone,
     Reconnecting,
 )
-from core.serving.classstore import RECONNECTING, Full, MemoryStore, RedisStore
+from core.serving.classstore import RECONNECTING, Full, RedisStore
 from core.serving.poll import (
     MAX_ANSWERS,
     MAX_DRAWN,
@@ -55,7 +55,7 @@ from tests import test_classroom
 from tests.clocks import Clock
 from tests.waiting import eventually
 
-# the class tests' fixtures, as they are: the store's hand clock, both stores, every classroom closed at the end
+# the class tests' fixtures, as they are: the store's hand clock, the store on both servers, every classroom closed
 clock, stores, store, closed = test_classroom.clock, test_classroom.stores, test_classroom.store, test_classroom.closed
 key_of, tab = test_classroom.key_of, test_classroom.tab
 
@@ -441,11 +441,9 @@ def test_a_round_ends_with_its_class(room, store):
     assert eventually(lambda: room.round(class_id) == NO_ROUND and room.own("page-1", class_id) == ())
     with pytest.raises(Gone, match=ENDED):
         room.answer(student, "page-1", "10.9.9.1", "prince", 1)
-    if isinstance(store, RedisStore):
-        assert not store.redis.keys(f"explorer:poll:{class_id}*")
+    assert not store.redis.keys(f"explorer:poll:{class_id}*")
 
 
-@pytest.mark.parametrize("stores", ["redis"], indirect=True)
 def test_a_rounds_keys_live_as_long_as_its_class(stores, clock):
     store = stores()
     room = Classroom(store)
@@ -485,8 +483,7 @@ def test_a_burst_of_answers_is_announced_at_most_once_a_second_and_the_last_alwa
     heard: list[Round] = []
     listener = stores()
     listener.listen_rounds(lambda class_id, round_: heard.append(round_) if class_id == made[0] else None)
-    if isinstance(listener, RedisStore):
-        listener.listen(lambda lesson: None)  # subscribed
+    listener.listen(lambda lesson: None)  # subscribed
     ticks = Clock()
     room = Classroom(store, ticks=ticks)
     made: list[str] = []
@@ -589,8 +586,9 @@ def test_a_redis_outage_loses_no_acknowledged_answer_nor_the_rounds_moderation(r
     assert dict(one.store.poll(class_id).counts) == {"queen": 3, "rude": 2, "word2": 1, "late": 1}
 
 
-def test_the_memory_store_is_never_away(clock):
-    store = MemoryStore(clock)
+def test_one_processs_own_store_is_never_away_and_writes_answers_again_once(clock):
+    store = RedisStore(clock=clock)  # a fakeredis server of this process's own
+    store.ping()
     room = Classroom(store)
     lecturer, class_id, secret = lecture(room)
     room.ask(lecturer, secret, f"Type a word, {secrets.token_hex(2)}.")

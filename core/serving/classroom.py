@@ -35,7 +35,6 @@ from core.serving.classstore import (
     Away,
     Full,
     Lesson,
-    MemoryStore,
     RedisStore,
     digest,
     lesson_of,
@@ -153,7 +152,7 @@ class Classroom:
     After the store was away it restores the classes led here and reads the others again.
     """
 
-    def __init__(self, store: MemoryStore | RedisStore | None = None, *, beat: float = BEAT_SECONDS,
+    def __init__(self, store: RedisStore | None = None, *, beat: float = BEAT_SECONDS,
                  retry: float = RETRY_SECONDS, ticks: Callable[[], float] = time.monotonic) -> None:
         self.store = store if store is not None else store_from_environment()
         self.beat_seconds, self.retry_seconds = beat, retry

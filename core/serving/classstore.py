@@ -1,10 +1,11 @@
-"""Where classes are kept: each class's record (`Lesson`) and its poll's round, in one process
-(`MemoryStore`) or in Redis across processes and machines (`RedisStore`, chosen by
-``EXPLORER_CLASS_STORE=redis://…``). The two stores answer the same calls alike (the tests run
-each against both); `core.serving.classroom` calls them from a request or from its writer
-thread. A class's bounds (classes at once, per address, seats) are checked by the store in one
-step (one Lua script in Redis), so processes never race past them; a Redis that cannot be
-reached is `Away`, raised within a second or two, and the caller says so.
+"""Where classes are kept: each class's record (`Lesson`) and its poll's round, in Redis (`RedisStore`).
+
+Several processes share a Redis server (``EXPLORER_CLASS_STORE=redis://…``); one process alone
+keeps its classes in a fakeredis server of its own, which runs the same Lua scripts (lupa), so
+there is one store, not a hand-kept twin to keep in step. `core.serving.classroom` calls it from a
+request or from its writer thread. A class's bounds (classes at once, per address, seats) are
+checked in one step (one Lua script), so processes never race past them; a Redis that cannot be
+reached raises `Away` within a second or two, and the caller says so.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 
-from core.serving.poll import ADDRESS_ANSWERS, NO_ROUND, Rate, Round
+import redis
+
+from core.serving.poll import ADDRESS_ANSWERS, Round
 from core.view.options import Refused
 from core.view.share import from_query, to_query
 from core.view.state import View
@@ -83,217 +86,12 @@ def digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-class Away(Exception):
-    """The store could not be reached (a Redis server stopped, restarting, or cut off)."""
+# the store could not be reached (a Redis server stopped, restarting, or cut off): what a call raises then
+Away = (redis.ConnectionError, redis.TimeoutError)
 
 
 class Full(Refused):
     """A bound was met (classes at once, from one address, pages in one class): answered 429."""
-
-
-class MemoryStore:
-    """Classes in this process: a class server of one process, and the tests. It is never away."""
-
-    def __init__(self, clock: Callable[[], float] = time.time) -> None:
-        self.clock = clock
-        self._classes: dict[str, dict] = {}
-        self._presence: dict[str, dict[str, tuple[int, int, float]]] = {}
-        self._polls: dict[str, dict] = {}  # class id -> its round, as `_poll_record` makes it
-        self._networks = Rate(ADDRESS_ANSWERS, ADDRESS_ANSWERS / 60, clock)  # each network's answers
-        self._listeners: list[Callable[[Lesson], None]] = []
-        self._round_listeners: list[Callable[[str, Round], None]] = []
-        self._lock = threading.Lock()
-
-    def ping(self) -> None:
-        """Raises `Away` when the store cannot be reached (never, in memory)."""
-
-    def create(self, class_id: str, secret_digest: str, address: str, query: str, step: int | None,
-               limit: int, per_address: int) -> Lesson:
-        now = self.clock()
-        with self._lock:
-            # a class over is kept a minute past its end (as Redis keeps its hash), so its pages hear why
-            self._classes = {k: c for k, c in self._classes.items() if c["ends"] + 60 > now}
-            self._polls = {k: p for k, p in self._polls.items() if k in self._classes}
-            running = [c for c in self._classes.values() if c["ends"] > now and not c["ended"]]
-            _check_room(len(running), sum(c["address"] == address for c in running), limit, per_address)
-            record = {"secret": secret_digest, "address": address, "query": query, "step": step, "version": 1,
-                      "ends": now + GRACE_SECONDS, "ended": ""}
-            self._classes[class_id] = record
-            return _lesson(class_id, record)
-
-    def restore(self, class_id: str, secret_digest: str, address: str, query: str, step: int | None,
-                version: int) -> tuple[bool, Lesson | None]:
-        """The class again, as its lecturer's page holds it, when the store lost it or let its time
-        run out (not when it ended): (whether it was restored, the class as the store has it now;
-        None when the id is another secret's). A restored class is a new lesson every process hears."""
-        now = self.clock()
-        with self._lock:
-            record = self._classes.get(class_id)
-            if record is not None and record["secret"] != secret_digest:
-                return False, None
-            if record is not None and (record["ended"] or record["ends"] > now):
-                return False, _lesson(class_id, record, now)
-            record = {"secret": secret_digest, "address": address, "query": query, "step": step,
-                      "version": max(version, record["version"] + 1 if record else 0), "ends": now + GRACE_SECONDS,
-                      "ended": ""}
-            self._classes[class_id] = record
-            lesson = _lesson(class_id, record)
-            listeners = list(self._listeners)
-        for listener in listeners:
-            listener(lesson)
-        return True, lesson
-
-    def lesson(self, class_id: str) -> Lesson | None:
-        with self._lock:
-            record = self._classes.get(class_id)
-            return None if record is None else _lesson(class_id, record, self.clock())
-
-    def owner(self, class_id: str) -> tuple[str, str] | None:
-        """The class's secret's digest and the address that started it."""
-        with self._lock:
-            record = self._classes.get(class_id)
-            return None if record is None else (record["secret"], record["address"])
-
-    def publish(self, class_id: str, query: str | None, step: int | None, ended: str = "") -> Lesson | None:
-        """A new lesson (or only the lecturer seen, when `query` is None; or the class ended); None
-        when the class is not running."""
-        now = self.clock()
-        with self._lock:
-            record = self._classes.get(class_id)
-            if record is None or record["ended"] or record["ends"] <= now:
-                return None
-            record["ends"] = now + GRACE_SECONDS
-            if query is not None and (query != record["query"] or ended):
-                record.update(query=query, step=step, version=record["version"] + 1)
-            if ended:
-                record.update(ended=ended, version=record["version"] + 1)
-                self._polls.pop(class_id, None)  # a round ends with its class
-            lesson = _lesson(class_id, record)
-            listeners = list(self._listeners)
-        for listener in listeners:  # a new lesson, or only a later end: the pages keep both
-            listener(lesson)
-        return lesson
-
-    def set_presence(self, class_id: str, process: str, connected: int, following: int,
-                     limit: int | None = None) -> bool:
-        """Write this process's count of the class's pages; with a `limit`, only when every
-        process's pages together stay within it (a seat taken). Returns whether it was written."""
-        now = self.clock()
-        with self._lock:
-            counts = self._presence.setdefault(class_id, {})
-            others = sum(c for name, (c, _, seen) in counts.items()
-                         if name != process and now - seen < PRESENCE_SECONDS)
-            if limit is not None and others + connected > limit:
-                return False
-            counts[process] = (connected, following, now)
-            return True
-
-    def presence(self, class_id: str) -> tuple[int, int]:
-        now = self.clock()
-        with self._lock:
-            counts = [(c, f) for c, f, seen in self._presence.get(class_id, {}).values()
-                      if now - seen < PRESENCE_SECONDS]
-        return sum(c for c, _ in counts), sum(f for _, f in counts)
-
-    def listen(self, listener: Callable[[Lesson], None], lost: Callable[[], None] | None = None) -> None:
-        self._listeners.append(listener)
-
-    def close(self) -> None:
-        self._listeners.clear()
-        self._round_listeners.clear()
-
-    # --- the class's poll (core.serving.poll): each call one step under the lock ---
-
-    def _running(self, class_id: str) -> bool:
-        record = self._classes.get(class_id)
-        return record is not None and not record["ended"] and record["ends"] > self.clock()
-
-    def poll(self, class_id: str) -> Round | None:
-        """The class's round as kept; None when there is none (never asked, lost, or the class is over)."""
-        with self._lock:
-            record = self._polls.get(class_id) if self._running(class_id) else None
-            return None if record is None else _round_of_record(record)
-
-    def change_round(self, class_id: str, op: str, text: str, flag: bool, limit: int) -> Round | str:
-        """The lecturer's change (`ROUND_CHANGES`), and the round after it; or why not: "gone" (the
-        class is not running), "none" (no question asked), "many" (`limit` words moderated)."""
-        with self._lock:
-            if not self._running(class_id):
-                return "gone"
-            record = self._polls.setdefault(class_id, _poll_record())
-            refused = _change(record, op, text, flag, limit)
-            return refused or _round_of_record(record)
-
-    def answer(self, class_id: str, key: str, address: str, word: str, number: int, per_page: int,
-               limit: int) -> tuple[str, tuple[str, ...], float]:
-        """Page `key`'s answer `word` to round `number`, from network `address`: ("ok", the
-        page's words this round, 0) when it is kept (a word the page sent already is kept once);
-        else why not, with the words: "gone", "missing" (the class has no round), "closed",
-        "other" (another round is open), "enough" (`per_page` words sent), "full" (`limit`
-        answers taken), "rate" (the network sent ADDRESS_ANSWERS a minute: the seconds to wait)."""
-        with self._lock:
-            if not self._running(class_id):
-                return "gone", (), 0.0
-            record = self._polls.get(class_id)
-            if record is None:
-                return "missing", (), 0.0
-            sent = record["pages"].get(key, ())
-            status = _refusal(record, number, word, sent, per_page, limit)
-            if status:
-                return status, sent, 0.0
-            if word not in sent:
-                wait = self._networks.take(address)
-                if wait:
-                    return "rate", sent, wait
-                _keep(record, key, (*sent, word))
-            return "ok", record["pages"][key], 0.0
-
-    def restore_round(self, class_id: str, round: Round) -> bool:  # noqa: A002 - a round is the poll's noun
-        """The round again, without its answers (the pages' processes write those again), when
-        the store has none for the running class; whether it was written."""
-        with self._lock:
-            if not self._running(class_id) or class_id in self._polls:
-                return False
-            self._polls[class_id] = _poll_record(round)
-            return True
-
-    def replay(self, class_id: str, number: int, version: int, pages: Mapping[str, tuple[str, ...]],
-               per_page: int, limit: int) -> str:
-        """The answers a process acknowledged in round `number`, written again where the store
-        lost them (each page's words kept once), and the version moved past `version`: "done"
-        (or "same": nothing was lost, and the version is that far already); else "gone",
-        "missing" (no round yet), "other" (the store has another round)."""
-        with self._lock:
-            if not self._running(class_id):
-                return "gone"
-            record = self._polls.get(class_id)
-            if record is None:
-                return "missing"
-            if record["number"] != number:
-                return "other"
-            answers = record["answers"]
-            for key, words in pages.items():
-                kept = record["pages"].get(key, ())
-                for word in words:
-                    if word not in kept and len(kept) < per_page and record["answers"] < limit:
-                        kept = (*kept, word)
-                        _keep(record, key, kept)
-            if record["answers"] == answers and record["version"] >= version:
-                return "same"
-            record["version"] = max(record["version"], version) + 1
-            return "done"
-
-    def listen_rounds(self, listener: Callable[[str, Round], None]) -> None:
-        """`listener(class_id, round)` hears every round announced (`announce_round`)."""
-        self._round_listeners.append(listener)
-
-    def announce_round(self, class_id: str) -> Round | None:
-        """Tell every listener the class's round as it is now (None: it has none)."""
-        found = self.poll(class_id)
-        if found is not None:
-            for listener in list(self._round_listeners):
-                listener(class_id, found)
-        return found
 
 
 def _check_room(running: int, from_address: int, limit: int, per_address: int) -> None:
@@ -306,87 +104,11 @@ def _check_room(running: int, from_address: int, limit: int, per_address: int) -
                    "lecturer's page closed.")
 
 
-ROUND_CHANGES = ("ask", "close", "clear", "hide", "approve", "review")  # what a lecturer does to a round
-
-
-def _poll_record(round: Round = NO_ROUND) -> dict:  # noqa: A002
-    """A round as the memory store keeps it (answers, if any, are written again by `replay`)."""
-    return {"number": round.number, "prompt": round.prompt, "open": round.open, "review": round.review,
-            "version": round.version + 1 if round.number else 0, "answers": 0, "counts": {},
-            "hidden": set(round.hidden), "approved": set(round.approved), "pages": {}}
-
-
-def _round_of_record(record: dict) -> Round:
-    return Round(record["number"], record["prompt"], record["open"], record["review"], dict(record["counts"]),
-                 frozenset(record["hidden"]), frozenset(record["approved"]), record["answers"],
-                 len(record["pages"]), record["version"])
-
-
-def _change(record: dict, op: str, text: str, flag: bool, limit: int) -> str:
-    """A lecturer's change to a round in memory (what `RedisStore._CHANGE` does in Redis): "" when done."""
-    before = dict(record, hidden=set(record["hidden"]), approved=set(record["approved"]))
-    if op in ("ask", "clear"):
-        asked = op == "ask"
-        record.update(number=record["number"] + 1, prompt=text if asked else "", open=asked,
-                      review=flag if asked else record["review"], answers=0, counts={}, hidden=set(), approved=set(),
-                      pages={})
-    elif op == "review":
-        record["review"] = flag
-    elif not record["prompt"]:
-        return "none"
-    elif op == "close":
-        record["open"] = False
-    else:
-        words = record["hidden" if op == "hide" else "approved"]
-        if flag and text not in words and len(words) >= limit:
-            return "many"
-        (words.add if flag else words.discard)(text)
-    if record != before:
-        record["version"] += 1
-    return ""
-
-
-def _refusal(record: dict, number: int, word: str, sent: tuple[str, ...], per_page: int, limit: int) -> str:
-    """Why the memory store does not keep an answer ("" when it does; a word sent again is kept once)."""
-    if not record["open"]:
-        return "closed"
-    if record["number"] != number:
-        return "other"
-    if word in sent:
-        return ""
-    if len(sent) >= per_page:
-        return "enough"
-    return "full" if record["answers"] >= limit else ""
-
-
-def _keep(record: dict, key: str, words: tuple[str, ...]) -> None:
-    """Page `key`'s words are now `words`, its last one new."""
-    if record["pages"].get(key, ()) == words:
-        return
-    record["pages"][key] = words
-    record["counts"][words[-1]] = record["counts"].get(words[-1], 0) + 1
-    record["answers"] += 1
-    record["version"] += 1
-
-
 def _lesson(class_id: str, record: dict, now: float | None = None) -> Lesson:
     ends = float(record["ends"])  # Redis gives every field as text
     ended = record["ended"] or (AWAY if now is not None and ends <= now else "")
     return Lesson(class_id, int(record["version"]), record["query"],
                   None if record["step"] in (None, "") else int(record["step"]), ends, ended)
-
-
-def _reaching(method):
-    """A RedisStore method whose lost connection is `Away` (the caller says so, and tries again)."""
-
-    @functools.wraps(method)
-    def reach(self, *args, **kwargs):
-        try:
-            return method(self, *args, **kwargs)
-        except self.unreachable as error:
-            raise Away(str(error)) from None
-
-    return reach
 
 
 class RedisStore:
@@ -628,15 +350,21 @@ class RedisStore:
     return 1
     """
 
-    def __init__(self, url: str, clock: Callable[[], float] = time.time) -> None:
-        import redis
+    def __init__(self, url: str = "", clock: Callable[[], float] = time.time, server=None) -> None:
+        """`url` names a Redis server; without one, the store is a fakeredis server in this process
+        (`server`: one another store made, so that stores share it, as processes share a Redis)."""
         from redis.backoff import NoBackoff
         from redis.retry import Retry
 
         self.url, self.clock = url, clock
-        self.unreachable = (redis.ConnectionError, redis.TimeoutError)
-        self.redis = redis.Redis.from_url(url, decode_responses=True, socket_timeout=5, socket_connect_timeout=2,
-                                          health_check_interval=30, retry=Retry(NoBackoff(), 1))
+        if url:
+            self.redis = redis.Redis.from_url(url, decode_responses=True, socket_timeout=5, socket_connect_timeout=2,
+                                              health_check_interval=30, retry=Retry(NoBackoff(), 1))
+        else:
+            import fakeredis
+
+            self.server = server or fakeredis.FakeServer()
+            self.redis = fakeredis.FakeRedis(server=self.server, decode_responses=True)
         self._create = self.redis.register_script(self._CREATE)
         self._restore = self.redis.register_script(self._RESTORE)
         self._publish = self.redis.register_script(self._PUBLISH)
@@ -663,15 +391,13 @@ class RedisStore:
         poll = f"explorer:poll:{class_id}"
         return [cls._key(class_id), poll, f"{poll}:counts", f"{poll}:pages", f"{poll}:hidden", f"{poll}:approved"]
 
-    @_reaching
     def ping(self) -> None:
         """Raises `Away` until Redis answers and this process hears lessons again (what is
         published before its subscription is back would not reach its pages)."""
         self.redis.ping()
         if self._thread is not None and not self._subscribed.is_set():
-            raise Away("not yet subscribed to the lessons again")
+            raise redis.ConnectionError("not yet subscribed to the lessons again")
 
-    @_reaching
     def create(self, class_id: str, secret_digest: str, address: str, query: str, step: int | None,
                limit: int, per_address: int) -> Lesson:
         now = self.clock()
@@ -683,7 +409,6 @@ class RedisStore:
             _check_room(limit if refused == 1 else 0, per_address, limit, per_address)
         return Lesson(class_id, 1, query, step, ends)
 
-    @_reaching
     def restore(self, class_id: str, secret_digest: str, address: str, query: str, step: int | None,
                 version: int) -> tuple[bool, Lesson | None]:
         now = self.clock()
@@ -698,17 +423,14 @@ class RedisStore:
             self._announce(lesson)
         return bool(restored), lesson
 
-    @_reaching
     def lesson(self, class_id: str) -> Lesson | None:
         record = self.redis.hgetall(self._key(class_id))
         return _lesson(class_id, record, self.clock()) if record else None
 
-    @_reaching
     def owner(self, class_id: str) -> tuple[str, str] | None:
         secret, address = self.redis.hmget(self._key(class_id), "secret", "address")
         return None if secret is None else (secret, address or "")
 
-    @_reaching
     def publish(self, class_id: str, query: str | None, step: int | None, ended: str = "") -> Lesson | None:
         found = self._publish(keys=[self._key(class_id), "explorer:classes", *self._poll_keys(class_id)[1:]],
                               args=[self.clock(), GRACE_SECONDS, class_id, "" if query is None else "1", query or "",
@@ -719,17 +441,14 @@ class RedisStore:
         self._announce(lesson)  # a new lesson, or only a later end: every process's pages keep both
         return lesson
 
-    @_reaching
     def poll(self, class_id: str) -> Round | None:
         found = self._read(keys=self._poll_keys(class_id), args=[self.clock()])
         return _round_of_snapshot(found) if found else None
 
-    @_reaching
     def change_round(self, class_id: str, op: str, text: str, flag: bool, limit: int) -> Round | str:
         found = self._change(keys=self._poll_keys(class_id), args=[self.clock(), op, text, int(flag), limit])
         return found if isinstance(found, str) else _round_of_snapshot(found)
 
-    @_reaching
     def answer(self, class_id: str, key: str, address: str, word: str, number: int, per_page: int,
                limit: int) -> tuple[str, tuple[str, ...], float]:
         status, sent, *wait = self._answer(keys=[*self._poll_keys(class_id), f"explorer:answers:{address}"],
@@ -737,14 +456,12 @@ class RedisStore:
                                                  ADDRESS_ANSWERS])
         return status, tuple(sent.split()), float(wait[0]) if wait else 0.0
 
-    @_reaching
     def restore_round(self, class_id: str, round: Round) -> bool:  # noqa: A002
         return bool(self._restore_round(keys=self._poll_keys(class_id), args=[
             self.clock(), round.number, round.prompt, int(round.open), int(round.review), round.version + 1,
             json.dumps(sorted(round.hidden), ensure_ascii=False), json.dumps(sorted(round.approved),
                                                                              ensure_ascii=False)]))
 
-    @_reaching
     def replay(self, class_id: str, number: int, version: int, pages: Mapping[str, tuple[str, ...]],
                per_page: int, limit: int) -> str:
         return self._replay(keys=self._poll_keys(class_id), args=[
@@ -755,28 +472,22 @@ class RedisStore:
         """`listener(class_id, round)` hears every round any process announces (`listen` subscribes)."""
         self._round_listeners.append(listener)
 
-    @_reaching
     def announce_round(self, class_id: str) -> Round | None:
         """The class's round read, and sent to every process."""
         found = self.poll(class_id)
         if found is not None:
-            self.redis.publish(self.ROUNDS, json.dumps({"id": class_id, **asdict(found), "counts": dict(found.counts),
-                                                        "hidden": sorted(found.hidden),
-                                                        "approved": sorted(found.approved)}, ensure_ascii=False))
+            self.redis.publish(self.ROUNDS, json.dumps({"id": class_id, **asdict(found)}, default=sorted))
         return found
 
     def _announce(self, lesson: Lesson) -> None:
-        self.redis.publish(self.CHANNEL, json.dumps({"id": lesson.id, "version": lesson.version, "query": lesson.query,
-                                                     "step": lesson.step, "ends": lesson.ends, "ended": lesson.ended}))
+        self.redis.publish(self.CHANNEL, json.dumps(asdict(lesson)))
 
-    @_reaching
     def set_presence(self, class_id: str, process: str, connected: int, following: int,
                      limit: int | None = None) -> bool:
         return bool(self._presence(keys=[f"explorer:presence:{class_id}"],
                                    args=[process, connected, following, self.clock(), PRESENCE_SECONDS,
                                          "" if limit is None else limit]))
 
-    @_reaching
     def presence(self, class_id: str) -> tuple[int, int]:
         now, connected, following = self.clock(), 0, 0
         for value in self.redis.hgetall(f"explorer:presence:{class_id}").values():
@@ -819,7 +530,7 @@ class RedisStore:
             except Exception as error:
                 if self._closed.is_set():  # closed under it (`close`)
                     return
-                if not isinstance(error, self.unreachable):  # a fault: logged, and the listening goes on
+                if not isinstance(error, Away):  # a fault: logged, and the listening goes on
                     LOG.exception("listening to the class lessons failed")
                 self._subscribed.clear()
                 for lost in list(self._lost):
@@ -834,27 +545,16 @@ class RedisStore:
         self.redis.close()
 
     def _heard(self, data: str) -> None:
-        try:
-            sent = json.loads(data)
-            lesson = Lesson(sent["id"], int(sent["version"]), sent["query"], sent["step"], float(sent["ends"]),
-                            sent["ended"])
-        except (ValueError, KeyError, TypeError):  # not one of ours: ignored
-            return
+        lesson = Lesson(**json.loads(data))  # only this module publishes on the channel
         for listener in list(self._listeners):
             listener(lesson)
 
-
     def _heard_round(self, data: str) -> None:
-        try:
-            sent = json.loads(data)
-            found = Round(int(sent["number"]), str(sent["prompt"]), bool(sent["open"]), bool(sent["review"]),
-                          {str(w): int(c) for w, c in sent["counts"].items()}, frozenset(sent["hidden"]),
-                          frozenset(sent["approved"]), int(sent["answers"]), int(sent["students"]),
-                          int(sent["version"]))
-        except (ValueError, KeyError, TypeError, AttributeError):  # not one of ours: ignored
-            return
+        sent = json.loads(data)
+        class_id = sent.pop("id")
+        found = Round(**{**sent, "hidden": frozenset(sent["hidden"]), "approved": frozenset(sent["approved"])})
         for listener in list(self._round_listeners):
-            listener(str(sent["id"]), found)
+            listener(class_id, found)
 
 
 def _round_of_snapshot(found: list) -> Round:
@@ -866,6 +566,6 @@ def _round_of_snapshot(found: list) -> Round:
                  frozenset(hidden), frozenset(approved), int(poll["answers"]), int(students), int(poll["version"]))
 
 
-def store_from_environment() -> MemoryStore | RedisStore:
-    url = os.environ.get("EXPLORER_CLASS_STORE", "").strip()
-    return RedisStore(url) if url else MemoryStore()
+def store_from_environment() -> RedisStore:
+    """The Redis that ``EXPLORER_CLASS_STORE`` names, or this process's own fakeredis server."""
+    return RedisStore(os.environ.get("EXPLORER_CLASS_STORE", "").strip())
