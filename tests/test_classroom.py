@@ -283,7 +283,7 @@ def test_a_burst_of_changes_publishes_a_few_versions_and_always_the_last(stores)
     lesson, _ = room.start(lecturer, "10.0.0.8")
     change(lecturer, sentence_a="The lecturer types word number 0")
     first = lesson_of(lecturer.view)
-    assert eventually(lambda: room._led[lesson.id].sent == first)  # published at once, and noted as sent
+    assert eventually(lambda: room._led[lesson.id].published == first)  # published at once, and noted so
     began = ticks.now
     for i in range(1, 40):  # typing: a change a keystroke
         change(lecturer, sentence_a=f"The lecturer types word number {i}")
@@ -593,7 +593,7 @@ def test_twenty_seats_taken_at_once_against_a_cap_of_five_admit_five(stores, mon
         thread.join(WAIT)
     assert taken.count(True) == 5 and taken.count(False) == 15
     assert rooms[1].store.presence(lesson.id)[0] == 5
-    seated = [i for i in range(20) if key_of(students[i]) in rooms[i % 4]._pages.get(lesson.id, {})]
+    seated = [i for i in range(20) if key_of(students[i]) in rooms[i % 4].seats.pages.get(lesson.id, {})]
     assert len(seated) == 5
     first = seated[0]
     rooms[first % 4].connect(key_of(students[first]), members[first], lesson)  # a page seated already keeps its seat

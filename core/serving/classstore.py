@@ -90,8 +90,19 @@ def digest(secret: str) -> str:
 Away = (redis.ConnectionError, redis.TimeoutError)
 
 
+NO_CLASS = "No class has this link: it may have ended, or the link was cut off. Ask the lecturer for it again."
+
+
 class Full(Refused):
     """A bound was met (classes at once, from one address, pages in one class): answered 429."""
+
+
+class Gone(Refused):
+    """No class has this id, or it ended: answered 404."""
+
+
+class Reconnecting(Refused):
+    """Refused because the store is away for now: answered with `reconnecting`, and the page tries again."""
 
 
 def _check_room(running: int, from_address: int, limit: int, per_address: int) -> None:

@@ -1,0 +1,233 @@
+"""A class's round of answers as this process serves it (`core.serving.poll` holds the round's values).
+
+A lecturer's change and a student's answer are kept by the store before they are answered; the
+writer then announces the class's round to every process, at most once per `POLL_SECONDS` (the last
+change always), and each process keeps the newest round it heard of each class it has pages of.
+Each answer acknowledged here is also noted here, in its round's journal, and written again after
+the store was away and every beat (`replay`: a store that kept it keeps it once), so an outage
+loses no acknowledged answer; a round the store lost is put back by its lecturer's process first.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from core.serving.classstore import NO_CLASS, RECONNECTING, Away, Full, Gone, Reconnecting
+from core.serving.poll import (
+    ANSWER_BURST,
+    ANSWER_SECONDS,
+    MAX_ANSWERS,
+    MAX_MODERATED,
+    NO_ROUND,
+    WORDS_PER_STUDENT,
+    Rate,
+    Round,
+    checked_number,
+    checked_word,
+    too_many,
+    too_soon,
+)
+from core.view.options import Refused
+
+LOG = logging.getLogger(__name__)
+POLL_SECONDS = 1.0  # a class's round is announced at most this often by each process (the last change always)
+
+NOT_FOLLOWING = "This page is not in a class: open the class link the lecturer gave to answer."
+NOT_ASKED = "No question has been asked in this round: ask the class first."
+NOT_OPEN = "No question is open for answers just now: wait for the lecturer to ask one."
+OTHER_ROUND = "That question is over: the lecturer has asked another. Answer the one shown now."
+ENOUGH = f"You have sent {WORDS_PER_STUDENT} words for this question, as many as one page may."
+ROUND_FULL = f"This question has {MAX_ANSWERS:,} answers, as many as one question takes."
+MODERATED = f"At most {MAX_MODERATED:,} words of a round can be hidden, and as many approved."
+NO_KEY = "This request carries no valid page key; reload the page."
+
+
+class Rounds:
+    """The rounds of the classes of one `Classroom` (`room`: its store, writer and classes)."""
+
+    def __init__(self, room) -> None:
+        self.room = room
+        self.rounds: dict[str, Round] = {}  # the newest round heard of each class with pages here
+        # the answers acknowledged here in each class's current round: class id -> (round, page key -> its words)
+        self.journal: dict[str, tuple[int, dict[str, tuple[str, ...]]]] = {}
+        self.announced: dict[str, float] = {}  # when (the writer's ticks) each class's round was last announced
+        self._pages_rate = Rate(ANSWER_BURST, 1 / ANSWER_SECONDS, room.clock)  # a page's answers (on this process)
+        self._lock = threading.Lock()
+
+    def round(self, class_id: object) -> Round:
+        """The newest round of the class this process knows (no store call)."""
+        with self._lock:
+            return self.rounds.get(class_id, NO_ROUND) if isinstance(class_id, str) else NO_ROUND
+
+    def own(self, key: object, class_id: object) -> tuple[str, ...]:
+        """The words page `key` sent in the class's current round (as this process acknowledged them)."""
+        with self._lock:
+            journal = self.journal.get(class_id) if isinstance(class_id, str) else None
+            if journal is None or not isinstance(key, str) or journal[0] < self.rounds.get(class_id, NO_ROUND).number:
+                return ()
+            return journal[1].get(key, ())
+
+    def change(self, class_id: str, op: str, text: str, flag: bool, limit: int) -> Round:
+        """The lecturer's change (the store's `change_round`), and the round after it."""
+        changed = self.room.reach(self.room.store.change_round, class_id, op, text, flag, limit)
+        if changed == "gone":
+            self.room.lesson(class_id)  # says why: it ended, or is lost
+            raise Reconnecting(RECONNECTING)
+        if isinstance(changed, str):
+            raise Full(MODERATED) if changed == "many" else Refused(NOT_ASKED)
+        self.changed(class_id, changed)
+        return changed
+
+    def answer(self, class_id: str, key: object, address: object, word: object,
+               round_number: object) -> tuple[Round, tuple[str, ...]]:
+        """A following page's answer to the round it was shown: the round and the page's words
+        this round, once the store has it (a word sent again is kept once); else `Refused` with
+        a sentence, nothing kept and no rate spent."""
+        if not all(isinstance(given, str) and 1 <= len(given) <= 200 for given in (key, address)):
+            raise Refused(NO_KEY)  # both the routes' own: a page's key, a visitor's network
+        word, number = checked_word(word), checked_number(round_number)
+        with self._lock:
+            journal = self.journal.get(class_id)
+            sent = journal[1].get(key, ()) if journal is not None and journal[0] == number else ()
+        if word in sent:
+            return self.round(class_id), sent
+        if len(sent) >= WORDS_PER_STUDENT:
+            raise Refused(ENOUGH)
+        wait = self._pages_rate.take(key)
+        if wait:
+            raise Full(too_soon(wait))
+        try:
+            status, words, wait = self.room.reach(self.room.store.answer, class_id, key, address, word, number,
+                                                  WORDS_PER_STUDENT, MAX_ANSWERS)
+        except Refused:
+            self._pages_rate.give_back(key)
+            raise
+        if status != "ok":
+            self._pages_rate.give_back(key)
+            if status == "rate":
+                raise Full(too_many(wait))
+            self._refuse(class_id, number, status)
+        with self._lock:
+            journal = self.journal.get(class_id)
+            if journal is None or journal[0] != number:
+                journal = self.journal[class_id] = (number, {})
+            # a store emptied before this process wrote its answers again knows only this word:
+            # the page's earlier words stay acknowledged here, and `replay` writes them back
+            noted = journal[1].get(key, ())
+            words = journal[1][key] = noted + tuple(w for w in words if w not in noted)
+        self.changed(class_id)
+        return self.round(class_id), words
+
+    def _refuse(self, class_id: str, number: int, status: str) -> None:
+        with self._lock:
+            journal = self.journal.get(class_id)
+            known = max(self.rounds.get(class_id, NO_ROUND).number, journal[0] if journal else 0) >= number
+        if status == "gone":
+            try:
+                self.room.lesson(class_id)  # says why: it ended, or is lost
+            except Gone as error:
+                if str(error) != NO_CLASS or not known:
+                    raise
+        if status in ("gone", "missing") and known:
+            # the store forgot a class or round running here: it restarted, maybe unheard of yet
+            self.room.writer.lost()  # every class is read again, restored if led here, its answers written again
+            raise Reconnecting(RECONNECTING)
+        raise Full(ROUND_FULL) if status == "full" else Refused(
+            {"enough": ENOUGH, "other": OTHER_ROUND}.get(status, NOT_OPEN))
+
+    def changed(self, class_id: str, round: Round | None = None) -> None:  # noqa: A002 - a round is the poll's noun
+        """The class's round changed here (`round`, when the store returned it): the writer
+        announces it to every process, at most once per POLL_SECONDS."""
+        if round is not None:
+            self.heard(class_id, round, kept=True)
+        self.room.writer.soon(("announce", class_id), lambda: self.announce(class_id),
+                              at=self.announced.get(class_id, float("-inf")) + POLL_SECONDS)
+
+    def announce(self, class_id: str) -> None:
+        self.announced[class_id] = self.room.writer.ticks()  # when it began: a change meanwhile waits its turn
+        found = self.room.store.announce_round(class_id)
+        if found is not None:
+            self.heard(class_id, found, kept=True)
+
+    def heard(self, class_id: str, round: Round, kept: bool = False) -> None:  # noqa: A002
+        """A class's round was heard of: kept when newer than the one known (and the class has
+        pages here, or `kept`), its streams woken."""
+        with self._lock:
+            known = self.rounds.get(class_id)
+            if known is None and not kept and not self.room.here(class_id) and class_id not in self.journal:
+                return
+            if known is not None and (round.number, round.version) <= (known.number, known.version):
+                return
+            self.rounds[class_id] = round
+            journal = self.journal.get(class_id)
+            if journal is not None and journal[0] < round.number:
+                del self.journal[class_id]
+        self.room.tell(class_id)
+
+    def seed(self, class_id: str) -> None:
+        """A page of a class this process knew no round of: the store's round, read once."""
+        with self._lock:
+            if class_id in self.rounds:
+                return
+        try:
+            found = self.room.store.poll(class_id)
+        except Away:
+            self.room.writer.lost()
+            return
+        if found is not None:
+            self.heard(class_id, found, kept=True)
+
+    def drop(self, class_id: str) -> None:
+        """The class is over: so is its round."""
+        with self._lock:
+            for kept in (self.rounds, self.journal, self.announced):
+                kept.pop(class_id, None)
+
+    def classes(self) -> set[str]:
+        with self._lock:
+            return set(self.rounds)
+
+    def replay_soon(self, class_id: str) -> None:
+        self.room.writer.soon(("replay", class_id), lambda: self.replay(class_id))
+
+    def replay(self, class_id: str) -> None:
+        """Write again the answers acknowledged here in the class's round, moving its version past
+        the one heard here (a store that kept them keeps each once). A round the store lost is
+        restored by its lecturer's process first; until then, and while the class is not back,
+        this is tried again every `retry` seconds."""
+        with self._lock:
+            known, journal = self.rounds.get(class_id), self.journal.get(class_id)
+        store, status = self.room.store, "other"
+        if known is not None and known.number:
+            number, pages = journal if journal is not None else (known.number, {})
+            status = store.replay(class_id, number, known.version, dict(pages), WORDS_PER_STUDENT, MAX_ANSWERS)
+            if status == "missing" and self.room.leads(class_id) and store.restore_round(class_id, known):
+                LOG.warning("the round of class %s restored in the store from its lecturer's page", class_id)
+                self.replay_soon(class_id)  # its answers next
+                return
+        if status == "missing" or (status == "gone" and class_id in self.room.outage.unsure):
+            writer = self.room.writer
+            writer.soon(("replay", class_id), lambda: self.replay(class_id), at=writer.ticks() + writer.retry_seconds)
+            return
+        with self._lock:
+            if status == "other" and journal is not None and self.journal.get(class_id) is journal:
+                del self.journal[class_id]
+        if status == "done":
+            self.changed(class_id)
+
+    def beat(self) -> None:
+        """Every beat: a round kept for a class with no page here (its answers acknowledged here)
+        is let go once the class ended, and a store that forgot the class restarted unheard of;
+        then every round's answers are written again."""
+        for class_id in self.classes():
+            if self.room.here(class_id) or class_id in self.room.outage.unsure or self.room.writer.has(
+                    ("replay", class_id)):
+                continue
+            lesson = self.room.store.lesson(class_id)
+            if lesson is not None and lesson.ended:
+                self.drop(class_id)
+            elif lesson is None:
+                self.room.writer.lost()
+        for class_id in self.classes():
+            self.replay_soon(class_id)
