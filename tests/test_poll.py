@@ -592,11 +592,11 @@ def test_one_processs_own_store_is_never_away_and_writes_answers_again_once(cloc
     room = Classroom(store)
     lecturer, class_id, secret = lecture(room)
     room.ask(lecturer, secret, f"Type a word, {secrets.token_hex(2)}.")
-    assert store.replay(class_id, 1, 0, {"page-1": ("queen",)}, 3, MAX_ANSWERS) == "done"  # written again once
-    assert store.replay(class_id, 1, 0, {"page-1": ("queen",)}, 3, MAX_ANSWERS) == "same"  # nothing lost
+    assert store.replay(class_id, 1, {"page-1": ("queen",)}, 3, MAX_ANSWERS, NO_ROUND) == "done"  # written again once
+    assert store.replay(class_id, 1, {"page-1": ("queen",)}, 3, MAX_ANSWERS, NO_ROUND) == "same"  # nothing lost
     assert dict(store.poll(class_id).counts) == {"queen": 1}
-    assert store.replay(class_id, 2, 0, {}, 3, MAX_ANSWERS) == "other"
-    assert not store.restore_round(class_id, store.poll(class_id))  # it has the round
+    assert store.replay(class_id, 2, {}, 3, MAX_ANSWERS, NO_ROUND) == "other"
+    assert store.replay(class_id, 1, {}, 3, MAX_ANSWERS, store.poll(class_id), restore=True) == "same"  # it has one
 
 
 def test_a_redis_emptied_under_running_processes_loses_no_acknowledged_answer(rooms, clock):

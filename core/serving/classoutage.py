@@ -19,6 +19,7 @@ from core.serving.classstore import GRACE_SECONDS, Lesson
 LOG = logging.getLogger(__name__)
 LOST = ("The class has ended: the store that keeps classes restarted, and no lecturer's page was there to bring the "
         "class back.")
+FINAL = 2**53 - 1  # the version of the lesson that ends a class nobody put back: above any it had (and exact in JSON)
 
 
 class Outage:
@@ -27,7 +28,6 @@ class Outage:
     def __init__(self, room) -> None:
         self.room = room
         self.unsure: dict[str, float] = {}  # classes to read again since the store came back -> until when
-        self.versions: dict[str, int] = {}  # the newest version heard of each class with pages here
         self.back_at = float("-inf")  # when (the writer's ticks) the store answered again
         self._lock = threading.Lock()
 
@@ -75,19 +75,17 @@ class Outage:
             return
         lesson, now = room.store.lesson(class_id), room.clock()
         if lesson is None and now >= until:
-            lesson = Lesson(class_id, self.versions.get(class_id, 0) + 1, "", None, now, LOST)
+            lesson = Lesson(class_id, FINAL, "", None, now, LOST)
         if lesson is not None:
             room.heard(lesson)
         else:
             room.writer.soon(("reread", class_id), lambda: self.reread(class_id),
                              at=room.writer.ticks() + room.writer.retry_seconds)
 
-    def heard(self, lesson: Lesson, here: bool) -> None:
+    def heard(self, lesson: Lesson) -> None:
         """A lesson was heard (published, or read again): its class is sure now."""
         with self._lock:
             self.unsure.pop(lesson.id, None)
-            if here:
-                self.versions[lesson.id] = max(self.versions.get(lesson.id, 0), lesson.version)
 
     def reconnecting(self, class_id: str) -> bool:
         """Whether what this process knows of the class waits for the store (away, or just back)."""
@@ -97,7 +95,3 @@ class Outage:
         """Whether the store answered again so lately that a class led elsewhere may not be back yet."""
         writer = self.room.writer
         return writer.ticks() - self.back_at < writer.beat_seconds + 2 * writer.retry_seconds
-
-    def beat(self) -> None:
-        with self._lock:
-            self.versions = {k: v for k, v in self.versions.items() if self.room.here(k)}

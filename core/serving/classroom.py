@@ -386,7 +386,7 @@ class Classroom:
                 led.version = max(led.version, lesson.version)
                 if lesson.ended:
                     self._led.pop(lesson.id, None)
-        self.outage.heard(lesson, self.here(lesson.id) or led is not None)
+        self.outage.heard(lesson)
         if lesson.ended:  # a round ends with its class
             self.rounds.drop(lesson.id)
         for listener in list(self._lessons):
@@ -461,8 +461,8 @@ class Classroom:
                     self.outage.restore(led)
             for class_id in self.seats.classes():
                 self.seats.write(class_id)
-            self.rounds.beat()
-            self.outage.beat()
+            for class_id in self.rounds.classes():  # a round is kept while its class runs, its answers written again
+                self.rounds.replay_soon(class_id)
         self.tell(None)
 
     def close(self) -> None:

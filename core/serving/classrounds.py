@@ -15,13 +15,10 @@ import threading
 
 from core.serving.classstore import NO_CLASS, RECONNECTING, Away, Full, Gone, Reconnecting
 from core.serving.poll import (
-    ANSWER_BURST,
-    ANSWER_SECONDS,
     MAX_ANSWERS,
     MAX_MODERATED,
     NO_ROUND,
     WORDS_PER_STUDENT,
-    Rate,
     Round,
     checked_number,
     checked_word,
@@ -52,7 +49,6 @@ class Rounds:
         # the answers acknowledged here in each class's current round: class id -> (round, page key -> its words)
         self.journal: dict[str, tuple[int, dict[str, tuple[str, ...]]]] = {}
         self.announced: dict[str, float] = {}  # when (the writer's ticks) each class's round was last announced
-        self._pages_rate = Rate(ANSWER_BURST, 1 / ANSWER_SECONDS, room.clock)  # a page's answers (on this process)
         self._lock = threading.Lock()
 
     def round(self, class_id: object) -> Round:
@@ -94,19 +90,11 @@ class Rounds:
             return self.round(class_id), sent
         if len(sent) >= WORDS_PER_STUDENT:
             raise Refused(ENOUGH)
-        wait = self._pages_rate.take(key)
-        if wait:
-            raise Full(too_soon(wait))
-        try:
-            status, words, wait = self.room.reach(self.room.store.answer, class_id, key, address, word, number,
-                                                  WORDS_PER_STUDENT, MAX_ANSWERS)
-        except Refused:
-            self._pages_rate.give_back(key)
-            raise
+        status, words, wait = self.room.reach(self.room.store.answer, class_id, key, address, word, number,
+                                              WORDS_PER_STUDENT, MAX_ANSWERS)
+        if status in ("soon", "rate"):
+            raise Full(too_soon(wait) if status == "soon" else too_many(wait))
         if status != "ok":
-            self._pages_rate.give_back(key)
-            if status == "rate":
-                raise Full(too_many(wait))
             self._refuse(class_id, number, status)
         with self._lock:
             journal = self.journal.get(class_id)
@@ -193,41 +181,32 @@ class Rounds:
 
     def replay(self, class_id: str) -> None:
         """Write again the answers acknowledged here in the class's round, moving its version past
-        the one heard here (a store that kept them keeps each once). A round the store lost is
-        restored by its lecturer's process first; until then, and while the class is not back,
-        this is tried again every `retry` seconds."""
+        the one heard here (a store that kept them keeps each once): after the store was away, and
+        every beat (a store that restarted unheard of loses nothing either). A round the store lost
+        is put back by its lecturer's process; until then, and while the class is not back, this
+        is tried again every `retry` seconds. A class found over lets its round go."""
+        room = self.room
         with self._lock:
             known, journal = self.rounds.get(class_id), self.journal.get(class_id)
-        store, status = self.room.store, "other"
+        status = "other"
         if known is not None and known.number:
             number, pages = journal if journal is not None else (known.number, {})
-            status = store.replay(class_id, number, known.version, dict(pages), WORDS_PER_STUDENT, MAX_ANSWERS)
-            if status == "missing" and self.room.leads(class_id) and store.restore_round(class_id, known):
-                LOG.warning("the round of class %s restored in the store from its lecturer's page", class_id)
-                self.replay_soon(class_id)  # its answers next
-                return
-        if status == "missing" or (status == "gone" and class_id in self.room.outage.unsure):
-            writer = self.room.writer
-            writer.soon(("replay", class_id), lambda: self.replay(class_id), at=writer.ticks() + writer.retry_seconds)
-            return
-        with self._lock:
-            if status == "other" and journal is not None and self.journal.get(class_id) is journal:
-                del self.journal[class_id]
-        if status == "done":
-            self.changed(class_id)
-
-    def beat(self) -> None:
-        """Every beat: a round kept for a class with no page here (its answers acknowledged here)
-        is let go once the class ended, and a store that forgot the class restarted unheard of;
-        then every round's answers are written again."""
-        for class_id in self.classes():
-            if self.room.here(class_id) or class_id in self.room.outage.unsure or self.room.writer.has(
-                    ("replay", class_id)):
-                continue
-            lesson = self.room.store.lesson(class_id)
-            if lesson is not None and lesson.ended:
+            status = room.store.replay(class_id, number, dict(pages), WORDS_PER_STUDENT, MAX_ANSWERS, known,
+                                       restore=room.leads(class_id))
+        if status == "missing" or (status == "gone" and class_id in room.outage.unsure):
+            room.writer.soon(("replay", class_id), lambda: self.replay(class_id),
+                             at=room.writer.ticks() + room.writer.retry_seconds)
+        elif status == "gone":  # over, or forgotten by a store that restarted unheard of
+            lesson = room.store.lesson(class_id)
+            if lesson is None:
+                room.writer.lost()  # every class is read again, restored if led here, its answers written again
+            elif lesson.ended:
                 self.drop(class_id)
-            elif lesson is None:
-                self.room.writer.lost()
-        for class_id in self.classes():
-            self.replay_soon(class_id)
+        elif status == "other":
+            with self._lock:
+                if journal is not None and self.journal.get(class_id) is journal:
+                    del self.journal[class_id]
+        elif status != "same":
+            if status == "restored":
+                LOG.warning("the round of class %s restored in the store from its lecturer's page", class_id)
+            self.changed(class_id)

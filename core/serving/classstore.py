@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 
 import redis
 
-from core.serving.poll import ADDRESS_ANSWERS, Round
+from core.serving.poll import ADDRESS_ANSWERS, ANSWER_BURST, ANSWER_SECONDS, Round
 from core.view.options import Refused
 from core.view.share import from_query, to_query
 from core.view.state import View
@@ -105,14 +105,9 @@ class Reconnecting(Refused):
     """Refused because the store is away for now: answered with `reconnecting`, and the page tries again."""
 
 
-def _check_room(running: int, from_address: int, limit: int, per_address: int) -> None:
-    if running >= limit:
-        raise Full(f"This server runs at most {limit:,} classes at once, and that many are running; "
-                   "try again later.")
-    if from_address >= per_address:
-        raise Full(f"At most {per_address} classes can run at once from one network address; end one (its End the "
-                   f"class button), or close its lecturer's page: a class ends {_minutes(GRACE_SECONDS)} after its "
-                   "lecturer's page closed.")
+def _fields(flat: list) -> dict:
+    """A hash as Redis gives it in a script's answer: field, value, field, value, …"""
+    return dict(zip(flat[::2], flat[1::2], strict=True))
 
 
 def _lesson(class_id: str, record: dict, now: float | None = None) -> Lesson:
@@ -281,8 +276,18 @@ class RedisStore:
     """
 
     # ARGV: time, round number, page key, word, words a page may send, answers a round takes, answers a
-    # network may send a minute; KEYS[7] the network's bucket (tokens, when), shared by every class
+    # network may send a minute, a page's burst, a page's answers a second; KEYS[7] the network's
+    # bucket, shared by every class, KEYS[8] the page's: each (tokens, when), taken only when both have one
     _ANSWER = _ROUND + """
+    local function tokens(bucket, size, per_second)
+        local kept = redis.call('HMGET', bucket, 'tokens', 'at')
+        local since = math.max(0, tonumber(ARGV[1]) - tonumber(kept[2] or ARGV[1]))
+        return math.min(size, tonumber(kept[1] or size) + since * per_second)
+    end
+    local function take(bucket, left, size, per_second)
+        redis.call('HSET', bucket, 'tokens', tostring(left - 1), 'at', ARGV[1])
+        redis.call('EXPIRE', bucket, math.ceil(size / per_second) + 1)  -- full again by then: as good as gone
+    end
     if not running() then return {'gone', ''} end
     local poll = redis.call('HMGET', KEYS[2], 'number', 'open', 'answers')
     if not poll[1] then return {'missing', ''} end
@@ -293,32 +298,29 @@ class RedisStore:
     if words[ARGV[4]] then return {'ok', sent} end
     if #words >= tonumber(ARGV[5]) then return {'enough', sent} end
     if tonumber(poll[3]) >= tonumber(ARGV[6]) then return {'full', sent} end
-    local now, size = tonumber(ARGV[1]), tonumber(ARGV[7])
-    local bucket = redis.call('HMGET', KEYS[7], 'tokens', 'at')
-    local since = math.max(0, now - tonumber(bucket[2] or now))
-    local tokens = math.min(size, tonumber(bucket[1] or size) + since * size / 60)
-    if tokens < 1 then return {'rate', sent, tostring((1 - tokens) * 60 / size)} end
+    local size, burst, rate = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+    local network, page = tokens(KEYS[7], size, size / 60), tokens(KEYS[8], burst, rate)
+    if page < 1 then return {'soon', sent, tostring((1 - page) / rate)} end
+    if network < 1 then return {'rate', sent, tostring((1 - network) * 60 / size)} end
     sent = keep(ARGV[3], sent, ARGV[4])
     live()
-    redis.call('HSET', KEYS[7], 'tokens', tostring(tokens - 1), 'at', ARGV[1])
-    redis.call('EXPIRE', KEYS[7], 61)  -- full again within a minute: as good as gone
+    take(KEYS[7], network, size, size / 60)
+    take(KEYS[8], page, burst, rate)
     return {'ok', sent}
     """
 
-    # ARGV: time, number, prompt, open, review, version, hidden words, approved words (JSON)
-    _RESTORE_ROUND = _ROUND + """
-    if not running() or redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
-    redis.call('HSET', KEYS[2], 'number', ARGV[2], 'prompt', ARGV[3], 'open', ARGV[4], 'review', ARGV[5],
-               'answers', 0, 'version', ARGV[6])
-    for _, word in ipairs(cjson.decode(ARGV[7])) do redis.call('SADD', KEYS[5], word) end
-    for _, word in ipairs(cjson.decode(ARGV[8])) do redis.call('SADD', KEYS[6], word) end
-    live()
-    return 1
-    """
-
-    # ARGV: time, number, the version heard, {page key: [words]} (JSON), words a page may send, answers a round takes
+    # ARGV: time, number, the version heard, {page key: [words]} (JSON), words a page may send, answers a
+    # round takes; then, to put the round back when the store has none: its number, prompt, open, review,
+    # hidden and approved words (JSON), or nothing
     _REPLAY = _ROUND + """
     if not running() then return 'gone' end
+    local restored = redis.call('EXISTS', KEYS[2]) == 0 and ARGV[7] ~= nil
+    if restored then
+        redis.call('HSET', KEYS[2], 'number', ARGV[7], 'prompt', ARGV[8], 'open', ARGV[9], 'review', ARGV[10],
+                   'answers', 0, 'version', ARGV[3] + 1)
+        for _, word in ipairs(cjson.decode(ARGV[11])) do redis.call('SADD', KEYS[5], word) end
+        for _, word in ipairs(cjson.decode(ARGV[12])) do redis.call('SADD', KEYS[6], word) end
+    end
     local poll = redis.call('HMGET', KEYS[2], 'number', 'version')
     if not poll[1] then return 'missing' end
     if poll[1] ~= ARGV[2] then return 'other' end
@@ -335,6 +337,10 @@ class RedisStore:
         end
     end
     local version = tonumber(redis.call('HGET', KEYS[2], 'version'))
+    if restored then
+        live()
+        return 'restored'
+    end
     if redis.call('HGET', KEYS[2], 'answers') == answers and version >= tonumber(ARGV[3]) then return 'same' end
     redis.call('HSET', KEYS[2], 'version', math.max(version, tonumber(ARGV[3])) + 1)
     live()
@@ -376,15 +382,10 @@ class RedisStore:
 
             self.server = server or fakeredis.FakeServer()
             self.redis = fakeredis.FakeRedis(server=self.server, decode_responses=True)
-        self._create = self.redis.register_script(self._CREATE)
-        self._restore = self.redis.register_script(self._RESTORE)
-        self._publish = self.redis.register_script(self._PUBLISH)
-        self._presence = self.redis.register_script(self._PRESENCE)
-        self._read = self.redis.register_script(self._READ)
-        self._change = self.redis.register_script(self._CHANGE)
-        self._answer = self.redis.register_script(self._ANSWER)
-        self._restore_round = self.redis.register_script(self._RESTORE_ROUND)
-        self._replay = self.redis.register_script(self._REPLAY)
+        self._create, self._restore, self._publish, self._presence, self._read, self._change, self._answer, \
+            self._replay = (self.redis.register_script(source) for source in (
+                self._CREATE, self._RESTORE, self._PUBLISH, self._PRESENCE, self._READ, self._CHANGE, self._ANSWER,
+                self._REPLAY))
         self._round_listeners: list[Callable[[str, Round], None]] = []
         self._listeners: list[Callable[[Lesson], None]] = []
         self._lost: list[Callable[[], None]] = []
@@ -416,8 +417,13 @@ class RedisStore:
         refused = self._create(keys=["explorer:classes", f"explorer:classes:{address}", self._key(class_id)],
                                args=[now, limit, per_address, class_id, ends, secret_digest, address, query,
                                      "" if step is None else step])
-        if refused:
-            _check_room(limit if refused == 1 else 0, per_address, limit, per_address)
+        if refused == 1:
+            raise Full(f"This server runs at most {limit:,} classes at once, and that many are running; "
+                       "try again later.")
+        if refused == 2:
+            raise Full(f"At most {per_address} classes can run at once from one network address; end one (its End "
+                       f"the class button), or close its lecturer's page: a class ends {_minutes(GRACE_SECONDS)} after "
+                       "its lecturer's page closed.")
         return Lesson(class_id, 1, query, step, ends)
 
     def restore(self, class_id: str, secret_digest: str, address: str, query: str, step: int | None,
@@ -429,7 +435,7 @@ class RedisStore:
         if not found:
             return False, None
         restored, fields = found
-        lesson = _lesson(class_id, dict(zip(fields[::2], fields[1::2], strict=True)), now)
+        lesson = _lesson(class_id, _fields(fields), now)
         if restored:
             self._announce(lesson)
         return bool(restored), lesson
@@ -448,7 +454,7 @@ class RedisStore:
                                     "" if step is None else step, ended])
         if not found:
             return None
-        lesson = _lesson(class_id, dict(zip(found[::2], found[1::2], strict=True)))
+        lesson = _lesson(class_id, _fields(found))
         self._announce(lesson)  # a new lesson, or only a later end: every process's pages keep both
         return lesson
 
@@ -462,22 +468,30 @@ class RedisStore:
 
     def answer(self, class_id: str, key: str, address: str, word: str, number: int, per_page: int,
                limit: int) -> tuple[str, tuple[str, ...], float]:
-        status, sent, *wait = self._answer(keys=[*self._poll_keys(class_id), f"explorer:answers:{address}"],
-                                           args=[self.clock(), number, key, word, per_page, limit,
-                                                 ADDRESS_ANSWERS])
+        """Page `key`'s answer `word` to round `number`, from network `address`: ("ok", the page's
+        words this round, 0) when it is kept (a word the page sent already is kept once); else why
+        not, with the words: "gone", "missing" (the class has no round), "closed", "other" (another
+        round is open), "enough" (`per_page` words sent), "full" (`limit` answers taken), "soon" (the
+        page sent ANSWER_BURST, then one each ANSWER_SECONDS) or "rate" (the network sent
+        ADDRESS_ANSWERS a minute), these two with the seconds to wait."""
+        status, sent, *wait = self._answer(
+            keys=[*self._poll_keys(class_id), f"explorer:answers:{address}", f"explorer:page-answers:{key}"],
+            args=[self.clock(), number, key, word, per_page, limit, ADDRESS_ANSWERS, ANSWER_BURST, 1 / ANSWER_SECONDS])
         return status, tuple(sent.split()), float(wait[0]) if wait else 0.0
 
-    def restore_round(self, class_id: str, round: Round) -> bool:  # noqa: A002
-        return bool(self._restore_round(keys=self._poll_keys(class_id), args=[
-            self.clock(), round.number, round.prompt, int(round.open), int(round.review), round.version + 1,
-            json.dumps(sorted(round.hidden), ensure_ascii=False), json.dumps(sorted(round.approved),
-                                                                             ensure_ascii=False)]))
-
-    def replay(self, class_id: str, number: int, version: int, pages: Mapping[str, tuple[str, ...]],
-               per_page: int, limit: int) -> str:
+    def replay(self, class_id: str, number: int, pages: Mapping[str, tuple[str, ...]], per_page: int, limit: int,
+               heard: Round, restore: bool = False) -> str:
+        """The answers a process acknowledged in round `number`, written again where the store lost
+        them (each page's words kept once), and the round's version moved past `heard`'s: "done"
+        (or "same": nothing was lost, and the version is that far already); "restored" when the
+        store had no round and `restore` (its lecturer's process) put `heard` back first; else
+        "gone", "missing" (no round yet), "other" (the store has another round)."""
+        text = functools.partial(json.dumps, ensure_ascii=False)
+        header = [heard.number, heard.prompt, int(heard.open), int(heard.review), text(sorted(heard.hidden)),
+                  text(sorted(heard.approved))] if restore else []
         return self._replay(keys=self._poll_keys(class_id), args=[
-            self.clock(), number, version, json.dumps({k: list(w) for k, w in pages.items()}, ensure_ascii=False),
-            per_page, limit])
+            self.clock(), number, heard.version, text({k: list(w) for k, w in pages.items()}), per_page, limit,
+            *header])
 
     def listen_rounds(self, listener: Callable[[str, Round], None]) -> None:
         """`listener(class_id, round)` hears every round any process announces (`listen` subscribes)."""

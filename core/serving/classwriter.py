@@ -40,9 +40,6 @@ class Writer:
             self._jobs[key] = (at, job)
             self._stir()
 
-    def has(self, key: Hashable) -> bool:
-        return key in self._jobs
-
     def lost(self) -> None:
         """The store could not be reached: said once, and tried again every `retry` seconds."""
         with self._wake:
