@@ -24,10 +24,10 @@ from urllib.parse import parse_qs
 import pytest
 
 import core.serving.classroom as classroom
+from core.serving.classoutage import LOST
 from core.serving.classroom import (
     CANNOT_START,
     ENDED,
-    LOST,
     NO_CLASS,
     NOT_LECTURER,
     Classroom,

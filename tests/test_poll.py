@@ -19,22 +19,8 @@ import pytest
 
 import core.serving.classroom as classroom
 import core.serving.poll as poll
-from core.serving.classroom import (
-    ENDED,
-    ENOUGH,
-    MODERATED,
-    NOT_ASKED,
-    NOT_FOLLOWING,
-    NOT_LECTURER,
-    NOT_OPEN,
-    OTHER_ROUND,
-    POLL_SECONDS,
-    ROUND_FULL,
-    Classroom,
-    Forbidden,
-    Gone,
-    Reconnecting,
-)
+from core.serving.classroom import ENDED, NOT_FOLLOWING, NOT_LECTURER, Classroom, Forbidden, Gone, Reconnecting
+from core.serving.classrounds import ENOUGH, MODERATED, NOT_ASKED, NOT_OPEN, OTHER_ROUND, POLL_SECONDS, ROUND_FULL
 from core.serving.classstore import RECONNECTING, Full, RedisStore
 from core.serving.poll import (
     MAX_ANSWERS,

@@ -1,14 +1,13 @@
 """A class: students' pages follow the lecturer's view, and the lecturer sees who follows.
 
-A lecturer's tab *leads* (`Leader`): each change to its view becomes the class's *lesson*, the
-view written as a link's query (`core.view.share`), so a class carries only what a link may. Students'
+A lecturer's tab *leads* (`Leader`): each change to its view becomes the class's *lesson*, the view
+written as a link's query (`core.view.share`), so a class carries only what a link may. Students'
 tabs *follow* (`Follower`) until they change something themselves (`Tab.apply` tells a tab's member
-of every change). `Classroom` is this process's part of every class; its other jobs are modules of
-their own: the writer (`classwriter`: the store work a page's change leaves behind), the seats and
+of every change). `Classroom` is this process's part of every class: its lessons here, and the calls
+the routes make; its other jobs are modules of their own: the writer (`classwriter`), the seats and
 counts (`classseats`), the store's outage (`classoutage`) and the poll's rounds (`classrounds`).
-A class lasts while a lecturer's page is connected, `GRACE_SECONDS` after the last one left.
-Bounds, each a sentence when met: classes at once and per address, pages per class (seats taken
-atomically), five lessons a second. A secret is kept only as its SHA-256 digest.
+Bounds, each a sentence when met: classes at once and per address, pages per class, five lessons a
+second. A class lasts while a lecturer's page is connected, `GRACE_SECONDS` after the last one left.
 """
 
 from __future__ import annotations
@@ -22,18 +21,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from core.serving.classoutage import LOST, Outage
-from core.serving.classrounds import (
-    ENOUGH,
-    MODERATED,
-    NOT_ASKED,
-    NOT_FOLLOWING,
-    NOT_OPEN,
-    OTHER_ROUND,
-    POLL_SECONDS,
-    ROUND_FULL,
-    Rounds,
-)
+from core.serving.classoutage import Outage
+from core.serving.classrounds import Rounds
 from core.serving.classseats import Seats
 from core.serving.classstore import (
     AWAY,
@@ -42,7 +31,6 @@ from core.serving.classstore import (
     RECONNECTING,
     RETRY_SECONDS,
     Away,
-    Full,
     Gone,
     Lesson,
     Reconnecting,
@@ -67,17 +55,15 @@ SECRET = re.compile(r"[A-Za-z0-9_-]{32}")  # secrets.token_urlsafe(24)
 ENDED = "The lecturer ended the class."
 ANOTHER = "The lecturer started another class."
 NOT_LECTURER = "This is not the lecturer's link of this class: only the lecturer's link can change what the class sees."
-CANNOT_START = ("No class can start just now: the store that keeps classes cannot be reached. Try again in a "
-                "minute.")
-__all__ = ["ENOUGH", "LOST", "MODERATED", "NOT_ASKED", "NOT_FOLLOWING", "NOT_OPEN", "OTHER_ROUND", "POLL_SECONDS",
-           "ROUND_FULL", "Classroom", "Follower", "Forbidden", "Full", "Gone", "Leader", "Reconnecting"]
+CANNOT_START = "No class can start just now: the store that keeps classes cannot be reached. Try again in a minute."
+NOT_FOLLOWING = "This page is not in a class: open the class link the lecturer gave to answer."
+__all__ = ["Classroom", "Follower", "Forbidden", "Gone", "Leader", "Reconnecting"]
 
 
 @dataclass(eq=False)
 class Leader:
-    """A tab that leads a class: each change to its view is the class's newest lesson. It holds
-    what the store holds of the class's ownership (the secret's digest, the address that started
-    it), so the class can be restored from it if the store loses it."""
+    """A tab that leads a class, holding what the store holds of its ownership (the secret's
+    digest, the address that started it), so the class can be restored from it."""
 
     classroom: Classroom
     class_id: str
@@ -106,14 +92,14 @@ class Follower:
 
 @dataclass(eq=False)
 class Led:
-    """A class led from this process: its lecturer pages connected here, the newest lesson they
-    asked for and the one published, and the newest version heard of."""
+    """A class led from this process: its lecturer pages here, the newest lesson they asked for,
+    the one published, and the newest version heard of."""
 
     leader: Leader  # the ownership to restore it with
-    query: str  # the newest lesson its lecturer's pages asked for
+    query: str
     step: int | None
-    published: str  # the lesson last published
-    published_at: float = float("-inf")  # when its publishing began (the writer's ticks), for PUBLISH_SECONDS
+    published: str
+    published_at: float = float("-inf")  # when its last publishing began (the writer's ticks)
     version: int = 1
     pages: dict[str, Leader] = field(default_factory=dict)  # page key -> its leader, while its stream is open
     left: float = 0.0  # when (the store's clock) its last page here left, or it was led without one
@@ -128,12 +114,9 @@ class Forbidden(Refused):
 
 
 class Classroom:
-    """This process's part of every class: the classes led here and their lessons, and its parts.
-
-    Calls from a request (start, lead, end, join, a seat, a round's change) reach the store at once
-    and say a store that is away as `Reconnecting`, having changed nothing. What a page's change
-    causes (a new lesson, a count, a round announced) is left to the writer.
-    """
+    """This process's part of every class. Calls from a request reach the store at once and say a
+    store that is away as `Reconnecting`, having changed nothing; what a page's change causes (a
+    new lesson, a count, a round announced) is left to the writer."""
 
     def __init__(self, store: RedisStore | None = None, *, beat: float = BEAT_SECONDS,
                  retry: float = RETRY_SECONDS, ticks: Callable[[], float] = time.monotonic) -> None:
@@ -142,8 +125,7 @@ class Classroom:
                              on_away=lambda: self.tell(None), on_back=lambda: self.outage.back())
         self.seats, self.outage, self.rounds = Seats(self.store, self.writer, self.tell), Outage(self), Rounds(self)
         self._led: dict[str, Led] = {}  # class id -> the class as its lecturer pages here hold it
-        self._lock = threading.Lock()
-        self._beating = threading.Lock()
+        self._lock, self._beating = threading.Lock(), threading.Lock()
         self._told: list[Callable[[str | None], None]] = []  # told a class whose state changed (None: every class)
         self._lessons: list[Callable[[Lesson], None]] = []  # told every lesson heard
         self.store.listen_rounds(self.rounds.heard)
@@ -170,14 +152,11 @@ class Classroom:
 
     def start(self, tab, address: str) -> tuple[Lesson, str]:
         """A new class led by `tab`, its lesson that tab's view; returns it and the secret."""
-        class_id, secret = secrets.token_urlsafe(12), secrets.token_urlsafe(24)
-        view = tab.view
+        class_id, secret, before, view = secrets.token_urlsafe(12), secrets.token_urlsafe(24), tab.member, tab.view
         lesson = self.reach(self.store.create, class_id, digest(secret), address, lesson_of(view), view.step,
                             MAX_CLASSES, CLASSES_PER_ADDRESS, refusal=CANNOT_START)
-        before, leader = tab.member, Leader(self, class_id, digest(secret), address)
-        with self._lock:
-            self._led[class_id] = Led(leader, lesson.query, lesson.step, lesson.query, left=self.clock())
-        tab.member = leader
+        tab.member = Leader(self, class_id, digest(secret), address)
+        self._hold(tab.member, lesson, left=self.clock())
         if isinstance(before, Leader):  # a page leads one class: the one it led ends (said to its students)
             try:
                 if self.store.publish(before.class_id, None, None, ended=ANOTHER) is not None:
@@ -185,6 +164,12 @@ class Classroom:
             except Away:  # left to end when its time runs out, its page no longer leading it
                 self.writer.lost()
         return lesson, secret
+
+    def _hold(self, leader: Leader, lesson: Lesson, left: float = 0.0) -> Led:
+        """The class as its lecturer pages here hold it (kept when it is held already)."""
+        with self._lock:
+            return self._led.setdefault(leader.class_id, Led(leader, lesson.query, lesson.step, lesson.query,
+                                                             version=lesson.version, left=left))
 
     def lesson(self, class_id: object) -> Lesson:
         """The class's lesson; raises `Refused` for an id no class has, or a class that ended.
@@ -198,10 +183,8 @@ class Classroom:
                 lesson = self.reach(self.outage.restore, led)
             elif lesson is None and self.outage.just_back():
                 raise Reconnecting(RECONNECTING)  # the store is just back: the class may not be restored yet
-        if lesson is None:
-            raise Gone(NO_CLASS)
-        if lesson.ended:
-            raise Gone(lesson.ended)
+        if lesson is None or lesson.ended:
+            raise Gone(lesson.ended if lesson else NO_CLASS)
         return lesson
 
     def check(self, class_id: object, secret: object) -> Lesson:
@@ -216,53 +199,45 @@ class Classroom:
             raise Forbidden(NOT_LECTURER)
         return lesson, (kept, address)
 
-    def _leader(self, tab, secret: object) -> Leader:
-        """The tab's leader, when the tab leads its class and `secret` is its lecturer's."""
-        member = tab.member
-        if not isinstance(member, Leader):
+    def _class_led(self, tab, secret: object) -> str:
+        """The class `tab` leads, when `secret` is its lecturer's; raises `Forbidden` otherwise."""
+        if not isinstance(tab.member, Leader):
             raise Forbidden(NOT_LECTURER)
-        self.check(member.class_id, secret)
-        return member
+        return self.check(tab.member.class_id, secret).id
 
     def lead(self, class_id: object, secret: object) -> tuple[Leader, Lesson]:
         """A leader of the class for a page that opened the lecturer's link, and the lesson to
         show it; the caller makes it the page's member once the page shows the lesson."""
         lesson, (kept, address) = self._checked(class_id, secret)
         leader = Leader(self, lesson.id, kept, address)
-        with self._lock:
-            if lesson.id not in self._led:
-                self._led[lesson.id] = Led(leader, lesson.query, lesson.step, lesson.query, version=lesson.version,
-                                           left=self.clock())
+        self._hold(leader, lesson, left=self.clock())
         self.rounds.seed(lesson.id)
         return leader, lesson
 
     def end(self, tab, secret: object) -> Lesson:
-        member = self._leader(tab, secret)
-        ended = self.reach(self.store.publish, member.class_id, None, None, ENDED)
+        class_id = self._class_led(tab, secret)
+        ended = self.reach(self.store.publish, class_id, None, None, ENDED)
         tab.member = None
-        self.forget(member.class_id)
+        self.forget(class_id)
         if ended is None:
             raise Gone(NO_CLASS)
         return ended
 
     def join(self, tab, class_id: object) -> Follower:
-        """`tab` follows the class (its page opened the class link); its seat is taken
-        when its stream connects (`connect`)."""
-        lesson = self.lesson(class_id)
-        member = tab.member
+        """`tab` follows the class (its page opened the class link); its seat is taken when its
+        stream connects (`connect`)."""
+        lesson, member = self.lesson(class_id), tab.member
         if isinstance(member, Leader) and member.class_id == lesson.id:
             raise Refused("This page leads the class.")
-        if isinstance(member, Follower) and member.class_id == lesson.id:
-            return member
-        tab.member = Follower(self, lesson.id)
+        if not (isinstance(member, Follower) and member.class_id == lesson.id):
+            tab.member = Follower(self, lesson.id)
         return tab.member
 
     def follow(self, tab) -> tuple[Follower, Lesson]:
         """The lesson `tab` is to be shown now (it follows, or asked to follow again)."""
-        member = tab.member
-        if not isinstance(member, Follower):
+        if not isinstance(tab.member, Follower):
             raise Refused("This page is not in a class: open the class link the lecturer gave.")
-        return member, self.lesson(member.class_id)
+        return tab.member, self.lesson(tab.member.class_id)
 
     def newest(self, lesson: Lesson) -> Lesson:
         """The class's newest lesson, or `lesson` when there is none newer (or the store is away)."""
@@ -327,13 +302,11 @@ class Classroom:
 
     def connect(self, key: str, member: Leader | Follower, lesson: Lesson) -> None:
         """The page's stream is open on `lesson`. A follower takes a seat (`Full` when there is
-        none; `Reconnecting` while the store is away); a lecturer's page keeps its class running."""
+        none; `Reconnecting` while the store is away); a lecturer's page keeps its class running
+        (held again if it was let go here after its grace, yet runs: another screen kept it)."""
         if isinstance(member, Leader):
+            led = self._hold(member, lesson)
             with self._lock:
-                led = self._led.get(member.class_id)
-                if led is None:  # let go here after its grace, yet running: another screen kept it
-                    led = self._led[member.class_id] = Led(member, lesson.query, lesson.step, lesson.query,
-                                                           version=lesson.version)
                 led.pages[key] = member
         else:
             self.reach(self.seats.take, key, member, MAX_FOLLOWERS)
@@ -342,8 +315,7 @@ class Classroom:
     def disconnect(self, key: str, member: Leader | Follower) -> None:
         """The page's stream closed (a page whose newer stream replaced it is not let go)."""
         if not isinstance(member, Leader):
-            self.seats.leave(key, member)
-            return
+            return self.seats.leave(key, member)
         with self._lock:
             led = self._led.get(member.class_id)
             if led is not None and led.pages.get(key) is member:
@@ -384,8 +356,8 @@ class Classroom:
             led = self._led.get(lesson.id)
             if led is not None:
                 led.version = max(led.version, lesson.version)
-                if lesson.ended:
-                    self._led.pop(lesson.id, None)
+            if lesson.ended:
+                self._led.pop(lesson.id, None)
         self.outage.heard(lesson)
         if lesson.ended:  # a round ends with its class
             self.rounds.drop(lesson.id)
@@ -393,7 +365,7 @@ class Classroom:
             listener(lesson)
         self.tell(lesson.id)
 
-    # --- the class's poll (core.serving.classrounds) ------------------------------------------------
+    # --- the class's poll: the lecturer's changes (checked here) and a student's answer -----------
 
     def round(self, class_id: object) -> Round:
         return self.rounds.round(class_id)
@@ -426,11 +398,10 @@ class Classroom:
         return self._lecture(tab, secret, "review", "", checked_flag(on, "Review first"))
 
     def _lecture(self, tab, secret: object, op: str, text: str = "", flag: bool = False) -> Round:
-        return self.rounds.change(self._leader(tab, secret).class_id, op, text, flag, MAX_MODERATED)
+        return self.rounds.change(self._class_led(tab, secret), op, text, flag, MAX_MODERATED)
 
     def answer(self, tab, key: object, address: object, word: object,
                round_number: object) -> tuple[Round, tuple[str, ...]]:
-        """A following page's answer (`Rounds.answer`)."""
         if not isinstance(tab.member, Follower):
             raise Refused(NOT_FOLLOWING)
         return self.rounds.answer(tab.member.class_id, key, address, word, round_number)
@@ -438,7 +409,7 @@ class Classroom:
     # --- the writer's work ------------------------------------------------------------------------
 
     def flush(self) -> None:
-        """Do now, on this thread, the writer's work that is due."""
+        """Do now, on this thread, the writer's work that is due (a test's writer turn)."""
         self.writer.flush()
 
     def replay(self) -> None:
@@ -450,18 +421,18 @@ class Classroom:
         """What the writer does every `beat` seconds (a test moving its clock calls it): say the
         lecturer pages here are there (the class's end moves on), let go of classes whose
         lecturer pages left more than GRACE_SECONDS ago, write the counts again and the answers
-        acknowledged here, and wake every stream (a class past its end says so)."""
+        acknowledged here (a round is kept while its class runs), and wake every stream (a class
+        past its end says so)."""
         with self._beating:
             now = self.clock()
             with self._lock:
                 self._led = {class_id: led for class_id, led in self._led.items() if led.alive(now)}
-                leading = [led for led in self._led.values() if led.pages]
-            for led in leading:
-                if self.store.publish(led.leader.class_id, None, None) is None:
+            for led in self.leading():
+                if led.pages and self.store.publish(led.leader.class_id, None, None) is None:
                     self.outage.restore(led)
             for class_id in self.seats.classes():
                 self.seats.write(class_id)
-            for class_id in self.rounds.classes():  # a round is kept while its class runs, its answers written again
+            for class_id in self.rounds.classes():
                 self.rounds.replay_soon(class_id)
         self.tell(None)
 

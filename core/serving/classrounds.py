@@ -30,7 +30,6 @@ from core.view.options import Refused
 LOG = logging.getLogger(__name__)
 POLL_SECONDS = 1.0  # a class's round is announced at most this often by each process (the last change always)
 
-NOT_FOLLOWING = "This page is not in a class: open the class link the lecturer gave to answer."
 NOT_ASKED = "No question has been asked in this round: ask the class first."
 NOT_OPEN = "No question is open for answers just now: wait for the lecturer to ask one."
 OTHER_ROUND = "That question is over: the lecturer has asked another. Answer the one shown now."
@@ -53,16 +52,12 @@ class Rounds:
 
     def round(self, class_id: object) -> Round:
         """The newest round of the class this process knows (no store call)."""
-        with self._lock:
-            return self.rounds.get(class_id, NO_ROUND) if isinstance(class_id, str) else NO_ROUND
+        return self.rounds.get(class_id, NO_ROUND) if isinstance(class_id, str) else NO_ROUND
 
     def own(self, key: object, class_id: object) -> tuple[str, ...]:
         """The words page `key` sent in the class's current round (as this process acknowledged them)."""
-        with self._lock:
-            journal = self.journal.get(class_id) if isinstance(class_id, str) else None
-            if journal is None or not isinstance(key, str) or journal[0] < self.rounds.get(class_id, NO_ROUND).number:
-                return ()
-            return journal[1].get(key, ())
+        number, pages = self.journal.get(class_id, (0, {})) if isinstance(class_id, str) else (0, {})
+        return pages.get(key, ()) if isinstance(key, str) and number >= self.round(class_id).number else ()
 
     def change(self, class_id: str, op: str, text: str, flag: bool, limit: int) -> Round:
         """The lecturer's change (the store's `change_round`), and the round after it."""
@@ -83,9 +78,8 @@ class Rounds:
         if not all(isinstance(given, str) and 1 <= len(given) <= 200 for given in (key, address)):
             raise Refused(NO_KEY)  # both the routes' own: a page's key, a visitor's network
         word, number = checked_word(word), checked_number(round_number)
-        with self._lock:
-            journal = self.journal.get(class_id)
-            sent = journal[1].get(key, ()) if journal is not None and journal[0] == number else ()
+        noted, pages = self.journal.get(class_id, (0, {}))
+        sent = pages.get(key, ()) if noted == number else ()
         if word in sent:
             return self.round(class_id), sent
         if len(sent) >= WORDS_PER_STUDENT:
@@ -108,9 +102,7 @@ class Rounds:
         return self.round(class_id), words
 
     def _refuse(self, class_id: str, number: int, status: str) -> None:
-        with self._lock:
-            journal = self.journal.get(class_id)
-            known = max(self.rounds.get(class_id, NO_ROUND).number, journal[0] if journal else 0) >= number
+        known = max(self.round(class_id).number, self.journal.get(class_id, (0,))[0]) >= number
         if status == "gone":
             try:
                 self.room.lesson(class_id)  # says why: it ended, or is lost
@@ -155,14 +147,12 @@ class Rounds:
 
     def seed(self, class_id: str) -> None:
         """A page of a class this process knew no round of: the store's round, read once."""
-        with self._lock:
-            if class_id in self.rounds:
-                return
+        if class_id in self.rounds:
+            return
         try:
             found = self.room.store.poll(class_id)
         except Away:
-            self.room.writer.lost()
-            return
+            return self.room.writer.lost()
         if found is not None:
             self.heard(class_id, found, kept=True)
 
@@ -185,9 +175,7 @@ class Rounds:
         every beat (a store that restarted unheard of loses nothing either). A round the store lost
         is put back by its lecturer's process; until then, and while the class is not back, this
         is tried again every `retry` seconds. A class found over lets its round go."""
-        room = self.room
-        with self._lock:
-            known, journal = self.rounds.get(class_id), self.journal.get(class_id)
+        room, known, journal = self.room, self.rounds.get(class_id), self.journal.get(class_id)
         status = "other"
         if known is not None and known.number:
             number, pages = journal if journal is not None else (known.number, {})

@@ -1,11 +1,11 @@
 """Where classes are kept: each class's record (`Lesson`) and its poll's round, in Redis (`RedisStore`).
 
 Several processes share a Redis server (``EXPLORER_CLASS_STORE=redis://…``); one process alone
-keeps its classes in a fakeredis server of its own, which runs the same Lua scripts (lupa), so
-there is one store, not a hand-kept twin to keep in step. `core.serving.classroom` calls it from a
-request or from its writer thread. A class's bounds (classes at once, per address, seats) are
-checked in one step (one Lua script), so processes never race past them; a Redis that cannot be
-reached raises `Away` within a second or two, and the caller says so.
+keeps its classes in a fakeredis server of its own, which runs the same Lua scripts (lupa): one
+store, not a hand-kept twin to keep in step. `core.serving.classroom` calls it from a request or
+from its writer thread. A class's bounds (classes at once, per address, seats) are checked in one
+step (one Lua script), so processes never race past them; a Redis that cannot be reached raises
+`Away` within a second or two, and the caller says so.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ LOG = logging.getLogger(__name__)
 GRACE_SECONDS = float(os.environ.get("EXPLORER_CLASS_GRACE_MINUTES", "2")) * 60
 PRESENCE_SECONDS = 30.0  # a process's count of its students is forgotten this long after it last wrote it
 RETRY_SECONDS = 1.0  # how often a store that is away is tried again
+UNBOUNDED = 1 << 30  # the bounds of a class put back: it had its place
 
 
 def _minutes(seconds: float) -> str:
@@ -42,6 +43,9 @@ def _minutes(seconds: float) -> str:
 AWAY = f"The class has ended: its lecturer's page was closed for over {_minutes(GRACE_SECONDS)}."
 RECONNECTING = ("The class is reconnecting: the store that keeps classes cannot be reached just now. This page keeps "
                 "its view, and the class carries on as soon as the store is back.")
+NO_CLASS = "No class has this link: it may have ended, or the link was cut off. Ask the lecturer for it again."
+# the store could not be reached (a Redis server stopped, restarting, or cut off): what a call raises then
+Away = (redis.ConnectionError, redis.TimeoutError)
 
 
 @dataclass(frozen=True)
@@ -86,13 +90,6 @@ def digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-# the store could not be reached (a Redis server stopped, restarting, or cut off): what a call raises then
-Away = (redis.ConnectionError, redis.TimeoutError)
-
-
-NO_CLASS = "No class has this link: it may have ended, or the link was cut off. Ask the lecturer for it again."
-
-
 class Full(Refused):
     """A bound was met (classes at once, from one address, pages in one class): answered 429."""
 
@@ -106,7 +103,7 @@ class Reconnecting(Refused):
 
 
 def _fields(flat: list) -> dict:
-    """A hash as Redis gives it in a script's answer: field, value, field, value, …"""
+    """A hash as a script answers it: field, value, field, value, …"""
     return dict(zip(flat[::2], flat[1::2], strict=True))
 
 
@@ -117,48 +114,45 @@ def _lesson(class_id: str, record: dict, now: float | None = None) -> Lesson:
                   None if record["step"] in (None, "") else int(record["step"]), ends, ended)
 
 
+def _round(found: list) -> Round:
+    """A round as `RedisStore._ROUND`'s `snapshot()` reads it."""
+    fields, counts, hidden, approved, students = found
+    poll = _fields(fields)
+    return Round(int(poll["number"]), poll["prompt"], poll["open"] == "1", poll["review"] == "1",
+                 {word: int(count) for word, count in _fields(counts).items()}, frozenset(hidden),
+                 frozenset(approved), int(poll["answers"]), int(students), int(poll["version"]))
+
+
 class RedisStore:
     """Classes in Redis, shared by every process of a class server (and every machine of one).
 
     A class is a hash that expires with the class; the running classes are a sorted set by
     when each ends (their count is the bound, read and written in one Lua script), and so are
     each address's; each process's count of its students is a field of the class's presence
-    hash, a seat taken in one script too; a new lesson is published on one channel that every
-    process listens to. A call while Redis is away raises `Away` within a second or two: one
+    hash, a seat taken in one script too; lessons and rounds are published on two channels that
+    every process listens to. A call while Redis is away raises `Away` within a second or two: one
     retry (a connection Redis closed as it restarted is opened again), no waiting between.
     """
 
     CHANNEL = "explorer:lessons"
     ROUNDS = "explorer:rounds"  # every class's round, announced
-    _CREATE = """
-    local now, limit, per_address = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-    redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-    redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-    if redis.call('ZCARD', KEYS[1]) >= limit then return 1 end
-    if redis.call('ZCARD', KEYS[2]) >= per_address then return 2 end
-    redis.call('ZADD', KEYS[1], ARGV[5], ARGV[4])
-    redis.call('ZADD', KEYS[2], ARGV[5], ARGV[4])
-    redis.call('EXPIRE', KEYS[2], math.ceil(ARGV[5] - now) + 60)
-    redis.call('HSET', KEYS[3], 'secret', ARGV[6], 'address', ARGV[7], 'query', ARGV[8], 'step', ARGV[9],
-               'version', 1, 'ends', ARGV[5], 'ended', '')
-    redis.call('EXPIRE', KEYS[3], math.ceil(ARGV[5] - now) + 60)
-    return 0
-    """
 
-    # the class again, unless it ended or runs: {1 when restored, the class's fields}; false for another secret's
-    _RESTORE = """
-    local now, ends = tonumber(ARGV[1]), tonumber(ARGV[2])
+    # a class written (KEYS: its hash, the running classes, its address's) unless one of its id runs or
+    # ended: {1 when written, its fields}; 1 or 2 when a new one would pass a bound; false for another secret's
+    _PUT = """
+    local now, ends = tonumber(ARGV[1]), ARGV[2]
     local record = redis.call('HMGET', KEYS[1], 'secret', 'ended', 'ends', 'version')
     if record[1] and record[1] ~= ARGV[4] then return false end
-    if record[1] and (record[2] ~= '' or tonumber(record[3]) > now) then
-        return {0, redis.call('HGETALL', KEYS[1])}
-    end
-    local version = math.max(tonumber(ARGV[8]), tonumber(record[4] or '-1') + 1)
+    if record[1] and (record[2] ~= '' or tonumber(record[3]) > now) then return {0, redis.call('HGETALL', KEYS[1])} end
+    redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+    redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+    if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[9]) then return 1 end
+    if redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[10]) then return 2 end
     redis.call('HSET', KEYS[1], 'secret', ARGV[4], 'address', ARGV[5], 'query', ARGV[6], 'step', ARGV[7],
-               'version', version, 'ends', ends, 'ended', '')
-    redis.call('EXPIRE', KEYS[1], math.ceil(ends - now) + 60)
+               'version', math.max(tonumber(ARGV[8]), tonumber(record[4] or '-1') + 1), 'ends', ends, 'ended', '')
     redis.call('ZADD', KEYS[2], ends, ARGV[3])
     redis.call('ZADD', KEYS[3], ends, ARGV[3])
+    redis.call('EXPIRE', KEYS[1], math.ceil(ends - now) + 60)
     redis.call('EXPIRE', KEYS[3], math.ceil(ends - now) + 60)
     return {1, redis.call('HGETALL', KEYS[1])}
     """
@@ -171,8 +165,7 @@ class RedisStore:
     local now, grace = tonumber(ARGV[1]), tonumber(ARGV[2])
     local record = redis.call('HMGET', KEYS[1], 'ends', 'ended', 'query', 'address')
     if not record[1] or record[2] ~= '' or tonumber(record[1]) <= now then return false end
-    local ends = now + grace
-    local by_address = 'explorer:classes:' .. record[4]
+    local ends, by_address = now + grace, 'explorer:classes:' .. record[4]
     redis.call('HSET', KEYS[1], 'ends', ends)
     if ARGV[4] == '1' and ARGV[5] ~= record[3] then
         redis.call('HSET', KEYS[1], 'query', ARGV[5], 'step', ARGV[6])
@@ -225,22 +218,18 @@ class RedisStore:
         for word in string.gmatch(sent, '%S+') do words[#words + 1] = word; words[word] = true end
         return words
     end
-    """
-
-    _READ = _ROUND + """
-    if not running() or redis.call('EXISTS', KEYS[2]) == 0 then return false end
-    return snapshot()
-    """
-
-    # ARGV: time, op, text, flag ('1'/'0'), how many words may be hidden (and approved)
-    _CHANGE = _ROUND + """
     if not running() then return 'gone' end
+    """
+
+    # ARGV: time, op ('read' changes nothing), text, flag ('1'/'0'), how many words may be hidden (and approved)
+    _CHANGE = _ROUND + """
     local op, text, flag = ARGV[2], ARGV[3], ARGV[4]
     if redis.call('EXISTS', KEYS[2]) == 0 then
+        if op == 'read' then return false end
         redis.call('HSET', KEYS[2], 'number', 0, 'prompt', '', 'open', '0', 'review', '0', 'answers', 0, 'version', 0)
     end
     local poll = redis.call('HMGET', KEYS[2], 'number', 'prompt', 'open', 'review')
-    local changed = true
+    local changed = op ~= 'read'
     if op == 'ask' or op == 'clear' then
         redis.call('DEL', KEYS[3], KEYS[4], KEYS[5], KEYS[6])
         if op == 'ask' then
@@ -252,14 +241,14 @@ class RedisStore:
     elseif op == 'review' then
         changed = poll[4] ~= flag
         redis.call('HSET', KEYS[2], 'review', flag)
+    elseif op == 'read' then
     elseif poll[2] == '' then
         return 'none'
     elseif op == 'close' then
         changed = poll[3] == '1'
         redis.call('HSET', KEYS[2], 'open', '0')
     else
-        local set = KEYS[6]
-        if op == 'hide' then set = KEYS[5] end
+        local set = op == 'hide' and KEYS[5] or KEYS[6]
         if flag == '0' then
             changed = redis.call('SREM', set, text) == 1
         elseif redis.call('SISMEMBER', set, text) == 1 then
@@ -288,7 +277,6 @@ class RedisStore:
         redis.call('HSET', bucket, 'tokens', tostring(left - 1), 'at', ARGV[1])
         redis.call('EXPIRE', bucket, math.ceil(size / per_second) + 1)  -- full again by then: as good as gone
     end
-    if not running() then return {'gone', ''} end
     local poll = redis.call('HMGET', KEYS[2], 'number', 'open', 'answers')
     if not poll[1] then return {'missing', ''} end
     local sent = redis.call('HGET', KEYS[4], ARGV[3]) or ''
@@ -313,7 +301,6 @@ class RedisStore:
     # round takes; then, to put the round back when the store has none: its number, prompt, open, review,
     # hidden and approved words (JSON), or nothing
     _REPLAY = _ROUND + """
-    if not running() then return 'gone' end
     local restored = redis.call('EXISTS', KEYS[2]) == 0 and ARGV[7] ~= nil
     if restored then
         redis.call('HSET', KEYS[2], 'number', ARGV[7], 'prompt', ARGV[8], 'open', ARGV[9], 'review', ARGV[10],
@@ -321,10 +308,9 @@ class RedisStore:
         for _, word in ipairs(cjson.decode(ARGV[11])) do redis.call('SADD', KEYS[5], word) end
         for _, word in ipairs(cjson.decode(ARGV[12])) do redis.call('SADD', KEYS[6], word) end
     end
-    local poll = redis.call('HMGET', KEYS[2], 'number', 'version')
+    local poll = redis.call('HMGET', KEYS[2], 'number', 'answers')
     if not poll[1] then return 'missing' end
     if poll[1] ~= ARGV[2] then return 'other' end
-    local answers = redis.call('HGET', KEYS[2], 'answers')
     for key, journal in pairs(cjson.decode(ARGV[4])) do
         local sent = redis.call('HGET', KEYS[4], key) or ''
         local words = words_of(sent)
@@ -336,14 +322,11 @@ class RedisStore:
             end
         end
     end
-    local version = tonumber(redis.call('HGET', KEYS[2], 'version'))
-    if restored then
-        live()
-        return 'restored'
-    end
-    if redis.call('HGET', KEYS[2], 'answers') == answers and version >= tonumber(ARGV[3]) then return 'same' end
-    redis.call('HSET', KEYS[2], 'version', math.max(version, tonumber(ARGV[3])) + 1)
     live()
+    if restored then return 'restored' end
+    local version = tonumber(redis.call('HGET', KEYS[2], 'version'))
+    if redis.call('HGET', KEYS[2], 'answers') == poll[2] and version >= tonumber(ARGV[3]) then return 'same' end
+    redis.call('HSET', KEYS[2], 'version', math.max(version, tonumber(ARGV[3])) + 1)
     return 'done'
     """
 
@@ -382,12 +365,11 @@ class RedisStore:
 
             self.server = server or fakeredis.FakeServer()
             self.redis = fakeredis.FakeRedis(server=self.server, decode_responses=True)
-        self._create, self._restore, self._publish, self._presence, self._read, self._change, self._answer, \
-            self._replay = (self.redis.register_script(source) for source in (
-                self._CREATE, self._RESTORE, self._PUBLISH, self._PRESENCE, self._READ, self._CHANGE, self._ANSWER,
-                self._REPLAY))
-        self._round_listeners: list[Callable[[str, Round], None]] = []
+        self._put, self._publish, self._change, self._answer, self._replay, self._presence = (
+            self.redis.register_script(source) for source in (self._PUT, self._PUBLISH, self._CHANGE, self._ANSWER,
+                                                              self._REPLAY, self._PRESENCE))
         self._listeners: list[Callable[[Lesson], None]] = []
+        self._round_listeners: list[Callable[[str, Round], None]] = []
         self._lost: list[Callable[[], None]] = []
         self._thread: threading.Thread | None = None
         self._subscribed = threading.Event()
@@ -410,45 +392,50 @@ class RedisStore:
         if self._thread is not None and not self._subscribed.is_set():
             raise redis.ConnectionError("not yet subscribed to the lessons again")
 
+    def _put_class(self, class_id: str, secret_digest: str, address: str, query: str, step: int | None,
+                   version: int, limit: int, per_address: int):
+        now = self.clock()
+        return self._put(keys=[self._key(class_id), "explorer:classes", f"explorer:classes:{address}"],
+                         args=[now, now + GRACE_SECONDS, class_id, secret_digest, address, query,
+                               "" if step is None else step, version, limit, per_address])
+
     def create(self, class_id: str, secret_digest: str, address: str, query: str, step: int | None,
                limit: int, per_address: int) -> Lesson:
-        now = self.clock()
-        ends = now + GRACE_SECONDS
-        refused = self._create(keys=["explorer:classes", f"explorer:classes:{address}", self._key(class_id)],
-                               args=[now, limit, per_address, class_id, ends, secret_digest, address, query,
-                                     "" if step is None else step])
-        if refused == 1:
+        found = self._put_class(class_id, secret_digest, address, query, step, 1, limit, per_address)
+        if found == 1:
             raise Full(f"This server runs at most {limit:,} classes at once, and that many are running; "
                        "try again later.")
-        if refused == 2:
+        if found == 2:
             raise Full(f"At most {per_address} classes can run at once from one network address; end one (its End "
                        f"the class button), or close its lecturer's page: a class ends {_minutes(GRACE_SECONDS)} after "
                        "its lecturer's page closed.")
-        return Lesson(class_id, 1, query, step, ends)
+        return _lesson(class_id, _fields(found[1]))
 
     def restore(self, class_id: str, secret_digest: str, address: str, query: str, step: int | None,
                 version: int) -> tuple[bool, Lesson | None]:
-        now = self.clock()
-        found = self._restore(keys=[self._key(class_id), "explorer:classes", f"explorer:classes:{address}"],
-                              args=[now, now + GRACE_SECONDS, class_id, secret_digest, address, query,
-                                    "" if step is None else step, version])
+        """The class again, as its lecturer's page holds it, when the store lost it or let its time
+        run out (not when it ended): (whether it was restored, the class as the store has it now;
+        None when the id is another secret's). A restored class is a new lesson every process hears."""
+        found = self._put_class(class_id, secret_digest, address, query, step, version, UNBOUNDED, UNBOUNDED)
         if not found:
             return False, None
-        restored, fields = found
-        lesson = _lesson(class_id, _fields(fields), now)
-        if restored:
+        lesson = _lesson(class_id, _fields(found[1]), self.clock())
+        if found[0]:
             self._announce(lesson)
-        return bool(restored), lesson
+        return bool(found[0]), lesson
 
     def lesson(self, class_id: str) -> Lesson | None:
         record = self.redis.hgetall(self._key(class_id))
         return _lesson(class_id, record, self.clock()) if record else None
 
     def owner(self, class_id: str) -> tuple[str, str] | None:
+        """The class's secret's digest and the address that started it."""
         secret, address = self.redis.hmget(self._key(class_id), "secret", "address")
         return None if secret is None else (secret, address or "")
 
     def publish(self, class_id: str, query: str | None, step: int | None, ended: str = "") -> Lesson | None:
+        """A new lesson (or only the lecturer seen, when `query` is None; or the class ended); None
+        when the class is not running."""
         found = self._publish(keys=[self._key(class_id), "explorer:classes", *self._poll_keys(class_id)[1:]],
                               args=[self.clock(), GRACE_SECONDS, class_id, "" if query is None else "1", query or "",
                                     "" if step is None else step, ended])
@@ -459,12 +446,16 @@ class RedisStore:
         return lesson
 
     def poll(self, class_id: str) -> Round | None:
-        found = self._read(keys=self._poll_keys(class_id), args=[self.clock()])
-        return _round_of_snapshot(found) if found else None
+        """The class's round as kept; None when there is none (never asked, lost, or the class is over)."""
+        found = self._change(keys=self._poll_keys(class_id), args=[self.clock(), "read", "", 0, 0])
+        return _round(found) if isinstance(found, list) else None
 
     def change_round(self, class_id: str, op: str, text: str, flag: bool, limit: int) -> Round | str:
+        """The lecturer's change ("ask", "close", "clear", "hide", "approve", "review"), and the
+        round after it; or why not: "gone" (the class is not running), "none" (no question asked),
+        "many" (`limit` words moderated)."""
         found = self._change(keys=self._poll_keys(class_id), args=[self.clock(), op, text, int(flag), limit])
-        return found if isinstance(found, str) else _round_of_snapshot(found)
+        return found if isinstance(found, str) else _round(found)
 
     def answer(self, class_id: str, key: str, address: str, word: str, number: int, per_page: int,
                limit: int) -> tuple[str, tuple[str, ...], float]:
@@ -474,9 +465,10 @@ class RedisStore:
         round is open), "enough" (`per_page` words sent), "full" (`limit` answers taken), "soon" (the
         page sent ANSWER_BURST, then one each ANSWER_SECONDS) or "rate" (the network sent
         ADDRESS_ANSWERS a minute), these two with the seconds to wait."""
-        status, sent, *wait = self._answer(
+        found = self._answer(
             keys=[*self._poll_keys(class_id), f"explorer:answers:{address}", f"explorer:page-answers:{key}"],
             args=[self.clock(), number, key, word, per_page, limit, ADDRESS_ANSWERS, ANSWER_BURST, 1 / ANSWER_SECONDS])
+        status, sent, *wait = ("gone", "") if found == "gone" else found
         return status, tuple(sent.split()), float(wait[0]) if wait else 0.0
 
     def replay(self, class_id: str, number: int, pages: Mapping[str, tuple[str, ...]], per_page: int, limit: int,
@@ -493,10 +485,6 @@ class RedisStore:
             self.clock(), number, heard.version, text({k: list(w) for k, w in pages.items()}), per_page, limit,
             *header])
 
-    def listen_rounds(self, listener: Callable[[str, Round], None]) -> None:
-        """`listener(class_id, round)` hears every round any process announces (`listen` subscribes)."""
-        self._round_listeners.append(listener)
-
     def announce_round(self, class_id: str) -> Round | None:
         """The class's round read, and sent to every process."""
         found = self.poll(class_id)
@@ -509,6 +497,8 @@ class RedisStore:
 
     def set_presence(self, class_id: str, process: str, connected: int, following: int,
                      limit: int | None = None) -> bool:
+        """Write this process's count of the class's pages; with a `limit`, only when every
+        process's pages together stay within it (a seat taken). Returns whether it was written."""
         return bool(self._presence(keys=[f"explorer:presence:{class_id}"],
                                    args=[process, connected, following, self.clock(), PRESENCE_SECONDS,
                                          "" if limit is None else limit]))
@@ -533,25 +523,36 @@ class RedisStore:
             self._thread.start()
         self._subscribed.wait(10)
 
+    def listen_rounds(self, listener: Callable[[str, Round], None]) -> None:
+        """`listener(class_id, round)` hears every round any process announces (`listen` subscribes)."""
+        self._round_listeners.append(listener)
+
     def _listen(self) -> None:
         """Every process hears every lesson. It polls its subscription (a blocking read would
         time out with the client's socket timeout on a quiet channel); a lost connection is
         said (`lost`) and made again, and what was published meanwhile the pages read from the
-        store once it is back (`Classroom`)."""
+        store once it is back (`core.serving.classoutage`)."""
         while not self._closed.is_set():
             pubsub = self.redis.pubsub()
             try:
                 pubsub.subscribe(self.CHANNEL, self.ROUNDS)
                 while not self._closed.is_set():
                     message = pubsub.get_message(timeout=1.0)
-                    if message is None:
+                    if message is None or message["type"] not in ("subscribe", "message"):
                         continue
                     if message["type"] == "subscribe":
                         self._subscribed.set()  # one SUBSCRIBE: both channels are subscribed by its first answer
-                    elif message["type"] == "message" and message["channel"] == self.ROUNDS:
-                        self._heard_round(message["data"])
-                    elif message["type"] == "message":
-                        self._heard(message["data"])
+                        continue
+                    sent = json.loads(message["data"])  # only this module publishes on its channels
+                    if message["channel"] == self.ROUNDS:
+                        class_id = sent.pop("id")
+                        found = Round(**{**sent, "hidden": frozenset(sent["hidden"]),
+                                         "approved": frozenset(sent["approved"])})
+                        for round_listener in list(self._round_listeners):
+                            round_listener(class_id, found)
+                    else:
+                        for listener in list(self._listeners):
+                            listener(Lesson(**sent))
             except Exception as error:
                 if self._closed.is_set():  # closed under it (`close`)
                     return
@@ -568,27 +569,6 @@ class RedisStore:
         """Stop listening, and let go of the connections."""
         self._closed.set()  # the listener stops within a second
         self.redis.close()
-
-    def _heard(self, data: str) -> None:
-        lesson = Lesson(**json.loads(data))  # only this module publishes on the channel
-        for listener in list(self._listeners):
-            listener(lesson)
-
-    def _heard_round(self, data: str) -> None:
-        sent = json.loads(data)
-        class_id = sent.pop("id")
-        found = Round(**{**sent, "hidden": frozenset(sent["hidden"]), "approved": frozenset(sent["approved"])})
-        for listener in list(self._round_listeners):
-            listener(class_id, found)
-
-
-def _round_of_snapshot(found: list) -> Round:
-    """A round as `RedisStore._ROUND`'s `snapshot()` reads it."""
-    fields, counts, hidden, approved, students = found
-    poll = dict(zip(fields[::2], fields[1::2], strict=True))
-    return Round(int(poll["number"]), poll["prompt"], poll["open"] == "1", poll["review"] == "1",
-                 {word: int(count) for word, count in zip(counts[::2], counts[1::2], strict=True)},
-                 frozenset(hidden), frozenset(approved), int(poll["answers"]), int(students), int(poll["version"]))
 
 
 def store_from_environment() -> RedisStore:
