@@ -12,7 +12,6 @@ restarted between two calls) is put back the same way when a call or a beat find
 from __future__ import annotations
 
 import logging
-import threading
 
 from core.serving.classstore import GRACE_SECONDS, Lesson
 
@@ -29,7 +28,6 @@ class Outage:
         self.room = room
         self.unsure: dict[str, float] = {}  # classes to read again since the store came back -> until when
         self.back_at = float("-inf")  # when (the writer's ticks) the store answered again
-        self._lock = threading.Lock()
 
     def back(self) -> None:
         """The store answers again (the writer's `on_back`; no store call here): what each class
@@ -40,8 +38,7 @@ class Outage:
             room.writer.soon(("restore", led.leader.class_id), lambda led=led: self.restore(led))
         seated, answered = room.seats.classes(), room.rounds.classes()
         for class_id in seated | answered | {led.leader.class_id for led in room.leading()}:
-            with self._lock:
-                self.unsure.setdefault(class_id, now + GRACE_SECONDS)
+            self.unsure.setdefault(class_id, now + GRACE_SECONDS)
             room.writer.soon(("reread", class_id), lambda class_id=class_id: self.reread(class_id))
         for class_id in seated:
             room.seats.changed(class_id)
@@ -68,9 +65,7 @@ class Outage:
     def reread(self, class_id: str) -> None:
         """A class this process is unsure of since the store came back, read again: found, its
         pages hear it; not put back within GRACE_SECONDS, they hear it is over; else tried again."""
-        room = self.room
-        with self._lock:
-            until = self.unsure.get(class_id)
+        room, until = self.room, self.unsure.get(class_id)
         if until is None:  # heard of meanwhile
             return
         lesson, now = room.store.lesson(class_id), room.clock()
@@ -84,8 +79,7 @@ class Outage:
 
     def heard(self, lesson: Lesson) -> None:
         """A lesson was heard (published, or read again): its class is sure now."""
-        with self._lock:
-            self.unsure.pop(lesson.id, None)
+        self.unsure.pop(lesson.id, None)
 
     def reconnecting(self, class_id: str) -> bool:
         """Whether what this process knows of the class waits for the store (away, or just back)."""

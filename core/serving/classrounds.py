@@ -120,7 +120,7 @@ class Rounds:
         """The class's round changed here (`round`, when the store returned it): the writer
         announces it to every process, at most once per POLL_SECONDS."""
         if round is not None:
-            self.heard(class_id, round, kept=True)
+            self.heard(class_id, round)
         self.room.writer.soon(("announce", class_id), lambda: self.announce(class_id),
                               at=self.announced.get(class_id, float("-inf")) + POLL_SECONDS)
 
@@ -128,14 +128,14 @@ class Rounds:
         self.announced[class_id] = self.room.writer.ticks()  # when it began: a change meanwhile waits its turn
         found = self.room.store.announce_round(class_id)
         if found is not None:
-            self.heard(class_id, found, kept=True)
+            self.heard(class_id, found)
 
-    def heard(self, class_id: str, round: Round, kept: bool = False) -> None:  # noqa: A002
-        """A class's round was heard of: kept when newer than the one known (and the class has
-        pages here, or `kept`), its streams woken."""
+    def heard(self, class_id: str, round: Round) -> None:  # noqa: A002
+        """A class's round was heard of: kept when newer than the one known and the class has pages
+        here (or answers acknowledged here), its streams woken."""
         with self._lock:
             known = self.rounds.get(class_id)
-            if known is None and not kept and not self.room.here(class_id) and class_id not in self.journal:
+            if known is None and not self.room.here(class_id) and class_id not in self.journal:
                 return
             if known is not None and (round.number, round.version) <= (known.number, known.version):
                 return
@@ -154,7 +154,7 @@ class Rounds:
         except Away:
             return self.room.writer.lost()
         if found is not None:
-            self.heard(class_id, found, kept=True)
+            self.heard(class_id, found)
 
     def drop(self, class_id: str) -> None:
         """The class is over: so is its round."""

@@ -30,23 +30,16 @@ class Seats:
     def take(self, key: str, member, limit: int) -> None:
         """Page `key`'s stream opened: it takes a seat unless the class has `limit` pages (`Full`;
         the store's `Away` is raised as it is). A page seated already keeps its seat."""
-        class_id, taken = member.class_id, False
+        class_id = member.class_id
         with self._counting:
             with self._lock:
-                pages = self.pages.setdefault(class_id, {})
-                before, pages[key] = pages.get(key), member
-                counts = len(pages), sum(page.following for page in pages.values())
-            try:
-                taken = self.store.set_presence(class_id, self.process, *counts, None if before is not None else limit)
-            finally:
-                if not taken:  # refused, or the store away: the page is as it was
-                    with self._lock:
-                        if before is not None:
-                            pages[key] = before
-                        elif pages.pop(key, None) is not None and not pages:
-                            self.pages.pop(class_id, None)
-            if not taken:
+                seated = self.pages.get(class_id, {})
+                pages = {**seated, key: member}
+            if not self.store.set_presence(class_id, self.process, len(pages), sum(p.following for p in pages.values()),
+                                           None if key in seated else limit):
                 raise Full(f"This class has {limit:,} pages following it, as many as one class may have.")
+            with self._lock:
+                self.pages.setdefault(class_id, {})[key] = member
         self.tell(class_id)
 
     def leave(self, key: str, member) -> None:

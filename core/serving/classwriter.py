@@ -3,9 +3,9 @@ page's change waits on the store (Redis may be slow, or away).
 
 Work is keyed (`Writer.soon`): a job still to run is replaced by a newer one of the same key, so a
 lecturer's burst of changes publishes the newest lesson, never a queue of older ones. A job that
-finds the store away is kept for later; the writer says the store is away (`on_away`), tries it
-every `retry` seconds and, once it answers, runs `on_back` (which schedules what is to be done
-again) before the jobs kept. `on_beat` runs every `beat` seconds.
+finds the store away is kept; the writer says so (`on_away`), tries the store every `retry` seconds
+and, once it answers, runs `on_back` (which schedules what is to be done again) before the jobs
+kept. `on_beat` runs every `beat` seconds.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ Job = Callable[[], None]
 
 
 class Writer:
-    """The thread (started on its first job) and its jobs: key -> (when it is due, on `ticks`, the job)."""
+    """The thread (started on its first job) and its jobs: key -> (when due, on `ticks`; the job)."""
 
-    def __init__(self, ping: Callable[[], None], *, beat: float, retry: float, ticks: Callable[[], float],
-                 on_beat: Job, on_away: Job, on_back: Job) -> None:
+    def __init__(self, ping: Job, *, beat: float, retry: float, ticks: Callable[[], float], on_beat: Job,
+                 on_away: Job, on_back: Job) -> None:
         self.ping, self.beat_seconds, self.retry_seconds, self.ticks = ping, beat, retry, ticks
         self.on_beat, self.on_away, self.on_back = on_beat, on_away, on_back
         self.away = False  # the store could not be reached at the last try
@@ -61,26 +61,16 @@ class Writer:
         with self._wake:
             self._closed = True
             self._wake.notify()
-            thread = self._thread
-        if thread is not None:
-            thread.join(5)
-
-    def _due(self) -> list[tuple[Hashable, Job]]:
-        """The jobs due now, taken out (under the lock)."""
-        now = self.ticks()
-        due = [(key, job) for key, (at, job) in self._jobs.items() if at <= now]
-        for key, _ in due:
-            del self._jobs[key]
-        return due
+        if self._thread is not None:
+            self._thread.join(5)
 
     def flush(self) -> None:
-        """Run the jobs due now, on this thread (what the writer's next turn does)."""
+        """Run the jobs due now, on this thread (what the writer's next turn does); a job that
+        finds the store away is kept, with those after it, and `Away` raised."""
         with self._wake:
-            due = self._due()
-        self._run(due)
-
-    def _run(self, due: list[tuple[Hashable, Job]]) -> None:
-        """Each job in turn; when the store is away, it and those after it are kept for later."""
+            due = [(key, job) for key, (at, job) in self._jobs.items() if at <= self.ticks()]
+            for key, _ in due:
+                del self._jobs[key]
         for index, (key, job) in enumerate(due):
             try:
                 job()
@@ -97,13 +87,11 @@ class Writer:
         while True:
             with self._wake:
                 now = self.ticks()
-                wait = self.retry_seconds if self.away else min(
-                    [beat_at - now, *(at - now for at, _ in self._jobs.values())])
+                wait = self.retry_seconds if self.away else min([beat_at, *(at for at, _ in self._jobs.values())]) - now
                 if wait > 0 and not self._closed:
                     self._wake.wait(wait)
                 if self._closed:
                     return
-                due = [] if self.away else self._due()
             try:
                 if self.away:
                     self.ping()
@@ -112,7 +100,7 @@ class Writer:
                         self.away = False
                     LOG.warning("the class store answers again")
                     continue
-                self._run(due)
+                self.flush()
                 if self.ticks() >= beat_at:
                     self.on_beat()
                     beat_at = self.ticks() + self.beat_seconds
