@@ -148,6 +148,14 @@ class Classroom:
             self.writer.lost()
             raise Reconnecting(refusal) from None
 
+    def tried(self, call: Callable, *args, otherwise=None):
+        """`call(*args)` on the store, or `otherwise` while the store is away (said, and tried again)."""
+        try:
+            return call(*args)
+        except Away:
+            self.writer.lost()
+            return otherwise
+
     # --- a class's lessons: who leads and who follows ------------------------------------------
 
     def start(self, tab, address: str) -> tuple[Lesson, str]:
@@ -157,12 +165,10 @@ class Classroom:
                             MAX_CLASSES, CLASSES_PER_ADDRESS, refusal=CANNOT_START)
         tab.member = Leader(self, class_id, digest(secret), address)
         self._hold(tab.member, lesson, left=self.clock())
-        if isinstance(before, Leader):  # a page leads one class: the one it led ends (said to its students)
-            try:
-                if self.store.publish(before.class_id, None, None, ended=ANOTHER) is not None:
-                    self.forget(before.class_id)
-            except Away:  # left to end when its time runs out, its page no longer leading it
-                self.writer.lost()
+        # a page leads one class: the one it led ends, said to its students (while the store is away,
+        # it is left to end when its time runs out, its page no longer leading it)
+        if isinstance(before, Leader) and self.tried(self.store.publish, before.class_id, None, None, ANOTHER):
+            self.forget(before.class_id)
         return lesson, secret
 
     def _hold(self, leader: Leader, lesson: Lesson, left: float = 0.0) -> Led:
@@ -241,11 +247,7 @@ class Classroom:
 
     def newest(self, lesson: Lesson) -> Lesson:
         """The class's newest lesson, or `lesson` when there is none newer (or the store is away)."""
-        try:
-            newest = self.store.lesson(lesson.id)
-        except Away:
-            self.writer.lost()
-            return lesson
+        newest = self.tried(self.store.lesson, lesson.id)
         return newest if newest is not None and newest.version > lesson.version and not newest.ended else lesson
 
     def expect(self, member: Follower, lesson: Lesson) -> None:
@@ -326,11 +328,7 @@ class Classroom:
     def presence(self, class_id: str) -> tuple[int, int] | None:
         """How many pages the class has connected and following, every process's together;
         None while the store is away."""
-        try:
-            return self.store.presence(class_id)
-        except Away:
-            self.writer.lost()
-            return None
+        return self.tried(self.store.presence, class_id)
 
     def reconnecting(self, class_id: str) -> bool:
         return self.outage.reconnecting(class_id)

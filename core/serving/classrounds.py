@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from core.serving.classstore import NO_CLASS, RECONNECTING, Away, Full, Gone, Reconnecting
+from core.serving.classstore import NO_CLASS, RECONNECTING, Full, Gone, Reconnecting
 from core.serving.poll import (
     MAX_ANSWERS,
     MAX_MODERATED,
@@ -149,10 +149,7 @@ class Rounds:
         """A page of a class this process knew no round of: the store's round, read once."""
         if class_id in self.rounds:
             return
-        try:
-            found = self.room.store.poll(class_id)
-        except Away:
-            return self.room.writer.lost()
+        found = self.room.tried(self.room.store.poll, class_id)
         if found is not None:
             self.heard(class_id, found)
 

@@ -376,14 +376,11 @@ class RedisStore:
         self._closed = threading.Event()
 
     @staticmethod
-    def _key(class_id: str) -> str:
-        return f"explorer:class:{class_id}"
-
-    @classmethod
-    def _poll_keys(cls, class_id: str) -> list[str]:
+    def _poll_keys(class_id: str) -> list[str]:
         """The class, then its round's keys: fields, counts, pages, hidden, approved."""
         poll = f"explorer:poll:{class_id}"
-        return [cls._key(class_id), poll, f"{poll}:counts", f"{poll}:pages", f"{poll}:hidden", f"{poll}:approved"]
+        return [f"explorer:class:{class_id}", poll, *(f"{poll}:{part}" for part in ("counts", "pages", "hidden",
+                                                                                       "approved"))]
 
     def ping(self) -> None:
         """Raises `Away` until Redis answers and this process hears lessons again (what is
@@ -395,7 +392,7 @@ class RedisStore:
     def _put_class(self, class_id: str, secret_digest: str, address: str, query: str, step: int | None,
                    version: int, limit: int, per_address: int):
         now = self.clock()
-        return self._put(keys=[self._key(class_id), "explorer:classes", f"explorer:classes:{address}"],
+        return self._put(keys=[self._poll_keys(class_id)[0], "explorer:classes", f"explorer:classes:{address}"],
                          args=[now, now + GRACE_SECONDS, class_id, secret_digest, address, query,
                                "" if step is None else step, version, limit, per_address])
 
@@ -425,18 +422,19 @@ class RedisStore:
         return bool(found[0]), lesson
 
     def lesson(self, class_id: str) -> Lesson | None:
-        record = self.redis.hgetall(self._key(class_id))
+        record = self.redis.hgetall(self._poll_keys(class_id)[0])
         return _lesson(class_id, record, self.clock()) if record else None
 
     def owner(self, class_id: str) -> tuple[str, str] | None:
         """The class's secret's digest and the address that started it."""
-        secret, address = self.redis.hmget(self._key(class_id), "secret", "address")
+        secret, address = self.redis.hmget(self._poll_keys(class_id)[0], "secret", "address")
         return None if secret is None else (secret, address or "")
 
     def publish(self, class_id: str, query: str | None, step: int | None, ended: str = "") -> Lesson | None:
         """A new lesson (or only the lecturer seen, when `query` is None; or the class ended); None
         when the class is not running."""
-        found = self._publish(keys=[self._key(class_id), "explorer:classes", *self._poll_keys(class_id)[1:]],
+        keys = self._poll_keys(class_id)
+        found = self._publish(keys=[keys[0], "explorer:classes", *keys[1:]],
                               args=[self.clock(), GRACE_SECONDS, class_id, "" if query is None else "1", query or "",
                                     "" if step is None else step, ended])
         if not found:
