@@ -252,7 +252,7 @@ def test_a_page_that_leaves_is_no_longer_counted(pages, started, opened):
     except AssertionError as error:  # say what the server holds, to tell a page kept from a count kept
         from ui.classroutes import CLASSROOM
 
-        raise AssertionError(f"{error}; pages held: {len(CLASSROOM._pages.get(class_id, {}))}, counted: "
+        raise AssertionError(f"{error}; pages held: {len(CLASSROOM.seats.pages.get(class_id, {}))}, counted: "
                              f"{CLASSROOM.store.presence(class_id)}") from None
 
 
@@ -273,7 +273,7 @@ def test_a_page_that_opens_its_stream_again_is_still_counted(pages, started, ope
     older.wait_closed()  # the server ended the older: its page has a newer one
     # the older's goodbye is written on a thread of its own: give it a few seconds to drop the page
     # (a bounded look for what must not happen; no time is asserted)
-    assert not eventually(lambda: key_of(student) not in CLASSROOM._pages.get(class_id, {}), timeout=5)
+    assert not eventually(lambda: key_of(student) not in CLASSROOM.seats.pages.get(class_id, {}), timeout=5)
     assert CLASSROOM.store.presence(class_id) == (1, 1)
 
 

@@ -3,11 +3,10 @@
 A *round* is one question: its prompt, whether answers are taken, and the class's words with
 how many gave each. The lecturer moderates: any word can be hidden, and under *review first*
 only approved words are drawn. A `Round` is the value every process shares of a class's poll
-(kept by the class store beside the class, `core.serving.classroom`); this module holds what
-needs no store: the bounds, the checks that turn hostile input into a word or a sentence, the
-tally's order, what a page is sent, the CSV export, and the rates a page and a network
-answer at. Every text here is shown as text: a word is letters, digits, hyphens and
-apostrophes, and a sentence never echoes what it refused.
+(kept by the class store beside the class, `core.serving.classstore`); this module holds what
+needs no store: the bounds and rates, the checks that turn hostile input into a word or a
+sentence, the tally's order, what a page is sent and the CSV export. Every text here is shown as
+text: a word is letters, digits, hyphens and apostrophes, and a sentence never echoes what it refused.
 """
 
 from __future__ import annotations
@@ -16,9 +15,8 @@ import csv
 import functools
 import io
 import math
-import threading
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from core.view.options import Refused
@@ -159,39 +157,6 @@ def csv_of(round: Round) -> str:  # noqa: A002 - the interface's name
         writer.writerow([_cell(word), _cell(count), _cell(str(word in round.hidden).lower()),
                          _cell(str(word in round.approved).lower())])
     return out.getvalue()
-
-
-class Rate:
-    """A token bucket per key: `size` at once, refilled at `per_second`, on the clock it is
-    given. Keys whose bucket is full again are let go."""
-
-    def __init__(self, size: int, per_second: float, clock: Callable[[], float]) -> None:
-        self.size, self.per_second, self.clock = size, per_second, clock
-        self._buckets: dict[str, tuple[float, float]] = {}  # key -> (tokens, when)
-        self._sweep_at = 10_000  # buckets kept before those full again are let go
-        self._lock = threading.Lock()
-
-    def take(self, key: str) -> float:
-        """Take one token for `key`: 0 when taken, else the seconds until one is there."""
-        now = self.clock()
-        with self._lock:
-            tokens, then = self._buckets.get(key, (self.size, now))
-            tokens = min(self.size, tokens + max(0.0, now - then) * self.per_second)
-            if tokens < 1:
-                return (1 - tokens) / self.per_second
-            self._buckets[key] = (tokens - 1, now)
-            if len(self._buckets) > self._sweep_at:  # let go of every bucket that is full again
-                self._buckets = {k: (t, w) for k, (t, w) in self._buckets.items()
-                                 if t + (now - w) * self.per_second < self.size}
-                self._sweep_at = max(10_000, 2 * len(self._buckets))
-            return 0.0
-
-    def give_back(self, key: str) -> None:
-        """The token taken for an answer that was then refused."""
-        with self._lock:
-            if key in self._buckets:
-                tokens, then = self._buckets[key]
-                self._buckets[key] = (min(self.size, tokens + 1), then)
 
 
 def too_soon(wait: float) -> str:
