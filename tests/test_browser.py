@@ -142,7 +142,7 @@ def test_opening_a_page_sends_nothing_through_the_queue_and_a_link_s_panel_is_op
         return joins, opens
 
     joins, opens = opened("", "Tour", "#tour-next")
-    assert joins == [] and len(opens) == 1 and opens[0]["query"] == "" and opens[0]["session"]
+    assert joins == [] and len(opens) == 1 and opens[0]["query"] == "" and opens[0]["narrow"] is False
     joins, opens = opened("panel=train", "Train", "#train-steps input")
     assert joins == [] and [sent["query"] for sent in opens] == ["panel=train"]
 
