@@ -470,16 +470,21 @@
   // the outputs this script writes (ui/page.py Page.written), whether or not their setters are there yet
   const WRITTEN = new Set(["embed-info", "variance-bars", "notice", "address", "export-links", "background-data",
     "tour-text", "positions-plot", "layernorm-plot", "similarity-plot", "listing-plot", "loss-plot"]);
-  // a chart of the page (ui/assets.py chart): drawn from its figure's JSON in a div of its own; "" removes it
+  // a chart of the page (ui/assets.py chart): drawn from its figure's JSON in a div of its own; "" removes
+  // it. A chart without that div is not shown (assets/style.css): nothing drawn is no empty box nor Tab stop
   async function chart(element, json) {
     const Plotly = await plotlyReady;
     let host = element.querySelector(".chart-host");
+    if (!json) {
+      if (host && Plotly && host.data) Plotly.purge(host);
+      if (host) host.remove();
+      return;
+    }
     if (!host) {
       host = document.createElement("div");
       host.className = "chart-host";
       element.appendChild(host);
     }
-    if (!json) { if (Plotly && host.data) Plotly.purge(host); return; }
     let figure;
     try { figure = JSON.parse(json); } catch (error) { return; }
     if (Plotly) await Plotly.react(host, figure.data, { ...figure.layout, autosize: true },
