@@ -275,6 +275,12 @@
     waiting.table = figure.layout;
     afterPlot();
   }
+  // the background: the JSON of one trace, or "" to remove the layer
+  function setBackground(json) {
+    background = json ? JSON.parse(json) : null;
+    plot();
+    return [];
+  }
   let listening = false;
   async function plot() {
     const Plotly = await plotlyReady;
@@ -459,10 +465,15 @@
     return values;
   }
   // an output the page writes: set by its setter (its component's script installed it: `output`);
-  // one whose tab has not opened yet keeps its newest value until it does. The plot is only drawn
+  // one whose tab has not opened yet keeps its newest value until it does. The plot is only drawn,
+  // and the background merged into it whichever tab is open (its element is in the View tab)
   function setOutput(id, value) {
     if (id === "embed-plot") {
       draw(value);
+      return;
+    }
+    if (id === "background-data") {
+      setBackground(value);
       return;
     }
     if (setters[id]) setters[id](value); else pending[id] = value;
@@ -588,12 +599,7 @@
         setter(value);
       }
     },
-    // called with the JSON of one trace, or "" to remove the layer
-    setBackground(json) {
-      background = json ? JSON.parse(json) : null;
-      plot();
-      return [];
-    },
+    setBackground,
     presenter(on) {
       document.body.classList.toggle("presenter", Boolean(on));
       // the plot's box grows with the class; plotly sizes itself only on a window resize
