@@ -8,9 +8,9 @@ components are built invisible too (`content`), which the tab's `select` (the ac
 `expand`) makes visible: a visitor who never opens the Train tab never downloads its code.
 
 A tab's `select` runs in the browser alone: it shows the column and its components and tells the
-tab's view over the page's route (a link carries the open tabs). Gradio fires it for a tab the server selects
-too (a link, a tour step), so a tab is always drawn when it shows; values written to its
-components before it opens are kept and shown when it does.
+tab's view over the page's route (a link carries the open tabs). Gradio fires it for a tab the
+server selects too (a link, a tour step), so a tab is always drawn when it shows; values written
+to its components before it opens are kept and shown when it does.
 """
 
 from __future__ import annotations
