@@ -275,6 +275,12 @@
     waiting.table = figure.layout;
     afterPlot();
   }
+  // the background: the JSON of one trace, or "" to remove the layer
+  function setBackground(json) {
+    background = json ? JSON.parse(json) : null;
+    plot();
+    return [];
+  }
   let listening = false;
   async function plot() {
     const Plotly = await plotlyReady;
@@ -459,10 +465,15 @@
     return values;
   }
   // an output the page writes: set by its setter (its component's script installed it: `output`);
-  // one whose tab has not opened yet keeps its newest value until it does. The plot is only drawn
+  // one whose tab has not opened yet keeps its newest value until it does. The plot is only drawn,
+  // and the background merged into it whichever tab is open (its element is in the View tab)
   function setOutput(id, value) {
     if (id === "embed-plot") {
       draw(value);
+      return;
+    }
+    if (id === "background-data") {
+      setBackground(value);
       return;
     }
     if (setters[id]) setters[id](value); else pending[id] = value;
@@ -470,16 +481,21 @@
   // the outputs this script writes (ui/page.py Page.written), whether or not their setters are there yet
   const WRITTEN = new Set(["embed-info", "variance-bars", "notice", "address", "export-links", "background-data",
     "tour-text", "positions-plot", "layernorm-plot", "similarity-plot", "listing-plot", "loss-plot"]);
-  // a chart of the page (ui/assets.py chart): drawn from its figure's JSON in a div of its own; "" removes it
+  // a chart of the page (ui/assets.py chart): drawn from its figure's JSON in a div of its own; "" removes
+  // it. A chart without that div is not shown (assets/style.css): nothing drawn is no empty box nor Tab stop
   async function chart(element, json) {
     const Plotly = await plotlyReady;
     let host = element.querySelector(".chart-host");
+    if (!json) {
+      if (host && Plotly && host.data) Plotly.purge(host);
+      if (host) host.remove();
+      return;
+    }
     if (!host) {
       host = document.createElement("div");
       host.className = "chart-host";
       element.appendChild(host);
     }
-    if (!json) { if (Plotly && host.data) Plotly.purge(host); return; }
     let figure;
     try { figure = JSON.parse(json); } catch (error) { return; }
     if (Plotly) await Plotly.react(host, figure.data, { ...figure.layout, autosize: true },
@@ -583,12 +599,7 @@
         setter(value);
       }
     },
-    // called with the JSON of one trace, or "" to remove the layer
-    setBackground(json) {
-      background = json ? JSON.parse(json) : null;
-      plot();
-      return [];
-    },
+    setBackground,
     presenter(on) {
       document.body.classList.toggle("presenter", Boolean(on));
       // the plot's box grows with the class; plotly sizes itself only on a window resize

@@ -42,10 +42,9 @@ def layout(page) -> None:
                                         info="most frequent first; needs the vocabulary or frozen plane")
             page.refit_button = gr.Button("Refit", elem_id="refit-button", size="sm", scale=1)
         page.variance = written_by_page("variance-bars")
-        # the vocabulary behind the tokens: one trace's JSON, which the page merges into every redraw
-        page.background_json = gr.HTML("", elem_id="background-data", elem_classes=["offscreen"], js_on_load=(
-            "window.embeddingExplorer.output('background-data', (value) => "
-            "window.embeddingExplorer.setBackground(value));"))
+        # the vocabulary behind the tokens: one trace's JSON, which the page's script merges into every
+        # redraw of the plane as it comes, whether this tab has opened or not (assets/explorer.js setOutput)
+        page.background_json = gr.HTML("", elem_id="background-data", elem_classes=["offscreen"])
         page.presenter = gr.Checkbox(False, label="Presenter mode: large type for a projector", elem_id="presenter")
         page.answers = gr.Checkbox(True, label="Class answers", elem_id="show-answers",
                                    info="in a class: the words students sent, where the table puts them")
