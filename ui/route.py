@@ -312,7 +312,9 @@ class Live:
         the loop must not wait on). `python -m bench.server_cpu` measures the three paths."""
         if not change.keys() <= TYPED or channel.computed > INLINE_SECONDS or tab.parked or tab.member is not None:
             return False
-        return all(len(change[name]) <= len(getattr(tab.view, name)) + INLINE_GROWTH for name in change)
+        # a value that is not text is refused by its field's kind, on a thread like any other call
+        return all(isinstance(change[name], str) and len(change[name]) <= len(getattr(tab.view, name)) + INLINE_GROWTH
+                   for name in change)
 
     async def turn(self, tab: Tab | None, channel: Channel | None, compute: Callable[[], dict], address: str,
                    work: float, lane: str = "keys", begin: Callable[[], None] | None = None,
