@@ -276,6 +276,34 @@ def test_past_its_address_s_share_a_call_is_refused_at_once_and_another_address_
     assert "values" in first and "values" in student and other.tab.view.sentence_a == "mine"
 
 
+def test_a_page_with_its_share_of_calls_waiting_is_refused_with_when_to_try_again_and_the_older_give_way(opened):
+    """A page may have `per_tab` calls waiting, however it sends them; past that a call is refused
+    at once (429, with Retry-After), and of those waiting on the keystrokes' line only the newest is
+    computed: the older give way to it."""
+    from ui.admission import Turns, Visitors
+    from ui.assets import EXAMPLES
+
+    live, tab, _ = own_live(opened)
+    visitors = Visitors(per_tab=3)
+    live.lanes = {name: Turns(visitors, turns.slots) for name, turns in live.lanes.items()}
+    keys = live.lanes["keys"]
+
+    async def calls():
+        async with keys.held():
+            waiting = []
+            for number in range(3):  # examples: actions, never merged
+                waiting.append(asyncio.create_task(answer_of(live, opened, {"example": number})))
+                await until_waiting(keys, number + 1)
+            response = await live.answer({"key": opened.key, "change": {"example": 3}})
+        return response, [await each for each in waiting]
+
+    refused, answers = run_async(calls)
+    assert refused.status_code == 429 and refused.headers["Retry-After"] == "5"
+    assert "This page already has 3 calls waiting" in json.loads(refused.body)["error"]
+    assert answers[:2] == [{"skipped": True}] * 2 and "values" in answers[2]
+    assert (tab.view.sentence_a, tab.view.sentence_b) == tuple(EXAMPLES[2])
+
+
 def test_a_change_made_while_the_tab_s_call_waits_rides_on_that_call(opened):
     """A key typed while the tab's call waits for its turn is merged into it and answered at
     once; the waiting call, when its turn comes, computes and answers both changes."""
