@@ -14,6 +14,7 @@ from core.plane.pipeline import TABLE_HEADERS
 from core.view.options import LIMITS, MAX_SEARCH, MAX_TEXT
 from ui import ondemand, render
 from ui.assets import EXAMPLES, written_by_page
+from ui.route import only_true
 
 NEIGHBOUR_HEADERS = ["#", "token", "cosine"]
 # the main plot: assets/explorer.js draws each figure it is given, and fires this component's
@@ -85,7 +86,7 @@ def wire(page) -> None:
     page.flip.click(None, js="() => window.embeddingExplorer.set({flip: true})")
     # the picker's list is the tab's own tokens when it is opened, so it never lists stale ones
     page.token.focus(None, js="() => window.embeddingExplorer.set({picker: true})")
-    page.live.work("picker", lambda tab, _: {page.token: choices(page, tab)})
+    page.live.work("picker", lambda tab, _: {page.token: choices(page, tab)}, check=only_true("picker"))
 
 
 def examples_html() -> str:

@@ -94,7 +94,7 @@ def _number(value: object, name: str, low: int, high: int, not_zero: bool = Fals
     return value
 
 
-def _true(name: str) -> Callable[[object], None]:
+def only_true(name: str) -> Callable[[object], None]:
     def check(value: object) -> None:
         if value is not True:
             raise Refused(f"{name} is an action: it is sent as true, or not at all.")
@@ -132,8 +132,8 @@ ACTIONS = {
     "back": Action(_back, lane="tables", whole=True),  # Back or Forward landed on this address of the visit
     "example": Action(_example),  # an example pair clicked: its place in EXAMPLES
     "flip": Action(_flip),
-    "listing": Action(_checked(_true("listing"), View.on_listing_layer), lane="tables"),
-    "reset": Action(_checked(_true("reset"), lambda view: view), tables=lambda session: session.reset(),
+    "listing": Action(_checked(only_true("listing"), View.on_listing_layer), lane="tables"),
+    "reset": Action(_checked(only_true("reset"), lambda view: view), tables=lambda session: session.reset(),
                     lane="tables"),
     # a class's answers changed (the version its stream said): the plane is drawn again if its words did
     "poll": Action(lambda view, value: Shown(view)),
@@ -162,13 +162,18 @@ class Live:
         self._threads: dict[str, anyio.CapacityLimiter] = {}  # a lane's threads, made in the server's loop
         self.works: dict[str, Callable] = {}  # the page's work by name: (tab, value) -> {component: value}
         self.streams: dict[str, Callable] = {}  # work answered as it goes: (tab, value) -> async iterator of those
+        self.checks: dict[str, Callable[[object], None]] = {}  # a work's check of its value, by name
         self.channels: weakref.WeakKeyDictionary[Tab, Channel] = weakref.WeakKeyDictionary()
         self.calls, self.seconds = 0, 0.0  # calls computed and their seconds (for benchmarks)
 
-    def work(self, name: str, handler: Callable) -> None:
+    def work(self, name: str, handler: Callable, check: Callable[[object], None] | None = None) -> None:
         """Answer `{name: value}` with `handler(tab, value)` -> {component: value} (or values by
-        element id, as `apply` answers them), after the call's other changes."""
+        element id, as `apply` answers them), after the call's other changes. `check(value)`
+        raises `Refused` for a value the work does not take, before anything is changed (a
+        press: `only_true(name)`)."""
         self.works[name] = handler
+        if check is not None:
+            self.checks[name] = check
 
     def stream(self, name: str, handler: Callable) -> None:
         """Answer `{name: value}` as it goes: `handler(tab, value)` is an async iterator of
@@ -253,6 +258,8 @@ class Live:
             named = f"{sorted(unknown)[0]!r} is none of them" if unknown else "two actions were sent together"
             raise Refused(f"An update names some of the view's settings, at most one action ({', '.join(ACTIONS)}) "
                           f"or the page's work ({', '.join(sorted({*self.works, *self.streams}))}); {named}.")
+        for name in works:  # a refused work changes nothing: checked before the fields are applied
+            self.checks.get(name, lambda value: None)(change[name])
         action = ACTIONS[acted[0]] if acted else None
         value = change.get(acted[0]) if acted else None
         notes: list[str] = []
@@ -305,7 +312,9 @@ class Live:
         the loop must not wait on). `python -m bench.server_cpu` measures the three paths."""
         if not change.keys() <= TYPED or channel.computed > INLINE_SECONDS or tab.parked or tab.member is not None:
             return False
-        return all(len(change[name]) <= len(getattr(tab.view, name)) + INLINE_GROWTH for name in change)
+        # a value that is not text is refused by its field's kind, on a thread like any other call
+        return all(isinstance(change[name], str) and len(change[name]) <= len(getattr(tab.view, name)) + INLINE_GROWTH
+                   for name in change)
 
     async def turn(self, tab: Tab | None, channel: Channel | None, compute: Callable[[], dict], address: str,
                    work: float, lane: str = "keys", begin: Callable[[], None] | None = None,

@@ -17,7 +17,7 @@ from core.view.share import to_query
 from ui import ondemand, render
 from ui.assets import written_by_page
 from ui.files import Downloads, links_html
-from ui.route import JOBS, OFFLOAD
+from ui.route import JOBS, OFFLOAD, only_true
 
 
 def layout(page) -> None:
@@ -66,9 +66,9 @@ def wire(page) -> None:
     on(page.share_button.click, "() => window.embeddingExplorer.set({link: location.origin + location.pathname})")
     on(page.png_button.click, "() => window.embeddingExplorer.downloadPNG()")
     on(page.export_button.click, "() => window.embeddingExplorer.set({export: true})")
-    page.live.work("refit", lambda tab, _: refit(page, tab))
-    page.live.work("link", lambda tab, address: share(page, tab, address))
-    page.live.work("export", lambda tab, _: export(page, tab))
+    page.live.work("refit", lambda tab, _: refit(page, tab), check=only_true("refit"))
+    page.live.work("link", lambda tab, address: share(page, tab, address), check=page_address)
+    page.live.work("export", lambda tab, _: export(page, tab), check=only_true("export"))
 
 
 def refit(page, tab) -> dict:
@@ -94,10 +94,15 @@ def refit(page, tab) -> dict:
     return {**out, **said("The frozen plane now fits the current sentence.")}
 
 
-def share(page, tab, address: object) -> dict:
-    """The whole link to what the tab shows (the page's own `address`, the view's query), and what it cannot carry."""
+def page_address(address: object) -> None:
+    """`Refused` unless `address` can be the page's own address, which a link is made of."""
     if not isinstance(address, str) or len(address) > 2048:
         raise Refused("link is the page's own address, at most 2,048 characters.")
+
+
+def share(page, tab, address: object) -> dict:
+    """The whole link to what the tab shows (the page's own `address`, the view's query), and what it cannot carry."""
+    page_address(address)
     query, notes = to_query(tab.view)
     return {page.share_link: address + (f"?{query}" if query else ""),
             page.share_notes: "\n\n".join(f"ℹ️ {render.plain(n)}" for n in notes)}
