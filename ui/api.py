@@ -22,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
+from core.drawing.captions import text_of
 from core.drawing.code import recipe, script
 from core.drawing.figures import NEIGHBOURS
 from core.drawing.wire import expand, plotted_points, table_rows
@@ -69,7 +70,7 @@ def answer_of(tab: Tab, notes: tuple[str, ...], page) -> dict:
         "points": plotted_points(figure, also=tuple(NEIGHBOURS.values())),
         "neighbours": {"token": drawn[page.near_token], "output": drawn[page.near_output]},
         "search": drawn[page.search_hits],
-        "summary": render.text_of(drawn[page.info]),
+        "summary": text_of(drawn[page.info]),
     }
 
 

@@ -18,6 +18,7 @@ import gradio as gr
 from starlette.middleware import Middleware
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
+from core.drawing.captions import markdown
 from core.tables.uploads import UploadLimits
 from core.view.options import PARTS, VIEWS
 from core.view.state import FIELDS, View
@@ -226,7 +227,7 @@ def build_demo() -> gr.Blocks:
     """The page, its routes and its API."""
     page = Page()
     with gr.Blocks(title="Embedding Explorer") as demo:
-        gr.HTML(render.markdown(INTRO), elem_id="intro", elem_classes=["prose"])
+        gr.HTML(markdown(INTRO), elem_id="intro", elem_classes=["prose"])
         plane.layout_sentences(page)
         tourpanel.layout_address(page)
         # the controls come first in the page's order, so the keyboard reaches them a few Tabs

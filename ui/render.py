@@ -14,15 +14,14 @@ escaped HTML.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import html
 import json
-import re
 from collections.abc import Iterable
 
 import gradio as gr
 
+from core.drawing.captions import parameter_status, plain, search_text, summary, tour_text, training_summary
 from core.drawing.charts import collapse_figure, loss_spec, variance_bars
 from core.drawing.code import recipe, script
 from core.drawing.details import layernorm_detail, positions_detail, similarity_detail
@@ -46,23 +45,12 @@ from core.view.share import to_query
 from core.view.state import FIELDS, View
 
 NO_TOKEN = ""  # the token picker's value when no token is selected
-_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>&:])")
-
-
-def plain(text: str) -> str:
-    """Text shown literally inside Markdown: no link, image, emphasis or HTML can come of it."""
-    return _MARKDOWN.sub(r"\\\1", text)
 
 
 def notice(notes: Iterable[str], mark: str = "⚠️") -> str:
     """The notice area's HTML: each note as escaped text on its own line ("" hides it), marked
     as a warning, or (`mark="ℹ️"`) as what the page is told of work it asked for (a refit's result)."""
     return "".join(f"<p>{mark} {html.escape(note)}</p>" for note in notes if note)
-
-
-def text_of(markup: str) -> str:
-    """HTML as the text a person reads: paragraphs on their own lines, tags gone, entities read."""
-    return html.unescape(re.sub(r"<[^>]+>", "", markup.replace("</p><p>", "</p>\n<p>"))).strip()
 
 
 def plot(figure: dict) -> str:
@@ -317,16 +305,6 @@ def _search(view: View, session: Session, result: Exploration) -> SearchResult |
         return SearchResult(view.search, (), message=str(error))
 
 
-def search_text(found: SearchResult | None) -> str:
-    if found is None:
-        return ""
-    line = plain(found.message)
-    if found.neighbours:
-        near = ", ".join(f"{plain(word)} ({cosine:.2f})" for word, cosine in found.neighbours)
-        line += f" Nearest to **{plain(found.hits[0].word)}** by cosine in the full space: {near}."
-    return line
-
-
 def detail(page, view: View, session: Session, tokens: tuple[str, ...] | None = None) -> dict:
     """The open side view, computed for the current sentences (once for every tab on the same
     shared tables, `core.drawing.shared`)."""
@@ -394,33 +372,12 @@ def table_panels(page, session: Session) -> dict:
     }
 
 
-def parameter_status(session: Session) -> str:
-    trainable, total = session.parameter_counts()
-    frozen = sorted(session.frozen)
-    if session.positions == "sinusoidal" and "position" not in frozen:
-        frozen.append("position (sinusoidal: fixed)")
-    return f"**{trainable:,}** of {total:,} parameters trainable · frozen: {', '.join(frozen) or 'nothing'}"
-
-
 def training(page, session: Session) -> dict:
     """The loss curve and summary of the session's training, or nothing when untrained."""
     result = session.training
     if result is None:
         return {page.losses: "", page.trained: ""}
     return {page.losses: plot(loss_spec(result.losses)), page.trained: training_summary(session)}
-
-
-def training_summary(session: Session) -> str:
-    result = session.training
-    losses = result.losses
-    line = f"Trained {result.steps} steps in {result.seconds:.1f} s"
-    line += f"; loss {losses[0]:.2f} → {losses[-1]:.2f}." if losses else "."
-    if result.purity_before is not None:
-        line += (
-            f" Category purity of the corpus words (3 nearest neighbours, token table): "
-            f"**{result.purity_before:.2f} → {result.purity_after:.2f}**."
-        )
-    return line
 
 
 def listing(page, view: View) -> dict:
@@ -455,63 +412,3 @@ def lookup(page, view: View) -> dict:
     )
     return {page.lookup_vocab: rows, page.lookup_code: walk.code, page.lookup_output: walk.printout,
             page.lookup_info: f"The sentence becomes ids **{list(walk.ids)}**.{cosine}\n\n{grad}"}
-
-
-def summary(result: Exploration, session: Session) -> str:
-    """The line under the plot, as HTML (the page's script writes it with the plot): what the
-    tokens are, how much of their spread the plane shows, and the pipeline's notes (escaped:
-    they quote the sentences)."""
-    encoding, scene = result.encoding, result.scene
-    markers = sum(encoding.special_mask)
-    in_b = sum(1 for s, special in zip(encoding.segment_ids, encoding.special_mask, strict=True) if s and not special)
-    whose = f"the {scene.plane}'s variance" if scene.plane else "the variance"
-    line = (
-        f"<strong>{len(encoding)} tokens</strong> ({len(encoding) - in_b - markers} from A, {in_b} from B, "
-        f"{markers} markers) · the plane shows {scene.explained[0]:.1%} + {scene.explained[1]:.1%} of "
-        f"{html.escape(whose)}"
-    )
-    if session.trained is not None:
-        line += " · faint points: before training, in the plane they had then"
-    return "".join(f"<p>{part}</p>" for part in (line, tables_line(session),
-                                                 *(f"⚠️ {html.escape(note)}" for note in result.notes)))
-
-
-# what the tables are, under the plot: a student must not take a random layer's picture for BERT's
-TABLES_SAID = {
-    "random": "<strong>A seeded random layer</strong>: its vectors mean nothing yet (Tables → BERT for trained ones).",
-    "bert": "<strong>BERT's own tables</strong>, learned in pretraining (MiniLM-L6-H384).",
-    "glove": "<strong>GloVe's vectors</strong>, learned from 6 billion words of text.",
-    "upload": "<strong>Your uploaded table.</strong>",
-}
-
-
-def tables_line(session: Session) -> str:
-    """What the plotted tables are, and whether they were trained here."""
-    said = TABLES_SAID[session.base.key]
-    return said + (" Trained here since." if session.trained is not None else "")
-
-
-@functools.cache  # eight texts, made once each
-def tour_text(number: int | None) -> str:
-    """The step's text as HTML (`#tour-text` is a gr.HTML: see `markdown`)."""
-    if number is None:
-        return markdown(
-            f"**A guided tour in {len(tour.STEPS)} steps**, from tokens to a trained table. Each step sets the "
-            "sentences, tables and toggles, and explains what the plot shows. Press **Next** to begin."
-        )
-    step = tour.step(number)
-    return markdown(f"**Step {number} of {len(tour.STEPS)}: {step.title}**\n\n{step.text}")
-
-
-def markdown(text: str) -> str:
-    """The page's own Markdown (the intro, the tour's steps) as HTML, made here: a gr.HTML shows
-    it, and the page then loads no Markdown component's code (ui.ondemand's reason). Raw HTML
-    in the text is escaped, as gr.Markdown would have shown it."""
-    return _markdown_it().render(text).strip()
-
-
-@functools.cache
-def _markdown_it():
-    from markdown_it import MarkdownIt
-
-    return MarkdownIt("commonmark", {"html": False, "typographer": False})

@@ -19,9 +19,10 @@ import json
 
 import gradio as gr
 
+from core.drawing.captions import tour_text
 from core.serving.poll import PROMPTS
 from core.view.options import PANELS
-from ui import ondemand, render
+from ui import ondemand
 from ui.assets import written_by_page
 
 # the view's address in the address bar; `props.value` is ui.render.address's JSON going out,
@@ -60,7 +61,7 @@ def layout(page) -> None:
         # a presenter's pointer must find Next where it was
         page.tour_buttons = gr.HTML(TOUR_BUTTONS, elem_id="tour-buttons", container=False, padding=False,
                                     js_on_load=TOUR_BUTTONS_JS)
-        page.tour_text = written_by_page("tour-text", value=render.tour_text(None), elem_classes=["prose"])
+        page.tour_text = written_by_page("tour-text", value=tour_text(None), elem_classes=["prose"])
         # a class (assets/classroom.js writes the box); a lesson's values come as a keystroke's do
         page.class_box = gr.HTML("", elem_id="class-box", html_template=CLASS_HOST, js_on_load=CLASS_JS)
 

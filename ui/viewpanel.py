@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from core.drawing.captions import plain
 from core.drawing.export import export_view
 from core.plane.basis import vocabulary_basis
 from core.plane.pipeline import fit_sentence_basis
@@ -105,7 +106,7 @@ def share(page, tab, address: object) -> dict:
     page_address(address)
     query, notes = to_query(tab.view)
     return {page.share_link: address + (f"?{query}" if query else ""),
-            page.share_notes: "\n\n".join(f"ℹ️ {render.plain(n)}" for n in notes)}
+            page.share_notes: "\n\n".join(f"ℹ️ {plain(n)}" for n in notes)}
 
 
 def export(page, tab) -> dict:
