@@ -119,7 +119,9 @@
   let forGradio = {}; // those values, by element id, until the hand-over takes them
   let key = null; // the page's key for its calls, issued with its first address
   const KEPT = "embedding-explorer-key"; // sessionStorage: this browser tab's key, let go when it reloads
-  const setters = {}; // an output this script writes, by element id -> its setter (`output`)
+  // an output this script writes, by element id -> its setter (`output`). The background's is the
+  // script's own: it is drawn in the plane, while its carrier sits in the View tab, maybe never opened
+  const setters = { "background-data": (json) => window.embeddingExplorer.setBackground(json) };
   const pending = {}; // a value for an output whose setter is not there yet (its tab not opened)
   const mainPlot = () => (host && host.data ? host : null);
   const keys = () => window.embeddingExplorerKeys; // assets/plotkeys.js

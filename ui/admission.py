@@ -192,10 +192,16 @@ class Turn:
     granted: asyncio.Future
 
 
+def _place(turn: Turn) -> tuple[float, float, int]:
+    return turn.start, turn.finish, turn.order
+
+
 class Turns(FairClock):
     """A line of calls served `slots` at a time in fair turns across addresses, each waiting in the
     event loop (no thread held). A call whose address has its share of answers unread is passed
     over until they are read or dropped (`Visitors.may_answer`)."""
+
+    PASS = 2.0  # how much heavier another page's call of the same address must be for a call to pass it
 
     def __init__(self, visitors: Visitors = VISITORS, slots: int = 1) -> None:
         super().__init__()
@@ -214,13 +220,32 @@ class Turns(FairClock):
         return len(self._line)
 
     def enter(self, address: str, tab: str | None, work: float) -> Turn:
-        """Join the line (in the event loop), or raise `Busy` past a bound of the account."""
+        """Join the line (in the event loop), or raise `Busy` past a bound of the account.
+
+        Within one address (a class behind one school address), a call takes the turns of the
+        address's latest waiting calls from other pages that are at least `PASS` times heavier,
+        and they move back by its work: a short update is not left behind a classmate's long
+        calls. A page's own calls are never passed, so they keep their order."""
         refusal = self.visitors.refusal(address, work, tab)
         if refusal is not None:
             raise self.visitors.refuse(refusal)
         self.loop = asyncio.get_running_loop()
-        turn = Turn(address, tab, work, *self.tag(address, work), next(self._order), self.loop.create_future())
-        bisect.insort(self._line, turn, key=lambda t: (t.start, t.finish, t.order))
+        start, finish = self.tag(address, work)
+        passed = []  # the address's latest waiting calls this one goes ahead of, latest first
+        for waiting in reversed(self._line):
+            if waiting.address != address:
+                continue
+            if tab is None or waiting.tab in (None, tab) or waiting.work < self.PASS * work:
+                break
+            passed.append(waiting)
+        if passed:
+            start, finish = passed[-1].start, passed[-1].start + work  # the earliest turn it takes
+            for waiting in passed:  # each moves back by this call's work, still in its own order
+                self._line.remove(waiting)
+                waiting.start, waiting.finish = waiting.start + work, waiting.finish + work
+                bisect.insort(self._line, waiting, key=_place)
+        turn = Turn(address, tab, work, start, finish, next(self._order), self.loop.create_future())
+        bisect.insort(self._line, turn, key=_place)
         self._grant()
         return turn
 

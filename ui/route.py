@@ -112,7 +112,8 @@ def _example(view: View, value: object) -> Shown:
 
 def _back(view: View, value: object) -> Shown:
     if isinstance(value, str) and len(value) > MAX_ADDRESS * 16:
-        raise Refused("back is the page's own address; this one is too long.")
+        raise Refused(f"back is the page's own address, at most {MAX_ADDRESS * 16:,} characters; this one has "
+                      f"{len(value):,}.")
     link = share.from_address(value)
     return Shown(link.view.seen_as(view), link.notes)
 
@@ -280,8 +281,11 @@ class Live:
                 self.built_first(tab, view_change)
             values = {}
             if fields or action is not None or not works:
-                values = self.apply(tab, channel, view_change, tables=action.tables if action else None,
-                                    whole=bool(action and action.whole), asked=tuple(fields), notes=notes)
+                try:
+                    values = self.applied(tab, channel, view_change, tables=action.tables if action else None,
+                                          whole=bool(action and action.whole), asked=tuple(fields), notes=notes)
+                except Refused as error:  # the work was asked of the view refused: none is done for the old one
+                    return {"values": self.refused(tab, channel, tuple(fields), error)}
             for name in works:
                 values.update(self.values(channel, self.works[name](tab, change[name])))  # after the change
             return {"values": values}
