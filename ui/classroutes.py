@@ -174,7 +174,10 @@ class ClassRoutes:
             if body is None or len(body) > MAX_BODY:
                 return answer_of({"error": f"A class call is at most {MAX_BODY:,} bytes; this one is larger."}, 413)
             try:
-                sent = orjson.loads(body)
+                try:
+                    sent = orjson.loads(body)
+                except orjson.JSONDecodeError:  # not JSON: no key, said as such (not the parser's words)
+                    sent = None
                 if not isinstance(sent, dict) or not isinstance(sent.get("key"), str):
                     raise Refused("This request carries no valid page key; reload the page.")
                 tab, channel = self.live.channel_of(sent["key"])
@@ -183,7 +186,7 @@ class ClassRoutes:
                 return answer_of({"error": str(busy)}, busy.refusal.status, {"Retry-After": str(busy.refusal.retry)})
             except Reconnecting as error:  # nobody's fault: the page says so, and tries again
                 return answer_of({"error": str(error), "reconnecting": True})
-            except (Refused, orjson.JSONDecodeError) as error:  # a sentence, with the status that says what kind
+            except Refused as error:  # a sentence, with the status that says what kind
                 status = {Forbidden: 403, Gone: 404, Full: 429}.get(type(error), 400)
                 return answer_of({"error": str(error)}, status)
             except Exception:  # a fault (a bug): logged here, a plain sentence there
