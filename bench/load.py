@@ -10,12 +10,9 @@ Each client types a word that no other client types, so an answer holding anothe
 (or missing its own) is cross-talk between pages (`client_words`); so is a "before training"
 group on a page that never trained. It prints calls, errors, cross-talk, latency p50/p95/max per
 kind of call, throughput, the server's RSS and CPU, and the crowd's p95 against the lone
-client's p50 in the same run. --via picks how clients talk: `page` (the default: the page's
-route, bench/pages.py `RoutePage`; an update is a change of A and B, a training is streamed) or
-`api` (gradio_client on the public API: an update is `view` of the link of A and B, a training
-`train` of it; the API keeps no session, so no view may show a training). `QueueSession` speaks
-gradio's queue protocol, which the other modules of bench/ use for their echo baselines and the
-API.
+client's p50 in the same run. --via picks how clients talk (`CLIENTS`): the page's route (the
+default) or the public API. `QueueSession` speaks gradio's queue protocol, which the other
+modules of bench/ use for their echo baselines and the API.
 """
 
 from __future__ import annotations
@@ -125,7 +122,8 @@ def endpoints_of(url: str) -> dict[str, int]:
 
 
 class PageClient:
-    """A student on the page's route: an update changes sentences A and B; a training streams."""
+    """A student on the page's route (bench/pages.py `RoutePage`): an update changes sentences A
+    and B; a training is streamed, as the page trains."""
 
     def __init__(self, url: str, timeout: float):
         self.page = RoutePage(url, timeout=timeout)
@@ -152,7 +150,8 @@ class PageClient:
 
 class ApiClient:
     """A student through gradio_client on the public API: each update the link of A and B shown
-    by `view`, a training `train` of it (a tab of its own each call: no session is kept)."""
+    by `view`, a training `train` of it (a tab of its own each call: the API keeps no session,
+    so no view may show a training)."""
 
     def __init__(self, url: str, timeout: float):
         from gradio_client import Client

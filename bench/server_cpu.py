@@ -5,16 +5,13 @@ one-textbox echo app, under the same load.
 
 A class costs the server what each keystroke costs it, and a gradio event has a floor no app
 can go below: the queue, the event stream, the JSON of the answer. This puts the app next to
-that floor: the app driven as its page drives it (each update one POST of the change to the
-page's route, ui/route.py) and through the public API (`view` of the same link, on gradio's
-queue), beside a Blocks app that echoes one textbox into another (`serve_echo`), each server in
-its own child process so its CPU time is its own (`both_servers`). Rounds of --sessions clients
-making --updates calls each (`drive`) alternate between the servers (`measure`). Reported: the
-medians of the measured rounds' CPU per update and their ratio, with the load generator's own
-CPU per update and what the rest of the machine used in the window, so a reader can see that
-the generator is light and how noisy it was. The API's row is for comparison, not the same
-work: each `view` opens a tab of its own for its link (the API keeps no session), where a
-page's keystroke changes the tab it has.
+that floor: the app driven as its page drives it and through the public API, beside a Blocks
+app that echoes one textbox into another (`serve_echo`), each server in its own child process
+so its CPU time is its own (`both_servers`). Rounds of --sessions clients making --updates calls
+each (`drive`) alternate between the servers (`measure`). Reported: the medians of the measured
+rounds' CPU per update and their ratio, with the load generator's own CPU per update and what
+the rest of the machine used in the window, so a reader can see that the generator is light and
+how noisy it was.
 """
 
 from __future__ import annotations
@@ -127,7 +124,9 @@ def both_servers() -> Iterator[tuple[Served, Served, Served]]:
       `RoutePage`): the page's opening once, then each update one POST of the change to the
       page's route, with a 12-word sentence A and a 12-word sentence B, on the default tables;
     - api: the same process driven through the public API, `view` of the link of the same two
-      sentences (`a=…&b=…`), on gradio's queue (join, then the session's event stream);
+      sentences (`a=…&b=…`), on gradio's queue (join, then the session's event stream): for
+      comparison, not the same work, since each `view` opens a tab of its own for its link
+      (the API keeps no session) where a page's keystroke changes the tab it has;
     - echo: `serve_echo`, driven with a 12-word text. It has the queue the page's live events
       had before the page's route (`default_concurrency_limit=2`, unbounded), their event
       options (`trigger_mode="always_last"`, one concurrency group, no progress), gradio's
