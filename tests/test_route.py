@@ -334,7 +334,7 @@ def test_a_change_made_while_the_tab_s_call_computes_waits_for_a_turn_of_its_own
     live, tab, channel = own_live(opened)
     channel.computed = math.inf  # computed on a thread: the test holds it there
     computing, release = threading.Event(), threading.Event()
-    apply = live.apply
+    apply = live.applied
 
     def held(*args, **kwargs):
         computing.set()
@@ -342,11 +342,11 @@ def test_a_change_made_while_the_tab_s_call_computes_waits_for_a_turn_of_its_own
         return apply(*args, **kwargs)
 
     async def calls():
-        monkeypatch.setattr(live, "apply", held)
+        monkeypatch.setattr(live, "applied", held)
         first = asyncio.create_task(answer_of(live, opened, {"sentence_a": "a queen"}))
         while not computing.is_set():
             await asyncio.sleep(0.01)
-        monkeypatch.setattr(live, "apply", apply)
+        monkeypatch.setattr(live, "applied", apply)
         second = asyncio.create_task(answer_of(live, opened, {"sentence_a": "a queen ran"}))
         await until_waiting(live.lanes["keys"], 1)  # the second waits while the first computes
         release.set()
@@ -385,13 +385,13 @@ def test_a_keystroke_after_a_quick_one_is_computed_on_the_event_loop_and_anythin
 
     live, tab, channel = own_live(opened)
     threads = []
-    apply = live.apply
+    apply = live.applied
 
     def noted(*args, **kwargs):
         threads.append(threading.current_thread())
         return apply(*args, **kwargs)
 
-    live.apply = noted
+    live.applied = noted
 
     async def calls(*changes):
         loop = threading.current_thread()
@@ -676,3 +676,27 @@ def test_a_reloaded_page_lets_its_previous_tab_go(app_url, opened):
     gone = opened.post({"key": opened.key, "change": {"sentence_a": "still there?"}})
     assert set(gone) == {"error"} and "reload the page" in gone["error"]
 
+
+
+def test_a_client_that_leaves_mid_body_is_one_line_in_the_log_not_a_traceback(app_url, live, caplog):
+    """A phone that loses its signal while it sends a keystroke is ordinary: the server says so in
+    one line, computes nothing for it, and goes on serving the page that stayed."""
+    import logging
+    import socket
+    import time
+    from urllib.parse import urlparse
+
+    where = urlparse(app_url)
+    with caplog.at_level(logging.INFO):
+        with socket.create_connection((where.hostname, where.port)) as connection:
+            connection.sendall(b"POST /explorer/live HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                               b"Content-Length: 5000\r\n\r\n" + b'{"key": "' + live.key.encode() + b'", "change"')
+            time.sleep(0.3)
+        for _ in range(100):  # the server notices the socket closed on its loop: a bounded look
+            if any("left before its body was read" in record.getMessage() for record in caplog.records):
+                break
+            time.sleep(0.05)
+    left = [record for record in caplog.records if "left before its body was read" in record.getMessage()]
+    assert [record.getMessage() for record in left] == ["POST /explorer/live: the client left before its body was read"]
+    assert not [record for record in caplog.records if record.exc_info], "a traceback was logged"
+    assert tokens(live.send(sentence_a="still here")["token-table"])[:4] == ["[CLS]", "still", "here", "[SEP]"]

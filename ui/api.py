@@ -33,7 +33,7 @@ from core.view.options import CORPORA, LIMITS, MAX_QUERY, Refused, choice, whole
 from core.view.state import View
 from ui import render
 from ui.admission import UNKNOWN, Busy, visitor_of, work_of
-from ui.route import JOBS, OFFLOAD, Live
+from ui.route import JOBS, OFFLOAD, Live, link_shown
 
 CONCURRENT = 16  # API calls gradio runs at once: each waits for its turn in the app's lines, not a thread
 QUEUED = 256  # API calls gradio holds in its queue at most; past it a call is refused at once
@@ -51,11 +51,7 @@ def opened(live: Live, link: share.Link) -> tuple[Tab, tuple[str, ...]]:
                             whole=True)
         return (*notes, *said)
 
-    try:
-        return tab, show(link.view, link.notes)
-    except Refused as error:
-        return tab, show(View(), (*link.notes, f"The link's view could not be opened ({error}); showing the default "
-                                               "view."))
+    return tab, link_shown(link, View(), show)
 
 
 def answer_of(tab: Tab, notes: tuple[str, ...], page) -> dict:

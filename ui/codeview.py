@@ -59,12 +59,12 @@ DOWNLOAD_JS = f"(code) => {{ const name = {json.dumps(FILE_NAME)};" + """
 def layout(page) -> None:
     with gr.Tab(VIEWS["code"], id="code", elem_id="tab-code") as page.view_tabs["code"], \
             ondemand.content(page, page.view_tabs["code"], "shown", "code"):
-        gr.Markdown(INTRO)
+        ondemand.unnamed(gr.Markdown(INTRO))
         with gr.Row():
             page.code_copy = gr.Button("Copy", size="sm", elem_id="code-copy", scale=0, min_width=90)
             page.code_download = gr.Button("Download .py", size="sm", elem_id="code-download", scale=0,
                                            min_width=140)
-            gr.HTML('<p id="code-status" role="status" aria-live="polite"></p>', padding=False)
+            ondemand.unnamed(gr.HTML('<p id="code-status" role="status" aria-live="polite"></p>', padding=False))
         page.code = gr.Code(language="python", interactive=False, show_label=False, elem_id="code-view", lines=20,
                             max_lines=40, buttons=[])
 

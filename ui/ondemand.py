@@ -25,6 +25,7 @@ from core.view.state import View
 
 VISIBLE = json.dumps({"__type__": "update", "visible": True})
 _LATER: dict[int, list] = {}  # id(page) -> [(opener, shown, field, key)]: what each opener shows
+_UNNAMED: list[gr.Component] = []  # static components of the content being built (`unnamed`)
 
 
 @contextlib.contextmanager
@@ -35,23 +36,33 @@ def content(page, opener, field: str | None = None, key: str | None = None) -> I
     shown = (field == "panel" and key == View().panel) or (field == "shown" and key == View().shown)
     if field is None:
         shown = opener.open is True
+    before, unnamed = set(map(id, components_of(page))), len(_UNNAMED)
     with gr.Column(visible=shown) as column:
         yield column
-    later = [] if shown else [column, *built_visible(column)]
+    built = [*(component for component in components_of(page) if id(component) not in before), *_UNNAMED[unnamed:]]
+    del _UNNAMED[unnamed:]  # an outer content does not take them again
+    later = [] if shown else [column, *(component for component in built if component.visible is True)]
     for component in later:
         component.visible = False
     _LATER.setdefault(id(page), []).append((opener, later, field, key))
 
 
-def built_visible(block) -> list:
-    """The components inside `block` built visible (not those the server shows and hides, built
-    invisible, nor those of an inner `content`, shown by their own opener), layouts looked into."""
+def unnamed(component: gr.Component) -> gr.Component:
+    """A component of a tab's content the page does not name (static text), drawn when the tab
+    opens as the named ones are: built visible, its type's code would load with the page."""
+    _UNNAMED.append(component)
+    return component
+
+
+def components_of(page) -> list[gr.Component]:
+    """The page's components, as its slots hold them (a component in a tab's content is one the page
+    names: built visible, it is hidden with the tab's column; one an inner `content` holds is hidden
+    by it already, and the server's own shown or hidden ones are built invisible)."""
     found = []
-    for child in block.children:
-        if isinstance(child, gr.Component):
-            found += [child] if child.visible is True else []
-        elif isinstance(child, gr.blocks.BlockContext):
-            found += built_visible(child)
+    for name in type(page).__slots__:
+        value = getattr(page, name, None)
+        found += [each for each in (value.values() if isinstance(value, dict) else [value])
+                  if isinstance(each, gr.Component)]
     return found
 
 
@@ -67,4 +78,4 @@ def defer(page) -> None:
                          outputs=later)
 
 
-__all__ = ["content", "defer"]
+__all__ = ["content", "defer", "unnamed"]

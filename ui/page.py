@@ -16,6 +16,7 @@ import os
 
 import gradio as gr
 from starlette.middleware import Middleware
+from starlette.requests import ClientDisconnect
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from core.drawing.captions import markdown
@@ -38,7 +39,7 @@ from ui import (
 )
 from ui.assets import ASSETS, PlotlyScript, head
 from ui.files import Uploads
-from ui.route import OFFLOAD, Live
+from ui.route import OFFLOAD, Live, left_mid_body
 
 INTRO = """\
 # Embedding Explorer
@@ -279,7 +280,8 @@ def launch_options(demo: gr.Blocks) -> dict:
         "head": head(),
         "show_error": False,  # users see the sentences we write, never stack traces
         "max_file_size": 0,  # the page uploads through its own route; gradio's takes nothing
-        "app_kwargs": {"routes": routes, "middleware": middleware},
+        "app_kwargs": {"routes": routes, "middleware": middleware,
+                       "exception_handlers": {ClientDisconnect: left_mid_body}},
     }
 
 

@@ -19,18 +19,20 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import math
 import secrets
 import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import anyio
 import orjson
 import pydantic
 from sse_starlette import EventSourceResponse
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
@@ -65,6 +67,7 @@ TABLE_FIELDS = frozenset(name for name in SETTABLE if TABLES in FIELDS[name].red
 JOBS = Jobs(workers=1)  # heavy work shared fairly between tabs (core/serving/jobs.py)
 OFFLOAD = Offload(budget=BUDGET)  # heavy work's process: what a call copies to it is reserved in the budget
 LARGE_TABLE_BYTES = 16 * 2**20  # a random layer larger than this is built in the heavy pool
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -474,10 +477,7 @@ class Live:
             return self.applied(tab, channel, lambda _: view, tables=lambda session: session.restart(), whole=True,
                                 notes=notes, key=key)
 
-        try:
-            return show(link.view.seen_as(on), link.notes)
-        except Refused as error:
-            return show(on, (*link.notes, f"The link's view could not be opened ({error}); showing the default view."))
+        return link_shown(link, on, show)
 
     def channel_of(self, key: object) -> tuple[Tab, Channel]:
         """The tab and channel a page's key names (`Refused` for any other key)."""
@@ -499,6 +499,15 @@ class Live:
                                             option=orjson.OPT_SERIALIZE_NUMPY).decode()}
         finally:
             await steps.aclose()
+
+
+def link_shown(link: share.Link, on: View, show: Callable[[View, tuple[str, ...]], T]) -> T:
+    """`show(view, notes)` of the link's view on `on`'s screen, or of `on` with a note saying why
+    the link's view could not be had: a link never leaves a page without a view."""
+    try:
+        return show(link.view.seen_as(on), link.notes)
+    except Refused as error:
+        return show(on, (*link.notes, f"The link's view could not be opened ({error}); showing the default view."))
 
 
 class Malformed(str):
@@ -525,13 +534,16 @@ def read(sent: object) -> tuple[str, dict]:
 
 def json_kind(value: object) -> str:
     """What JSON calls a value of this type."""
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "text"
-    if isinstance(value, bool):
-        return "true or false"
-    return "null" if value is None else "a number"
+    kinds = {list: "an array", str: "text", bool: "true or false", type(None): "null"}
+    return kinds.get(type(value), "a number")
+
+
+async def left_mid_body(request: Request, _: ClientDisconnect) -> Response:
+    """A client that left while its request's body was read (any route): one line in the log, not
+    a traceback, and nothing computed for it."""
+    logging.getLogger(__name__).warning("%s %s: the client left before its body was read", request.method,
+                                        request.url.path)
+    return Response(status_code=499)
 
 
 def answer_of(answer: dict, status: int = 200, headers: dict | None = None) -> Response:

@@ -18,11 +18,11 @@ from ui.assets import chart
 def layout(page) -> None:
     with gr.Tab(VIEWS["positions"], id="positions", elem_id="tab-positions") as page.view_tabs["positions"], \
             ondemand.content(page, page.view_tabs["positions"], "shown", "positions"):
-        gr.Markdown(
+        ondemand.unnamed(gr.Markdown(
             "Position vectors 0, 1, 2, … joined in order, each table in its own PCA plane: this table's positions "
             "beside fixed sinusoidal ones. Below, a word that occurs twice: the cosine of its two **output** "
             "vectors — same word, different positions."
-        )
+        ))
         page.positions_plot = chart("positions-plot")
         page.repeated = gr.Dataframe(headers=["token", "positions", "cosine of outputs"], interactive=False,
                                      label="Same word, different positions", elem_id="repeated-table",
@@ -33,14 +33,15 @@ def layout(page) -> None:
         page.layernorm_info = gr.Markdown(elem_id="layernorm-info")
     with gr.Tab(VIEWS["similarity"], id="similarity", elem_id="tab-similarity") as page.view_tabs["similarity"], \
             ondemand.content(page, page.view_tabs["similarity"], "shown", "similarity"):
-        gr.Markdown("Cosine similarity of every pair of **output** vectors: what the next layer starts from.")
+        ondemand.unnamed(gr.Markdown("Cosine similarity of every pair of **output** vectors: what the next layer "
+                                     "starts from."))
         page.similarity_plot = chart("similarity-plot")
     with gr.Tab(VIEWS["listing"], id="listing", elem_id="tab-listing") as page.view_tabs["listing"], \
             ondemand.content(page, page.view_tabs["listing"], "shown", "listing"):
-        gr.Markdown(
+        ondemand.unnamed(gr.Markdown(
             "The first document's test, run exactly: `Embedding(vocab_size=10, d_model=2, maxlen=512, "
             "n_segments=2)` on a batch of 2 sequences of 3 random ids and segments."
-        )
+        ))
         with gr.Row():
             low, high = LIMITS["seed"]
             page.listing_seed = gr.Number(0, label="Seed", precision=0, minimum=low, maximum=high,
@@ -53,7 +54,7 @@ def layout(page) -> None:
         page.listing_plot = chart("listing-plot")
     with gr.Tab(VIEWS["lookup"], id="lookup", elem_id="tab-lookup") as page.view_tabs["lookup"], \
             ondemand.content(page, page.view_tabs["lookup"], "shown", "lookup"):
-        gr.Markdown("The second document, *nn.Embedding is a lookup table*, step by step.")
+        ondemand.unnamed(gr.Markdown("The second document, *nn.Embedding is a lookup table*, step by step."))
         with gr.Row():
             page.lookup_sentence = gr.Textbox(DOCUMENT_SENTENCE, label="Sentence", scale=3, elem_id="lookup-sentence",
                                               max_length=MAX_TEXT)

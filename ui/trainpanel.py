@@ -44,7 +44,7 @@ FAULT = "Training failed on the server because of a fault, which its log keeps; 
 def layout(page) -> None:
     with gr.Tab(PANELS["train"], id="train", elem_id="tab-train") as page.panel_tabs["train"], \
             ondemand.content(page, page.panel_tabs["train"], "panel", "train"):
-        gr.Markdown("**Freeze** a table to keep it out of training:")
+        ondemand.unnamed(gr.Markdown("**Freeze** a table to keep it out of training:"))
         for row in (PARTS[:2], PARTS[2:]):  # two by two: the labels fit
             with gr.Row():
                 for part in row:
