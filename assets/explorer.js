@@ -303,7 +303,7 @@
     }
   }
 
-  // the direct path. A change the person makes (a key, a click, a tab) goes at once while one call
+  // the page's route. A change the person makes (a key, a click, a tab) goes at once while one call
   // is on its way: if that call still waits for its turn, the server merges the change into it
   // and answers {merged: true}, and the waiting call's answer shows both (ui/route.py). At most
   // two calls are on their way (one computing, one waiting); what is made meanwhile is merged

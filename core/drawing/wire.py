@@ -122,7 +122,7 @@ def expand(figure: dict) -> dict:
     """A compact figure (``embedding_spec(compact=True)``, as JSON) made whole again.
 
     The page's script does the same in the browser (assets/explorer.js, ``expand``); this is
-    its twin for anyone reading ``/embed``'s plot through the API, and the tests' reference.
+    its twin on the server: the public API (ui/api.py) reads the page's plot with it, and so do the tests.
     A figure without shared columns is returned unchanged.
 
     A trace that reads the columns is marked ``meta: {"columns": group}`` and sends only what

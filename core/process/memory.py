@@ -45,7 +45,7 @@ TAB_STATE_BYTES = 384 * 2**10
 # --quick` prints it), so counted tables may fill the rest, and RSS stays within the budget
 UNCOUNTED = 0.06
 # the part of the budget (one in ANSWERS) kept for answers waiting to be read by their pages
-# (ui/visitors.py counts them, an address at most ANSWER_BYTES): tables fill the rest, so a budget
+# (ui/admission.py counts them, an address at most ANSWER_BYTES): tables fill the rest, so a budget
 # full of tables leaves a keystroke's answer its room, and unread answers cannot crowd out tables
 ANSWERS = 16
 
@@ -101,7 +101,7 @@ class Budget:
 
     @property
     def answer_limit(self) -> int:
-        """What answers waiting to be read may hold, every visitor's together (ui/visitors.py)."""
+        """What answers waiting to be read may hold, every visitor's together (ui/admission.py)."""
         return self.limit // ANSWERS
 
     @classmethod

@@ -104,11 +104,11 @@ MAX_CORPUS_CHARS = 100_000  # the whole text, before it is split into sentences
 MAX_SENTENCES = 2_000
 MAX_SENTENCE_CHARS = 500  # about a paragraph: a pair of them fits the 512 positions of BERT's table
 
-# what may wait for the server at once, on every line together: gradio's queue (ui/admission.py),
-# the page's own route and a class's (ui/direct.py, ui/classroutes.py), one account per visitor
-# (ui/visitors.py). A call's work is counted in short updates: 1, plus 1 per WORK_BYTES bytes of its
-# body (two sentences at MAX_TEXT: about 21), since an update's cost grows with its text up to the
-# table's positions, and a body's size is known before it is read
+# what may wait for the server at once, on every line together: the page's route (ui/route.py), on
+# whose lines a class's routes, a link's script and the public API take their turns too, one account
+# per visitor (ui/admission.py). A call's work is counted in short updates: 1, plus 1 per WORK_BYTES
+# bytes of its body (two sentences at MAX_TEXT: about 21), since an update's cost grows with its text
+# up to the table's positions, and a body's size is known before it is read
 WORK_BYTES = 1_000
 # calls waiting, every visitor together: past it, a call from an address that has its share of
 # them already is told "try again in a minute" (an address with less is still taken)
