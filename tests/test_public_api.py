@@ -157,5 +157,5 @@ def test_a_hostile_links_fields_become_notes_naming_what_is_allowed(api):
     assert "Ignored d=99999: d_model is 99,999; allowed values are 1 to 1,024." in notes, notes
     assert "Ignored basis=upside-down" in notes and "allowed: sentence" in notes, notes
     assert "Ignored token=x" in notes, notes
-    assert [row[0] for row in answer["tokens"]] == ["[CLS]", "the", "king", "[SEP]"]
+    assert [row[0] for row in answer["tokens"]][:4] == ["[CLS]", "the", "king", "[SEP]"]  # and the default B
     assert answer["points"]["token"]
