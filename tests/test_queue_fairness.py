@@ -210,7 +210,8 @@ def test_a_pages_keystrokes_join_its_call_still_waiting_and_its_work_is_never_me
         links = []
         for host in ("http://one.example/", "http://two.example/"):
             links.append(pool.submit(post, app_url, page.key, {"link": host}, STUDENT))
-            until(lambda n=len(links): len(work) == n, "the links asked for")
+            asked = len(links)
+            until(lambda n=asked: len(work) == n, "the links asked for")
     for host, link in zip(("http://one.example/", "http://two.example/"), links, strict=True):
         assert outputs(link.result(WAIT).json()["values"]).value("share-link").startswith(f"{host}?")
 

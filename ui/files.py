@@ -3,7 +3,7 @@
 
 An upload's body is the file itself, its page's key in a header (never in an address a proxy
 logs): it is written to a temporary file as it streams in, refused past `UploadLimits.max_bytes`
-while it streams (the door refused a larger Content-Length already), read by the tables'
+while it streams (a larger Content-Length before a byte is read), read by the tables'
 readers (`core.tables.uploads`, in the heavy pool) and deleted at once, read or refused. Nothing
 waits on disk for a sweep.
 
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
@@ -37,6 +37,7 @@ from ui.admission import visitor_of_request, work_of
 
 LIFETIME = 120.0  # seconds a download link may be used: time to click it, not to bookmark it
 GONE = "This download link has expired or was never issued: a link lasts two minutes. Export again from the View tab."
+MAX_NAME = 60  # characters of an uploaded file's name kept (at most 240 bytes: a name the disk takes)
 ROOT = Path(tempfile.gettempdir()) / f"embedding-explorer-{os.getpid()}"  # this process's exports and uploads
 
 
@@ -108,6 +109,16 @@ def links_html(links: Iterable[tuple[str, str]]) -> str:
     return f'<ul class="export-links">{items}</ul>' if items else ""
 
 
+def file_name(sent: str) -> str:
+    """The name the page sent for a file (URL-encoded) as a plain file name in its upload's own
+    folder: its last part, printable characters only, at most `MAX_NAME` of them (its ending
+    kept, which names the format); "upload" when nothing of it is left."""
+    name = "".join(char for char in Path(unquote(sent)).name if char.isprintable())
+    if name in ("", ".", ".."):
+        return "upload"
+    return name if len(name) <= MAX_NAME else name[:MAX_NAME // 2] + name[-(MAX_NAME // 2):]
+
+
 class Uploads:
     """`POST explorer/upload`: the body is the file; `X-Explorer-Key` names the page and
     `X-File-Name` the file (URL-encoded). `take(tab, path)` reads it for the page's tab and
@@ -118,14 +129,20 @@ class Uploads:
 
     def route(self) -> Route:
         async def upload(request: Request) -> Response:
-            return await self.live.guarded(lambda: self.received(request))
+            try:
+                return await self.live.guarded(lambda: self.received(request))
+            except ClientDisconnect:
+                return Response(status_code=499)  # the page left mid-file: nobody reads an answer (its file is gone)
 
         return Route("/explorer/upload", upload, methods=["POST"])
 
     async def received(self, request: Request) -> dict:
         """The file streamed to disk, then taken in, in the page's turn of heavy work; deleted either way."""
         tab, channel = self.live.channel_of(request.headers.get("x-explorer-key"))
-        name = Path(unquote(request.headers.get("x-file-name", "")[:512])).name or "upload"
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.limit:  # refused before a byte of it is read
+            raise Refused(f"A table file is at most {self.limit / 2**20:,.0f} MB; this one is larger.")
+        name = file_name(request.headers.get("x-file-name", ""))
         folder = ROOT / "uploads" / secrets.token_hex(8)
         folder.mkdir(parents=True)
         path, size = folder / name, 0
