@@ -1,4 +1,4 @@
-"""The lines every call waits in, bounded and fair across visitors (`ui.admission`: `Turns`, `FairClock`).
+"""The lines every call waits in, bounded and fair across visitors (`ui.admission.Turns`).
 
 Every call — a keystroke, a table change, the page's work, an API call — waits in one of the
 page's route's lanes (`ui.route.Live.lanes`), each a `Turns`: served in fair turns across
@@ -210,7 +210,8 @@ def test_a_pages_keystrokes_join_its_call_still_waiting_and_its_work_is_never_me
         links = []
         for host in ("http://one.example/", "http://two.example/"):
             links.append(pool.submit(post, app_url, page.key, {"link": host}, STUDENT))
-            until(lambda n=len(links): len(work) == n, "the links asked for")
+            asked = len(links)
+            until(lambda asked=asked: len(work) == asked, "the links asked for")
     for host, link in zip(("http://one.example/", "http://two.example/"), links, strict=True):
         assert outputs(link.result(WAIT).json()["values"]).value("share-link").startswith(f"{host}?")
 

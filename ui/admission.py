@@ -1,9 +1,7 @@
 """Every visitor's share of the server: one account per client address, one door in front of every route.
 
-Calls wait in lines (`Turns`) served in fair turns across addresses, weighted by work (`FairClock`), so
-one address's many tabs cannot hold another student's keystrokes. `Visitors`, the one account, bounds
-what waits per tab, per address and in all, and counts unread answers. `Door` refuses a call no bound
-would let in before a route reads it; `Outbox` sends a large answer in pieces, dropped when unread.
+Calls wait in lines served in fair turns across addresses (`Turns`), bounded by one account
+(`Visitors`); `Door` refuses what no bound lets in before a route reads it; `Outbox` sends large answers.
 """
 
 from __future__ import annotations
@@ -28,7 +26,7 @@ from core.view.options import ADDRESS_WORK, ANSWER_BYTES, MAX_QUERY, SEND_SECOND
 UNKNOWN = "unknown"  # the address of a call whose client the server was not told
 PIECE = 256 * 2**10  # an answer larger than this goes in pieces of it, each once its reader took the last
 AGAIN_SECONDS = 1.0  # how often a line whose calls all wait for their answers to be read looks again
-# the routes whose calls wait in a line: the page's, a class's, the API's (gradio's queue) and a link's script
+# the routes whose calls wait in a line: the page's, a class's, the API's and a link's script
 ADMITTED = ("/explorer/", "/gradio_api/queue/join", "/gradio_api/call/")
 
 
@@ -59,17 +57,13 @@ def visitor_of_request(request) -> str:
 
 
 def work_of(size: int) -> float:
-    """A call's work in short updates: 1, plus 1 per `WORK_BYTES` of its body (its Content-Length,
-    so the door refuses a call past its address's share unread)."""
+    """A call's work in short updates: 1, plus 1 per `WORK_BYTES` of its body (known before reading it)."""
     return 1 + size / WORK_BYTES
 
 
 class Visitors:
-    """The account: what every address has waiting, on every line, and what it has not yet read.
-
-    Calls waiting are bounded per tab, per address in work and in all (`waiting` turns away only an
-    address holding its share of the line, so a flood never fills a bound that refuses others). The
-    numbers are attributes: a test lowers them on the launched app's instance instead of flooding."""
+    """The account: what every address has waiting, on every line, and what it has not yet read. `waiting`
+    turns away only an address holding its share of the line: a flood never fills a bound that refuses others."""
 
     def __init__(self, waiting: int = WAITING_CALLS, address_work: float = ADDRESS_WORK, per_tab: int = TAB_CALLS,
                  answer_bytes: int = ANSWER_BYTES, send_seconds: float = SEND_SECONDS, budget: Budget = BUDGET) -> None:
@@ -137,28 +131,6 @@ class Visitors:
 VISITORS = Visitors()  # the process's one account, shared by every door
 
 
-class FairClock:
-    """Start-time fair tags: a call of `work` starts at ``max(clock, its address's last finish)`` and
-    finishes `work` later; `clock` is the start of the call taken last."""
-
-    def __init__(self) -> None:
-        self.clock = 0.0
-        self.finish: dict[str, float] = {}  # address -> the finish of its latest call
-
-    def tag(self, address: str, work: float) -> tuple[float, float]:
-        start = max(self.clock, self.finish.get(address, self.clock))
-        self.finish[address] = start + work
-        return start, start + work
-
-    def took(self, start: float, waiting: int) -> None:
-        """The call that starts at `start` was taken, `waiting` are left: an empty line starts afresh."""
-        self.clock = max(self.clock, start)
-        if not waiting:
-            self.finish.clear()
-        elif len(self.finish) > 4 * waiting + 64:
-            self.finish = {address: f for address, f in self.finish.items() if f > self.clock}
-
-
 @dataclass(eq=False)
 class Turn:
     """One call's place in a line."""
@@ -176,21 +148,34 @@ def _place(turn: Turn) -> tuple[float, float, int]:
     return turn.start, turn.finish, turn.order
 
 
-class Turns(FairClock):
-    """A line served `slots` at a time in fair turns, waiting in the event loop (no thread held); a
-    call whose address has its share of answers unread is passed over (`Visitors.may_answer`)."""
+class Turns:
+    """A line served `slots` at a time in start-time fair turns (a call starts at ``max(clock, its address's
+    last finish)``), in the event loop; an address with its share of answers unread is passed over."""
 
     PASS = 2.0  # how much heavier another page's call of the same address must be for a call to pass it
 
     def __init__(self, visitors: Visitors = VISITORS, slots: int = 1) -> None:
-        super().__init__()
         self.visitors, self.slots = visitors, slots
-        self.running = 0
+        self.clock, self.running = 0.0, 0
+        self.finish: dict[str, float] = {}  # address -> the finish of its latest call
         self._line: list[Turn] = []
         self._order = itertools.count()
         self._again: asyncio.TimerHandle | None = None
         self.loop: asyncio.AbstractEventLoop | None = None  # the server's, once a call came
         visitors.lines.append(self)
+
+    def tag(self, address: str, work: float) -> tuple[float, float]:
+        start = max(self.clock, self.finish.get(address, self.clock))
+        self.finish[address] = start + work
+        return start, start + work
+
+    def took(self, start: float, waiting: int) -> None:
+        """The call that starts at `start` was taken, `waiting` are left: an empty line starts afresh."""
+        self.clock = max(self.clock, start)
+        if not waiting:
+            self.finish.clear()
+        elif len(self.finish) > 4 * waiting + 64:
+            self.finish = {address: f for address, f in self.finish.items() if f > self.clock}
 
     def waiting(self) -> list[Turn]:
         return list(self._line)
@@ -199,11 +184,8 @@ class Turns(FairClock):
         return len(self._line)
 
     def enter(self, address: str, tab: str | None, work: float) -> Turn:
-        """Join the line (in the event loop), or raise `Busy` past a bound of the account.
-
-        A call takes the turns of its address's latest waiting calls from other pages at least `PASS`
-        times heavier (a short update is not left behind a classmate's long calls); a page's own calls
-        are never passed."""
+        """Join the line, or `Busy`. A call takes the turns of its address's latest calls from other pages
+        `PASS` times heavier (not left behind a classmate's long calls); a page's own keep their order."""
         refusal = self.visitors.refusal(address, work, tab)
         if refusal is not None:
             raise self.visitors.refuse(refusal)
@@ -289,8 +271,7 @@ async def gone(receive) -> None:
 
 
 async def unless_gone(request, work: Callable[[], object]):
-    """`await work()`, cancelled (raising `Gone`) the moment the request's client goes: nothing is
-    computed for nobody."""
+    """`await work()`, cancelled (raising `Gone`) the moment the request's client goes."""
     task = asyncio.ensure_future(work())
     left = asyncio.ensure_future(gone(request.receive))
     try:
@@ -310,9 +291,8 @@ class Gone(Exception):
 
 
 class Door:
-    """ASGI middleware in front of every route: a call no bound would let in is refused unread (a
-    route would parse it, and gradio make a session, first), and the page's document is gzipped
-    (gradio compresses only paths with an extension); a query longer than any link is a 414."""
+    """ASGI middleware: a call no bound lets in is refused unread (a route would parse it first), the page's
+    document is gzipped (gradio does only paths with an extension), and too long a query is a 414."""
 
     def __init__(self, app, visitors: Visitors = VISITORS) -> None:
         self.app, self.visitors = app, visitors
@@ -347,9 +327,8 @@ class Unread(Exception):
 
 
 class Outbox:
-    """ASGI middleware: an answer larger than a `PIECE` goes a piece at a time, counted in its address's
-    account until sent; one whose reader takes nothing for `send_seconds` is dropped, so a page that
-    never reads cannot grow the server's write buffers."""
+    """ASGI middleware: a large answer goes a `PIECE` at a time, counted until sent, and is dropped when its
+    reader takes nothing for `send_seconds` (a page that never reads cannot grow the write buffers)."""
 
     def __init__(self, app, visitors: Visitors = VISITORS) -> None:
         self.app, self.visitors = app, visitors
