@@ -1,8 +1,6 @@
 """One browser tab's state on the server (`Tab`), and the store that keeps every visitor's (`Tabs`).
 
-Every change goes through `Tab.apply`, under the tab's lock: the new state is built and what the page
-needs computed before it is swapped in, so changes apply one after another and a failed one changes
-nothing. `TABS` is the process's store.
+Every change goes through `Tab.apply`, under the tab's lock, so a failed one changes nothing.
 """
 
 from __future__ import annotations
@@ -17,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from cachetools import LRUCache
+from cachetools import FIFOCache, LRUCache
 
 from core.plane.pipeline import fit_sentence_basis
 from core.process.memory import BUDGET, Budget, private
@@ -28,11 +26,10 @@ from core.view.state import View
 T = TypeVar("T")
 IDLE_SECONDS = 3600  # a tab unused this long is forgotten
 MAX_TABS = 5_000  # tabs kept at once; past it the longest-unused is forgotten first
-# new tabs one client address may open at once (a class behind one school address), then one more
-# every NEW_TAB_SECONDS; EXPLORER_NEW_TABS changes the first (the tests' one client opens thousands)
+# new tabs an address may open at once, then one every NEW_TAB_SECONDS (the tests raise it: one client)
 NEW_TABS = int(os.environ.get("EXPLORER_NEW_TABS", "200"))
 NEW_TAB_SECONDS = 2.0
-_ENDED_REMEMBERED = 20_000  # hashes of forgotten tabs, to tell "expired" from "new"
+_ENDED_REMEMBERED = 20_000  # names of forgotten tabs, to tell "expired" from "new"
 
 
 class Expired(Refused):
@@ -40,8 +37,7 @@ class Expired(Refused):
 
 
 def session_for(view: View, current: Session, *, whole: bool = False) -> Session:
-    """The session `view` asks for, reusing `current`'s tables (and training) where they agree;
-    `Refused` when it cannot be had. `whole`: a link, Back, a tour step or a lesson, not an edit."""
+    """The session `view` asks for, reusing `current`'s tables where they agree (`whole`: not an edit)."""
     new = current
     if view.tables() != current.tables():
         new = current.with_tables(view.source, view.settings, view.positions)
@@ -50,9 +46,8 @@ def session_for(view: View, current: Session, *, whole: bool = False) -> Session
     if view.basis != new.basis:
         plane = None
         if view.basis == "frozen":
-            # a frozen plane is the one the ticked groups show. Freezing with none ticked is refused,
-            # but unticking them all after is not, and the address then says so: a whole view cannot
-            # say which groups its plane was kept with, so it keeps the one every group spans
+            # the plane the ticked groups show; a whole view with none ticked (unticked after freezing)
+            # cannot say which groups it was kept with, so it keeps the one every group spans
             groups = view.groups or (COMPONENTS if whole else ())
             plane = fit_sentence_basis(new, view.sentence_a, view.sentence_b, groups)
         new = new.with_basis(view.basis, plane)
@@ -60,8 +55,7 @@ def session_for(view: View, current: Session, *, whole: bool = False) -> Session
 
 
 def follow(old: tuple[str, ...], new: tuple[str, ...], view: View) -> tuple[View, tuple[str, ...]]:
-    """The selected token and the flipped ones, moved to where their tokens went in `new` (aligned
-    as `diff` does: typing a word before "king" keeps "king" selected); one gone is let go, with a note."""
+    """The selected and flipped tokens, moved where they went in `new` (aligned as `diff` does), or let go."""
     if view.token is None and not view.flips:
         return view, ()
     if old == new:  # nothing moved: only what is past the end is let go
@@ -139,8 +133,7 @@ class Tab:
 
     @property
     def session(self) -> Session:
-        """The tab's session; a parked tab's is rebuilt from its view first (`Refused`, still parked,
-        when the memory budget cannot hold it again just now)."""
+        """The tab's session, a parked tab's rebuilt from its view (`Refused` when the budget has no room)."""
         if self._parked is None:
             return self._session
         with self.lock:
@@ -188,9 +181,8 @@ class Tab:
         tables: Callable[[Session], Session] | None = None,
         whole: bool = False,
     ) -> tuple[Change, T]:
-        """Change the view, compute what the page shows (`compute(step)`), then swap the new state in;
-        if anything raises, nothing is. `tables(session)` changes the tables beyond what the view
-        says (an upload, a training, a reset); a `whole` view's token positions are not followed."""
+        """Change the view, compute what the page shows, then swap the new state in (nothing if anything raises).
+        `tables(session)` changes the tables beyond the view (an upload, a training, a reset)."""
         with self.lock:
             view = change(self.view)
             if self.job is not None and (tables is not None or view.tables() != self.view.tables()):
@@ -213,17 +205,15 @@ class Tab:
 
 
 class Tabs:
-    """Every tab's `Tab` by an opaque name (the page's key), forgotten after `idle` seconds unused.
-
-    New tabs per address are rate-limited (`NewTabs`): nobody flushes a class out by opening
-    thousands. Given a `budget`, the store is what it counts and parks for room."""
+    """Every tab's `Tab` by an opaque name (the page's key), forgotten after `idle` seconds unused; new
+    tabs are rate-limited per address (`NewTabs`). Given a `budget`, the store is what it counts."""
 
     def __init__(self, idle: float = IDLE_SECONDS, limit: int = MAX_TABS,
                  clock: Callable[[], float] = time.monotonic, budget: Budget | None = None,
                  new_tabs: int = NEW_TABS, refill: float = NEW_TAB_SECONDS) -> None:
         self.idle, self.limit, self.clock = idle, limit, clock
         self._lives: OrderedDict[str, Tab] = OrderedDict()  # least recently used first
-        self._ended: OrderedDict[str, str] = OrderedDict()  # hash -> why it ended
+        self._ended: FIFOCache[str, str] = FIFOCache(_ENDED_REMEMBERED)  # name -> why it ended
         self._lock = threading.Lock()
         self.new_tabs = NewTabs(new_tabs, refill, clock)
         if budget is not None:
@@ -246,7 +236,7 @@ class Tabs:
             if key in self._ended and not fresh:
                 raise Expired(self._ended[key])
         self.new_tabs.take(address)
-        # outside the store's lock: its tables may need the memory budget, which reads the store
+        # outside the store's lock: the memory budget reads the store
         new = Tab(client=network_of(address) if address else None)
         with self._lock:
             tab = None if fresh else self._lives.get(key)
@@ -291,8 +281,6 @@ class Tabs:
                 break
             del self._lives[key]
             self._ended[key] = IDLE if idle else PUSHED_OUT.format(limit=self.limit)
-            if len(self._ended) > _ENDED_REMEMBERED:
-                self._ended.popitem(last=False)
 
 
 ENDED = ("This page's session has ended (unused for over an hour, let go to make room for others, or the "
@@ -314,8 +302,7 @@ class NewTabs:
         self._lock = threading.Lock()
 
     def take(self, address: str | None) -> None:
-        """Count one new tab for `address` (None: not known, as in-process calls; not counted),
-        or raise `Refused` saying when the next may come."""
+        """Count one new tab for `address` (None: not counted), or `Refused` saying when the next may come."""
         if not address:
             return
         client = network_of(address)
