@@ -1,4 +1,4 @@
-"""The lines every call waits in, bounded and fair across visitors (`ui.admission`: `Turns`, `FairClock`).
+"""The lines every call waits in, bounded and fair across visitors (`ui.admission.Turns`).
 
 Every call — a keystroke, a table change, the page's work, an API call — waits in one of the
 page's route's lanes (`ui.route.Live.lanes`), each a `Turns`: served in fair turns across

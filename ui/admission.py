@@ -1,13 +1,7 @@
 """Every visitor's share of the server: one account per client address, one door in front of every route.
 
-A call waits in a line (`Turns`): the page's route has three (keystrokes, table changes, the page's
-work), the class's routes and the API take turns on them too. `Visitors`, the one account every
-line reports to, bounds what may wait per tab, per address (in work: a call's size) and in all,
-and counts the answers each address has not yet read. `Door` (ASGI middleware, in front of every
-route) refuses a call no bound would let in before any route reads its body; `Outbox` sends a
-large answer a piece at a time and drops it when its reader takes nothing. Each line serves in
-fair turns across addresses, weighted by work (`FairClock`), so one address's many tabs cannot
-hold another student's keystrokes (bench/public_space.py measures it).
+Calls wait in lines served in fair turns across addresses (`Turns`), bounded by one account
+(`Visitors`); `Door` refuses what no bound lets in before a route reads it; `Outbox` sends large answers.
 """
 
 from __future__ import annotations
@@ -32,16 +26,8 @@ from core.view.options import ADDRESS_WORK, ANSWER_BYTES, MAX_QUERY, SEND_SECOND
 UNKNOWN = "unknown"  # the address of a call whose client the server was not told
 PIECE = 256 * 2**10  # an answer larger than this goes in pieces of it, each once its reader took the last
 AGAIN_SECONDS = 1.0  # how often a line whose calls all wait for their answers to be read looks again
-# the routes whose calls wait in a line: the page's, a class's, the API's (gradio's queue) and a link's script
+# the routes whose calls wait in a line: the page's, a class's, the API's and a link's script
 ADMITTED = ("/explorer/", "/gradio_api/queue/join", "/gradio_api/call/")
-
-
-class Waiting(NamedTuple):
-    """A call waiting in some line: who sent it and how much work it is."""
-
-    address: str
-    tab: str | None
-    work: float
 
 
 class Refusal(NamedTuple):
@@ -71,21 +57,13 @@ def visitor_of_request(request) -> str:
 
 
 def work_of(size: int) -> float:
-    """A call's work in short updates, from the bytes of its body: 1, plus 1 per `WORK_BYTES`.
-    Its size is what the door knows before reading it (Content-Length), so a call past its
-    address's share is refused unread; its text is most of it."""
+    """A call's work in short updates: 1, plus 1 per `WORK_BYTES` of its body (known before reading it)."""
     return 1 + size / WORK_BYTES
 
 
 class Visitors:
-    """The account: what every address has waiting, on every line, and what it has not yet read.
-
-    Its numbers are attributes, so a test can lower them on the launched app's instance instead
-    of sending a flood. Calls waiting are bounded per tab (`per_tab`), per address in work
-    (`address_work`) and in all (`waiting`, which turns away only an address holding its share
-    of the line already, so a flood never fills a bound that refuses others). An address holding
-    `answer_bytes` of unread answers (or everyone the budget's part for answers) has its next
-    call wait (`may_answer`)."""
+    """The account: what every address has waiting, on every line, and what it has not yet read. `waiting`
+    turns away only an address holding its share of the line: a flood never fills a bound that refuses others."""
 
     def __init__(self, waiting: int = WAITING_CALLS, address_work: float = ADDRESS_WORK, per_tab: int = TAB_CALLS,
                  answer_bytes: int = ANSWER_BYTES, send_seconds: float = SEND_SECONDS, budget: Budget = BUDGET) -> None:
@@ -97,7 +75,7 @@ class Visitors:
         self._lock = threading.Lock()
         self.refused: Counter[int] = Counter()  # HTTP status -> calls refused with it (for benchmarks)
 
-    def calls(self) -> list[Waiting]:
+    def calls(self) -> list[Turn]:
         """Every call waiting now, on every line."""
         return [call for line in self.lines for call in line.waiting()]
 
@@ -129,8 +107,7 @@ class Visitors:
             return self._unread[address] if address is not None else sum(self._unread.values())
 
     def may_answer(self, address: str) -> bool:
-        """Whether a call of `address` may be computed now: its pages have read their answers but
-        for less than its share, and everyone's unread answers fit the budget's part for them."""
+        """Whether a call of `address` may be computed now: its and everyone's unread answers fit their shares."""
         with self._lock:
             mine, everyone = self._unread[address], sum(self._unread.values())
         return mine < min(self.answer_bytes, self.answer_limit // ADDRESS_SHARE) and everyone < self.answer_limit
@@ -154,31 +131,6 @@ class Visitors:
 VISITORS = Visitors()  # the process's one account, shared by every door
 
 
-class FairClock:
-    """Start-time fair tags for one line's calls: a call of `work` from an address may start at
-    ``max(clock, the finish of that address's previous call)`` and finishes `work` later. The
-    line serves by start, then finish; `clock` is the start of the call taken last, and once the
-    line is empty every address starts afresh."""
-
-    def __init__(self) -> None:
-        self.clock = 0.0
-        self.finish: dict[str, float] = {}  # address -> the finish of its latest call
-
-    def tag(self, address: str, work: float) -> tuple[float, float]:
-        start = max(self.clock, self.finish.get(address, self.clock))
-        self.finish[address] = start + work
-        return start, start + work
-
-    def took(self, start: float, waiting: int) -> None:
-        """The call that starts at `start` was taken; `waiting` calls are left. Once many addresses
-        were seen, those whose turns have all come round are dropped."""
-        self.clock = max(self.clock, start)
-        if not waiting:
-            self.finish.clear()
-        elif len(self.finish) > 4 * waiting + 64:
-            self.finish = {address: f for address, f in self.finish.items() if f > self.clock}
-
-
 @dataclass(eq=False)
 class Turn:
     """One call's place in a line."""
@@ -196,36 +148,44 @@ def _place(turn: Turn) -> tuple[float, float, int]:
     return turn.start, turn.finish, turn.order
 
 
-class Turns(FairClock):
-    """A line of calls served `slots` at a time in fair turns across addresses, each waiting in the
-    event loop (no thread held). A call whose address has its share of answers unread is passed
-    over until they are read or dropped (`Visitors.may_answer`)."""
+class Turns:
+    """A line served `slots` at a time in start-time fair turns (a call starts at ``max(clock, its address's
+    last finish)``), in the event loop; an address with its share of answers unread is passed over."""
 
     PASS = 2.0  # how much heavier another page's call of the same address must be for a call to pass it
 
     def __init__(self, visitors: Visitors = VISITORS, slots: int = 1) -> None:
-        super().__init__()
         self.visitors, self.slots = visitors, slots
-        self.running = 0
+        self.clock, self.running = 0.0, 0
+        self.finish: dict[str, float] = {}  # address -> the finish of its latest call
         self._line: list[Turn] = []
         self._order = itertools.count()
         self._again: asyncio.TimerHandle | None = None
         self.loop: asyncio.AbstractEventLoop | None = None  # the server's, once a call came
         visitors.lines.append(self)
 
-    def waiting(self) -> list[Waiting]:
-        return [Waiting(turn.address, turn.tab, turn.work) for turn in self._line]
+    def tag(self, address: str, work: float) -> tuple[float, float]:
+        start = max(self.clock, self.finish.get(address, self.clock))
+        self.finish[address] = start + work
+        return start, start + work
+
+    def took(self, start: float, waiting: int) -> None:
+        """The call that starts at `start` was taken, `waiting` are left: an empty line starts afresh."""
+        self.clock = max(self.clock, start)
+        if not waiting:
+            self.finish.clear()
+        elif len(self.finish) > 4 * waiting + 64:
+            self.finish = {address: f for address, f in self.finish.items() if f > self.clock}
+
+    def waiting(self) -> list[Turn]:
+        return list(self._line)
 
     def __len__(self) -> int:
         return len(self._line)
 
     def enter(self, address: str, tab: str | None, work: float) -> Turn:
-        """Join the line (in the event loop), or raise `Busy` past a bound of the account.
-
-        Within one address (a class behind one school address), a call takes the turns of the
-        address's latest waiting calls from other pages that are at least `PASS` times heavier,
-        and they move back by its work: a short update is not left behind a classmate's long
-        calls. A page's own calls are never passed, so they keep their order."""
+        """Join the line, or `Busy`. A call takes the turns of its address's latest calls from other pages
+        `PASS` times heavier (not left behind a classmate's long calls); a page's own keep their order."""
         refusal = self.visitors.refusal(address, work, tab)
         if refusal is not None:
             raise self.visitors.refuse(refusal)
@@ -251,8 +211,7 @@ class Turns(FairClock):
 
     @contextlib.asynccontextmanager
     async def taken(self, turn: Turn) -> AsyncIterator[None]:
-        """Wait for `turn` (from `enter`), then hold it for the block; cancelled (its client
-        went), it leaves the line, or gives its turn back."""
+        """Wait for `turn`, then hold it for the block; cancelled, it leaves the line or gives its turn back."""
         try:
             await turn.granted
         except BaseException:
@@ -312,8 +271,7 @@ async def gone(receive) -> None:
 
 
 async def unless_gone(request, work: Callable[[], object]):
-    """`await work()`, cancelled the moment the request's client goes: a call whose reader left
-    is dropped where it waits, before anything is computed for nobody. Raises `Gone` then."""
+    """`await work()`, cancelled (raising `Gone`) the moment the request's client goes."""
     task = asyncio.ensure_future(work())
     left = asyncio.ensure_future(gone(request.receive))
     try:
@@ -333,16 +291,8 @@ class Gone(Exception):
 
 
 class Door:
-    """ASGI middleware, in front of every route: a call that no bound would let in is refused
-    before any route reads it, and the page itself is sent compressed.
-
-    A route reads and parses its body (gradio's also makes a session for an API call), so a
-    flood refused only there still costs all of that per call. Here a call is asked of the
-    account by its address and its work (its size: Content-Length), and past a bound answered at
-    once, unread. The page's document carries its whole configuration and gradio compresses only
-    paths with a file extension, so the document is gzipped here (a keystroke's answer is not
-    worth the CPU); a page asked for with a query longer than any link the page writes is
-    answered 414 with a sentence."""
+    """ASGI middleware: a call no bound lets in is refused unread (a route would parse it first), the page's
+    document is gzipped (gradio does only paths with an extension), and too long a query is a 414."""
 
     def __init__(self, app, visitors: Visitors = VISITORS) -> None:
         self.app, self.visitors = app, visitors
@@ -377,11 +327,8 @@ class Unread(Exception):
 
 
 class Outbox:
-    """ASGI middleware: an answer larger than a `PIECE` is sent a piece at a time, each once the
-    connection took the last, and counted in its address's account until its last piece is
-    gone. A reader that takes nothing for `send_seconds` has its answer dropped and its
-    connection closed: a page that never reads cannot grow the server's write buffers, and its
-    address's next call waits meanwhile (`Visitors.may_answer`)."""
+    """ASGI middleware: a large answer goes a `PIECE` at a time, counted until sent, and is dropped when its
+    reader takes nothing for `send_seconds` (a page that never reads cannot grow the write buffers)."""
 
     def __init__(self, app, visitors: Visitors = VISITORS) -> None:
         self.app, self.visitors = app, visitors

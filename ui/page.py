@@ -1,12 +1,7 @@
 """The whole page: its panels laid out, its widgets wired to the page's route, and how it launches.
 
-Each panel lives in its own module (`ui.plane`, `ui.sideviews`, `ui.codeview`, `ui.tourpanel`,
-`ui.viewpanel`, `ui.tablespanel`, `ui.trainpanel`) with a `layout(page)` that adds its
-components to the `Page` and, where it has buttons or work, a `wire(page)`. A view field's
-widget is wired here, once, from the field's declaration (`wire`): the page sends its value over
-the page's route (`ui.route`), which is the page's only way in and out. gradio builds and
-serves the page and the public API's few functions (`ui.api`); no event of the page goes
-through gradio's queue.
+Each panel module has a `layout(page)` and a `wire(page)`; view fields' widgets are wired here, from
+their declarations, to the page's route (`ui.route`), its only way in and out.
 """
 
 from __future__ import annotations
@@ -50,8 +45,7 @@ one 2-D plane (PCA). Hover a point for its numbers; click a point to select its 
 opens on **a seeded random layer: its vectors mean nothing yet** (Tables → BERT for trained ones).
 """
 
-# the type is the visitor's own system faces, not web fonts: four fewer downloads before the
-# page reads well, and the same face on every screen of a class as its laptops have it
+# the visitor's own system faces, not web fonts: four fewer downloads before the page reads well
 SYSTEM_FONTS = ["system-ui", "-apple-system", "Segoe UI", "Roboto", "Helvetica Neue", "Arial", "sans-serif"]
 SYSTEM_MONO = ["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "Liberation Mono", "monospace"]
 # how a widget's value becomes its field's, where it is not the value itself (JS, `value` in hand)
@@ -60,17 +54,13 @@ SENT_AS = {
     "token": f"value === {json.dumps(render.NO_TOKEN)} ? null : value",  # the picker's "none"
     "frozen": f"{json.dumps(list(PARTS))}.filter((_, i) => values[i])",  # a box per part, ticked or not
 }
-# the page's script sends the sentences itself, on every key (assets/explorer.js), and a tab's
-# opening (ui/ondemand.py); a tour step's text is not an input
+# the page's script sends the sentences and open tabs itself; a tour step's text is no input
 NOT_WIRED = ("sentence_a", "sentence_b", "shown", "panel", "step")
 
 
 class Page:
-    """The page's components by name; panels add theirs in `layout` and find others' here.
-
-    Every component is declared below, under the module that makes it, and nothing else can be
-    set (`__slots__`): a misspelt name fails where it is set, not as a widget never written. A
-    view field's widget is named by its declaration in `core.view.state.View`."""
+    """The page's components by name, each declared under the module that makes it; `__slots__`, so a
+    misspelt name fails where it is set, not as a widget never written."""
 
     # the page (build_demo)
     controls: gr.Tabs  # the control column's tabs: Tour, View, Tables, Train
@@ -192,8 +182,7 @@ class Page:
 
 
 def wire(page: Page) -> None:
-    """Every view field's widget sends its value over the page's route when the person sets it:
-    derived from the fields' declarations, so a new field is one declaration and one widget."""
+    """Every view field's widget sends its value over the page's route when the person sets it."""
     for name, declared in FIELDS.items():
         if declared.widget is None or name in NOT_WIRED:
             continue
@@ -205,10 +194,7 @@ def wire(page: Page) -> None:
 
 
 def hand_over(page: Page) -> None:
-    """The hand-over: an event of the main plot that runs in the browser alone, whose outputs are
-    every gradio widget an answer may write, and whose script returns the values an answer brought
-    for them, looked up by element id (assets/explorer.js `handOver`; undefined for the rest, which
-    gradio leaves as they are). Gradio sets them as it sets any event's outputs."""
+    """A browser-only event whose outputs are the gradio widgets an answer writes (explorer.js `handOver`)."""
     written = set(page.written)
     widgets = [component for component in page.live.by_id.values()
                if component not in written and not isinstance(component, gr.Button | gr.HTML | gr.Tab)]
@@ -217,8 +203,7 @@ def hand_over(page: Page) -> None:
 
 
 def trigger(widget):
-    """The event that says a person set `widget`: a slider when it is let go, a text when it
-    changed (typed, pasted or filled in), anything else at its input."""
+    """The event that says a person set `widget`: a slider let go, a text changed, else its input."""
     if isinstance(widget, gr.Slider):
         return widget.release
     return widget.change if isinstance(widget, gr.Textbox) else widget.input
@@ -251,16 +236,14 @@ def build_demo() -> gr.Blocks:
         ondemand.defer(page)  # a tab's components are drawn when it is first opened
         hand_over(page)
         api.declare(page)
-    # the API's calls take their turns in the app's own lines (ui/admission.py); gradio's queue
-    # only bounds how many it holds
+    # the API's calls take turns in the app's lines (ui/admission.py); gradio's queue only bounds them
     demo.queue(default_concurrency_limit=api.CONCURRENT, max_size=api.QUEUED)
     demo.explorer = page  # tests and benchmarks reach the page's route and components here
     return demo
 
 
 def launch_options(demo: gr.Blocks) -> dict:
-    """What `launch` is given, by `python app.py` and by the tests alike: the page's own routes
-    and middleware (plain Starlette) beside gradio's, the theme, the page's scripts and style."""
+    """What `launch` is given (by app.py and the tests alike): the page's own routes and middleware."""
     page: Page = demo.explorer
     classes = classroutes.ClassRoutes(page)
     routes = [page.live.route(), *classes.routes(), api.route(page.live), page.downloads.route(),
@@ -284,5 +267,3 @@ def launch_options(demo: gr.Blocks) -> dict:
                        "exception_handlers": {ClientDisconnect: left_mid_body}},
     }
 
-
-__all__ = ["Page", "build_demo", "launch_options"]

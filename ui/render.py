@@ -1,15 +1,7 @@
 """The page drawn from a `View`: which widgets and outputs an applied change rewrites.
 
-`outputs(page, step)` is the only place that decides what the page shows after a change:
-every field of the view has one widget writer (`fields`), and every computed output (the
-plane, the side view, the tables' summary, the background, the documents) is redrawn only
-when a field it depends on changed. Which widget shows a field and what its change redraws
-are the field's declaration (`core.view.state.View`, `core.view.fields`), not lists kept here. A link, a
-tour step and a keystroke all pass here, so they cannot render the same view two ways.
-
-Text that comes from a user or a link — sentences, tokens, notes quoting them, parameter
-names — is shown as plain text: `plain` escapes it before it meets Markdown, and notices are
-escaped HTML.
+`outputs(page, step)` alone decides it, from the fields' declarations, so no view renders two ways.
+Text from a user or a link is shown as plain text (escaped for Markdown and HTML).
 """
 
 from __future__ import annotations
@@ -48,32 +40,27 @@ NO_TOKEN = ""  # the token picker's value when no token is selected
 
 
 def notice(notes: Iterable[str], mark: str = "⚠️") -> str:
-    """The notice area's HTML: each note as escaped text on its own line ("" hides it), marked
-    as a warning, or (`mark="ℹ️"`) as what the page is told of work it asked for (a refit's result)."""
+    """The notice area's HTML: each note escaped on its own line, marked as a warning (or `mark`)."""
     return "".join(f"<p>{mark} {html.escape(note)}</p>" for note in notes if note)
 
 
-def plot(figure: dict) -> str:
-    """A chart as the page's script draws it (assets/explorer.js `chart`): the figure's JSON, made
-    straight from its dict (building a plotly Figure object costs more than the math)."""
-    return figure_json(figure)
-
-
 def token_choices(tokens: Iterable[str]) -> list[tuple[str, int | str]]:
-    """The picker's list: "none", then "position: token" for each token."""
-    # an explicit "none" entry: the picker ignores an update to None, so "" clears it
+    """The picker's list: "none" (the picker ignores None, so "" clears it), then "position: token"."""
     return [("none", NO_TOKEN), *((f"{i}: {token}", i) for i, token in enumerate(tokens))]
 
 
-def fields(page, view: View, names: Iterable[str], tokens: tuple[str, ...] = ()) -> dict:
-    """The widgets of these view fields (each field's declared `widget`), set to the view's values.
-
-    `tokens`: the view's tokens, for the token picker's list."""
+def _shown(names: Iterable[str]) -> set[str]:
+    """These fields with the others their widgets show (`_ALSO`), those that have a widget."""
     names = set(names)
     names |= {shown for name, shown in _ALSO.items() if name in names}
-    out: dict = {}
+    return {name for name in names if name in FIELDS and FIELDS[name].widget is not None}
+
+
+def fields(page, view: View, names: Iterable[str], tokens: tuple[str, ...] = ()) -> dict:
+    """The widgets of these view fields set to the view's values (`tokens`: the picker's list)."""
+    names, out = _shown(names), {}
     for name, declared in FIELDS.items():
-        if name not in names or declared.widget is None:
+        if name not in names:
             continue
         widget = getattr(page, declared.widget)
         if name in _WRITERS:
@@ -82,10 +69,6 @@ def fields(page, view: View, names: Iterable[str], tokens: tuple[str, ...] = ())
             value = getattr(view, name)
             out[widget] = list(value) if isinstance(value, tuple) else value  # gradio wants lists
     return out
-
-
-def _vocab_size(widget, view: View, tokens) -> dict:
-    return {widget: gr.update(value=view.vocab_size, visible=view.tokenizer == "word")}
 
 
 def _freezes(widgets: dict, view: View, tokens) -> dict:
@@ -101,7 +84,8 @@ def _token(widget, view: View, tokens) -> dict:
 
 # the widgets that show something other than their field's value as it is: (widget, view, tokens) -> writes
 _WRITERS = {
-    "vocab_size": _vocab_size,
+    "vocab_size": lambda widget, view, tokens: {
+        widget: gr.update(value=view.vocab_size, visible=view.tokenizer == "word")},
     "frozen": _freezes,
     "token": _token,
     "dims": lambda widget, view, tokens: {widget: view.dims == 3},
@@ -109,72 +93,46 @@ _WRITERS = {
     "panel": lambda widget, view, tokens: {widget: gr.update(selected=view.panel)},
     "step": lambda widget, view, tokens: {widget: tour_text(view.step)},
 }
-# a field whose value another field's widget shows as well: the vocabulary size is shown only for
-# the word tokenizer, and the position table's freeze is not a choice while the table is fixed
+# a field whose value another field's widget shows too (the vocabulary size, the position freeze)
 _ALSO = {"tokenizer": "vocab_size", "positions": "frozen"}
-# the Page attributes of the fields' widgets (ui.page.Page.everything), in the order an event's
-# API answer lists them: those that show their field's value as it is, then the others, each in
-# the View's order. A tuple, so every process lists the outputs alike (a set's order changes)
+
+
 def widgets_of(page, names: Iterable[str]) -> list:
     """The components that show these view fields (a field's widget may be several: the freezes)."""
-    names = set(names)
-    names |= {shown for name, shown in _ALSO.items() if name in names}
     found = []
-    for name in names:
-        declared = FIELDS.get(name)
-        if declared is None or declared.widget is None:
-            continue
-        widget = getattr(page, declared.widget)
+    for name in _shown(names):
+        widget = getattr(page, FIELDS[name].widget)
         found += list(widget.values()) if isinstance(widget, dict) else [widget]
     return found
-
-
-WIDGETS = tuple(dict.fromkeys(
-    [declared.widget for name, declared in FIELDS.items() if declared.widget and name not in _WRITERS]
-    + [declared.widget for name, declared in FIELDS.items() if declared.widget and name in _WRITERS]))
-
-
-def _redrawn(names: Iterable[str]) -> frozenset[str]:
-    """What a change of these fields draws again, as their declarations say (core.view.fields.REDRAWS)."""
-    return frozenset().union(*(FIELDS[name].redraws for name in names))
 
 
 def outputs(page, step: Change, *, asked: Iterable[str] = (), whole: bool = False, notes: Iterable[str] = (),
             listed: bool = True, key: str | None = None, answers: Answers | None = None,
             answered: bool = False) -> dict:
-    """Everything the page must redraw after `step`.
-
-    `listed`: whether the token picker may hold a list of tokens (see `ui.route.Channel.listed`).
-    `answers`: a class's words the plane shows (`answers_of`); `answered`: they differ from those
-    the page's plane shows now, so the plane is drawn again whatever else changed.
-    `key`: the page's key for its calls (`ui.route.Channel.key`), sent with the address
-    when the page opens."""
+    """Everything the page must redraw after `step`. `answers`: a class's words the plane shows, and
+    `answered`: they differ from those drawn; `key`: the page's key, sent with the address on opening."""
     view, session = step.view, step.session
     changed = set(view.differs(step.old_view))
-    redrawn = _redrawn(changed)
+    redrawn = frozenset().union(*(FIELDS[name].redraws for name in changed))  # as the fields declare
     write = set(FIELDS) if whole else (changed - set(asked)) | ({"token"} & set(asked))
     out = fields(page, view, write, step.tokens)
     if step.tokens != step.old_tokens and page.token not in out and (listed or view.token is not None):
-        # the picker never lists tokens that are gone: with a token selected it shows the new list
-        # (its entry's text is on screen), otherwise an empty one, filled when it is opened. An
-        # update of the picker's choices costs gradio a rebuilt component config (a few ms of a
-        # keystroke's CPU), so an empty picker is left as it is
+        # the picker never lists tokens that are gone: with a token selected, the new list; otherwise an
+        # empty one, filled when opened (new choices cost gradio a rebuilt config: an empty one is left)
         out[page.token] = gr.update(choices=token_choices(step.tokens if view.token is not None else ()))
     elif page.token not in out:  # its value, plainly: an update of the choices costs far more
         out[page.token] = NO_TOKEN if view.token is None else view.token
     if view.token is not None and (whole or step.old_view.token is None):
         out[page.neighbours] = gr.update(open=True)  # a token selected: its neighbours show
     tables = whole or step.tables_changed or TABLES in redrawn
-    # sentences that tokenize as before (a space typed, a space deleted) draw what is drawn: a
-    # class types a space every sixth key, and the plane is most of a keystroke's work
+    # sentences that tokenize as before (a space typed) keep the plane, most of a keystroke's work
     retyped = (changed <= {"sentence_a", "sentence_b"} and step.tokens == step.old_tokens
                and session is step.old_session and session.tokenizer is not None)
     redraw = (not retyped and PLANE in redrawn) or answered
     if whole or tables or redraw:
         out.update(plane(page, view, session, step.tokens, revision=step.revision, answers=answers,
                          typed=bool(changed) and changed <= TYPED))
-        # the side views not open are emptied (each is drawn when it is opened), so none shows
-        # another sentence's numbers when it opens
+        # the side views not open are emptied (drawn when opened): none shows another sentence's numbers
         out.update(dict.fromkeys(page.detail_outputs))
     if view.shown in DETAILS and (whole or tables or redraw or DETAIL in redrawn):
         out.update(detail(page, view, session, step.tokens))
@@ -188,8 +146,8 @@ def outputs(page, step: Change, *, asked: Iterable[str] = (), whole: bool = Fals
         out.update(listing(page, view))
     if view.shown == "lookup" and (whole or LOOKUP in redrawn):
         out.update(lookup(page, view))
-    if view.shown == "code" and (whole or tables or changed):  # a script of everything the view holds
-        out[page.code] = code_view(view, session)
+    if view.shown == "code" and (whole or tables or changed):  # a script of everything the tab holds
+        out[page.code] = script(recipe(view, session))
     if whole or changed or notes or step.notes:  # an echo of what the page already shows keeps the notice
         out[page.notice] = notice((*notes, *step.notes))
     if whole or changed:
@@ -197,16 +155,12 @@ def outputs(page, step: Change, *, asked: Iterable[str] = (), whole: bool = Fals
     return out
 
 
-# fields a person changes a character at a time (declared `typed`): the address bar rewrites one
-# history entry while they change, so Back goes to the view before the typing, not to each keystroke
+# fields changed a character at a time: their history entry is rewritten, so Back skips each keystroke
 TYPED = frozenset(name for name, declared in FIELDS.items() if declared.typed)
 
 
 def address(view: View, push: bool, key: str | None = None) -> str:
-    """What `#address` puts in the address bar (ui/tourpanel.py ADDRESS_JS): the view's query
-    string, as a new history entry when `push`. A view whose link is longer than MAX_QUERY
-    leaves the address at the last view that fit (a browser and gradio refuse far longer ones).
-    `key`, when the page opens: the page's key for its calls (`ui.route`)."""
+    """What `#address` puts in the address bar: the view's query (None past MAX_QUERY), pushed or not."""
     query, _ = to_query(view)
     sent = {"query": query if len(query) <= MAX_QUERY else None, "push": push}
     if key is not None:
@@ -219,19 +173,9 @@ REVISION = -1  # the revision a shared plane's figure is written with, replaced 
 
 def plane(page, view: View, session: Session, tokens: tuple[str, ...] | None = None, revision: int = 0, *,
           holds: bool = False, answers: Answers | None = None, typed: bool = False) -> dict:
-    """The main plot (in its compact form, which also carries the token table: `core.drawing.wire.expand`),
-    its summary, the neighbours, the search and the variance bar.
-
-    `tokens`: the view's tokens when the caller has them (an applied change has), so the
-    live path does not tokenize the sentences once more to find the flipped ones.
-    `revision`: the tab's change count (`core.serving.tabs.Change.revision`); the page's script draws
-    no figure older than the one it shows, whichever path brought it. A plane on shared tables
-    is drawn once for every tab (`core.drawing.shared`), with each tab's revision written into its JSON.
-    `holds`: a training's figure: the page keeps the axes it has (`hold_key`) for it and for
-    every later figure of the same view, so the frozen points stay where they were drawn.
-    `answers`: a class's words, drawn as the group "class" (`answers_of`); a class's pages that
-    show the same lesson and the same words share one drawing. `typed`: a keystroke's plane,
-    which no other page is about to show, is drawn without the cache (nor kept in it)."""
+    """The main plot (with the token table), its summary, neighbours, search and variance bar: drawn
+    once for the tabs on shared tables, each tab's `revision` written in. `holds`: a training's figure,
+    whose axes the page keeps (`hold_key`); `typed`: a keystroke's plane, drawn without the cache."""
     def draw() -> dict:
         return _plane(page, view, session, tokens, REVISION, answers)
 
@@ -241,8 +185,7 @@ def plane(page, view: View, session: Session, tokens: tuple[str, ...] | None = N
     return out
 
 
-# the view's fields that leave every point where it is: a figure that differs from the last only
-# in these keeps its axes while they are held (assets/explorer.js `held`)
+# the fields that leave every point where it is: a figure differing only in these keeps held axes
 STILL = frozenset({"token", "k", "labels", "arrows", "shift", "step", "frozen"})
 HOLDING = tuple(name for name, declared in FIELDS.items() if declared.redraws & {PLANE, TABLES, BACKGROUND}
                 and name not in STILL)
@@ -285,9 +228,7 @@ def _plane(page, view: View, session: Session, tokens: tuple[str, ...] | None, r
 
 
 def answers_of(member, view: View) -> Answers | None:
-    """The class's words a tab's plane shows: the round's drawn words, when the tab leads its
-    class or shows the lesson it follows, and the view shows the class's answers (`View.answers`);
-    None otherwise. Read from what this process knows of the round (no store call)."""
+    """The class's words a tab's plane shows, when it leads its class or shows its lesson; else None."""
     if member is None or not view.answers:
         return None
     if isinstance(member, Follower) and not member.following and lesson_of(view) != member.lesson:
@@ -306,8 +247,7 @@ def _search(view: View, session: Session, result: Exploration) -> SearchResult |
 
 
 def detail(page, view: View, session: Session, tokens: tuple[str, ...] | None = None) -> dict:
-    """The open side view, computed for the current sentences (once for every tab on the same
-    shared tables, `core.drawing.shared`)."""
+    """The open side view, computed once for every tab on the same shared tables."""
     return shared("detail", view, session, tokens, lambda: _detail(page, view, session, tokens))
 
 
@@ -317,40 +257,26 @@ def _detail(page, view: View, session: Session, tokens: tuple[str, ...] | None) 
     if view.shown == "positions":
         found = positions_detail(session, a, b, flipped, presenter=view.presenter)
         rows = [[r.token, f"{r.positions[0]} and {r.positions[1]}", round(r.cosine, 3)] for r in found.repeated]
-        return {page.positions_plot: plot(found.figure), page.repeated: rows}
+        return {page.positions_plot: figure_json(found.figure), page.repeated: rows}
     if view.shown == "layernorm":
         found = layernorm_detail(session, a, b, flipped, presenter=view.presenter, narrow=view.narrow)
-        return {page.layernorm_plot: plot(found.figure), page.layernorm_info: found.summary}
-    return {page.similarity_plot: plot(similarity_detail(session, a, b, flipped, presenter=view.presenter))}
+        return {page.layernorm_plot: figure_json(found.figure), page.layernorm_info: found.summary}
+    return {page.similarity_plot: figure_json(similarity_detail(session, a, b, flipped, presenter=view.presenter))}
 
 
 def background_json(view: View, session: Session) -> str:
-    """The vocabulary behind the tokens, as one trace's JSON for the page's script ("" = none).
-
-    Only a fixed plane can have a background: in the sentence's own plane every keystroke
-    would move all of its points, and the page would have to send them all again.
-    """
-    if not _behind(view, session):
+    """The vocabulary behind the tokens, as one trace's JSON ("" = none). Only a fixed plane has one:
+    in the sentence's own, every keystroke would move all its points, and the page resend them."""
+    if view.background <= 0 or session.basis == "sentence":
         return ""
 
-    def draw() -> str:
-        behind = _behind_tokens(view, session)
+    def draw() -> str:  # in the plane the sentence is drawn in
+        plane = (vocabulary_basis(session.source.model.tok_embed).projection if session.basis == "vocabulary"
+                 else session.frozen_basis)
+        behind = background(session.tokenizer, session.model.tok_embed, plane, view.background)
         return trace_json(background_trace(behind.points, behind.labels))
 
     return shared("background", view, session, None, draw)
-
-
-def _behind(view: View, session: Session) -> bool:
-    """Whether the page draws a background: only a fixed plane can have one (see background_json)."""
-    return view.background > 0 and session.basis != "sentence"
-
-
-def _behind_tokens(view: View, session: Session):
-    """The background the page draws (cached: core.plane.basis.background), in the untrained table's
-    plane, as core.plane.pipeline._plane draws the sentence in."""
-    plane = (vocabulary_basis(session.source.model.tok_embed).projection if session.basis == "vocabulary"
-             else session.frozen_basis)
-    return background(session.tokenizer, session.model.tok_embed, plane, view.background)
 
 
 def table_panels(page, session: Session) -> dict:
@@ -377,7 +303,7 @@ def training(page, session: Session) -> dict:
     result = session.training
     if result is None:
         return {page.losses: "", page.trained: ""}
-    return {page.losses: plot(loss_spec(result.losses)), page.trained: training_summary(session)}
+    return {page.losses: figure_json(loss_spec(result.losses)), page.trained: training_summary(session)}
 
 
 def listing(page, view: View) -> dict:
@@ -389,12 +315,7 @@ def listing(page, view: View) -> dict:
     )
     facts = "\n".join(f"- {fact}" for fact in run.facts)
     return {page.listing_output: run.printout, page.listing_facts: f"{run.why}\n\n{facts}",
-            page.listing_plot: plot(figure)}
-
-
-def code_view(view: View, session: Session) -> str:
-    """The Code tab's script: what the tab shows, its trainings and frozen plane included (`core.drawing.code`)."""
-    return script(recipe(view, session))
+            page.listing_plot: figure_json(figure)}
 
 
 def lookup(page, view: View) -> dict:

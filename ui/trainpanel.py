@@ -1,14 +1,7 @@
 """The Train panel: freeze parts, train a few steps with a live loss curve, reset.
 
-Training runs in the heavy pool (`core.serving.jobs.Jobs`), outside the tab's lock, so the tab keeps
-answering while it trains: view changes apply at once, table changes are refused until it
-ends, and the trained tables are then adopted by whatever the tab shows by that time.
-
-A page watching its training is an async generator streamed by the page's route: it waits on
-the event loop, not on a thread, so a class of a hundred watching one training together holds no
-thread of the server's pool and waits behind no other page. Were each watcher to hold one of the
-heavy line's places for its whole replay, a class's Train burst would keep its last pages
-waiting for the others' replays (bench/train_burst.py measures it).
+Training runs in the heavy line outside the tab's lock (table changes are refused meanwhile); a
+page watches it on the event loop, so a class watching one training holds no thread.
 """
 
 from __future__ import annotations
@@ -23,6 +16,7 @@ import anyio
 import gradio as gr
 
 from core.drawing.charts import loss_spec
+from core.drawing.wire import figure_json
 from core.model.training import Corpus, TrainConfig
 from core.process.offload import OffloadError
 from core.serving.jobs import Cancelled, Job
@@ -33,9 +27,7 @@ from ui import ondemand, render
 from ui.assets import chart
 from ui.route import JOBS, OFFLOAD
 
-# the least time between two redraws while training: the curve grows this often, and a training
-# faster than its snapshots (a default one is over in moments) is still watched
-LIVE_SECONDS = 0.4
+LIVE_SECONDS = 0.4  # the least time between two redraws while training
 POLL_SECONDS = 0.1  # how often a watcher looks again when a redraw's time came and nothing was new
 # what a page is told of a fault in training (a bug, a broken table), whose stack the server's log keeps
 FAULT = "Training failed on the server because of a fault, which its log keeps; the tables are as they were."
@@ -63,7 +55,6 @@ def layout(page) -> None:
 
 
 def wire(page) -> None:
-    # Train streams its answers over the page's route; the summary line says how far it got
     page.browser(page.train_button.click, "(steps, corpus) => window.embeddingExplorer.train({steps, corpus})",
                  [page.steps, page.corpus])
     page.browser(page.reset_button.click, "() => window.embeddingExplorer.set({reset: true})")
@@ -100,9 +91,7 @@ async def train(page, tab, steps, corpus):
         # read by every page that shares this training: how far it got, and its snapshots so far
         job.progress = (step, losses, frames if frame is None else (*frames, (step, losses, frame)))
 
-    # the same tables, earlier training, freezes, corpus and settings train the same way: a
-    # class pressing Train together trains once (core.serving.jobs.Jobs). The source tables are named
-    # by their settings (a preset or seeded random tables), not held; an upload is its tab's own
+    # a class training the same tables alike trains once; tables named by settings, not held (an upload: None)
     key = None if session.base.key == "upload" else (
         "training", session.tables(), session.trained, session.fixed, session.trained_tokenizer, text.sentences,
         config)
@@ -132,8 +121,7 @@ async def train(page, tab, steps, corpus):
 
     worker = threading.Thread(target=work, name="training", daemon=True)
     worker.start()
-    # the page hears "Training…" only once the tab counts as training: a table change it sends
-    # next is refused ("Training is running"), never applied under the training
+    # "Training…" only once the tab counts as training: a table change sent next is refused
     await anyio.to_thread.run_sync(admitted.wait)
     drawn = False  # whether a snapshot's plot was drawn
     try:
@@ -149,8 +137,7 @@ async def train(page, tab, steps, corpus):
                     drawn = drawn or bool(plot)
                 yield out
     finally:
-        # gradio (an API call) or the page's route closes this generator when its caller goes away:
-        # the training stops at its next step, unless other pages share it
+        # its caller went away: the training stops at its next step, unless other pages share it
         if worker.is_alive():
             job.cancel()
     if "error" in done:
@@ -163,14 +150,13 @@ async def train(page, tab, steps, corpus):
 
 
 def _now(tab) -> tuple:
-    """The tab's view, session and revision of one moment, after any change in flight."""
+    """The tab's view, session and revision of one moment (after any change in flight)."""
     with tab.lock:
         return tab.view, tab.session, tab.revision
 
 
 def _adopted(page, tab, trained: Session, steps: int, job: Job, drawn: bool) -> dict:
-    """The page's answer once its training is done: the trained tables adopted by what the tab
-    shows now, or, if its tables changed meanwhile, their own summary, curve and plot."""
+    """The answer once trained: the tables adopted by what the tab shows (or set aside if they changed)."""
     taken = trained.training.steps
     notes = () if taken == steps else (
         f"Training stopped after {job.seconds:g} s, the longest one job may run on this server: {taken:,} of "
@@ -183,13 +169,7 @@ def _adopted(page, tab, trained: Session, steps: int, job: Job, drawn: bool) -> 
 
 
 def _plot(page, tab, view, session: Session, since: int | None = None, holds: bool = False) -> tuple[dict, int]:
-    """The plot of `view` and `session`, written outside an applied change, and the tab's
-    revision after it; with `since`, only if no change was applied since that revision (the
-    person moved on: their view is drawn, not a snapshot of the one they left).
-
-    It counts as a change of the tab's revision, so the page draws it after what it shows and
-    before the next change (assets/explorer.js draws no older figure). `holds`: a snapshot of a training,
-    whose frozen points the page keeps where they are drawn (`ui.render.plane`)."""
+    """The plot of `view` and `session` as a new revision of the tab; with `since`, only if none came since."""
     with tab.lock:
         if since is not None and tab.revision != since:
             return {}, since
@@ -209,9 +189,7 @@ def _restored(page, tab, drawn: bool) -> dict:
 
 
 async def _as_it_goes(page, finished: asyncio.Event, job: Job, steps: int):
-    """While the training runs (until `finished`), (the loss curve and summary, a snapshot or
-    None) every LIVE_SECONDS: the snapshots in order, at least LIVE_SECONDS apart (the caller
-    draws their plot), so a training faster than that still shows each of them before it ends."""
+    """(the loss curve and summary, a snapshot or None) every LIVE_SECONDS until `finished`, each snapshot shown."""
     drawn_at, drawn_step, shown = time.monotonic(), 0, 0
     while True:
         running = not finished.is_set()
@@ -224,7 +202,7 @@ async def _as_it_goes(page, finished: asyncio.Event, job: Job, steps: int):
             if frame is not None or (running and step != drawn_step):
                 drawn_at, drawn_step = time.monotonic(), step
                 # the whole run's x axis from the first curve: it grows along a still axis
-                curve = render.plot(loss_spec(losses, steps))
+                curve = figure_json(loss_spec(losses, steps))
                 yield {page.losses: curve, page.trained: f"Training… step {step} of {steps}."}, frame
                 continue
         if not running and shown >= len(frames):

@@ -1,11 +1,6 @@
 """Heavy work in a pool of one niced process, so it never holds the serving process's interpreter lock.
 
-A training, a vocabulary PCA or an export runs Python between its kernels, one thread at a time
-per process: in the server, one visitor looping them would make every keystroke wait. loky's
-pool runs them (the standard library's spawn pool would import app.py, the page, in its
-process). Tensors cross by torch's reductions: one in shared memory crosses as its file and
-comes back as the sender's own memory, so read-only tables are made there (`share`) before any
-other thread reads them. A dead process is `OffloadError`; the next call starts a new one.
+loky's (the stdlib's spawn would import app.py there). Tensors in shared memory cross as their file.
 """
 
 from __future__ import annotations
@@ -46,10 +41,7 @@ class OffloadError(RuntimeError):
 
 
 def shared(obj: Any, recipe: tuple[Callable[..., Any], tuple]) -> Any:
-    """Register `obj` (a tokenizer kept for the process's life) as what `recipe` builds; returns `obj`.
-
-    It crosses as its recipe (GloVe's 400,000 words pickle in 0.4 s of the interpreter lock):
-    `(function, args)`, both picklable, `function` giving one object per process (cached)."""
+    """Register `obj` (a lasting tokenizer) to cross as `recipe`, `(function, args)`, not pickled; returns `obj`."""
     _RECIPES[id(obj)] = (obj, recipe)
     return obj
 
@@ -65,8 +57,7 @@ REDUCERS = {torch.Tensor: reduce_tensor, nn.Parameter: reduce_tensor, torch.Unty
 
 
 def share(module: nn.Module) -> nn.Module:
-    """`module`'s tables moved into shared memory, only before another thread reads them (a move
-    frees the memory it leaves); those already there stay. Returns `module`."""
+    """`module`'s tables moved into shared memory (before another thread reads them); returns `module`."""
     return module.share_memory()
 
 
@@ -76,8 +67,7 @@ def shared_empty(count: int, dtype: torch.dtype = torch.float32) -> torch.Tensor
 
 
 def crossing_bytes(obj: Any) -> int:
-    """What sending `obj` to the pool's process copies: its tensors not yet in shared memory,
-    each storage once (torch moves them there). Modules, containers and dataclasses are walked."""
+    """What sending `obj` to the pool's process copies: each storage not yet in shared memory, once."""
     seen: dict[int, int] = {}
 
     def walk(value: Any, depth: int = 0) -> None:
@@ -96,14 +86,13 @@ def crossing_bytes(obj: Any) -> int:
 
 def _more_files() -> None:
     """The soft limit of open files raised to the hard one: each table in shared memory holds one."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     with contextlib.suppress(ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def niced(function: Callable[..., Any], *args: Any) -> Any:
-    """`function(*args)` on the server's one niced thread (Linux gives threads their own priority), for
-    heavy work that stays here (a random table it draws from): threads answering pages come first."""
+    """`function(*args)` on the server's one niced thread, for heavy work that stays here (a random table)."""
     return _NICED.submit(function, *args).result()
 
 
@@ -116,16 +105,14 @@ _NICED = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="niced", in
 
 
 class Offload:
-    """One process and its calls, one at a time: `call(fn, *args)` returns what a module-level `fn`
-    returns there or raises what it raised. With `progress`, `fn` is passed a `progress` whose calls
-    reach this one; with `stop`, a `stop` that turns true once this one has. Each call has an id:
-    what an abandoned call still reports is not read as the next one's."""
+    """One process and its calls, one at a time, passed `progress` and `stop` hooks that reach the caller's;
+    a dead process is `OffloadError` and the next call starts another."""
 
     def __init__(self, nice: int = NICE, budget: Budget | None = None) -> None:
         self.nice, self.budget = nice, budget  # what a call copies there is reserved first (`crossing_bytes`)
         self._pool: ProcessPoolExecutor | None = None
         self._pid: concurrent.futures.Future | None = None  # the process's id, once it has started
-        self._ids = itertools.count(1)
+        self._ids = itertools.count(1)  # what an abandoned call still reports is not read as the next one's
         self._call_lock, self._start_lock = threading.Lock(), threading.Lock()
 
     def start(self) -> None:
@@ -142,7 +129,7 @@ class Offload:
 
     @property
     def pid(self) -> int | None:
-        """The process's id, once it has started (None without one)."""
+        """The process's id (None before it starts)."""
         return self._pid.result(timeout=300) if self._pid is not None else None
 
     def call(self, function: Callable[..., Any], *args: Any,
@@ -191,7 +178,7 @@ class Offload:
 
 
 def _started(nice: int, messages: Any) -> None:
-    """The process's start: niced, one torch thread, then `warm()` (what its first call would pay)."""
+    """The process's start: niced, one thread, then `warm()`."""
     global _MESSAGES
     os.nice(nice)
     _more_files()
@@ -212,8 +199,7 @@ def _run(call: int, stopping: torch.Tensor, function: Callable[..., Any], args: 
 
 
 def warm() -> None:
-    """A one-step training on a tiny layer, before any job comes: a process's first training builds
-    its layer on torch's "meta" device, which imports torch's compiler (seconds a class would wait)."""
+    """A one-step training on a tiny layer: a first training imports torch's compiler (seconds)."""
     corpus = Corpus.builtin()
     tokenizer = WordLevelTokenizer.from_text("\n".join(corpus.sentences), max_size=50)
     train_copy(BertEmbedding(vocab_size=50, d_model=2, maxlen=16), (), corpus, tokenizer, TrainConfig(steps=1))

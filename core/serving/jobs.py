@@ -1,9 +1,6 @@
 """Heavy work shared fairly between tabs: a thread pool's line, one job per tab, bounded.
 
-Trainings, refits, exports, uploads and large tables go through `Jobs`, never a tab's quick
-path, so a keystroke never waits behind them. A job that would wait too long is refused at once
-with the expected wait; one whose page has gone leaves the line or stops; a training stops at
-`JOB_SECONDS` with what it learned; identical work asked for by many tabs runs once.
+A job that would wait too long is refused at once; one whose page has gone stops; identical work runs once.
 """
 
 from __future__ import annotations
@@ -32,9 +29,7 @@ class Cancelled(Exception):
 
 
 class Job:
-    """One heavy job's handle: who still wants it, how far it got (`progress`, read by every page
-    sharing it), and how long it may run. The work reads `stop()` between steps: true once every
-    page that asked for it has gone (`cancel()`, once per page), or past its deadline."""
+    """One heavy job's handle; its work reads `stop()`, true once every page that wanted it went or past its time."""
 
     def __init__(self, seconds: float | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.seconds = JOB_SECONDS if seconds is None else seconds  # read now: a test may lower it
@@ -72,10 +67,8 @@ class Job:
 
 
 class Jobs:
-    """`workers` jobs at once, the rest in line in the order asked. A job is refused at once when
-    `queue` wait or the line holds more than `wait` seconds of work (the mean of jobs done); one
-    not started after twice that, or whose page has gone, leaves the line. The same `key` (a class
-    pressing *Train* on the same tables) runs once, for every page that asked."""
+    """`workers` jobs at once, the rest in line: refused past `queue` waiting or `wait` seconds of work, and
+    leaving it after twice that; jobs of one `key` (a class pressing *Train* together) run once."""
 
     def __init__(self, workers: int = 1, queue: int = JOB_QUEUE, wait: float = JOB_WAIT_SECONDS,
                  clock: Callable[[], float] = time.monotonic, remember: int = 4, kept: float = 60.0) -> None:
@@ -84,17 +77,13 @@ class Jobs:
         self._pending: set[Job] = set()  # asked for, not done (the pool's queue keeps their order)
         self._mean = 1.0  # seconds a job takes, a running mean of those done
         self._lock = threading.RLock()  # a job done at once calls `_done` in `_enter`, under it
-        # by key: jobs in line or running, and the last `remember` done within `kept` seconds
-        # (a result holds its session's tables, so only a few are kept, and not for long)
+        # by key: jobs in line or running, and the last `remember` done within `kept` s (they hold tables)
         self._shared: OrderedDict[object, Job] = OrderedDict()
         self._remember, self._kept = remember, kept
 
     def run(self, tab: Tab, name: str, work: Callable[[], T], job: Job | None = None, key: object = None,
             admitted: threading.Event | None = None) -> T:
-        """`work()` in its turn; `job` (its handle) can cancel it while it waits or runs; a job asked for
-        with the same `key` is shared. Raises `Refused` (busy, or the tab has a job) or `Cancelled`.
-        `admitted` is set once the tab counts as running it (or it was refused): a caller on a thread of
-        its own waits for it before telling the page, so a table change sent next is refused."""
+        """`work()` in its turn, or `Refused` or `Cancelled`; `admitted` is set once the tab counts as running it."""
         own = job or Job(clock=self.clock)
         try:
             self._enter(tab, name, own, key, work)
@@ -103,11 +92,7 @@ class Jobs:
                 admitted.set()
         job, deadline = own.shared, self.clock() + 2 * self.wait
         try:
-            while True:
-                try:
-                    return job.future.result(timeout=0.25)
-                except concurrent.futures.TimeoutError:
-                    pass
+            while not concurrent.futures.wait([job.future], 0.25).done:
                 late = self.clock() >= deadline
                 if job.started is None and (job.cancelled or late) and job.future.cancel():
                     raise Cancelled(name) if job.cancelled else Refused(
@@ -116,6 +101,7 @@ class Jobs:
                 if self.clock() >= deadline + job.seconds:
                     raise Refused(f"The server was busy with other visitors' jobs, so {name} did not finish; try "
                                   "again in a minute.")
+            return job.future.result()
         except concurrent.futures.CancelledError:
             raise Cancelled(name) from None
         except BaseException:
@@ -128,8 +114,7 @@ class Jobs:
                 self._forget_old()
 
     def _enter(self, tab: Tab, name: str, job: Job, key: object, work: Callable[[], T]) -> None:
-        """The tab takes the job (following an identical one, `job.following`), or `Refused` if it
-        has one, or the line is too long (said with the expected wait)."""
+        """The tab takes the job (or follows an identical one), or `Refused` if it has one or the line is too long."""
         with tab.lock:
             if tab.job is not None:
                 raise Refused(f"{tab.job.capitalize()} is still running for this page; wait for it to finish "
@@ -182,7 +167,5 @@ class Jobs:
         """Drop the finished jobs kept past `kept` seconds, and all but the newest `remember`."""
         done = [key for key, job in self._shared.items() if job.ended is not None]  # oldest first
         fresh = [key for key in done if self.clock() - self._shared[key].ended <= self._kept]
-        keep = set(fresh[-self._remember:]) if self._remember else set()
-        for key in done:
-            if key not in keep:
-                del self._shared[key]
+        for key in set(done) - set(fresh[max(0, len(fresh) - self._remember):]):
+            del self._shared[key]
