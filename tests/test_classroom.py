@@ -255,7 +255,7 @@ def test_a_leading_tabs_change_publishes_a_new_lesson_that_listeners_hear(room, 
     assert eventually(lambda: any(lsn.query == query for lsn in heard_of(heard, lesson.id)))
     news = [lsn for lsn in heard_of(heard, lesson.id) if lsn.query == query][-1]
     assert (news.version, news.step, news.ended) == (2, None, "")
-    assert news.view == lecturer.view.with_(presenter=False, narrow=False)
+    assert lesson_view(news.query) == lecturer.view.with_(presenter=False, narrow=False)
     kept = store.lesson(lesson.id)
     assert (kept.version, kept.query) == (2, query)
     assert eventually(lambda: lesson.id in told)  # the classroom's own listeners (its pages' streams)

@@ -1,4 +1,4 @@
-"""A class's routes beside the page's (a class is a hundred pages at once), each `POST explorer/class/NAME`:
+"""A class's routes beside the page's, each `POST explorer/class/NAME`:
 
     start, lead, follow, end           a class: start one, lead it from another screen, follow it, end it
     stream                             server-sent events, one a change: the lesson, who follows, the round
@@ -6,9 +6,8 @@
       approve, review, csv
     poll/answer                        a following student's word for the round
 
-A page is named by its key in the body (never in an address a proxy logs). Every call takes a
-turn on the page's route's lines (`ui.route.Live.turn`): `lead` and `follow` show a lesson like
-any change. A store that is away ends no stream; a call it must answer is answered 200 with
+A page is named by its key in the body (never in an address a proxy logs), and every call takes a
+turn on the page's route (`ui.route.Live.turn`). While the store is away a call is answered 200 with
 `reconnecting` and a sentence, and the page tries again (a 5xx would read as a broken server).
 """
 
@@ -16,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import threading
 
@@ -29,7 +29,7 @@ from starlette.routing import Route
 
 from core.serving.classroom import Classroom, Forbidden, Gone, Leader, Reconnecting
 from core.serving.classstore import Full, Lesson, lesson_of, lesson_view
-from core.serving.poll import csv_of
+from core.serving.poll import checked_flag, csv_of
 from core.view import tour
 from core.view.options import Refused
 from ui import render
@@ -41,18 +41,16 @@ PREFIX = "/explorer/class"
 MAX_BODY = 1024  # bytes: a key, a class id, a secret, a word or a prompt
 KEEPALIVE = 15.0  # seconds between keep-alive comments on an idle stream
 COUNTS_SECONDS = 1.0  # how often a lecturer's stream reads how many pages follow
-LECTURER = ("ask", "close", "clear", "hide", "approve", "review", "csv")  # a round's calls only its lecturer makes
+# the round's changes only its lecturer makes: route -> the body's text and flag (`Classroom.lecture` checks them)
+LECTURES = {"ask": ("prompt", "review"), "close": (None, None), "clear": (None, None), "hide": ("word", "on"),
+            "approve": ("word", "on"), "review": (None, "on")}
 
 # every class this process serves pages of: in memory, or in the store EXPLORER_CLASS_STORE names
 CLASSROOM = Classroom()
 
 
 class Streams:
-    """The class streams this process serves, woken when their class changes.
-
-    A stream holds no thread: a new lesson wakes its class's streams, an idle one is kept alive
-    by the event stream's pings, a lecturer's reads the counts every second.
-    """
+    """The class streams this process serves (no thread each), woken when their class changes."""
 
     def __init__(self, classroom: Classroom) -> None:
         self.classroom = classroom
@@ -61,12 +59,8 @@ class Streams:
         self.lessons: dict[str, Lesson] = {}  # the newest lesson heard of each class with a stream here
         self.streams: dict[str, int] = {}  # class id -> its streams here
         self.open: dict[str, object] = {}  # page key -> its stream's token: a page's newer stream replaces its older
-        classroom.listen(self._heard)
-        classroom.hear(self._wake_soon)
-
-    def _heard(self, lesson: Lesson) -> None:
-        """A new lesson, from any process (on the store's thread)."""
-        self._soon(self._keep, lesson)
+        classroom.listen(lambda lesson: self._soon(self._keep, lesson))  # on the store's thread
+        classroom.hear(lambda class_id: self._soon(self._wake, class_id))
 
     def _keep(self, lesson: Lesson) -> None:
         old = self.lessons.get(lesson.id)
@@ -74,12 +68,8 @@ class Streams:
             self.lessons[lesson.id] = lesson
         self._wake(lesson.id)
 
-    def _wake_soon(self, class_id: str | None) -> None:
-        self._soon(self._wake, class_id)
-
     def _soon(self, work, *args) -> None:
-        """`work(*args)` in the streams' event loop, from the store's thread; nothing once the
-        loop has closed (the server is stopping: no stream is left to tell)."""
+        """`work(*args)` in the streams' event loop; nothing once it closed (the server is stopping)."""
         if self.loop is not None:
             with contextlib.suppress(RuntimeError):
                 self.loop.call_soon_threadsafe(work, *args)
@@ -93,8 +83,7 @@ class Streams:
                 event.set()
 
     def opening(self, tab, key: str) -> object:
-        """The token of the page's stream about to open (in the event loop): its older stream,
-        if any, ends at once, and leaves the page connected."""
+        """The token of the page's stream about to open: its older stream ends, the page stays connected."""
         self.loop = asyncio.get_running_loop()
         token = self.open[key] = object()
         member = tab.member
@@ -103,17 +92,14 @@ class Streams:
         return token
 
     def release(self, key: str, token: object, member) -> None:
-        """The page's stream `token` is over (it ended, or never began): the page is no longer
-        connected, unless a newer stream of it replaced this one."""
+        """The page's stream `token` is over: the page is let go, unless a newer stream replaced it."""
         if self.open.get(key) is token:
             del self.open[key]
             self.classroom.disconnect(key, member)
 
     async def stream(self, tab, key: str, lesson: Lesson, member, token: object):
         """The page's messages, one event per change, until the class ends or the page goes (the
-        response is cancelled then, and this with it: a page that reloads or closes is let go at
-        once, so the counts are right within a second). A follower's seat was taken before
-        (`Classroom.connect`); a lecturer's page is connected here."""
+        response is cancelled then, and this with it, so the counts are right within a second)."""
         class_id, leading = lesson.id, isinstance(member, Leader)
         self.streams[class_id] = self.streams.get(class_id, 0) + 1
         self.changed.setdefault(class_id, asyncio.Event())
@@ -163,7 +149,8 @@ class ClassRoutes:
 
     def routes(self) -> list[Route]:
         handlers = {name: getattr(self, name) for name in ("start", "lead", "follow", "end", "stream")}
-        handlers.update({f"poll/{name}": getattr(self, name) for name in (*LECTURER, "answer")})
+        handlers.update({f"poll/{op}": functools.partial(self._lecture, op) for op in LECTURES})
+        handlers.update({"poll/csv": self.csv, "poll/answer": self.answer})
         return [Route(f"{PREFIX}/{name}", self._endpoint(name, handler), methods=["POST"])
                 for name, handler in handlers.items()]
 
@@ -197,8 +184,7 @@ class ClassRoutes:
         return endpoint
 
     async def _turn(self, request: Request, tab, channel, work, lane: str = "work") -> dict:
-        """`work()` (it may reach the class's store) in the page's turn; past its address's share,
-        refused with the account's sentence."""
+        """`work()` in the page's turn (`Busy` past its address's share)."""
         return await self.live.turn(tab, channel, work, visitor_of_request(request), 1.0, lane)
 
     async def start(self, request: Request, tab, channel, sent: dict) -> dict:
@@ -208,10 +194,8 @@ class ClassRoutes:
         return {"class": lesson.id, "secret": secret, "step": lesson.step}
 
     def warm(self) -> None:
-        """Draw every tour step's plane once, in the background, when a class starts: a class is
-        the tour's audience, and its first lesson on BERT's tables would otherwise load them (and
-        fit their vocabulary plane) while a hundred pages wait. The planes are kept for the
-        followers (`core.drawing.shared`); the pretrained tables stay loaded, as for any visitor."""
+        """Draw every tour step's plane once when a class starts (a class is the tour's audience): its
+        first lesson on BERT's tables would otherwise load them while a hundred pages wait."""
         from core.serving.tabs import session_for
         from core.tables.session import Session
 
@@ -262,10 +246,8 @@ class ClassRoutes:
                                    background=BackgroundTask(self.streams.release, sent["key"], token, member))
 
     async def _show(self, request: Request, tab, channel, lesson: Lesson, before, after) -> dict:
-        """Show `tab` the class's lesson in the page's turn: `before(lesson)`, then the view, then
-        `after(lesson, shown)`, `shown` being whether the tab took it (a view can be refused: the
-        memory budget, a training running). The lesson is read again when the turn comes, so a
-        follower that waited behind a class shows the newest; the answer says which (`version`)."""
+        """Show `tab` the class's newest lesson in the page's turn: `before(lesson)`, the view, then
+        `after(lesson, shown)`, `shown` being whether the tab took it (a view can be refused)."""
 
         def showing(shown: Lesson):
             return lambda view: lesson_view(shown.query).with_(presenter=view.presenter).seen_as(view)
@@ -280,36 +262,15 @@ class ClassRoutes:
 
         return await self._turn(request, tab, channel, work, lane="keys")
 
-    # --- a round of answers ---------------------------------------------------------------------
+    async def _lecture(self, op: str, request: Request, tab, channel, sent: dict) -> dict:
+        """The lecturer's change `op` to the round (its flag checked before the page's turn)."""
+        text, flag = LECTURES[op]
+        on = flag is not None and checked_flag(sent.get(flag, False if op == "ask" else None), flag)
 
-    async def _lecturer(self, request: Request, tab, channel, act) -> dict:
-        """`act(classroom)` by the lecturer's page, answered with the lecturer's message."""
-        return await self._turn(request, tab, channel, lambda: {"poll": act(self.classroom).message(True), "own": []})
-
-    async def ask(self, request: Request, tab, channel, sent: dict) -> dict:
-        review = _flag(sent, "review", default=False)
-        return await self._lecturer(request, tab, channel, lambda room: room.ask(tab, sent.get("secret"),
-                                                                                 sent.get("prompt"), review=review))
-
-    async def close(self, request: Request, tab, channel, sent: dict) -> dict:
-        return await self._lecturer(request, tab, channel, lambda room: room.close_round(tab, sent.get("secret")))
-
-    async def clear(self, request: Request, tab, channel, sent: dict) -> dict:
-        return await self._lecturer(request, tab, channel, lambda room: room.clear_round(tab, sent.get("secret")))
-
-    async def hide(self, request: Request, tab, channel, sent: dict) -> dict:
-        on = _flag(sent, "on")
-        return await self._lecturer(request, tab, channel, lambda room: room.moderate(tab, sent.get("secret"),
-                                                                                      sent.get("word"), on))
-
-    async def approve(self, request: Request, tab, channel, sent: dict) -> dict:
-        on = _flag(sent, "on")
-        return await self._lecturer(request, tab, channel, lambda room: room.approve(tab, sent.get("secret"),
-                                                                                     sent.get("word"), on))
-
-    async def review(self, request: Request, tab, channel, sent: dict) -> dict:
-        on = _flag(sent, "on")
-        return await self._lecturer(request, tab, channel, lambda room: room.review(tab, sent.get("secret"), on))
+        def work() -> dict:
+            changed = self.classroom.lecture(op, tab, sent.get("secret"), sent.get(text), on)
+            return {"poll": changed.message(True), "own": []}
+        return await self._turn(request, tab, channel, work)
 
     async def csv(self, request: Request, tab, channel, sent: dict) -> dict:
         def work() -> dict:
@@ -331,13 +292,6 @@ class ClassRoutes:
             round_, own = self.classroom.answer(tab, sent["key"], address, sent.get("word"), number)
             return {"poll": round_.message(False), "own": list(own)}
         return await self._turn(request, tab, channel, work)
-
-
-def _flag(sent: dict, name: str, default: bool | None = None) -> bool:
-    value = sent.get(name, default)
-    if not isinstance(value, bool):
-        raise Refused(f"{name} is true or false.")
-    return value
 
 
 __all__ = ["CLASSROOM", "ClassRoutes"]

@@ -1,12 +1,8 @@
 """A class after its store was away: put back from its lecturer's page, and read again by every other page.
 
-While Redis is away every page keeps its view and hears that the class is reconnecting. When it
-answers again (the writer tries it every `retry` seconds), each class led from this process is put
-back from its lecturer's pages (`restore`: their newest lesson, a version above any their students
-were shown, the secret's digest they kept), every other class with pages here is read again until it
-is found, and the counts and acknowledged answers are written again; a class nobody puts back within
-`GRACE_SECONDS` is over, and its pages hear why (`LOST`). A class the store lost unnoticed (it
-restarted between two calls) is put back the same way when a call or a beat finds it gone.
+While Redis is away every page keeps its view and hears the class is reconnecting. Once it is back,
+each class led here is put back from its lecturer's pages (`restore`), every other class with pages
+here is read again until found, and a class nobody puts back within `GRACE_SECONDS` is over (`LOST`).
 """
 
 from __future__ import annotations
@@ -30,8 +26,7 @@ class Outage:
         self.back_at = float("-inf")  # when (the writer's ticks) the store answered again
 
     def back(self) -> None:
-        """The store answers again (the writer's `on_back`; no store call here): what each class
-        needs is scheduled, and its pages hear it is reconnecting until it is done."""
+        """The store answers again (no store call here): what each class needs is scheduled."""
         room, now = self.room, self.room.clock()
         self.back_at = room.writer.ticks()
         for led in room.leading(now):
@@ -46,8 +41,7 @@ class Outage:
             room.rounds.replay_soon(class_id)
 
     def restore(self, led) -> Lesson | None:
-        """The class as its lecturer's pages here hold it (`led`), put back in the store if the
-        store lost it (or its time ran out while it was away); heard as any lesson is."""
+        """The class as its lecturer's pages here hold it, put back if the store lost it or let it run out."""
         room, leader = self.room, led.leader
         restored, lesson = room.store.restore(leader.class_id, leader.digest, leader.address, led.query, led.step,
                                               led.version + 1)
@@ -63,8 +57,7 @@ class Outage:
         return lesson
 
     def reread(self, class_id: str) -> None:
-        """A class this process is unsure of since the store came back, read again: found, its
-        pages hear it; not put back within GRACE_SECONDS, they hear it is over; else tried again."""
+        """A class unsure since the store came back, read again: found, over (past its grace), or tried again."""
         room, until = self.room, self.unsure.get(class_id)
         if until is None:  # heard of meanwhile
             return
@@ -76,14 +69,6 @@ class Outage:
         else:
             room.writer.soon(("reread", class_id), lambda: self.reread(class_id),
                              at=room.writer.ticks() + room.writer.retry_seconds)
-
-    def heard(self, lesson: Lesson) -> None:
-        """A lesson was heard (published, or read again): its class is sure now."""
-        self.unsure.pop(lesson.id, None)
-
-    def reconnecting(self, class_id: str) -> bool:
-        """Whether what this process knows of the class waits for the store (away, or just back)."""
-        return self.room.writer.away or class_id in self.unsure
 
     def just_back(self) -> bool:
         """Whether the store answered again so lately that a class led elsewhere may not be back yet."""

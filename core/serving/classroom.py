@@ -1,17 +1,15 @@
 """A class: students' pages follow the lecturer's view, and the lecturer sees who follows.
 
-A lecturer's tab *leads* (`Leader`): each change to its view becomes the class's *lesson*, the view
-written as a link's query (`core.view.share`), so a class carries only what a link may. Students'
-tabs *follow* (`Follower`) until they change something themselves (`Tab.apply` tells a tab's member
-of every change). `Classroom` is this process's part of every class: its lessons here, and the calls
-the routes make; its other jobs are modules of their own: the writer (`classwriter`), the seats and
-counts (`classseats`), the store's outage (`classoutage`) and the poll's rounds (`classrounds`).
-Bounds, each a sentence when met: classes at once and per address, pages per class, five lessons a
-second. A class lasts while a lecturer's page is connected, `GRACE_SECONDS` after the last one left.
+A lecturer's tab *leads* (`Leader`): each change to its view becomes the class's *lesson*, written
+as a link's query, so a class carries only what a link may. Students' tabs *follow* (`Follower`)
+until they change something themselves. `Classroom` is this process's part of every class; the
+writer, seats, outage and rounds are modules of their own. A class lasts while a lecturer's page is
+connected, and `GRACE_SECONDS` after the last one left.
 """
 
 from __future__ import annotations
 
+import functools
 import hmac
 import os
 import re
@@ -56,14 +54,16 @@ ENDED = "The lecturer ended the class."
 ANOTHER = "The lecturer started another class."
 NOT_LECTURER = "This is not the lecturer's link of this class: only the lecturer's link can change what the class sees."
 CANNOT_START = "No class can start just now: the store that keeps classes cannot be reached. Try again in a minute."
+# the lecturer's changes to a round: op -> how its text is checked, and its flag's name in a refusal
+LECTURES = {"ask": (checked_prompt, "Review first"), "close": (None, None), "clear": (None, None),
+            "hide": (checked_word, "Hidden"), "approve": (checked_word, "Approved"), "review": (None, "Review first")}
 NOT_FOLLOWING = "This page is not in a class: open the class link the lecturer gave to answer."
 __all__ = ["Classroom", "Follower", "Forbidden", "Gone", "Leader", "Reconnecting"]
 
 
 @dataclass(eq=False)
 class Leader:
-    """A tab that leads a class, holding what the store holds of its ownership (the secret's
-    digest, the address that started it), so the class can be restored from it."""
+    """A tab that leads a class, with its ownership as the store holds it (to restore the class from)."""
 
     classroom: Classroom
     class_id: str
@@ -92,8 +92,7 @@ class Follower:
 
 @dataclass(eq=False)
 class Led:
-    """A class led from this process: its lecturer pages here, the newest lesson they asked for,
-    the one published, and the newest version heard of."""
+    """A class led from this process: its lecturer pages here, their newest and published lessons."""
 
     leader: Leader  # the ownership to restore it with
     query: str
@@ -114,9 +113,8 @@ class Forbidden(Refused):
 
 
 class Classroom:
-    """This process's part of every class. Calls from a request reach the store at once and say a
-    store that is away as `Reconnecting`, having changed nothing; what a page's change causes (a
-    new lesson, a count, a round announced) is left to the writer."""
+    """This process's part of every class. A request's call reaches the store at once (`Reconnecting`
+    while it is away, nothing changed); what a page's change causes is left to the writer."""
 
     def __init__(self, store: RedisStore | None = None, *, beat: float = BEAT_SECONDS,
                  retry: float = RETRY_SECONDS, ticks: Callable[[], float] = time.monotonic) -> None:
@@ -140,23 +138,15 @@ class Classroom:
     def away(self) -> bool:
         return self.writer.away
 
-    def reach(self, call: Callable, *args, refusal: str = RECONNECTING):
-        """`call(*args)` on the store; a store that is away is refused with `refusal`."""
+    def reach(self, call: Callable, *args, refusal: str | None = RECONNECTING):
+        """`call(*args)` on the store; while it is away, refused with `refusal` (None: answered None)."""
         try:
             return call(*args)
         except Away:
             self.writer.lost()
+            if refusal is None:
+                return None
             raise Reconnecting(refusal) from None
-
-    def tried(self, call: Callable, *args, otherwise=None):
-        """`call(*args)` on the store, or `otherwise` while the store is away (said, and tried again)."""
-        try:
-            return call(*args)
-        except Away:
-            self.writer.lost()
-            return otherwise
-
-    # --- a class's lessons: who leads and who follows ------------------------------------------
 
     def start(self, tab, address: str) -> tuple[Lesson, str]:
         """A new class led by `tab`, its lesson that tab's view; returns it and the secret."""
@@ -167,7 +157,8 @@ class Classroom:
         self._hold(tab.member, lesson, left=self.clock())
         # a page leads one class: the one it led ends, said to its students (while the store is away,
         # it is left to end when its time runs out, its page no longer leading it)
-        if isinstance(before, Leader) and self.tried(self.store.publish, before.class_id, None, None, ANOTHER):
+        if isinstance(before, Leader) and self.reach(self.store.publish, before.class_id, None, None, ANOTHER,
+                                                     refusal=None):
             self.forget(before.class_id)
         return lesson, secret
 
@@ -178,8 +169,7 @@ class Classroom:
                                                              version=lesson.version, left=left))
 
     def lesson(self, class_id: object) -> Lesson:
-        """The class's lesson; raises `Refused` for an id no class has, or a class that ended.
-        A class led here that the store lost is restored first."""
+        """The class's lesson (restored first if led here and lost by the store); `Gone` if none runs."""
         if not isinstance(class_id, str) or not ID.fullmatch(class_id):
             raise Gone(NO_CLASS)
         lesson = self.reach(self.store.lesson, class_id)
@@ -212,8 +202,7 @@ class Classroom:
         return self.check(tab.member.class_id, secret).id
 
     def lead(self, class_id: object, secret: object) -> tuple[Leader, Lesson]:
-        """A leader of the class for a page that opened the lecturer's link, and the lesson to
-        show it; the caller makes it the page's member once the page shows the lesson."""
+        """A leader for a page that opened the lecturer's link (its member once it shows the lesson)."""
         lesson, (kept, address) = self._checked(class_id, secret)
         leader = Leader(self, lesson.id, kept, address)
         self._hold(leader, lesson, left=self.clock())
@@ -230,8 +219,7 @@ class Classroom:
         return ended
 
     def join(self, tab, class_id: object) -> Follower:
-        """`tab` follows the class (its page opened the class link); its seat is taken when its
-        stream connects (`connect`)."""
+        """`tab` follows the class; its seat is taken when its stream connects (`connect`)."""
         lesson, member = self.lesson(class_id), tab.member
         if isinstance(member, Leader) and member.class_id == lesson.id:
             raise Refused("This page leads the class.")
@@ -247,7 +235,7 @@ class Classroom:
 
     def newest(self, lesson: Lesson) -> Lesson:
         """The class's newest lesson, or `lesson` when there is none newer (or the store is away)."""
-        newest = self.tried(self.store.lesson, lesson.id)
+        newest = self.reach(self.store.lesson, lesson.id, refusal=None)
         return newest if newest is not None and newest.version > lesson.version and not newest.ended else lesson
 
     def expect(self, member: Follower, lesson: Lesson) -> None:
@@ -264,8 +252,7 @@ class Classroom:
             self.tell(member.class_id)
 
     def teach(self, leader: Leader, view: View) -> None:
-        """A leading tab's view changed: the class's newest lesson, published by the writer at
-        most once per PUBLISH_SECONDS (the last always)."""
+        """A leading tab's view changed: the writer publishes it at most once per PUBLISH_SECONDS."""
         with self._lock:
             led = self._led.get(leader.class_id)
             if led is None:  # its class ended, or was let go: the tab leads nothing now
@@ -300,12 +287,9 @@ class Classroom:
         with self._lock:
             self._led.pop(class_id, None)
 
-    # --- the pages connected here ---------------------------------------------------------------
-
     def connect(self, key: str, member: Leader | Follower, lesson: Lesson) -> None:
-        """The page's stream is open on `lesson`. A follower takes a seat (`Full` when there is
-        none; `Reconnecting` while the store is away); a lecturer's page keeps its class running
-        (held again if it was let go here after its grace, yet runs: another screen kept it)."""
+        """The page's stream is open on `lesson`: a follower takes a seat (`Full` when none is left); a
+        lecturer's page holds its class (again, if let go here while another screen kept it)."""
         if isinstance(member, Leader):
             led = self._hold(member, lesson)
             with self._lock:
@@ -326,18 +310,15 @@ class Classroom:
                     led.left = self.clock()
 
     def presence(self, class_id: str) -> tuple[int, int] | None:
-        """How many pages the class has connected and following, every process's together;
-        None while the store is away."""
-        return self.tried(self.store.presence, class_id)
+        """The class's pages connected and following, on every process; None while the store is away."""
+        return self.reach(self.store.presence, class_id, refusal=None)
 
     def reconnecting(self, class_id: str) -> bool:
-        return self.outage.reconnecting(class_id)
-
-    # --- what pages hear -----------------------------------------------------------------------
+        """Whether what this process knows of the class waits for the store (away, or just back)."""
+        return self.writer.away or class_id in self.outage.unsure
 
     def hear(self, listener: Callable[[str | None], None]) -> None:
-        """`listener(class_id)` is told when a class's lesson, counts, round or connection changed
-        (None: every class's connection)."""
+        """`listener(class_id)` is told when a class changed (None: every class's connection)."""
         self._told.append(listener)
 
     def listen(self, listener: Callable[[Lesson], None]) -> None:
@@ -356,14 +337,12 @@ class Classroom:
                 led.version = max(led.version, lesson.version)
             if lesson.ended:
                 self._led.pop(lesson.id, None)
-        self.outage.heard(lesson)
+        self.outage.unsure.pop(lesson.id, None)  # its class is sure now
         if lesson.ended:  # a round ends with its class
             self.rounds.drop(lesson.id)
         for listener in list(self._lessons):
             listener(lesson)
         self.tell(lesson.id)
-
-    # --- the class's poll: the lecturer's changes (checked here) and a student's answer -----------
 
     def round(self, class_id: object) -> Round:
         return self.rounds.round(class_id)
@@ -371,40 +350,26 @@ class Classroom:
     def own(self, key: object, class_id: object) -> tuple[str, ...]:
         return self.rounds.own(key, class_id)
 
-    def ask(self, tab, secret: object, prompt: object, review: object = False) -> Round:
-        """A new open round with `prompt` (its answers emptied); `review`: only approved words are drawn."""
-        return self._lecture(tab, secret, "ask", checked_prompt(prompt), checked_flag(review, "Review first"))
+    def lecture(self, op: str, tab, secret: object, text: object = None, flag: object = False) -> Round:
+        """The lecturer's change `op` to the round (`LECTURES`), its text and flag checked first."""
+        check, name = LECTURES[op]
+        text, flag = check(text) if check else "", checked_flag(flag, name) if name else False
+        return self.rounds.change(self._class_led(tab, secret), op, text, flag, MAX_MODERATED)
 
-    def close_round(self, tab, secret: object) -> Round:
-        """Answers are no longer taken; the words stay drawn."""
-        return self._lecture(tab, secret, "close")
-
-    def clear_round(self, tab, secret: object) -> Round:
-        """A new round with no question and no words."""
-        return self._lecture(tab, secret, "clear")
-
-    def moderate(self, tab, secret: object, word: object, hidden: object) -> Round:
-        """Hide one word (answered or not yet), or show it again."""
-        return self._lecture(tab, secret, "hide", checked_word(word), checked_flag(hidden, "Hidden"))
-
-    def approve(self, tab, secret: object, word: object, approved: object) -> Round:
-        """Approve one word for drawing under review first (or take the approval back)."""
-        return self._lecture(tab, secret, "approve", checked_word(word), checked_flag(approved, "Approved"))
+    ask = functools.partialmethod(lecture, "ask")  # (tab, secret, prompt, review=False)
+    close_round = functools.partialmethod(lecture, "close")  # (tab, secret)
+    clear_round = functools.partialmethod(lecture, "clear")
+    moderate = functools.partialmethod(lecture, "hide")  # (tab, secret, word, hidden)
+    approve = functools.partialmethod(lecture, "approve")  # (tab, secret, word, approved)
 
     def review(self, tab, secret: object, on: object) -> Round:
-        """Review first on or off: under it only the words the lecturer approved are drawn."""
-        return self._lecture(tab, secret, "review", "", checked_flag(on, "Review first"))
-
-    def _lecture(self, tab, secret: object, op: str, text: str = "", flag: bool = False) -> Round:
-        return self.rounds.change(self._class_led(tab, secret), op, text, flag, MAX_MODERATED)
+        return self.lecture("review", tab, secret, flag=on)
 
     def answer(self, tab, key: object, address: object, word: object,
                round_number: object) -> tuple[Round, tuple[str, ...]]:
         if not isinstance(tab.member, Follower):
             raise Refused(NOT_FOLLOWING)
         return self.rounds.answer(tab.member.class_id, key, address, word, round_number)
-
-    # --- the writer's work ------------------------------------------------------------------------
 
     def flush(self) -> None:
         """Do now, on this thread, the writer's work that is due (a test's writer turn)."""
@@ -416,11 +381,8 @@ class Classroom:
             self.rounds.replay(class_id)
 
     def beat(self) -> None:
-        """What the writer does every `beat` seconds (a test moving its clock calls it): say the
-        lecturer pages here are there (the class's end moves on), let go of classes whose
-        lecturer pages left more than GRACE_SECONDS ago, write the counts again and the answers
-        acknowledged here (a round is kept while its class runs), and wake every stream (a class
-        past its end says so)."""
+        """Every `beat` seconds: move on the end of classes led here, let go of those left past their
+        grace, write the counts and acknowledged answers again, and wake every stream."""
         with self._beating:
             now = self.clock()
             with self._lock:

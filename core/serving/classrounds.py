@@ -1,11 +1,8 @@
 """A class's round of answers as this process serves it (`core.serving.poll` holds the round's values).
 
-A lecturer's change and a student's answer are kept by the store before they are answered; the
-writer then announces the class's round to every process, at most once per `POLL_SECONDS` (the last
-change always), and each process keeps the newest round it heard of each class it has pages of.
-Each answer acknowledged here is also noted here, in its round's journal, and written again after
-the store was away and every beat (`replay`: a store that kept it keeps it once), so an outage
-loses no acknowledged answer; a round the store lost is put back by its lecturer's process first.
+A change or an answer is kept by the store before it is answered; the writer then announces the
+round to every process, at most once per `POLL_SECONDS`. Each answer acknowledged here is noted in
+its round's journal and written again after an outage and every beat (`replay`), so none is lost.
 """
 
 from __future__ import annotations
@@ -60,7 +57,6 @@ class Rounds:
         return pages.get(key, ()) if isinstance(key, str) and number >= self.round(class_id).number else ()
 
     def change(self, class_id: str, op: str, text: str, flag: bool, limit: int) -> Round:
-        """The lecturer's change (the store's `change_round`), and the round after it."""
         changed = self.room.reach(self.room.store.change_round, class_id, op, text, flag, limit)
         if changed == "gone":
             self.room.lesson(class_id)  # says why: it ended, or is lost
@@ -72,9 +68,8 @@ class Rounds:
 
     def answer(self, class_id: str, key: object, address: object, word: object,
                round_number: object) -> tuple[Round, tuple[str, ...]]:
-        """A following page's answer to the round it was shown: the round and the page's words
-        this round, once the store has it (a word sent again is kept once); else `Refused` with
-        a sentence, nothing kept and no rate spent."""
+        """A following page's answer: the round and the page's words this round, once the store has
+        it; else `Refused` with a sentence, nothing kept and no rate spent."""
         if not all(isinstance(given, str) and 1 <= len(given) <= 200 for given in (key, address)):
             raise Refused(NO_KEY)  # both the routes' own: a page's key, a visitor's network
         word, number = checked_word(word), checked_number(round_number)
@@ -117,22 +112,19 @@ class Rounds:
             {"enough": ENOUGH, "other": OTHER_ROUND}.get(status, NOT_OPEN))
 
     def changed(self, class_id: str, round: Round | None = None) -> None:  # noqa: A002 - a round is the poll's noun
-        """The class's round changed here (`round`, when the store returned it): the writer
-        announces it to every process, at most once per POLL_SECONDS."""
-        if round is not None:
-            self.heard(class_id, round)
+        """The class's round changed here (to `round`, if given): the writer announces it soon."""
+        self.heard(class_id, round)
         self.room.writer.soon(("announce", class_id), lambda: self.announce(class_id),
                               at=self.announced.get(class_id, float("-inf")) + POLL_SECONDS)
 
     def announce(self, class_id: str) -> None:
         self.announced[class_id] = self.room.writer.ticks()  # when it began: a change meanwhile waits its turn
-        found = self.room.store.announce_round(class_id)
-        if found is not None:
-            self.heard(class_id, found)
+        self.heard(class_id, self.room.store.announce_round(class_id))
 
-    def heard(self, class_id: str, round: Round) -> None:  # noqa: A002
-        """A class's round was heard of: kept when newer than the one known and the class has pages
-        here (or answers acknowledged here), its streams woken."""
+    def heard(self, class_id: str, round: Round | None) -> None:  # noqa: A002
+        """A round heard of: kept if newer and the class has pages or answers here; its streams woken."""
+        if round is None:
+            return
         with self._lock:
             known = self.rounds.get(class_id)
             if known is None and not self.room.here(class_id) and class_id not in self.journal:
@@ -147,11 +139,8 @@ class Rounds:
 
     def seed(self, class_id: str) -> None:
         """A page of a class this process knew no round of: the store's round, read once."""
-        if class_id in self.rounds:
-            return
-        found = self.room.tried(self.room.store.poll, class_id)
-        if found is not None:
-            self.heard(class_id, found)
+        if class_id not in self.rounds:
+            self.heard(class_id, self.room.reach(self.room.store.poll, class_id, refusal=None))
 
     def drop(self, class_id: str) -> None:
         """The class is over: so is its round."""
@@ -163,15 +152,12 @@ class Rounds:
         with self._lock:
             return set(self.rounds)
 
-    def replay_soon(self, class_id: str) -> None:
-        self.room.writer.soon(("replay", class_id), lambda: self.replay(class_id))
+    def replay_soon(self, class_id: str, at: float = float("-inf")) -> None:
+        self.room.writer.soon(("replay", class_id), lambda: self.replay(class_id), at=at)
 
     def replay(self, class_id: str) -> None:
-        """Write again the answers acknowledged here in the class's round, moving its version past
-        the one heard here (a store that kept them keeps each once): after the store was away, and
-        every beat (a store that restarted unheard of loses nothing either). A round the store lost
-        is put back by its lecturer's process; until then, and while the class is not back, this
-        is tried again every `retry` seconds. A class found over lets its round go."""
+        """Write again the answers acknowledged here in the class's round (`RedisStore.replay`); a round
+        or class the store lost is tried again every `retry` seconds until its lecturer's process puts it back."""
         room, known, journal = self.room, self.rounds.get(class_id), self.journal.get(class_id)
         status = "other"
         if known is not None and known.number:
@@ -179,8 +165,7 @@ class Rounds:
             status = room.store.replay(class_id, number, dict(pages), WORDS_PER_STUDENT, MAX_ANSWERS, known,
                                        restore=room.leads(class_id))
         if status == "missing" or (status == "gone" and class_id in room.outage.unsure):
-            room.writer.soon(("replay", class_id), lambda: self.replay(class_id),
-                             at=room.writer.ticks() + room.writer.retry_seconds)
+            self.replay_soon(class_id, at=room.writer.ticks() + room.writer.retry_seconds)
         elif status == "gone":  # over, or forgotten by a store that restarted unheard of
             lesson = room.store.lesson(class_id)
             if lesson is None:

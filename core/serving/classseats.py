@@ -1,10 +1,7 @@
 """A class's seats: the students' pages connected to it here, and every process's count of them.
 
-A student's page takes a seat when its class stream opens, in one step against every process's
-pages (`RedisStore.set_presence` with a limit), so no class holds more than its bound. This process
-writes its count (connected, following) of each class when it changes, on the writer's thread, and
-again every beat: a process that stopped writing (it died) is forgotten once its count is
-`PRESENCE_SECONDS` old.
+A page takes a seat in one step against every process's pages (`RedisStore.set_presence`); each
+process writes its count again every beat, and one that stopped is forgotten after `PRESENCE_SECONDS`.
 """
 
 from __future__ import annotations
@@ -28,8 +25,7 @@ class Seats:
         self._counting = threading.Lock()  # a count is read and written together: an older one is never written last
 
     def take(self, key: str, member, limit: int) -> None:
-        """Page `key`'s stream opened: it takes a seat unless the class has `limit` pages (`Full`;
-        the store's `Away` is raised as it is). A page seated already keeps its seat."""
+        """Page `key`'s stream opened: it takes a seat unless the class has `limit` pages (`Full`)."""
         class_id = member.class_id
         with self._counting:
             with self._lock:
@@ -54,8 +50,7 @@ class Seats:
         self.changed(member.class_id)
 
     def changed(self, class_id: str) -> None:
-        """The class's pages here came, left, or stopped or started following: the writer writes
-        their count, and the pages' streams hear it now."""
+        """The class's pages here changed: the writer writes their count; the streams hear it now."""
         self.writer.soon(("count", class_id), lambda: self.write(class_id))
         self.tell(class_id)
 

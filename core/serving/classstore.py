@@ -1,11 +1,7 @@
 """Where classes are kept: each class's record (`Lesson`) and its poll's round, in Redis (`RedisStore`).
 
-Several processes share a Redis server (``EXPLORER_CLASS_STORE=redis://…``); one process alone
-keeps its classes in a fakeredis server of its own, which runs the same Lua scripts (lupa): one
-store, not a hand-kept twin to keep in step. `core.serving.classroom` calls it from a request or
-from its writer thread. A class's bounds (classes at once, per address, seats) are checked in one
-step (one Lua script), so processes never race past them; a Redis that cannot be reached raises
-`Away` within a second or two, and the caller says so.
+Processes share a Redis server (``EXPLORER_CLASS_STORE=redis://…``); one process alone uses its own
+fakeredis server, running the same Lua scripts. Each bound is checked in one script: no race past it.
 """
 
 from __future__ import annotations
@@ -19,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
+from urllib.parse import parse_qs
 
 import redis
 
@@ -59,14 +56,9 @@ class Lesson:
     ends: float  # on the store's wall clock: shared by processes and machines
     ended: str = ""  # why the class is over, once it is
 
-    @property
-    def view(self) -> View:
-        return lesson_view(self.query)
-
     def message(self, now: float, reconnecting: bool = False) -> dict:
-        """What a page hears of the class at wall-clock time `now`: a class whose lecturer's page
-        left too long ago has ended, though nobody published that; while the store is away, a
-        class that may only not have heard from its lecturer is reconnecting, not ended."""
+        """What a page hears of the class at `now`: past its end it has ended, unless the store is
+        away (then it may only not have heard from its lecturer: it is reconnecting)."""
         ended = self.ended or (AWAY if now >= self.ends and not reconnecting else "")
         return {"version": self.version, "step": self.step, "ended": ended,
                 "reconnecting": RECONNECTING if reconnecting and not ended else ""}
@@ -79,10 +71,7 @@ def lesson_of(view: View) -> str:
 
 @functools.lru_cache(maxsize=256)
 def lesson_view(query: str) -> View:
-    """A lesson's view, read as any link is (never raising); read once for a whole class (a
-    `View` is immutable, so every follower may share it)."""
-    from urllib.parse import parse_qs
-
+    """A lesson's view, read as any link is; once for a whole class (every follower shares it)."""
     return from_query(parse_qs(query, keep_blank_values=True)).view
 
 
@@ -124,14 +113,12 @@ def _round(found: list) -> Round:
 
 
 class RedisStore:
-    """Classes in Redis, shared by every process of a class server (and every machine of one).
+    """Classes in Redis, shared by every process of a class server.
 
-    A class is a hash that expires with the class; the running classes are a sorted set by
-    when each ends (their count is the bound, read and written in one Lua script), and so are
-    each address's; each process's count of its students is a field of the class's presence
-    hash, a seat taken in one script too; lessons and rounds are published on two channels that
-    every process listens to. A call while Redis is away raises `Away` within a second or two: one
-    retry (a connection Redis closed as it restarted is opened again), no waiting between.
+    A class is a hash that expires with it; the running classes, and each address's, are sorted
+    sets by when each ends; each process's count of its pages is a field of the class's presence
+    hash; lessons and rounds are published on two channels. A call while Redis is away raises
+    `Away` within a second or two (one retry: a connection closed by a restart is opened again).
     """
 
     CHANNEL = "explorer:lessons"
@@ -144,23 +131,18 @@ class RedisStore:
     local record = redis.call('HMGET', KEYS[1], 'secret', 'ended', 'ends', 'version')
     if record[1] and record[1] ~= ARGV[4] then return false end
     if record[1] and (record[2] ~= '' or tonumber(record[3]) > now) then return {0, redis.call('HGETALL', KEYS[1])} end
-    redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-    redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+    for i = 2, 3 do redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now) end
     if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[9]) then return 1 end
     if redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[10]) then return 2 end
     redis.call('HSET', KEYS[1], 'secret', ARGV[4], 'address', ARGV[5], 'query', ARGV[6], 'step', ARGV[7],
                'version', math.max(tonumber(ARGV[8]), tonumber(record[4] or '-1') + 1), 'ends', ends, 'ended', '')
-    redis.call('ZADD', KEYS[2], ends, ARGV[3])
-    redis.call('ZADD', KEYS[3], ends, ARGV[3])
-    redis.call('EXPIRE', KEYS[1], math.ceil(ends - now) + 60)
-    redis.call('EXPIRE', KEYS[3], math.ceil(ends - now) + 60)
+    for i = 2, 3 do redis.call('ZADD', KEYS[i], ends, ARGV[3]) end
+    for _, key in ipairs({KEYS[1], KEYS[3]}) do redis.call('EXPIRE', key, math.ceil(ends - now) + 60) end
     return {1, redis.call('HGETALL', KEYS[1])}
     """
 
-    # one step, so two processes publishing at once never leave a version with another's query,
-    # and an end is never undone: the class's end time moves in both sorted sets (the running
-    # classes, and its address's), a new query takes the next version, an end takes one more;
-    # the class's round (KEYS[3..]) lives as long as the class, and ends with it
+    # one step, so two processes publishing at once never leave a version with another's query, and an
+    # end is never undone; the class's round (KEYS[3..]) lives as long as the class, and ends with it
     _PUBLISH = """
     local now, grace = tonumber(ARGV[1]), tonumber(ARGV[2])
     local record = redis.call('HMGET', KEYS[1], 'ends', 'ended', 'query', 'address')
@@ -171,27 +153,21 @@ class RedisStore:
         redis.call('HSET', KEYS[1], 'query', ARGV[5], 'step', ARGV[6])
         redis.call('HINCRBY', KEYS[1], 'version', 1)
     end
+    redis.call('EXPIRE', KEYS[1], math.ceil(grace) + 60)
     if ARGV[7] ~= '' then
         redis.call('HSET', KEYS[1], 'ended', ARGV[7])
         redis.call('HINCRBY', KEYS[1], 'version', 1)
-        redis.call('ZREM', KEYS[2], ARGV[3])
-        redis.call('ZREM', by_address, ARGV[3])
+        for _, key in ipairs({KEYS[2], by_address}) do redis.call('ZREM', key, ARGV[3]) end
+        for i = 3, #KEYS do redis.call('DEL', KEYS[i]) end
     else
-        redis.call('ZADD', KEYS[2], ends, ARGV[3])
-        redis.call('ZADD', by_address, ends, ARGV[3])
-        redis.call('EXPIRE', by_address, math.ceil(grace) + 60)
-    end
-    redis.call('EXPIRE', KEYS[1], math.ceil(grace) + 60)
-    for i = 3, #KEYS do
-        if ARGV[7] ~= '' then redis.call('DEL', KEYS[i]) else redis.call('EXPIRE', KEYS[i], math.ceil(grace) + 60) end
+        for _, key in ipairs({KEYS[2], by_address}) do redis.call('ZADD', key, ends, ARGV[3]) end
+        for _, key in ipairs({by_address, unpack(KEYS, 3)}) do redis.call('EXPIRE', key, math.ceil(grace) + 60) end
     end
     return redis.call('HGETALL', KEYS[1])
     """
 
-    # --- the class's round: KEYS[1] the class, then `_poll_keys`; ARGV[1] the time -------------
-    # the round's fields (a hash), its words' counts (a hash), each page's words (a hash: key ->
-    # words with spaces between), the hidden and the approved words (sets); each script checks
-    # the class runs, and gives every key it writes the class's time to live
+    # the class's round: KEYS[1] the class, then `_poll_keys`; ARGV[1] the time. Each script checks the
+    # class runs, and gives every key it writes the class's time to live
     _ROUND = """
     local function running()
         local class = redis.call('HMGET', KEYS[1], 'ended', 'ends')
@@ -232,12 +208,9 @@ class RedisStore:
     local changed = op ~= 'read'
     if op == 'ask' or op == 'clear' then
         redis.call('DEL', KEYS[3], KEYS[4], KEYS[5], KEYS[6])
-        if op == 'ask' then
-            redis.call('HSET', KEYS[2], 'prompt', text, 'open', '1', 'review', flag)
-        else
-            redis.call('HSET', KEYS[2], 'prompt', '', 'open', '0')
-        end
-        redis.call('HSET', KEYS[2], 'number', tonumber(poll[1]) + 1, 'answers', 0)
+        local asked = op == 'ask'
+        redis.call('HSET', KEYS[2], 'number', tonumber(poll[1]) + 1, 'answers', 0, 'prompt', asked and text or '',
+                   'open', asked and '1' or '0', 'review', asked and flag or poll[4])
     elseif op == 'review' then
         changed = poll[4] ~= flag
         redis.call('HSET', KEYS[2], 'review', flag)
@@ -351,12 +324,11 @@ class RedisStore:
     """
 
     def __init__(self, url: str = "", clock: Callable[[], float] = time.time, server=None) -> None:
-        """`url` names a Redis server; without one, the store is a fakeredis server in this process
-        (`server`: one another store made, so that stores share it, as processes share a Redis)."""
+        """`url` names a Redis server; without one, a fakeredis `server` (or a new one) in this process."""
         from redis.backoff import NoBackoff
         from redis.retry import Retry
 
-        self.url, self.clock = url, clock
+        self.clock = clock
         if url:
             self.redis = redis.Redis.from_url(url, decode_responses=True, socket_timeout=5, socket_connect_timeout=2,
                                               health_check_interval=30, retry=Retry(NoBackoff(), 1))
@@ -383,8 +355,7 @@ class RedisStore:
                                                                                        "approved"))]
 
     def ping(self) -> None:
-        """Raises `Away` until Redis answers and this process hears lessons again (what is
-        published before its subscription is back would not reach its pages)."""
+        """Raises `Away` until Redis answers and this process is subscribed to the lessons again."""
         self.redis.ping()
         if self._thread is not None and not self._subscribed.is_set():
             raise redis.ConnectionError("not yet subscribed to the lessons again")
@@ -410,9 +381,8 @@ class RedisStore:
 
     def restore(self, class_id: str, secret_digest: str, address: str, query: str, step: int | None,
                 version: int) -> tuple[bool, Lesson | None]:
-        """The class again, as its lecturer's page holds it, when the store lost it or let its time
-        run out (not when it ended): (whether it was restored, the class as the store has it now;
-        None when the id is another secret's). A restored class is a new lesson every process hears."""
+        """The class put back as its lecturer's page holds it, if the store lost it or let its time run
+        out (not if it ended): (whether restored, the class as kept; None for another secret's id)."""
         found = self._put_class(class_id, secret_digest, address, query, step, version, UNBOUNDED, UNBOUNDED)
         if not found:
             return False, None
@@ -431,8 +401,7 @@ class RedisStore:
         return None if secret is None else (secret, address or "")
 
     def publish(self, class_id: str, query: str | None, step: int | None, ended: str = "") -> Lesson | None:
-        """A new lesson (or only the lecturer seen, when `query` is None; or the class ended); None
-        when the class is not running."""
+        """A new lesson (only the lecturer seen when `query` is None); None unless the class runs."""
         keys = self._poll_keys(class_id)
         found = self._publish(keys=[keys[0], "explorer:classes", *keys[1:]],
                               args=[self.clock(), GRACE_SECONDS, class_id, "" if query is None else "1", query or "",
@@ -449,20 +418,16 @@ class RedisStore:
         return _round(found) if isinstance(found, list) else None
 
     def change_round(self, class_id: str, op: str, text: str, flag: bool, limit: int) -> Round | str:
-        """The lecturer's change ("ask", "close", "clear", "hide", "approve", "review"), and the
-        round after it; or why not: "gone" (the class is not running), "none" (no question asked),
-        "many" (`limit` words moderated)."""
+        """The round after the lecturer's change `op`; or why not: "gone" (the class is not running),
+        "none" (no question asked), "many" (`limit` words moderated)."""
         found = self._change(keys=self._poll_keys(class_id), args=[self.clock(), op, text, int(flag), limit])
         return found if isinstance(found, str) else _round(found)
 
     def answer(self, class_id: str, key: str, address: str, word: str, number: int, per_page: int,
                limit: int) -> tuple[str, tuple[str, ...], float]:
-        """Page `key`'s answer `word` to round `number`, from network `address`: ("ok", the page's
-        words this round, 0) when it is kept (a word the page sent already is kept once); else why
-        not, with the words: "gone", "missing" (the class has no round), "closed", "other" (another
-        round is open), "enough" (`per_page` words sent), "full" (`limit` answers taken), "soon" (the
-        page sent ANSWER_BURST, then one each ANSWER_SECONDS) or "rate" (the network sent
-        ADDRESS_ANSWERS a minute), these two with the seconds to wait."""
+        """Page `key`'s answer `word` to round `number`: (status, the page's words this round, seconds
+        to wait). Status "ok" (kept, once), or why not: "gone", "missing" (no round), "closed", "other"
+        (another round), "enough", "full", "soon" (the page's rate) or "rate" (the network's)."""
         found = self._answer(
             keys=[*self._poll_keys(class_id), f"explorer:answers:{address}", f"explorer:page-answers:{key}"],
             args=[self.clock(), number, key, word, per_page, limit, ADDRESS_ANSWERS, ANSWER_BURST, 1 / ANSWER_SECONDS])
@@ -471,11 +436,9 @@ class RedisStore:
 
     def replay(self, class_id: str, number: int, pages: Mapping[str, tuple[str, ...]], per_page: int, limit: int,
                heard: Round, restore: bool = False) -> str:
-        """The answers a process acknowledged in round `number`, written again where the store lost
-        them (each page's words kept once), and the round's version moved past `heard`'s: "done"
-        (or "same": nothing was lost, and the version is that far already); "restored" when the
-        store had no round and `restore` (its lecturer's process) put `heard` back first; else
-        "gone", "missing" (no round yet), "other" (the store has another round)."""
+        """The answers acknowledged in round `number` written again (each once), the version moved past
+        `heard`'s: "done", "same" (nothing lost), "restored" (`restore`: `heard` put back first, the
+        store having no round), or "gone", "missing", "other" (another round)."""
         text = functools.partial(json.dumps, ensure_ascii=False)
         header = [heard.number, heard.prompt, int(heard.open), int(heard.review), text(sorted(heard.hidden)),
                   text(sorted(heard.approved))] if restore else []
@@ -495,8 +458,7 @@ class RedisStore:
 
     def set_presence(self, class_id: str, process: str, connected: int, following: int,
                      limit: int | None = None) -> bool:
-        """Write this process's count of the class's pages; with a `limit`, only when every
-        process's pages together stay within it (a seat taken). Returns whether it was written."""
+        """Write this process's count of the class's pages; with a `limit`, only within it (a seat)."""
         return bool(self._presence(keys=[f"explorer:presence:{class_id}"],
                                    args=[process, connected, following, self.clock(), PRESENCE_SECONDS,
                                          "" if limit is None else limit]))
@@ -510,9 +472,8 @@ class RedisStore:
         return connected, following
 
     def listen(self, listener: Callable[[Lesson], None], lost: Callable[[], None] | None = None) -> None:
-        """`listener` hears every lesson published from now on, by any process, and `lost` is
-        told when the subscription was cut (it returns once this process is subscribed, so
-        nothing published after it is missed, or after 10 s when Redis is away)."""
+        """`listener` hears every lesson published from now on, `lost` when the subscription was cut
+        (returns once subscribed, so nothing after it is missed; after 10 s when Redis is away)."""
         self._listeners.append(listener)
         if lost is not None:
             self._lost.append(lost)
@@ -526,10 +487,8 @@ class RedisStore:
         self._round_listeners.append(listener)
 
     def _listen(self) -> None:
-        """Every process hears every lesson. It polls its subscription (a blocking read would
-        time out with the client's socket timeout on a quiet channel); a lost connection is
-        said (`lost`) and made again, and what was published meanwhile the pages read from the
-        store once it is back (`core.serving.classoutage`)."""
+        """Polls the subscription (a blocking read would time out on a quiet channel); a lost one is
+        said (`lost`) and made again (`core.serving.classoutage` reads what was missed)."""
         while not self._closed.is_set():
             pubsub = self.redis.pubsub()
             try:
@@ -564,7 +523,6 @@ class RedisStore:
                 pubsub.close()
 
     def close(self) -> None:
-        """Stop listening, and let go of the connections."""
         self._closed.set()  # the listener stops within a second
         self.redis.close()
 

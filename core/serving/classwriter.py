@@ -1,11 +1,7 @@
 """A class's writer: one thread a process for the store work a page's change leaves behind, so no
-page's change waits on the store (Redis may be slow, or away).
-
-Work is keyed (`Writer.soon`): a job still to run is replaced by a newer one of the same key, so a
-lecturer's burst of changes publishes the newest lesson, never a queue of older ones. A job that
-finds the store away is kept; the writer says so (`on_away`), tries the store every `retry` seconds
-and, once it answers, runs `on_back` (which schedules what is to be done again) before the jobs
-kept. `on_beat` runs every `beat` seconds.
+page's change waits on the store. A job still to run is replaced by a newer one of its key, so a
+burst of changes publishes the newest lesson; a job that finds the store away is kept until it is back
+(`on_away`, then `on_back` before the jobs kept); `on_beat` runs every `beat` seconds.
 """
 
 from __future__ import annotations
@@ -51,7 +47,6 @@ class Writer:
         self.on_away()
 
     def _stir(self) -> None:
-        """Wake the thread, started on first need (under the lock)."""
         if self._thread is None:
             self._thread = threading.Thread(target=self._write, name="class-writer", daemon=True)
             self._thread.start()
@@ -65,8 +60,7 @@ class Writer:
             self._thread.join(5)
 
     def flush(self) -> None:
-        """Run the jobs due now, on this thread (what the writer's next turn does); a job that
-        finds the store away is kept, with those after it, and `Away` raised."""
+        """Run the jobs due now, on this thread; one that finds the store away is kept, with those after it."""
         with self._wake:
             due = [(key, job) for key, (at, job) in self._jobs.items() if at <= self.ticks()]
             for key, _ in due:
