@@ -178,23 +178,44 @@ def test_the_page_loads_through_the_balancer_and_each_visitor_gets_a_sticky_cook
         assert visitor.cookies.get("SERVERID") == first
 
 
-def test_an_api_client_that_keeps_cookies_embeds_and_uploads_through_the_balancer(class_server, tmp_path):
+def test_a_page_that_sends_its_cookie_types_and_uploads_through_the_balancer(class_server, tmp_path):
+    """A page's calls to its route and its upload carry the balancer's cookie, as a browser sends
+    them, so each reaches the worker that holds the page's tab; on the other worker its key names
+    no tab, and the page is told to reload."""
     import numpy as np
-    from gradio_client import Client, handle_file
 
-    from tests.appapi import named
+    from tests.appapi import Page
 
-    client = Client(class_server.url, verbose=False)
-    assert client.cookies.get("SERVERID") in {"w1", "w2"}
-    result = named("/embed", client.predict(sentence_a="the dragon guards the castle", sentence_b="",
-                                            api_name="/embed"))
-    table = result.value("token-table")
-    assert {"dragon", "castle"} <= {row[0] for row in table["data"]}
+    worker = worker_of(httpx.get(class_server.url, timeout=30))
+    assert worker in {"w1", "w2"}, "the balancer set no stickiness cookie"
+    page = Page(class_server.url, headers={"Cookie": f"SERVERID={worker}"})
+    out = page.send(sentence_a="the dragon guards the castle", sentence_b="")
+    assert {"dragon", "castle"} <= {row[0] for row in out["token-table"]["data"]}
     path = tmp_path / "table.npy"
     np.save(path, np.random.default_rng(0).standard_normal((20, 6)).astype(np.float32))
-    uploaded = named("/upload", client.predict(handle_file(str(path)), api_name="/upload"))
+    uploaded = page.upload(path)
     assert uploaded.value("table-source") == "upload" and "6 dimensions" in uploaded.value("tables-info")
-    client.close()
+
+    elsewhere = {"w1": "w2", "w2": "w1"}[worker]
+    answer = httpx.post(f"{class_server.url}explorer/live", json={"key": page.key, "change": {"sentence_a": "x"}},
+                        headers={"Cookie": f"SERVERID={elsewhere}"}, timeout=30)
+    assert answer.status_code == 200 and "reload the page" in answer.json()["error"]
+
+
+def test_the_public_api_answers_through_the_balancer(class_server):
+    """gradio_client keeps the balancer's cookie, so an API call and the stream that answers it
+    reach one worker; the call keeps no session, so any worker answers it."""
+    from gradio_client import Client
+
+    client = Client(class_server.url, verbose=False)
+    try:
+        assert client.cookies.get("SERVERID") in {"w1", "w2"}
+        answer = client.predict("a=the+dragon+guards+the+castle", api_name="/view")
+        assert {"dragon", "castle"} <= {row[0] for row in answer["tokens"]}
+        code = client.predict("a=the+dragon", api_name="/code")
+        assert "class Embedding(nn.Module):" in code and "the dragon" in code
+    finally:
+        client.close()
 
 
 def open_page(browser, url: str, worker: str | None = None):
