@@ -210,8 +210,7 @@ def test_a_pages_keystrokes_join_its_call_still_waiting_and_its_work_is_never_me
         links = []
         for asked, host in enumerate(("http://one.example/", "http://two.example/"), 1):
             links.append(pool.submit(post, app_url, page.key, {"link": host}, STUDENT))
-            asked = len(links)
-            until(lambda n=asked: len(work) == n, "the links asked for")
+            until(lambda asked=asked: len(work) == asked, "the links asked for")
     for host, link in zip(("http://one.example/", "http://two.example/"), links, strict=True):
         assert outputs(link.result(WAIT).json()["values"]).value("share-link").startswith(f"{host}?")
 
