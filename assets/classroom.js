@@ -84,7 +84,7 @@
     const text = document.querySelector("#tour-text");
     const ready = () => text && text.innerText.includes(`Step ${step} of`);
     const go = () => {
-      const tour = document.querySelector("#tab-tour-button[aria-selected='true']");
+      const tour = document.querySelector("#main-row.on-tour");  // the Tour tab is open (assets/explorer.js)
       const target = document.querySelector(tour ? "#tour-buttons .tour-buttons" : "#embed-plot");
       if (target) target.scrollIntoView({ block: "start" });
     };

@@ -267,7 +267,6 @@
     const { meta, ...rest } = figure.layout || {};
     const revision = (meta && meta.revision) || 0;
     // a constant uirevision keeps what the user did to the plot (zoom, a 3-D camera) across redraws
-    openSearch(figure);
     shown = { data: expand(figure.data, figure.layout), layout: held(meta, { ...rest, uirevision: "embedding" }),
       config: { responsive: true, displaylogo: false, ...(figure.config || {}) }, labels: labelsOf(meta), meta,
       revision };
@@ -450,6 +449,7 @@
     if (table) drawTable(table);
     let handed = false;
     for (const [id, value] of Object.entries(values)) {
+      if (id === "controls" && value && value.selected) markPanel(value.selected);
       if (id in setters || WRITTEN.has(id)) {
         setOutput(id, value);
       } else {
@@ -518,15 +518,12 @@
   // it opened: ui/tourpanel.py SCREEN_JS); turned to landscape or back, the plot is fitted anew
   matchMedia("(max-width: 600px)").addEventListener("change", (event) => send({ narrow: event.matches }));
 
-  // a page opened from a link with a search draws its crosses: the box they come from is opened
-  // too, not left folded away (at the first figure with crosses, once)
-  let searchOpened = false;
-  function openSearch(figure) {
-    if (searchOpened || !(figure.data || []).some((trace) => trace.name === "search")) return;
-    const button = document.querySelector("#search-panel > button.label-wrap");
-    if (!button) return;
-    searchOpened = true;
-    if (!button.classList.contains("open")) button.click();
+  // whether the Tour tab is open, on #main-row as a class (`on-tour`): the stylesheet lays a phone's
+  // tour out by it, and assets/classroom.js scrolls by it. The row is built with it when the page
+  // opens on the tour (ui/page.py); a tab's select and an answer's tab change it
+  function markPanel(name) {
+    const row = document.getElementById("main-row");
+    if (row) row.classList.toggle("on-tour", name === "tour");
   }
 
   // the page's opening, its first call on its route: its address's query, its screen, and the key
@@ -573,6 +570,7 @@
     // a main one (the view's fields). Sent once the page has its key; gradio's selects of the tabs
     // the page is built with come before it, and change nothing
     tabOpened(change) {
+      if (change.panel) markPanel(change.panel);
       if (key) send(change);
     },
     // a token selected from the keyboard (assets/plotkeys.js), as a click on its point selects it

@@ -65,7 +65,8 @@ def layout(page) -> None:
             page.code_download = gr.Button("Download .py", size="sm", elem_id="code-download", scale=0,
                                            min_width=140)
             ondemand.unnamed(gr.HTML('<p id="code-status" role="status" aria-live="polite"></p>', padding=False))
-        page.code = gr.Code(language="python", interactive=False, show_label=False, elem_id="code-view", lines=20,
+        # plain (`language=None`), as the side views' code (ui/sideviews.py): in the theme's text colour
+        page.code = gr.Code(language=None, interactive=False, show_label=False, elem_id="code-view", lines=20,
                             max_lines=40, buttons=[])
 
 

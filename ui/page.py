@@ -80,6 +80,7 @@ class Page:
     flip: gr.Button
     near_token: gr.Dataframe
     near_output: gr.Dataframe
+    search_panel: gr.Accordion
     search: gr.Textbox
     regex: gr.Checkbox
     search_info: gr.Markdown
@@ -217,8 +218,10 @@ def build_demo() -> gr.Blocks:
         plane.layout_sentences(page)
         tourpanel.layout_address(page)
         # the controls come first in the page's order, so the keyboard reaches them a few Tabs
-        # after the sentences; the stylesheet draws them on the right (on a phone, below the plot)
-        with gr.Row(equal_height=False, elem_id="main-row"):
+        # after the sentences; the stylesheet draws them on the right (on a phone, below the plot).
+        # `on-tour` while the Tour tab is open (assets/explorer.js keeps it so): a phone's tour is laid out by it
+        on_tour = ["on-tour"] if View().panel == "tour" else []
+        with gr.Row(equal_height=False, elem_id="main-row", elem_classes=on_tour):
             with gr.Column(scale=1, min_width=320, elem_id="control-column"), \
                     gr.Tabs(selected=View().panel, elem_id="controls") as page.controls:
                 for panel in (tourpanel, viewpanel, tablespanel, trainpanel):

@@ -68,8 +68,8 @@ def layout(page) -> None:
             page.near_output = gr.Dataframe(
                 headers=NEIGHBOUR_HEADERS, interactive=False, elem_id="neighbours-output", max_height=300,
                 label="Nearest by output vector (same position and segment, after LayerNorm)")
-    with gr.Accordion("Search the vocabulary", open=False, elem_id="search-panel") as search, \
-            ondemand.content(page, search):
+    with gr.Accordion("Search the vocabulary", open=False, elem_id="search-panel") as page.search_panel, \
+            ondemand.content(page, page.search_panel):
         with gr.Row():
             page.search = gr.Textbox(label="Any word of the table's vocabulary, not only the sentences'", scale=3,
                                      elem_id="vocab-search", max_length=MAX_SEARCH, placeholder="e.g. king")

@@ -124,6 +124,8 @@ def outputs(page, step: Change, *, asked: Iterable[str] = (), whole: bool = Fals
         out[page.token] = NO_TOKEN if view.token is None else view.token
     if view.token is not None and (whole or step.old_view.token is None):
         out[page.neighbours] = gr.update(open=True)  # a token selected: its neighbours show
+    if view.search.strip() and "search" not in asked and (whole or not step.old_view.search.strip()):
+        out[page.search_panel] = gr.update(open=True)  # a link's or a step's search: its box shows with its crosses
     tables = whole or step.tables_changed or TABLES in redrawn
     # sentences that tokenize as before (a space typed) keep the plane, most of a keystroke's work
     retyped = (changed <= {"sentence_a", "sentence_b"} and step.tokens == step.old_tokens

@@ -48,8 +48,11 @@ def layout(page) -> None:
                                        elem_id="listing-seed")
             page.listing_bug = gr.Checkbox(False, label="Reproduce the listing's position bug: positions = "
                                         "tok_embed(pos)", elem_id="listing-bug")
-        page.listing_output = gr.Code(language="python", label="What the test prints", elem_id="listing-output",
-                                      interactive=False)
+        # code without highlighting (`language=None`): the highlighter's pale hues are 2:1 to 4:1 on white,
+        # below WCAG AA; plain, the code is in the theme's text colour. "icon-toolbar": its copy and
+        # download icons are sized as targets (assets/style.css)
+        page.listing_output = gr.Code(language=None, label="What the test prints", elem_id="listing-output",
+                                      interactive=False, elem_classes=["icon-toolbar"])
         page.listing_facts = gr.Markdown(elem_id="listing-facts")
         page.listing_plot = chart("listing-plot")
     with gr.Tab(VIEWS["lookup"], id="lookup", elem_id="tab-lookup") as page.view_tabs["lookup"], \
@@ -66,6 +69,7 @@ def layout(page) -> None:
         page.lookup_vocab = gr.Dataframe(headers=["word", "count", "id"], interactive=False,
                                          label="Counter vocabulary, most frequent first", elem_id="lookup-vocab",
                                          max_height=240)
-        page.lookup_code = gr.Code(language="python", label="The code", elem_id="lookup-code", interactive=False)
-        page.lookup_output = gr.Code(language="python", label="What it prints", elem_id="lookup-output",
-                                     interactive=False)
+        page.lookup_code = gr.Code(language=None, label="The code", elem_id="lookup-code", interactive=False,
+                                   elem_classes=["icon-toolbar"])
+        page.lookup_output = gr.Code(language=None, label="What it prints", elem_id="lookup-output",
+                                     interactive=False, elem_classes=["icon-toolbar"])

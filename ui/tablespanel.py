@@ -24,15 +24,20 @@ UPLOAD = (f'<div class="upload-zone"><label class="upload-label" for="upload-fil
           '<input id="upload-file" type="file" aria-describedby="upload-hint">'
           '<p id="upload-hint" class="upload-hint">Choose a file, or drop it here. It is read on the server and '
           'used only by this page.</p></div>')
+# the zone is marked `dragging` while a file is over it (assets/style.css): leaving it for one of its
+# own children (the label, the input) is not leaving it
 UPLOAD_JS = """
 const input = element.querySelector('input[type=file]');
+const zone = element.querySelector('.upload-zone');
 const send = (file) => window.embeddingExplorer.upload(file, input);
 input.addEventListener('change', () => { if (input.files.length) send(input.files[0]); });
-element.addEventListener('dragover', (event) => { event.preventDefault(); element.classList.add('dragging'); });
-element.addEventListener('dragleave', () => element.classList.remove('dragging'));
+element.addEventListener('dragover', (event) => { event.preventDefault(); zone.classList.add('dragging'); });
+element.addEventListener('dragleave', (event) => {
+  if (!element.contains(event.relatedTarget)) zone.classList.remove('dragging');
+});
 element.addEventListener('drop', (event) => {
   event.preventDefault();
-  element.classList.remove('dragging');
+  zone.classList.remove('dragging');
   if (event.dataTransfer.files.length) send(event.dataTransfer.files[0]);
 });
 """

@@ -53,7 +53,8 @@ def layout(page) -> None:
             page.share_button = gr.Button("Link to this view", elem_id="share-button", size="sm")
             page.png_button = gr.Button("PNG", elem_id="export-png", size="sm")
             page.export_button = gr.Button("CSV, vectors, HTML", elem_id="export-button", size="sm")
-        page.share_link = gr.Textbox(label="Link", elem_id="share-link", buttons=["copy"], interactive=False)
+        page.share_link = gr.Textbox(label="Link", elem_id="share-link", buttons=["copy"], interactive=False,
+                                     elem_classes=["icon-toolbar"])
         page.share_notes = gr.Markdown(elem_id="share-notes")
         page.export_links = written_by_page("export-links")
         page.downloads = Downloads()
