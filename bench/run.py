@@ -59,6 +59,20 @@ class Target:
 # 1. update latency
 
 
+
+def measured_apart(title: str, command: list[str], timeout: int) -> dict:
+    """`python COMMAND` in a process of its own (its figures undisturbed by this one's), its output
+    printed, and the JSON its last line holds."""
+    import subprocess
+
+    print(f"{title}: python {' '.join(command)}", flush=True)
+    done = subprocess.run([sys.executable, *command], capture_output=True, text=True, timeout=timeout,
+                          cwd=Path(__file__).resolve().parents[1])
+    print(done.stdout[-3000:], flush=True)
+    if done.returncode:
+        raise RuntimeError(f"python {' '.join(command)} failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
 def latency(quick: bool) -> list[Target]:
     """One live update at 16, 128 and 512 tokens: ours (the plane the page's route computes for a
     keystroke, `ui.render.plane`) against the notebook path and the bare compute (bench/update_latency.py).
@@ -489,19 +503,12 @@ def bursts(quick: bool) -> list[Target]:
     the API, `view` of the step's link, where the hidden `next_step` event was) against an echo,
     and pressing *Train* at once (bench/train_burst.py) beside a typing student. Targets: Next's
     p95 ≤ 2 s (the page's); no Train refused, the last done within 30 s, others' typing p95 ≤ 1.5 s."""
-    import subprocess
 
     students = 40 if quick else 100
     targets = []
     for name, command in (("next", ["-m", "bench.next_burst", "--students", str(students), "--presses", "3"]),
                           ("train", ["-m", "bench.train_burst", "--students", str(students), "--spread", "5"])):
-        print(f"10. {name} burst: python {' '.join(command)}", flush=True)
-        done = subprocess.run([sys.executable, *command], capture_output=True, text=True, timeout=1800,
-                              cwd=Path(__file__).resolve().parents[1])
-        print(done.stdout[-3000:], flush=True)
-        if done.returncode:
-            raise RuntimeError(f"python -m bench.{name}_burst failed:\n{done.stderr[-2000:]}")
-        found = json.loads(done.stdout.strip().splitlines()[-1])
+        found = measured_apart(f"10. {name} burst", command, 1800)
         if name == "next":
             targets.append(Target(f"{students} students press Next within 2 s: p95", ms(found["p95"]),
                                   f"{ms(found['echo_p95'])} (echo)", times(found["p95"] / found["echo_p95"]),
@@ -689,16 +696,9 @@ def keystroke(quick: bool) -> list[Target]:
     server (bench/keystroke_path.py, in a process of its own: its tracing stays there): all of
     them, and those of the transport (ui/, core/serving, core/process, app.py). Targets: at most
     18 files, at most 4 of them transport."""
-    import subprocess
 
     command = ["-m", "bench.keystroke_path", "--keys", "3" if quick else "5"]
-    print(f"15. python {' '.join(command)}", flush=True)
-    done = subprocess.run([sys.executable, *command], capture_output=True, text=True, timeout=900,
-                          cwd=Path(__file__).resolve().parents[1])
-    print(done.stdout[-3000:], flush=True)
-    if done.returncode:
-        raise RuntimeError(f"python -m bench.keystroke_path failed:\n{done.stderr[-2000:]}")
-    found = json.loads(done.stdout.strip().splitlines()[-1])
+    found = measured_apart("15.", command, 900)
     files, transport = found["files"], found["transport"]
     return [Target("files one keystroke runs code in", str(files), "—", "—", "≤ 18", files <= 18),
             Target("of them, transport (ui/, core/serving, core/process, app.py)", str(transport), "—", "—", "≤ 4",
