@@ -375,3 +375,33 @@ def test_behind_one_address_a_short_call_passes_only_other_pages_heavier_calls()
             assert [call.tab for call in line.waiting()].index("student") <= 1
 
     in_a_loop_of_its_own(calls())
+
+
+def test_every_api_call_waiting_is_in_the_account_so_one_address_cannot_fill_gradios_line(app_url, admission):
+    """gradio hands each API call on at once: waiting, it is in the app's fair line, where the account
+    sees it and bounds it per address. (Left in gradio's own first-come line, one address's calls
+    filled it, and every other visitor's was refused "Queue is full".) Scaled down: more calls than
+    gradio ever ran at once (16) all wait in the app's line; past the address's share the account
+    refuses the next with its sentence; another address's call is still taken and answered."""
+    Page(app_url)  # the page's route has seen the server's loop
+    turns = lane("work")
+    admission.address_work = 24.6  # an address may hold 24 short calls waiting (each a little over 1)
+    stranger, student = api_client(app_url, STRANGER), api_client(app_url, STUDENT)
+    try:
+        with held(turns) as release:
+            flood = [stranger.submit(f"a=call+{i}", api_name="/view") for i in range(24)]
+            until(lambda: len(turns) == 24, "the stranger's 24 calls waiting in the app's line")
+            with pytest.raises(httpx.HTTPStatusError) as refused:  # at the door, before gradio reads it
+                stranger.predict("a=one+more", api_name="/view")
+            assert refused.value.response.status_code == 429
+            assert "Your address already has 24 units of work waiting" in refused.value.response.json()["detail"]
+            mine = student.submit("a=the+student", api_name="/view")
+            until(lambda: len(turns) == 25, "the student's call waiting")
+            release()
+            answer = mine.result(WAIT)
+            for job in flood:
+                job.result(WAIT)
+    finally:
+        stranger.close()
+        student.close()
+    assert "student" in [row[0] for row in answer["tokens"]]

@@ -10,7 +10,7 @@ the page would show. `gradio_client` and the page's "Use via API" list them with
 is read as the page reads a link, in a tab of the call's own that is let go with the answer, so
 an API call keeps no session and changes no page. Each call takes its turn in the app's fair
 lines (`ui.admission`), counted as a new page of its address, as a page's calls are; gradio's
-queue only bounds how many calls it holds (`QUEUED`).
+queue hands each on at once (`CONCURRENT`) and only bounds how many it holds (`QUEUED`).
 """
 
 from __future__ import annotations
@@ -35,8 +35,11 @@ from ui import render
 from ui.admission import UNKNOWN, Busy, visitor_of, work_of
 from ui.route import JOBS, OFFLOAD, Live, link_shown
 
-CONCURRENT = 16  # API calls gradio runs at once: each waits for its turn in the app's lines, not a thread
-QUEUED = 256  # API calls gradio holds in its queue at most; past it a call is refused at once
+# gradio hands every API call on at once (an async wait, no thread), so each waits in the app's
+# fair lines, where the account sees it and bounds it per address: calls left in gradio's own
+# first-come line would let one address fill it and lock out everyone else's
+CONCURRENT = None
+QUEUED = 256  # API calls gradio holds at most before it hands them on; past it a call is refused at once
 CODE_PATH, FILE_NAME = "/explorer/code", "embedding_view.py"
 
 
