@@ -41,11 +41,13 @@ def mib(process: psutil.Process) -> float:
 
 
 def tree_mib(process: psutil.Process) -> float:
-    """Resident memory of the process and its children (the heavy-work process), in MiB."""
-    total = process.memory_info().rss
-    for child in process.children(recursive=True):
+    """Memory of the process and its children (the heavy-work process), in MiB: the sum of their
+    proportional sets (PSS), so a page both map — the tables the pool shares — counts once, not
+    once in each process's RSS."""
+    total = 0
+    for each in (process, *process.children(recursive=True)):
         with contextlib.suppress(psutil.NoSuchProcess):  # a child that ended as it was read
-            total += child.memory_info().rss
+            total += each.memory_full_info().pss
     return total / 2**20
 
 
