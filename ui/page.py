@@ -171,7 +171,7 @@ class Page:
         """Name the lists of outputs, once every panel has added its components."""
         charts = [self.positions_plot, self.layernorm_plot, self.similarity_plot, self.listing_plot, self.losses]
         self.written = [self.plot, self.info, self.variance, self.notice, self.address, self.export_links,
-                        self.background_json, self.tour_text, *charts]
+                        self.background_json, self.tour_text, self.trained, *charts]
         self.detail_outputs = [self.positions_plot, self.repeated, self.layernorm_plot, self.layernorm_info,
                                self.similarity_plot, self.code]
 

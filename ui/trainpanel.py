@@ -24,7 +24,7 @@ from core.tables.session import Session
 from core.view import options
 from core.view.options import CORPORA, LIMITS, PANELS, PARTS, Refused
 from ui import ondemand, render
-from ui.assets import chart
+from ui.assets import chart, written_by_page
 from ui.route import JOBS, OFFLOAD
 
 LIVE_SECONDS = 0.4  # the least time between two redraws while training
@@ -50,7 +50,9 @@ def layout(page) -> None:
                                    min_width=90)
             page.train_button = gr.Button("Train", variant="primary", elem_id="train-button")
         page.reset_button = gr.Button("Reset tables", elem_id="reset-button", size="sm")
-        page.trained = gr.Markdown(elem_id="train-summary")
+        # written by the page's script as each step's event comes, not handed to gradio: a busy
+        # page would fold the steps' lines into the last
+        page.trained = written_by_page("train-summary", elem_classes=["prose"])
         page.losses = chart("loss-plot")
 
 

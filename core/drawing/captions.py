@@ -49,6 +49,7 @@ def parameter_status(session: Session) -> str:
 
 
 def training_summary(session: Session) -> str:
+    """A training's line, as HTML the page's script writes (its own numbers only: nothing to escape)."""
     result = session.training
     losses = result.losses
     line = f"Trained {result.steps} steps in {result.seconds:.1f} s"
@@ -56,7 +57,7 @@ def training_summary(session: Session) -> str:
     if result.purity_before is not None:
         line += (
             f" Category purity of the corpus words (3 nearest neighbours, token table): "
-            f"**{result.purity_before:.2f} → {result.purity_after:.2f}**."
+            f"<strong>{result.purity_before:.2f} → {result.purity_after:.2f}</strong>."
         )
     return line
 
