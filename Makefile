@@ -15,14 +15,14 @@ install:
 install-dev:
 	$(PYTHON) -m pip install -q -r requirements-dev.txt
 
-# the tests' system programs, from Debian's packages in one apt-get run: chromium for the browser
-# tests, haproxy and redis-server for the class server's; installing needs root (CI and Spaces builders are)
+# system programs from Debian's packages, installed in one apt-get run when missing: chromium for the browser
+# tests, haproxy and redis-server for `make class` and its tests; installing needs root (CI and Spaces builders are)
 SYSTEM_PACKAGES = chromium haproxy redis-server
 MISSING = $(strip $(foreach p,$(SYSTEM_PACKAGES),$(if $(shell command -v $(p) 2>/dev/null || ls /usr/bin/$(p) /usr/sbin/$(p) 2>/dev/null),,$(p))))
 system-packages:
 	@[ -z "$(MISSING)" ] || \
 	  { if [ "$$(id -u)" = 0 ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(MISSING); \
-	    else echo "missing: $(MISSING); install with 'sudo apt-get install $(MISSING)' (their tests skip locally without them)"; fi; }
+	    else echo "missing: $(MISSING); install with 'sudo apt-get install $(MISSING)'"; fi; }
 
 lint:
 	$(PYTHON) -m ruff check .
@@ -34,9 +34,10 @@ bench: install-dev system-packages
 bench-quick: install-dev system-packages
 	$(PYTHON) -m bench.run --quick
 
-# a class on one machine: one app process per core behind HAProxy (installed when missing and run as root);
-# WORKERS=4 PORT=8000 make class to change them
+# a class on one machine: one app process per core behind HAProxy, with Redis (both installed when missing and
+# run as root), under supervisord; WORKERS=4 PORT=8000 make class to change them
 WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 PORT ?= 7860
 class: install
+	@$(MAKE) --no-print-directory system-packages SYSTEM_PACKAGES="haproxy redis-server"
 	$(PYTHON) deploy/serve.py --workers $(WORKERS) --port $(PORT)

@@ -13,7 +13,7 @@ import threading
 import torch
 from threadpoolctl import threadpool_limits
 
-from ui.page import LAUNCH_OPTIONS, build_demo
+from ui.page import build_demo, launch_options
 
 # a Space has 2 cores shared by every visitor: one thread per request serves a class in
 # parallel, where torch's and BLAS's default pools make small requests wait on each other
@@ -22,11 +22,12 @@ torch.set_num_threads(1)
 threadpool_limits(1)
 
 demo = build_demo()
+LAUNCH_OPTIONS = launch_options(demo)  # the page's own routes beside gradio's: `python app.py` and the tests launch so
 # what is built by now (torch, gradio, the page, the tables) lives as long as the process: out of
 # the garbage collector's reach, a collection does not walk it again after every few updates
 gc.freeze()
 
-__all__ = ["LAUNCH_OPTIONS", "build_demo", "demo"]
+__all__ = ["LAUNCH_OPTIONS", "demo"]
 
 if __name__ == "__main__":
     # scikit-learn (a large part of the start) is left out of it (see core/model/projection.py) and imported

@@ -3,15 +3,15 @@
 //    student link (?class=ID) and, once, the lecturer link (?class=ID#lead=SECRET) for another
 //    screen. The secret lives in this tab's sessionStorage (so F5 keeps leading) and never in
 //    the address bar: a page opened from the lecturer link moves it there and drops the #lead.
-//  - a page whose address names a class follows it: it reads the class's stream (one POST, a
-//    JSON line per change) and, while following, asks to be shown each new lesson; a change
+//  - a page whose address names a class follows it: it reads the class's stream (one POST, an
+//    event per change) and, while following, asks to be shown each new lesson; a change
 //    of the student's own stops following (the server sees it) and the banner offers
 //    "Follow the lecturer again".
 //  - the lecturer's page hears how many pages are connected and how many follow.
 //  - a class whose store is away says so on every page ("reconnecting"); calls answered so are
 //    made again, the stream stays open (or is opened again), and the lecturer's secret is kept:
 //    only a class that is gone or a secret that is wrong (404, 403) lets it go.
-//  - a round of answers (ui/pollroutes.py): the lecturer's box asks with a prompt, closes, clears,
+//  - a round of answers (ui/classroutes.py): the lecturer's box asks with a prompt, closes, clears,
 //    hides or approves each word and downloads them; a student's banner shows the prompt with a
 //    box to send a word. Each stream line carries the round (`poll`); when the words it draws
 //    change, a page that shows them asks its plot again ({poll: version} on the page's route), and
@@ -84,7 +84,7 @@
     const text = document.querySelector("#tour-text");
     const ready = () => text && text.innerText.includes(`Step ${step} of`);
     const go = () => {
-      const tour = document.querySelector("#tab-tour-button[aria-selected='true']");
+      const tour = document.querySelector("#main-row.on-tour");  // the Tour tab is open (assets/explorer.js)
       const target = document.querySelector(tour ? "#tour-buttons .tour-buttons" : "#embed-plot");
       if (target) target.scrollIntoView({ block: "start" });
     };
@@ -120,30 +120,14 @@
     streaming = controller;
     let retry = true;
     try {
-      const response = await fetch(url("stream"), {
-        method: "POST", headers: { "Content-Type": "application/json" }, signal: controller.signal,
-        body: JSON.stringify({ key, class: classId }),
-      });
-      if (!response.ok || !(response.headers.get("Content-Type") || "").includes("ndjson")) {
+      // the class's events, read as the page's route's streams are (assets/explorer.js `events`)
+      const response = await window.embeddingExplorer.events(`explorer/class/stream`, { key, class: classId },
+        heard, controller.signal);
+      if (!response.ok || !(response.headers.get("Content-Type") || "").includes("event-stream")) {
         const answer = await response.json().catch(() => ({}));
         said({ ...answer, error: answer.error || `The class could not be joined (${response.status}).` });
         retry = !final({ status: response.status });
         render();
-      } else {
-        const reader = response.body.getReader();
-        const decoder = new TextDecoder();
-        let buffered = "";
-        for (;;) {
-          const { value, done } = await reader.read();
-          if (done) break;
-          buffered += decoder.decode(value, { stream: true });
-          let end;
-          while ((end = buffered.indexOf("\n")) >= 0) {
-            const line = buffered.slice(0, end).trim();
-            buffered = buffered.slice(end + 1);
-            if (line) heard(JSON.parse(line));
-          }
-        }
       }
     } catch (error) {
       // a dropped connection (a proxy, a laptop's sleep): opened again below

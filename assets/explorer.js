@@ -1,11 +1,15 @@
 // What the page does in the browser that no Gradio component does:
+//  - the page's one way in and out: every change (a key, a click, a widget, a tab, the tour, Back,
+//    the page's work) is one POST to the page's route (ui/route.py), answered with values by
+//    element id (`receive`): an output this script writes has a setter (`output`), any other is
+//    handed to its gradio widget by one event that runs in the browser alone (`handOver`). A
+//    training's answers stream as server-sent events (`events`, which assets/classroom.js uses too);
 //  - the main plane is the page's own: #embed-plot is a gr.HTML this script draws with Plotly
-//    (gradio's own plotly.js bundle, imported once). Its figures come from gradio's queue (a
-//    tour step, a link, a setting) or straight from a direct call (ui/direct.py): a keystroke
-//    in a sentence or a click on a point is sent with one POST, at most one in flight, the
-//    latest text winning, and at most one Plotly redraw per animation frame, so the textbox
-//    never waits for the plot; what else the answer brings is written after the frame that paints
-//    the plot. A figure older than the one shown (its layout.meta.revision) is never drawn;
+//    (plotly.js served by the app, loaded once), as it draws every chart of the page (`chart`). A
+//    keystroke is sent at once, at most two calls on their way, the latest text winning, and at
+//    most one Plotly redraw per animation frame, so the textbox never waits for the plot; what
+//    else the answer brings is written after the frame that paints the plot. A figure older than
+//    the one shown (its layout.meta.revision) is never drawn;
 //  - the main plot arrives compact (core/drawing/figures.py embedding_spec(compact=True)): what each
 //    token's point shares across the groups is sent once, in layout.meta.columns; `expand`
 //    puts it back into each group's trace, and the token table is drawn from the same columns;
@@ -98,20 +102,27 @@
     while (rows.length > columns.tokens.length) body.deleteRow(rows.length - 1);
   }
 
-  // plotly.js: gradio's own bundle (the one its gr.Plot components load), imported once
-  const plotlyReady = (async () => {
-    if (!window.Plotly && window.EMBEDDING_EXPLORER_PLOTLY) {
-      await import(new URL(window.EMBEDDING_EXPLORER_PLOTLY, document.baseURI).href);
-    }
-    return window.Plotly;
-  })();
+  // plotly.js: the app's own copy (ui/assets.py), loaded once
+  const plotlyReady = new Promise((resolve) => {
+    if (window.Plotly || !window.EMBEDDING_EXPLORER_PLOTLY) { resolve(window.Plotly); return; }
+    const script = document.createElement("script");
+    script.src = new URL(window.EMBEDDING_EXPLORER_PLOTLY, document.baseURI).href;
+    script.onload = () => resolve(window.Plotly);
+    script.onerror = () => resolve(null);
+    document.head.appendChild(script);
+  });
   let plotly = null;
   plotlyReady.then((value) => { plotly = value; });
 
   let host = null; // the div Plotly draws the main plane in (inside #embed-plot)
   let handOver = null; // fires #embed-plot's hand-over event: gradio sets what a direct answer brought it
   let forGradio = {}; // those values, by element id, until the hand-over takes them
-  let key = null; // the tab's key for direct calls, issued with the page's first address
+  let key = null; // the page's key for its calls, issued with its first address
+  const KEPT = "embedding-explorer-key"; // sessionStorage: this browser tab's key, let go when it reloads
+  // an output this script writes, by element id -> its setter (`output`). The background's is the
+  // script's own: it is drawn in the plane, while its carrier sits in the View tab, maybe never opened
+  const setters = { "background-data": (json) => window.embeddingExplorer.setBackground(json) };
+  const pending = {}; // a value for an output whose setter is not there yet (its tab not opened)
   const mainPlot = () => (host && host.data ? host : null);
   const keys = () => window.embeddingExplorerKeys; // assets/plotkeys.js
 
@@ -256,7 +267,6 @@
     const { meta, ...rest } = figure.layout || {};
     const revision = (meta && meta.revision) || 0;
     // a constant uirevision keeps what the user did to the plot (zoom, a 3-D camera) across redraws
-    openSearch(figure);
     shown = { data: expand(figure.data, figure.layout), layout: held(meta, { ...rest, uirevision: "embedding" }),
       config: { responsive: true, displaylogo: false, ...(figure.config || {}) }, labels: labelsOf(meta), meta,
       revision };
@@ -265,6 +275,12 @@
     // measurement would lay out the page again with a changed table of up to 512 rows in it
     waiting.table = figure.layout;
     afterPlot();
+  }
+  // the background: the JSON of one trace, or "" to remove the layer
+  function setBackground(json) {
+    background = json ? JSON.parse(json) : null;
+    plot();
+    return [];
   }
   let listening = false;
   async function plot() {
@@ -286,9 +302,9 @@
     }
   }
 
-  // the direct path. A change the person makes (a key, a click, a tab) goes at once while one call
+  // the page's route. A change the person makes (a key, a click, a tab) goes at once while one call
   // is on its way: if that call still waits for its turn, the server merges the change into it
-  // and answers {merged: true}, and the waiting call's answer shows both (ui/direct.py). At most
+  // and answers {merged: true}, and the waiting call's answer shows both (ui/route.py). At most
   // two calls are on their way (one computing, one waiting); what is made meanwhile is merged
   // into the next. A tour step, an example pair or Back goes alone, after the calls before it
   // each the server's to compute, alone: a view it makes, or work (a refit, the link, an export, the token list)
@@ -327,34 +343,60 @@
     receive(answer, calls > 0 || queued !== null);
     flush();
   }
-  // work answered as it goes (ui/direct.py `stream`: a training's curve): one JSON line a step, each
-  // applied as it comes. A press while its work runs is let go, as gradio lets a button's second
-  // press go while its event runs; the work stops when the page goes (the server sees it leave)
+  // server-sent events from a POST (the page's route's streams: a training's curve, a class's
+  // stream, assets/classroom.js): `heard(message)` for each event's JSON data, until the stream ends
+  // or `signal` aborts it. Returns the response (its status and type say whether it streamed)
+  async function events(path, body, heard, signal) {
+    const response = await fetch(new URL(path, document.baseURI), {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body), signal,
+    });
+    if (!response.ok || !(response.headers.get("Content-Type") || "").includes("event-stream")) return response;
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let text = "";
+    for (;;) {
+      const { done, value } = await reader.read();
+      text += decoder.decode(value || new Uint8Array(), { stream: !done }).replace(/\r\n?/g, "\n");
+      const blocks = text.split("\n\n");
+      text = done ? "" : blocks.pop();
+      for (const block of blocks) {
+        const data = block.split("\n").filter((line) => line.startsWith("data:")).map((line) => line.slice(5).trim());
+        if (data.length) heard(JSON.parse(data.join("\n")));
+      }
+      if (done) break;
+    }
+    return response;
+  }
+  // work answered as it goes (a training's curve): each event applied as it comes. A press while its
+  // work runs is let go; the work stops when the page goes (the server sees it leave)
   const streaming = new Set();
   async function stream(name, value) {
     if (!key || streaming.has(name)) return;
     streaming.add(name);
     try {
-      const response = await fetch(new URL("explorer/live", document.baseURI), {
-        method: "POST", headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ key, change: { [name]: value } }),
-      });
-      const reader = response.body.getReader();
-      const decoder = new TextDecoder();
-      let text = "";
-      for (;;) {
-        const { done, value: chunk } = await reader.read();
-        text += decoder.decode(chunk || new Uint8Array(), { stream: !done });
-        const lines = text.split("\n");
-        text = done ? "" : lines.pop();
-        for (const line of lines) if (line.trim()) receive(JSON.parse(line));
-        if (done) break;
-      }
+      const response = await events("explorer/live", { key, change: { [name]: value } }, (message) => receive(message));
+      if (!(response.headers.get("Content-Type") || "").includes("event-stream")) receive(await response.json());
     } catch (error) {
       receive({ error: "The server could not be reached: check the connection, then try again." });
     } finally {
       streaming.delete(name);
     }
+  }
+  // an uploaded table: the file is the body of one POST to the page's route for uploads (ui/files.py)
+  async function upload(file, input) {
+    if (!key) return;
+    let answer;
+    try {
+      const response = await fetch(new URL("explorer/upload", document.baseURI), {
+        method: "POST", body: file,
+        headers: { "X-Explorer-Key": key, "X-File-Name": encodeURIComponent(file.name) },
+      });
+      answer = await response.json();
+    } catch (error) {
+      answer = { error: "The file could not be sent: check the connection, then try again." };
+    }
+    if (input) input.value = ""; // emptied, so a refused file does not look loaded
+    receive(answer);
   }
   const escapeHtml = (text) => String(text).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
   // a direct answer (a keystroke's, a click's, a class's lesson: assets/classroom.js): values by
@@ -407,7 +449,8 @@
     if (table) drawTable(table);
     let handed = false;
     for (const [id, value] of Object.entries(values)) {
-      if ((window.embeddingExplorerOutputs || {})[id]) {
+      if (id === "controls" && value && value.selected) markPanel(value.selected);
+      if (id in setters || WRITTEN.has(id)) {
         setOutput(id, value);
       } else {
         forGradio[id] = value;
@@ -416,25 +459,49 @@
     }
     if (handed && handOver) handOver();
   }
-  // the hand-over event's script (ui/plane.py hand_over_js): its outputs' element ids, in the
-  // order gradio lists them, and their values; gradio leaves an output whose value is undefined
-  // as it is
+  // the hand-over event's script (ui/page.py `hand_over`): its outputs' element ids, in the order
+  // gradio lists them, and their values; gradio leaves an output whose value is undefined as it is
   function takeForGradio(ids) {
     const values = ids.map((id) => forGradio[id]);
     forGradio = {};
     return values;
   }
-  // an output the page writes: set as gradio would (its component's script installed the setter),
-  // so a later value from the queue is compared with this one. The plot is only drawn: each of
-  // its figures carries a newer revision, so no value from the queue can equal an older one, and
-  // handing gradio's component a large value costs the page a copy and a comparison per keystroke
+  // an output the page writes: set by its setter (its component's script installed it: `output`);
+  // one whose tab has not opened yet keeps its newest value until it does. The plot is only drawn,
+  // and the background merged into it whichever tab is open (its element is in the View tab)
   function setOutput(id, value) {
     if (id === "embed-plot") {
       draw(value);
       return;
     }
-    const set = (window.embeddingExplorerOutputs || {})[id];
-    if (set) set(value);
+    if (id === "background-data") {
+      setBackground(value);
+      return;
+    }
+    if (setters[id]) setters[id](value); else pending[id] = value;
+  }
+  // the outputs this script writes (ui/page.py Page.written), whether or not their setters are there yet
+  const WRITTEN = new Set(["embed-info", "variance-bars", "notice", "address", "export-links", "background-data",
+    "tour-text", "positions-plot", "layernorm-plot", "similarity-plot", "listing-plot", "loss-plot"]);
+  // a chart of the page (ui/assets.py chart): drawn from its figure's JSON in a div of its own; "" removes
+  // it. A chart without that div is not shown (assets/style.css): nothing drawn is no empty box nor Tab stop
+  async function chart(element, json) {
+    const Plotly = await plotlyReady;
+    let host = element.querySelector(".chart-host");
+    if (!json) {
+      if (host && Plotly && host.data) Plotly.purge(host);
+      if (host) host.remove();
+      return;
+    }
+    if (!host) {
+      host = document.createElement("div");
+      host.className = "chart-host";
+      element.appendChild(host);
+    }
+    let figure;
+    try { figure = JSON.parse(json); } catch (error) { return; }
+    if (Plotly) await Plotly.react(host, figure.data, { ...figure.layout, autosize: true },
+      { responsive: true, displaylogo: false, ...(figure.config || {}) });
   }
 
   // a keystroke in a sentence box goes straight to the server (a value gradio sets, from a
@@ -451,25 +518,22 @@
   // it opened: ui/tourpanel.py SCREEN_JS); turned to landscape or back, the plot is fitted anew
   matchMedia("(max-width: 600px)").addEventListener("change", (event) => send({ narrow: event.matches }));
 
-  // a page opened from a link with a search draws its crosses: the box they come from is opened
-  // too, not left folded away (at the first figure with crosses, once)
-  let searchOpened = false;
-  function openSearch(figure) {
-    if (searchOpened || !(figure.data || []).some((trace) => trace.name === "search")) return;
-    const button = document.querySelector("#search-panel > button.label-wrap");
-    if (!button) return;
-    searchOpened = true;
-    if (!button.classList.contains("open")) button.click();
+  // whether the Tour tab is open, on #main-row as a class (`on-tour`): the stylesheet lays a phone's
+  // tour out by it, and assets/classroom.js scrolls by it. The row is built with it when the page
+  // opens on the tour (ui/page.py); a tab's select and an answer's tab change it
+  function markPanel(name) {
+    const row = document.getElementById("main-row");
+    if (row) row.classList.toggle("on-tour", name === "tour");
   }
 
-  // the page's opening, its first call on its route: its address's query and its screen, and
-  // gradio's session, by which an upload (through gradio's queue) reaches the same tab. The
-  // answer is the view, the key among it (#address); sent once the plot can be drawn
+  // the page's opening, its first call on its route: its address's query, its screen, and the key
+  // this browser tab had before a reload (its tab is let go at once). The answer is the view, the
+  // new key among it (#address); sent once the plot can be drawn
   let opened = false;
   async function open() {
     opened = true;
     const sent = { query: location.search.replace(/^[?]/, ""), narrow: matchMedia("(max-width: 600px)").matches,
-      session: window.__gradio_session_hash__ }; // ui/gradiointernals.py SESSION_JS
+      previous: sessionStorage.getItem(KEPT) || undefined };
     let answer;
     try {
       const response = await fetch(new URL("explorer/live", document.baseURI), {
@@ -497,20 +561,22 @@
     draw,
     setKey(value) {
       key = value;
+      sessionStorage.setItem(KEPT, value);
       flush();
       if (window.embeddingExplorerClass) window.embeddingExplorerClass.setKey(value);
     },
     receive,
-    // a tab's select (ui/ondemand.py opened_js): {panel: key} for a control tab, {shown: key} for
+    // a tab's select (ui/ondemand.py `defer`): {panel: key} for a control tab, {shown: key} for
     // a main one (the view's fields). Sent once the page has its key; gradio's selects of the tabs
     // the page is built with come before it, and change nothing
     tabOpened(change) {
+      if (change.panel) markPanel(change.panel);
       if (key) send(change);
     },
     // a token selected from the keyboard (assets/plotkeys.js), as a click on its point selects it
     select,
-    // settings changed on the page (ui/direct.py `settable`): {view field: value}, sent once the
-    // page has its key
+    // a change on the page (ui/page.py `wire`: a widget's view field; an action, a work): sent once
+    // the page has its key
     set(change) {
       send(change);
       return [];
@@ -520,20 +586,20 @@
       stream("train", change);
       return [];
     },
-    // an example pair clicked (ui/plane.py EXAMPLES_JS): the server sets both sentences
-    example(number) {
-      send({ example: number });
+    upload,
+    events,
+    chart,
+    // an output this script writes (ui/assets.py written_by_page, chart): its setter, given a value
+    // that came before it was there
+    output(id, setter) {
+      setters[id] = setter;
+      if (id in pending) {
+        const value = pending[id];
+        delete pending[id];
+        setter(value);
+      }
     },
-    // the tour's Next (1) or Previous (-1) (ui/tourpanel.py TOUR_BUTTONS_JS)
-    move(step) {
-      send({ move: step });
-    },
-    // called with the JSON of one trace, or "" to remove the layer
-    setBackground(json) {
-      background = json ? JSON.parse(json) : null;
-      plot();
-      return [];
-    },
+    setBackground,
     presenter(on) {
       document.body.classList.toggle("presenter", Boolean(on));
       // the plot's box grows with the class; plotly sizes itself only on a window resize

@@ -204,9 +204,18 @@
     if (speak) say(spoken(at.position, at.group) + (ring.hidden ? " (outside the zoomed view)" : ""));
   }
 
-  // plotly's hover label on a point, as the mouse would show it (on the point's own subplot)
+  // plotly's hover label on a point, as the mouse would show it (on the point's own subplot). A
+  // heatmap's cell, [row, column], is hovered at its place: plotly.js looks a point number up as one
+  // index into the trace's points, which a grid's cell is not
   function hover(gd, trace, point) {
-    Plotly().Fx.hover(gd, [{ curveNumber: trace.index, pointNumber: point }], `${trace.xaxis || "x"}${trace.yaxis || "y"}`);
+    const subplot = `${trace.xaxis || "x"}${trace.yaxis || "y"}`;
+    if (Array.isArray(point)) {
+      const at = (values, i) => (values && typeof values[i] === "number" ? values[i] : i);
+      Plotly().Fx.hover(gd, [{ curveNumber: trace.index, xval: at(trace.x, point[1]), yval: at(trace.y, point[0]) }],
+        subplot);
+      return;
+    }
+    Plotly().Fx.hover(gd, [{ curveNumber: trace.index, pointNumber: point }], subplot);
   }
 
   function leave() {

@@ -1,10 +1,12 @@
 """The app (or another gradio server) in a child process on a free loopback port, for benchmarks that
-measure the server."""
+measure the server: its address, and its memory and CPU with its children's (the heavy-work
+process's)."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -17,6 +19,14 @@ import httpx
 import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
+# `python app.py`, and on SIGUSR1 glibc's malloc_trim(0): what the allocator kept for reuse goes
+# back to the system, so the resident memory left is what the server still holds
+TRIMMABLE = """
+import ctypes, runpy, signal
+libc = ctypes.CDLL("libc.so.6")
+signal.signal(signal.SIGUSR1, lambda *_: libc.malloc_trim(0))
+runpy.run_path("app.py", run_name="__main__")
+"""
 
 
 def free_port() -> int:
@@ -31,28 +41,55 @@ def mib(process: psutil.Process) -> float:
 
 
 def tree_mib(process: psutil.Process) -> float:
-    """Resident memory of the process and its children (the heavy-work process), in MiB."""
-    total = process.memory_info().rss
-    for child in process.children(recursive=True):
+    """Memory of the process and its children (the heavy-work process), in MiB: the sum of their
+    proportional sets (PSS), so a page both map — the tables the pool shares — counts once, not
+    once in each process's RSS."""
+    total = 0
+    for each in (process, *process.children(recursive=True)):
         with contextlib.suppress(psutil.NoSuchProcess):  # a child that ended as it was read
-            total += child.memory_info().rss
+            total += each.memory_full_info().pss
     return total / 2**20
 
 
+def tree_seconds(process: psutil.Process) -> float:
+    """CPU seconds (user + system) of the process and its children (the heavy-work process's)."""
+    total = 0.0
+    for each in (process, *process.children(recursive=True)):
+        with contextlib.suppress(psutil.Error):  # a child that ended as it was read
+            spent = each.cpu_times()
+            total += spent.user + spent.system
+    return total
+
+
+def trim(process: psutil.Process, settle: float = 2.0) -> None:
+    """Have a server launched `trimmable` hand its allocator's free memory back to the system."""
+    process.send_signal(signal.SIGUSR1)
+    time.sleep(settle)
+
+
 @contextmanager
-def launched_app(start_timeout: float = 120) -> Iterator[tuple[str, psutil.Process]]:
-    """`python app.py` until the block ends: yields its URL, once it answers, and its process."""
-    with launched([sys.executable, "app.py"], "the app", start_timeout) as served:
+def launched_app(start_timeout: float = 120, trimmable: bool = False,
+                 env: dict[str, str | None] | None = None) -> Iterator[tuple[str, psutil.Process]]:
+    """`python app.py` until the block ends: yields its URL, once it answers, and its process.
+    `trimmable`: it also trims its allocator on SIGUSR1 (`trim`); `env`: variables set for it
+    (None: unset)."""
+    command = [sys.executable, "-c", TRIMMABLE] if trimmable else [sys.executable, "app.py"]
+    with launched(command, "the app", start_timeout, env) as served:
         yield served
 
 
 @contextmanager
-def launched(command: list[str], name: str, start_timeout: float = 120) -> Iterator[tuple[str, psutil.Process]]:
+def launched(command: list[str], name: str, start_timeout: float = 120,
+             env: dict[str, str | None] | None = None) -> Iterator[tuple[str, psutil.Process]]:
     """Any gradio server in a child process until the block ends, so its CPU and memory are
     its own: ``command`` is run in the repository with GRADIO_SERVER_NAME / GRADIO_SERVER_PORT
-    set to a free loopback port; yields the URL, once its config answers, and its process."""
+    set to a free loopback port, and ``env`` (None: unset); yields the URL, once its config
+    answers, and its process."""
     port = free_port()
-    env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port)}
+    given = env or {}
+    env = {**{var: value for var, value in os.environ.items() if given.get(var, value) is not None},
+           **{var: value for var, value in given.items() if value is not None},
+           "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port)}
     # served as the public serves it: a measure that imports the tests' helpers (tests/conftest.py
     # turns the tests' hooks on for this process) does not pass their hidden controls on
     env.pop("EMBEDDING_EXPLORER_TEST_HOOKS", None)

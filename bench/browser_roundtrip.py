@@ -3,11 +3,12 @@
     python -m bench.browser_roundtrip [--characters 30] [--warm-up 3] [--sizes 16,128]
 
 What a student feels while typing is the whole round trip: the key event, the page sending
-the sentences, the server's update, the answer's trip back, and plotly redrawing. This launches
-the app (``app.build_demo()``, its own launch options and queue) in this process, with one
-thing added inside the same Blocks: an echo, a textbox whose ``.input`` event returns its text
-into a second textbox through the same queue (`echo_demo`). The echo is the baseline: the least
-any event of this page can take on this machine, in this browser, in this run. In Chromium
+the sentences (one POST to its route, ui/route.py), the server's update, the answer's trip back,
+and plotly redrawing. This launches the app (``app.build_demo()``, its own launch options, routes
+and queue) in this process, with one thing added inside the same Blocks: an echo, a textbox whose
+``.input`` event returns its text into a second textbox through gradio's queue (`echo_demo`).
+The echo is the baseline: the least a gradio event of this page can take on this machine, in
+this browser, in this run. In Chromium
 (Playwright, /usr/bin/chromium), for the page's default pair (about 16 tokens) and a 128-token
 pair, it times a character typed into each, alternately (`measure_pair`); then a typist at a
 human pace into the app's page and into a bare gradio echo page (`typing_pace`). The tables are
@@ -22,6 +23,7 @@ import html
 import io
 import os
 import statistics
+import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
@@ -51,7 +53,7 @@ HELPERS = """() => {
   };
   const probes = {plot: plotKey, echo: echoKey};
   window.__roundtrip = {keyAt: null, arrivedAt: null, seenAt: null, armed: false};
-  // when a direct answer (ui/direct.py) has arrived: its fetch resolves
+  // when an answer of the page's route (ui/route.py) has arrived: its fetch resolves
   const fetch0 = window.fetch;
   window.fetch = function (input, init) {
     const url = String(input && input.url || input);
@@ -68,7 +70,7 @@ HELPERS = """() => {
       return response;
     });
   };
-  // when the answer starts to arrive: gradio reads its event stream with fetch's reader
+  // when the echo's answer starts to arrive: gradio reads its queue's event stream with fetch's reader
   const read = ReadableStreamDefaultReader.prototype.read;
   const decoder = new TextDecoder();
   ReadableStreamDefaultReader.prototype.read = function () {
@@ -134,44 +136,48 @@ HELPERS = """() => {
 }"""
 
 
+ECHOED = {"seconds": 0.0, "calls": 0}  # the echo's own time in its function, and its calls
+
+
 def echo(text: str) -> str:
-    return text
+    began = time.perf_counter()
+    try:
+        return text
+    finally:
+        ECHOED["seconds"] += time.perf_counter() - began
+        ECHOED["calls"] += 1
 
 
 def echo_demo():
-    """The app's page with an echo event added: same Blocks, same queue, same launch options."""
+    """The app's page with an echo event added: same Blocks, same queue, same launch options
+    (`launch_options` of this Blocks, so its route is the one its page talks to)."""
     import gradio as gr
 
-    import app
+    import app  # the app's thread settings, as serving it sets them
 
     demo = app.build_demo()
     with demo, gr.Row():
         echo_in = gr.Textbox(label="echo (benchmark)", elem_id="bench-echo-in", max_length=20_000)
         echo_out = gr.Textbox(label="echoed", elem_id="bench-echo-out", max_length=20_000)
-        # as the main update: queued, latest input wins, no progress overlay
+        # as the page's live event was wired when it went through gradio's queue: latest input
+        # wins, no progress overlay
         echo_in.input(echo, echo_in, echo_out, api_name=False, trigger_mode="always_last", show_progress="hidden")
     return demo
 
 
 class Callbacks:
-    """The server's own time in each measured event's function: the echo's from gradio's counters,
-    the plot's from the direct path's (the page's keystrokes do not go through gradio's events)."""
+    """The server's own time in each measured event's function: the echo's as it timed itself,
+    the plot's as the page's route times each call it computes (`ui.route.Live`'s `seconds`
+    and `calls`)."""
 
     def __init__(self, demo):
-        self.demo = demo
-        self.counters = {
-            "plot": demo.explorer.direct,  # its `seconds` and `calls`
-            "echo": echo,  # gradio's counters of the event that calls it
-        }
-        self.seen = {kind: (0.0, 0) for kind in self.counters}
+        self.live = demo.explorer.live
+        self.seen = {kind: (0.0, 0) for kind in ("plot", "echo")}
 
     def _read(self, kind: str) -> tuple[float, int]:
-        counter = self.counters[kind]
-        from ui.gradiointernals import handler_timing
-
         if kind == "plot":
-            return counter.seconds, counter.calls
-        return handler_timing(self.demo, counter)
+            return self.live.seconds, self.live.calls
+        return ECHOED["seconds"], ECHOED["calls"]
 
     def mark(self, kind: str) -> None:
         self.seen[kind] = self._read(kind)
@@ -264,7 +270,7 @@ def measure_pair(page, callbacks: Callbacks, n_tokens: int, characters: int, war
     - plot: a character is typed at the end of ``#sentence-a`` until the main plot
       (``#embed-plot .js-plotly-plot``) holds the new token list in its data (``gd.data``, the
       output trace's hover texts), i.e. plotly has drawn the new figure. The page sends the
-      keystroke straight to the tab (ui/direct.py), not through gradio's queue.
+      keystroke to its route (ui/route.py), not through gradio's queue.
 
     Each character typed into sentence A is taken back with Backspace, untimed, so every plot
     measurement starts from the same text; the echo's text grows by one character each time
@@ -320,13 +326,13 @@ def in_page(demo, helpers: str, each):
     for the first plot, and return ``each(page, callbacks)``."""
     from playwright.sync_api import sync_playwright
 
-    import app
     from bench.appserver import free_port
+    from ui.page import launch_options
 
     if CHROMIUM is None:
         raise SystemExit("chromium is not installed (apt-get install chromium)")
     demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                **app.LAUNCH_OPTIONS)
+                **launch_options(demo))
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

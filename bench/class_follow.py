@@ -24,7 +24,6 @@ import random
 import statistics
 import sys
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -32,6 +31,8 @@ import httpx
 import orjson
 import psutil
 
+from bench.appserver import tree_seconds
+from bench.pages import ROUTE, CallFailed, key_of, opening
 from bench.report import ms, percentile, tables_and_errors, times
 
 WITHIN = 1.5  # seconds: the target's reach
@@ -44,51 +45,13 @@ WORDS = ("river", "garden", "castle", "violin", "tractor", "mountain", "umbrella
 SENTENCE = "the {w} sat quietly on the old mat while a small dog slept by the door"
 
 
-class CallFailed(Exception):
-    pass
-
-
 def now() -> float:
     return time.monotonic()
-
-
-def tree_seconds(process: psutil.Process) -> float:
-    """CPU seconds (user + system) of the app's process and its children (the heavy pool's)."""
-    total = 0.0
-    for each in (process, *process.children(recursive=True)):
-        with contextlib.suppress(psutil.Error):
-            spent = each.cpu_times()
-            total += spent.user + spent.system
-    return total
 
 
 def busy_seconds() -> float:
     spent = psutil.cpu_times()
     return spent.user + spent.system + getattr(spent, "nice", 0.0)
-
-
-
-# the page's calls, read from the app's config
-
-
-@dataclass(frozen=True)
-class Calls:
-    page: object  # bench/load.py PageCalls: how a page opens (its answer's address carries the tab's key)
-    next: int
-    previous: int
-
-    @classmethod
-    def discover(cls, url: str) -> Calls:
-        from bench.load import PageCalls
-
-        config = httpx.get(f"{url}config", timeout=30).raise_for_status().json()
-        ids = {c.get("props", {}).get("elem_id"): c["id"] for c in config["components"]}
-        named = {d["api_name"]: d["id"] for d in config["dependencies"] if d.get("api_name")}
-        missing = [name for name in ("next_step", "previous_step") if name not in named]
-        if "class-box" not in ids or missing:
-            raise RuntimeError(f"the app has no class box or no {missing}: update bench/class_follow.py to the page")
-        page = PageCalls.discover(url)
-        return cls(page, named["next_step"], named["previous_step"])
 
 
 # one page
@@ -98,21 +61,20 @@ class Page:
     """One browser tab of the app, as assets/explorer.js and assets/classroom.js drive it.
 
     It opens as a page does: its first call on the page's route, whose answer's address carries
-    the tab's key (bench/load.py `PageCalls`). A student's page holds its class stream open
-    (POST explorer/class/stream, newline-delimited JSON; one asyncio task per page, each page
-    its own httpx connection pool) and, when a message says it follows and the version is newer
+    the tab's key (bench/pages.py `opening`). A student's page holds its class stream open
+    (POST explorer/class/stream, server-sent events; one asyncio task per page, each page its
+    own httpx connection pool) and, when a message says it follows and the version is newer
     than the one it was shown, asks to be shown the lesson (POST explorer/class/follow), one
     follow at a time. The follow's answer is the whole view: the figure and what else the
     page's script writes, and the step's text and widgets for gradio's components, which the
-    page hands over with an event that runs in the browser alone (`ui.plane.hand_over_js`).
-    Nothing of a lesson goes through gradio's queue.
+    page hands over with an event that runs in the browser alone (ui/page.py `hand_over`).
+    Nothing of a lesson goes through gradio's queue; the lecturer's *Next* is one call of the
+    page's route (`move`), as its button sends it.
     """
 
-    def __init__(self, url: str, calls: Calls) -> None:
+    def __init__(self, url: str) -> None:
         limits = httpx.Limits(max_connections=6, max_keepalive_connections=6)  # a browser's per host
         self.http = httpx.AsyncClient(base_url=url, timeout=httpx.Timeout(CALL_TIMEOUT, connect=30), limits=limits)
-        self.calls = calls
-        self.session_hash = uuid.uuid4().hex[:11]
         self.key: str | None = None
         self.class_id: str | None = None
         self.last: dict = {}  # the stream's last message
@@ -135,35 +97,16 @@ class Page:
     def error(self, where: str, error: object) -> None:
         self.errors.append(f"{where}: {error!r}"[:240])
 
-    async def queued(self, fn_index: int, data: list) -> tuple[list, float]:
-        """One event through gradio's queue, as the page sends it (join, then the session's event
-        stream, read on to its close): its output data and when it came."""
-        join = await self.http.post("gradio_api/queue/join",
-                                    json={"data": data, "fn_index": fn_index, "session_hash": self.session_hash})
-        if join.status_code != 200:
-            raise CallFailed(f"join: HTTP {join.status_code} {join.text[:160]}")
-        event_id = join.json()["event_id"]
-        answer, at = None, 0.0
-        async with self.http.stream("GET", "gradio_api/queue/data", params={"session_hash": self.session_hash}) as s:
-            async for line in s.aiter_lines():
-                if not line.startswith("data:"):
-                    continue
-                if answer is None and '"process_completed"' in line[:40] and event_id in line[:100]:
-                    at = now()
-                    message = orjson.loads(line[5:])
-                    if not message.get("success"):
-                        raise CallFailed(f"app error: {(message.get('output') or {}).get('error')!r}")
-                    answer = message["output"]["data"]
-                elif '"close_stream"' in line and answer is not None:
-                    break
-        if answer is None:
-            raise CallFailed("the event stream closed without an answer")
-        return answer, at
-
     async def open(self) -> None:
-        page = self.calls.page
-        answer = await self.http.post(page.path, json=page.opening(self.session_hash))
-        self.key = page.key_of(answer.raise_for_status().json())
+        answer = await self.http.post(ROUTE, json=opening())
+        self.key = key_of(answer.raise_for_status().json())
+
+    async def move(self, step: int) -> dict:
+        """The tour's Next (1) or Previous (−1), as its buttons send it: one call of the page's route."""
+        answer, _ = await self.post(ROUTE, {"change": {"move": step}})
+        if "error" in answer:
+            raise CallFailed(f"{'Next' if step > 0 else 'Previous'}: {answer['error']!r}")
+        return answer
 
     async def post(self, path: str, body: dict) -> tuple[dict, int]:
         try:
@@ -195,9 +138,9 @@ class Page:
                 if response.status_code != 200:
                     self.error("stream", f"HTTP {response.status_code} {(await response.aread())[:160]!r}")
                     return
-                async for line in response.aiter_lines():
-                    if line.strip():
-                        self.hear(orjson.loads(line))
+                async for line in response.aiter_lines():  # one event a message; comments (pings) aside
+                    if line.startswith("data:"):
+                        self.hear(orjson.loads(line[5:]))
             if not (self.last.get("ended")):
                 self.error("stream", "closed by the server")
         except (httpx.HTTPError, ValueError) as error:
@@ -235,7 +178,7 @@ class Page:
         times_ = [t for v, t in getattr(self, kind).items() if v > base]
         return min(times_) if times_ else None
 
-    # typing (assets/explorer.js): one direct call in flight, the newest text in the next
+    # typing (assets/explorer.js): one call in flight, the newest text in the next
 
     async def type(self, stop: asyncio.Event, word: str, seed: int, latencies: list[float]) -> None:
         rng = random.Random(seed)
@@ -248,7 +191,7 @@ class Page:
                 changed.clear()
                 keys, state["pending"] = state["pending"], []
                 try:
-                    answer, _ = await self.post("explorer/live", {"change": {"sentence_a": state["text"]}})
+                    answer, _ = await self.post(ROUTE, {"change": {"sentence_a": state["text"]}})
                 except (httpx.HTTPError, ValueError) as error:
                     self.error("type", error)
                     continue
@@ -311,9 +254,8 @@ class Window:
 class Lecture:
     def __init__(self, url: str, process: psutil.Process, students: int) -> None:
         self.url, self.process = url, process
-        self.calls = Calls.discover(url)
-        self.lecturer = Page(url, self.calls)
-        self.students = [Page(url, self.calls) for _ in range(students)]
+        self.lecturer = Page(url)
+        self.students = [Page(url) for _ in range(students)]
         self.step = 0
 
     @property
@@ -364,10 +306,9 @@ class Lecture:
         """The lecturer presses Next (or Previous); wait until every measured page has the new
         version (`kind`: "heard" or "followed"), then until the pages' calls are done."""
         base = max(p.version() for p in self.pages)
-        fn = self.calls.next if move > 0 else self.calls.previous
         began = now()
         try:
-            await self.lecturer.queued(fn, [])
+            await self.lecturer.move(move)
         except (CallFailed, httpx.HTTPError) as error:
             raise RuntimeError(f"the lecturer's {'Next' if move > 0 else 'Previous'} failed: {error!r}") from error
         lecturer = now() - began
@@ -473,8 +414,8 @@ def measure(students: int = 100, typing: int = 30, presses: int = 5, window: flo
        once a second). Each as % of one core, and over the baseline. The target is judged on
        the total CPU of the busier of the two windows with streams, not on its difference over
        the baseline (the app's own idle: gradio's queue loop and threads).
-    2. Next: the lecturer's page presses *Next* (its `next_step` event through gradio's queue,
-       as the button sends it) `presses` times, waiting after each until every follower has
+    2. Next: the lecturer's page presses *Next* (one call of the page's route, `{move: 1}`, as
+       the button sends it) `presses` times, waiting after each until every follower has
        it. Per follower: the time from the press to its stream saying the new version (heard)
        and to its follow call's answer (reached: the page has the whole view). Three scenarios
        on the same steps (2, 3, …), the lecturer sent back to step 1 with *Previous* between
@@ -484,7 +425,7 @@ def measure(students: int = 100, typing: int = 30, presses: int = 5, window: flo
          the stream's fan-out is timed alone, and the follow calls' cost shows in the ratio of
          a scenario's reached p95 to the echo's heard p95;
        - typing: `typing` of the students type at human speed (5 keys/s; each keystroke a
-         direct call to /explorer/live with the growing sentence, one call at a time and the
+         call of the page's route with the growing sentence, one call at a time and the
          newest text winning, as the page sends them; its answer, too, brings all the
          keystroke changed). A typing student stops following, as it should, so reach is
          measured over the others (students − typing); the typists' own key-to-answer latency
@@ -565,7 +506,7 @@ def report(found: dict) -> list[tuple[str, tuple[str, ...], list[tuple[str, ...]
          ("window", "streams", "wall s", "CPU s", "server", "over baseline", "generator", "others",
           "lecturer's banner"),
          idle_rows),
-        ("class Next, each press: press (the lecturer's next_step through the queue) to each page's stream "
+        ("class Next, each press: press (the lecturer's Next on the page's route) to each page's stream "
          "saying the new version (heard) and to its follow call's answer, the whole view (reached); echo: the "
          "same presses, the pages only listen, reached = heard",
          ("scenario", "step", "pages", "lecturer's answer", "heard p95", "reached p50", "p95", "max",

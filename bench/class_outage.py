@@ -5,7 +5,7 @@
 deploy/serve.py's ClassServer (two workers behind HAProxy, its own redis-server). A lecturer's
 page and --students students' pages open and follow as pages do (bench/class_follow.py `Page`).
 Redis is stopped for --outage seconds, while the lecturer presses Next every 5 s and --typing
-students type (5 keys a second, the direct route); then started again, empty, as `make class`
+students type (5 keys a second, the page's route); then started again, empty, as `make class`
 does, and the lecturer presses Next at once, then End once every follower shows that step.
 Reported: every answer's status by route; streams cut (closed before the class ended); pages
 that heard "reconnecting"; the seconds from Redis's start to the pages hearing the class is
@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 import httpx
 
-from bench.class_follow import CallFailed, Calls, Page
+from bench.class_follow import CallFailed, Page
 from bench.report import tables_and_errors
 
 WITHIN = 10.0  # seconds: the target, from Redis's start
@@ -55,9 +55,8 @@ def route(url: str) -> str:
 
 async def run(url: str, stop_redis: Callable[[], None], start_redis: Callable[[], None], students: int,
               typing: int, outage: float, say: Callable[[str], None]) -> dict:
-    calls = Calls.discover(url)
-    lecturer = Page(url, calls)
-    pupils = [Page(url, calls) for _ in range(students)]
+    lecturer = Page(url)
+    pupils = [Page(url) for _ in range(students)]
     pages = [lecturer, *pupils]
     statuses: collections.Counter = collections.Counter()
 
@@ -84,10 +83,7 @@ async def run(url: str, stop_redis: Callable[[], None], start_redis: Callable[[]
         say(f"  {students} students following, {dict(workers)} pages per worker")
 
         async def next_step() -> dict:
-            answer, _ = await lecturer.post("explorer/live", {"change": {"move": 1}})
-            if "error" in answer:
-                raise CallFailed(f"Next: {answer['error']!r}")
-            return answer
+            return await lecturer.move(1)
 
         typists, followers = pupils[:typing], pupils[typing:]
         watching = True
@@ -143,14 +139,16 @@ def measure(students: int = 20, typing: int = 3, outage: float = 30.0,
             say: Callable[[str], None] = lambda line: print(line, flush=True)) -> dict:
     """The whole measure on a class server of its own (two workers, HAProxy, its Redis). A Next
     has reached a follower when the follower has followed it and its stream says so."""
-    from deploy.serve import ClassServer, free_port, stop_process
+    from deploy.serve import ClassServer, free_port
 
     kept = os.environ.pop("EXPLORER_CLASS_STORE", None)  # the server's own Redis: this measure stops it
     try:
         with ClassServer(2, port=free_port(), host="127.0.0.1", first_worker_port=0) as server:
             say(f"  class server up: {server.url}, Redis on port {server.redis_port}")
-            return asyncio.run(run(server.url, lambda: stop_process(server.redis), server.start_redis, students,
-                                   typing, outage, say))
+            # through supervisord, as `supervisorctl stop redis` / `start redis` would: started without waiting
+            # for its one second of startsecs, so the times below count from Redis's own start
+            return asyncio.run(run(server.url, lambda: server.rpc.stopProcess("redis"),
+                                   lambda: server.rpc.startProcess("redis", False), students, typing, outage, say))
     finally:
         if kept is not None:
             os.environ["EXPLORER_CLASS_STORE"] = kept

@@ -7,8 +7,8 @@ minimal `gr.Blocks` page with one textbox and one `gr.Plot` showing a small figu
 a Gradio page that draws a plot can load). Each is opened in a fresh Chromium context (an empty
 cache, as a first visit), and every request is counted until the page has drawn its plot and
 the network has been quiet for a second: the bytes are what came over the wire (Chromium's
-encoded lengths: compressed where the server compressed), the requests every one the page made
-(the event stream included). The HTML document's own bytes are shown apart. Reported: medians
+encoded lengths: compressed where the server compressed), the requests every one the page made.
+The HTML document's own bytes are shown apart. Reported: medians
 of --repeats visits, and ours / minimal. Measured, never asserted.
 """
 
@@ -31,16 +31,14 @@ with gr.Blocks() as demo:
 demo.launch()
 """
 # the floor for a page with this app's controls: one of each component type the app's page uses
-# (read from the app itself), beside the same plot, and nothing else: no events, no script of ours.
-# Gradio loads each type's code (and its "example" form) as modules of their own, a few requests a
-# type, whatever the page does with them
+# (read from the app itself: its components by element id, ui.route.Live.by_id), beside the same
+# plot, and nothing else: no events, no script of ours. Gradio loads each type's code (and its
+# "example" form) as modules of their own, a few requests a type, whatever the page does with them
 SAME_TYPES = """
 import gradio as gr
 import plotly.graph_objects as go
 import app
-LAYOUT = (gr.Row, gr.Column, gr.Tab, gr.Tabs, gr.Accordion, gr.Group)
-from ui.gradiointernals import components_of
-kinds = sorted({type(b) for b in components_of(app.demo) if not type(b).__name__ == "Form"},
+kinds = sorted({type(c) for c in app.demo.explorer.live.by_id.values() if isinstance(c, gr.Component)},
                key=lambda k: k.__name__)
 figure = go.Figure(go.Scatter(x=[1, 2, 3], y=[3, 1, 2], mode="markers+text", text=["a", "b", "c"]))
 with gr.Blocks() as demo:

@@ -1,7 +1,7 @@
 """A class typing at human speed: key-to-answer latency and server CPU per update, then capacity on paper.
 
     python -m bench.lecture [--students 100] [--duration 90] [--quick] [--setups echo,app,lb1,lb2]
-                            [--protocol direct|queue|call] [--compare-protocols]
+                            [--protocol page|queue|call] [--compare-protocols]
 
 Each simulated student (`Student`) loads the page and types sentences into sentence A at human
 speed, sending its next update only when the last has returned, as the page does. Setups
@@ -34,6 +34,7 @@ import httpx
 import psutil
 
 from bench.appserver import launched, launched_app
+from bench.pages import ROUTE, key_of, opening, query_of
 from bench.report import percentile
 from deploy.serve import ClassServer, free_port
 
@@ -64,64 +65,42 @@ def typing_rate() -> float:
     return keys / seconds
 
 
-# the app's /embed, discovered at run time
+# what a keystroke is sent to
 
 
-@dataclass
+@dataclass(frozen=True)
 class Endpoint:
+    """A gradio event a student's text is sent to, by its api_name and fn_index: the echo's one
+    box, or the public API's `view` of the link of sentence A (sentence B empty)."""
+
+    api_name: str
     fn_index: int
-    parameters: list[str]  # the API's parameter names, in order
-    defaults: list  # their defaults
-    state_slots: list[bool]  # the event's inputs in order: True where the input is a gr.State
-    page: object = None  # bench/load.py PageCalls: how the page itself talks to the app
 
     @classmethod
-    def discover(cls, url: str, api_name: str = "embed") -> Endpoint:
-        config = httpx.get(f"{url}config", timeout=30).raise_for_status().json()
-        info = httpx.get(f"{url}gradio_api/info", timeout=30).raise_for_status().json()
-        dependency = next(d for d in config["dependencies"] if d.get("api_name") == api_name)
-        types = {c["id"]: c.get("type") for c in config["components"]}
-        parameters = info["named_endpoints"][f"/{api_name}"]["parameters"]
-        from bench.load import PageCalls
+    def discover(cls, url: str, api_name: str) -> Endpoint:
+        from bench.load import endpoints_of
 
-        ids = {c.get("props", {}).get("elem_id") for c in config["components"]}
-        return cls(
-            dependency["id"],
-            [p["parameter_name"] for p in parameters],
-            [p.get("parameter_default") for p in parameters],
-            [types[i] == "state" for i in dependency["inputs"]],
-            PageCalls.discover(url) if "embed-plot" in ids else None,  # None: the echo app
-        )
+        endpoints = endpoints_of(url)
+        if api_name not in endpoints:
+            raise SystemExit(f"the server at {url} has no {api_name} event; it has {sorted(endpoints)}")
+        return cls(api_name, endpoints[api_name])
 
-    def typed(self, text: str) -> dict:
-        """What a student's text fills: sentence A (sentence B empty), or the echo's one box."""
-        if "sentence_a" in self.parameters:
-            return {"sentence_a": text, "sentence_b": ""}
-        return {self.parameters[0]: text}
-
-    def values(self, **given) -> list:
-        """The API's parameters in order: the given ones, the rest at their defaults."""
-        unknown = set(given) - set(self.parameters)
-        if unknown:
-            raise SystemExit(f"/embed has no parameter(s) {sorted(unknown)}; it has {self.parameters}")
-        return [given.get(name, default) for name, default in zip(self.parameters, self.defaults, strict=True)]
-
-    def queue_data(self, **given) -> list:
-        """The queue's data: every input of the event, None where the server holds the session's state."""
-        values = iter(self.values(**given))
-        return [None if state else next(values) for state in self.state_slots]
+    def data(self, text: str) -> list:
+        """The event's data for a student's text."""
+        return [text] if self.api_name == "echo" else [query_of(a=text, b="")]
 
 
 class CallFailed(Exception):
     pass
 
 
-async def embed_queue(http: httpx.AsyncClient, endpoint: Endpoint, session_hash: str, text: str) -> int:
-    """The page's protocol: join the queue, then read the session's event stream to our answer."""
+async def queue_update(http: httpx.AsyncClient, endpoint: Endpoint, session_hash: str, text: str,
+                       key: str | None = None) -> int:
+    """Gradio's queue protocol, as gradio's page speaks it: join the queue, then read the
+    session's event stream to our answer. Returns the stream's messages."""
     join = await http.post(
         "gradio_api/queue/join",
-        json={"data": endpoint.queue_data(**endpoint.typed(text)), "fn_index": endpoint.fn_index,
-              "session_hash": session_hash},
+        json={"data": endpoint.data(text), "fn_index": endpoint.fn_index, "session_hash": session_hash},
     )
     if join.status_code != 200:
         raise CallFailed(f"join: HTTP {join.status_code}")
@@ -130,11 +109,11 @@ async def embed_queue(http: httpx.AsyncClient, endpoint: Endpoint, session_hash:
     async with http.stream("GET", "gradio_api/queue/data", params={"session_hash": session_hash}) as stream:
         async for line in stream.aiter_lines():
             messages += line.startswith("data:")
-            # found by substring, not parsed: the answer's plot is tens of KB the generator need not read
+            # found by substring, not parsed: the answer is tens of KB the generator need not read
             if '"close_stream"' in line and done:
                 break
             if line.startswith("data:") and '"process_completed"' in line[:40] and ours in line[:100]:
-                if '"success":true' not in line:  # the plot inside is an escaped string: no false match
+                if '"success":true' not in line:  # the answer inside is escaped JSON: no false match
                     error = json.loads(line[5:]).get("output", {}).get("error")
                     raise CallFailed(f"app error: {error!r}")
                 done = True
@@ -143,14 +122,15 @@ async def embed_queue(http: httpx.AsyncClient, endpoint: Endpoint, session_hash:
     return messages
 
 
-async def embed_call(http: httpx.AsyncClient, endpoint: Endpoint, session_hash: str, text: str) -> int:
-    """Gradio's REST route: POST the call, then read its own event stream."""
-    posted = await http.post("gradio_api/call/embed", json={"data": endpoint.values(**endpoint.typed(text))})
+async def call_update(http: httpx.AsyncClient, endpoint: Endpoint, session_hash: str, text: str,
+                      key: str | None = None) -> int:
+    """Gradio's REST route: POST the call, then read its own event stream. Returns its messages."""
+    posted = await http.post(f"gradio_api/call/{endpoint.api_name}", json={"data": endpoint.data(text)})
     if posted.status_code != 200:
         raise CallFailed(f"call: HTTP {posted.status_code}")
     event_id = posted.json()["event_id"]
     event, messages = None, 0
-    async with http.stream("GET", f"gradio_api/call/embed/{event_id}") as stream:
+    async with http.stream("GET", f"gradio_api/call/{endpoint.api_name}/{event_id}") as stream:
         async for line in stream.aiter_lines():
             if line.startswith("event:"):
                 event = line[6:].strip()
@@ -162,45 +142,27 @@ async def embed_call(http: httpx.AsyncClient, endpoint: Endpoint, session_hash: 
     raise CallFailed("the event stream closed without an answer")
 
 
-async def queue_answer(http: httpx.AsyncClient, fn_index: int, session_hash: str, data: list) -> list:
-    """One event through the queue, as the page sends it, and its output data."""
-    join = await http.post("gradio_api/queue/join",
-                           json={"data": data, "fn_index": fn_index, "session_hash": session_hash})
-    if join.status_code != 200:
-        raise CallFailed(f"join: HTTP {join.status_code}")
-    event_id = join.json()["event_id"]
-    async with http.stream("GET", "gradio_api/queue/data", params={"session_hash": session_hash}) as stream:
-        async for line in stream.aiter_lines():
-            if line.startswith("data:") and '"process_completed"' in line[:40] and event_id in line[:100]:
-                message = json.loads(line[5:])
-                if not message.get("success"):
-                    raise CallFailed(f"app error: {message.get('output', {}).get('error')!r}")
-                return message["output"]["data"]
-    raise CallFailed("the event stream closed without an answer")
+async def open_page(http: httpx.AsyncClient) -> str:
+    """The page's opening over its route (a view for the tab, and the key its calls carry)."""
+    answer = await http.post(ROUTE, json=opening())
+    return key_of(answer.raise_for_status().json())
 
 
-async def open_page(http: httpx.AsyncClient, page, session_hash: str) -> str:
-    """The page's opening over its route (a view for the tab, and the key its direct calls carry)."""
-    answer = await http.post(page.path, json=page.opening(session_hash))
-    return page.key_of(answer.raise_for_status().json())
-
-
-async def embed_direct(http: httpx.AsyncClient, endpoint: Endpoint, session_hash: str, text: str,
-                       key: str | None = None) -> int:
-    """The page's own protocol: the text straight to the tab (ui/direct.py), one POST and its
-    JSON answer. The answer carries the values the page's script writes and the rest for
-    gradio's components, which the page hands over in the browser: no queued call follows.
+async def page_update(http: httpx.AsyncClient, endpoint: Endpoint, session_hash: str, text: str,
+                      key: str | None = None) -> int:
+    """The page's own protocol: the text as a change of its tab, one POST to its route
+    (ui/route.py) and its JSON answer, which carries every value the call changed on the page.
     Returns 0 when the change was merged into the tab's call still waiting (which shows it)."""
-    answer = await http.post("explorer/live", json={"key": key, "change": {"sentence_a": text, "sentence_b": ""}})
+    answer = await http.post(ROUTE, json={"key": key, "change": {"sentence_a": text, "sentence_b": ""}})
     if answer.status_code != 200:
-        raise CallFailed(f"direct: HTTP {answer.status_code}")
+        raise CallFailed(f"page: HTTP {answer.status_code}")
     found = answer.json()
     if "error" in found:
         raise CallFailed(f"refused: {found['error']}")
     return 0 if found.get("merged") else 1
 
 
-PROTOCOLS = {"direct": embed_direct, "queue": embed_queue, "call": embed_call}
+PROTOCOLS = {"page": page_update, "queue": queue_update, "call": call_update}
 
 
 # the class
@@ -231,11 +193,12 @@ class Student:
     to the first answer that includes it. The load generator is one asyncio thread with one
     httpx connection pool per student.
 
-    Its route (--protocol): `direct`, the page's own (ui/direct.py: one POST to the app's
-    /explorer/live, whose answer carries every value the call changed on the page, so nothing
-    follows it through the queue); `queue`, the API's /embed through the queue's join + event
-    stream; or gradio's REST `/gradio_api/call/embed` (--compare-protocols measures each on one
-    process first).
+    Its route (--protocol): `page`, the page's own (ui/route.py: one POST to the app's
+    explorer/live, whose answer carries every value the call changed on the page); `queue`, the
+    public API's `view` of the link of the text, through gradio's queue (join, then the event
+    stream); or `call`, the same through gradio's REST `/gradio_api/call/view`
+    (--compare-protocols measures each on one process first). An API call opens a tab of its
+    own for its link each time: it is what an API caller pays, not the same work as a keystroke.
     """
 
     def __init__(self, index: int, url: str, endpoint: Endpoint, protocol: str, tally: Tally, window, seed: int):
@@ -246,8 +209,8 @@ class Student:
         self.changed = asyncio.Event()
         self.busy = False  # an update is on its way
         self.session_hash = uuid.uuid4().hex[:11]
-        self.direct = protocol == "direct"
-        self.tab_key: str | None = None  # the tab's key, when it types through the direct path
+        self.direct = protocol == "page"
+        self.tab_key: str | None = None  # the tab's key, when it types on the page's route
 
     def sentences(self) -> Iterator[str]:
         word = WORDS[self.index % len(WORDS)]
@@ -256,7 +219,11 @@ class Student:
 
     async def run(self, start_in: float, stop_at: float) -> None:
         limits = httpx.Limits(max_connections=4, max_keepalive_connections=4)
-        async with httpx.AsyncClient(base_url=self.url, timeout=httpx.Timeout(120, connect=30), limits=limits) as http:
+        # an API call is a page opened, and one address may open 200 at once, then one every 2 s:
+        # a student calling the API does so from an address of its own (forwarded, as a proxy would)
+        own = {} if self.direct else {"X-Forwarded-For": f"198.18.{self.index // 250}.{self.index % 250 + 1}"}
+        async with httpx.AsyncClient(base_url=self.url, timeout=httpx.Timeout(120, connect=30), limits=limits,
+                                     headers=own) as http:
             await asyncio.sleep(start_in)
             try:
                 (await http.get("")).raise_for_status()  # the page: the balancer's sticky cookie comes with it
@@ -265,7 +232,7 @@ class Student:
                 return
             if self.direct:  # the page's opening gives the tab its key
                 try:
-                    self.tab_key = await open_page(http, self.endpoint.page, self.session_hash)
+                    self.tab_key = await open_page(http)
                 except (CallFailed, httpx.HTTPError, ValueError, KeyError) as error:
                     self.tally.errors.append(f"page load: {error!r}"[:200])
                     return
@@ -302,7 +269,7 @@ class Student:
 
     async def sender(self, http: httpx.AsyncClient) -> None:
         if self.direct:
-            return await self.direct_sender(http)
+            return await self.page_sender(http)
         while True:
             await self.changed.wait()
             self.changed.clear()
@@ -316,7 +283,7 @@ class Student:
                 self.busy = False
             self.answered(keys, updates=1, messages=messages)
 
-    async def direct_sender(self, http: httpx.AsyncClient) -> None:
+    async def page_sender(self, http: httpx.AsyncClient) -> None:
         """As the page sends (assets/explorer.js): a change goes at once while at most one call is
         on its way; a change the server merged into the tab's waiting call is shown by that
         call's answer, so its keys are timed to it."""
@@ -370,7 +337,7 @@ class Student:
 
 async def run_class(url: str, students: int, ramp: float, duration: float, protocol: str, seed: int,
                     on_window_start, on_window_end) -> Tally:
-    endpoint = Endpoint.discover(url, "embed" if protocol != "echo" else "echo")
+    endpoint = Endpoint.discover(url, "echo" if protocol == "echo" else "view")
     if protocol == "echo":
         protocol = "queue"
     tally = Tally()
@@ -453,19 +420,25 @@ def serving(setup: str) -> Iterator[tuple[str, list[psutil.Process]]]:
         return
     workers = int(setup.removeprefix("lb"))
     with ClassServer(workers, port=free_port(), host="127.0.0.1", first_worker_port=0) as server:
-        yield server.url, [psutil.Process(p.pid) for p in server.processes()]
+        yield server.url, psutil.Process(server.supervisord.pid).children()  # the workers, HAProxy and Redis
 
 
-def warm(url: str, workers: int, api_name: str = "embed") -> None:
-    """One update on every worker (each fresh client gets the least busy one), so no cold start is measured."""
-    endpoint = Endpoint.discover(url, api_name)
+def warm(url: str, workers: int, echo: bool = False) -> None:
+    """One update on every worker (each fresh client gets the least busy one), so no cold start is
+    measured: a page opened and typed into, or the echo's event."""
+    endpoint = Endpoint.discover(url, "echo" if echo else "view")
+
+    async def one(http: httpx.AsyncClient) -> None:
+        await http.get("")  # the page: the balancer's sticky cookie comes with it
+        if echo:
+            await queue_update(http, endpoint, uuid.uuid4().hex[:11], "warm up")
+        else:
+            await page_update(http, endpoint, "", "warm up", key=await open_page(http))
 
     async def once() -> None:
         clients = [httpx.AsyncClient(base_url=url, timeout=120) for _ in range(max(2, 2 * workers))]
         try:
-            for http in clients:
-                await http.get("")
-            await asyncio.gather(*(embed_queue(h, endpoint, uuid.uuid4().hex[:11], "warm up") for h in clients))
+            await asyncio.gather(*(one(http) for http in clients))
         finally:
             await asyncio.gather(*(h.aclose() for h in clients))
 
@@ -480,7 +453,7 @@ def measure(setup: str, name: str, students: int, ramp: float, duration: float, 
         protocol = "echo"  # its one event, on the queue
     results = []
     with serving(setup) as (url, processes):
-        warm(url, workers, "echo" if setup == "echo" else "embed")
+        warm(url, workers, echo=setup == "echo")
         for crowd, label in ((students, name), (light, f"{name}, {light} students")):
             if not crowd:
                 continue
@@ -556,7 +529,7 @@ def capacity(results: list[Result], course: int, utilisation: float) -> Estimate
     print(f"\nCapacity on paper for {course} students, p95 <= 1 s (cost from '{basis.name}'):")
     print(f"  demand: {keys_per_s:.2f} keystrokes/s per student, the typing model's average (typing and pausing;"
           f" {full.tally.keys_per_second:.2f} measured in '{full.name}', lower when this machine delays the timers);"
-          " every key counted as one /embed update (the most a student sends when answers come quickly)")
+          " every key counted as one update (the most a student sends when answers come quickly)")
     print(f"  cost:   {cpu * 1000:.1f} ms of server CPU per update (workers and HAProxy together)")
     print(f"  model:  cores = {course} x {keys_per_s:.2f} updates/s x {cpu * 1000:.1f} ms / {utilisation:.0%} target"
           f" utilisation = {cores:.1f} cores -> {workers} workers (one per core)")
@@ -582,8 +555,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="30 s per setup after a 5 s ramp")
     parser.add_argument("--setups", default="echo,app,lb1,lb2",
                         help="comma-separated: echo, app, lb1, lb2 (lbN: N workers)")
-    parser.add_argument("--protocol", choices=sorted(PROTOCOLS), default="direct",
-                        help="direct: as the page types (ui/direct.py); queue, call: the API's /embed")
+    parser.add_argument("--protocol", choices=sorted(PROTOCOLS), default="page",
+                        help="page: as the page types (ui/route.py); queue, call: the API's view of the text's link")
     parser.add_argument("--compare-protocols", action="store_true",
                         help="first measure both protocols on one process with a quarter of the class")
     parser.add_argument("--light", type=int, default=10,
@@ -609,7 +582,7 @@ def main() -> None:
             print(f"{'':<34} generator {gen:.1f} ms CPU per update", flush=True)
 
     results = []
-    print(f"\n/embed via '{args.protocol}':")
+    print(f"\nupdates via '{args.protocol}':")
     print(HEADER, flush=True)
     setups = [x.strip() for x in args.setups.split(",") if x.strip()]
     for setup in setups:

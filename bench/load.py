@@ -1,17 +1,18 @@
 """A class at once: one student alone, then a crowd typing while some of them train.
 
-    python -m bench.load [--clients 50] [--updates 20] [--trainings 10] [--steps 100] [--via http]
+    python -m bench.load [--clients 50] [--updates 20] [--trainings 10] [--steps 100] [--via page|api]
 
 Launches `app.py` in a child process on a free loopback port, then: 1. alone, one client makes
---alone sequential /embed calls (the baseline); 2. crowd, --clients clients (threads, each its
-own session) make --updates /embed calls each, with sentences only they type, while --trainings
-of them call /train (--steps steps, built-in corpus) once, at points spread over the run. Each
-client types a word that no other client types, so a response holding another client's word (or
-missing its own) is cross-talk between sessions (`client_words`); so is a "before training"
-group in a session that never trained. It prints calls, errors, cross-talk, latency p50/p95/max
-per endpoint, throughput, the server's RSS and CPU, and the crowd's p95 against the lone
-client's p50 in the same run. --via picks how clients talk: `HttpSession` (the default, the
-page's protocol) or `GradioSession`. The other modules of bench/ drive the app with these too.
+--alone sequential updates of sentences A and B (the baseline); 2. crowd, --clients clients
+(threads, each its own page) make --updates updates each, with sentences only they type, while
+--trainings of them train once (--steps steps, built-in corpus), at points spread over the run.
+Each client types a word that no other client types, so an answer holding another client's word
+(or missing its own) is cross-talk between pages (`client_words`); so is a "before training"
+group on a page that never trained. It prints calls, errors, cross-talk, latency p50/p95/max per
+kind of call, throughput, the server's RSS and CPU, and the crowd's p95 against the lone
+client's p50 in the same run. --via picks how clients talk (`CLIENTS`): the page's route (the
+default) or the public API. `QueueSession` speaks gradio's queue protocol, which the other
+modules of bench/ use for their echo baselines and the API.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ import httpx
 import psutil
 
 from bench.appserver import launched_app, mib
+from bench.pages import CallFailed, RoutePage, query_of
+from core.drawing.figures import MOVEMENT
 from core.drawing.wire import expand, table_rows
 from core.tables.presets import wordpiece
 
@@ -66,30 +69,25 @@ def sentences(word: str, update: int) -> tuple[str, str]:
     return a.format(word=word, update=update), b.format(word=word)
 
 
-class CallFailed(Exception):
-    pass
+class QueueSession:
+    """One client speaking gradio's queue protocol, as gradio's page does: queue/join, then the
+    session's event stream, read on to its close. The echo baselines' events and the public API's
+    functions are called so. One keep-alive httpx connection per client: cheap, so the numbers
+    are the server's."""
 
-
-class HttpSession:
-    """One visitor speaking the page's own protocol: queue/join, then the session's event stream.
-
-    One keep-alive httpx connection per client: cheap, so the numbers are the server's."""
-
-    def __init__(self, url: str, endpoints: dict[str, int], timeout: float):
+    def __init__(self, url: str, endpoints: dict[str, int], timeout: float, headers: dict | None = None):
         self.url, self.endpoints, self.timeout = url, endpoints, timeout
         self.session_hash = uuid.uuid4().hex[:11]
-        self.http = httpx.Client(timeout=httpx.Timeout(timeout, connect=30))
+        self.http = httpx.Client(timeout=httpx.Timeout(timeout, connect=30), headers=headers or {})
 
     def predict(self, *data, api_name: str) -> list:
         deadline = time.monotonic() + self.timeout
         join = self.http.post(
             f"{self.url}gradio_api/queue/join",
-            # the tab's state is kept on the server: an event sends only its own widgets' values
             json={"data": list(data), "fn_index": self.endpoints[api_name], "session_hash": self.session_hash},
         )
-        if join.status_code == 503:
-            raise CallFailed("queue full (503)")
-        join.raise_for_status()
+        if join.status_code != 200:
+            raise CallFailed(f"join: HTTP {join.status_code} {join.text[:160]}")
         event_id = join.json()["event_id"]
         params = {"session_hash": self.session_hash}
         answer = None
@@ -105,7 +103,7 @@ class HttpSession:
                     if not message.get("success"):
                         raise CallFailed(f"app error: {output.get('error')!r}")
                     answer = output["data"]
-                # read on to the server's close_stream, as the page does: a stream left half-read
+                # read on to the server's close_stream, as gradio's page does: a stream left half-read
                 # costs its connection, and the next call a new one
                 if message.get("msg") == "close_stream" and answer is not None:
                     return answer
@@ -117,85 +115,65 @@ class HttpSession:
         self.http.close()
 
 
-@dataclass(frozen=True)
-class PageCalls:
-    """How the page itself talks to the app: it opens with one POST to its route (its address's
-    query, its screen and gradio's session: assets/explorer.js `open`), whose answer's address
-    carries the tab's key. Nothing of the page goes through the queue for a direct call
-    (ui/direct.py): its answer brings the values for gradio's components as well, handed to them
-    by an event that runs in the browser alone (ui/plane.py hand_over_js)."""
-
-    path: str = "explorer/live"
-
-    @classmethod
-    def discover(cls, url: str) -> PageCalls:
-        return cls()
-
-    @staticmethod
-    def opening(session_hash: str) -> dict:
-        """A page's first call: no link, a laptop's screen."""
-        return {"open": {"query": "", "narrow": False, "session": session_hash}}
-
-    @staticmethod
-    def key_of(answer: dict) -> str:
-        """The tab's key, from the opening's answer (`#address`)."""
-        if "error" in answer:
-            raise CallFailed(f"refused: {answer['error']}")
-        return json.loads(answer["values"]["address"])["key"]
+def endpoints_of(url: str) -> dict[str, int]:
+    """Map each api_name to its fn_index."""
+    config = httpx.get(f"{url}config", timeout=10).raise_for_status().json()
+    return {d["api_name"]: d["id"] for d in config["dependencies"] if d.get("api_name")}
 
 
-class PageSession(HttpSession):
-    """One visitor as the page behaves: it opens over the page's route (`PageCalls`; the answer's
-    address carries the tab's key), then sends what is typed straight to the tab
-    (ui/direct.py: one POST to the app's /explorer/live, whose answer carries every value the
-    call changed on the page: nothing more to fetch). Other endpoints go through the queue as
-    the page's buttons do."""
+class PageClient:
+    """A student on the page's route (bench/pages.py `RoutePage`): an update changes sentences A
+    and B; a training is streamed, as the page trains."""
 
-    def __init__(self, url: str, endpoints: dict[str, int], timeout: float, page: PageCalls | None = None):
-        self.page = page or PageCalls.discover(url)
-        super().__init__(url, endpoints, timeout)
-        self.key: str | None = None
+    def __init__(self, url: str, timeout: float):
+        self.page = RoutePage(url, timeout=timeout)
 
-    def open(self) -> None:
-        answer = self.http.post(f"{self.url}{self.page.path}", json=self.page.opening(self.session_hash))
-        self.key = self.page.key_of(answer.raise_for_status().json())
+    def update(self, a: str, b: str) -> tuple[set[str], list[str]]:
+        """The tokens the answer's plot shows, and its traces' names."""
+        answer = self.page.change(sentence_a=a, sentence_b=b)
+        figure = json.loads(answer["values"]["embed-plot"])
+        traces = expand(figure)["data"]
+        tokens = {t for trace in traces for t in trace.get("hovertext") or ()} | {row[0] for row in table_rows(figure)}
+        return tokens, [trace.get("name") for trace in traces]
 
-    def predict(self, *data, api_name: str):
-        if api_name != "embed":
-            return super().predict(*data, api_name=api_name)
-        return self.type(**dict(zip(("sentence_a", "sentence_b"), data, strict=True)))
+    def train(self, steps: int) -> str:
+        """The training summary it ended with."""
+        merged, _ = self.page.train(steps, "builtin")
+        if "error" in merged:
+            raise CallFailed(f"refused: {merged['error']}")
+        summary = merged.get("train-summary")
+        return summary if isinstance(summary, str) else ""
 
-    def type(self, **change) -> dict:
-        if self.key is None:
-            self.open()
-        answer = self.http.post(f"{self.url}explorer/live", json={"key": self.key, "change": change})
-        answer.raise_for_status()
-        found = answer.json()
-        if "error" in found:
-            raise CallFailed(f"refused: {found['error']}")
-        return found
+    def close(self) -> None:
+        self.page.close()
 
 
-class GradioSession:
-    """One visitor through gradio_client, as the tests drive the app.
+class ApiClient:
+    """A student through gradio_client on the public API: each update the link of A and B shown
+    by `view`, a training `train` of it (a tab of its own each call: the API keeps no session,
+    so no view may show a training)."""
 
-    It polls for messages in two threads per call, which adds to every call and, with dozens of
-    clients, costs the load generator more CPU than the server: use it to check the client the
-    tests use, not to load the server."""
-
-    def __init__(self, url: str, endpoints: dict[str, int], timeout: float):
+    def __init__(self, url: str, timeout: float):
         from gradio_client import Client
 
         self.client, self.timeout = Client(url, verbose=False), timeout
+        self.a, self.b = "", ""
 
-    def predict(self, *data, api_name: str) -> list:
-        return list(self.client.submit(*data, api_name=f"/{api_name}").result(timeout=self.timeout))
+    def update(self, a: str, b: str) -> tuple[set[str], list[str]]:
+        self.a, self.b = a, b
+        answer = self.client.submit(query_of(a=a, b=b), api_name="/view").result(timeout=self.timeout)
+        return {row[0] for row in answer["tokens"]}, list(answer["points"])
+
+    def train(self, steps: int) -> str:
+        answer = self.client.submit(query_of(a=self.a, b=self.b), steps, "builtin",
+                                    api_name="/train").result(timeout=self.timeout)
+        return f"Trained {len(answer['losses'])} steps"
 
     def close(self) -> None:
         self.client.close()
 
 
-SESSIONS = {"http": HttpSession, "page": PageSession, "gradio_client": GradioSession}
+CLIENTS = {"page": PageClient, "api": ApiClient}
 
 
 @dataclass
@@ -220,22 +198,22 @@ def spread(seconds: list[float]) -> tuple[float, float, float]:
 
 
 class Crowd:
-    def __init__(self, url: str, endpoints: dict[str, int], words: list[str], args: argparse.Namespace):
-        self.url, self.endpoints, self.words, self.args = url, endpoints, words, args
+    def __init__(self, url: str, words: list[str], args: argparse.Namespace):
+        self.url, self.words, self.args = url, words, args
         self.others = [set(words) - {w} for w in words]
         self.lock = threading.Lock()
         self.stop = threading.Event()  # set at the deadline: clients finish their call and leave
-        self.embed, self.train = Tally(), Tally()
+        self.update, self.train = Tally(), Tally()
         self.gathered = threading.Barrier(len(words), timeout=args.call_timeout)
         # trainer k presses Train before its update train_at[k]: spread evenly over the run
         n = min(args.trainings, len(words))
         step = max(1, len(words) // n) if n else 1
         self.train_at = {k * step: (k + 1) * args.updates // (n + 1) for k in range(n)}
 
-    def call(self, tally: Tally, session, *data, api_name: str):
+    def call(self, tally: Tally, call, *data):
         began = time.perf_counter()
         try:
-            result = session.predict(*data, api_name=api_name)
+            result = call(*data)
         except Exception as error:
             with self.lock:
                 tally.errors.append(f"{error!r}"[:300])
@@ -244,11 +222,9 @@ class Crowd:
             tally.seconds.append(time.perf_counter() - began)
         return result
 
-    def check(self, index: int, trained: bool, result) -> None:
+    def check(self, index: int, trained: bool, result: tuple[set[str], list[str]]) -> None:
         """Cross-talk: another client's word, our own missing, or training we never did."""
-        figure = json.loads(result[0]["plot"])  # /embed's first output: the plot, compact
-        traces = expand(figure)["data"]
-        tokens = {t for trace in traces for t in trace.get("hovertext") or ()} | {row[0] for row in table_rows(figure)}
+        tokens, groups = result
         own = self.words[index]
         foreign = tokens & self.others[index]
         problems = []
@@ -256,22 +232,22 @@ class Crowd:
             problems.append(f"client {index} lacks its own word {own!r}")
         if foreign:
             problems.append(f"client {index} got {sorted(foreign)}")
-        if ("before training" in [t.get("name") for t in traces]) != trained:
+        if (MOVEMENT in groups) != (trained and self.args.via == "page"):  # the API keeps no training
             problems.append(f"client {index} {'lacks' if trained else 'shows'} training")
         if problems:
             with self.lock:
-                self.embed.crosstalk.extend(problems)
+                self.update.crosstalk.extend(problems)
 
     def student(self, index: int) -> None:
         try:
-            session = SESSIONS[self.args.via](self.url, self.endpoints, self.args.call_timeout)
+            client = CLIENTS[self.args.via](self.url, self.args.call_timeout)
         except Exception as error:
             with self.lock:
-                self.embed.errors.append(f"connect: {error!r}"[:300])
-            session = None
+                self.update.errors.append(f"connect: {error!r}"[:300])
+            client = None
         with contextlib.suppress(threading.BrokenBarrierError):
             self.gathered.wait()  # everyone connects first, then the crowd starts at once
-        if session is None:
+        if client is None:
             return
         trained = False
         try:
@@ -279,20 +255,17 @@ class Crowd:
                 if self.stop.is_set():
                     return
                 if self.train_at.get(index) == update:
-                    result = self.call(self.train, session, self.args.steps, "builtin", api_name="train")
-                    # /train writes most of the page; gradio_client leaves out some outputs (the tabs),
-                    # so the summary is found by its text, not its position
+                    summary = self.call(self.train, client.train, self.args.steps)
                     done = f"Trained {self.args.steps} steps"
-                    if result is not None and not any(isinstance(v, str) and done in v for v in result):
+                    if summary is not None and not summary.startswith(done):
                         with self.lock:
-                            self.train.errors.append(f"no training summary saying {done!r}"[:300])
-                    trained = trained or result is not None
-                a, b = sentences(self.words[index], update)
-                result = self.call(self.embed, session, a, b, api_name="embed")
+                            self.train.errors.append(f"no training summary saying {done!r}: {summary!r}"[:300])
+                    trained = trained or summary is not None
+                result = self.call(self.update, client.update, *sentences(self.words[index], update))
                 if result is not None:
                     self.check(index, trained, result)
         finally:
-            session.close()
+            client.close()
 
     def run(self) -> float:
         began = time.perf_counter()
@@ -302,27 +275,21 @@ class Crowd:
         if late:
             self.stop.set()
             with self.lock:
-                self.embed.errors.append(
+                self.update.errors.append(
                     f"{len(late)} clients still running at the {self.args.deadline:.0f} s deadline"
                 )
         pool.shutdown(wait=False, cancel_futures=True)
         return time.perf_counter() - began
 
 
-def endpoints_of(url: str) -> dict[str, int]:
-    """Map each api_name to its fn_index."""
-    config = httpx.get(f"{url}config", timeout=10).raise_for_status().json()
-    return {d["api_name"]: d["id"] for d in config["dependencies"] if d.get("api_name")}
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, default=50)
-    parser.add_argument("--updates", type=int, default=20, help="/embed calls per client")
-    parser.add_argument("--trainings", type=int, default=10, help="/train calls, each from a different client")
-    parser.add_argument("--steps", type=int, default=100, help="training steps per /train call")
-    parser.add_argument("--alone", type=int, default=50, help="sequential /embed calls of the lone baseline client")
-    parser.add_argument("--via", choices=sorted(SESSIONS), default="http", help="how clients talk to the server")
+    parser.add_argument("--updates", type=int, default=20, help="updates per client")
+    parser.add_argument("--trainings", type=int, default=10, help="trainings, each from a different client")
+    parser.add_argument("--steps", type=int, default=100, help="steps per training")
+    parser.add_argument("--alone", type=int, default=50, help="sequential updates of the lone baseline client")
+    parser.add_argument("--via", choices=sorted(CLIENTS), default="page", help="how clients talk to the server")
     parser.add_argument("--call-timeout", type=float, default=300, help="seconds one call may take")
     parser.add_argument("--deadline", type=float, default=1200, help="seconds the whole crowd may take")
     args = parser.parse_args()
@@ -330,27 +297,26 @@ def main() -> None:
     words = client_words(args.clients + 1)
     alone_word, words = words[0], words[1:]
     with launched_app() as (url, process):
-        endpoints = endpoints_of(url)
-        first = SESSIONS[args.via](url, endpoints, args.call_timeout)
-        first.predict(*sentences(alone_word, -1), api_name="embed")  # warm up
+        first = CLIENTS[args.via](url, args.call_timeout)
+        first.update(*sentences(alone_word, -1))  # warm up
         rss_idle = mib(process)
 
         alone, alone_cpu = Tally(), cpu_seconds(process)
         for update in range(args.alone):
             began = time.perf_counter()
             try:
-                result = first.predict(*sentences(alone_word, update), api_name="embed")
+                tokens, _ = first.update(*sentences(alone_word, update))
             except Exception as error:
                 alone.errors.append(repr(error)[:300])
                 continue
             alone.seconds.append(time.perf_counter() - began)
-            if alone_word not in {row[0] for row in table_rows(json.loads(result[0]["plot"]))}:
+            if alone_word not in tokens:
                 alone.crosstalk.append(f"alone update {update}")
         first.close()
         alone_cpu = cpu_seconds(process) - alone_cpu
 
         rss_before = mib(process)
-        crowd = Crowd(url, endpoints, words, args)
+        crowd = Crowd(url, words, args)
         peak = [rss_before]
         sampling = threading.Event()
 
@@ -372,12 +338,12 @@ def main() -> None:
         f" (via {args.via}); baseline: 1 client x {args.alone} sequential updates"
     )
     print(f"{'':<16} {'calls':>6} {'errors':>7} {'cross-talk':>11} {'p50 ms':>9} {'p95 ms':>9} {'max ms':>9}")
-    print(alone.row("/embed alone"))
-    print(crowd.embed.row("/embed crowd"))
-    print(crowd.train.row("/train crowd"))
-    calls = len(crowd.embed.seconds) + len(crowd.train.seconds)
+    print(alone.row("update alone"))
+    print(crowd.update.row("update crowd"))
+    print(crowd.train.row("train crowd"))
+    calls = len(crowd.update.seconds) + len(crowd.train.seconds)
     print(
-        f"throughput: {calls / elapsed:.1f} calls/s ({len(crowd.embed.seconds) / elapsed:.1f} /embed per s)"
+        f"throughput: {calls / elapsed:.1f} calls/s ({len(crowd.update.seconds) / elapsed:.1f} updates per s)"
         f" over {elapsed:.1f} s"
     )
     print(
@@ -391,15 +357,15 @@ def main() -> None:
     )
     if alone.seconds and calls:
         print(
-            f"server CPU per call: alone {alone_cpu / len(alone.seconds) * 1000:.0f} ms per /embed,"
+            f"server CPU per call: alone {alone_cpu / len(alone.seconds) * 1000:.0f} ms per update,"
             f" crowd {server_cpu / calls * 1000:.0f} ms (training included)"
         )
-    if crowd.embed.seconds and alone.seconds:
+    if crowd.update.seconds and alone.seconds:
         alone_p50 = spread(alone.seconds)[0]
-        crowd_p50, crowd_p95, _ = spread(crowd.embed.seconds)
+        crowd_p50, crowd_p95, _ = spread(crowd.update.seconds)
         ratios = f"{crowd_p95 / alone_p50:.1f}x  (crowd p50 / alone p50: {crowd_p50 / alone_p50:.1f}x)"
         print(f"crowd p95 / alone p50: {ratios}")
-    for tally, name in ((alone, "/embed alone"), (crowd.embed, "/embed"), (crowd.train, "/train")):
+    for tally, name in ((alone, "update alone"), (crowd.update, "update"), (crowd.train, "train")):
         for problem in (tally.errors + tally.crosstalk)[:5]:
             print(f"  {name}: {problem}")
 

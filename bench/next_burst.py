@@ -3,16 +3,16 @@
     python -m bench.next_burst [--students 100] [--spread 2] [--presses 3]
 
 One launched app (`python app.py`, as on a Space) and, side by side, a one-textbox echo app
-(bench/server_cpu.py's), each in its own process. Every student is its own session, opened as
-a page opens (over its route, bench/load.py `PageSession`). Then, --presses times, every
-student presses *Next* at a random moment within --spread seconds, as the page's button sends
-it (one POST of `{move: 1}` to /explorer/live, assets/explorer.js `move`), and waits for the
-step's answer; the echo burst sends the echo event at the same moments. The same steps follow
-through the API (the hidden `next_step` event, through gradio's queue), pressed by as many
-sessions of their own; an API session's first call also pays for gradio's state of the session
-(a page that never calls the queue never does). A press's time is from its moment to its
-answer. Reported: p50, p95 and the last of each burst, and ours / echo. Times are measured,
-never asserted.
+(bench/server_cpu.py's), each in its own process. Every student is its own page, opened as a
+page opens (over its route, bench/pages.py `RoutePage`). Then, --presses times, every student
+presses *Next* at a random moment within --spread seconds, as the page's button sends it (one
+POST of `{move: 1}` to explorer/live, assets/explorer.js `send`), and waits for the step's
+answer; the echo burst sends the echo event at the same moments. The same steps follow through
+the public API, as many callers asking `view` of the step's link (`step=N`, what the tour's
+Next shows) through gradio's queue at the same moments, each caller from an address of its own
+(an API call is a page opened, and one address may open 200 at once). A press's time is from
+its moment to its answer. Reported: p50, p95 and the last of each burst, and ours / echo. Times
+are measured, never asserted.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 
 from bench.appserver import launched, launched_app
-from bench.load import HttpSession, PageSession, endpoints_of
+from bench.load import QueueSession, endpoints_of
+from bench.pages import RoutePage
 from bench.report import percentile
 
 TIMEOUT = 120
@@ -71,18 +72,19 @@ def main() -> None:
         echo_command = [sys.executable, "-m", "bench.server_cpu", "--serve-echo", '{"show_error": false}']
         echo_url, _ = stack.enter_context(launched(echo_command, "the echo app"))
         app_endpoints, echo_endpoints = endpoints_of(app_url), endpoints_of(echo_url)
-        students = [PageSession(app_url, app_endpoints, TIMEOUT) for _ in range(args.students)]
-        callers = [PageSession(app_url, app_endpoints, TIMEOUT) for _ in range(args.students)]  # the API's
-        echoes = [HttpSession(echo_url, echo_endpoints, TIMEOUT) for _ in range(args.students)]
         with ThreadPoolExecutor(max_workers=8) as pool:  # the pages open before the lesson starts
-            list(pool.map(lambda s: s.open(), students + callers))
+            students = list(pool.map(lambda _: RoutePage(app_url, timeout=TIMEOUT), range(args.students)))
+        callers = [QueueSession(app_url, app_endpoints, TIMEOUT, {"X-Forwarded-For": f"198.51.100.{i % 250 + 1}"})
+                   for i in range(args.students)]  # the API's
+        echoes = [QueueSession(echo_url, echo_endpoints, TIMEOUT) for _ in range(args.students)]
         rows, api = [], []
         for index in range(args.presses):
-            ours = burst(students, lambda s: s.type(move=1), args.spread, index)
+            ours = burst(students, lambda s: s.change(move=1), args.spread, index)
             echo = burst(echoes, lambda s, index=index: s.predict(f"step {index}", api_name="echo"), args.spread, index)
             rows.append((index + 1, ours, echo))
-        for index in range(args.presses):  # the same steps through the API, by sessions of their own
-            api.append(burst(callers, lambda s: s.predict(api_name="next_step"), args.spread, index))
+        for index in range(args.presses):  # the same steps through the API, by callers of their own
+            api.append(burst(callers, lambda s, step=index + 1: s.predict(f"step={step}", api_name="view"),
+                             args.spread, index))
         for session in (*students, *callers, *echoes):
             session.close()
     print(f"\n{args.students} students press Next within {args.spread:g} s; one process each (app, echo)")

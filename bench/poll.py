@@ -9,7 +9,7 @@ each asking its plot again ({poll} on the page's route) when the round's drawn w
 The lecturer asks; every student sends one word at a random moment within --spread seconds.
 Measured: the answers acknowledged and counted; from the last answer's acknowledgement to the
 lecturer's stream counting them all, and to the lecturer's redraw answer drawing them (its
-figure's class trace); a typist's key-to-answer (a page outside the class typing on the direct
+figure's class trace); a typist's key-to-answer (a page outside the class typing on the page's
 route, 5 keys/s) beside the flood against the same typist alone, run one after the other.
 Targets (bench/run.py, measure `poll`): every answer counted; the lecturer's plane within 2 s
 of the last answer. Times are measured, never asserted.
@@ -28,7 +28,7 @@ import time
 import httpx
 import orjson
 
-from bench.class_follow import CallFailed, Calls, Page, now
+from bench.class_follow import CallFailed, Page, now
 from bench.report import ms, percentile, tables_and_errors, times
 
 WITHIN = 2.0  # seconds: the target, last answer to the lecturer's plane
@@ -42,8 +42,8 @@ SCHOOL, ELSEWHERE = "203.0.113.7", "198.51.100.9"  # the class's one network add
 class Student(Page):
     """A student's page: follows the class, and asks its plot again when the round's words change."""
 
-    def __init__(self, url: str, calls: Calls) -> None:
-        super().__init__(url, calls)
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
         self.drawn = "[]"  # the round's drawn words last asked for (classroom.js `drawnAsked`: a new page shows none)
         self.polls: list[dict] = []  # each stream message's round, with when it came
         self.redraws: list[tuple[float, dict]] = []  # each {poll} answer, when it came
@@ -83,7 +83,7 @@ class Student(Page):
 
 
 def class_words(answer: dict) -> dict[str, int] | None:
-    """The class trace's words and counts in a direct answer's figure (None: no figure in it)."""
+    """The class trace's words and counts in an answer's figure (None: no figure in it)."""
     plot = (answer.get("values") or {}).get("embed-plot")
     if not plot:
         return None
@@ -103,9 +103,8 @@ async def typist(page: Page, seconds: float, latencies: list[float], seed: int) 
 
 
 async def run(url: str, students: int, spread: float, keys: int, say) -> dict:
-    calls = Calls.discover(url)
-    lecturer, typing = Student(url, calls), Page(url, calls)
-    pupils = [Student(url, calls) for _ in range(students)]
+    lecturer, typing = Student(url), Page(url)
+    pupils = [Student(url) for _ in range(students)]
     pages = [lecturer, typing, *pupils]
     for page in pages:  # as the server sees them behind a school's router, and a visitor elsewhere (the
         # server trusts its loopback peer's X-Forwarded-For)
@@ -208,7 +207,7 @@ def report(found: dict) -> list[tuple[str, tuple[str, ...], list[tuple[str, ...]
            second(found["to_stream"]), second(found["to_plane"]),
            "yes" if found["to_plane"] is not None and found["to_plane"] <= WITHIN else "no",
            str(found["redraws"]))]),
-        ("a typist beside the round: key-to-answer on the direct route (5 keys/s, a page outside the class), "
+        ("a typist beside the round: key-to-answer on the page's route (5 keys/s, a page outside the class), "
          "alone and while the answers come; ratio: beside / alone",
          ("typist", "keys", "p50", "p95", "max"),
          [("alone", str(len(alone)), ms(statistics.median(alone)) if alone else "—", ms(p95[0]),

@@ -8,9 +8,11 @@ target, met?). The measures are `MEASURES`, each described by its function's doc
 (``--help`` lists them). Whatever the numbers, nothing here asserts a time: "met?" is reported
 ("—" for a figure without a target), and the exit status is non-zero only when a measure could
 not run. The process takes the app's thread settings (one torch thread, one BLAS thread)
-before anything is timed. ``--quick`` runs every measure with few repeats (a smoke run of
-about eight minutes, half of it the lecture: its numbers are rough); the full run takes about
-fifteen minutes on a 2-core machine.
+before anything is timed; ``--quick`` runs every measure with few repeats (rough numbers).
+The measures drive the page through its one route as its script does (bench/pages.py) and the
+public API through its functions; rows about what the route replaced became their nearest
+equivalent (`server_cpu`, `bursts` and `payload` say which), against the baselines they always
+had: the echo app on gradio's queue, the notebook path, plotly.express, a minimal Blocks page.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ import statistics
 import sys
 import time
 import traceback
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,9 +59,23 @@ class Target:
 # 1. update latency
 
 
+
+def measured_apart(title: str, command: list[str], timeout: int) -> dict:
+    """`python COMMAND` in a process of its own (its figures undisturbed by this one's), its output
+    printed, and the JSON its last line holds."""
+    import subprocess
+
+    print(f"{title}: python {' '.join(command)}", flush=True)
+    done = subprocess.run([sys.executable, *command], capture_output=True, text=True, timeout=timeout,
+                          cwd=Path(__file__).resolve().parents[1])
+    print(done.stdout[-3000:], flush=True)
+    if done.returncode:
+        raise RuntimeError(f"python {' '.join(command)} failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
 def latency(quick: bool) -> list[Target]:
-    """One live update at 16, 128 and 512 tokens: ours (what `/embed` computes,
-    `ui.render.plane`) against the notebook path and the bare compute (bench/update_latency.py).
+    """One live update at 16, 128 and 512 tokens: ours (the plane the page's route computes for a
+    keystroke, `ui.render.plane`) against the notebook path and the bare compute (bench/update_latency.py).
     Targets: ≥ 8× faster than the notebook at 512 tokens, ≤ 2.5× the bare compute."""
     from bench.update_latency import measure
 
@@ -103,10 +118,12 @@ def latency(quick: bool) -> list[Target]:
 
 
 def server_cpu(quick: bool) -> list[Target]:
-    """The app's server CPU per live update as its page sends it (the direct path, 10 sessions ×
-    20 updates at once, 12-word pairs) against a one-textbox echo app's per event through
-    gradio's queue under the same load, both in child processes side by side
-    (bench/server_cpu.py); the API's /embed beside them. Target: ≤ 1.0×."""
+    """The app's server CPU per live update as its page sends it (one POST to its route, 10
+    sessions × 20 updates at once, 12-word pairs) against a one-textbox echo app's per event
+    through gradio's queue under the same load, both in child processes side by side
+    (bench/server_cpu.py); the public API's `view` of the same link beside them, for comparison
+    (where the API's `/embed` was: a `view` opens a tab of its own each call, not the same work).
+    Target: ≤ 1.0×."""
     from bench.server_cpu import measure, report
 
     found = measure(rounds=1 if quick else 3)
@@ -157,29 +174,10 @@ def browser(quick: bool) -> list[Target]:
 # 4. payload
 
 
-def _sent(http, url: str, fn_index: int, data: list, session_hash: str) -> tuple[int, list]:
-    """Call one event as the page does (join the queue, read the session's event stream);
-    return the bytes of the message that carries the outputs, and the outputs."""
-    join = http.post(f"{url}gradio_api/queue/join", json={"data": data, "fn_index": fn_index,
-                                                           "session_hash": session_hash})
-    join.raise_for_status()
-    event_id = join.json()["event_id"]
-    with http.stream("GET", f"{url}gradio_api/queue/data", params={"session_hash": session_hash}) as stream:
-        for line in stream.iter_lines():
-            if not line.startswith("data:"):
-                continue
-            message = json.loads(line[5:])
-            if message.get("msg") == "process_completed" and message.get("event_id") == event_id:
-                if not message.get("success"):
-                    raise RuntimeError(f"the app refused the call: {message.get('output')!r}")
-                return len(line.encode()), message["output"]["data"]
-    raise RuntimeError("the event stream closed without an answer")
-
-
 def the_app():
     """The page's entry points this bench calls, in one place: re-point here when the app
-    moves (the keystroke's compute itself is called through bench/update_latency.py's
-    `embed_call`). Returns the Blocks, its launch options and the vocabulary background of
+    moves (the keystroke's plane itself is drawn through bench/update_latency.py's
+    `keystroke_plane`). Returns the Blocks, its launch options and the vocabulary background of
     ``words`` words for a session (``background(words, session)``, the JSON the page's script
     receives once per plane)."""
     import app
@@ -192,24 +190,17 @@ def the_app():
     return app.demo, app.LAUNCH_OPTIONS, background
 
 
-def _output_names(config: dict, dependency: dict) -> list[str]:
-    """The names of an event's outputs, in the order the wire sends them: the measure's names
-    for the parts it reports, else the component's elem_id (or its id)."""
-    elem_ids = {c["id"]: c.get("props", {}).get("elem_id") for c in config["components"]}
-    return [_PART_NAMES.get(elem_ids.get(i), elem_ids.get(i) or f"component {i}") for i in dependency["outputs"]]
-
-
-_PART_NAMES = {"embed-plot": "plot", "variance-bars": "variance bar"}  # by elem_id
+_PART_NAMES = {"embed-plot": "plot", "variance-bars": "variance bar"}  # by element id
 
 
 def measure_payload(sizes: tuple[int, ...] = (16, 128, 512), background: tuple[int, ...] | None = None) -> dict:
-    """/embed's bytes on the wire for BERT pairs of ``sizes`` tokens, the notebook's figure
-    JSON for the same pairs, and the vocabulary background's bytes for ``background`` words
-    (by default 2,000 and the most the page allows)."""
-    import httpx
-
+    """The bytes the page's route answers a keystroke with (its JSON body, as the page reads it)
+    for BERT pairs of ``sizes`` tokens, each part's bytes in it (its value's JSON), the
+    notebook's figure JSON for the same pairs, and the vocabulary background's bytes for
+    ``background`` words (by default 2,000 and the most the page allows)."""
     from bench.appserver import free_port
-    from bench.update_latency import embed_call, naive, pair_of
+    from bench.pages import ROUTE, RoutePage
+    from bench.update_latency import keystroke_plane, naive, pair_of
     from core.tables.session import Session
     from core.view.options import LIMITS
 
@@ -217,38 +208,29 @@ def measure_payload(sizes: tuple[int, ...] = (16, 128, 512), background: tuple[i
         background = (2_000, LIMITS["background"][1])
     notebook = naive()
     bert = Session.create(source="bert")
-    local = embed_call(bert)  # bench/update_latency.py's "ours", in this process
+    local = keystroke_plane(bert)  # bench/update_latency.py's "ours", in this process
     found = {"updates": [], "background": []}
     demo, launch_options, draw_background = the_app()
     demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
                 **launch_options)
     try:
         url = demo.local_url
-        with httpx.Client(timeout=httpx.Timeout(120, connect=30)) as http:
-            config = http.get(f"{url}config").raise_for_status().json()
-            named = {d["api_name"]: d for d in config["dependencies"] if d.get("api_name")}
-            fn = {name: d["id"] for name, d in named.items()}
-            # the tab's state is kept on the server: each event sends only its own widgets' values
-            for name, count in (("embed", 2), ("source", 1)):
-                if len(named[name]["inputs"]) != count:
-                    raise RuntimeError(f"/{name} takes {len(named[name]['inputs'])} inputs, this measure sends "
-                                       f"{count}: update it to the page's")
-            names = _output_names(config, named["embed"])
-            if "plot" not in names:
-                raise RuntimeError("/embed does not send the main plot (elem_id embed-plot)")
-            session_hash = uuid.uuid4().hex[:11]
-            _sent(http, url, fn["source"], ["bert"], session_hash)
+        with RoutePage(url) as page:
+            page.change(source="bert")
             for n in sizes:
                 a, b = pair_of(n)
-                wire, outputs = _sent(http, url, fn["embed"], [a, b], session_hash)
-                parts = {name: len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
-                         for name, value in zip(names, outputs, strict=True)}
-                # the harness's check that bench/update_latency.py's "ours" makes the plot /embed sends
-                mine = local(a, b)[demo.explorer.plot]
-                sent = outputs[names.index("plot")]
-                same = isinstance(sent, str) and _unrevised(sent) == _unrevised(mine)
-                found["updates"].append({"tokens": n, "wire": wire, "parts": parts, "notebook": notebook(a, b),
-                                         "same_plot": same})
+                response = page.http.post(f"{url}{ROUTE}",
+                                          json={"key": page.key, "change": {"sentence_a": a, "sentence_b": b}})
+                values = response.raise_for_status().json()["values"]
+                if "embed-plot" not in values:
+                    raise RuntimeError(f"a keystroke's answer has no main plot (embed-plot): {sorted(values)}")
+                parts = {_PART_NAMES.get(name, name): len(json.dumps(value, ensure_ascii=False,
+                                                                     separators=(",", ":")).encode())
+                         for name, value in values.items()}
+                # the harness's check that bench/update_latency.py's "ours" makes the plot the route sends
+                same = _unrevised(values["embed-plot"]) == _unrevised(local(a, b)[demo.explorer.plot])
+                found["updates"].append({"tokens": n, "wire": len(response.content), "parts": parts,
+                                         "notebook": notebook(a, b), "same_plot": same})
     finally:
         with contextlib.redirect_stdout(io.StringIO()):  # "Closing server running on port …"
             demo.close()
@@ -267,22 +249,23 @@ def _unrevised(figure: str) -> dict:
 
 
 def payload(quick: bool) -> list[Target]:
-    """The bytes `/embed` sends per update, read off the wire from the app launched in this
-    process, against the notebook's plotly.express figure JSON; and the vocabulary background
-    (2,000 words and the most the page allows), sent once per plane. Target: ≤ 1.2×
+    """The bytes the page's route answers a keystroke with (its JSON answer, where the message of
+    gradio's queue that carried `/embed`'s outputs was), read off the wire from the app launched
+    in this process, against the notebook's plotly.express figure JSON; and the vocabulary
+    background (2,000 words and the most the page allows), sent once per plane. Target: ≤ 1.2×
     plotly.express at 512 tokens."""
     found = measure_payload()
     rows = []
     for u in found["updates"]:
         p = u["parts"]
-        rest = sum(p.values()) - p["plot"] - p["variance bar"]
-        rows.append((str(u["tokens"]), kb(u["wire"]), kb(p["plot"]), kb(p["variance bar"]), kb(rest),
+        rest = sum(p.values()) - p["plot"] - p.get("variance bar", 0)
+        rows.append((str(u["tokens"]), kb(u["wire"]), kb(p["plot"]), kb(p.get("variance bar", 0)), kb(rest),
                      kb(u["notebook"]), times(u["wire"] / u["notebook"]), "yes" if u["same_plot"] else "NO"))
     table(
-        "4. payload of one /embed update on BERT MiniLM, bytes on the wire (one server-sent event, uncompressed); "
-        "the plot carries the token table's columns (the page draws the table from them); "
+        "4. payload of one keystroke's answer on BERT MiniLM, bytes on the wire (the route's JSON answer, "
+        "uncompressed); the plot carries the token table's columns (the page draws the table from them); "
         "notebook = plotly.express figure JSON",
-        ("tokens", "/embed sends", "plot", "variance bar", "the rest", "notebook", "sent / notebook",
+        ("tokens", "the route sends", "plot", "variance bar", "the rest", "notebook", "sent / notebook",
          "plots = ours?"),
         rows,
     )
@@ -293,7 +276,8 @@ def payload(quick: bool) -> list[Target]:
         [(f"{b['words']:,}", kb(b["trace"]), kb(b["sent"])) for b in found["background"]],
     )
     if not all(u["same_plot"] for u in found["updates"]):
-        print("WARNING: /embed's plots differ from bench/update_latency.py's 'ours': the latency measure is stale\n")
+        print("WARNING: the route's plots differ from bench/update_latency.py's 'ours': the latency measure is "
+              "stale\n")
     last = found["updates"][-1]
     return [
         Target(f"payload per update, {last['tokens']} tokens", kb(last["wire"]), f"{kb(last['notebook'])} (px)",
@@ -468,7 +452,7 @@ def lecture(quick: bool) -> list[Target]:
             continue
         light = LECTURE_LIGHT if setup == runnable[-1] else 0
         try:
-            found = hall.measure(setup, name, LECTURE_STUDENTS, ramp, duration, "direct", seed=0, light=light)
+            found = hall.measure(setup, name, LECTURE_STUDENTS, ramp, duration, "page", seed=0, light=light)
         except (Exception, SystemExit):  # a setup that cannot start is reported, the others still run
             traceback.print_exc()
             print(f"{name:<34} FAILED (above)", flush=True)
@@ -516,27 +500,20 @@ def lecture(quick: bool) -> list[Target]:
 
 def bursts(quick: bool) -> list[Target]:
     """A class pressing *Next* at once (bench/next_burst.py: as the page sends it, and through
-    the API) against an echo, and pressing *Train* at once (bench/train_burst.py) beside a
-    typing student. Targets: Next's p95 ≤ 2 s (the page's); no Train refused, the last done
-    within 30 s, others' typing p95 ≤ 1.5 s."""
-    import subprocess
+    the API, `view` of the step's link, where the hidden `next_step` event was) against an echo,
+    and pressing *Train* at once (bench/train_burst.py) beside a typing student. Targets: Next's
+    p95 ≤ 2 s (the page's); no Train refused, the last done within 30 s, others' typing p95 ≤ 1.5 s."""
 
     students = 40 if quick else 100
     targets = []
     for name, command in (("next", ["-m", "bench.next_burst", "--students", str(students), "--presses", "3"]),
                           ("train", ["-m", "bench.train_burst", "--students", str(students), "--spread", "5"])):
-        print(f"10. {name} burst: python {' '.join(command)}", flush=True)
-        done = subprocess.run([sys.executable, *command], capture_output=True, text=True, timeout=1800,
-                              cwd=Path(__file__).resolve().parents[1])
-        print(done.stdout[-3000:], flush=True)
-        if done.returncode:
-            raise RuntimeError(f"python -m bench.{name}_burst failed:\n{done.stderr[-2000:]}")
-        found = json.loads(done.stdout.strip().splitlines()[-1])
+        found = measured_apart(f"10. {name} burst", command, 1800)
         if name == "next":
             targets.append(Target(f"{students} students press Next within 2 s: p95", ms(found["p95"]),
                                   f"{ms(found['echo_p95'])} (echo)", times(found["p95"] / found["echo_p95"]),
                                   "≤ 2 s", found["p95"] <= 2.0))
-            targets.append(Target(f"{students} press Next through the API (next_step) within 2 s: p95",
+            targets.append(Target(f"{students} ask the API for the next step (view of its link) within 2 s: p95",
                                   ms(found["api_p95"]), f"{ms(found['echo_p95'])} (echo)",
                                   times(found["api_p95"] / found["echo_p95"]), "reported", None))
         else:
@@ -551,10 +528,16 @@ def bursts(quick: bool) -> list[Target]:
 # 11. a heavy neighbour, and a first visit's weight
 
 
+NEIGHBOUR = 1.5  # heavy work never slows a neighbour: another visitor's update at most this many times alone
+
+
 def neighbour(quick: bool) -> list[Target]:
-    """Another visitor's update beside one looping every heavy endpoint on the same app, and
-    beside the same visitor on another app process (the floor: two processes sharing two cores),
-    in alternating rounds; the medians of the rounds' p50 ratios. Target: ≤ 2× on the same app."""
+    """Another visitor's update beside one looping every heavy call of the page (refit, export,
+    train and the largest random tables, bench/public_space.py `heavy_visitor`) on the same app,
+    and beside the same visitor on another app process (the floor: two processes sharing two
+    cores), in alternating rounds; the medians of the rounds' p50 ratios. One of the three
+    guarantees of the page's one route (measure `answers` has the other two): heavy work never
+    slows a neighbour. Target: ≤ 1.5× on the same app, against the same visitor alone."""
     from bench.appserver import launched_app
     from bench.public_space import beside_heavy_neighbour
 
@@ -576,7 +559,8 @@ def neighbour(quick: bool) -> list[Target]:
           flush=True)
     return [Target("another visitor's update (p50) beside one looping train/refit/export",
                    ms(statistics.median(seconds["same"])), f"{ms(statistics.median(seconds['alone']))} alone; "
-                   f"floor {floor:.2f}× (heavy work on another process)", times(same), "≤ 2×", same <= 2)]
+                   f"floor {floor:.2f}× (heavy work on another process)", times(same), f"≤ {NEIGHBOUR:g}×",
+                   same <= NEIGHBOUR)]
 
 
 def first_load(quick: bool) -> list[Target]:
@@ -704,6 +688,41 @@ def outage(quick: bool) -> list[Target]:
                    ended is not None and ended <= WITHIN)]
 
 
+# 15. what a keystroke runs
+
+
+def keystroke(quick: bool) -> list[Target]:
+    """Which of the project's Python files one keystroke runs code in, traced in the launched
+    server (bench/keystroke_path.py, in a process of its own: its tracing stays there): all of
+    them, and those of the transport (ui/, core/serving, core/process, app.py). Targets: at most
+    18 files, at most 4 of them transport."""
+
+    command = ["-m", "bench.keystroke_path", "--keys", "3" if quick else "5"]
+    found = measured_apart("15.", command, 900)
+    files, transport = found["files"], found["transport"]
+    return [Target("files one keystroke runs code in", str(files), "—", "—", "≤ 18", files <= 18),
+            Target("of them, transport (ui/, core/serving, core/process, app.py)", str(transport), "—", "—", "≤ 4",
+                   transport <= 4)]
+
+
+# 16. what a page's answers leave on the server
+
+
+def answers(quick: bool) -> list[Target]:
+    """Two guarantees of the page's one route, on one process with the default memory budget
+    (bench/answer_memory.py): a tab holds no copy of what it was sent (80 tabs of one address read
+    the similarity view of 2,048 positions, then go back to the plane: the server's RSS after
+    malloc_trim), and nothing is computed for a reader who left (30 tabs ask for that view on
+    sockets that never read, then close: the RSS 8 s after, the views computed, and another
+    visitor's keystrokes meanwhile). The third, heavy work never slows a neighbour, is measure
+    `neighbour`. Targets: ≤ +256 MiB each; at most the 2 views computing when their readers left."""
+    from bench.answer_memory import HEADER, rows
+
+    found = rows(tabs=80, leavers=30)
+    table("16. what a page's answers leave on the server (one process, the default memory budget)", HEADER, found)
+    return [Target(row[0], row[1], row[2], row[3], row[4], row[5] == "yes") for row in found if row[5] in ("yes", "no")]
+
+
 MEASURES: dict[str, Callable[[bool], list[Target]]] = {
     "latency": latency,
     "server_cpu": server_cpu,
@@ -720,6 +739,8 @@ MEASURES: dict[str, Callable[[bool], list[Target]]] = {
     "class": class_follow,
     "poll": poll,
     "outage": outage,
+    "keystroke": keystroke,
+    "answers": answers,
 }
 
 

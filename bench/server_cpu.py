@@ -5,13 +5,13 @@ one-textbox echo app, under the same load.
 
 A class costs the server what each keystroke costs it, and a gradio event has a floor no app
 can go below: the queue, the event stream, the JSON of the answer. This puts the app next to
-that floor: the app driven as its page drives it (each update straight to the tab,
-ui/direct.py) and through the API's `/embed`, beside a Blocks app that echoes one textbox into
-another (`serve_echo`), each server in its own child process so its CPU time is its own
-(`both_servers`). Rounds of --sessions clients making --updates calls each (`drive`) alternate
-between the servers (`measure`). Reported: the medians of the measured rounds' CPU per update
-and their ratio, with the load generator's own CPU per update and what the rest of the machine
-used in the window, so a reader can see that the generator is light and how noisy it was.
+that floor: the app driven as its page drives it and through the public API, beside a Blocks
+app that echoes one textbox into another (`serve_echo`), each server in its own child process
+so its CPU time is its own (`both_servers`). Rounds of --sessions clients making --updates calls
+each (`drive`) alternate between the servers (`measure`). Reported: the medians of the measured
+rounds' CPU per update and their ratio, with the load generator's own CPU per update and what
+the rest of the machine used in the window, so a reader can see that the generator is light and
+how noisy it was.
 """
 
 from __future__ import annotations
@@ -27,18 +27,19 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
-import httpx
 import psutil
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
-EMBED_PARAMETERS = ["sentence_a", "sentence_b"]  # what this measure sends /embed, checked against the app
 ECHO_OPTIONS = ("show_error", "run_history", "max_file_size")  # the app's launch options the echo copies
 THINGS = (
     "apples", "boats", "clouds", "ducks", "engines", "feathers", "grapes", "horses", "kettles", "lamps",
     "maps", "nails", "oranges", "pencils", "rabbits", "stones", "tables", "wheels", "buckets", "ladders",
 )
 CALL_TIMEOUT = 300  # seconds one call may take before the round counts it as an error
+# gradio's event log summarised once per thousand events, not after each: the echo's floor is
+# gradio's event path itself, as it was measured when the page's keystrokes went through it
+ECHO_SETTINGS = {"GRADIO_ANALYTICS_CACHE_FREQUENCY": "1000"}
 
 
 # the echo app: run in its own process by `--serve-echo`
@@ -49,22 +50,19 @@ def echo(text: str) -> str:
 
 
 def serve_echo(options: dict) -> None:
-    """The baseline server: one textbox echoed into another, queued as the app's live events are.
-    Port and address come from GRADIO_SERVER_PORT / GRADIO_SERVER_NAME, as for `python app.py`;
-    gradio's own settings that the app makes (ui/page.py GRADIO_SETTINGS: its event log summarised
-    once per thousand events, not after each) are the echo's too, so the ratio is the app's work."""
+    """The baseline server: one textbox echoed into another, queued as the page's live events were
+    before the page had a route of its own. Port and address come from GRADIO_SERVER_PORT /
+    GRADIO_SERVER_NAME, as for `python app.py`; gradio's settings are `ECHO_SETTINGS`."""
+    for name, value in ECHO_SETTINGS.items():
+        os.environ.setdefault(name, value)  # before gradio reads them
     import gradio as gr
-
-    from ui.page import GRADIO_SETTINGS  # sets them, before the queue below is made
-
-    assert all(os.environ.get(name) == value for name, value in GRADIO_SETTINGS.items())
 
     with gr.Blocks(title="echo") as demo:
         text, echoed = gr.Textbox(label="text"), gr.Textbox(label="echoed")
-        # as ui/plane.py wires /embed: latest input wins, one concurrency group, no progress overlay
+        # as the page's live event was wired: latest input wins, one concurrency group, no progress overlay
         text.change(echo, text, echoed, api_name="echo", trigger_mode="always_last", concurrency_id="live",
                     show_progress="hidden")
-    demo.queue(default_concurrency_limit=2, max_size=None)  # as ui/page.py's build_demo
+    demo.queue(default_concurrency_limit=2, max_size=None)  # the page's queue as it was
     demo.launch(quiet=True, **options)
 
 
@@ -82,35 +80,39 @@ def pair(session: int, update: int, run: int, stride: int) -> tuple[str, str]:
     return a, b
 
 
-# the two servers
+# the three ways in
 
 
 @dataclass(frozen=True)
 class Served:
-    """One server under test: where it is, the event this measure calls, and how its data is made."""
+    """One server under test, and how a client of it sends an update."""
 
-    name: str  # "page", "app" or "echo"
+    name: str  # "page", "api" or "echo"
     url: str
     process: psutil.Process
-    api_name: str
-    fn_index: int
-    via: str = "http"  # bench/load.py SESSIONS: how a client talks to it
+    endpoints: dict  # api_name -> fn_index, for gradio's queue
 
-    def data(self, session: int, update: int, run: int, stride: int) -> list:
-        a, b = pair(session, update, run, stride)
-        return [a] if self.name == "echo" else [a, b]
+    def client(self, index: int):
+        """A client: a page opened over the route, or a session of gradio's queue. The API's
+        callers come from addresses of their own: each `view` is a page opened, and one address
+        may open 200 at once, then one every 2 s (core.serving.tabs.NewTabs)."""
+        from bench.load import QueueSession
+        from bench.pages import RoutePage
 
+        if self.name == "page":
+            return RoutePage(self.url, timeout=CALL_TIMEOUT)
+        headers = {"X-Forwarded-For": f"198.51.100.{index + 1}"} if self.name == "api" else None
+        return QueueSession(self.url, self.endpoints, CALL_TIMEOUT, headers)
 
-def embed_index(url: str) -> tuple[int, dict]:
-    """/embed's fn_index, checked to take exactly the sentences this measure sends; and the app's config."""
-    from bench.lecture import Endpoint
+    def send(self, client, a: str, b: str) -> None:
+        from bench.pages import query_of
 
-    config = httpx.get(f"{url}config", timeout=30).raise_for_status().json()
-    endpoint = Endpoint.discover(url)
-    if endpoint.parameters != EMBED_PARAMETERS or len(endpoint.state_slots) != len(EMBED_PARAMETERS):
-        raise RuntimeError(f"/embed takes {endpoint.parameters} ({len(endpoint.state_slots)} inputs); this measure "
-                           f"sends {EMBED_PARAMETERS}: update bench/server_cpu.py to the page's")
-    return endpoint.fn_index, config
+        if self.name == "page":
+            client.change(sentence_a=a, sentence_b=b)
+        elif self.name == "api":
+            client.predict(query_of(a=a, b=b), api_name="view")
+        else:
+            client.predict(a, api_name="echo")
 
 
 @contextmanager
@@ -118,30 +120,38 @@ def both_servers() -> Iterator[tuple[Served, Served, Served]]:
     """The app (as its page drives it, and through the API) and the echo app, each server in its
     own child process, alive side by side.
 
-    - page: `python app.py` (bench/appserver.py) driven as its page drives it (bench/load.py
-      `PageSession`): the page's opening once, then each update sent straight to the tab
-      (ui/direct.py), with a 12-word sentence A and a 12-word sentence B, on the default tables;
-    - app: the same process driven through the API's `/embed` on gradio's queue;
-    - echo: `serve_echo`, driven with a 12-word text. It has the app's queue
-      (`default_concurrency_limit=2`, unbounded), its event options (`trigger_mode="always_last"`,
-      one concurrency group, no progress), the gradio settings the app makes (ui/page.py
-      GRADIO_SETTINGS) and the launch options the app's config reports (`show_error`,
+    - page: `python app.py` (bench/appserver.py) driven as its page drives it (bench/pages.py
+      `RoutePage`): the page's opening once, then each update one POST of the change to the
+      page's route, with a 12-word sentence A and a 12-word sentence B, on the default tables;
+    - api: the same process driven through the public API, `view` of the link of the same two
+      sentences (`a=…&b=…`), on gradio's queue (join, then the session's event stream): for
+      comparison, not the same work, since each `view` opens a tab of its own for its link
+      (the API keeps no session) where a page's keystroke changes the tab it has;
+    - echo: `serve_echo`, driven with a 12-word text. It has the queue the page's live events
+      had before the page's route (`default_concurrency_limit=2`, unbounded), their event
+      options (`trigger_mode="always_last"`, one concurrency group, no progress), gradio's
+      settings `ECHO_SETTINGS` and the launch options the app's config reports (`show_error`,
       `run_history`, `max_file_size`); the theme, stylesheet and script only shape the page,
       which nobody loads here.
     """
+    import httpx
+
     from bench.appserver import launched, launched_app
     from bench.load import endpoints_of
 
     with ExitStack() as stack:
         url, process = stack.enter_context(launched_app())
-        fn_index, config = embed_index(url)
-        app = Served("app", url, process, "embed", fn_index)
-        page = Served("page", url, process, "embed", fn_index, via="page")
+        config = httpx.get(f"{url}config", timeout=30).raise_for_status().json()
+        endpoints = endpoints_of(url)
+        if "view" not in endpoints:
+            raise RuntimeError(f"the app's API has no view ({sorted(endpoints)}): update bench/server_cpu.py to it")
+        page = Served("page", url, process, endpoints)
+        api = Served("api", url, process, endpoints)
         options = json.dumps({key: config[key] for key in ECHO_OPTIONS if key in config})
         command = [sys.executable, "-m", "bench.server_cpu", "--serve-echo", options]
         url, process = stack.enter_context(launched(command, "the echo app"))
-        echo_app = Served("echo", url, process, "echo", endpoints_of(url)["echo"])
-        yield page, app, echo_app
+        echo_app = Served("echo", url, process, endpoints_of(url))
+        yield page, api, echo_app
 
 
 # one round
@@ -161,33 +171,37 @@ def server_seconds(process: psutil.Process) -> float:
 def drive(server: Served, run: int, sessions: int, updates: int) -> dict:
     """--sessions clients at once, --updates sequential calls each; CPU over the window they share.
 
-    Each client has its own session_hash and speaks the page's protocol (bench/load.py's
-    `HttpSession`: queue/join, then the session's event stream). Every text differs from every
-    other (session, update and round each change a word), so nothing is answered from a cache.
-    Each client first makes one untimed call (the app creates the session's state on it); then
-    all start together and the window runs until the last answer. Server CPU is the child's
-    user + system time over the window, divided by the updates answered in it.
+    Every text differs from every other (session, update and round each change a word), so
+    nothing is answered from a cache. Each client first makes one untimed call (a page's first
+    change after its opening; the API's and the echo's first call through gradio's queue);
+    then all start together and the window runs until the last answer. Server CPU is the
+    child's user + system time over the window, divided by the updates answered in it.
     """
-    from bench.load import SESSIONS
-
-    clients = [SESSIONS[server.via](server.url, {server.api_name: server.fn_index}, CALL_TIMEOUT)
-               for _ in range(sessions)]
+    clients, errors, lock = [], [], threading.Lock()
+    for index in range(sessions):
+        try:
+            clients.append(server.client(index))
+        except Exception as error:
+            errors.append(f"session {index} opening: {error!r}"[:200])
+            clients.append(None)
     start = threading.Barrier(sessions + 1, timeout=CALL_TIMEOUT + 60)
-    lock, answered, errors = threading.Lock(), [0], []
+    answered = [0]
 
     def client(index: int) -> None:
         session = clients[index]
         try:
-            # untimed: opens the session (the app creates its state here), with a text of its own
-            session.predict(*server.data(index, updates, run, updates + 1), api_name=server.api_name)
+            if session is not None:  # untimed, with a text of its own
+                server.send(session, *pair(index, updates, run, updates + 1))
         except Exception as error:
             with lock:
-                errors.append(f"session {index} opening: {error!r}"[:200])
+                errors.append(f"session {index} first call: {error!r}"[:200])
         finally:
             start.wait()
+        if session is None:
+            return
         for update in range(updates):
             try:
-                session.predict(*server.data(index, update, run, updates + 1), api_name=server.api_name)
+                server.send(session, *pair(index, update, run, updates + 1))
             except Exception as error:
                 with lock:
                     errors.append(f"session {index} update {update}: {error!r}"[:200])
@@ -209,7 +223,8 @@ def drive(server: Served, run: int, sessions: int, updates: int) -> dict:
         everyone = busy_seconds() - everyone
     finally:
         for session in clients:
-            session.close()
+            if session is not None:
+                session.close()
     return {"server": server.name, "answered": answered[0], "errors": errors, "seconds": seconds,
             "server_cpu": cpu, "generator_cpu": own, "others_cpu": max(0.0, everyone - cpu - own)}
 
@@ -238,12 +253,12 @@ def measure(rounds: int, sessions: int = 10, updates: int = 20) -> dict:
                 run = drive(server, len(runs), sessions, updates)
                 runs.append({**run, "round": index, "warm_up": index == 0})
     found = {"sessions": sessions, "updates": updates, "rounds": rounds, "cores": os.cpu_count() or 1, "runs": runs}
-    for name in ("page", "app", "echo"):
+    for name in ("page", "api", "echo"):
         measured = [r for r in runs if r["server"] == name and not r["warm_up"]]
         found[name] = {key: statistics.median(per_update(r, key) for r in measured)
                        for key in ("server_cpu", "generator_cpu")}
     found["ratio"] = found["page"]["server_cpu"] / found["echo"]["server_cpu"]
-    found["api_ratio"] = found["app"]["server_cpu"] / found["echo"]["server_cpu"]
+    found["api_ratio"] = found["api"]["server_cpu"] / found["echo"]["server_cpu"]
     return found
 
 
@@ -257,14 +272,15 @@ def report(found: dict) -> list[tuple[str, tuple[str, ...], list[tuple[str, ...]
             f"{r['server_cpu'] / r['seconds'] / cores:.0%}", f"{per_update(r, 'generator_cpu') * 1e3:.1f}",
             f"{r['others_cpu'] / r['seconds'] / cores:.0%}",
         ))
-    page, app, echo_ = found["page"], found["app"], found["echo"]
+    page, api, echo_ = found["page"], found["api"], found["echo"]
     summary = [
         (name, f"{found_['server_cpu'] * 1e3:.1f}", f"{found_['generator_cpu'] * 1e3:.1f}")
-        for name, found_ in (("page (direct path, 12-word A and B)", page), ("app (API /embed on the queue)", app),
+        for name, found_ in (("page (its route, 12-word A and B)", page),
+                             ("api (view of the same link, on the queue)", api),
                              ("echo (one textbox, 12 words, queue)", echo_))
     ] + [
         ("page / echo", f"{found['ratio']:.2f}×", ""),
-        ("app / echo", f"{found['api_ratio']:.2f}×", ""),
+        ("api / echo", f"{found['api_ratio']:.2f}×", ""),
     ]
     load = f"{found['sessions']} sessions × {found['updates']} updates at once"
     return [

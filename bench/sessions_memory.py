@@ -10,7 +10,7 @@ every trainable table (`full_copy_trained`). Each session is measured two ways: 
 the process's resident memory (psutil's RSS, divided by the number of sessions; includes the
 allocator's slack) and the bytes of tensors the session holds that it does not share with the
 preset (``core.model.embedding.private_bytes``, exact). Prints a markdown table; asserts
-nothing. ``--app`` instead launches ``app.py`` and measures RSS over HTTP (`measure`).
+nothing. ``--app`` instead launches ``app.py`` and measures RSS with pages over its route (`measure`).
 """
 
 from __future__ import annotations
@@ -110,29 +110,33 @@ def markdown_row(cells: tuple[str, ...]) -> str:
 
 def measure(sessions: int = 100, updates: int = 200) -> dict:
     """RSS in MiB of a launched app: idle, after the first and after all ``sessions`` BERT
-    sessions, and before and after ``updates`` more updates in one session (``bench/run.py``)."""
-    from gradio_client import Client
-
+    sessions (each a page opened over the page's route that sets BERT's tables and types a
+    sentence of its own, bench/pages.py `RoutePage`), and before and after ``updates`` more
+    updates in one session (``bench/run.py``)."""
     from bench.appserver import launched_app, mib
+    from bench.pages import RoutePage
 
     with launched_app() as (url, process):
-        first = Client(url, verbose=False)
-        first.predict("The cat sat.", "It purred.", api_name="/embed")
+        first = RoutePage(url)
+        first.change(sentence_a="The cat sat.", sentence_b="It purred.")
         idle = mib(process)
 
-        first_bert = idle
+        first_bert, pages = idle, []
         for i in range(sessions):
-            client = Client(url, verbose=False)
-            client.predict("bert", api_name="/source")
-            client.predict(f"student {i} types a sentence", "and another one", api_name="/embed")
+            page = RoutePage(url)
+            pages.append(page)
+            page.change(source="bert")
+            page.change(sentence_a=f"student {i} types a sentence", sentence_b="and another one")
             if i == 0:  # the BERT tables are loaded now, once for all sessions
                 first_bert = mib(process)
         crowd = mib(process)
 
         start = mib(process)
         for i in range(updates):
-            first.predict(f"update number {i} of the same session", "", api_name="/embed")
+            first.change(sentence_a=f"update number {i} of the same session", sentence_b="")
         after = mib(process)
+        for page in (first, *pages):
+            page.close()
     return {
         "idle": idle, "first_bert": first_bert, "crowd": crowd, "start": start, "after": after,
         "sessions": sessions, "updates": updates,

@@ -2,22 +2,25 @@
 
     python -m bench.train_burst [--students 40] [--spread 2] [--steps 100]
 
-One launched app (`python app.py`, as on a Space). Each student is its own session: it draws
-its sentences, then presses *Train* at a random moment within --spread seconds (`burst`). Two
-bursts run side by side in one process: ours, every student on the same tables (the tour's), so
-the trainings are identical and the app runs one for the class (`core.serving.jobs.Jobs`,
-shared by key); and the baseline, every student on tables of their own (a random seed each), so
-every training must run: the fair line alone. For each it prints how many trained and how many
-were refused, when the last was done (from the burst's first press), and a typing student's
-update latency (p50/p95) during the burst against the same student's alone (`typist`). Times
-are measured, never asserted.
+One launched app (`python app.py`, as on a Space). Each student is its own page (bench/pages.py
+`RoutePage`, opened once for both bursts): it draws its sentences, then presses *Train* at a
+random moment within --spread seconds, its curve streamed as the page's route streams it
+(`burst`). Two bursts run one after the other in one process: ours, every student on the same
+tables (the tour's), so the trainings are identical and the app runs one for the class
+(`core.serving.jobs.Jobs`, shared by key); and the baseline, every student on tables of their own
+(a random seed each), so every training must run: the fair line alone. For each it prints how
+many trained and how many were refused, when the last was done (from the burst's first press),
+and a typing student's update latency (p50/p95) during the burst against the same student's
+alone (`typist`). Times are measured, never asserted.
 """
 
 from __future__ import annotations
 
 import argparse
+import html
 import json
 import random
+import re
 import statistics
 import threading
 import time
@@ -25,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from bench.appserver import launched_app
+from bench.pages import RoutePage
 from bench.report import percentile
 
 SENTENCES = ("The cat sat on the mat.", "A dog slept on the rug.")
@@ -38,55 +42,44 @@ class Burst:
     typing: list[float] = field(default_factory=list)
 
 
-
-def summary_of(client, result) -> tuple[str, str]:
-    """The training summary and the notice, read by the endpoint's output ids."""
-    dependency = next(d for d in client.config["dependencies"] if d.get("api_name") == "train")
-    components = {c["id"]: c for c in client.config["components"]}
-    ids = [components[i].get("props", {}).get("elem_id") for i in dependency["outputs"]
-           if not components[i].get("skip_api", False)]
-    values = dict(zip(ids, result, strict=False))
-    text = lambda value: value if isinstance(value, str) else ""  # noqa: E731 - an unchanged output is a dict
-    return text(values.get("train-summary")), text(values.get("notice"))
+def summary_of(merged) -> tuple[str, str]:
+    """The training summary and the notice's text, from a training's answers merged."""
+    text = lambda value: value if isinstance(value, str) else ""  # noqa: E731 - an output left as it is is absent
+    notice = html.unescape(re.sub(r"<[^>]+>|⚠️", "", text(merged.get("notice")))).strip()
+    return text(merged.get("train-summary")), notice or text(merged.get("error"))
 
 
 def typist(url: str, stop: threading.Event, seconds: list[float]) -> None:
-    """A student typing on beside the burst, as the page sends keystrokes (bench/load.py
-    `PageSession`): one update after another, each timed."""
-    from bench.load import PageSession, endpoints_of
-
-    student = PageSession(url, endpoints_of(url), 300)
-    try:
+    """A student typing on beside the burst, as the page sends keystrokes (bench/pages.py
+    `RoutePage`): one update after another, each timed."""
+    with RoutePage(url, timeout=300) as student:
         n = 0
         while not stop.is_set():
             n += 1
             began = time.perf_counter()
-            student.type(sentence_a=f"the student keeps typing word {n}", sentence_b="")
+            student.change(sentence_a=f"the student keeps typing word {n}", sentence_b="")
             seconds.append(time.perf_counter() - began)
             time.sleep(0.15)
-    finally:
-        student.close()
 
 
-def burst(url: str, students: int, spread: float, steps: int, shared: bool, seed: int) -> Burst:
-    from gradio_client import Client
-
+def burst(url: str, pages: list[RoutePage], spread: float, steps: int, shared: bool, seed: int) -> Burst:
     rng = random.Random(seed)
-    clients = [Client(url, verbose=False) for _ in range(students)]
+    students = len(pages)
     out, lock = Burst(), threading.Lock()
-    for index, client in enumerate(clients):
-        if not shared:  # tables of their own: d_model 32 as the default, a seed each
-            client.predict("wordpiece", 1000, 32, 512, 2, 1000 + seed * students + index, api_name="/settings")
-        client.predict(*SENTENCES, api_name="/embed")
+    for index, page in enumerate(pages):
+        if not shared:  # tables of their own: the default settings, a seed each
+            page.change(seed=1000 + seed * students + index)
+        page.change(sentence_a=SENTENCES[0], sentence_b=SENTENCES[1])
     stop, typing = threading.Event(), []
     watcher = threading.Thread(target=typist, args=(url, stop, typing), daemon=True)
     watcher.start()
     time.sleep(1.0)
     began = time.perf_counter()
 
-    def press(client) -> None:
+    def press(page: RoutePage) -> None:
         time.sleep(rng.uniform(0, spread))
-        summary, notice = summary_of(client, client.predict(steps, "builtin", api_name="/train"))
+        merged, _ = page.train(steps, "builtin")
+        summary, notice = summary_of(merged)
         with lock:
             if summary.startswith("Trained"):
                 out.trained += 1
@@ -95,12 +88,10 @@ def burst(url: str, students: int, spread: float, steps: int, shared: bool, seed
             out.last_done = max(out.last_done, time.perf_counter() - began)
 
     with ThreadPoolExecutor(max_workers=students) as pool:
-        list(pool.map(press, clients))
+        list(pool.map(press, pages))
     stop.set()
     watcher.join(30)
     out.typing = typing
-    for client in clients:
-        client.close()
     return out
 
 
@@ -122,9 +113,15 @@ def main() -> None:
     args = parser.parse_args()
     with launched_app() as (url, _):
         quiet = alone(url)
-        runs = {name: burst(url, args.students, args.spread, args.steps, shared, seed)
-                for seed, (name, shared) in enumerate((("ours: the same tables", True),
-                                                       ("baseline: tables of their own", False)))}
+        with ThreadPoolExecutor(max_workers=8) as pool:  # the pages open before the lesson starts
+            pages = list(pool.map(lambda _: RoutePage(url, timeout=300), range(args.students)))
+        try:
+            runs = {name: burst(url, pages, args.spread, args.steps, shared, seed)
+                    for seed, (name, shared) in enumerate((("ours: the same tables", True),
+                                                           ("baseline: tables of their own", False)))}
+        finally:
+            for page in pages:
+                page.close()
     print(f"\n{args.students} students press Train ({args.steps} steps) within {args.spread:g} s; one process")
     print(f"a typing student alone: p50 {statistics.median(quiet) * 1000:.0f} ms, "
           f"p95 {percentile(quiet, 0.95) * 1000:.0f} ms")

@@ -3,9 +3,9 @@
     python -m bench.update_latency [--repeats 30]
 
 For sentence pairs of 16, 128 and 512 tokens on the BERT (MiniLM, d=384) tables it times
-three paths to the same picture: ours, the page's own keystroke compute (`ours`); naive, what
-a notebook would do (`naive`); and bare, the least work that gives the same numbers, with no
-figure at all (`bare`). All three run with the app's thread settings (one torch and one BLAS
+three paths to the same picture: ours, the plane the page's route computes for a keystroke
+(`ours`); naive, what a notebook would do (`naive`); and bare, the least work that gives the
+same numbers, with no figure at all (`bare`). All three run with the app's thread settings (one torch and one BLAS
 thread per request). Timings are medians over interleaved repeats, so a noisy neighbour slows
 all three alike; the ratios are the result, the milliseconds are for context.
 """
@@ -50,11 +50,12 @@ def pair_of(n_tokens: int) -> tuple[str, str]:
 SIZES = (16, 128, 512)  # tokens per sentence pair, markers included
 
 
-def embed_call(session: Session):
-    """What `/embed` computes for a keystroke, with the page's default controls: the page's
-    `ui.render.plane` for a fresh `View` of the pair on ``session``'s tables (every group, labels
-    on, no arrows, no shift, no presenter mode, no token selected, 10 neighbours, no flipped
-    segments, no search). The view names the session's source, as a tab's does: the figure's
+def keystroke_plane(session: Session):
+    """What the page's route computes for a keystroke's plane, with the page's default controls:
+    the page's `ui.render.plane` for a fresh `View` of the pair on ``session``'s tables (every
+    group, labels on, no arrows, no shift, no presenter mode, no token selected, 10 neighbours,
+    no flipped segments, no search), drawn as a keystroke's is (`typed`: anew, without the
+    planes the tabs share). The view names the session's source, as a tab's does: the figure's
     held-axes key is made of it. Returns its {component: value} mapping."""
     import app  # builds the page once; sets the app's thread settings, as serving it does
     from core.view.state import View
@@ -63,11 +64,10 @@ def embed_call(session: Session):
     page = app.demo.explorer
 
     def call(a: str, b: str) -> dict:
-        # drawn anew each time, as a keystroke's new text is: the plane a tab drew for the same view
-        # on the same tables is shared with the next (a class on one pair), and repeating one pair
-        # would time that lookup instead
-        render.forget_shared()
-        return render.plane(page, View(source=session.base.key, sentence_a=a, sentence_b=b), session)
+        # a keystroke's new text is drawn anew: the plane a tab drew for the same view on the same
+        # tables is shared with the next (a class on one pair), and repeating one pair through that
+        # cache would time its lookup instead
+        return render.plane(page, View(source=session.base.key, sentence_a=a, sentence_b=b), session, typed=True)
 
     return call
 
@@ -75,19 +75,19 @@ def embed_call(session: Session):
 def ours(session: Session):
     """The whole keystroke; returns the bytes of the figure JSON and HTML it made (the plot and the bar).
 
-    `ui.render.plane(app.demo.explorer, view, session)` for a fresh tab's `View` of the pair
+    `ui.render.plane(app.demo.explorer, view, session, typed=True)` for a fresh tab's `View` of the pair
     (default toggles, nothing selected, no search) in a new session's "this sentence" plane:
     `core.plane.pipeline.explore` (tokenize → components → PCA to 2-D, plus the spectrum of the
     explained-variance bar where the app measures one), the plot's figure JSON
     (`embedding_spec` + `figure_json`), the variance bar's HTML (`variance_bars`), the token
     table, the summary, the neighbours and the search; calling the page's renderer keeps this
-    in step with the app. Gradio's own pre- and postprocessing, and finding the tab's state,
-    are not in it.
+    in step with the app. The route's own work (reading the call, finding the tab, the
+    answer's JSON) is not in it: bench/server_cpu.py measures the whole call on the server.
     """
     import app
 
     page = app.demo.explorer
-    call = embed_call(session)
+    call = keystroke_plane(session)
 
     def run(a: str, b: str) -> int:
         out = call(a, b)

@@ -1,9 +1,11 @@
-"""Calling the launched app's endpoints and reading their outputs by element id.
+"""The launched app's page, driven as its script drives it: one POST of `{key, change}` to its
+route (ui/route.py), answered with values by element id.
 
-An event returns `{component: value}` for many components, so its API answer is a long tuple
-whose order is the page's (`ui.page.Page.everything`), not something a test should count.
-`call` names each returned value by its component's `elem_id` (a stable contract, see
-DESIGN.md), read from the demo that this test process launched.
+`Page` opens a tab the way the page does (`{open: {query, narrow}}`), keeps its key, sends
+changes and reads the answers; `Outputs` reads an answer by element id, with the main plot as
+the page reads it (expanded, and the token table the page draws from it) and the charts' figures
+under "plot". The tests run in the launched app's process, so a test may look at the tab itself
+(`Page.tab`) to show a refused change changed nothing (`Page.fingerprint`).
 """
 
 from __future__ import annotations
@@ -14,115 +16,135 @@ import html
 import json
 import re
 from concurrent.futures import ThreadPoolExecutor
-from functools import cache
+from pathlib import Path
+from urllib.parse import quote
 
+import httpx
 import numpy as np
 
 from core.drawing.wire import expand, table_rows
 from core.plane.pipeline import TABLE_HEADERS
-from core.view.options import COMPONENTS
+from core.view.options import COMPONENTS, PARTS
 
 ALL = list(COMPONENTS)
-
-
-def unchanged(value) -> bool:
-    """Whether a returned value is gradio's "no change" (a generator's is nested in props)."""
-    if not isinstance(value, dict) or value.get("__type__") != "update":
-        return False
-    rest = {key: item for key, item in value.items() if key != "__type__"}
-    return not rest or (set(rest) == {"props"} and unchanged(rest["props"]))
-
-
-@cache
-def output_ids(api_name: str) -> tuple[str, ...]:
-    """The elem_ids of an endpoint's outputs, in the order gradio_client returns their values."""
-    import app
-
-    name = api_name.lstrip("/")
-    found = [fn for fn in app.demo.fns.values() if fn.api_name == name]
-    assert len(found) == 1, f"no single endpoint named {api_name!r}"
-    outputs = [block for block in found[0].outputs if not getattr(block, "skip_api", False)]
-    ids = tuple(block.elem_id for block in outputs)
-    assert all(ids) and len(set(ids)) == len(ids), f"{api_name}: every output needs its own elem_id: {ids}"
-    return ids
+CHARTS = ("positions-plot", "layernorm-plot", "similarity-plot", "listing-plot", "loss-plot")
 
 
 class Outputs(dict):
-    """An endpoint's answer: elem_id -> value; `value(id)` reads through gradio's update dicts."""
+    """An answer's values by element id; `value(id)` reads through gradio's update dicts."""
 
     def value(self, elem_id: str):
+        assert elem_id in self, f"{elem_id} was not written (the answer wrote {sorted(self)})"
         got = self[elem_id]
-        assert not unchanged(got), f"{elem_id} was not written"
         if isinstance(got, dict) and got.get("__type__") == "update":
             return got.get("value")
         return got
 
     def written(self, elem_id: str) -> bool:
-        return not unchanged(self[elem_id])
+        return elem_id in self
 
     @property
     def notice(self) -> str:
         """The notice area as the plain text a person reads (one note a line)."""
-        got = self.get("notice", "")
-        if got is None or unchanged(got):
-            return ""
-        notes = re.findall(r"<p>⚠️ (.*?)</p>", got, flags=re.DOTALL)
-        assert "".join(f"<p>⚠️ {note}</p>" for note in notes) == got, f"the notice is not plain notes: {got!r}"
+        got = self.get("notice") or ""
+        notes = re.findall(r"<p>(?:⚠️|ℹ️) (.*?)</p>", got, flags=re.DOTALL)
+        assert "".join(re.findall(r"<p>(?:⚠️|ℹ️) .*?</p>", got, flags=re.DOTALL)) == got, \
+            f"the notice is not plain notes: {got!r}"
         return "\n".join(html.unescape(note) for note in notes)
 
 
-def call(client, api_name: str, *args) -> Outputs:
-    result = client.predict(*args, api_name=api_name)
-    return named(api_name, result)
-
-
-def named(api_name: str, result) -> Outputs:
-    """The answer by elem_id, with the main plot read as the page reads it: expanded, and the
-    token table (drawn in the browser from the plot's columns) under "token-table"."""
-    ids = output_ids(api_name)
-    values = result if isinstance(result, tuple | list) and len(ids) != 1 else (result,)
-    assert len(values) == len(ids), (api_name, len(values), ids)
-    out = Outputs(zip(ids, values, strict=True))
+def outputs(values: dict) -> Outputs:
+    """An answer's values as the page reads them: the main plot expanded, with the token table it
+    draws from it under "token-table"; each chart's figure under "plot"; HTML as its text."""
+    out = Outputs(values)
     plot = out.get("embed-plot")
-    if isinstance(plot, str) and plot:  # the compact figure's JSON, which the page's script draws
+    if isinstance(plot, str) and plot:
         whole = expand(json.loads(plot))
         out["embed-plot"] = {"plot": json.dumps(whole)}
         out["token-table"] = {"headers": list(TABLE_HEADERS), "data": table_rows(whole)}
-    for written in ("embed-info", "tour-text"):  # HTML: read as the text a person reads
+    for chart in CHARTS:
+        if chart in out:
+            out[chart] = {"plot": out[chart]} if out[chart] else None
+    for written in ("embed-info", "tour-text"):
         if isinstance(out.get(written), str):
             out[written] = text_of(out[written])
     return out
 
 
+class Page:
+    """One page of the launched app, opened at `query`: its tab's key, and every value it was sent
+    (`shown`, by element id, as the browser holds them)."""
+
+    def __init__(self, app_url: str, query: str = "", narrow: bool = False, headers: dict | None = None) -> None:
+        self.url, self.headers = app_url, headers or {}
+        answer = self.post({"open": {"query": query, "narrow": narrow}})
+        assert "error" not in answer, answer
+        self.opened = outputs(answer["values"])
+        self.key = json.loads(answer["values"]["address"])["key"]
+        self.shown = Outputs(self.opened)
+
+    def post(self, sent: object, timeout: float = 120) -> dict:
+        response = httpx.post(f"{self.url}explorer/live", json=sent, headers=self.headers, timeout=timeout)
+        return response.json()
+
+    def send(self, **change) -> Outputs:
+        """The page's change (view fields, an action or work), answered as the page reads it; a
+        refusal of the call itself is under "error"."""
+        answer = self.post({"key": self.key, "change": change})
+        if "values" not in answer:
+            return Outputs(answer)
+        out = outputs(answer["values"])
+        self.shown.update(out)
+        return out
+
+    def train(self, steps: object = 20, corpus: object = "builtin") -> tuple[Outputs, list[Outputs]]:
+        """Train as the page does: its answers as they stream, and all of them merged (the last value of each)."""
+        steps_seen: list[Outputs] = []
+        with httpx.stream("POST", f"{self.url}explorer/live", json={"key": self.key, "change": {
+                "train": {"steps": steps, "corpus": corpus}}}, headers=self.headers, timeout=300) as response:
+            if "event-stream" not in response.headers.get("content-type", ""):
+                return Outputs(json.loads(response.read())), []
+            for line in response.iter_lines():
+                if line.startswith("data:"):
+                    steps_seen.append(outputs(json.loads(line[5:])["values"]))
+        merged = Outputs()
+        for out in steps_seen:
+            merged.update(out)
+        self.shown.update(merged)
+        return merged, steps_seen
+
+    def upload(self, path: str | Path, name: str | None = None) -> Outputs:
+        """Upload a table file as the page does (its body, its page's key and name in headers)."""
+        path = Path(path)
+        response = httpx.post(f"{self.url}explorer/upload", content=path.read_bytes(), timeout=300, headers={
+            **self.headers, "X-Explorer-Key": self.key, "X-File-Name": quote(name or path.name)})
+        answer = response.json()
+        if "values" not in answer:
+            return Outputs(answer)
+        out = outputs(answer["values"])
+        self.shown.update(out)
+        return out
+
+    def freeze(self, *on: bool) -> Outputs:
+        """The freeze boxes ticked as given, in PARTS order."""
+        return self.send(frozen=[part for part, ticked in zip(PARTS, on, strict=True) if ticked])
+
+    @property
+    def tab(self):
+        """The tab this page's key names, in the launched app's store."""
+        from core.serving.tabs import TABS
+
+        return TABS.kept(self.key)
+
+    def fingerprint(self) -> str:
+        """A hash of the tab's view and session: equal before and after a call that changed nothing."""
+        tab = self.tab
+        return f"{hash(tab.view):x}-{tab.session.fingerprint()}"
+
+
 def text_of(markup: str) -> str:
     """HTML as the text a person reads: paragraphs on their own lines, tags gone, entities read."""
     return html.unescape(re.sub(r"<[^>]+>", "", markup.replace("</p><p>", "</p>\n<p>")))
-
-
-def open_view(client, key: str) -> None:
-    """Open a main tab (plane, positions, layernorm, similarity, listing, lookup) in this client's tab.
-
-    A tab's select event has no API name, so this does what it does on the server: set the
-    view's `shown` field under the tab's lock. Side views are computed only while open.
-    """
-    from ui.events import TABS
-
-    tab = TABS.get(client.session_hash)
-    with tab.lock:
-        tab.view = tab.view.with_(shown=key)
-
-
-def embed(client, a: str, b: str = "") -> Outputs:
-    return call(client, "/embed", a, b)
-
-
-def fingerprint(client) -> str:
-    return client.predict(api_name="/fingerprint")
-
-
-def query(client) -> tuple[str, str]:
-    """What /share answers: the link's query string and its notes."""
-    return client.predict(api_name="/share")
 
 
 def figure(plot) -> dict:
@@ -154,8 +176,7 @@ def run_async(coroutine_function):
         return pool.submit(asyncio.run, coroutine_function()).result(timeout=120)
 
 
-def key_of(tab) -> str:
-    """The key a page names its tab by in its own calls (`ui.channels`), as the page is given it."""
-    from ui.events import CHANNELS
-
-    return CHANNELS.of(tab).key
+def exported(app_url: str, out: Outputs) -> dict[str, bytes]:
+    """The files an export's links name (`export-links`), fetched as the browser fetches them."""
+    links = re.findall(r'href="([^"]+)" download="([^"]+)"', out.value("export-links"))
+    return {name: httpx.get(f"{app_url}{html.unescape(link)}", timeout=60).content for link, name in links}

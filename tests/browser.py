@@ -51,9 +51,9 @@ window.fetch = function (input, init) {
     }
     begin();  // a join ends at its completion message; any other request when it answers
     const joined = url.includes('/queue/join');
-    // how many events went through gradio's queue, and how many calls took the direct path
+    // how many events went through gradio's queue, and how many calls the page made on its route
     if (joined) window.__joins = (window.__joins || 0) + 1;
-    if (url.includes('/explorer/live')) window.__direct = (window.__direct || 0) + 1;
+    if (url.includes('/explorer/live')) window.__routed = (window.__routed || 0) + 1;
     return fetch0.apply(this, arguments).then((response) => {
         if (!joined || !response.ok) end();
         return response;

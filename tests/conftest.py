@@ -11,8 +11,6 @@ import time
 
 import pytest
 
-# the tests' /fingerprint endpoint: read when `app` is first imported, so set before any import of it
-os.environ["EMBEDDING_EXPLORER_TEST_HOOKS"] = "1"
 # the suite is one client opening thousands of tabs; tests/test_public_space.py checks the limit itself
 os.environ.setdefault("EXPLORER_NEW_TABS", "1000000")
 
@@ -58,14 +56,14 @@ def no_shared_results():
     """Every test starts without the trainings earlier tests finished: the app shares a finished
     training with whoever asks for the same one next (core.serving.jobs.Jobs), which would turn a test's
     training into an instant answer, depending on which tests ran before it in this process.
-    Nor the drawings shared by tabs on the same tables (ui/render.py `_shared`): a test that
+    Nor the drawings shared by tabs on the same tables (core/drawing/shared.py): a test that
     changes how a view is drawn draws it anew."""
-    events = sys.modules.get("ui.events")
-    if events is not None:
-        events.JOBS.forget()
-    render = sys.modules.get("ui.render")
-    if render is not None:
-        render.forget_shared()
+    route = sys.modules.get("ui.route")
+    if route is not None:
+        route.JOBS.forget()
+    shared = sys.modules.get("core.drawing.shared")
+    if shared is not None:
+        shared.forget()
     yield
 
 
@@ -85,27 +83,22 @@ def app_url():
     app.demo.close()
 
 
-@pytest.fixture(scope="session")
-def gradio_clients():
-    """The gradio clients this test process made for `client`, closed at its end."""
-    made: list = []
-    yield made
-    for made_client in made:
-        made_client.close()
-
-
 @pytest.fixture()
-def client(app_url, gradio_clients):
-    """A new visitor of the launched app: a gradio client with a session (a tab) of its own. The
-    last client is given a new session (its config and API, the same app's, are not read again)
-    unless a call of the test before is still streaming on it; then a client is made anew."""
+def live(app_url):
+    """A new page of the launched app, driven through its route as its script drives it (tests/appapi.py)."""
+    from tests.appapi import Page
+
+    return Page(app_url)
+
+
+@pytest.fixture(scope="session")
+def api(app_url):
+    """A gradio client of the launched app's public API (ui/api.py)."""
     from gradio_client import Client
 
-    if not gradio_clients or gradio_clients[-1].stream_open:
-        gradio_clients.append(Client(app_url, verbose=False))
-    else:
-        gradio_clients[-1].reset_session()
-    return gradio_clients[-1]
+    client = Client(app_url, verbose=False)
+    yield client
+    client.close()
 
 
 @pytest.fixture(scope="session")

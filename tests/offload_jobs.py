@@ -29,5 +29,21 @@ def ignore_stop(seconds: float, stop=None) -> None:
     time.sleep(seconds)
 
 
+def limits() -> tuple[int, tuple[int, int]]:
+    """The process's torch threads and its limit of open files (soft, hard)."""
+    import resource
+
+    import torch
+
+    return torch.get_num_threads(), resource.getrlimit(resource.RLIMIT_NOFILE)
+
+
+def modules() -> list[str]:
+    """The modules the process has imported."""
+    import sys
+
+    return list(sys.modules)
+
+
 def exit_now() -> None:
     os._exit(3)

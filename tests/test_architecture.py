@@ -8,7 +8,6 @@ for the reader who must hold both modules in mind at once.
 from __future__ import annotations
 
 import ast
-import importlib.util
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -125,13 +124,6 @@ def test_core_never_imports_gradio_or_the_web_server():
             names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             assert not any(name.split(".")[0] in ("gradio", "starlette", "uvicorn") for name in names), path
-
-
-def test_the_heavy_work_child_s_entry_is_a_module_that_exists():
-    """The child is started by name (`python -m …`), which no import checks."""
-    from core.process.offload import CHILD
-
-    assert importlib.util.find_spec(CHILD) is not None
 
 
 def test_the_documented_addresses_still_answer():

@@ -1,11 +1,11 @@
-"""Bad input through the real API: every call gets a clear message or a correct result.
+"""Bad input through the page's route: every call gets a clear message or a correct result.
 
-Each case goes through gradio_client to the launched app, so it meets every layer a
-stranger's request meets: gradio's own component checks (sliders, radios, number boxes),
-the app's callbacks and core. A refused request must leave the session exactly as it was
-(`/fingerprint` before and after) and the server must keep serving (a normal `/embed`
-afterwards). Requests that are accepted and change the session legitimately (a new
-setting, training) are checked by their result instead.
+Each case goes over HTTP to the launched app's route (`explorer/live`, ui/route.py) as the page's
+script sends it, so it meets every layer a stranger's request meets: the route's reading of the
+body, each field's kind (its type and limits, `core.view.fields`), the tables and core. A refused
+request must leave the tab exactly as it was (its fingerprint before and after) and the server
+must keep serving (a new sentence drawn afterwards). Requests that are accepted and change the
+tab legitimately (a new setting, training) are checked by their result instead.
 """
 
 from __future__ import annotations
@@ -15,14 +15,13 @@ import json
 import re
 from collections.abc import Callable
 
+import httpx
 import pytest
-from appapi import ALL, Outputs, call, fingerprint
-from gradio_client.exceptions import AppError
+
+from core.view.state import SETTINGS_FIELDS
+from tests.appapi import ALL, Outputs, Page, outputs
 
 DEFAULTS = {"tokenizer": "wordpiece", "vocab_size": 1000, "d_model": 32, "maxlen": 512, "n_segments": 2, "seed": 0}
-CHOICES = r"is not in the list of choices: "
-# what gradio says when a callback or a component's preprocessing raises something other than gr.Error
-GENERIC = "has raised an exception but has not enabled verbose error reporting"
 _serial = itertools.count()
 
 
@@ -30,69 +29,66 @@ _serial = itertools.count()
 
 
 @pytest.fixture(scope="module")
-def visitor(app_url):
-    """One session for every case that must leave its tables as they were (refusals, and
-    sentences, which change only the view): each case checks the fingerprint around its own
-    call, so a case that did change the session fails there. Cases that change it on purpose
-    use `client`."""
-    from gradio_client import Client
-
-    return Client(app_url, verbose=False)
+def visitor(app_url) -> Page:
+    """One page for every case that must leave its tables as they were (refusals, and sentences,
+    which change only the view): each case checks the fingerprint around its own call, so a case
+    that did change the tables fails there. Cases that change them on purpose use `live`."""
+    return Page(app_url)
 
 
-def embed(client, a, b="", groups=ALL) -> tuple:
-    """The plot, its summary (Markdown escapes removed) and the token table for these sentences and groups."""
-    call(client, "/groups", groups)
-    out = call(client, "/embed", a, b)
-    return out["embed-plot"], out["embed-info"].replace("\\", ""), out["token-table"]
+def embed(page: Page, a, b="", groups=ALL) -> tuple:
+    """The plot, its summary (Markdown escapes removed) and the token table the page shows for
+    these sentences and groups (what it holds: text that tokenizes as before is not drawn again)."""
+    page.send(groups=groups)
+    out = page.send(sentence_a=a, sentence_b=b)
+    assert "error" not in out and not out.notice, (out.get("error"), out.notice)
+    shown = page.shown
+    return shown["embed-plot"], shown["embed-info"].replace("\\", ""), shown["token-table"]
 
 
-def tables(client) -> str:
+def tables(page: Page) -> str:
     """The tables' part of the fingerprint (its first part hashes the view, which sentences change)."""
-    return fingerprint(client).split("-")[-1]
+    return page.fingerprint().split("-")[-1]
 
 
 def tokens(table) -> list[str]:
     return [row[0] for row in table["data"]]
 
 
-def settings(client, **changes) -> Outputs:
+def settings(page: Page, **changes) -> Outputs:
+    """The six settings of the random tables, sent together (the brief's `/settings`)."""
     values = {**DEFAULTS, **changes}
-    return call(client, "/settings", *values.values())
+    return page.send(**dict(zip(SETTINGS_FIELDS, values.values(), strict=True)))
 
 
-def train(client, steps, corpus="builtin", a=None, b=None) -> Outputs:
+def train(page: Page, steps, corpus="builtin", a=None, b=None) -> Outputs:
     if a is not None:
-        call(client, "/embed", a, b)
-    return call(client, "/train", steps, corpus)
+        page.send(sentence_a=a, sentence_b=b)
+    return page.train(steps, corpus)[0]
 
 
-def assert_still_serves(client) -> None:
-    n = next(_serial)  # a new sentence each time: an unchanged one is answered with "no change"
-    _, info, table = embed(client, f"still serving {n}", groups=["token"])
+def assert_still_serves(page: Page) -> None:
+    n = next(_serial)  # a new sentence each time: one that tokenizes as before is not drawn again
+    _, info, table = embed(page, f"still serving {n}", groups=["token"])
     assert tokens(table) == ["[CLS]", "still", "serving", str(n), "[SEP]"]
     assert info.startswith("5 tokens")
 
 
-def assert_refused(client, send: Callable, message: str) -> None:
+def assert_refused(page: Page, send: Callable, message: str) -> None:
     """Refused with a message matching `message`, and nothing changes.
 
-    A malformed widget payload (a string for a slider, a value no radio offers) is refused by
-    the widget with an error; a well-formed value the app does not allow comes back as a
-    plain-text notice. Either way the message is a sentence, never a stack trace or a quote.
+    A call the route cannot take as a whole is answered with its sentence; a setting the view
+    does not allow comes back as a plain-text notice, its widget put back. Either way the message
+    is a sentence, never a stack trace or a quote.
     """
-    before = fingerprint(client)
-    try:
-        out = send(client)
-    except AppError as refused:
-        text = str(refused)
-        assert GENERIC not in text and "Traceback" not in text
-        assert not re.fullmatch(r"(['\"]).*\1", text, flags=re.DOTALL), f"the message arrived quoted: {text}"
-        assert re.search(message, text), text
-    else:
-        assert re.search(message, out.notice), out.notice
-    assert fingerprint(client) == before
-    assert_still_serves(client)
+    before = page.fingerprint()
+    out = send(page)
+    text = out.get("error", out.notice)
+    assert "Traceback" not in text
+    assert not re.fullmatch(r"(['\"]).*\1", text, flags=re.DOTALL), f"the message arrived quoted: {text}"
+    assert re.search(message, text), text
+    assert page.fingerprint() == before
+    assert_still_serves(page)
 
 
 # --- sentences --------------------------------------------------------------------------------
@@ -191,13 +187,7 @@ SENTENCES = [
     pytest.param("[CLS] [SEP] [MASK] [PAD]", "[SEP]", ALL, check_typed_markers, id="typed-markers"),
     pytest.param("<img src=x onerror=alert(1)>", "", ["token", "sum"], check_markup, id="markup"),
     pytest.param("hi", "", [], check_no_groups, id="no-groups"),
-    # wrong types: the textbox turns any JSON value into its text, and that text is embedded
-    pytest.param(
-        ["a", "b"], "", ALL, expect_tokens("[CLS]", "[", "'", "a", "'", ",", "'", "b", "'", "]", "[SEP]"), id="list"
-    ),
-    pytest.param({"a": 1}, "", ALL, expect_tokens("[CLS]", "{", "'", "a", "'", ":", "1", "}", "[SEP]"), id="dict"),
-    pytest.param(12, 3.5, ALL, expect_tokens("[CLS]", "12", "[SEP]", "3", ".", "5", "[SEP]"), id="numbers"),
-    pytest.param(None, None, ALL, check_empty, id="none"),
+    pytest.param(None, None, ALL, check_empty, id="none"),  # null: no text
 ]
 
 
@@ -210,26 +200,39 @@ def test_sentences_get_a_correct_result(visitor, a, b, groups, check):
     assert_still_serves(visitor)
 
 
+@pytest.mark.parametrize(("a", "b", "message"), [
+    # what a textbox's value cannot be: a sentence is text (null is none), anything else is refused
+    pytest.param(["a", "b"], "", r"^Sentence A must be text, not list\.$", id="list"),
+    pytest.param({"a": 1}, "", r"^Sentence A must be text, not dict\.$", id="dict"),
+    pytest.param("twelve", 3.5, r"^Sentence B must be text, not float\.$", id="number"),
+    pytest.param(True, "", r"^Sentence A must be text, not bool\.$", id="true"),
+])
+def test_sentences_that_are_not_text_are_refused(visitor, a, b, message):
+    assert_refused(visitor, lambda page: page.send(sentence_a=a, sentence_b=b), message)
+
+
 @pytest.mark.parametrize(("a", "b", "which"), [("x" * 10_001, "", "Sentence A"), ("", "é" * 20_000, "Sentence B")])
 def test_sentences_over_the_limit_are_refused_before_any_work(visitor, a, b, which):
     count = f"{len(a or b):,}"
-    assert_refused(visitor, lambda c: call(c, "/embed", a, b),
+    assert_refused(visitor, lambda page: page.send(sentence_a=a, sentence_b=b),
                    rf"^{which} has {count} characters; at most 10,000 are allowed\.$")
 
 
 @pytest.mark.parametrize(
     ("groups", "message"),
     [
-        pytest.param(["nope"], rf"'nope'.* {CHOICES}\['token', 'position', 'segment', 'sum', 'output'\]", id="unknown"),
-        pytest.param(["token", "Token"], rf"'Token'.* {CHOICES}", id="one-unknown-among-known"),
+        pytest.param(["nope"], r"^groups may hold only token, position, segment, sum, output, not 'nope'\.$",
+                     id="unknown"),
+        pytest.param(["token", "Token"], r"^groups may hold only .*, not 'Token'\.$", id="one-unknown-among-known"),
+        pytest.param("token", r"^groups must be a list of names from token, .*, not 'token'\.$", id="text"),
     ],
 )
 def test_groups_that_do_not_exist_are_refused(visitor, groups, message):
-    assert_refused(visitor, lambda c: embed(c, "some words", groups=groups), message)
+    assert_refused(visitor, lambda page: page.send(groups=groups), message)
 
 
 def test_groups_none_is_no_groups(visitor):
-    # the group checkboxes read None as nothing ticked (widgets.CheckboxGroup)
+    # null groups: nothing ticked, as an empty list
     before = tables(visitor)
     _, info, _ = embed(visitor, "hi there", groups=None)
     assert "No group is ticked" in info
@@ -242,58 +245,60 @@ def test_groups_none_is_no_groups(visitor):
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        pytest.param({"d_model": 0}, r"^Value 0 is less than minimum value 1\.$", id="d_model-0"),
-        pytest.param({"d_model": 4096}, r"^Value 4096 is greater than maximum value 1024\.$", id="d_model-4096"),
-        pytest.param({"maxlen": 1}, r"^Value 1 is less than minimum value 3\.$", id="maxlen-1"),
-        pytest.param({"maxlen": 2}, r"^Value 2 is less than minimum value 3\.$", id="maxlen-2"),
-        pytest.param({"n_segments": 0}, r"^Value 0 is less than minimum value 1\.$", id="n_segments-0"),
-        pytest.param({"seed": -1}, r"^Value -1 is less than minimum value 0\.$", id="seed-negative"),
-        pytest.param(
-            {"seed": 2**40}, r"^Value 1099511627776 is greater than maximum value 2147483647\.$", id="seed-2**40"
-        ),
-        pytest.param({"tokenizer": "word", "vocab_size": 3}, r"^Value 3 is less than minimum value 4\.$", id="vocab-3"),
-        pytest.param(
-            {"tokenizer": "word", "vocab_size": 10**9},
-            r"^Value 1000000000 is greater than maximum value 30522\.$",
-            id="vocab-10**9",
-        ),
-        pytest.param({"tokenizer": "bpe"}, rf"'bpe'.* {CHOICES}\['wordpiece', 'word'\]", id="tokenizer-bpe"),
-        pytest.param(
-            {"tokenizer": None}, r"^tokenizer must be one of wordpiece, word, not None\.$", id="tokenizer-none"
-        ),
+        pytest.param({"d_model": 0}, r"^d_model is 0; allowed values are 1 to 1,024\.$", id="d_model-0"),
+        pytest.param({"d_model": 4096}, r"^d_model is 4,096; allowed values are 1 to 1,024\.$", id="d_model-4096"),
+        pytest.param({"maxlen": 1}, r"^maxlen is 1; allowed values are 3 to 2,048\.$", id="maxlen-1"),
+        pytest.param({"maxlen": 2}, r"^maxlen is 2; allowed values are 3 to 2,048\.$", id="maxlen-2"),
+        pytest.param({"n_segments": 0}, r"^n_segments is 0; allowed values are 1 to 8\.$", id="n_segments-0"),
+        pytest.param({"seed": -1}, r"^seed is -1; allowed values are 0 to 2,147,483,647\.$", id="seed-negative"),
+        pytest.param({"seed": 2**40}, r"^seed is 1,099,511,627,776; allowed values are 0 to 2,147,483,647\.$",
+                     id="seed-2**40"),
+        pytest.param({"tokenizer": "word", "vocab_size": 3}, r"^vocab_size is 3; allowed values are 4 to 30,522\.$",
+                     id="vocab-3"),
+        pytest.param({"tokenizer": "word", "vocab_size": 10**9},
+                     r"^vocab_size is 1,000,000,000; allowed values are 4 to 30,522\.$", id="vocab-10**9"),
+        pytest.param({"tokenizer": "bpe"}, r"^tokenizer must be one of wordpiece, word, not 'bpe'\.$",
+                     id="tokenizer-bpe"),
+        pytest.param({"tokenizer": None}, r"^tokenizer must be one of wordpiece, word, not None\.$",
+                     id="tokenizer-none"),
         pytest.param({"d_model": 2.5}, r"^d_model must be a whole number from 1 to 1,024, not 2\.5\.$",
                      id="d_model-2.5"),
         pytest.param({"d_model": True}, r"^d_model must be a whole number from 1 to 1,024, not True\.$",
                      id="d_model-bool"),
         pytest.param({"seed": None}, r"^seed must be a whole number from 0 to 2,147,483,647, not None\.$",
                      id="seed-none"),
-        # a sentence naming the control, the bad value and that a number is needed
-        pytest.param({"d_model": "abc"}, r"^d_model \(vector width\) must be a number from 1 to 1024, not 'abc'\.$",
+        # a sentence naming the control, the bad value and that a whole number is needed
+        pytest.param({"d_model": "abc"}, r"^d_model must be a whole number from 1 to 1,024, not 'abc'\.$",
                      id="d_model-string"),
-        pytest.param({"d_model": None}, r"^d_model \(vector width\) must be a number from 1 to 1024, not None\.$",
+        pytest.param({"d_model": None}, r"^d_model must be a whole number from 1 to 1,024, not None\.$",
                      id="d_model-none"),
         pytest.param({"tokenizer": "word", "vocab_size": "abc"},
-                     r"^Vocabulary size \(words\) must be a number, not 'abc'\.$", id="vocab-string"),
+                     r"^vocab_size must be a whole number from 4 to 30,522, not 'abc'\.$", id="vocab-string"),
     ],
 )
 def test_bad_settings_are_refused_and_change_nothing(visitor, changes, message):
-    assert_refused(visitor, lambda c: settings(c, **changes), message)
+    assert_refused(visitor, lambda page: settings(page, **changes), message)
 
 
-def test_d_model_1_is_accepted_and_says_the_second_axis_is_empty(client):
-    assert "tokens: 30,522 × 1," in settings(client, d_model=1).value("tables-info")
-    _, info, table = embed(client, "one wide", "line")
+def test_a_refused_setting_is_put_back_in_its_widget(visitor):
+    out = settings(visitor, d_model=4096)
+    assert out.value("d-model") == 32 and out.notice.startswith("d_model is 4,096")
+
+
+def test_d_model_1_is_accepted_and_says_the_second_axis_is_empty(live):
+    assert "tokens: 30,522 × 1," in settings(live, d_model=1).value("tables-info")
+    _, info, table = embed(live, "one wide", "line")
     assert tokens(table) == ["[CLS]", "one", "wide", "[SEP]", "line", "[SEP]"]
     assert "The vectors have a single dimension, so the second axis is empty." in info
-    assert_still_serves(client)
+    assert_still_serves(live)
 
 
-def test_one_segment_row_puts_sentence_b_in_segment_0_with_a_note(client):
-    assert "segments: 1," in settings(client, n_segments=1).value("tables-info")
-    _, info, table = embed(client, "hello there", "general kenobi")
+def test_one_segment_row_puts_sentence_b_in_segment_0_with_a_note(live):
+    assert "segments: 1," in settings(live, n_segments=1).value("tables-info")
+    _, info, table = embed(live, "hello there", "general kenobi")
     assert "This table has 1 segment row, so sentence B uses segment 0 like A." in info
     assert [row[3] for row in table["data"]] == [0] * len(table["data"])
-    assert_still_serves(client)
+    assert_still_serves(live)
 
 
 # --- training ---------------------------------------------------------------------------------
@@ -302,11 +307,13 @@ def test_one_segment_row_puts_sentence_b_in_segment_0_with_a_note(client):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        pytest.param((0, "builtin"), r"^Value 0 is less than minimum value 1\.$", id="steps-0"),
-        pytest.param((-5, "builtin"), r"^Value -5 is less than minimum value 1\.$", id="steps-negative"),
-        pytest.param((10**9, "builtin"), r"^Value 1000000000 is greater than maximum value 2000\.$", id="steps-10**9"),
+        pytest.param((0, "builtin"), r"^steps is 0; allowed values are 1 to 2,000\.$", id="steps-0"),
+        pytest.param((-5, "builtin"), r"^steps is -5; allowed values are 1 to 2,000\.$", id="steps-negative"),
         pytest.param((None, "builtin"), r"^steps must be a whole number from 1 to 2,000, not None\.$", id="steps-none"),
-        pytest.param((5, "nonsense"), rf"'nonsense'.* {CHOICES}\['builtin', 'mine'\]", id="corpus-nonsense"),
+        pytest.param((3.7, "builtin"), r"^steps must be a whole number from 1 to 2,000, not 3\.7\.$",
+                     id="steps-fractional"),
+        pytest.param((5, "nonsense"), r"^corpus must be one of builtin, mine, not 'nonsense'\.$",
+                     id="corpus-nonsense"),
         pytest.param(
             (5, "mine", "", ""),
             r"^the text has no sentences: write one per line, or end each with \. ! or \?$",
@@ -317,76 +324,91 @@ def test_one_segment_row_puts_sentence_b_in_segment_0_with_a_note(client):
             r"^the corpus gives no words to train on: its sentences are empty once tokenized",
             id="mine-invisible-chars",
         ),
-        pytest.param(("abc", "builtin"), r"^Steps must be a number, not 'abc'\.$", id="steps-string"),
-        pytest.param(([1], "builtin"), r"^Steps must be a number, not \[1\]\.$", id="steps-list"),
+        pytest.param(("abc", "builtin"), r"^steps must be a whole number from 1 to 2,000, not 'abc'\.$",
+                     id="steps-string"),
+        pytest.param(([1], "builtin"), r"^steps must be a whole number from 1 to 2,000, not \[1\]\.$",
+                     id="steps-list"),
     ],
 )
 def test_bad_training_requests_are_refused_and_change_nothing(visitor, args, message):
     steps, corpus, *sentences = args
     if sentences:
-        call(visitor, "/embed", *sentences)  # "mine" trains on the tab's own sentences
-    assert_refused(visitor, lambda c: train(c, steps, corpus), message)
+        visitor.send(sentence_a=sentences[0], sentence_b=sentences[1])  # "mine" trains on the tab's own sentences
+    assert_refused(visitor, lambda page: train(page, steps, corpus), message)
 
 
-def test_fractional_steps_are_rounded_by_the_number_box(client):
-    # gr.Number(precision=0) rounds 3.7 to 4 before the callback sees it, as the page's box does
-    out = train(client, 3.7, "mine", "a tiny corpus", "of two lines")
-    assert out.value("train-summary").startswith("Trained 4 steps")
-    assert_still_serves(client)
+@pytest.mark.parametrize("sent", [5, "train", [5, "builtin"], None])
+def test_a_training_that_is_not_an_object_of_steps_and_corpus_is_refused(visitor, sent):
+    before = visitor.fingerprint()
+    with httpx.stream("POST", f"{visitor.url}explorer/live", json={"key": visitor.key, "change": {"train": sent}},
+                      timeout=120) as response:
+        events = [json.loads(line[5:]) for line in response.iter_lines() if line.startswith("data:")]
+    assert "steps must be a whole number from 1 to 2,000, not None." in outputs(events[-1]["values"]).notice
+    assert visitor.fingerprint() == before
 
 
-def test_training_with_every_table_frozen_is_refused(client):
-    status = call(client, "/freeze", True, True, True, True).value("param-status")
+def test_training_with_every_table_frozen_is_refused(live):
+    status = live.freeze(True, True, True, True).value("param-status")
     assert "**0** of" in status and "frozen: norm, position, segment, token" in status
-    assert_refused(client, lambda c: train(c, 5), r"^every table is frozen: unfreeze at least one to train\.$")
+    assert_refused(live, lambda page: train(page, 5), r"^every table is frozen: unfreeze at least one to train\.$")
 
 
-def test_freeze_flags_that_are_not_booleans_are_refused(client):
-    assert_refused(client, lambda c: call(c, "/freeze", "false", False, False, False),
-                   r"^token must be true or false, not 'false'\.$")
+@pytest.mark.parametrize(("frozen", "message"), [
+    ("token", r"^frozen must be a list of names from token, position, segment, norm, not 'token'\.$"),
+    (["token", "false"], r"^frozen may hold only token, position, segment, norm, not 'false'\.$"),
+    ([True], r"^frozen may hold only token, position, segment, norm, not True\.$"),
+    ({"token": True}, r"^frozen must be a list of names from .*, not \{'token': True\}\.$"),
+])
+def test_freezes_that_are_not_a_list_of_parts_are_refused(visitor, frozen, message):
+    assert_refused(visitor, lambda page: page.send(frozen=frozen), message)
 
 
 # --- table source and positions ---------------------------------------------------------------
 
 
 def test_upload_source_without_a_file_snaps_back(visitor):
-    before = fingerprint(visitor)
-    out = call(visitor, "/source", "upload")
+    before = visitor.fingerprint()
+    out = visitor.send(source="upload")
     assert out.value("table-source") == "random"
     assert out.notice == "No file uploaded yet: upload a table first, then choose 'Uploaded file'."
-    assert fingerprint(visitor) == before
+    assert visitor.fingerprint() == before
     assert_still_serves(visitor)
 
 
-SOURCE_CHOICES = r"\['random', 'bert', 'glove', 'upload'\]"
-POSITION_CHOICES = r"\['learned', 'random', 'sinusoidal'\]"
+SOURCES = "random, bert, glove, upload"
+POSITIONS = "learned, random, sinusoidal"
 
 
 @pytest.mark.parametrize(
-    ("api", "value", "message"),
+    ("field", "value", "message"),
     [
-        pytest.param("/source", "nonsense", rf"'nonsense'.* {CHOICES}{SOURCE_CHOICES}", id="source-unknown"),
-        pytest.param("/source", ["bert"], rf"\['bert'\].* {CHOICES}{SOURCE_CHOICES}", id="source-list"),
-        pytest.param("/source", 3, rf"3 .* {CHOICES}{SOURCE_CHOICES}", id="source-number"),
-        pytest.param("/source", None, r"^source must be one of random, bert, glove, upload, not None\.$",
-                     id="source-none"),
-        pytest.param("/positions", "rotary", rf"'rotary'.* {CHOICES}{POSITION_CHOICES}", id="positions-unknown"),
-        pytest.param(
-            "/positions", {"kind": "random"}, rf"\{{'kind'.* {CHOICES}{POSITION_CHOICES}", id="positions-dict"
-        ),
-        pytest.param("/positions", None, r"^positions must be one of learned, random, sinusoidal, not None\.$",
-                     id="positions-none"),
-        pytest.param("/basis", "tsne", rf"'tsne'.* {CHOICES}", id="basis-unknown"),
-        pytest.param("/select", "abc", r"^token must be a whole number from 0 to 2,047, not 'abc'\.$",
+        pytest.param("source", "nonsense", rf"^source must be one of {SOURCES}, not 'nonsense'\.$",
+                     id="source-unknown"),
+        pytest.param("source", ["bert"], rf"^source must be one of {SOURCES}, not \['bert'\]\.$", id="source-list"),
+        pytest.param("source", 3, rf"^source must be one of {SOURCES}, not 3\.$", id="source-number"),
+        pytest.param("source", None, rf"^source must be one of {SOURCES}, not None\.$", id="source-none"),
+        pytest.param("positions", "rotary", rf"^positions must be one of {POSITIONS}, not 'rotary'\.$",
+                     id="positions-unknown"),
+        pytest.param("positions", {"kind": "random"}, rf"^positions must be one of {POSITIONS}, not \{{'kind'",
+                     id="positions-dict"),
+        pytest.param("positions", None, rf"^positions must be one of {POSITIONS}, not None\.$", id="positions-none"),
+        pytest.param("basis", "tsne", r"^basis must be one of sentence, vocabulary, frozen, not 'tsne'\.$",
+                     id="basis-unknown"),
+        pytest.param("token", "abc", r"^token must be a whole number from 0 to 2,047, not 'abc'\.$",
                      id="token-string"),
-        pytest.param("/upload", None, r"^No file arrived; choose a table file to upload\.$", id="upload-nothing"),
     ],
 )
-def test_unknown_choices_are_refused(visitor, api, value, message):
-    assert_refused(visitor, lambda c: call(c, api, value), message)
+def test_unknown_choices_are_refused(visitor, field, value, message):
+    assert_refused(visitor, lambda page: page.send(**{field: value}), message)
+
+
+def test_an_upload_of_nothing_is_refused_and_changes_nothing(visitor, tmp_path):
+    empty = tmp_path / "table.npy"
+    empty.write_bytes(b"")
+    assert_refused(visitor, lambda page: page.upload(empty), r"^the file is empty; upload a file that holds a table\.$")
 
 
 def test_a_refused_radio_is_put_back_to_the_current_choice(visitor):
-    out = call(visitor, "/positions", None)
+    out = visitor.send(positions=None)
     assert out.value("positions") == "learned"
     assert out.notice.startswith("positions must be one of")

@@ -257,7 +257,8 @@ def test_background_refuses_a_count_that_is_not_a_whole_number(n):
 
 
 def test_a_sentence_plane_measures_the_spectrum_only_while_it_is_cheap():
-    from core.plane.basis import SPECTRUM_ROWS, sentence_projection
+    from core.plane.basis import SPECTRUM_ROWS
+    from core.plane.pipeline import sentence_projection
 
     rng = np.random.default_rng(0)
     short = sentence_projection(SPECTRUM_ROWS).fit(rng.standard_normal((SPECTRUM_ROWS, 12)))

@@ -142,7 +142,7 @@ def test_opening_a_page_sends_nothing_through_the_queue_and_a_link_s_panel_is_op
         return joins, opens
 
     joins, opens = opened("", "Tour", "#tour-next")
-    assert joins == [] and len(opens) == 1 and opens[0]["query"] == "" and opens[0]["session"]
+    assert joins == [] and len(opens) == 1 and opens[0]["query"] == "" and opens[0]["narrow"] is False
     joins, opens = opened("panel=train", "Train", "#train-steps input")
     assert joins == [] and [sent["query"] for sent in opens] == ["panel=train"]
 
@@ -166,10 +166,13 @@ def test_a_tab_s_controls_load_when_it_opens_and_an_example_pair_fills_both_boxe
                            timeout=30_000)
 
 
-def test_a_page_s_whole_use_sends_nothing_through_gradio_s_queue(open_page):
-    """Open a link, type, click a point, train 5 steps, refit, make the link, export a PNG and the
-    files, fill the token list, go Back: every request the page makes is recorded, and none joins
-    gradio's queue (the page's own route carries it all; the queue is the API's and uploads')."""
+def test_a_page_s_whole_use_sends_nothing_through_gradio_s_queue(open_page, tmp_path):
+    """Open a link, type, click a point, fill the token list, train 5 steps, refit, make the link,
+    export a PNG and the files, upload a table, go Back: every request the page makes is recorded,
+    and none joins gradio's queue (the page's own routes carry it all, its upload included; the
+    queue is the API's)."""
+    import numpy as np
+
     from tests.browser import point_on_screen, settle, train
 
     page = open_page("a=the%20king%20spoke&b=&basis=frozen", wait=False)
@@ -206,6 +209,12 @@ def test_a_page_s_whole_use_sends_nothing_through_gradio_s_queue(open_page):
     with page.expect_download() as csv:
         page.locator("#export-links a[download$='.csv']").click()
     assert "well" in Path(csv.value.path()).read_text()
+    table = tmp_path / "table.npy"
+    np.save(table, np.random.default_rng(0).standard_normal((20, 6)).astype(np.float32))
+    page.get_by_role("tab", name="Tables").click()
+    page.locator("#upload-table input[type=file]").set_input_files(str(table))
+    wait_for_text(page, "#tables-info", "6 dimensions", timeout=60_000)
+    assert page.locator("#table-source input[value='upload']").is_checked()
     page.go_back()
     settle(page)
     assert not any("queue/join" in url for url in requests), [url for url in requests if "queue/join" in url]

@@ -300,8 +300,8 @@ def test_a_default_training_is_watched_as_it_goes_and_frozen_points_stay_still_o
     states = list(map(json.loads, page.evaluate("() => window.__states")))
     seen = [state for state in states if state["summary"].startswith("Training…")]
     # the summary and the main plot are written as each step's message comes (the server sends
-    # the snapshots LIVE_SECONDS apart); the loss curve is a gr.Plot, which loads its plotly on
-    # its first value and then draws only the newest, so it is asked only to be drawn on the way
+    # the snapshots LIVE_SECONDS apart); the loss curve, drawn by the page's script (ui/assets.py
+    # chart), is asked only to be drawn on the way
     assert len({s["summary"] for s in seen}) >= 3, [s["summary"] for s in seen]
     assert any(s["curve"] for s in seen)
     assert len({str(s["token"]) for s in seen}) >= 3  # the points on their way, not only at the end

@@ -1,4 +1,4 @@
-"""A round of answers in Chromium (ui/pollroutes.py, assets/classroom.js, core/plane/classwords.py).
+"""A round of answers in Chromium (ui/classroutes.py, assets/classroom.js, core/plane/classwords.py).
 
 The lecture as it happens: the lecturer starts a class and asks for a word; three students (one
 on a phone, by touch) send queen, queen and prince; the lecturer's plot gets the class trace,
@@ -69,7 +69,7 @@ def core_points(class_id: str, drawn: tuple) -> tuple[np.ndarray, list[str]]:
     from core.plane.classwords import Answers
     from core.plane.pipeline import explore_view
     from core.serving.classroom import Leader
-    from ui.events import TABS
+    from core.serving.tabs import TABS
 
     tab = next(tab for tab in TABS._lives.values() if isinstance(tab.member, Leader)
                and tab.member.class_id == class_id)

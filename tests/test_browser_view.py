@@ -143,16 +143,16 @@ def test_typing_at_ten_keys_a_second_ends_with_the_plot_of_the_final_text(open_p
     box.click()
     settle(page)
     joins = page.evaluate("() => window.__joins || 0")
-    opened = page.evaluate("() => window.__direct || 0")  # the page's opening is its first call on the route
+    opened = page.evaluate("() => window.__routed || 0")  # the page's opening is its first call on the route
     text = ("the quick brown fox jumps over the lazy dog while seven tired cats watch "
             "from a warm windowsill nearby today")[:100]
     page.keyboard.type(text, delay=100)  # a person typing, one key every 100 ms
     settle(page)
     assert box.input_value() == text
-    # the keystrokes took the page's direct path (ui/direct.py), at most one call in flight, so
-    # some were merged; none went through gradio's queue
-    direct = page.evaluate("() => window.__direct || 0") - opened
-    assert 0 < direct <= len(text) and page.evaluate("() => window.__joins || 0") == joins
+    # the keystrokes took the page's route (ui/route.py), at most two calls on their way, so some
+    # were merged; none went through gradio's queue
+    routed = page.evaluate("() => window.__routed || 0") - opened
+    assert 0 < routed <= len(text) and page.evaluate("() => window.__joins || 0") == joins
     # the token table is drawn from the plot's own columns, in sentence order
     drawn = page.evaluate("() => [...document.querySelectorAll('#token-table tbody tr td:first-child')]"
                           ".map(td => td.innerText)")

@@ -1,7 +1,8 @@
 """A class (core/serving/classroom.py): a lecturer's tab leads, students' tabs follow its view.
 
-Every test runs against both stores: `MemoryStore` (one process) and `RedisStore` on a real
-redis-server (the `redis_url` fixture; `own_redis` for one a test stops and starts again), with a
+Every test runs against the one store, `RedisStore`, twice: on a fakeredis server (what one process
+uses) and on a real redis-server (the `redis_url` fixture; `own_redis` for one a test stops and
+starts again), with a
 hand clock for what the store times (a class's grace, the students' counts) and for how often the
 writer publishes. Tabs are real
 `core.serving.tabs.Tab` objects changed through `Tab.apply`, the one door every change of a page goes
@@ -23,10 +24,10 @@ from urllib.parse import parse_qs
 import pytest
 
 import core.serving.classroom as classroom
+from core.serving.classoutage import LOST
 from core.serving.classroom import (
     CANNOT_START,
     ENDED,
-    LOST,
     NO_CLASS,
     NOT_LECTURER,
     Classroom,
@@ -42,7 +43,6 @@ from core.serving.classstore import (
     RECONNECTING,
     Full,
     Lesson,
-    MemoryStore,
     RedisStore,
     lesson_of,
     lesson_view,
@@ -81,21 +81,18 @@ def closed(monkeypatch):
         room.close()
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["fakeredis", "redis"])
 def stores(request, clock):
-    """`stores()` gives the class store as one process sees it: for memory, the one store of the
-    one process; for Redis, the first call the emptied database's client, each later call another
-    client of it (another process)."""
-    if request.param == "memory":
-        store = MemoryStore(clock)
-        return lambda: store
-    url = request.getfixturevalue("redis_url")
+    """`stores()` gives the class store as one process sees it: the first call the emptied
+    server's client, each later call another client of it (another process). The server is a
+    fakeredis one of the test's own, or the real redis-server of `redis_url`."""
+    url = request.getfixturevalue("redis_url") if request.param == "redis" else ""
     first = RedisStore(url, clock)
     first.redis.flushdb()
     made: list[RedisStore] = []
 
     def store_of_a_process() -> RedisStore:
-        made.append(first if not made else RedisStore(url, clock))
+        made.append(first if not made else RedisStore(url, clock, server=getattr(first, "server", None)))
         return made[-1]
 
     return store_of_a_process
@@ -173,11 +170,8 @@ def test_a_class_starts_with_an_unguessable_id_and_secret_and_keeps_only_the_sec
     assert isinstance(lecturer.member, Leader) and lecturer.member.class_id == lesson.id
     # the store holds the secret's SHA-256 digest, and the secret nowhere
     assert store.owner(lesson.id) == (hashlib.sha256(secret.encode()).hexdigest(), "10.0.0.1")
-    if isinstance(store, RedisStore):
-        kept = [str(value) for key in store.redis.keys("*") if store.redis.type(key) == "hash"
-                for value in store.redis.hgetall(key).values()]
-    else:
-        kept = [str(value) for record in store._classes.values() for value in record.values()]
+    kept = [str(value) for key in store.redis.keys("*") if store.redis.type(key) == "hash"
+            for value in store.redis.hgetall(key).values()]
     assert kept and not any(secret in value for value in kept)
     # each class its own id and secret
     other, other_secret = room.start(tab(), "10.0.0.2")
@@ -261,7 +255,7 @@ def test_a_leading_tabs_change_publishes_a_new_lesson_that_listeners_hear(room, 
     assert eventually(lambda: any(lsn.query == query for lsn in heard_of(heard, lesson.id)))
     news = [lsn for lsn in heard_of(heard, lesson.id) if lsn.query == query][-1]
     assert (news.version, news.step, news.ended) == (2, None, "")
-    assert news.view == lecturer.view.with_(presenter=False, narrow=False)
+    assert lesson_view(news.query) == lecturer.view.with_(presenter=False, narrow=False)
     kept = store.lesson(lesson.id)
     assert (kept.version, kept.query) == (2, query)
     assert eventually(lambda: lesson.id in told)  # the classroom's own listeners (its pages' streams)
@@ -289,7 +283,7 @@ def test_a_burst_of_changes_publishes_a_few_versions_and_always_the_last(stores)
     lesson, _ = room.start(lecturer, "10.0.0.8")
     change(lecturer, sentence_a="The lecturer types word number 0")
     first = lesson_of(lecturer.view)
-    assert eventually(lambda: room._led[lesson.id].sent == first)  # published at once, and noted as sent
+    assert eventually(lambda: room._led[lesson.id].published == first)  # published at once, and noted so
     began = ticks.now
     for i in range(1, 40):  # typing: a change a keystroke
         change(lecturer, sentence_a=f"The lecturer types word number {i}")
@@ -369,7 +363,6 @@ class HeldRedis:
         return self.client.publish(*args, **kwargs)
 
 
-@pytest.mark.parametrize("stores", ["redis"], indirect=True)  # one process's memory store publishes under its lock
 def test_two_processes_publishing_at_once_agree_on_the_newest_lesson(stores):
     """The lecturer's page on two screens (each its own process) publishes at once: the lesson
     the store keeps is the one of its newest version, the one every page heard last."""
@@ -600,7 +593,7 @@ def test_twenty_seats_taken_at_once_against_a_cap_of_five_admit_five(stores, mon
         thread.join(WAIT)
     assert taken.count(True) == 5 and taken.count(False) == 15
     assert rooms[1].store.presence(lesson.id)[0] == 5
-    seated = [i for i in range(20) if key_of(students[i]) in rooms[i % 4]._pages.get(lesson.id, {})]
+    seated = [i for i in range(20) if key_of(students[i]) in rooms[i % 4].seats.pages.get(lesson.id, {})]
     assert len(seated) == 5
     first = seated[0]
     rooms[first % 4].connect(key_of(students[first]), members[first], lesson)  # a page seated already keeps its seat

@@ -123,12 +123,13 @@ def test_pages_that_show_the_same_words_share_one_drawing(bert, monkeypatch):
     """A class's followers show one lesson with one round's words: the plane is drawn once for all
     of them (`ui.render.plane`), and again only when the words change."""
     import app
+    from core.drawing import shared
     from ui import render
 
     page = app.demo.explorer
     view, session = bert
     drawn = planes_drawn(monkeypatch)
-    render.forget_shared()
+    shared.forget()
     first = [render.plane(page, view, session, revision=n, answers=ANSWERS) for n in (1, 2, 3)]
     assert len(drawn) == 1 and all('"name":"class"' in out[page.plot] for out in first)
     fewer = Answers((("queen", 2),))

@@ -1,18 +1,21 @@
 """Every view as code (core/drawing/code.py): the script reproduces what the page plots.
 
-Each script is fetched from the launched app — `/explorer/code?QUERY` for a link's view, the Code
+Each script is fetched from the launched app — `GET explorer/code?QUERY` for a link's view, the Code
 tab's value for a tab's trained tables — and run as a student runs it, `python script.py --json`,
-each in a fresh process (tests/scripts.py); its points must be the page's: those of the figure the
-page-load handler draws for the same link (`ui.tourpanel.open_link`, the page's own path), or of
-the answer of the page's Train, within 1e-5 (after training, `TRAINED`), group by group, in token order.
+each in a fresh process (tests/scripts.py); its points must be the page's: those of the figure a
+page opened at the same link is sent (its route's opening, as the page's script opens it), or of
+what the page shows after its Train, within 1e-5 (after training, `TRAINED`), group by group, in
+token order.
 """
 
 from __future__ import annotations
 
 import ast
+import html
 import io
 import itertools
 import json
+import re
 import subprocess
 import sys
 import tokenize
@@ -21,7 +24,8 @@ import urllib.request
 from urllib.parse import quote, urlencode
 
 import numpy as np
-from appapi import call, decode, open_view
+import pytest
+from appapi import Page, decode
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scripts import run_all
@@ -30,9 +34,8 @@ import app
 from core.drawing import code
 from core.view.options import COMPONENTS, PARTS
 from core.view.share import PARAMETERS
-from tests.test_link_renders import notes_of, opened
-from ui import coderoute
-from ui.visitors import VISITORS, Visitors
+from ui import api
+from ui.admission import VISITORS, Visitors
 
 PAGE = app.demo.explorer
 NEAREST = tuple(code.NEAREST.values())
@@ -67,7 +70,7 @@ VIEWS = {
 def fetched(app_url: str, query: str) -> tuple[int, str, str]:
     """`/explorer/code?query` from the launched app: its status, content type and text."""
     try:
-        with urllib.request.urlopen(f"{app_url.rstrip('/')}{coderoute.PATH}?{query}", timeout=60) as answer:
+        with urllib.request.urlopen(f"{app_url.rstrip('/')}{api.CODE_PATH}?{query}", timeout=60) as answer:
             return answer.status, answer.headers["Content-Type"], answer.read().decode("utf-8")
     except urllib.error.HTTPError as error:
         return error.code, error.headers["Content-Type"], error.read().decode("utf-8")
@@ -119,10 +122,24 @@ def compare(got: dict, page: dict[str, np.ndarray], within: float, label: str) -
     return worst
 
 
-def page_of(query: str) -> tuple[dict[str, np.ndarray], list[str]]:
-    """The points the page draws when it opens `query`, and the notes it shows."""
-    out, _ = opened(query)
-    return plotted(out[PAGE.plot], out.get(PAGE.background_json) or ""), notes_of(out)
+def notes_of(notice: str) -> list[str]:
+    """The notice as the notes a person reads; asserts it is plain text, each note escaped."""
+    notes = NOTE.findall(notice)
+    assert "".join(f"<p>⚠️ {note}</p>" for note in notes) == notice, notice
+    for note in notes:
+        assert "<" not in note and ">" not in note, note  # markup from the link stays escaped
+        assert note == html.escape(html.unescape(note)), note
+    return [html.unescape(note) for note in notes]
+
+
+NOTE = re.compile(r"<p>⚠️ (.*?)</p>", flags=re.DOTALL)
+
+
+def page_of(app_url: str, query: str) -> tuple[dict[str, np.ndarray], list[str]]:
+    """The points a page opened at `query` draws, and the notes it shows."""
+    out = Page(app_url, query).opened
+    return plotted(json.loads(out["embed-plot"]["plot"]), out.get("background-data") or ""), \
+        notes_of(out.get("notice") or "")
 
 
 def test_every_view_of_a_link_runs_as_the_page_plots_it(app_url):
@@ -131,7 +148,7 @@ def test_every_view_of_a_link_runs_as_the_page_plots_it(app_url):
         status, kind, text = fetched(app_url, query)
         assert status == 200 and kind.startswith("text/x-python"), (label, status, text[:300])
         texts.append(text)
-        pages.append(page_of(query)[0])
+        pages.append(page_of(app_url, query)[0])
     results = run_all(texts)
     worst = {label: compare(got, page, 1e-5, label) for label, got, page in zip(VIEWS, results, pages, strict=True)}
     print("the largest difference from the page's points, by view:", {label: f"{e:.1e}" for label, e in worst.items()})
@@ -158,34 +175,35 @@ def test_the_default_views_script_is_short_reads_like_the_listing_and_passes_ruf
         assert lint.returncode == 0, lint.stdout
 
 
-def trained_page(out) -> dict[str, np.ndarray]:
-    return plotted(json.loads(out["embed-plot"]["plot"]), out.get("background-data") or "")
+def shown_page(live: Page) -> dict[str, np.ndarray]:
+    """The points the page shows now (every value it holds, as the answers that wrote them left it)."""
+    return plotted(json.loads(live.shown["embed-plot"]["plot"]), live.shown.get("background-data") or "")
 
 
-def test_a_trained_tabs_script_trains_as_the_page_did(client):
+def test_a_trained_tabs_script_trains_as_the_page_did(live):
     """The Code tab of a tab whose tables were trained: its script runs every press of Train, on its
     corpus, with the freezes of that moment, and lands on the points the page shows after them."""
     texts, pages = [], []
     # tour step 7, trained as its text asks (the built-in corpus, positions frozen), then more on the tab's
     # own sentences with the segments frozen too
     for _ in range(7):
-        client.predict(api_name="/next_step")
-    open_view(client, "code")
-    out = call(client, "/train", 60, "builtin")
-    texts.append(out.value("code-view"))
-    pages.append(trained_page(out))
-    call(client, "/freeze", False, True, True, False)
-    out = call(client, "/train", 40, "mine")
-    texts.append(out.value("code-view"))
-    pages.append(trained_page(out))
+        live.send(move=1)
+    live.send(shown="code")
+    live.train(60, "builtin")
+    texts.append(live.shown.value("code-view"))
+    pages.append(shown_page(live))
+    live.freeze(False, True, True, False)
+    live.train(40, "mine")
+    texts.append(live.shown.value("code-view"))
+    pages.append(shown_page(live))
     # BERT's tables in the vocabulary's plane, with a token selected: its neighbours in the trained table
-    call(client, "/source", "bert")
-    call(client, "/freeze", False, False, False, False)
-    call(client, "/basis", "vocabulary")
-    call(client, "/select", 3)
-    out = call(client, "/train", 30, "builtin")
-    texts.append(out.value("code-view"))
-    pages.append(trained_page(out))
+    live.send(source="bert")
+    live.freeze(False, False, False, False)
+    live.send(basis="vocabulary")
+    live.send(token=3)
+    live.train(30, "builtin")
+    texts.append(live.shown.value("code-view"))
+    pages.append(shown_page(live))
     assert "steps=60, fixed={'position'})" in texts[0] and "CORPUS = [" in texts[0]
     assert "steps=40, fixed={'position', 'segment'})" in texts[1] and "SENTENCES = [" in texts[1]
     results = run_all(texts)
@@ -203,7 +221,7 @@ def test_a_hostile_link_gets_the_pages_notes_and_a_script_that_holds_no_unescape
     query = urlencode({parameter: HOSTILE for parameter in PARAMETERS}, quote_via=quote)
     status, kind, text = fetched(app_url, query)
     assert status == 200 and kind.startswith("text/x-python")
-    page, notes = page_of(query)
+    page, notes = page_of(app_url, query)
     # the same refusals, in the same words, as the page shows: each a comment, its unprintable characters escaped
     carried = "\n".join(line for note in notes for line in code.comment(f"The link: {note}"))
     assert notes and carried in text and text.count("# The link: ") == len(notes)
@@ -231,22 +249,21 @@ def test_a_hostile_link_gets_the_pages_notes_and_a_script_that_holds_no_unescape
 def test_the_route_refuses_what_the_page_refuses_and_is_bounded(app_url, monkeypatch):
     status, kind, text = fetched(app_url, "a=" + "x" * 32_001)
     assert (status, kind.split(";")[0]) == (414, "text/plain") and "at most 32,000 characters" in text
-    visitors = PAGE.code_route.turns.visitors  # the route's line is one the process's account reads
+    visitors = PAGE.live.lanes["work"].visitors  # the route's line is one the process's account reads
     assert visitors is VISITORS
     with monkeypatch.context() as patched:
         patched.setattr(visitors, "waiting", 0)  # nobody may wait: the next call is refused at once
         status, _, text = fetched(app_url, "")
     assert status == 503 and "was not taken" in text
-    from core.serving.tabs import NewTabs
-    from ui import events
+    from core.serving.tabs import TABS, NewTabs
 
-    monkeypatch.setattr(events.TABS, "new_tabs", NewTabs(burst=1, refill=3600))
+    monkeypatch.setattr(TABS, "new_tabs", NewTabs(burst=1, refill=3600))
     assert fetched(app_url, "")[0] == 200
     status, _, text = fetched(app_url, "")  # a script is a page opened: the address's new pages are counted
     assert status == 429 and "Too many new pages" in text
 
 
-def test_an_uploaded_tables_script_reads_the_file_from_the_path_it_names(client, tmp_path):
+def test_an_uploaded_tables_script_reads_the_file_from_the_path_it_names(live, tmp_path):
     """Uploads: word vectors (gensim's text format, narrower than the tables they come to) and a bare
     float64 .npy table as wide as them (it keeps their position, segment and LayerNorm tables), then
     a BERT layer of another vocabulary (its own tables). Each script names the file at its top; run
@@ -267,18 +284,17 @@ def test_an_uploaded_tables_script_reads_the_file_from_the_path_it_names(client,
                "bert.embeddings.token_type_embeddings.weight": torch.randn(2, 16),
                "bert.embeddings.LayerNorm.gamma": torch.rand(16) + 0.5,
                "bert.embeddings.LayerNorm.beta": torch.randn(16)}, str(layer))
-    from gradio_client import handle_file
-
-    open_view(client, "code")
+    live.send(shown="code")
     texts, pages = [], []
-    changes = (("/select", 2), ("/positions", "random"), ("/embed", "0 5 17", "3"))  # a change after each upload
+    # a change after each upload
+    changes = ({"token": 2}, {"positions": "random"}, {"sentence_a": "0 5 17", "sentence_b": "3"})
     for path, then in zip((vectors, table, layer), changes, strict=True):
-        call(client, "/upload", handle_file(str(path)))
-        out = call(client, *then)
-        text = out.value("code-view")
+        live.upload(path)
+        live.send(**then)
+        text = live.shown.value("code-view")
         assert f"TABLE = {path.name!r}  # the file you uploaded" in text
         texts.append(text.replace(f"TABLE = {path.name!r}", f"TABLE = {str(path)!r}", 1))
-        pages.append(trained_page(out))
+        pages.append(shown_page(live))
     worst = [compare(got, page, 1e-5, f"upload {n + 1}") for n, (got, page) in enumerate(zip(run_all(texts), pages,
                                                                                                strict=True))]
     print("the largest difference from the page's points with each upload:", [f"{e:.1e}" for e in worst])
@@ -336,25 +352,31 @@ def test_every_kind_of_script_compiles_and_passes_ruff(tmp_path):
 
 
 def test_the_route_s_calls_wait_in_a_line_the_process_s_account_reads():
-    """A script's call waiting for its turn counts for its address like any other route's, so a
-    flood of scripts is refused by the account's bounds, not let in by a line of its own."""
+    """A script's call waiting for its turn counts for its address like any other route's (it waits
+    on the page's route's lines), so a flood of scripts is refused by the account's bounds, not let
+    in by a line of its own."""
     import asyncio
 
     from starlette.requests import Request
 
+    import ui.route
+
     visitors = Visitors(address_work=2)
-    route = coderoute.CodeRoute(visitors)
+    with pytest.MonkeyPatch.context() as patched:  # the page's route, its lines in an account of the test's own
+        patched.setattr(ui.route, "VISITORS", visitors)
+        live = ui.route.Live(PAGE)
+    answer = api.route(live).endpoint
 
     def request(host: str) -> Request:
-        return Request({"type": "http", "method": "GET", "path": coderoute.PATH, "query_string": b"a=king",
+        return Request({"type": "http", "method": "GET", "path": api.CODE_PATH, "query_string": b"a=king",
                         "headers": [], "client": (host, 1)})
 
     async def flooded():
-        async with route.turns.held():  # every turn taken: the first call waits
-            first = asyncio.ensure_future(route.answer(request("10.0.0.1")))
+        async with live.lanes["work"].held():  # every turn taken: the first call waits
+            first = asyncio.ensure_future(answer(request("10.0.0.1")))
             await asyncio.sleep(0)
             waiting = visitors.calls()
-            second = await route.answer(request("10.0.0.1"))  # past its address's work: refused at once
+            second = await answer(request("10.0.0.1"))  # past its address's work: refused at once
             first.cancel()
             return waiting, second
 

@@ -2,14 +2,21 @@
 does what the parts say.
 
 A field of `View` is declared once, with its kind (type and limits), link parameter, widget and
-what its change redraws; links, rendering and the page derive from that. These tests fail when a
-field lacks a part, names a widget the page does not have, or redraws other than it declares.
+what its change redraws; links, the page's route, its widgets' events and rendering derive from
+that. These tests fail when a field lacks a part, names a widget the page does not have or does
+not send, or redraws other than it declares; and they follow the README's recipe for a new field.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import shutil
+import subprocess
+import sys
 from dataclasses import fields
+from pathlib import Path
 
 import pytest
 
@@ -29,11 +36,13 @@ from core.view.fields import (
     Text,
     Whole,
 )
-from core.view.options import DETAILS, LIMITS
+from core.view.options import ASSETS, DETAILS, LIMITS, PANELS, VIEWS
 from core.view.share import PARAMETERS
 from core.view.state import FIELDS, SCREEN, View
 
 NAMES = [f.name for f in fields(View)]
+ROOT = Path(__file__).resolve().parents[1]
+OPENERS = {"panel": PANELS, "shown": VIEWS}  # fields a tab's opening sets (ui/ondemand.py), one tab per key
 
 
 @pytest.fixture(scope="module")
@@ -78,11 +87,48 @@ def missing_parts(page, name: str) -> list[str]:
         widgets = widgets_of(page, declared)
         if not all(widget in shown for widget in widgets):
             lacks.append(f"a writer of its widget {declared.widget!r} (ui/render.py fields)")
-        if not all(widget in page.everything for widget in widgets):
-            lacks.append(f"its widget {declared.widget!r} among the outputs of every event (Page.everything)")
+        if not all(widget in page.written or widget in hand_over(page).outputs for widget in widgets):
+            lacks.append(f"its widget {declared.widget!r} among the outputs the route's answers write "
+                         "(ui.page.hand_over, or Page.written)")
+        if name in settable() and not sent_when_set(name, widgets):
+            lacks.append(f"its widget {declared.widget!r} sending it over the page's route when set (ui.page.wire)")
     if not isinstance(declared.redraws, frozenset) or not declared.redraws <= set(REDRAWS):
         lacks.append(f"what it redraws, from {', '.join(REDRAWS)} (redraws=set(): nothing)")
     return lacks
+
+
+def settable() -> frozenset[str]:
+    from ui.route import SETTABLE
+
+    return SETTABLE
+
+
+def browser_events() -> list:
+    """The page's events that run in the browser alone (no server function): its widgets' wiring."""
+    import app
+
+    return [fn for fn in app.demo.fns.values() if fn.fn is None and fn.js]
+
+
+def hand_over(page):
+    """The event whose outputs are the gradio widgets an answer of the page's route may set."""
+    found = [fn for fn in browser_events() if "embeddingExplorer.handOver(" in fn.js]
+    assert len(found) == 1, "the page has no single hand-over event"
+    return found[0]
+
+
+def sent_when_set(name: str, widgets: list) -> bool:
+    """Whether the page sends field `name` over its route when a person sets its widget: an event
+    of the widget that sets the field (ui.page.wire), a tab's opening (ui/ondemand.py), or, for
+    the sentences, the page's script on every key (assets/explorer.js)."""
+    if name in ("sentence_a", "sentence_b"):
+        script = (ASSETS / "explorer.js").read_text(encoding="utf-8")
+        return all(f'"{widget.elem_id}": "{name}"' in script for widget in widgets)
+    if name in OPENERS:
+        return all(any(f"tabOpened({json.dumps({name: key})})" in fn.js for fn in browser_events())
+                   for key in OPENERS[name])
+    return any(f"embeddingExplorer.set({{{name}: " in fn.js and all(widget in fn.inputs for widget in widgets)
+               for fn in browser_events())
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -204,3 +250,77 @@ def test_what_a_field_does_not_redraw_does_not_depend_on_it(page, session, name)
     new = old.with_(**{name: LIMITS["background"][1] if name == "background" else another(name, getattr(old, name))})
     for what in set(REDRAWS) - closure(FIELDS[name].redraws) - {TABLES}:
         assert draw(page, what, old, behind) == draw(page, what, new, behind), f"{name} changes the {what}"
+
+
+# --- the README's recipe, followed ---
+
+RECIPE = {  # "Adding a view field": one declaration in View, the widget named on the Page and laid out in its panel
+    "core/view/state.py": (
+        '    answers: bool = declare(True, Flag(), link="answers", widget="answers", redraws={PLANE})\n',
+        '    grid: bool = declare(False, Flag(), link="grid", widget="grid", redraws={PLANE})\n'),
+    "ui/page.py": ("    answers: gr.Checkbox  # a class's words in the plane (View.answers)\n",
+                   "    grid: gr.Checkbox\n"),
+    "ui/viewpanel.py": ('info="in a class: the words students sent, where the table puts them")\n',
+                        '        page.grid = gr.Checkbox(False, label="Grid", elem_id="show-grid")\n'),
+}
+# run in the copy: what the page, its route and render make of the new field
+FOLLOWED = """
+import asyncio, json
+import app
+from core.view.state import View
+from tests.test_fields import missing_parts
+from ui import render, route
+
+page = app.demo.explorer
+live = page.live
+
+async def answer(sent):
+    return json.loads((await live.answer(sent)).body)
+
+async def calls():
+    opened = await answer({"open": {"query": "grid=1"}})
+    key = json.loads(opened["values"]["address"])["key"]
+    tab, _ = live.channel_of(key)
+    seen = {"opened": opened["values"], "grid": tab.view.grid}
+    seen["off"] = (await answer({"key": key, "change": {"grid": False}}))["values"]
+    seen["off grid"] = tab.view.grid
+    seen["hostile"] = (await answer({"key": key, "change": {"grid": "yes"}}))["values"]
+    seen["back"] = (await answer({"key": key, "change": {"back": "grid=1&a=a%20grid"}}))["values"]
+    seen["back grid"] = tab.view.grid
+    return seen
+
+seen = asyncio.run(calls())
+seen["settable"] = "grid" in route.SETTABLE
+seen["missing"] = missing_parts(page, "grid")
+seen["rendered"] = render.fields(page, View(grid=True), {"grid"}) == {page.grid: True}
+print(json.dumps(seen))
+"""
+
+
+def test_a_field_added_as_the_readme_says_is_set_by_its_widget_and_written_back(tmp_path):
+    """The README's "Adding a view field", followed in a copy of the app: a declaration in `View`
+    and a widget on the Page, laid out in its panel, and nothing else. The route then takes the
+    field (`ui.route.SETTABLE`), the page sends it when its widget is set (`ui.page.wire`), a link
+    carries it, and an answer that shows a whole view writes it back into the widget
+    (`ui.render`); a value its kind refuses is said and the widget put back."""
+    copy = tmp_path / "explorer"
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".git", "__pycache__", "bench", "deploy", "*.pyc"))
+    for path, (after, line) in RECIPE.items():
+        text = (copy / path).read_text(encoding="utf-8")
+        assert text.count(after) == 1, f"{path} no longer has the line the recipe is followed after"
+        (copy / path).write_text(text.replace(after, after + line), encoding="utf-8")
+    done = subprocess.run([sys.executable, "-c", FOLLOWED], cwd=copy, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONPATH": str(copy)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["settable"] and seen["missing"] == [] and seen["rendered"]
+    # a link carries it, and the page it opens shows it in its widget
+    assert seen["grid"] is True and seen["opened"]["show-grid"] is True
+    assert "grid=1" in json.loads(seen["opened"]["address"])["query"]
+    # set by its widget: the view takes it, the link drops it, the widget keeps what the person set
+    assert seen["off grid"] is False and "grid" not in json.loads(seen["off"]["address"])["query"]
+    assert "show-grid" not in seen["off"]
+    # refused by its kind: said, and the widget put back
+    assert seen["hostile"]["show-grid"] is False and "grid must be true or false" in seen["hostile"]["notice"]
+    # a whole view (Back to an address) writes it back into its widget
+    assert seen["back grid"] is True and seen["back"]["show-grid"] is True

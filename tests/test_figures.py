@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 
-from core.drawing.charts import loss_figure
+from core.drawing.charts import loss_spec
 from core.drawing.figures import ADDITION_PATH, COLOURS, MOVEMENT, embedding_figure, embedding_spec
 from core.drawing.wire import figure_json
 from core.model.projection import PCAProjection
@@ -299,9 +299,9 @@ def test_movement_since_training_draws_before_points_and_lines():
         replace(scene, previous={"token": previous["token"]})
 
 
-def test_loss_figure_has_one_point_per_step():
-    figure = loss_figure([3.0, 2.5, 2.0])
-    assert list(figure.data[0].x) == [1, 2, 3] and np.allclose(figure.data[0].y, [3.0, 2.5, 2.0])
+def test_the_loss_curve_has_one_point_per_step():
+    trace = loss_spec([3.0, 2.5, 2.0])["data"][0]
+    assert list(trace["x"]) == [1, 2, 3] and np.allclose(trace["y"], [3.0, 2.5, 2.0])
 
 
 def test_fast_json_sends_arrays_without_a_typed_array_as_lists():

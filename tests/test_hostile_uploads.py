@@ -1,19 +1,23 @@
-"""Hostile files through the real /upload API: refused with a sentence, nothing run, nothing kept.
+"""Hostile files through the page's upload route: refused with a sentence, nothing run, nothing kept.
 
 tests/test_uploads.py checks core.tables.uploads.read_upload on these files directly; here they
-travel the way a stranger's file does: gradio_client uploads it, gradio stores it and hands
-the path to the app's callback. Each refused file is answered with a plain-text notice and an
-emptied upload box, must leave the session as it was (`/fingerprint`, which covers the
-visitor's own good upload, kept while it draws other tables), run nothing (pickle payloads
-would create a marker file), and leave the server serving. The app runs in this test process:
-the RSS growth across the whole hostile set is printed, measured, not asserted.
+travel the way a stranger's file does: the page posts it to `explorer/upload` (ui/files.py), its
+key and the file's name in headers, and the route streams it to a folder of its own, refuses it
+once it passes the size limit, hands it to the tables' readers and deletes it, read or refused.
+Each refused file is answered with a plain-text notice and the table source put back, must leave
+the tab as it was (`Page.fingerprint`, which covers the visitor's own good upload, kept while it
+draws other tables), run nothing (pickle payloads would create a marker file), keep nothing on
+disk, and leave the server serving. The app runs in this test process: the RSS growth across
+the whole hostile set is printed, measured, not asserted.
 """
 
 from __future__ import annotations
 
 import gc
+import http.client
 import io
 import json
+import logging
 import os
 import pickle
 import re
@@ -21,14 +25,16 @@ import struct
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import quote, urlsplit
 
 import numpy as np
 import psutil
 import pytest
 import torch
-from appapi import call, fingerprint
-from gradio_client import handle_file
 from safetensors.torch import save_file
+
+from tests.appapi import Page, outputs
+from tests.waiting import eventually
 
 MARKER = "pwned"  # the file a payload would create, in the case's folder
 
@@ -255,36 +261,49 @@ def make(tmp_path: Path, case: str) -> tuple[Path, Path]:
     return folder / name, folder / MARKER
 
 
-# --- helpers ----------------------------------------------------------------------------------
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def limit() -> int:
+    """The upload route's limit on a file's bytes (the tables' readers' own)."""
+    from ui.tablespanel import UPLOAD_LIMITS
+
+    return UPLOAD_LIMITS.max_bytes
+
+
+TOO_LARGE = "A table file is at most 200 MB; this one is larger."  # the sentence for a file past the limit
 
 
 def over_the_limit(tmp_path: Path) -> Path:
-    import app
-
     path = tmp_path / "huge.npy"
     with path.open("wb") as file:  # sparse: no disk blocks for the zeros
-        file.seek(app.LAUNCH_OPTIONS["max_file_size"])
+        file.seek(limit())
         file.write(b"\0")
     return path
 
 
-def upload(client, path: Path):
-    return call(client, "/upload", handle_file(str(path)))
+def kept() -> list[Path]:
+    """What the upload route holds on disk: each upload's folder, while it is read."""
+    from ui.files import ROOT
+
+    return sorted((ROOT / "uploads").glob("*")) if (ROOT / "uploads").exists() else []
 
 
-def assert_refused(client, path: Path, message: str) -> None:
-    """The upload is answered with `message` as a notice; the box is emptied, the tables kept."""
-    out = upload(client, path)
+def assert_refused(live: Page, path: Path, message: str) -> None:
+    """The upload is answered with `message` as a notice; the table source is put back, the tables
+    kept, and nothing of the file is left on disk."""
+    out = live.upload(path)
     assert re.search(message, out.notice), out.notice
-    assert out["upload-table"] is None and out.value("table-source") == "random"
+    assert out.value("table-source") == "random"
+    assert kept() == []
 
 
 _served = iter(range(10**6))
 
 
-def assert_still_serves(client) -> None:
-    # a new sentence each time: an unchanged one is answered with "no change"
-    out = call(client, "/embed", f"still serving {next(_served)}", "")
+def assert_still_serves(live: Page) -> None:
+    # a new sentence each time: an unchanged one redraws nothing
+    out = live.send(sentence_a=f"still serving {next(_served)}", sentence_b="")
     table = out["token-table"]
     assert [row[0] for row in table["data"]][0] == "[CLS]" and len(table["data"]) == 5
     assert out["embed-info"].startswith("5 tokens")
@@ -295,15 +314,40 @@ def rss() -> int:
     return psutil.Process().memory_info().rss
 
 
+def post(app_url: str, key: str, content, name: str = "huge.npy", **headers) -> dict:
+    """POST a body to the upload route as a client that ignores the page would, streamed if a file."""
+    import httpx
+
+    answer = httpx.post(f"{app_url}explorer/upload", content=content, timeout=120,
+                        headers={"X-Explorer-Key": key, "X-File-Name": quote(name), **headers})
+    return answer.json()
+
+
+def send_over_the_limit(app_url: str, key: str, path: Path) -> dict:
+    """The file streamed to the upload route whole, as a client that ignores the limit would."""
+    with path.open("rb") as file:
+        return post(app_url, key, file)
+
+
+@pytest.fixture()
+def faults():
+    """The server's logged faults (uvicorn's error log) while the test runs."""
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.ERROR)
+    handler.emit = records.append
+    logger = logging.getLogger("uvicorn.error")
+    logger.addHandler(handler)
+    yield records
+    logger.removeHandler(handler)
+
+
 # --- fixtures ---------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def visitor(app_url):
-    """One session that receives every hostile file: each refusal must leave it as it was."""
-    from gradio_client import Client
-
-    return Client(app_url, verbose=False)
+    """One page that receives every hostile file: each refusal must leave it as it was."""
+    return Page(app_url)
 
 
 @pytest.fixture(scope="module")
@@ -317,14 +361,11 @@ def hostile(tmp_path_factory) -> dict[str, tuple[Path, Path]]:
 def memory(app_url, visitor, hostile, tmp_path_factory) -> dict:
     """This process's RSS before the hostile set, and which hostile files were sent since.
 
-    The app runs in this process. Every reader is used once on a good file first (from a
-    session of its own): readers import their libraries on first use (gensim adds ~10 MB),
+    The app runs in this process. Every reader is used once on a good file first (each from a
+    page of its own): readers import their libraries on first use (gensim adds ~10 MB),
     a one-time cost of the process that no hostile file causes. The files are written and
-    the client made before the baseline, so the test's own allocations are not counted.
+    the page opened before the baseline, so the test's own allocations are not counted.
     """
-    from gradio_client import Client
-
-    warm = Client(app_url, verbose=False)
     folder = tmp_path_factory.mktemp("good")
     array = table()
     (folder / "t.npy").write_bytes(npy_bytes(array))
@@ -332,21 +373,14 @@ def memory(app_url, visitor, hostile, tmp_path_factory) -> dict:
     save_file({"t": torch.from_numpy(array)}, folder / "t.safetensors")
     (folder / "t.txt").write_text("".join(f"w{i} {' '.join(map(str, row))}\n" for i, row in enumerate(array)))
     for path in sorted(folder.iterdir()):
-        out = upload(warm, path)
+        out = Page(app_url).upload(path)
         assert out.notice == "" and out.value("tables-info").startswith("**Uploaded file**"), path
+        assert kept() == [], path  # read, and gone from disk
     # the visitor has a good upload of its own, kept while it draws the random tables: no refused
     # file may replace it (the fingerprint covers it)
-    assert upload(visitor, folder / "t.npy").notice == ""
-    call(visitor, "/source", "random")
-    return {"before": rss(), "sent": set(), "fingerprint": fingerprint(visitor)}
-
-
-def send_over_the_limit(app_url: str, path: Path):
-    """POST the file to gradio's upload route directly, as a client that ignores the limit would."""
-    import httpx
-
-    with path.open("rb") as file:
-        return httpx.post(f"{app_url}gradio_api/upload", files={"files": ("huge.npy", file)}, timeout=120)
+    assert visitor.upload(folder / "t.npy").notice == ""
+    visitor.send(source="random")
+    return {"before": rss(), "sent": set(), "fingerprint": visitor.fingerprint()}
 
 
 # --- the cases --------------------------------------------------------------------------------
@@ -355,47 +389,88 @@ def send_over_the_limit(app_url: str, path: Path):
 @pytest.mark.parametrize("case", HOSTILE)
 def test_a_hostile_file_is_refused_and_changes_nothing(visitor, hostile, memory, case):
     path, marker = hostile[case]
-    before = fingerprint(visitor)
+    before = visitor.fingerprint()
     assert_refused(visitor, path, HOSTILE[case][2])
     memory["sent"].add(case)
     assert not marker.exists()
-    assert fingerprint(visitor) == before
+    assert visitor.fingerprint() == before
     assert_still_serves(visitor)
 
 
-def test_one_byte_over_the_upload_limit_is_refused(app_url, visitor, hostile, memory):
-    import app
-
-    limit = app.LAUNCH_OPTIONS["max_file_size"]
+def test_one_byte_over_the_upload_limit_is_refused_while_it_streams(app_url, visitor, hostile, memory):
+    """A client that sends a file larger than the limit is stopped by the route once the bytes
+    pass it, with a sentence; one that says so in its Content-Length is refused before a byte of
+    the body is read. Nothing is kept."""
     path, _ = hostile["over-the-limit"]
-    assert path.stat().st_size == limit + 1 and path.stat().st_blocks * 512 < 2**20  # sparse
-    before = fingerprint(visitor)
-    # gradio_client compares the size with the app's max_file_size before sending anything
-    with pytest.raises(ValueError, match=rf"exceeds the maximum file size of {limit} bytes"):
-        upload(visitor, path)
-    # a client that sends it anyway is stopped by the server once the bytes pass the limit
-    response = send_over_the_limit(app_url, path)
+    assert limit() == 200 * 2**20
+    assert path.stat().st_size == limit() + 1 and path.stat().st_blocks * 512 < 2**20  # sparse
+    before = visitor.fingerprint()
+    assert send_over_the_limit(app_url, visitor.key, path) == {"error": TOO_LARGE}
     memory["sent"].add("over-the-limit")
-    assert response.status_code == 413
-    assert response.text == f"File size exceeded maximum allowed size of {limit} bytes."
-    assert fingerprint(visitor) == before
+    assert kept() == []
+    # its Content-Length says it: answered at once, though the body never comes
+    address = urlsplit(app_url)
+    connection = http.client.HTTPConnection(address.hostname, address.port, timeout=30)
+    try:
+        connection.putrequest("POST", "/explorer/upload")
+        for header, value in (("Content-Length", str(limit() + 1)), ("X-Explorer-Key", visitor.key),
+                              ("X-File-Name", "huge.npy")):
+            connection.putheader(header, value)
+        connection.endheaders()
+        answer = connection.getresponse()
+        assert json.loads(answer.read()) == {"error": TOO_LARGE}
+    finally:
+        connection.close()
+    assert kept() == []
+    assert visitor.fingerprint() == before
     assert_still_serves(visitor)
 
 
-def test_a_server_path_that_was_never_uploaded_is_not_read(app_url, visitor, tmp_path):
-    # a raw API call naming a file on the server as if it had been uploaded: gradio must not
-    # hand it to the app (the first is a valid table, so reading it would have succeeded)
+def test_a_server_path_that_was_never_uploaded_is_not_read(app_url, live, tmp_path, faults):
+    """A name is only a name: a file named after a path on the server is its body, written in its
+    upload's own folder, never that path read or written; a name that is no file name is a plain
+    one; and the API, which takes a link's query, hands no file a caller names to the app."""
     import httpx
 
     secret = tmp_path / "secret.npy"
     secret.write_bytes(npy_bytes(table()))
+    before = secret.read_bytes()
+    body = npy_bytes(table(20, 6))
+    for name in (str(secret), "/etc/passwd", "../../../../etc/passwd", "..", ".", "\x00.npy", "a" * 5000 + ".npy",
+                 "<img src=x onerror=alert(1)>.npy"):
+        answer = post(app_url, live.key, body, name)
+        assert "values" in answer, (name, answer)
+        info = outputs(answer["values"]).value("tables-info")
+        assert "6 dimensions" in info and "row numbers 0 to 19" in info, (name, info)  # the body, not the path
+        assert "<img" not in info and "root:" not in info, (name, info)
+        assert kept() == [], name
+        live.send(source="random")
+    assert secret.read_bytes() == before
+    assert faults == [], [record.getMessage() for record in faults]
     for path in (str(secret), "/etc/passwd", "../../../../etc/passwd"):
         payload = {"data": [{"path": path, "meta": {"_type": "gradio.FileData"}}]}
-        event = httpx.post(f"{app_url}gradio_api/call/upload", json=payload, timeout=30).json()["event_id"]
-        stream = httpx.get(f"{app_url}gradio_api/call/upload/{event}", timeout=30).text
+        event = httpx.post(f"{app_url}gradio_api/call/view", json=payload, timeout=30).json()["event_id"]
+        stream = httpx.get(f"{app_url}gradio_api/call/view/{event}", timeout=30).text
         assert stream.startswith("event: error"), (path, stream)
         assert "root:" not in stream and "row numbers" not in stream, (path, stream)
-    assert_still_serves(visitor)
+    assert_still_serves(live)
+
+
+def test_a_page_that_leaves_mid_file_leaves_nothing_on_disk_and_no_fault(app_url, live, faults):
+    """A page closed while its file streams in: the route stops, deletes what came, and logs no
+    fault (a page leaving is nobody's error)."""
+    address = urlsplit(app_url)
+    connection = http.client.HTTPConnection(address.hostname, address.port, timeout=30)
+    connection.putrequest("POST", "/explorer/upload")
+    for header, value in (("Content-Length", str(2**20)), ("X-Explorer-Key", live.key), ("X-File-Name", "t.npy")):
+        connection.putheader(header, value)
+    connection.endheaders()
+    connection.send(npy_bytes(table())[:100])
+    assert eventually(lambda: kept() != [], timeout=30)  # it is streaming in
+    connection.close()
+    assert eventually(lambda: kept() == [], timeout=30)
+    assert_still_serves(live)
+    assert faults == [], [record.getMessage() for record in faults]
 
 
 def test_the_hostile_set_leaves_the_visitor_s_session_as_it_was(app_url, visitor, hostile, memory):
@@ -406,24 +481,25 @@ def test_the_hostile_set_leaves_the_visitor_s_session_as_it_was(app_url, visitor
         if case in memory["sent"]:
             continue
         if case == "over-the-limit":
-            assert send_over_the_limit(app_url, path).status_code == 413
+            assert send_over_the_limit(app_url, visitor.key, path) == {"error": TOO_LARGE}
         else:
             assert_refused(visitor, path, HOSTILE[case][2])
             assert not marker.exists()
     assert_still_serves(visitor)
+    assert kept() == []
     # the tables' half of the fingerprint (the view's changes with each sentence typed above)
-    assert fingerprint(visitor).split("-")[-1] == memory["fingerprint"].split("-")[-1]
+    assert visitor.fingerprint().split("-")[-1] == memory["fingerprint"].split("-")[-1]
     print(f"\nRSS growth across the hostile set: {(rss() - memory['before']) / 2**20:.1f} MB")
 
 
-def test_npy_content_named_safetensors_is_read_with_a_note(client, tmp_path):
+def test_npy_content_named_safetensors_is_read_with_a_note(live, tmp_path):
     # the documented behaviour: the content decides the format, the name only earns a note
     path = tmp_path / "table.safetensors"
     path.write_bytes(npy_bytes(table(20, 6)))
-    out = upload(client, path)
+    out = live.upload(path)
     info = out.value("tables-info").replace("\\", "")  # the file's notes are escaped for Markdown
     assert out.value("table-source") == "upload"
     assert "this file is a NumPy .npy file although its name ends in .safetensors." in info
     assert "6 dimensions" in info and "row numbers 0 to 19" in info
-    rows = call(client, "/embed", "3 7 19", "")["token-table"]
+    rows = live.send(sentence_a="3 7 19", sentence_b="")["token-table"]
     assert [row[1] for row in rows["data"][1:4]] == [3, 7, 19]

@@ -1,11 +1,14 @@
-"""The lecture features through the launched app's API, as gradio_client sees them.
+"""The lecture features through the launched app's route, as the page's script drives them.
 
 Neighbours of a selected token, the segment shift, presenter mode, the three PCA planes
 (this sentence, whole vocabulary, frozen) with the vocabulary drawn behind, Refit, segment
-flips, the two documents' walk-throughs (/listing_run, /lookup), links (/share), exports and
-the guided tour. Each `client` is its own browser tab: its `View` and session live on the
-server between calls, and another client never sees them. Each endpoint takes only its own
-widget's value, so a test sets the view one control at a time, as a person does.
+flips, the two documents' walk-throughs (the listing run, the lookup), links, exports and
+the guided tour. Each `live` is its own browser tab (tests/appapi.py `Page`): its `View` and
+session live on the server between calls, and another page never sees them. A change names
+only what the person set, so a test sets the view one control at a time, as a person does;
+an answer brings only what changed, so what the page shows is what it holds (`Page.shown`).
+A slide author reads a tour step's view through the public API (`tour`, `view`), and gets
+what the page shows for it.
 """
 
 from __future__ import annotations
@@ -13,14 +16,11 @@ from __future__ import annotations
 import csv
 import json
 import uuid
-from pathlib import Path
 from urllib.parse import parse_qs
 
 import numpy as np
 import pytest
-from appapi import ALL, Outputs, call, decode, fingerprint, open_view, query
-from gradio_client import Client
-from gradio_client.exceptions import AppError
+from appapi import ALL, Outputs, Page, decode, exported
 
 from core.view import tour
 from core.view.share import from_query
@@ -30,40 +30,44 @@ A = "The cat sat on the mat."
 B = "It was warm there."
 OTHER_B = "Completely different words arrived here tonight, quite late."
 RANDOM_OUTPUT_NORM = 32**0.5  # |output| = sqrt(d_model) under a fresh LayerNorm, d_model 32 by default
-# the endpoint that sets each view field the helpers below may change
-SETTERS = {"groups": "/groups", "labels": "/labels", "arrows": "/arrows", "shift": "/shift",
-           "presenter": "/presenter", "k": "/k", "basis": "/basis", "background": "/background"}
+HOST = "http://lecture.example/"  # the page's own address, which its link is made of
 
 
-# helpers: calling the endpoints and reading what they return
+# helpers: changing the view and reading what the page shows
 
 
-def embed(client, a=A, b=B, *, token=None, **changes) -> Outputs:
-    """Set the given controls, type the sentences (and select `token`), and return what the page shows.
-
-    Outputs of every call are merged, latest first: an event redraws only what it changed.
-    When nothing changed at all, the sentences are typed again with one more word and back (a
-    trailing space alone tokenizes as before and redraws nothing), so the plane, its tables and
-    the neighbours are always in the answer.
-    """
-    shown = Outputs()
-
-    def take(out: Outputs) -> None:
-        shown.update({key: value for key, value in out.items() if out.written(key)})
-
+def embed(live: Page, a=A, b=B, *, token=None, **changes) -> Outputs:
+    """Set the given controls (view fields, one call each), type the sentences (and select
+    `token`), and return what the page shows then: every value it holds, each as the last answer
+    that wrote it left it (an answer brings only what changed)."""
     for name, value in changes.items():
-        take(call(client, SETTERS[name], value))
-    take(call(client, "/embed", a, b))
+        live.send(**{name: value})
+    live.send(sentence_a=a, sentence_b=b)
     if token is not None:
-        take(call(client, "/select", token))
-    if "embed-plot" not in shown:
-        take(call(client, "/embed", a + " more", b))
-        take(call(client, "/embed", a, b))
-    return shown
+        live.send(token=token)
+    return Outputs(live.shown)
+
+
+def showing(live: Page, elem_id: str):
+    """What the page shows in a widget: the last value it was sent, or the one it was built with."""
+    if live.shown.written(elem_id):
+        return live.shown.value(elem_id)
+    import app
+
+    return app.demo.explorer.live.by_id[elem_id].value
+
+
+def query(live: Page) -> tuple[str, str]:
+    """What the page's link button writes: the link's query string (after the page's own
+    address) and its notes."""
+    live.send(link=HOST)
+    link = live.shown.value("share-link")
+    assert link.startswith(HOST), link
+    return link.removeprefix(HOST).removeprefix("?"), live.shown.value("share-notes")
 
 
 def figure(plot) -> dict:
-    """The figure from what the API returns for a gr.Plot."""
+    """The figure from what the page is sent for the main plot or a chart."""
     return json.loads(plot["plot"])
 
 
@@ -116,7 +120,7 @@ def index_of(table, token: str, segment: int) -> int:
 
 
 def unique(text: str) -> str:
-    """A sentence this test has not typed yet (an unchanged one is answered with "no change")."""
+    """A sentence this test has not typed yet (an unchanged one redraws nothing)."""
     return f"{text} {uuid.uuid4().hex[:6]}"
 
 
@@ -124,8 +128,8 @@ def unique(text: str) -> str:
 
 
 @pytest.mark.parametrize("k", [1, 7])
-def test_neighbour_tables_list_k_entries_by_falling_cosine(client, k):
-    out = embed(client, token=2, k=k)  # 2: "cat" in [CLS] the cat sat ...
+def test_neighbour_tables_list_k_entries_by_falling_cosine(live, k):
+    out = embed(live, token=2, k=k)  # 2: "cat" in [CLS] the cat sat ...
     by_token, by_output = out["neighbours-token"], out["neighbours-output"]
     for listed in (by_token, by_output):
         assert listed["headers"] == ["#", "token", "cosine"]
@@ -142,35 +146,35 @@ def test_neighbour_tables_list_k_entries_by_falling_cosine(client, k):
     assert len(decode(trace(out["embed-plot"], "nearest by token vector")["x"])) == k
 
 
-def test_no_selected_token_gives_empty_neighbour_tables(client):
-    out = embed(client)
+def test_no_selected_token_gives_empty_neighbour_tables(live):
+    out = embed(live)
     assert out["neighbours-token"]["data"] == [] and out["neighbours-output"]["data"] == []
     assert not {"nearest by token vector", "nearest by output vector", "selected token"} & set(names(out["embed-plot"]))
 
 
-def test_a_token_that_is_not_a_number_is_refused(client):
-    embed(client, token=2)
-    before = fingerprint(client)
-    out = call(client, "/select", "abc")
+def test_a_token_that_is_not_a_number_is_refused(live):
+    embed(live, token=2)
+    before = live.fingerprint()
+    out = live.send(token="abc")
     assert out.notice == "token must be a whole number from 0 to 2,047, not 'abc'."
     assert out.value("selected-token") == 2  # the picker is put back
-    assert fingerprint(client) == before
+    assert live.fingerprint() == before
 
 
-def test_token_picker_offers_none_and_every_token(client):
-    table = embed(client)["token-table"]
-    update = client.predict(api_name="/picker")  # opened (its focus event): the tab's tokens now
+def test_token_picker_offers_none_and_every_token(live):
+    table = embed(live)["token-table"]
+    update = live.send(picker=True)["selected-token"]  # opened (its focus): the tab's tokens now
     tokens = [row[0] for row in table["data"]]
     assert tokens[0] == "[CLS]" and tokens.count("[SEP]") == 2
     expected = [["none", ""], *([f"{i}: {token}", i] for i, token in enumerate(tokens))]
     assert [list(choice) for choice in update["choices"]] == expected
     # selecting keeps the list in step, since it shows that entry's text
-    assert [list(choice) for choice in call(client, "/select", 2)["selected-token"]["choices"]] == expected
+    assert [list(choice) for choice in live.send(token=2)["selected-token"]["choices"]] == expected
 
 
-def test_a_selection_past_the_end_is_let_go_with_a_note(client):
-    embed(client)
-    out = call(client, "/select", 99)
+def test_a_selection_past_the_end_is_let_go_with_a_note(live):
+    embed(live)
+    out = live.send(token=99)
     assert out.notice == "Token 99 is past the end of the sentences (0 to 14), so it was let go."
     assert out.value("selected-token") == ""
 
@@ -178,14 +182,14 @@ def test_a_selection_past_the_end_is_let_go_with_a_note(client):
 # 2. segment shift and presenter mode
 
 
-def test_segment_shift_is_drawn_for_sentence_b_only(client):
-    assert "segment shift" in names(embed(client, shift=True)["embed-plot"])
-    assert "segment shift" not in names(embed(client, shift=False)["embed-plot"])
-    assert "segment shift" not in names(embed(client, b="", shift=True)["embed-plot"])  # no B token, nothing shifted
+def test_segment_shift_is_drawn_for_sentence_b_only(live):
+    assert "segment shift" in names(embed(live, shift=True)["embed-plot"])
+    assert "segment shift" not in names(embed(live, shift=False)["embed-plot"])
+    assert "segment shift" not in names(embed(live, b="", shift=True)["embed-plot"])  # no B token, nothing shifted
 
 
-def test_presenter_mode_enlarges_markers_and_type(client):
-    normal, large = (figure(embed(client, presenter=on)["embed-plot"]) for on in (False, True))
+def test_presenter_mode_enlarges_markers_and_type(live):
+    normal, large = (figure(embed(live, presenter=on)["embed-plot"]) for on in (False, True))
     size = {}
     for name, fig in (("normal", normal), ("large", large)):
         token = next(t for t in fig["data"] if t["name"] == "token")
@@ -197,9 +201,9 @@ def test_presenter_mode_enlarges_markers_and_type(client):
 # 3. the plane: this sentence, whole vocabulary, frozen
 
 
-def test_sentence_plane_moves_sentence_a_when_b_changes(client):
+def test_sentence_plane_moves_sentence_a_when_b_changes(live):
     """The control for the fixed planes below: refitted on every change, A's points move with B."""
-    first, second = embed(client, b=B), embed(client, b=OTHER_B)
+    first, second = embed(live, b=B), embed(live, b=OTHER_B)
     a_positions = positions_in_a(first["token-table"])
     assert not np.allclose(points_of(first["embed-plot"], a_positions), points_of(second["embed-plot"], a_positions),
                            atol=1e-3)
@@ -207,10 +211,10 @@ def test_sentence_plane_moves_sentence_a_when_b_changes(client):
     assert "frozen" not in axis_titles(first["embed-plot"])[0]
 
 
-def test_vocabulary_plane_keeps_sentence_a_fixed_while_b_changes(client):
-    call(client, "/source", "bert")
-    assert call(client, "/basis", "vocabulary").notice == ""
-    first, second = embed(client, b=B), embed(client, b=OTHER_B)
+def test_vocabulary_plane_keeps_sentence_a_fixed_while_b_changes(live):
+    live.send(source="bert")
+    assert live.send(basis="vocabulary").notice == ""
+    first, second = embed(live, b=B), embed(live, b=OTHER_B)
     a_positions = positions_in_a(first["token-table"])
     assert a_positions == positions_in_a(second["token-table"]) == set(range(9))  # [CLS] the cat sat on the mat . [SEP]
     np.testing.assert_allclose(points_of(first["embed-plot"], a_positions),
@@ -220,10 +224,10 @@ def test_vocabulary_plane_keeps_sentence_a_fixed_while_b_changes(client):
     assert "whole vocabulary" in first["variance-bars"]
 
 
-def test_frozen_plane_is_the_plane_of_the_moment_and_stays(client):
-    before = embed(client, b=B)
-    call(client, "/basis", "frozen")
-    same, other = embed(client, b=B), embed(client, b=OTHER_B)
+def test_frozen_plane_is_the_plane_of_the_moment_and_stays(live):
+    before = embed(live, b=B)
+    live.send(basis="frozen")
+    same, other = embed(live, b=B), embed(live, b=OTHER_B)
     a_positions = positions_in_a(before["token-table"])
     # frozen now: what "this sentence" showed, and the same points whatever B says next
     np.testing.assert_allclose(points_of(same["embed-plot"], a_positions),
@@ -233,172 +237,181 @@ def test_frozen_plane_is_the_plane_of_the_moment_and_stays(client):
     assert all("of the frozen view" in title for title in axis_titles(other["embed-plot"]))
 
 
-def test_an_unknown_basis_is_refused_by_the_radio_and_changes_nothing(client):
-    call(client, "/basis", "vocabulary")
-    before = fingerprint(client)
-    with pytest.raises(AppError) as refused:
-        call(client, "/basis", "nonsense")
-    message = str(refused.value)
-    assert "'nonsense'" in message
-    assert all(name in message for name in ("sentence", "vocabulary", "frozen"))
-    assert fingerprint(client) == before
-    assert "of the vocabulary" in axis_titles(embed(client, a=unique(A))["embed-plot"])[0]
+def test_an_unknown_basis_is_refused_with_the_allowed_ones_and_changes_nothing(live):
+    live.send(basis="vocabulary")
+    before = live.fingerprint()
+    out = live.send(basis="nonsense")
+    assert out.notice == "basis must be one of sentence, vocabulary, frozen, not 'nonsense'."
+    assert out.value("basis") == "vocabulary"  # the radio is put back
+    assert live.fingerprint() == before
+    assert "of the vocabulary" in axis_titles(embed(live, a=unique(A))["embed-plot"])[0]
 
 
-def test_freezing_with_no_group_ticked_is_refused(client):
-    call(client, "/groups", [])
-    before = fingerprint(client)
-    out = call(client, "/basis", "frozen")
+def test_freezing_with_no_group_ticked_is_refused(live):
+    live.send(groups=[])
+    before = live.fingerprint()
+    out = live.send(basis="frozen")
     assert "No group is ticked" in out.notice
     assert out.value("basis") == "sentence"
-    assert fingerprint(client) == before
+    assert live.fingerprint() == before
 
 
 # 4. the vocabulary behind the tokens
 
 
-def test_background_needs_a_fixed_plane(client):
-    assert call(client, "/background", 5).value("background-data") == ""
+def test_background_needs_a_fixed_plane(live):
+    live.send(background=5)
+    assert showing(live, "background-data") == ""
 
 
-def test_background_draws_berts_most_frequent_words_in_the_vocabulary_plane(client):
-    call(client, "/source", "bert")
-    call(client, "/basis", "vocabulary")
-    behind = json.loads(call(client, "/background", 50).value("background-data"))
+def test_background_draws_berts_most_frequent_words_in_the_vocabulary_plane(live):
+    live.send(source="bert")
+    live.send(basis="vocabulary")
+    behind = json.loads(live.send(background=50).value("background-data"))
     assert behind["type"] == "scatter" and behind["name"] == "vocabulary"  # SVG up to 5,000: drawn under the tokens
     x, y = decode(behind["x"]), decode(behind["y"])
     assert len(x) == len(y) == len(behind["hovertext"]) == 50
     assert behind["hovertext"][0] == "the"
     # the same plane as the tokens: the background's "the" sits under the typed "the"'s token point
-    out = embed(client)
+    out = embed(live)
     typed = points_by_position(out["embed-plot"], "token")[index_of(out["token-table"], "the", 0)]
     np.testing.assert_allclose((x[0], y[0]), typed, atol=1e-5)
-    assert call(client, "/background", 0).value("background-data") == ""
-    # a link carries it: every visitor of the link draws the same words
-    assert "background" not in parse_qs(query(client)[0])
+    assert live.send(background=0).value("background-data") == ""
+    assert "background" not in parse_qs(query(live)[0])  # none drawn: the link says nothing of it
 
 
-@pytest.mark.parametrize(("n", "message"), [(-1, "minimum value 0"), (5_001, "maximum value 5000")])
-def test_background_size_out_of_range_is_refused(client, n, message):
-    call(client, "/basis", "vocabulary")
-    before = fingerprint(client)
-    with pytest.raises(AppError, match=message):
-        call(client, "/background", n)
-    assert fingerprint(client) == before
+@pytest.mark.parametrize(("n", "message"), [(-1, "background is -1; allowed values are 0 to 5,000."),
+                                            (5_001, "background is 5,001; allowed values are 0 to 5,000.")])
+def test_background_size_out_of_range_is_refused(live, n, message):
+    live.send(basis="vocabulary")
+    before = live.fingerprint()
+    out = live.send(background=n)
+    assert out.notice == message
+    assert out.value("background-size") == 0  # the box is put back
+    assert live.fingerprint() == before
 
 
 # 5. Refit
 
 
-def test_refit_of_the_vocabulary_plane_changes_nothing(client):
-    call(client, "/basis", "vocabulary")
-    points = embed(client)["embed-plot"]
-    before = fingerprint(client)
-    call(client, "/refit")
-    assert fingerprint(client) == before
-    after = embed(client, a=A + " ")["embed-plot"]
+def test_refit_of_the_vocabulary_plane_changes_nothing(live):
+    live.send(basis="vocabulary")
+    points = embed(live)["embed-plot"]
+    before = live.fingerprint()
+    live.send(refit=True)
+    assert live.fingerprint() == before
+    after = embed(live, a=A + " ")["embed-plot"]
     everyone = set(points_by_position(points, "token"))
     np.testing.assert_allclose(points_of(after, everyone), points_of(points, everyone), atol=1e-6)
 
 
-def test_refit_of_the_frozen_plane_fits_the_current_sentences(client):
+def test_refit_of_the_frozen_plane_fits_the_current_sentences(live):
     new_a = "Lions watched the zebra graze."
-    own_plane = embed(client, a=new_a, b=OTHER_B)  # what "this sentence" shows for the new pair
-    embed(client)
-    call(client, "/basis", "frozen")  # the plane of A and B
-    kept = embed(client, a=new_a, b=OTHER_B)  # the new pair in the old pair's plane
+    own_plane = embed(live, a=new_a, b=OTHER_B)  # what "this sentence" shows for the new pair
+    embed(live)
+    live.send(basis="frozen")  # the plane of A and B
+    kept = embed(live, a=new_a, b=OTHER_B)  # the new pair in the old pair's plane
     everyone = set(points_by_position(kept["embed-plot"], "token"))
     assert not np.allclose(points_of(kept["embed-plot"], everyone), points_of(own_plane["embed-plot"], everyone),
                            atol=1e-3)
-    before = fingerprint(client)
-    call(client, "/refit")
-    assert fingerprint(client) != before
-    refitted = embed(client, a=new_a, b=OTHER_B)
+    before = live.fingerprint()
+    live.send(refit=True)
+    assert live.fingerprint() != before
+    refitted = embed(live, a=new_a, b=OTHER_B)
     np.testing.assert_allclose(points_of(refitted["embed-plot"], everyone),
                                points_of(own_plane["embed-plot"], everyone), atol=1e-5)
     assert "of the frozen view" in axis_titles(refitted["embed-plot"])[0]
 
 
-def test_refit_redraws_the_plane_at_once(client):
-    embed(client)
-    call(client, "/basis", "frozen")
-    embed(client, a="Lions watched the zebra graze.", b=OTHER_B)
-    assert call(client, "/refit").written("embed-plot")
+def test_refit_redraws_the_plane_at_once(live):
+    embed(live)
+    live.send(basis="frozen")
+    embed(live, a="Lions watched the zebra graze.", b=OTHER_B)
+    assert live.send(refit=True).written("embed-plot")
 
 
 # 6. flipping a token's segment
 
 
-def test_flip_gives_the_selected_token_the_other_segment(client):
-    before = embed(client)["token-table"]
+def test_flip_gives_the_selected_token_the_other_segment(live):
+    before = embed(live)["token-table"]
     warm = index_of(before, "warm", 1)
-    call(client, "/select", warm)
-    out = call(client, "/flip")
+    live.send(token=warm)
+    out = live.send(flip=True)
     expected = segments(before)
     expected[warm] = 0
     assert segments(out["token-table"]) == expected
     assert "Segment flipped: 'warm'" in out["embed-info"].replace("\\", "")
-    assert parse_qs(query(client)[0])["flip"] == [str(warm)]  # a link carries it
-    assert segments(call(client, "/flip")["token-table"]) == segments(before)  # a second flip gives it back
+    assert parse_qs(query(live)[0])["flip"] == [str(warm)]  # a link carries it
+    assert segments(live.send(flip=True)["token-table"]) == segments(before)  # a second flip gives it back
 
 
-def test_a_flip_follows_its_token_and_is_let_go_with_it(client):
-    warm = index_of(embed(client)["token-table"], "warm", 1)
-    call(client, "/select", warm)
-    call(client, "/flip")
-    moved = embed(client, b="It was very warm there.")  # "warm" one place on: its flip goes with it
+def test_a_flip_follows_its_token_and_is_let_go_with_it(live):
+    warm = index_of(embed(live)["token-table"], "warm", 1)
+    live.send(token=warm)
+    live.send(flip=True)
+    moved = embed(live, b="It was very warm there.")  # "warm" one place on: its flip goes with it
     assert segments(moved["token-table"])[warm + 1] == 0 and segments(moved["token-table"])[warm] == 1
-    edited = embed(client, b="Nobody was there.")  # "warm" gone: the flip is let go, and the note says so
+    edited = embed(live, b="Nobody was there.")  # "warm" gone: the flip is let go, and the note says so
     assert segments(edited["token-table"]) == [0] * 9 + [1] * 5
     assert "'warm' is no longer in the sentences, so its segment flip was let go." in edited.notice
     assert "Segment flipped" not in edited["embed-info"]
 
 
-def test_flip_without_a_selected_token_is_refused(client):
-    embed(client)
-    before = fingerprint(client)
-    out = call(client, "/flip")
+def test_flip_without_a_selected_token_is_refused(live):
+    embed(live)
+    before = live.fingerprint()
+    out = live.send(flip=True)
     assert out.notice.startswith("Select a token first")
-    assert fingerprint(client) == before
+    assert live.fingerprint() == before
 
 
 # 7. the first listing, run
 
 
-def test_listing_run_prints_the_shape_and_explains_the_bug(client):
-    open_view(client, "listing")
-    out = call(client, "/listing_run", 0, True)
-    printout, facts = out.value("listing-output"), out.value("listing-facts")
+def test_listing_run_prints_the_shape_and_explains_the_bug(live):
+    live.send(shown="listing")
+    live.send(listing_seed=0, listing_bug=True)
+    printout, facts = showing(live, "listing-output"), showing(live, "listing-facts")
     assert "torch.Size([2, 3, 2])" in printout
     assert "pos_embed" in facts and "is None" in facts
-    assert len(figure(out.value("listing-plot"))["data"]) > 0
-    fixed = call(client, "/listing_run", 0, False)
-    assert "pos_embed" in fixed.value("listing-facts") and "is None" not in fixed.value("listing-facts")
-    assert call(client, "/listing_run", 0, True).value("listing-output") == printout  # the seed decides everything
-    assert call(client, "/listing_run", 1, True).value("listing-output") != printout
+    assert len(figure(showing(live, "listing-plot"))["data"]) > 0
+    live.send(listing_bug=False)
+    fixed = showing(live, "listing-facts")
+    assert "pos_embed" in fixed and "is None" not in fixed
+    live.send(listing_bug=True)
+    assert showing(live, "listing-output") == printout  # the seed decides everything
+    live.send(listing_seed=1)
+    assert showing(live, "listing-output") != printout
 
 
-def test_listing_run_draws_nothing_while_its_tab_is_closed(client):
-    out = call(client, "/listing_run", 3, True)
+def test_listing_run_draws_nothing_while_its_tab_is_closed(live):
+    out = live.send(listing_seed=3, listing_bug=True)
     assert not out.written("listing-output")
-    assert parse_qs(query(client)[0])["listing_seed"] == ["3"]  # the view holds it for when the tab opens
+    assert parse_qs(query(live)[0])["listing_seed"] == ["3"]  # the view holds it for when the tab opens
 
 
-@pytest.mark.parametrize(("seed", "message"), [(-1, "minimum value 0"), ("x", "Seed must be a number")])
-def test_listing_run_refuses_a_bad_seed(client, seed, message):
-    with pytest.raises(AppError, match=message):
-        call(client, "/listing_run", seed, False)
+@pytest.mark.parametrize(("seed", "message"), [
+    (-1, "seed is -1; allowed values are 0 to 2,147,483,647."),
+    ("x", "seed must be a whole number from 0 to 2,147,483,647, not 'x'."),
+])
+def test_listing_run_refuses_a_bad_seed(live, seed, message):
+    live.send(shown="listing")
+    before = live.fingerprint()
+    out = live.send(listing_seed=seed, listing_bug=True)
+    assert out.notice == message
+    assert out.value("listing-seed") == 0 and live.fingerprint() == before
 
 
 # 8. the lookup table, step by step
 
 
-def test_lookup_walks_the_documents_sentence(client):
-    open_view(client, "lookup")
-    out = call(client, "/lookup", "i am new to PyTorch i am having fun", 3, False)
-    out = call(client, "/lookup", "i am new to PyTorch i am having fun", 3, True)
-    vocabulary, code = out.value("lookup-vocab"), out.value("lookup-code")
-    printout, summary = out.value("lookup-output"), out.value("lookup-info")
+def test_lookup_walks_the_documents_sentence(live):
+    live.send(shown="lookup")
+    live.send(lookup_sentence="i am new to PyTorch i am having fun", lookup_dim=3, lookup_grad=False)
+    live.send(lookup_grad=True)
+    vocabulary, code = showing(live, "lookup-vocab"), showing(live, "lookup-code")
+    printout, summary = showing(live, "lookup-output"), showing(live, "lookup-info")
     assert vocabulary["headers"] == ["word", "count", "id"]
     assert vocabulary["data"] == [
         ["i", 2, 0], ["am", 2, 1], ["new", 1, 2], ["to", 1, 3], ["PyTorch", 1, 4], ["having", 1, 5], ["fun", 1, 6],
@@ -409,35 +422,38 @@ def test_lookup_walks_the_documents_sentence(client):
     assert "rows: **0, 1, 2, 3, 4, 5, 6**" in summary
 
 
-def test_lookup_with_a_frozen_weight_changes_no_row(client):
-    open_view(client, "lookup")
-    summary = call(client, "/lookup", "i am new to PyTorch i am having fun", 3, False).value("lookup-info")
+def test_lookup_with_a_frozen_weight_changes_no_row(live):
+    live.send(shown="lookup")
+    summary = live.send(lookup_sentence="i am new to PyTorch i am having fun", lookup_dim=3,
+                        lookup_grad=False).value("lookup-info")
     assert "rows: **none**" in summary and "stayed `None`" in summary
 
 
-def test_lookup_width_out_of_range_is_refused_by_the_box(client):
-    with pytest.raises(AppError, match="greater than maximum value 16"):
-        call(client, "/lookup", "i am new", 17, True)
+def test_lookup_width_out_of_range_is_refused_by_its_box(live):
+    before = live.fingerprint()
+    out = live.send(lookup_sentence="i am new", lookup_dim=17, lookup_grad=True)
+    assert out.notice == "lookup_dim is 17; allowed values are 1 to 16."
+    assert out.value("lookup-dim") == 3 and live.fingerprint() == before
 
 
-def test_lookup_refuses_an_empty_sentence_with_a_notice(client):
-    open_view(client, "lookup")
-    before = fingerprint(client)
-    out = call(client, "/lookup", "", 3, True)
+def test_lookup_refuses_an_empty_sentence_with_a_notice(live):
+    live.send(shown="lookup")
+    before = live.fingerprint()
+    out = live.send(lookup_sentence="", lookup_dim=3, lookup_grad=True)
     assert "The sentence is empty" in out.notice
-    assert fingerprint(client) == before
+    assert live.fingerprint() == before
 
 
 # 9. links
 
 
-def test_share_writes_a_link_that_reads_back_to_the_same_view(client):
-    call(client, "/source", "bert")
-    call(client, "/positions", "sinusoidal")
-    call(client, "/freeze", True, False, False, True)
-    embed(client, "Hello there, world & co.", "", groups=["token", "sum"], labels=False, arrows=True, shift=True,
+def test_share_writes_a_link_that_reads_back_to_the_same_view(live):
+    live.send(source="bert")
+    live.send(positions="sinusoidal")
+    live.freeze(True, False, False, True)
+    embed(live, "Hello there, world & co.", "", groups=["token", "sum"], labels=False, arrows=True, shift=True,
           basis="vocabulary", background=100, k=7, presenter=True, token=3)
-    text, notes = query(client)
+    text, notes = query(live)
     assert notes == ""
     assert "b=&" in text  # an empty sentence B is a value of its own
     link = from_query(parse_qs(text, keep_blank_values=True))
@@ -449,39 +465,40 @@ def test_share_writes_a_link_that_reads_back_to_the_same_view(client):
     )
 
 
-def test_a_link_cannot_carry_an_upload(client, tmp_path):
+def test_a_link_cannot_carry_an_upload(live, tmp_path):
     path = tmp_path / "table.npy"
     np.save(path, np.random.default_rng(0).standard_normal((20, 6)).astype(np.float32))
-    from gradio_client import handle_file
-
-    assert call(client, "/upload", handle_file(str(path))).value("table-source") == "upload"
-    text, notes = query(client)
+    assert live.upload(path).value("table-source") == "upload"
+    text, notes = query(live)
     assert "source" not in parse_qs(text, keep_blank_values=True) and "upload" not in text
     assert "A link cannot carry an uploaded file" in notes
     assert from_query(parse_qs(text, keep_blank_values=True)).view.source == "random"
 
 
-def test_share_carries_this_sessions_tour_step(client):
-    assert "step=" not in query(client)[0]
-    call(client, "/next_step")
-    assert query(client)[0] == "step=1"
+def test_share_carries_this_sessions_tour_step(live):
+    assert "step=" not in query(live)[0]
+    live.send(move=1)
+    assert query(live)[0] == "step=1"
 
 
 # 10. exports
 
 
-def test_export_writes_coordinates_vectors_and_the_figure(client):
+def test_export_writes_coordinates_vectors_and_the_figure(app_url, live, tmp_path):
     groups = ["token", "sum"]
-    call(client, "/groups", groups)
-    result = call(client, "/export", A, B)
+    live.send(groups=groups)
+    live.send(sentence_a=A, sentence_b=B)
+    result = live.send(export=True)
     assert result.notice == ""
-    paths = result.value("export-files")
-    files = {Path(path).suffix: Path(path) for path in paths}
-    assert set(files) == {".csv", ".safetensors", ".html"} and all(p.is_file() for p in files.values())
-    out = embed(client)
+    files = {}
+    for name, data in exported(app_url, result).items():  # as the browser downloads them
+        files[name.rsplit(".", 1)[-1]] = tmp_path / name
+        (tmp_path / name).write_bytes(data)
+    assert set(files) == {"csv", "safetensors", "html"}
+    out = embed(live)
     table = out["token-table"]["data"]
 
-    with files[".csv"].open(newline="", encoding="utf-8") as handle:
+    with files["csv"].open(newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
         assert reader.fieldnames == ["group", "token", "id", "position", "segment", "x", "y"]
         rows = list(reader)
@@ -495,95 +512,116 @@ def test_export_writes_coordinates_vectors_and_the_figure(client):
 
     from safetensors.numpy import load_file
 
-    vectors = load_file(files[".safetensors"])
+    vectors = load_file(files["safetensors"])
     # every group's full vectors, the unplotted ones too: only the CSV is limited to the plotted groups
     for group in ALL:
         assert vectors[group].shape == (len(table), 32) and vectors[group].dtype == np.float32
     assert vectors["ids"].tolist() == [r[1] for r in table]
     assert np.linalg.norm(vectors["sum"], axis=1) == pytest.approx([r[7] for r in table], abs=1e-3)
 
-    assert files[".html"].stat().st_size > 1_000_000  # plotly.js inlined: opens without a network
-    html = files[".html"].read_text(encoding="utf-8")
+    assert files["html"].stat().st_size > 1_000_000  # plotly.js inlined: opens without a network
+    html = files["html"].read_text(encoding="utf-8")
     assert "Plotly.newPlot" in html and '"name":"sum"' in html
 
 
 # 11. the guided tour
 
 
-def test_next_starts_the_tour_at_step_one(client):
-    out = call(client, "/next_step")
+def test_next_starts_the_tour_at_step_one(live):
+    out = live.send(move=1)
     view = tour.STEPS[0].view
-    assert (out.value("sentence-a"), out.value("sentence-b")) == (view.sentence_a, view.sentence_b)
-    assert out.value("groups") == list(view.groups) and out.value("table-source") == view.source
+    assert (showing(live, "sentence-a"), showing(live, "sentence-b")) == (view.sentence_a, view.sentence_b)
+    assert showing(live, "groups") == list(view.groups) and showing(live, "table-source") == view.source
     assert "Step 1 of 7" in out.value("tour-text") and tour.STEPS[0].title in out.value("tour-text")
 
 
-def test_previous_on_the_first_step_stays_there(client):
-    call(client, "/next_step")
-    out = call(client, "/previous_step")
+def test_previous_on_the_first_step_stays_there(live):
+    live.send(move=1)
+    out = live.send(move=-1)
     assert out.value("tour-text").startswith("Step 1 of 7")
-    assert out.value("sentence-a") == tour.STEPS[0].view.sentence_a
+    assert showing(live, "sentence-a") == tour.STEPS[0].view.sentence_a
 
 
-def test_walking_the_tour_sets_each_step(client):
+def test_walking_the_tour_sets_each_step(live):
     for number, step in enumerate(tour.STEPS, 1):
-        out = call(client, "/next_step")
+        out = live.send(move=1)
         view = step.view
         assert f"Step {number} of {len(tour.STEPS)}: {step.title}" in out.value("tour-text")
-        assert (out.value("sentence-a"), out.value("sentence-b"), out.value("table-source"), out.value("basis")) == (
+        assert tuple(showing(live, elem_id) for elem_id in ("sentence-a", "sentence-b", "table-source", "basis")) == (
             view.sentence_a, view.sentence_b, view.source, view.basis,
         )
-        assert [out.value(f"freeze-{part}") for part in ("token", "position", "segment", "norm")] == [
+        assert [showing(live, f"freeze-{part}") for part in ("token", "position", "segment", "norm")] == [
             part in view.frozen for part in ("token", "position", "segment", "norm")
         ]
-        assert query(client)[0] == f"step={number}"  # page and link agree
+        assert query(live)[0] == f"step={number}"  # page and link agree
+        shown = live.shown
         if number == 6:  # BERT's tables, in the session: not the random ones
-            token = out.value("selected-token")
-            assert out["token-table"]["data"][token][0] == "king"
-            assert all(row[-1] != pytest.approx(RANDOM_OUTPUT_NORM, rel=1e-2) for row in out["token-table"]["data"])
-            assert {"kings", "queen", "monarch"} <= {row[1] for row in out["neighbours-token"]["data"]}
-            assert "of the vocabulary" in axis_titles(out["embed-plot"])[0]
+            token = showing(live, "selected-token")
+            assert shown["token-table"]["data"][token][0] == "king"
+            assert all(row[-1] != pytest.approx(RANDOM_OUTPUT_NORM, rel=1e-2) for row in shown["token-table"]["data"])
+            assert {"kings", "queen", "monarch"} <= {row[1] for row in shown["neighbours-token"]["data"]}
+            assert "of the vocabulary" in axis_titles(shown["embed-plot"])[0]
         elif number == 7:
-            assert out["token-table"]["data"][1][-1] == pytest.approx(RANDOM_OUTPUT_NORM, rel=1e-2)
-    last = call(client, "/next_step")  # past the end: stays on the last step
+            assert shown["token-table"]["data"][1][-1] == pytest.approx(RANDOM_OUTPUT_NORM, rel=1e-2)
+    last = live.send(move=1)  # past the end: stays on the last step
     assert last.value("tour-text").startswith(f"Step {len(tour.STEPS)} of {len(tour.STEPS)}")
 
 
-def test_a_tour_step_clears_segment_flips(client):
-    first = call(client, "/next_step")
+def test_a_tour_step_clears_segment_flips(live):
+    first = live.send(move=1)
     plain = segments(first["token-table"])
     dog = index_of(first["token-table"], "dog", 1)
-    call(client, "/select", dog)
-    assert segments(call(client, "/flip")["token-table"]) != plain  # the flip took
-    second = call(client, "/next_step")
-    assert second.value("sentence-a") == first.value("sentence-a")
-    assert segments(second["token-table"]) == plain
+    live.send(token=dog)
+    assert segments(live.send(flip=True)["token-table"]) != plain  # the flip took
+    live.send(move=1)
+    assert showing(live, "sentence-a") == first.value("sentence-a")
+    assert segments(live.shown["token-table"]) == plain
+
+
+def test_a_slide_author_reads_each_tour_step_through_the_api_as_the_page_shows_it(app_url, api):
+    """A lecturer preparing slides lists the tour (`tour`) and reads each step's view (`view` of
+    the step's query): its tokens, points and neighbours are what a page opened at that step shows."""
+    steps = api.predict(api_name="/tour")
+    assert [(each["step"], each["title"], each["query"]) for each in steps] == [
+        (n, step.title, f"step={n}") for n, step in enumerate(tour.STEPS, 1)]
+    for each in steps:
+        answer = api.predict(each["query"], api_name="/view")
+        shown = Page(app_url, each["query"]).opened
+        assert answer["notes"] == [] and answer["query"] == each["query"]
+        assert answer["tokens"] == [row[:4] for row in shown["token-table"]["data"]], each["title"]
+        for group, points in answer["points"].items():
+            if group in ALL:
+                drawn = points_by_position(shown["embed-plot"], group)
+                np.testing.assert_allclose(points, [drawn[p] for p in sorted(drawn)], atol=1e-6, err_msg=group)
+        if each["step"] == 6:  # the king's neighbours in BERT's token table, as the page lists them
+            assert answer["neighbours"]["token"] == shown["neighbours-token"]["data"]
+            assert {"kings", "queen", "monarch"} <= {row[1] for row in answer["neighbours"]["token"]}
 
 
 # 12. sessions are private
 
 
-def test_one_clients_plane_and_flips_stay_in_its_session(app_url, client):
-    other = Client(app_url, verbose=False)
+def test_one_pages_plane_and_flips_stay_in_its_session(app_url, live):
+    other = Page(app_url)
     theirs_before = embed(other)
     warm = index_of(theirs_before["token-table"], "warm", 1)
-    embed(client)
-    call(client, "/basis", "vocabulary")
-    call(client, "/select", warm)
-    mine = call(client, "/flip")
+    embed(live)
+    live.send(basis="vocabulary")
+    live.send(token=warm)
+    mine = live.send(flip=True)
     assert "of the vocabulary" in axis_titles(mine["embed-plot"])[0]
     assert segments(mine["token-table"])[warm] == 0
     theirs = embed(other)
     assert all("vocabulary" not in title for title in axis_titles(theirs["embed-plot"]))
     assert segments(theirs["token-table"])[warm] == 1
-    assert fingerprint(client) != fingerprint(other)
+    assert live.fingerprint() != other.fingerprint()
     assert "flip" not in query(other)[0] and "basis" not in query(other)[0]
 
 
-def test_a_tour_step_shows_the_source_tables_untrained(client):
-    embed(client)
-    trained = call(client, "/train", 20, "builtin")
+def test_a_tour_step_shows_the_source_tables_untrained(live):
+    embed(live)
+    trained, _ = live.train(20, "builtin")
     assert "before training" in names(trained["embed-plot"])
-    step = call(client, "/next_step")
+    step = live.send(move=1)
     assert step.value("loss-plot") is None and step.value("train-summary") == ""
     assert "before training" not in names(step["embed-plot"])

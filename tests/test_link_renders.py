@@ -1,11 +1,12 @@
 """Links, rendered: every view a link can express draws the page, and so does any query.
 
 tests/test_share_properties.py checks that links read back; this opens them the way the page
-does (`ui.tourpanel.open_link`, the page-load handler, in-process) and reads what it answers:
-the main plot with the view's groups, a notice of plain text with the link's own notes, and no
-error. A view that could be built opens as itself: had the handler refused it as a whole, its
-notice would say so and the default view would be drawn, losing the rest of the link; any other
-error is a fault and fails here, as it escapes the handler (README, "A refusal is not a fault").
+does (`{open: {query, narrow}}` on the page's route, ui/route.py `Live.opened`, in-process) and
+reads what it answers: the main plot with the view's groups, a notice of plain text with the
+link's own notes, and no error. A view that could be built opens as itself: had the opening
+refused it as a whole, its notice would say so and the default view would be drawn, losing the
+rest of the link; any other error is a fault and fails here, as it escapes the route (README, "A
+refusal is not a fault").
 
 Random tables of the largest sizes take a second and 127 MiB each, so the generated views draw
 their table sizes from small ranges; the limits are opened once each below.
@@ -14,32 +15,28 @@ their table sizes from small ranges; the limits are opened once each below.
 from __future__ import annotations
 
 import html
-import ipaddress
-import itertools
 import json
 import re
-import uuid
 from urllib.parse import quote, urlencode
 
-import gradio as gr
 import numpy as np
-import orjson
 import pytest
-from appapi import decode, key_of, run_async
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from starlette.requests import Request
 
 import app
+from core.drawing import shared
+from core.drawing.wire import expand
 from core.serving.tabs import Tab
 from core.view.options import COMPONENTS, LIMITS, MAX_LOOKUP_CHARS, PANELS, VIEWS
 from core.view.share import to_query
 from core.view.state import View
+from tests.appapi import decode, run_async
 from tests.test_share_properties import FIELDS, names, values
-from ui import events, render, tourpanel
+from ui import route
 
 PAGE = app.demo.explorer
-ADDRESSES = itertools.count(1)
+LIVE = route.Live(PAGE)  # the page's route, with lines of its own
 NOTE = re.compile(r"<p>⚠️ (.*?)</p>", flags=re.DOTALL)
 
 
@@ -47,36 +44,32 @@ NOTE = re.compile(r"<p>⚠️ (.*?)</p>", flags=re.DOTALL)
 def own_store():
     """The module's tabs in a store of their own, let go at its end (a large table with them)."""
     from core.serving.tabs import Tabs
-    from ui.channels import Channels
 
     with pytest.MonkeyPatch.context() as patch:
-        store = Tabs()
-        patch.setattr(events, "TABS", store)
-        patch.setattr(events, "CHANNELS", Channels(store))  # the page's key reaches a tab of this store
+        patch.setattr(route, "TABS", Tabs())
         yield
 
 
-def request(query: str) -> gr.Request:
-    """The page load's request as gradio hands it to the handler: the page's query string, a
-    session and a client address of its own (each new tab counts against its address's), and
-    headers, in a real Starlette request."""
-    address = str(ipaddress.IPv4Address("198.18.0.0") + next(ADDRESSES))  # 198.18.0.0/15: for tests
-    scope = {"type": "http", "method": "GET", "path": "/", "query_string": query.encode("ascii"),
-             "headers": [(b"host", b"localhost"), (b"user-agent", b"test")], "client": (address, 50000)}
-    return gr.Request(Request(scope), session_hash=uuid.uuid4().hex)
+def answered(sent: dict) -> dict:
+    """The route's answer to `sent`, as the page reads it (a fault escapes it and fails the test)."""
+    LIVE._threads.clear()  # each call runs in an event loop of its own: its lines' threads are made in it
+    response = run_async(lambda: LIVE.answer(sent))
+    return json.loads(response.body)
 
 
-def opened(query: str, screen: object = None) -> tuple[dict, Tab]:
-    """What the page load answers for `query`, and its tab (the view it holds, its tokens)."""
-    render.forget_shared()  # the view is drawn, not taken from an earlier example's drawing
-    asked = request(query)
-    out = tourpanel.open_link(PAGE, asked, screen)  # a fault escapes it and fails the test
-    return out, events.TABS.get(asked.session_hash)
+def opened(query: str, narrow: object = False) -> tuple[dict, Tab]:
+    """What a page opening answers for `query` on a screen that says `narrow`, and its tab (the
+    view it holds, its tokens)."""
+    shared.forget()  # the view is drawn, not taken from an earlier example's drawing
+    answer = answered({"open": {"query": query, "narrow": narrow}})
+    assert "values" in answer, answer
+    key = json.loads(answer["values"]["address"])["key"]
+    return answer["values"], route.TABS.kept(key)
 
 
-def notes_of(out: dict) -> list[str]:
+def notes_of(values: dict) -> list[str]:
     """The notice as the notes a person reads; asserts it is plain text, each note escaped."""
-    shown = out.get(PAGE.notice, "")
+    shown = values.get("notice", "")
     assert isinstance(shown, str)
     notes = NOTE.findall(shown)
     assert "".join(f"<p>⚠️ {note}</p>" for note in notes) == shown, shown
@@ -86,36 +79,32 @@ def notes_of(out: dict) -> list[str]:
     return [html.unescape(note) for note in notes]
 
 
-def drawn(out: dict) -> list[str]:
+def drawn(values: dict) -> list[str]:
     """The main plot's trace names; asserts that it was drawn, its groups' points are numbers, and
-    every value turns into what the browser receives (the page opening's answer, by element id,
-    as JSON), none of them an error."""
-    assert set(out) <= set(PAGE.everything)
-    for component, value in out.items():
-        assert not isinstance(value, BaseException), (component, value)
-        assert "Traceback" not in str(value), component
-    sent = orjson.loads(orjson.dumps(PAGE.direct.values_of(out), option=orjson.OPT_SERIALIZE_NUMPY))
-    assert set(sent) == {component.elem_id for component, value in out.items() if not events.skipped(value)}
-    plot = out.get(PAGE.plot)
-    assert isinstance(plot, str) and plot, "the page load did not draw the main plot"
-    figure = json.loads(plot)
+    every value names an element of the page, none of them an error."""
+    assert set(values) <= set(LIVE.by_id), set(values) - set(LIVE.by_id)
+    for elem_id, value in values.items():
+        assert "Traceback" not in str(value), elem_id
+    plot = values.get("embed-plot")
+    assert isinstance(plot, str) and plot, "the page's opening did not draw the main plot"
+    figure = expand(json.loads(plot))
     assert isinstance(figure.get("data"), list) and "layout" in figure
     for trace in figure["data"]:
         if trace.get("name") in COMPONENTS:
             for axis in ("x", "y", "z"):
                 if axis in trace:
                     assert np.isfinite(decode(trace[axis]).astype(float)).all(), (trace["name"], axis)
-    address = json.loads(out[PAGE.address])
+    address = json.loads(values["address"])
     assert address["push"] is True and address["key"]
     return [trace.get("name") for trace in figure["data"]]
 
 
-def check_drawn(out: dict, tab: Tab, link: View, link_notes: tuple[str, ...] = (), narrow: bool = False) -> None:
+def check_drawn(values: dict, tab: Tab, link: View, link_notes: tuple[str, ...] = (), narrow: bool = False) -> None:
     """The page shows `link` on its screen (`narrow`: a phone's), saying exactly its notes: never
     "The link's view could not be opened", which would show the default view instead. A link
     names token positions of its own sentences: a selected token past their end is let go with a
     note, flips past it without one (`core.serving.tabs.follow`)."""
-    notes, traces, shown = notes_of(out), drawn(out), tab.view
+    notes, traces, shown = notes_of(values), drawn(values), tab.view
     length = len(tab.tokens)
     token = link.token if link.token is None or link.token < length else None
     let_go = [] if token == link.token else [
@@ -123,7 +112,7 @@ def check_drawn(out: dict, tab: Tab, link: View, link_notes: tuple[str, ...] = (
     assert notes == [*link_notes, *let_go]
     assert shown == link.with_(narrow=narrow, token=token, flips=frozenset(i for i in link.flips if i < length))
     assert set(shown.groups) <= set(traces), (shown.groups, traces)
-    query = json.loads(out[PAGE.address])["query"]
+    query = json.loads(values["address"])["query"]
     assert query == to_query(shown)[0]  # the address bar holds what is drawn
 
 
@@ -182,15 +171,15 @@ def query_of(params: dict) -> str:
     return urlencode(pairs, quote_via=lambda text, *_: quote(text, safe="", errors="surrogatepass"))
 
 
-# what the page says of its screen (tourpanel.SCREEN_JS), or anything a hostile page sends instead
-screens = st.one_of(st.none(), st.sampled_from(['{"narrow":true}', '{"narrow":false}', '{"narrow":1}', "[]", "null"]),
-                    st.text(max_size=80), st.integers(), st.lists(st.text(max_size=5), max_size=3))
+# what the page says of its screen (assets/explorer.js: true or false), or anything a hostile page sends instead
+screens = st.one_of(st.booleans(), st.none(), st.integers(), st.text(max_size=80),
+                    st.lists(st.text(max_size=5), max_size=3), st.sampled_from(["true", 1, 1.0, {"narrow": True}]))
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(names, values, max_size=12), screens)
-@example({"view": "lookup", "lookup": ""}, '{"narrow":true}')
-@example({"view": "lookup", "lookup": "w " * 201}, None)
+@example({"view": "lookup", "lookup": ""}, True)
+@example({"view": "lookup", "lookup": "w " * 201}, False)
 @example({"view": "lookup", "lookup": "w" * (MAX_LOOKUP_CHARS + 1)}, None)
 @example({"a": "x" * 10_001, "step": "8", "panel": "<script>"}, None)
 @example({"<img src=x onerror=alert(1)>": "1", "k": "**7**", "vocab": "30522", "d": "1024", "tokenizer": "word"}, None)
@@ -202,7 +191,7 @@ def test_any_query_opens_the_page_with_its_notes_as_text(params, screen):
     query = query_of(params)
     link = from_query({key: QueryParams(query).getlist(key) for key in QueryParams(query)})
     out, tab = opened(query, screen)
-    check_drawn(out, tab, link.view, link.notes, narrow=tourpanel.narrow(screen))
+    check_drawn(out, tab, link.view, link.notes, narrow=screen is True)
 
 
 # --- what the generated views found ---
@@ -213,33 +202,30 @@ def test_a_frozen_plane_with_no_group_ticked_reopens_from_its_address():
     keep") and showed the default view, losing the rest of it. A whole view (a link, Back, a
     class's lesson) cannot say which groups its plane was kept with, so it keeps the one every
     group spans; choosing to freeze with nothing ticked is still refused."""
-    asked = request("")
-    tourpanel.open_link(PAGE, asked, None)
-    events.update(PAGE, asked, lambda view: view.with_(sentence_a="the king spoke", basis="frozen"), asked=("basis",))
-    events.update(PAGE, asked, lambda view: view.with_(groups=()), asked=("groups",))
-    kept = events.TABS.get(asked.session_hash).view
+    def changed(tab: Tab, **change) -> dict:
+        return LIVE.apply(tab, LIVE.channels[tab], lambda view: view.with_(**change), asked=tuple(change))
+
+    _, tab = opened("")
+    changed(tab, sentence_a="the king spoke", basis="frozen")
+    changed(tab, groups=())
+    kept = tab.view
     assert (kept.basis, kept.groups) == ("frozen", ())
 
-    reloaded = request(to_query(kept)[0])
-    out = tourpanel.open_link(PAGE, reloaded, None)
-    tab = events.TABS.get(reloaded.session_hash)
+    out, tab = opened(to_query(kept)[0])
     check_drawn(out, tab, kept)
     assert notes_of(out) == []
     assert tab.session.basis == "frozen" and tab.session.frozen_basis is not None
-    out = events.update(PAGE, reloaded, lambda view: view.with_(groups=("token",)), asked=("groups",))
-    titles = [axis["title"]["text"] for name, axis in json.loads(out[PAGE.plot])["layout"].items()
+    out = changed(tab, groups=("token",))
+    titles = [axis["title"]["text"] for name, axis in json.loads(out["embed-plot"])["layout"].items()
               if name.startswith("xaxis")]
     assert titles and all("of the frozen view" in title for title in titles), titles
-    back = request("")  # Back to that address shows it too, over the page's route
-    tourpanel.open_link(PAGE, back, None)
-    tab = events.TABS.get(back.session_hash)
-    answer = run_async(lambda: PAGE.direct.answer({"key": key_of(tab), "change": {"back": to_query(kept)[0]}}))
-    assert notes_of({PAGE.notice: answer["values"].get("notice", "")}) == [] and tab.view == kept
+    _, back = opened("")  # Back to that address shows it too, over the page's route
+    key = LIVE.channels[back].key
+    answer = answered({"key": key, "change": {"back": to_query(kept)[0]}})
+    assert notes_of(answer["values"]) == [] and back.view == kept
 
-    fresh = request("")
-    tourpanel.open_link(PAGE, fresh, None)
-    events.update(PAGE, fresh, lambda view: view.with_(groups=()), asked=("groups",))
-    with pytest.warns(UserWarning, match="No group is ticked"):  # the toast, outside a page
-        out = events.update(PAGE, fresh, lambda view: view.with_(basis="frozen"), asked=("basis",))
+    _, fresh = opened("")
+    changed(fresh, groups=())
+    out = changed(fresh, basis="frozen")
     assert notes_of(out) == ["No group is ticked, so there is no plane to keep: tick at least one group."]
-    assert events.TABS.get(fresh.session_hash).view.basis == "sentence"
+    assert fresh.view.basis == "sentence"

@@ -1,9 +1,10 @@
-"""A class at once: many sessions typing together, two of them training, none seeing another's data.
+"""A class at once: many pages typing together, two of them training, none seeing another's data.
 
-N clients (threads, each its own `Client`, so its own session) make M live updates each, with
-sentences only they type. Two of them train meanwhile and one changes d_model. Every response
-must hold its own client's word and nobody else's, and the settings and training of a session
-must show in its own responses only. Times are measured and printed, never asserted.
+N clients (threads, each a page of its own through the page's route, tests/appapi.py) make M
+live updates each, with sentences only they type. Two of them train meanwhile and one changes
+d_model. Every answer must hold its own page's word and nobody else's, and the settings and
+training of a page must show in its own answers only. Times are measured and printed, never
+asserted.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 import pytest
-from appapi import named
+
+from core.view.state import SETTINGS_FIELDS
+from tests.appapi import Outputs, Page
 
 N_CLIENTS = 20
 N_UPDATES = 5
@@ -24,7 +27,7 @@ TRAINERS = (0, 7)  # these clients train after their first update, while the oth
 SETTER = 3  # this client sets d_model 8 before its update SETTINGS_AT
 SETTINGS_AT = 2
 TRAIN_STEPS = 20
-CALL_TIMEOUT = 60  # seconds for one call; a hung call fails the test instead of stalling it
+D_MODEL_8 = dict(zip(SETTINGS_FIELDS, ("wordpiece", 1000, 8, 512, 2, 0), strict=True))
 RUN_TIMEOUT = 150  # seconds for the whole crowd
 
 # common words that are one WordPiece token each (checked below), one per client; the rest of
@@ -59,8 +62,8 @@ class Record:
     summaries: list[str] = field(default_factory=list)
 
 
-def read(client: int, update: int, result) -> Response:
-    out = named("/embed", result)  # the plot expanded, and the token table drawn from it, as the page does
+def read(client: int, update: int, out: Outputs) -> Response:
+    # the plot expanded, and the token table drawn from it, as the page does
     traces, table = json.loads(out["embed-plot"]["plot"])["data"], out["token-table"]
     return Response(
         client=client,
@@ -73,52 +76,50 @@ def read(client: int, update: int, result) -> Response:
 
 
 def student(index: int, url: str, start: threading.Barrier, record: Record, lock: threading.Lock) -> None:
-    from gradio_client import Client
-
-    client = None
+    page = None
     try:
-        client = Client(url, verbose=False)
+        page = Page(url)
     except Exception as error:  # the barrier below still has to be passed, or everyone waits
         with lock:
-            record.errors.append(f"client {index} connect: {error!r}")
+            record.errors.append(f"client {index} open: {error!r}")
     try:
         start.wait()
     except threading.BrokenBarrierError:
         with lock:
             record.errors.append(f"client {index}: the crowd never gathered")
         return
-    if client is None:
+    if page is None:
         return
-    try:
-        for update in range(N_UPDATES):
-            if index == SETTER and update == SETTINGS_AT:
-                call(index, record, lock, "settings", client, "wordpiece", 1000, 8, 512, 2, 0, api_name="/settings")
+    for update in range(N_UPDATES):
+        if index == SETTER and update == SETTINGS_AT:
+            call(index, record, lock, "settings", lambda: page.send(**D_MODEL_8))
+        began = time.perf_counter()
+        a, b = sentences(index, update)
+        out = call(index, record, lock, "embed", lambda a=a, b=b: page.send(sentence_a=a, sentence_b=b))
+        if out is not None:
+            with lock:
+                record.embed_seconds.append(time.perf_counter() - began)
+                record.responses.append(read(index, update, out))
+        if index in TRAINERS and update == 0:
             began = time.perf_counter()
-            result = call(
-                index, record, lock, "embed", client, *sentences(index, update), api_name="/embed"
-            )
-            if result is not None:
+            out = call(index, record, lock, "train", lambda: page.train(TRAIN_STEPS, "builtin")[0])
+            if out is not None:
                 with lock:
-                    record.embed_seconds.append(time.perf_counter() - began)
-                    record.responses.append(read(index, update, result))
-            if index in TRAINERS and update == 0:
-                began = time.perf_counter()
-                result = call(index, record, lock, "train", client, TRAIN_STEPS, "builtin", api_name="/train")
-                if result is not None:
-                    with lock:
-                        record.train_seconds.append(time.perf_counter() - began)
-                        record.summaries.append(named("/train", result).value("train-summary"))
-    finally:
-        client.close()
+                    record.train_seconds.append(time.perf_counter() - began)
+                    record.summaries.append(out.value("train-summary"))
 
 
-def call(index: int, record: Record, lock: threading.Lock, what: str, client, *args, api_name: str):
+def call(index: int, record: Record, lock: threading.Lock, what: str, send) -> Outputs | None:
+    """`send()`'s answer; an error (a refusal of the call, an exception) is recorded instead."""
     try:
-        return client.submit(*args, api_name=api_name).result(timeout=CALL_TIMEOUT)
+        out = send()
     except Exception as error:
+        out = Outputs(error=repr(error))
+    if "error" in out:
         with lock:
-            record.errors.append(f"client {index} {what}: {error!r}")
+            record.errors.append(f"client {index} {what}: {out['error']}")
         return None
+    return out
 
 
 def spread(seconds: list[float]) -> str:
@@ -154,7 +155,7 @@ def test_a_class_at_once_sees_only_its_own_sessions(app_url):
             record.errors.append(f"worker: {future.exception()!r}")
     print(
         f"\n{N_CLIENTS} clients x {N_UPDATES} updates + {len(TRAINERS)} trainings in {elapsed:.1f} s;"
-        f" /embed {spread(record.embed_seconds)}; /train {spread(record.train_seconds)}"
+        f" updates {spread(record.embed_seconds)}; trainings {spread(record.train_seconds)}"
     )
 
     assert not not_done, f"{len(not_done)} clients were still running after {RUN_TIMEOUT} s"
@@ -198,17 +199,11 @@ def test_a_class_pressing_train_together_is_answered_and_trains_once(app_url, mo
     start = threading.Barrier(students, timeout=60)
 
     def student(index: int):
-        from gradio_client import Client
-
-        client = Client(app_url, verbose=False)
-        try:
-            client.predict(*sentences(index, 0), api_name="/embed")
-            start.wait()
-            result = client.submit(100, "builtin", api_name="/train").result(timeout=CALL_TIMEOUT)
-            out = named("/train", result)
-            return out.notice, out.value("train-summary")
-        finally:
-            client.close()
+        page = Page(app_url)
+        page.send(sentence_a=sentences(index, 0)[0], sentence_b=sentences(index, 0)[1])
+        start.wait()
+        out, _ = page.train(100, "builtin")
+        return out.notice, out.value("train-summary")
 
     with ThreadPoolExecutor(max_workers=students) as pool:
         answers = list(pool.map(student, range(students)))

@@ -217,7 +217,7 @@ def test_an_address_s_own_unused_tabs_make_room_for_its_new_one(budget):
 def test_the_budget_keeps_a_share_free_for_what_it_cannot_count_and_a_part_for_answers():
     """Tables are counted exactly, but a process grows beyond them (the allocator's slack, a
     tab's objects): counted tables may fill the budget less UNCOUNTED, so RSS stays within it,
-    and less the part kept for answers waiting to be read (ui/visitors.py), so a budget full of
+    and less the part kept for answers waiting to be read (ui/admission.py), so a budget full of
     tables still leaves a keystroke's answer its room."""
     own = Budget(limit=100 * MIB, tab_limit=200 * MIB)
     assert own.answer_limit == 100 * MIB // memory.ANSWERS > 0

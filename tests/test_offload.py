@@ -1,22 +1,24 @@
-"""Heavy work in the child process `core.process.offload` keeps: the same results as in this process,
-shared tables crossing by reference, progress and stop carried across, failures said plainly."""
+"""Heavy work in the process `core.process.offload`'s pool keeps: the same results as in this process,
+shared tables crossing through shared memory, progress and stop carried across, failures said plainly."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import numpy as np
 import psutil
 import pytest
 import torch
+from threadpoolctl import threadpool_limits
 
 from core.model.training import Corpus, TrainConfig
 from core.plane.basis import fit_vocabulary, vocabulary_basis
 from core.process import offload as offload_module
-from core.process.offload import Offload, OffloadError, dumps
+from core.process.offload import Offload, OffloadError, crossing_bytes
 from core.tables.session import Session
 from core.tables.uploads import UploadedTable, read_upload
 from core.view.options import Refused
@@ -60,16 +62,33 @@ def test_a_bert_training_there_equals_one_here_and_shares_this_process_s_table(o
     for frame in frames.values():
         assert frame.trained.tok_embed.base.data_ptr() == session.model.tok_embed.weight.data_ptr()
     assert not torch.equal(frames[1].trained.tok_embed.values, there.trained.tok_embed.values)
-    assert len(dumps(session.model)) < 20_000 < session.model.tok_embed.weight.nbytes
+    assert crossing_bytes(session.model) == 0 and all(t.is_shared() for t in session.model.state_dict().values())
+    # and the trained rows came back in shared memory, mapped here: not copied out of it
+    assert there.trained.tok_embed.values.is_shared()
 
 
-def test_a_table_nobody_can_rebuild_crosses_by_value(offload):
+def test_a_table_made_by_hand_is_moved_into_shared_memory_as_it_crosses(offload):
     rows = np.random.default_rng(0).standard_normal((40, 6)).astype(np.float32)
     session = Session.create(SMALL).with_upload(UploadedTable("token", "npy", None, torch.from_numpy(rows), None, ()))
     here = session.trained_on(Corpus.builtin(), TrainConfig(steps=3))
     there = session.trained_on(Corpus.builtin(), TrainConfig(steps=3), run=offload.call)
     assert torch.equal(here.trained.tok_embed.weight, there.trained.tok_embed.weight)
-    assert len(dumps(session.model)) > rows.nbytes
+
+
+def test_every_preset_table_is_in_shared_memory_from_the_start():
+    """Moving a table into shared memory frees what it leaves: a table other threads read must be
+    made there, never moved as it crosses."""
+    from core.tables import presets
+
+    for source in (presets.bert_source(), presets.glove_source(), presets.default_random_source(),
+                   presets.random_source(Settings(d_model=24, seed=9)),
+                   presets.with_positions(presets.bert_source(), "sinusoidal", 0)):
+        assert all(t.is_shared() for t in source.model.state_dict().values()), source.key
+    # moved before the budget marked them as the process's base, which knows a table by its memory
+    from core.process.memory import BUDGET, private
+
+    for source in (presets.bert_source(), presets.glove_source(), presets.default_random_source()):
+        assert private([source.model]).keys() <= set(BUDGET._base), source.key
 
 
 def uploaded(tmp_path, rows: int = 6_000, width: int = 16, seed: int = 0):
@@ -80,8 +99,8 @@ def uploaded(tmp_path, rows: int = 6_000, width: int = 16, seed: int = 0):
 
 
 def test_an_uploaded_table_crosses_as_its_file_and_comes_back_as_this_process_s_own(offload, tmp_path):
-    """A training of an upload copies the table neither to the other process nor back: it is sent
-    as its file in memory, and the trained layer and each snapshot read over this process's table."""
+    """A training of an upload copies the table neither to the other process nor back: it is read
+    into shared memory, and the trained layer and each snapshot read over this process's table."""
     session = Session.create(SMALL).with_upload(uploaded(tmp_path))
     table = session.model.tok_embed.weight
     frames: list[Session] = []
@@ -94,7 +113,7 @@ def test_an_uploaded_table_crosses_as_its_file_and_comes_back_as_this_process_s_
     assert len(snapshots) == 4
     for trained in (there, *snapshots):
         assert trained.trained.tok_embed.base.data_ptr() == table.data_ptr()  # this process's memory, no copy
-    assert len(dumps(session.model)) < 20_000 < table.nbytes
+    assert crossing_bytes(session.model) == 0 and table.is_shared()
     assert torch.equal(session.model.tok_embed.weight, table)  # the other process's pages never reach these
 
 
@@ -110,12 +129,12 @@ def test_what_a_call_copies_and_what_a_training_holds_are_reserved_in_the_memory
     import core.tables.session
     from core.process.memory import MIB, Budget
 
-    rows = torch.zeros(2 * 2**20 // 4 // 16, 16)  # 2 MiB of plain memory: it would cross by value
+    rows = torch.zeros(2 * 2**20 // 4 // 16, 16)  # 2 MiB of plain memory: it would be copied into shared memory
     small = Offload(budget=Budget(limit=2 * MIB))
     with pytest.raises(Refused, match="heavy work's copy of its tables"):
         small.call(count_to, 1, rows)
     assert small.pid is None  # refused before the process was even started
-    assert offload_module.crossing_bytes((Session.create(SMALL).with_upload(uploaded(tmp_path)).model,)) < 2**20
+    assert crossing_bytes((Session.create(SMALL).with_upload(uploaded(tmp_path)).model,)) == 0
     session = Session.create(source="bert")
     monkeypatch.setattr(core.tables.session, "BUDGET", Budget(limit=MIB))
     with pytest.raises(Refused, match="this training's copies"):
@@ -125,7 +144,8 @@ def test_what_a_call_copies_and_what_a_training_holds_are_reserved_in_the_memory
 def test_a_vocabulary_fit_there_is_the_fit_here(offload):
     table = Session.create(source="glove").model.tok_embed
     there = vocabulary_basis(table, refit=True, run=offload.call)
-    here = fit_vocabulary(table)
+    with threadpool_limits(1):  # as the app and the pool's process: BLAS's sums in the same order
+        here = fit_vocabulary(table)
     assert np.array_equal(there.projection.transform(np.eye(50, dtype=np.float32)),
                           here.projection.transform(np.eye(50, dtype=np.float32)))
 
@@ -168,14 +188,41 @@ def test_work_that_ignores_its_stop_is_ended(offload, monkeypatch):
     assert offload.call(count_to, 2) == 2
 
 
-def test_work_the_process_cannot_import_is_refused_plainly(offload):
+def test_work_the_process_cannot_import_is_refused_plainly(offload, monkeypatch):
+    nowhere = types.ModuleType("nowhere")  # a module this process has and the other cannot import
+    exec("def function():\n    return 1\n", nowhere.__dict__)
+    monkeypatch.setitem(sys.modules, "nowhere", nowhere)
     with pytest.raises(OffloadError, match="could not read it"):
-        offload.call(local_function)
+        offload.call(nowhere.function)
     assert offload.call(count_to, 2) == 2
 
 
-def local_function() -> None:  # under pytest's own module name, which the other process cannot import
-    pass
+def test_an_abandoned_call_is_stopped_and_the_next_one_runs_at_once(offload):
+    """A caller that leaves mid-call asks its work to stop: the process is kept, not killed."""
+    pid = offload.pid
+
+    def fails(step: int) -> None:
+        raise KeyError("a progress callback's own bug")
+
+    with pytest.raises(KeyError):
+        offload.call(count_to, 100_000, progress=fails, stop=lambda: False)
+    assert offload.call(count_to, 1) == 1 and offload.pid == pid
+
+
+def test_the_process_has_one_torch_thread_and_may_open_as_many_files_as_allowed(offload):
+    import resource
+
+    from tests.offload_jobs import limits
+
+    threads, (soft, hard) = offload.call(limits)
+    assert threads == 1 and soft == hard == resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+
+
+def test_the_process_imports_neither_the_page_nor_gradio(offload):
+    """The server's `__main__` (app.py) builds the whole page: the pool's process must not run it."""
+    from tests.offload_jobs import modules
+
+    assert not {name for name in offload.call(modules) if name.split(".")[0] in ("gradio", "ui", "app")}
 
 
 def test_closing_ends_the_process():
@@ -186,39 +233,12 @@ def test_closing_ends_the_process():
     assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
 
 
-def test_the_child_starts_on_a_copy_of_the_environment_and_a_passing_bad_address_is_tried_again(monkeypatch):
-    """A failed exec with "[Errno 14] Bad address" once stopped the whole app from starting."""
-    import errno
-
-    from core.process import offload
-
-    calls = []
-
-    def popen(command, **options):
-        calls.append(options)
-        if len(calls) == 1:
-            raise OSError(errno.EFAULT, "Bad address")
-        return "started"
-
-    monkeypatch.setattr(offload.subprocess, "Popen", popen)
-    monkeypatch.setattr(offload.time, "sleep", lambda seconds: None)
-    assert offload._spawn(["python"], 3) == "started" and len(calls) == 2
-    assert all(isinstance(c["env"], dict) and c["env"] is not offload.os.environ for c in calls)
-
-    def missing(command, **options):
-        raise FileNotFoundError(errno.ENOENT, "No such file")
-
-    monkeypatch.setattr(offload.subprocess, "Popen", missing)
-    with pytest.raises(FileNotFoundError):
-        offload._spawn(["python"], 3)
-
-
 def test_the_process_is_warm_before_its_first_job_a_training_imports_nothing_more():
     """`warm` runs what a first training runs, so the class's first Train does not wait for
     torch's imports (seconds, the first time a layer is built on the meta device)."""
     script = (
         "import sys\n"
-        "from core.serving.heavywork import warm\n"
+        "from core.process.offload import warm\n"
         "from core.tables.session import Session\n"
         "from core.view.state import Settings\n"
         "from core.model.training import Corpus, TrainConfig\n"

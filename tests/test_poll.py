@@ -1,7 +1,7 @@
 """The class poll (core/serving/poll.py, and the rounds `Classroom` keeps beside its lessons).
 
-The values and checks are tested on their own; the rounds through a `Classroom` on both stores
-(`MemoryStore`, and `RedisStore` on a real redis-server), as tests/test_classroom.py tests the
+The values and checks are tested on their own; the rounds through a `Classroom` on the one store,
+`RedisStore`, on fakeredis and on a real redis-server, as tests/test_classroom.py tests the
 lessons, with the same fixtures: real `Tab`s, a hand clock for the store (a round's rate limits,
 a class's grace) and for the writer (how often a round is announced). What another thread
 delivers is waited for with a bounded poll, never a timed sleep.
@@ -19,23 +19,9 @@ import pytest
 
 import core.serving.classroom as classroom
 import core.serving.poll as poll
-from core.serving.classroom import (
-    ENDED,
-    ENOUGH,
-    MODERATED,
-    NOT_ASKED,
-    NOT_FOLLOWING,
-    NOT_LECTURER,
-    NOT_OPEN,
-    OTHER_ROUND,
-    POLL_SECONDS,
-    ROUND_FULL,
-    Classroom,
-    Forbidden,
-    Gone,
-    Reconnecting,
-)
-from core.serving.classstore import RECONNECTING, Full, MemoryStore, RedisStore
+from core.serving.classroom import ENDED, NOT_FOLLOWING, NOT_LECTURER, Classroom, Forbidden, Gone, Reconnecting
+from core.serving.classrounds import ENOUGH, MODERATED, NOT_ASKED, NOT_OPEN, OTHER_ROUND, POLL_SECONDS, ROUND_FULL
+from core.serving.classstore import RECONNECTING, Full, RedisStore
 from core.serving.poll import (
     MAX_ANSWERS,
     MAX_DRAWN,
@@ -55,7 +41,7 @@ from tests import test_classroom
 from tests.clocks import Clock
 from tests.waiting import eventually
 
-# the class tests' fixtures, as they are: the store's hand clock, both stores, every classroom closed at the end
+# the class tests' fixtures, as they are: the store's hand clock, the store on both servers, every classroom closed
 clock, stores, store, closed = test_classroom.clock, test_classroom.stores, test_classroom.store, test_classroom.closed
 key_of, tab = test_classroom.key_of, test_classroom.tab
 
@@ -441,11 +427,9 @@ def test_a_round_ends_with_its_class(room, store):
     assert eventually(lambda: room.round(class_id) == NO_ROUND and room.own("page-1", class_id) == ())
     with pytest.raises(Gone, match=ENDED):
         room.answer(student, "page-1", "10.9.9.1", "prince", 1)
-    if isinstance(store, RedisStore):
-        assert not store.redis.keys(f"explorer:poll:{class_id}*")
+    assert not store.redis.keys(f"explorer:poll:{class_id}*")
 
 
-@pytest.mark.parametrize("stores", ["redis"], indirect=True)
 def test_a_rounds_keys_live_as_long_as_its_class(stores, clock):
     store = stores()
     room = Classroom(store)
@@ -485,8 +469,7 @@ def test_a_burst_of_answers_is_announced_at_most_once_a_second_and_the_last_alwa
     heard: list[Round] = []
     listener = stores()
     listener.listen_rounds(lambda class_id, round_: heard.append(round_) if class_id == made[0] else None)
-    if isinstance(listener, RedisStore):
-        listener.listen(lambda lesson: None)  # subscribed
+    listener.listen(lambda lesson: None)  # subscribed
     ticks = Clock()
     room = Classroom(store, ticks=ticks)
     made: list[str] = []
@@ -589,16 +572,17 @@ def test_a_redis_outage_loses_no_acknowledged_answer_nor_the_rounds_moderation(r
     assert dict(one.store.poll(class_id).counts) == {"queen": 3, "rude": 2, "word2": 1, "late": 1}
 
 
-def test_the_memory_store_is_never_away(clock):
-    store = MemoryStore(clock)
+def test_one_processs_own_store_is_never_away_and_writes_answers_again_once(clock):
+    store = RedisStore(clock=clock)  # a fakeredis server of this process's own
+    store.ping()
     room = Classroom(store)
     lecturer, class_id, secret = lecture(room)
     room.ask(lecturer, secret, f"Type a word, {secrets.token_hex(2)}.")
-    assert store.replay(class_id, 1, 0, {"page-1": ("queen",)}, 3, MAX_ANSWERS) == "done"  # written again once
-    assert store.replay(class_id, 1, 0, {"page-1": ("queen",)}, 3, MAX_ANSWERS) == "same"  # nothing lost
+    assert store.replay(class_id, 1, {"page-1": ("queen",)}, 3, MAX_ANSWERS, NO_ROUND) == "done"  # written again once
+    assert store.replay(class_id, 1, {"page-1": ("queen",)}, 3, MAX_ANSWERS, NO_ROUND) == "same"  # nothing lost
     assert dict(store.poll(class_id).counts) == {"queen": 1}
-    assert store.replay(class_id, 2, 0, {}, 3, MAX_ANSWERS) == "other"
-    assert not store.restore_round(class_id, store.poll(class_id))  # it has the round
+    assert store.replay(class_id, 2, {}, 3, MAX_ANSWERS, NO_ROUND) == "other"
+    assert store.replay(class_id, 1, {}, 3, MAX_ANSWERS, store.poll(class_id), restore=True) == "same"  # it has one
 
 
 def test_a_redis_emptied_under_running_processes_loses_no_acknowledged_answer(rooms, clock):
@@ -636,11 +620,11 @@ def test_an_answer_sent_before_its_process_wrote_its_answers_again_keeps_the_ear
     there = tab()
     two.join(there, class_id)
     two.answer(there, "page-there", "10.12.0.2", "prince", 1)
-    replay, two.replay = two.replay, lambda: None  # this process has not written its answers again yet
+    replay, two.rounds.replay = two.rounds.replay, lambda class_id: None  # its answers not written again yet
     one.store.redis.flushall()
     one.beat()  # the lecturer's process puts the class and its round back
     assert eventually(lambda: one.store.poll(class_id) is not None)
     assert two.answer(there, "page-there", "10.12.0.2", "crown", 1)[1] == ("prince", "crown")
-    two.replay = replay
+    two.rounds.replay = replay
     two.replay()
     assert eventually(lambda: dict(one.store.poll(class_id).counts) == {"prince": 1, "crown": 1})

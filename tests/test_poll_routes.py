@@ -1,4 +1,4 @@
-"""A round of answers through the launched app (ui/pollroutes.py): the lecturer asks, students answer,
+"""A round of answers through the launched app (ui/classroutes.py): the lecturer asks, students answer,
 every class stream carries the round, and the lecturer's plane draws the words.
 
 Pages, streams and classes as tests/test_class_routes.py makes them (its fixtures). Hostile
@@ -11,20 +11,19 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from tests.appapi import key_of
 from tests.test_class_routes import call, opened, pages, started  # noqa: F401, F811 (the class tests' fixtures)
 from tests.waiting import eventually
 
 
 def poll(app_url: str, name: str, tab, address: str | None = None, **sent):
-    return call(app_url, f"poll/{name}", {"key": key_of(tab), **sent}, address=address)
+    return call(app_url, f"poll/{name}", {"key": tab.key, **sent}, address=address)
 
 
 def redraw(app_url: str, tab, version: int) -> dict:
     """The page's {poll} call on its route, as assets/classroom.js sends it: the values that changed."""
     import httpx
 
-    answer = httpx.post(f"{app_url}explorer/live", json={"key": key_of(tab), "change": {"poll": version}}, timeout=60)
+    answer = httpx.post(f"{app_url}explorer/live", json={"key": tab.key, "change": {"poll": version}}, timeout=60)
     assert answer.status_code == 200, answer.text
     return answer.json()
 
@@ -38,12 +37,12 @@ def class_trace(values: dict) -> dict | None:
 def lesson(app_url, pages, started, opened):  # noqa: F811
     """A class with its lecturer and one following student, both streams open: (lecturer, secret,
     student, the lecturer's stream, the student's stream)."""
-    _, lecturer = pages("The king and the queen of the castle.")
-    _, student = pages()
+    lecturer = pages("The king and the queen of the castle.")
+    student = pages()
     answer = started(lecturer)
-    lecturer_stream = opened(key_of(lecturer), answer["class"])
-    student_stream = opened(key_of(student), answer["class"])
-    assert call(app_url, "follow", {"key": key_of(student)}).status_code == 200
+    lecturer_stream = opened(lecturer.key, answer["class"])
+    student_stream = opened(student.key, answer["class"])
+    assert call(app_url, "follow", {"key": student.key}).status_code == 200
     student_stream.until(lambda m: m["shown"] >= 1)
     return lecturer, answer["secret"], student, lecturer_stream, student_stream
 
@@ -108,10 +107,10 @@ def test_a_lecturers_hostile_body_gets_a_sentence_and_changes_nothing(app_url, l
     from ui.classroutes import CLASSROOM
 
     lecturer, secret, _, _, _ = lesson
-    before = CLASSROOM.round(lecturer.member.class_id)
+    before = CLASSROOM.round(lecturer.tab.member.class_id)
     answer = poll(app_url, name, lecturer, secret=secret, **sent)
     assert answer.status_code == 400 and answer.json()["error"].endswith("."), answer.text
-    assert CLASSROOM.round(lecturer.member.class_id) == before
+    assert CLASSROOM.round(lecturer.tab.member.class_id) == before
 
 
 @pytest.mark.parametrize("sent", [
@@ -131,21 +130,21 @@ def test_a_students_hostile_answer_gets_a_sentence_and_changes_nothing(app_url, 
     assert poll(app_url, "answer", student, word="queen", round=number).json()["own"] == ["queen"]
     counted = lecturer_stream.until(lambda m: m["poll"]["answers"] >= 1)["poll"]
     assert (counted["answers"], counted["drawn"]) == (1, [["queen", 1]])
-    assert CLASSROOM.round(lecturer.member.class_id).number == number
+    assert CLASSROOM.round(lecturer.tab.member.class_id).number == number
 
 
 def test_a_student_is_not_the_lecturer(app_url, lesson):
     from ui.classroutes import CLASSROOM
 
     lecturer, secret, student, _, _ = lesson
-    before = CLASSROOM.round(lecturer.member.class_id)
+    before = CLASSROOM.round(lecturer.tab.member.class_id)
     for name, sent in (("ask", {"prompt": "Mine?"}), ("clear", {}), ("hide", {"word": "queen", "on": True})):
         for secret_sent in (secret, "x" * 32, None):  # even with the lecturer's secret, from another page
             answer = poll(app_url, name, student, secret=secret_sent, **sent)
             assert answer.status_code in (400, 403), answer.text
     wrong = poll(app_url, "ask", lecturer, secret="y" * 32, prompt="Forged?")
     assert wrong.status_code == 403, wrong.text
-    assert CLASSROOM.round(lecturer.member.class_id) == before
+    assert CLASSROOM.round(lecturer.tab.member.class_id) == before
 
 
 def test_a_fourth_word_is_refused_and_the_same_word_counts_once(app_url, lesson):
@@ -163,12 +162,12 @@ def test_a_fourth_word_is_refused_and_the_same_word_counts_once(app_url, lesson)
 def test_a_flood_of_answers_from_one_page_is_refused_with_a_sentence(app_url, pages, started, opened):  # noqa: F811
     """Many pages of one address answering at once: past the per-address or per-student limit a
     sentence says when to try again, and what was acknowledged is counted."""
-    _, lecturer = pages()
+    lecturer = pages()
     answer = started(lecturer)
     secret, class_id = answer["secret"], answer["class"]
-    students = [pages()[1] for _ in range(3)]
+    students = [pages() for _ in range(3)]
     for student in students:
-        opened(key_of(student), class_id)
+        opened(student.key, class_id)
     number = poll(app_url, "ask", lecturer, secret=secret, prompt="Go!").json()["poll"]["round"]
     statuses = []
     for student in students:
@@ -186,9 +185,9 @@ def test_a_round_ends_with_its_class(app_url, lesson):
     from ui.classroutes import CLASSROOM
 
     lecturer, secret, student, _, student_stream = lesson
-    class_id = lecturer.member.class_id
+    class_id = lecturer.tab.member.class_id
     number = poll(app_url, "ask", lecturer, secret=secret, prompt="Before the end?").json()["poll"]["round"]
-    assert call(app_url, "end", {"key": key_of(lecturer), "secret": secret}).status_code == 200
+    assert call(app_url, "end", {"key": lecturer.key, "secret": secret}).status_code == 200
     student_stream.wait_closed()
     answer = poll(app_url, "answer", student, word="late", round=number)
     assert answer.status_code in (400, 404), answer.text

@@ -1,80 +1,62 @@
 """A public Space meets strangers: hostile links, huge requests, greedy visitors, curious probes.
 
-Every case goes through the launched app (gradio_client over HTTP, or a real Chromium), as a
-stranger's request would:
+Every case goes through the launched app as a stranger's request would: the page's route
+(`explorer/live`, its uploads and its files, driven as the page's script drives them:
+tests/appapi.py), the public API (gradio_client), plain HTTP, or a real Chromium:
 
 * a link's names and values are shown as text, never as a link, an image or a form, and the
   browser never fetches anything they name;
 * the server refuses text over `core.view.options.MAX_TEXT` before any work, and a refusal changes
-  nothing (`/fingerprint` before and after);
+  nothing (the tab's fingerprint before and after), nor does the work asked for with it;
 * one tab holds at most one heavy job, so another visitor waits for at most one job;
-* the tests' own `/fingerprint` endpoint exists only when asked for;
-* exports do not pile up on disk, and a link cannot ask for an unbounded background.
+* the public API is its few documented functions and nothing else;
+* exports and uploads do not pile up on disk, and a link cannot ask for an unbounded background;
+* memory, new pages and the heavy-work process are bounded against strangers.
 """
 
 from __future__ import annotations
 
-import hashlib
-import html
 import json
 import os
-import subprocess
-import sys
+import threading
 import time
 from pathlib import Path
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
+import httpx
 import pytest
 
 from core.view.options import LIMITS, MAX_TEXT
-from tests.appapi import key_of
+from core.view.state import SETTINGS_FIELDS
+from tests.appapi import Outputs, Page, exported, outputs
 from tests.browser import COUNT_REQUESTS, IMAGES_SETTLED, PLOT, settle
 from tests.clocks import Clock
 from tests.waiting import eventually
 
-# the tests' /fingerprint endpoint is read when `app` is first imported (by conftest's app_url)
-os.environ.setdefault("EMBEDDING_EXPLORER_TEST_HOOKS", "1")
-
-ROOT = Path(__file__).resolve().parents[1]
 HUGE = "word " * 1_000_000  # 5,000,000 characters
+OVER = "y" * (MAX_TEXT + 1)  # one character past the limit: a body the route reads, a sentence it refuses
 LIMIT_TEXT = f"{MAX_TEXT:,}"  # "10,000", as every message writes it
 EXPORT_BUDGET = 15 * 2**20  # bytes 12 exports may leave behind
+WAIT = 120  # seconds before a test gives up on an event (a fault, never a figure)
 
 
 # --- helpers ----------------------------------------------------------------------------------
 
 
-def api_outputs(client, api: str) -> list[str | None]:
-    """The elem_ids of an endpoint's outputs, in the order gradio_client returns them (it leaves
-    out components hidden from the API, such as tabs)."""
-    components = {c["id"]: c for c in client.config["components"]}
-    (dependency,) = [d for d in client.config["dependencies"] if d.get("api_name") == api]
-    return [components[i].get("props", {}).get("elem_id") for i in dependency["outputs"]
-            if not components[i].get("skip_api", False)]
-
-
-def output(client, api: str, result, elem_id: str):
-    values = result if isinstance(result, tuple | list) else (result,)
-    return values[api_outputs(client, api).index(elem_id)]
-
-
-def text_of(value) -> str:
-    """An output's text; "" when the event left it unchanged (gradio sends an update marker)."""
-    return value if isinstance(value, str) else ""
-
-
-def fingerprint(client) -> str:
-    return client.predict(api_name="/fingerprint")
-
-
-def new_client(app_url):
-    from gradio_client import Client
-
-    return Client(app_url, verbose=False)
+def sent(page: Page, change: dict) -> httpx.Response:
+    """The page's call as it went over the wire (its status, its headers and its answer)."""
+    return httpx.post(f"{page.url}explorer/live", json={"key": page.key, "change": change}, headers=page.headers,
+                      timeout=WAIT)
 
 
 def folder_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.exists() else 0
+
+
+def settings(**values) -> dict:
+    """The tables' settings as the page sends them (every field of `core.view.state.Settings`)."""
+    defaults = dict(zip(SETTINGS_FIELDS, ("wordpiece", 1000, 32, 512, 2, 0), strict=True))
+    return {**defaults, **values}
 
 
 # --- a. markup from a link stays text ---------------------------------------------------------
@@ -137,202 +119,256 @@ def test_markup_in_a_link_is_shown_as_text_and_never_fetched(browser, app_url, q
 # --- b. the server's limit on text ------------------------------------------------------------
 
 
-def test_a_huge_sentence_is_refused_before_any_work(client):
-    before = fingerprint(client)
-    result = client.predict(HUGE, "", api_name="/embed")
-    notice = output(client, "embed", result, "notice")
-    assert f"{len(HUGE):,} characters" in notice and f"at most {LIMIT_TEXT}" in notice
-    assert fingerprint(client) == before
-    # sentence B has the same limit
-    result = client.predict("fine", HUGE, api_name="/embed")
-    assert "Sentence B" in output(client, "embed", result, "notice")
-    assert fingerprint(client) == before
+def test_a_huge_sentence_is_refused_before_any_work(live):
+    """A body past the route's bound is refused as it streams in, with a sentence; a sentence
+    past MAX_TEXT in a body the route reads is refused by the view's limits, the widget put back."""
+    before = live.fingerprint()
+    huge = sent(live, {"sentence_a": HUGE})
+    assert huge.status_code == 413 and "An update is at most" in huge.json()["error"]
+    assert live.fingerprint() == before
+    out = live.send(sentence_a=OVER)
+    assert f"{len(OVER):,} characters" in out.notice and f"at most {LIMIT_TEXT}" in out.notice
+    assert out.value("sentence-a") == live.tab.view.sentence_a != OVER  # the box shows what the view holds
+    assert live.fingerprint() == before
+    out = live.send(sentence_a="fine", sentence_b=OVER)  # sentence B has the same limit
+    assert "Sentence B" in out.notice
+    assert live.fingerprint() == before
 
 
-def test_a_huge_sentence_exports_nothing(client):
-    before = fingerprint(client)
-    result = client.predict(HUGE, "", api_name="/export")
-    notice = output(client, "export", result, "notice")
-    assert f"at most {LIMIT_TEXT}" in notice
-    assert fingerprint(client) == before
-    # the refused request asked for files of another sentence: it gets none, not the old view's
-    files = output(client, "export", result, "export-files")
-    assert not (isinstance(files, dict) and files.get("value")), f"a refused export still wrote files: {files}"
+def test_a_huge_sentence_exports_nothing(live):
+    """The export asked for with a refused sentence would be of another view than the one asked
+    for: the page gets none, not the old view's."""
+    before = live.fingerprint()
+    out = live.send(sentence_a=OVER, export=True)
+    assert f"at most {LIMIT_TEXT}" in out.notice
+    assert live.fingerprint() == before
+    assert not out.written("export-links"), f"a refused export still wrote links: {out.get('export-links')}"
+    assert live.send(sentence_a="the view asked for", export=True).written("export-links")  # once it is allowed
 
 
-def test_training_on_my_sentences_is_bounded(client):
+def test_training_on_my_sentences_is_bounded(live):
     """corpus "mine" trains on the tab's sentences, already at most MAX_TEXT each: the corpus's
     own limits (2,000 sentences, 500 characters each) then refuse or train, with a message."""
     many = ("The cat sat on the mat. " * 500)[: MAX_TEXT - 1]  # 9,999 characters, 416 sentences
-    client.predict(many, "", api_name="/embed")
-    result = client.predict(20, "mine", api_name="/train")
-    assert output(client, "train", result, "train-summary").startswith("Trained 20 steps in ")
+    live.send(sentence_a=many, sentence_b="")
+    out, _ = live.train(20, "mine")
+    assert out.value("train-summary").startswith("Trained 20 steps in ")
 
     for sentence, message in [
         (("a. " * 4000)[: MAX_TEXT - 1], "the corpus has 3,333 sentences; up to 2,000 are allowed"),
         ("x" * (MAX_TEXT - 1), "sentence 1 has 9,999 characters; sentences of up to 500 are allowed"),
     ]:
-        client.predict(sentence, "", api_name="/embed")
-        before = fingerprint(client)
-        result = client.predict(20, "mine", api_name="/train")
-        assert message in output(client, "train", result, "notice")
-        assert fingerprint(client) == before
+        live.send(sentence_a=sentence)
+        before = live.fingerprint()
+        out, _ = live.train(20, "mine")
+        assert message in out.notice
+        assert live.fingerprint() == before
 
 
 # --- c. one heavy job per visitor -------------------------------------------------------------
 
 
-def wait_until_training(client, job, timeout: float = 120) -> None:
-    """Until the job reports a training step: its job is running, not only queued."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if any(text_of(output(client, "train", outputs, "train-summary")).startswith("Training… step")
-               for outputs in job.outputs()):
-            return
-        if job.done():
-            raise AssertionError("the training ended before it was seen running")
-        time.sleep(0.1)
-    raise AssertionError("the training did not start")
+class Training:
+    """A page's training as its script watches it: the streamed answers, read on a thread of
+    their own as they come, until the training ends or the page goes away (`leave`)."""
+
+    def __init__(self, page: Page, steps: int, corpus: str = "builtin") -> None:
+        self.page, self.steps, self.corpus = page, steps, corpus
+        self.seen: list[Outputs] = []
+        self.left = threading.Event()
+        self.ended = threading.Event()
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+        self.thread.start()
+
+    def _watch(self) -> None:
+        change = {"train": {"steps": self.steps, "corpus": self.corpus}}
+        try:
+            with httpx.stream("POST", f"{self.page.url}explorer/live", json={"key": self.page.key, "change": change},
+                              headers=self.page.headers, timeout=300) as response:
+                for line in response.iter_lines():
+                    if line.startswith("data:"):
+                        self.seen.append(outputs(json.loads(line[5:])["values"]))
+                    if self.left.is_set():
+                        return  # the connection closes: the page went away
+        finally:
+            self.ended.set()
+
+    def running(self) -> None:
+        """Until a training step was shown: its job is running, not only in line."""
+        assert eventually(lambda: any(str(out.get("train-summary", "")).startswith("Training… step")
+                                      for out in self.seen) or self.ended.is_set(), WAIT), "the training did not start"
+        assert not self.ended.is_set(), "the training ended before it was seen running"
+
+    def leave(self) -> None:
+        self.left.set()
+        assert self.ended.wait(WAIT)
+
+    def result(self) -> Outputs:
+        assert self.ended.wait(280), "the training did not end"
+        merged = Outputs()
+        for out in self.seen:
+            merged.update(out)
+        return merged
 
 
 def test_one_visitor_cannot_queue_two_heavy_jobs(app_url):
-    first, other = new_client(app_url), new_client(app_url)
-    running = first.submit(2000, "builtin", api_name="/train")
-    wait_until_training(first, running)
-    second = first.submit(2000, "builtin", api_name="/train").result(timeout=60)
-    assert "Training is still running for this page" in output(first, "train", second, "notice")
-    assert not running.done()
+    first, other = Page(app_url), Page(app_url)
+    running = Training(first, 2000)
+    running.running()
+    second, _ = first.train(2000, "builtin")
+    assert "Training is still running for this page" in second.notice
+    assert not running.ended.is_set()
 
     # another visitor waits for the one job running, and is then served
-    result = other.predict(5, "builtin", api_name="/train")
-    assert output(other, "train", result, "train-summary").startswith("Trained 5 steps in ")
-    done = running.result(timeout=280)
-    assert output(first, "train", done, "train-summary").startswith("Trained 2000 steps in ")
+    out, _ = other.train(5, "builtin")
+    assert out.value("train-summary").startswith("Trained 5 steps in ")
+    assert running.result().value("train-summary").startswith("Trained 2000 steps in ")
 
 
 def test_a_training_whose_page_went_away_gives_its_slot_back(app_url):
-    """The page's event is cancelled (as when its tab closes): the training stops at its next
+    """The page's stream is closed (as when its tab closes): the training stops at its next
     step, adopts nothing, and the pool's slot is free at once for the next visitor."""
-    from ui.events import TABS
-
-    first, other = new_client(app_url), new_client(app_url)
-    running = first.submit(2000, "builtin", api_name="/train")
-    wait_until_training(first, running)
-    tab = TABS.get(first.session_hash)
-    running.cancel()
-    deadline = time.monotonic() + 60
-    while tab.job is not None:
-        assert time.monotonic() < deadline, "the cancelled training still holds the heavy pool"
-        time.sleep(0.05)
+    first, other = Page(app_url), Page(app_url)
+    running = Training(first, 2000)
+    running.running()
+    tab = first.tab
+    running.leave()
+    assert eventually(lambda: tab.job is None, 60), "the training of a page that went away still holds the pool"
     assert tab.session.training is None  # nothing was adopted
-    result = other.predict(5, "builtin", api_name="/train")
-    assert output(other, "train", result, "train-summary").startswith("Trained 5 steps in ")
+    out, _ = other.train(5, "builtin")
+    assert out.value("train-summary").startswith("Trained 5 steps in ")
 
 
-def test_a_training_stops_at_the_time_limit_of_one_job(app_url, monkeypatch):
+def test_a_training_stops_at_the_time_limit_of_one_job(live, monkeypatch):
     """A job runs at most `core.serving.jobs.JOB_SECONDS` (lowered here), then keeps the steps it took."""
     import core.serving.jobs
 
     monkeypatch.setattr(core.serving.jobs, "JOB_SECONDS", 0.5)
-    client = new_client(app_url)
-    result = client.predict(2000, "builtin", api_name="/train")
-    summary = output(client, "train", result, "train-summary")
+    out, _ = live.train(2000, "builtin")
+    summary = out.value("train-summary")
     steps = int(summary.split()[1].replace(",", ""))
     assert summary.startswith("Trained ") and 0 < steps < 2000, summary
     assert (f"Training stopped after 0.5 s, the longest one job may run on this server: {steps:,} of 2,000 steps "
-            "were taken.") in text_of(output(client, "train", result, "notice"))
+            "were taken.") in out.notice
 
 
-def test_a_fault_in_training_is_said_plainly_and_changes_nothing(app_url, monkeypatch):
+def test_a_fault_in_training_is_said_plainly_and_changes_nothing(live, monkeypatch):
     """Not a refusal but a fault (a bug, a broken table): logged on the server, a plain sentence
     on the page, the tables as they were, and the tab free to train again."""
-    from appapi import fingerprint
-
     from core.tables.session import Session
-
-    client = new_client(app_url)
-    before = fingerprint(client)
-    trained_on = Session.trained_on
-    monkeypatch.setattr(Session, "trained_on", lambda *args, **kwargs: 1 / 0)
-    result = client.predict(5, "builtin", api_name="/train")
     from ui.trainpanel import FAULT
 
-    notice = text_of(output(client, "train", result, "notice"))
-    assert notice == f"<p>⚠️ {FAULT}</p>" and "Error" not in notice  # no name of the fault's class
-    assert fingerprint(client) == before
+    before = live.fingerprint()
+    trained_on = Session.trained_on
+    monkeypatch.setattr(Session, "trained_on", lambda *args, **kwargs: 1 / 0)
+    out, _ = live.train(5, "builtin")
+    assert out.notice == FAULT and "Error" not in out.notice  # no name of the fault's class
+    assert live.fingerprint() == before
     monkeypatch.setattr(Session, "trained_on", trained_on)
-    result = client.predict(5, "builtin", api_name="/train")
-    assert output(client, "train", result, "train-summary").startswith("Trained 5 steps in ")
+    out, _ = live.train(5, "builtin")
+    assert out.value("train-summary").startswith("Trained 5 steps in ")
 
 
-def test_a_training_whose_process_ended_is_said_in_a_sentence_and_changes_nothing(app_url, monkeypatch):
+def test_a_training_whose_process_ended_is_said_in_a_sentence_and_changes_nothing(live, monkeypatch):
     """The heavy-work process ending mid-training (killed for memory, a crash in a library) is
     said in a sentence that names what happened and what to do, never a class's name."""
-    from appapi import fingerprint
-
     from core.process.offload import Offload
     from tests.offload_jobs import exit_now
-    from ui import events
+    from ui.route import OFFLOAD
 
-    client = new_client(app_url)
-    before = fingerprint(client)
-    monkeypatch.setattr(events.OFFLOAD, "call", lambda *args, **hooks: Offload.call(events.OFFLOAD, exit_now))
-    result = client.predict(5, "builtin", api_name="/train")
-    notice = text_of(output(client, "train", result, "notice"))
-    assert "ended before it finished" in notice and "try again" in notice and "tables are as they were" in notice
-    assert "Error" not in notice
-    assert fingerprint(client) == before
+    before = live.fingerprint()
+    monkeypatch.setattr(OFFLOAD, "call", lambda *args, **hooks: Offload.call(OFFLOAD, exit_now))
+    out, _ = live.train(5, "builtin")
+    assert "ended before it finished" in out.notice and "try again" in out.notice
+    assert "tables are as they were" in out.notice and "Error" not in out.notice
+    assert live.fingerprint() == before
 
 
-# --- d. the tests' hooks are not public -------------------------------------------------------
-
-HOOKS = "EMBEDDING_EXPLORER_TEST_HOOKS"
-API_NAMES = "print(sorted(str(f.api_name) for f in demo.fns.values()))"
+# --- d. the public API is what it documents -------------------------------------------------------
 
 
-def api_names_in_subprocess(code: str, hooks: str | None) -> list[str]:
-    """The api names of a demo built in a fresh interpreter (so its module state is its own)."""
-    env = {k: v for k, v in os.environ.items() if k != HOOKS}
-    if hooks is not None:
-        env[HOOKS] = hooks
-    done = subprocess.run([sys.executable, "-c", f"{code}\n{API_NAMES}"], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=240, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1].replace("'", '"'))
+def test_the_public_api_is_its_four_documented_functions_and_nothing_else(api):
+    """No hidden button, no test hook, no twin of a page's handler: the API a stranger can call
+    is `view`, `train`, `code` and `tour` (ui/api.py), each with its documented parameters. The
+    tests read a tab's fingerprint in the app's own process; no endpoint answers it."""
+    endpoints = api.view_api(print_info=False, return_format="dict")
+    assert set(endpoints["named_endpoints"]) == {"/view", "/train", "/code", "/tour"}
+    assert not endpoints["unnamed_endpoints"]
+    parameters = {name: [p["parameter_name"] for p in endpoint["parameters"]]
+                  for name, endpoint in endpoints["named_endpoints"].items()}
+    assert parameters == {"/view": ["query"], "/train": ["query", "steps", "corpus"], "/code": ["query"], "/tour": []}
 
 
-def test_the_public_app_has_no_test_hooks():
-    names = api_names_in_subprocess("import app\ndemo = app.demo", hooks=None)
-    assert "embed" in names and "fingerprint" not in names
+# --- e. exports and uploads do not fill the disk ------------------------------------------------
 
 
-def test_build_demo_without_hooks_has_none_even_with_the_variable_set():
-    code = "from ui.page import build_demo\ndemo = build_demo(test_hooks=False)"
-    names = api_names_in_subprocess(code, hooks="1")
-    assert "train" in names and "fingerprint" not in names
+def test_twelve_exports_leave_one(live, app_url):
+    """Each export of a page revokes its page's previous links and deletes their files: twelve
+    leave one export's files, and an older link says it has expired."""
+    from ui.files import ROOT
 
-
-def test_the_tests_app_has_its_hook(client):
-    assert "fingerprint" in [d.get("api_name") for d in client.config["dependencies"]]
-
-
-# --- e. exports do not fill the disk ----------------------------------------------------------
-
-
-def test_twelve_exports_leave_one(client):
-    import app
-
-    (files,) = [block for block in app.demo.blocks.values() if getattr(block, "elem_id", None) == "export-files"]
-    exports = Path(files.GRADIO_CACHE) / "exports"
-    tab = exports / hashlib.sha256(client.session_hash.encode()).hexdigest()[:16]
-    before = folder_bytes(exports)
+    exports = ROOT / "exports"
+    folders_before, bytes_before = set(exports.iterdir()) if exports.exists() else set(), folder_bytes(exports)
+    first = None
     for i in range(12):
-        result = client.predict(f"export number {i} of twelve", "and its pair", api_name="/export")
-        assert output(client, "export", result, "export-files")["value"]
-    kept = sorted(p.name for p in tab.rglob("*") if p.is_file())
-    assert kept == ["embedding.csv", "embedding.html", "embedding.safetensors"]
-    assert folder_bytes(tab) < EXPORT_BUDGET / 2
-    # other sessions may export meanwhile; this one's twelve left at most one export's bytes
-    assert folder_bytes(exports) - before < EXPORT_BUDGET
+        out = live.send(sentence_a=f"export number {i} of twelve", sentence_b="and its pair", export=True)
+        assert out.written("export-links"), out
+        first = first or out
+    kept = set(exports.iterdir()) - folders_before
+    assert len(kept) == 1, kept  # this page's newest export, every older one deleted
+    (folder,) = kept
+    assert sorted(p.name for p in folder.iterdir()) == ["embedding.csv", "embedding.html", "embedding.safetensors"]
+    assert folder_bytes(folder) < EXPORT_BUDGET / 2
+    # other pages may export meanwhile; this one's twelve left at most one export's bytes
+    assert folder_bytes(exports) - bytes_before < EXPORT_BUDGET
+    files = exported(app_url, out)
+    assert set(files) == {"embedding.csv", "embedding.html", "embedding.safetensors"}
+    assert "twelve" in files["embedding.csv"].decode()
+    assert b"expired" in b"".join(exported(app_url, first).values())  # the first export's links are gone
+
+
+def test_gradios_own_upload_route_takes_nothing_and_the_pages_keeps_no_file(live, tmp_path):
+    """The page uploads through its own route, which writes the file as it streams in and deletes
+    it once read or refused: nothing waits on disk for a sweep. Gradio's upload route, which kept
+    files nobody asked for, takes none (`max_file_size` 0)."""
+    import numpy as np
+
+    from ui.files import ROOT
+
+    gradios = httpx.post(f"{live.url}gradio_api/upload", files={"files": ("one.bin", os.urandom(2 * 2**20))},
+                         timeout=60)
+    assert gradios.status_code == 413
+    uploads = ROOT / "uploads"
+    path = tmp_path / "table.npy"
+    np.save(path, np.random.default_rng(23).normal(size=(40, 6)).astype(np.float32))
+    assert "6 dimensions" in live.upload(path).value("tables-info")  # taken
+    junk = tmp_path / "junk.npy"
+    junk.write_bytes(b"not a table at all")
+    assert "not in a format the explorer reads" in live.upload(junk).notice  # refused
+    assert not uploads.exists() or not any(uploads.iterdir())
+
+
+@pytest.mark.parametrize("named", ["/etc/passwd.npy", "../../etc/passwd.npy", "http://192.0.2.1/table.npy",
+                                   "%2e%2e%2f%2e%2e%2fetc%2fpasswd.npy"])
+def test_an_uploads_name_names_nothing_on_the_server_the_body_is_the_table(live, tmp_path, named):
+    """An upload is the file's body; its name (a header, URL-encoded) only says its format. A name
+    that is a path or an address on the server or beyond is never read: the body is the table."""
+    import numpy as np
+
+    table = tmp_path / "t.npy"
+    np.save(table, np.random.default_rng(24).normal(size=(30, 7)).astype(np.float32))
+    answer = httpx.post(f"{live.url}explorer/upload", content=table.read_bytes(), timeout=60,
+                        headers={"X-Explorer-Key": live.key, "X-File-Name": named}).json()
+    out = outputs(answer["values"])
+    assert out.value("table-source") == "upload" and "7 dimensions" in out.value("tables-info")
+    assert "passwd" not in json.dumps(answer) and "192.0.2.1" not in json.dumps(answer)
+
+
+def test_an_upload_without_its_pages_key_is_refused_with_a_sentence(app_url):
+    for key in (None, "", "guessed-key"):
+        headers = {"X-File-Name": "t.npy"} | ({"X-Explorer-Key": key} if key is not None else {})
+        answer = httpx.post(f"{app_url}explorer/upload", content=b"\x93NUMPY", headers=headers, timeout=60).json()
+        assert "reload the page" in answer["error"], answer
 
 
 # --- f. a link cannot ask for an unbounded background -----------------------------------------
@@ -352,10 +388,10 @@ def test_a_links_background_is_capped(browser, app_url, query):
         notice = page.locator("#notice").inner_text()
         assert "400,003" in notice and f"{BACKGROUND_CAP:,}" in notice
         page.get_by_role("tab", name="View").click()  # where the background's data lives
+        settle(page)
         sizes = page.evaluate(TRACE_SIZES)
         assert max(size for _, size in sizes) <= BACKGROUND_CAP
-        data = page.locator("#background-data textarea, #background-data input").first.input_value()
-        assert data == ""  # refused, so nothing behind
+        assert page.evaluate("() => window.embeddingExplorer.hasBackground()") is False  # refused, so nothing behind
     finally:
         for context in contexts:
             context.close()
@@ -363,7 +399,8 @@ def test_a_links_background_is_capped(browser, app_url, query):
 
 @pytest.mark.browser
 def test_the_largest_background_a_link_may_ask_for_is_drawn(browser, app_url):
-    """The check above can see a background: the cap itself is drawn, and no more."""
+    """The check above can see a background: the cap itself is drawn, and no more, in the plane
+    the link opens on, without the View tab (where the background's data is carried) opened."""
     from tests.browser import open_at
 
     contexts: list = []
@@ -386,8 +423,6 @@ def test_the_largest_background_a_link_may_ask_for_is_drawn(browser, app_url):
 def test_a_lookup_link_the_walk_through_refuses_still_draws_the_page(open_page, lookup, why):
     """Every view a link can express draws: the lookup sentence's limits are the View's own, so
     a link past them drops that parameter with a note instead of breaking the page's load."""
-    from urllib.parse import quote
-
     page = open_page(f"view=lookup&lookup={quote(lookup)}")
     assert page.evaluate(f"() => {PLOT}.data.length") > 0
     assert page.evaluate("() => document.querySelectorAll('.error, .toast-body.error').length") == 0
@@ -396,68 +431,49 @@ def test_a_lookup_link_the_walk_through_refuses_still_draws_the_page(open_page, 
 
 
 def test_asking_for_a_link_after_the_session_ended_says_so(app_url, monkeypatch):
-    """A store of its own for this test, on a clock it moves past the idle time: the others' tabs are untouched."""
-    import ui.events
+    """A store of its own for this test, on a clock it moves past the idle time: the others' tabs
+    are untouched. The store forgets a tab unused for over an hour when it next looks (a page
+    opening), and the page's next call is told why, with no link made of what it forgot."""
+    import ui.route
     from core.serving.tabs import Tabs
 
     clock = Clock()
     store = Tabs(clock=clock)
-    monkeypatch.setattr(ui.events, "TABS", store)
-    client = new_client(app_url)
-    client.predict("kept for an hour", "", api_name="/embed")
+    monkeypatch.setattr(ui.route, "TABS", store)
+    page = Page(app_url)
+    page.send(sentence_a="kept for an hour", sentence_b="")
     clock.now += store.idle + 1  # the tab has been unused for over an hour
-    query, notes = client.predict(api_name="/share")
-    shown = notes.replace("\\", "")  # the notes box is Markdown: its text comes escaped
-    assert "unused for over an hour and its session has ended: reload the page" in shown
-    assert "kept" not in (query or "")
+    Page(app_url)  # another visitor's page opens meanwhile
+    answer = sent(page, {"link": "http://host/"}).json()
+    assert "unused for over an hour and its session has ended: reload the page" in answer["error"]
+    assert "values" not in answer and "kept" not in json.dumps(answer)
 
 
-@pytest.mark.parametrize(("sent", "expected"), [
+@pytest.mark.parametrize(("back", "expected"), [
     (5, "The page's address could not be read"),
     (["a=x"], "The page's address could not be read"),
-    ("a=" + "x" * 40_000, "The page's address could not be read"),
+    ("a=" + "x" * 32_500, "The page's address could not be read"),
+    ("a=" + "x" * 40_000, "back is the page's own address, at most 32,768 characters; this one has 40,002."),
     ("a=%3Cimg%20src%3Dx%3E&k=999&zz=1", "Ignored unknown parameter 'zz'"),
-], ids=["not-text", "a-list", "too-long", "hostile-link"])
-def test_an_address_sent_back_by_back_or_forward_is_read_like_any_link(app_url, sent, expected):
+], ids=["not-text", "a-list", "too-long", "far-too-long", "hostile-link"])
+def test_an_address_sent_back_by_back_or_forward_is_read_like_any_link(live, back, expected):
     """The page's script sends the address Back landed on; a stranger can send anything there:
     it is a sentence and a drawn page, never an error, and markup stays text."""
-    import httpx
-
-    from ui.events import TABS
-
-    client = new_client(app_url)
-    client.predict("kept", "", api_name="/embed")
-    tab = TABS.get(client.session_hash)
-    answer = httpx.post(f"{app_url}explorer/live", json={"key": key_of(tab), "change": {"back": sent}},
-                        timeout=60).json()
-    said = answer.get("error") or html.unescape(answer["values"]["notice"])  # the notice is escaped text
+    live.send(sentence_a="kept", sentence_b="")
+    answer = sent(live, {"back": back}).json()
+    said = answer.get("error") or outputs(answer["values"]).notice
     assert expected in said
-    assert "<img" not in (answer.get("error") or answer["values"]["notice"])
+    assert "<img" not in (answer.get("error") or answer["values"]["notice"])  # the notice is escaped text
     if "zz" in expected:  # the rest of the link applies: the sentence is the text typed, as text
-        assert answer["values"]["sentence-a"] == "<img src=x>" and tab.view.sentence_a == "<img src=x>"
+        assert answer["values"]["sentence-a"] == "<img src=x>" and live.tab.view.sentence_a == "<img src=x>"
     else:
-        assert tab.view.sentence_a == "kept"  # the view it had
-
-
-def test_a_call_to_an_endpoint_the_app_does_not_have_is_a_404_with_a_sentence(app_url):
-    """/gradio_api/call/<name> for a name the app lacks (the tests' own hook on a public server,
-    say) is refused plainly; gradio answered 500."""
-    import httpx
-
-    for name in ("no_such_endpoint", "x" * 300):
-        answer = httpx.post(f"{app_url}gradio_api/call/{name}", json={"data": []}, timeout=30)
-        assert answer.status_code == 404, answer.text
-        assert "has no endpoint named" in answer.json()["error"] and len(answer.text) < 300
-    assert httpx.post(f"{app_url}gradio_api/call/embed", json={"data": ["a", "b"]}, timeout=30).status_code == 200
+        assert live.tab.view.sentence_a == "kept"  # the view it had
 
 
 def test_a_query_string_past_every_limit_is_refused_and_the_server_keeps_serving(app_url):
     """A link of 70,000 characters (a browser sends it; httpx refuses to build it): refused by the
     server's HTTP parser with a 4xx, never a 500, and the next visitor's page still opens."""
     import socket
-    from urllib.parse import urlsplit
-
-    import httpx
 
     host, port = urlsplit(app_url).hostname, urlsplit(app_url).port
     with socket.create_connection((host, port), timeout=30) as connection:
@@ -470,52 +486,44 @@ def test_a_query_string_past_every_limit_is_refused_and_the_server_keeps_serving
 # --- e. heavy work in its own process -------------------------------------------------------
 
 
-def test_a_training_computes_in_the_niced_heavy_work_process(app_url):
+def test_a_training_computes_in_the_niced_heavy_work_process(live):
     import psutil
 
-    from ui import events
+    from ui.route import OFFLOAD
 
-    client = new_client(app_url)
-    client.predict(5, "builtin", api_name="/train")  # the process is up and has imported what training needs
-    child = psutil.Process(events.OFFLOAD.pid)
+    live.train(5, "builtin")  # the process is up and has imported what training needs
+    child = psutil.Process(OFFLOAD.pid)
     assert child.ppid() == os.getpid() and child.nice() >= os.nice(0) + 10
     before = sum(child.cpu_times()[:2])
-    result = client.predict(400, "builtin", api_name="/train")
-    assert output(client, "train", result, "train-summary").startswith("Trained 400 steps in ")
+    out, _ = live.train(400, "builtin")
+    assert out.value("train-summary").startswith("Trained 400 steps in ")
     assert sum(child.cpu_times()[:2]) > before  # the steps were computed there, not in this process
 
 
-def test_a_heavy_work_process_that_dies_fails_its_job_plainly_and_is_replaced(app_url):
-    import threading
-
+def test_a_heavy_work_process_that_dies_fails_its_job_plainly_and_is_replaced(live):
     import psutil
-    from appapi import fingerprint
 
-    from ui import events
+    from ui.route import OFFLOAD
 
-    client = new_client(app_url)
-    client.predict(5, "builtin", api_name="/train")
-    before = fingerprint(client)
-    child = psutil.Process(events.OFFLOAD.pid)
-    answer, idle = {}, sum(child.cpu_times()[:2])
-    training = threading.Thread(target=lambda: answer.setdefault(
-        "result", client.predict(2_000, "builtin", api_name="/train")))
-    training.start()
+    live.train(5, "builtin")
+    before = live.fingerprint()
+    child = psutil.Process(OFFLOAD.pid)
+    idle = sum(child.cpu_times()[:2])
+    training = Training(live, 2_000)
     deadline = time.monotonic() + 60
     while sum(child.cpu_times()[:2]) < idle + 0.3 and time.monotonic() < deadline:  # it is training
         time.sleep(0.05)
     child.kill()
-    training.join(120)
-    assert text_of(output(client, "train", answer["result"], "notice")) == (
-        "<p>⚠️ The process that runs heavy work (training, refits, exports) ended before it finished, perhaps short "
-        "of memory; try again. The tables are as they were.</p>")
-    assert fingerprint(client) == before
-    result = client.predict(5, "builtin", api_name="/train")  # a new process takes the next job
-    assert output(client, "train", result, "train-summary").startswith("Trained 5 steps in ")
-    assert events.OFFLOAD.pid != child.pid
+    assert training.result().notice == (
+        "The process that runs heavy work (training, refits, exports) ended before it finished, perhaps short "
+        "of memory; try again. The tables are as they were.")
+    assert live.fingerprint() == before
+    out, _ = live.train(5, "builtin")  # a new process takes the next job
+    assert out.value("train-summary").startswith("Trained 5 steps in ")
+    assert OFFLOAD.pid != child.pid
 
 
-def test_a_slow_search_in_the_view_is_scanned_once_not_on_every_keystroke(app_url, monkeypatch):
+def test_a_slow_search_in_the_view_is_scanned_once_not_on_every_keystroke(live, monkeypatch):
     """A link can carry a pattern that takes a third of a second to scan GloVe's 400,003 words;
     typing on with it in the view redraws its crosses without scanning again."""
     import core.plane.search as module
@@ -523,13 +531,12 @@ def test_a_slow_search_in_the_view_is_scanned_once_not_on_every_keystroke(app_ur
     scans = []
     scan = module._regex_matches
     monkeypatch.setattr(module, "_regex_matches", lambda *args: scans.append(args[2]) or scan(*args))
-    client = new_client(app_url)
-    client.predict("glove", api_name="/source")
+    live.send(source="glove")
     pattern = ".{0,32}.{0,32}.{0,32}#"
-    found = client.predict(pattern, True, api_name="/search")
-    assert "found" in output(client, "search", found, "search-info")
+    found = live.send(search=pattern, regex=True)
+    assert "found" in found.value("search-info")
     for typed in ("the cat", "the cat sat", "the cat sat down"):
-        client.predict(typed, "", api_name="/embed")
+        live.send(sentence_a=typed, sentence_b="")
     assert scans == [pattern]
 
 
@@ -564,15 +571,13 @@ STRANGER = "203.0.113.7"  # documentation addresses, forwarded as a proxy would 
 STUDENT = "198.51.100.20"
 
 
-def visitor_from(app_url, address: str):
-    from gradio_client import Client
-
-    return Client(app_url, verbose=False, headers={"X-Forwarded-For": address})
+def visitor_from(app_url: str, address: str) -> Page:
+    return Page(app_url, headers={"X-Forwarded-For": address})
 
 
-def distinct_large(seed: int) -> tuple:
-    """/settings for a random layer of about 16 MiB that no other test asks for."""
-    return ("word", 4000, 1024, 64, 2, 7_000 + seed)
+def distinct_large(seed: int) -> dict:
+    """Settings of a random layer of about 16 MiB that no other test asks for."""
+    return settings(tokenizer="word", vocab_size=4000, d_model=1024, maxlen=64, seed=7_000 + seed)
 
 
 def test_tabs_asking_for_distinct_large_tables_stay_within_the_memory_budget(app_url, monkeypatch):
@@ -581,23 +586,22 @@ def test_tabs_asking_for_distinct_large_tables_stay_within_the_memory_budget(app
     from core.process.memory import BUDGET, MIB
 
     monkeypatch.setattr(BUDGET, "limit", BUDGET.held() + 40 * MIB)  # room for about two of them
-    first = new_client(app_url)
-    call_settings = lambda client, seed: client.predict(*distinct_large(seed), api_name="/settings")  # noqa: E731
-    call_settings(first, 0)
-    first.predict("the tables come back", "as they were", api_name="/embed")
-    before = fingerprint(first)
+    first = Page(app_url)
+    first.send(**distinct_large(0))
+    first.send(sentence_a="the tables come back", sentence_b="as they were")
+    before = first.fingerprint()
     for seed in range(1, 7):  # six more, 96 MiB more than the budget's room
-        call_settings(new_client(app_url), seed)
+        out = Page(app_url).send(**distinct_large(seed))
+        assert "has no room" not in out.notice
         assert BUDGET.held() <= BUDGET.limit
-    assert fingerprint(first) == before  # rebuilt from its seed: the view and every number as before
-    out = first.predict("the tables come back", "as they were", api_name="/embed")
-    assert "has no room" not in str(out)
+    assert first.fingerprint() == before  # rebuilt from its seed: the view and every number as before
+    out = first.send(sentence_a="the tables come back", sentence_b="as they were, again")
+    assert "has no room" not in out.notice and out.written("embed-plot")
 
 
 def test_a_class_uploading_one_file_holds_it_once(app_url, tmp_path):
     """Break 2: the same content is one table however many pages upload it."""
     import numpy as np
-    from gradio_client import handle_file
 
     from core.process.memory import BUDGET
 
@@ -605,170 +609,99 @@ def test_a_class_uploading_one_file_holds_it_once(app_url, tmp_path):
     np.save(path, np.random.default_rng(21).normal(size=(20_000, 100)).astype(np.float32))  # 8 MB
     held = []
     for _ in range(4):
-        client = new_client(app_url)
-        client.predict(handle_file(str(path)), api_name="/upload")
+        assert Page(app_url).upload(path).value("table-source") == "upload"
         held.append(BUDGET.held())
     assert held[-1] - held[0] < 2 * 2**20  # three more pages, not three more tables
 
 
-def test_an_upload_past_the_memory_budget_is_refused_with_a_sentence_and_changes_nothing(app_url, tmp_path,
+def test_an_upload_past_the_memory_budget_is_refused_with_a_sentence_and_changes_nothing(live, tmp_path,
                                                                                         monkeypatch):
     import numpy as np
-    from gradio_client import handle_file
 
     from core.process.memory import BUDGET, MIB
 
     monkeypatch.setattr(BUDGET, "limit", 4 * MIB)  # less than the file's table, whatever is let go
     path = tmp_path / "wide.npy"
     np.save(path, np.random.default_rng(22).normal(size=(20_000, 100)).astype(np.float32))  # 8 MB
-    client = new_client(app_url)
-    client.predict("kept as it was", "", api_name="/embed")
-    before = fingerprint(client)
-    result = client.predict(handle_file(str(path)), api_name="/upload")
-    notice = html.unescape(text_of(output(client, "upload", result, "notice")))
+    live.send(sentence_a="kept as it was", sentence_b="")
+    before = live.fingerprint()
+    notice = live.upload(path).notice
     assert "memory for visitors' own tables" in notice and "MiB" in notice  # the process's, or its address's share
-    assert fingerprint(client) == before
+    assert live.fingerprint() == before
 
 
-def test_raw_uploads_nobody_reads_are_bounded_and_swept(app_url, tmp_path, monkeypatch):
-    """Break 2: files posted to gradio's upload route with no event behind them."""
-    import httpx
-
-    import app
-    from ui import rawfiles
-
-    rawfiles.sweep(app.demo.upload_file_set, keep=0.0)  # other tests' files are not this test's business
-    monkeypatch.setattr(rawfiles, "RAW_BYTES", 3 * 2**20)
-    blob = os.urandom(2 * 2**20)
-
-    def post(name: str) -> httpx.Response:
-        return httpx.post(f"{app_url}gradio_api/upload", files={"files": (name, blob)}, timeout=60)
-
-    first = post("one.bin")
-    assert first.status_code == 200, first.text
-    refused = post("two.bin")  # 2 MB waiting + 2 MB coming > 3 MB
-    assert refused.status_code == 503 and "recently uploaded files" in refused.text
-    came = os.stat(first.json()[0]).st_mtime - rawfiles.RAW_SECONDS - 1
-    os.utime(first.json()[0], (came, came))  # the first file is now past its time
-    assert post("three.bin").status_code == 200  # the sweep made room
-    assert not os.path.exists(first.json()[0])
-
-
-def test_raw_uploads_are_deleted_by_a_timer_when_their_time_is_up_with_no_upload_after_them(app_url, monkeypatch):
-    """The README's two minutes: a file nobody reads goes when its time is up, not at the next
-    upload (131 files stayed 40 minutes when nobody uploaded again). The timer's clock is moved."""
-    import httpx
-
-    from ui import rawfiles
-
-    sent = httpx.post(f"{app_url}gradio_api/upload", files={"files": ("lone.bin", os.urandom(4096))}, timeout=60)
-    assert sent.status_code == 200, sent.text
-    path = sent.json()[0]
-    sweeper = rawfiles.SWEEPER
-    assert sweeper is not None  # started with the server's first request
-    rounds = sweeper.rounds
-    sweeper.wake()
-    assert eventually(lambda: sweeper.rounds > rounds)
-    assert os.path.exists(path)  # within its time: kept for the upload event
-    monkeypatch.setattr(sweeper, "clock", lambda: time.time() + rawfiles.RAW_SECONDS + 1)
-    sweeper.wake()
-    assert eventually(lambda: not os.path.exists(path))
-
-
-@pytest.mark.parametrize("named", ["/etc/passwd", "../../etc/passwd", "http://192.0.2.1/table.npy", "swept", "bare"])
-def test_an_upload_naming_a_file_the_server_was_not_sent_is_refused_with_a_sentence(app_url, monkeypatch, named):
-    """Through the API an upload names a path: one gradio's upload route never stored (or that was
-    deleted when its time was up) is refused with a sentence, not gradio's bare error, and is
-    never read."""
-    import httpx
-
-    from ui import rawfiles
-
-    if named == "swept":
-        sent = httpx.post(f"{app_url}gradio_api/upload", files={"files": ("t.npy", os.urandom(256))}, timeout=60)
-        named = sent.json()[0]
-        rawfiles.sweep(rawfiles.SWEEPER.uploaded, now=time.time() + rawfiles.RAW_SECONDS + 1)
-    data = {"path": named} if named == "bare" else {"path": named, "meta": {"_type": "gradio.FileData"}}
-    if named == "bare":
-        data["path"] = "/etc/passwd"  # without gradio's marker of a file
-    call = httpx.post(f"{app_url}gradio_api/call/upload", json={"data": [data]}, timeout=60)
-    answer = httpx.get(f"{app_url}gradio_api/call/upload/{call.json()['event_id']}", timeout=60).text
-    assert "event: error" in answer
-    assert ("The upload names a file this server was not sent, or no longer keeps: send the file itself first "
-            "(gradio_client: handle_file(path))") in answer
-    assert "passwd" not in answer.split("event: error", 1)[1]  # the caller's path is not said back
-
-
-def test_an_upload_with_a_value_too_large_for_float32_arithmetic_is_refused_with_a_sentence(app_url, tmp_path):
+def test_an_upload_with_a_value_too_large_for_float32_arithmetic_is_refused_with_a_sentence(live, tmp_path):
     """A finite 3e38 made the server fail building the upload's position table (its spread
     overflowed): refused now, in a sentence, before any work, and the page is as it was."""
     import numpy as np
-    from gradio_client import handle_file
 
     path = tmp_path / "huge.npy"
     table = np.ones((30, 8), dtype=np.float32)
     table[4, 1] = 3e38
     np.save(path, table)
-    client = new_client(app_url)
-    client.predict("kept as it was", "", api_name="/embed")
-    before = fingerprint(client)
-    result = client.predict(handle_file(str(path)), api_name="/upload")
-    notice = html.unescape(text_of(output(client, "upload", result, "notice")))
+    live.send(sentence_a="kept as it was", sentence_b="")
+    before = live.fingerprint()
+    notice = live.upload(path).notice
     assert "row 4 holds 3e+38; every value must lie between -1e+12 and 1e+12" in notice
-    assert fingerprint(client) == before
+    assert live.fingerprint() == before
 
 
 def test_a_stranger_opening_many_tabs_cannot_push_a_student_out(app_url, monkeypatch):
     """Break 4: new tabs are limited per address, so a student's tab is never flushed out."""
-    import httpx
-
-    import ui.events
+    import ui.route
     from core.serving.tabs import Tabs
 
     store = Tabs(limit=30, new_tabs=10, refill=600.0)
-    monkeypatch.setattr(ui.events, "TABS", store)
+    monkeypatch.setattr(ui.route, "TABS", store)
     student = visitor_from(app_url, STUDENT)
-    student.predict("my own view", "", api_name="/embed")
-    answers = []
-    for i in range(50):
-        sent = httpx.post(f"{app_url}gradio_api/call/embed", headers={"X-Forwarded-For": STRANGER},
-                          json={"data": [f"stranger {i}", ""], "session_hash": f"stranger-{i}"}, timeout=30)
-        event = sent.json()["event_id"]
-        answers.append(httpx.get(f"{app_url}gradio_api/call/embed/{event}", timeout=30).text)
-    refused = [a for a in answers if "Too many new pages from your address" in a]
+    student.send(sentence_a="my own view", sentence_b="")
+    answers = [httpx.post(f"{app_url}explorer/live", json={"open": {"query": f"a=stranger+{i}"}}, timeout=30,
+                          headers={"X-Forwarded-For": STRANGER}).json() for i in range(50)]
+    refused = [a for a in answers if "Too many new pages from your address" in a.get("error", "")]
     assert len(refused) == 40 and len(store) == 11
-    out = student.predict("my own view", "still here", api_name="/embed")
-    assert "reload the page" not in str(out)
+    out = student.send(sentence_a="my own view", sentence_b="still here")
+    assert "error" not in out and out.written("embed-plot")
 
 
 def test_a_link_to_a_large_random_layer_builds_it_in_the_heavy_pool(app_url, monkeypatch):
-    """Break 1: a link's tables were built in the page-load event, on the live path every
-    keystroke shares; now in the heavy pool, like the settings' (`events.built_first`)."""
-    from types import SimpleNamespace
-
-    import app
-    import ui.events
-    from ui import tourpanel
+    """Break 1: a link's tables were built on the live path every keystroke shares; now in the
+    heavy pool, like the settings' (`ui.route.Live.built_first`)."""
+    from ui.route import JOBS
 
     jobs = []
-    run = ui.events.JOBS.run
-    monkeypatch.setattr(ui.events.JOBS, "run", lambda tab, name, *a, **k: (jobs.append(name), run(tab, name, *a,
-                                                                                                  **k))[1])
-    query = {"tokenizer": ["word"], "vocab": ["6000"], "d": ["1024"], "maxlen": ["64"], "seed": ["4242"]}
-    page = app.demo.explorer
-    out = tourpanel.open_link(page, SimpleNamespace(session_hash="large-link", query_params=query), None)
+    run = JOBS.run
+    monkeypatch.setattr(JOBS, "run", lambda tab, name, *a, **k: (jobs.append(name), run(tab, name, *a, **k))[1])
+    page = Page(app_url, "tokenizer=word&vocab=6000&d=1024&maxlen=64&seed=4242")
     assert jobs == ["building the tables"]
-    assert "6,000" in str(out[page.tables_info]) or "6000" in str(out[page.tables_info])
+    assert "6,000" in page.opened.value("tables-info")
 
 
-@pytest.mark.parametrize(("api", "args"), [("/embed", ("a", "b")), ("/refit", ()), ("/export", ("a", "b")),
-                                           ("/train", (5, "builtin")), ("/upload", (None,))])
-def test_a_new_tab_refused_for_its_address_gets_the_sentence_from_every_endpoint(app_url, monkeypatch, api, args):
-    import ui.events
+def new_page_from(app_url: str, door: str) -> str:
+    """What a stranger is told when it opens a page (or asks for one's answer) through `door`."""
+    if door == "page":
+        return httpx.post(f"{app_url}explorer/live", json={"open": {"query": "a=x"}}, timeout=30,
+                          headers={"X-Forwarded-For": STRANGER}).json()["error"]
+    if door == "script":
+        return httpx.get(f"{app_url}explorer/code?a=x", headers={"X-Forwarded-For": STRANGER}, timeout=30).text
+    from gradio_client import Client
+
+    client = Client(app_url, verbose=False, headers={"X-Forwarded-For": STRANGER})
+    try:
+        with pytest.raises(Exception) as refused:  # gradio_client raises the app's gr.Error with its sentence
+            client.predict("a=x", *((5, "builtin") if door == "train" else ()), api_name=f"/{door}")
+        return str(refused.value)
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("door", ["page", "view", "train", "code", "script"])
+def test_a_new_page_refused_for_its_address_gets_the_sentence_from_every_door(app_url, monkeypatch, door):
+    """A page opening, each API call and a link's script are each a page opened, counted for its address."""
+    import ui.api
+    import ui.route
     from core.serving.tabs import Tabs
 
-    monkeypatch.setattr(ui.events, "TABS", Tabs(new_tabs=0))
-    client = visitor_from(app_url, STRANGER)
-    result = client.predict(*args, api_name=api)
-    values = result if isinstance(result, tuple | list) else (result,)
-    assert any("Too many new pages from your address" in html.unescape(str(v)) for v in values), values
+    store = Tabs(new_tabs=0)
+    monkeypatch.setattr(ui.route, "TABS", store)
+    monkeypatch.setattr(ui.api, "TABS", store)
+    assert "Too many new pages from your address" in new_page_from(app_url, door)

@@ -3,7 +3,7 @@
 The command is started as a lecturer would start it (a child process on free ports) and
 stopped with SIGTERM at the end; its classes live in a redis-server the module runs (named in
 EXPLORER_CLASS_STORE, as a Redis of one's own is), so a test can stop it and start it again
-empty under a class. Without haproxy these skip locally when not root (the command installs it
+empty under a class. Without haproxy these skip locally (`make test` and `make class` install it
 as root); under CI=true they fail instead. The container files cannot run here (no docker
 engine), so their YAML and HAProxy configuration are only parsed.
 """
@@ -49,15 +49,15 @@ PLOT_STRINGS = f"""() => {{
 
 @pytest.fixture(scope="module")
 def haproxy() -> str:
-    """The haproxy executable (`make test` installs it as root, and so does `deploy.serve`).
+    """The haproxy executable (`make test` and `make class` install it as root).
 
     Decided when a test runs, not when the module is collected: a collection-time `skipif`
     skipped a CI run's check before anything had installed haproxy.
     """
-    from deploy.serve import ServeError, ensure_haproxy
+    from deploy.serve import ServeError, program
 
     try:
-        return ensure_haproxy()
+        return program("haproxy")
     except ServeError as error:
         if os.environ.get("CI"):
             pytest.fail(f"CI must run the class server's tests: {error}")
@@ -65,10 +65,10 @@ def haproxy() -> str:
 
 
 class Running:
-    """The class server's process, its front URL, and everything it printed."""
+    """The class server's process, its front URL, its run folder, and everything it printed."""
 
-    def __init__(self, process: subprocess.Popen, url: str):
-        self.process, self.url, self.lines = process, url, []
+    def __init__(self, process: subprocess.Popen, url: str, run_dir: Path):
+        self.process, self.url, self.run_dir, self.lines = process, url, Path(run_dir), []
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 
@@ -101,7 +101,7 @@ def start_class_server(run_dir, store: str = "") -> Running:
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
         env={**os.environ, "EXPLORER_CLASS_STORE": store},
     )
-    server = Running(process, f"http://127.0.0.1:{port}/")
+    server = Running(process, f"http://127.0.0.1:{port}/", run_dir)
     deadline = time.monotonic() + 420  # two cold starts on a busy 2-core machine, and maybe apt-get
     while not any("The class can open" in line for line in server.lines):
         if process.poll() is not None or time.monotonic() > deadline:
@@ -128,15 +128,29 @@ def class_server(tmp_path_factory, haproxy, class_redis):
     server.stop()
 
 
-def test_the_generated_configuration_is_sticky_with_long_timeouts():
-    from deploy.serve import haproxy_config
+def supervisor(server: Running):
+    """The class server's supervisord, through its API (what `supervisorctl` uses)."""
+    from supervisor import childutils
 
-    config = haproxy_config("0.0.0.0", 7860, [7861, 7862])
+    return childutils.getRPCInterface({"SUPERVISOR_SERVER_URL": f"unix://{server.run_dir}/supervisor.sock"}).supervisor
+
+
+def test_the_generated_configuration_is_sticky_with_long_timeouts(class_server, haproxy):
+    """The HAProxy configuration the class server runs: deploy/class-haproxy.cfg and one server a worker."""
+    config = (class_server.run_dir / "haproxy.cfg").read_text()
+    ports = sorted(int(p["name"].removeprefix("worker-")) for p in supervisor(class_server).getAllProcessInfo()
+                   if p["group"] == "worker")  # supervisord names each worker by its port
+    assert len(ports) == 2
     assert "cookie SERVERID insert indirect nocache" in config
-    assert "server w1 127.0.0.1:7861 cookie w1" in config and "server w2 127.0.0.1:7862 cookie w2" in config
+    for cookie_value, port in (("w1", ports[0]), ("w2", ports[1])):
+        assert f"server {cookie_value} 127.0.0.1:{port} cookie {cookie_value}" in config
     assert "timeout server 1h" in config and "timeout tunnel 1h" in config
-    assert "bind *:7860" in config
     assert "timeout check 20s" in config  # a worker busy with a class is not taken for a dead one
+    assert "uri /gradio_api/app_id" in config  # the health route: gradio's own, nothing of the app's
+    # every interface by default (--host 0.0.0.0), as `make class` runs it
+    check = subprocess.run([haproxy, "-c", "-f", str(class_server.run_dir / "haproxy.cfg")], capture_output=True,
+                           text=True, env={**os.environ, "CLASS_BIND": "0.0.0.0:7860"})
+    assert check.returncode == 0, check.stderr + check.stdout
 
 
 def worker_of(response: httpx.Response) -> str | None:
@@ -164,23 +178,44 @@ def test_the_page_loads_through_the_balancer_and_each_visitor_gets_a_sticky_cook
         assert visitor.cookies.get("SERVERID") == first
 
 
-def test_an_api_client_that_keeps_cookies_embeds_and_uploads_through_the_balancer(class_server, tmp_path):
+def test_a_page_that_sends_its_cookie_types_and_uploads_through_the_balancer(class_server, tmp_path):
+    """A page's calls to its route and its upload carry the balancer's cookie, as a browser sends
+    them, so each reaches the worker that holds the page's tab; on the other worker its key names
+    no tab, and the page is told to reload."""
     import numpy as np
-    from gradio_client import Client, handle_file
 
-    from tests.appapi import named
+    from tests.appapi import Page
 
-    client = Client(class_server.url, verbose=False)
-    assert client.cookies.get("SERVERID") in {"w1", "w2"}
-    result = named("/embed", client.predict(sentence_a="the dragon guards the castle", sentence_b="",
-                                            api_name="/embed"))
-    table = result.value("token-table")
-    assert {"dragon", "castle"} <= {row[0] for row in table["data"]}
+    worker = worker_of(httpx.get(class_server.url, timeout=30))
+    assert worker in {"w1", "w2"}, "the balancer set no stickiness cookie"
+    page = Page(class_server.url, headers={"Cookie": f"SERVERID={worker}"})
+    out = page.send(sentence_a="the dragon guards the castle", sentence_b="")
+    assert {"dragon", "castle"} <= {row[0] for row in out["token-table"]["data"]}
     path = tmp_path / "table.npy"
     np.save(path, np.random.default_rng(0).standard_normal((20, 6)).astype(np.float32))
-    uploaded = named("/upload", client.predict(handle_file(str(path)), api_name="/upload"))
+    uploaded = page.upload(path)
     assert uploaded.value("table-source") == "upload" and "6 dimensions" in uploaded.value("tables-info")
-    client.close()
+
+    elsewhere = {"w1": "w2", "w2": "w1"}[worker]
+    answer = httpx.post(f"{class_server.url}explorer/live", json={"key": page.key, "change": {"sentence_a": "x"}},
+                        headers={"Cookie": f"SERVERID={elsewhere}"}, timeout=30)
+    assert answer.status_code == 200 and "reload the page" in answer.json()["error"]
+
+
+def test_the_public_api_answers_through_the_balancer(class_server):
+    """gradio_client keeps the balancer's cookie, so an API call and the stream that answers it
+    reach one worker; the call keeps no session, so any worker answers it."""
+    from gradio_client import Client
+
+    client = Client(class_server.url, verbose=False)
+    try:
+        assert client.cookies.get("SERVERID") in {"w1", "w2"}
+        answer = client.predict("a=the+dragon+guards+the+castle", api_name="/view")
+        assert {"dragon", "castle"} <= {row[0] for row in answer["tokens"]}
+        code = client.predict("a=the+dragon", api_name="/code")
+        assert "class Embedding(nn.Module):" in code and "the dragon" in code
+    finally:
+        client.close()
 
 
 def open_page(browser, url: str, worker: str | None = None):
@@ -461,43 +496,41 @@ def test_a_class_survives_its_redis_stopping_and_starting_again_empty(class_serv
             context.close()
 
 
-def test_the_class_servers_own_redis_is_started_again_on_its_port_when_it_dies(tmp_path):
-    """`make class` runs Redis itself: when it dies, the next round of the server's watch starts
-    it again (empty) on the port the workers were given."""
-    import redis
-
-    from deploy.serve import ClassServer, ServeError, ensure_program
-
-    try:
-        ensure_program("redis-server")
-    except ServeError as error:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the class server's tests: {error}")
-        pytest.skip(str(error))
-    server = ClassServer(1, port=free_port(), run_dir=tmp_path)
-    try:
-        store = server.start_redis()
-        first = server.redis
-        redis.Redis.from_url(store).set("a class", "kept in memory only")
-        first.kill()
-        first.wait(30)
-        server.watch_once()
-        assert server.redis is not first and server.redis.poll() is None
-        with redis.Redis.from_url(store, socket_timeout=5) as client:  # the same address, empty
-            assert client.ping() and client.get("a class") is None
-    finally:
-        server.stop()
-
-
-def test_sigterm_stops_the_balancer_and_every_worker(tmp_path, haproxy):
+def test_a_worker_and_redis_that_die_start_again_and_sigterm_stops_everything(tmp_path, haproxy):
+    """`make class` as a lecturer runs it, with a Redis of its own: a worker killed (SIGKILL) starts
+    again and its visitors' cookie reaches it again; Redis killed starts again, empty, on the port the
+    workers were given; SIGTERM stops supervisord, HAProxy, every worker and Redis."""
     import psutil
+    import redis
 
     # a server of its own: stopping the module's would fail whichever tests run after this one
     class_server = start_class_server(tmp_path)
     try:
+        programs = {p["name"]: p for p in supervisor(class_server).getAllProcessInfo()}
+        assert {"haproxy", "redis"} <= set(programs) and sum(n.startswith("worker-") for n in programs) == 2
+        worker = min((n for n in programs if n.startswith("worker-")), key=lambda n: int(n[7:]))  # w1: the first port
+        store = psutil.Process(programs[worker]["pid"]).environ()["EXPLORER_CLASS_STORE"]  # the workers' Redis
+        redis.Redis.from_url(store).set("a class", "kept in memory only")
+        for name in ("redis", worker):
+            os.kill(programs[name]["pid"], signal.SIGKILL)
+
+        deadline = time.monotonic() + 240  # a worker's cold start on a busy 2-core machine
+        while True:
+            again = {p["name"]: p for p in supervisor(class_server).getAllProcessInfo()}
+            with httpx.Client(base_url=class_server.url, cookies={"SERVERID": "w1"}, timeout=30) as visitor:
+                answer = visitor.get("/gradio_api/app_id")  # answered by w1 itself: no new cookie
+            if again[worker]["pid"] not in (0, programs[worker]["pid"]) and answer.status_code == 200 \
+                    and "SERVERID" not in answer.cookies:
+                break
+            assert time.monotonic() < deadline, f"{worker} did not come back: {again[worker]}\n{class_server.output}"
+            time.sleep(1)
+        assert again["redis"]["pid"] != programs["redis"]["pid"] and again["redis"]["statename"] == "RUNNING"
+        with redis.Redis.from_url(store, socket_timeout=5) as client:  # the same address, empty
+            assert client.ping() and client.get("a class") is None
+
         children = psutil.Process(class_server.process.pid).children(recursive=True)
         names = sorted({c.name() for c in children})
-        assert len(children) >= 3 and any("haproxy" in n for n in names), names  # 2 workers + haproxy
+        assert len(children) >= 4 and any("haproxy" in n for n in names) and "redis-server" in names, names
         assert class_server.stop() == 0, class_server.output
         _gone, alive = psutil.wait_procs(children, timeout=30)
         assert alive == [], f"still running after SIGTERM: {alive}"

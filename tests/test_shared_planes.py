@@ -1,4 +1,4 @@
-"""What a class's hundred pages share, and what each keeps its own (ui/render.plane, ui/events.track).
+"""What a class's hundred pages share, and what each keeps its own (ui/render.plane, ui/route.Live.values).
 
 A plane drawn on shared tables for a view is drawn once and handed to every tab that shows the
 same view on the same tables, each with its own revision; so are one training's tables, which a
@@ -21,7 +21,8 @@ from core.serving.tabs import Tab, session_for
 from core.tables.session import Session
 from core.tables.uploads import UploadedTable
 from core.view.state import View
-from ui import events, render
+from ui import render
+from ui.route import Channel, as_built
 
 
 @pytest.fixture(scope="module")
@@ -108,34 +109,37 @@ def test_tables_of_a_session_s_own_are_never_shared(page, drawn):
 
 
 def test_an_update_sent_already_is_not_sent_again_unless_the_user_changed_its_widget(page):
-    tab = Tab()
+    live, tab, channel = page.live, Tab(), Channel("a page's key")
     out = {page.controls: gr.update(selected="view"), page.views: gr.update(selected="plane")}
-    _, rest = events.track(page, events.CHANNELS.of(tab), out, direct=True)
-    assert set(rest) == {page.controls, page.views}
-    _, rest = events.track(page, events.CHANNELS.of(tab), out, direct=True)
-    assert rest == {}  # the page shows these already
+    assert set(live.values(channel, out)) == {"controls", "views"}
+    assert live.values(channel, out) == {}  # the page shows these already
 
     # the student opens the Train tab: its widget shows what the user chose, not what was sent
-    events.update(page, None, lambda view: view.with_(panel="train"), asked=("panel",), tab=tab, direct=True)
-    assert page.controls not in events.CHANNELS.of(tab).sent
-    _, rest = events.track(page, events.CHANNELS.of(tab), out, direct=True)
-    assert set(rest) == {page.controls}  # a lesson on the View tab is sent again
+    live.apply(tab, channel, lambda view: view.with_(panel="train"), asked=("panel",))
+    assert "controls" not in channel.sent
+    assert set(live.values(channel, out)) == {"controls"}  # a lesson on the View tab is sent again
 
 
-def test_what_the_page_writes_and_what_gradio_sets_are_split_and_a_skip_is_neither(page):
-    tab = Tab()
-    out = {page.tour_text: "**Step 2**", page.info: "<p>6 tokens</p>", page.notice: gr.skip(), page.token: gr.skip()}
-    written, rest = events.track(page, events.CHANNELS.of(tab), out, direct=True)
-    assert written == {page.info: "<p>6 tokens</p>"} and rest == {page.tour_text: "**Step 2**"}
-    assert page.token not in events.CHANNELS.of(tab).sent  # a skip is not what the picker holds
+def test_what_the_page_writes_is_sent_as_it_is_and_a_skip_is_not_sent(page):
+    """The page's script writes its own outputs (the plot, the notice, the tour's text) from each
+    answer, so they are sent as they are, never compared with what was sent before; gradio's
+    widgets get their values as gradio's browser code takes them; a skip is no value at all."""
+    channel = Channel("a page's key")
+    out = {page.tour_text: "<p>Step 2</p>", page.info: "<p>6 tokens</p>", page.notice: gr.skip(),
+           page.token: gr.skip(), page.k: 7}
+    assert page.live.values(channel, out) == {"tour-text": "<p>Step 2</p>", "embed-info": "<p>6 tokens</p>",
+                                              "neighbour-k": 7}
+    assert set(channel.sent) == {"neighbour-k"}  # a skip is not what the picker holds
+    assert page.live.values(channel, out) == {"tour-text": "<p>Step 2</p>", "embed-info": "<p>6 tokens</p>"}
 
 
 def test_what_the_page_holds_as_built_is_known_and_nothing_else(page):
-    assert events.as_built(page.views, gr.update(selected="plane"))
-    assert not events.as_built(page.views, gr.update(selected="layernorm"))
-    assert events.as_built(page.controls, gr.update(selected="tour"))
-    assert events.as_built(page.search, "")  # built empty (None): "" is what it holds
-    assert not events.as_built(page.search, "king")
-    assert events.as_built(page.tour_text, page.tour_text.value)
-    assert not events.as_built(page.token, gr.update(choices=[("none", ""), ("0: [CLS]", 0)]))
-    assert not events.as_built(page.notice, {"a": 1})  # not a value a component is built with
+    assert as_built(page.views, gr.update(selected="plane"))
+    assert not as_built(page.views, gr.update(selected="layernorm"))
+    assert as_built(page.controls, gr.update(selected="tour"))
+    assert as_built(page.search, "")  # built empty (None): "" is what it holds
+    assert not as_built(page.search, "king")
+    assert as_built(page.tour_text, page.tour_text.value)
+    assert not as_built(page.token, gr.update(choices=[("none", ""), ("0: [CLS]", 0)]))
+    assert not as_built(page.notice, {"a": 1})  # not a value a component is built with
+    assert not as_built(None, "")  # no component of the page

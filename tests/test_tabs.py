@@ -65,15 +65,14 @@ def test_moving_the_hand_clock_leaves_the_launched_app_serving(app_url, clock):
     """The expiry tests jump their clock by hours. When that clock was patched into
     `time.monotonic`, the app's event loop (which sleeps on the same clock) slept for as long,
     and every later test that called the app hung: the clock must stay the tests' own."""
-    from gradio_client import Client
+    from tests.appapi import Page
 
     lives = Tabs(idle=60, clock=clock)
     lives.get("tab")
     clock.now += 10**9
     assert lives.get("other").view == View()
-    client = Client(app_url, verbose=False)
-    out = client.submit("the clock moved", "", api_name="/embed").result(timeout=60)
-    assert out, "the app did not answer after the hand clock moved"
+    out = Page(app_url).send(sentence_a="the clock moved", sentence_b="")
+    assert "embed-plot" in out, "the app did not answer after the hand clock moved"
 
 
 @pytest.mark.parametrize("key", [None, "", "x" * 129, 7])

@@ -1,12 +1,13 @@
-"""One account per visitor, whichever door they come by (ui/visitors.py).
+"""One account per visitor, whichever door they come by (`ui.admission`: `Visitors`, `Turns`, `Door`, `Outbox`).
 
 The account's bounds in process, with lines of a test's own; then the launched app over HTTP,
-as a stranger's script or a page would: the page's own route (`/explorer/live`) served in fair
-turns across addresses, and answers nobody reads counted, made to wait for and let go, on the
-page's route and in gradio's queue. Addresses are sent in X-Forwarded-For, which the server
-trusts from its loopback peer as behind a proxy. Nothing here is timed: a flood is scaled down
-and its calls held while they join; an answer is let go after the account's `send_seconds`,
-lowered to a fraction of a second, and the tests wait for that to happen, not for a time.
+as a stranger's script or a page would: the page's route (`/explorer/live`) served in fair
+turns across addresses, a call past its address's share refused at the door before its body
+is read, and answers nobody reads counted, made to wait for and let go. Addresses are sent in
+X-Forwarded-For, which the server trusts from its loopback peer as behind a proxy. Nothing here
+is timed: a flood is scaled down and its calls held while they join (tests/lanes.py); an
+answer is let go after the account's `send_seconds`, lowered to a fraction of a second, and the
+tests wait for that to happen, not for a time.
 """
 
 from __future__ import annotations
@@ -15,16 +16,16 @@ import asyncio
 import json
 import socket
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit
 
-import httpx
 import pytest
 
 from core.view.options import MAX_TEXT
-from tests.appapi import key_of
-from ui.visitors import Busy, Turns, Visitors, Waiting
+from core.view.state import SETTINGS_FIELDS
+from tests.appapi import Page
+from tests.lanes import WAIT, held, lane, post, until
+from ui.admission import Busy, Turns, Visitors
 
 
 def in_a_loop_of_its_own(coroutine) -> None:
@@ -36,42 +37,52 @@ def in_a_loop_of_its_own(coroutine) -> None:
 
 STRANGER, STUDENT = "203.0.113.7", "198.51.100.20"  # documentation addresses, forwarded as a proxy would
 BIG = "word " * (MAX_TEXT // 5)  # a sentence at the limit: 2,000 tokens
-VIEW_2048 = ("wordpiece", 1000, 32, 2048, 2, 0)  # /settings' values: a table of 2,048 positions
-WAIT = 120  # seconds before a test gives up on an event (a fault, never a figure)
+VIEW_2048 = dict(zip(SETTINGS_FIELDS, ("wordpiece", 1000, 32, 2048, 2, 0), strict=True))  # 2,048 positions
 
 
-def until(happened, what: str) -> None:
-    """Wait for `happened()` (polling), or fail saying `what` did not happen."""
-    deadline = time.monotonic() + WAIT
-    while not happened():
-        assert time.monotonic() < deadline, f"{what} did not happen within {WAIT} s"
-        time.sleep(0.02)
+def waiting_in(account: Visitors, *calls: tuple[str, str, float]) -> Turns:
+    """A line of `account`'s that serves nothing (no slot), with `calls` ((address, tab, work)) waiting in it."""
+    line = Turns(account, slots=0)
+
+    async def join() -> None:
+        for call in calls:
+            line.enter(*call)
+
+    in_a_loop_of_its_own(join())
+    return line
 
 
 # --- the account, in process ----------------------------------------------------------------------
 
 
 def test_an_address_past_its_work_is_refused_and_a_tab_past_its_calls_but_others_are_not():
-    waiting: list[Waiting] = [Waiting(STRANGER, f"tab {i}", 21.0) for i in range(14)]
     account = Visitors(address_work=300, per_tab=2)
-    account.line(lambda: waiting)
+    waiting_in(account, *[(STRANGER, f"tab {i}", 21.0) for i in range(14)])
     refused = account.refusal(STRANGER, 21.0, "tab 99")
     assert refused.status == 429 and "Your address already has 294 units of work" in refused.sentence
     assert account.refusal(STRANGER, 1.0, "tab 99") is None  # a short call still fits its share
     assert account.refusal(STUDENT, 21.0, "tab 100") is None
-    waiting += [Waiting(STUDENT, "mine", 1.0)] * 2
+    waiting_in(account, (STUDENT, "mine", 1.0), (STUDENT, "mine", 1.0))
     assert "This page already has 2 calls waiting" in account.refusal(STUDENT, 1.0, "mine").sentence
 
 
 def test_a_flood_can_fill_the_bound_on_every_call_waiting_but_never_so_that_it_refuses_others():
-    waiting = [Waiting(STRANGER, f"tab {i}", 1.0) for i in range(10)]
     account = Visitors(waiting=10)
-    account.line(lambda: waiting)
+    waiting_in(account, *[(STRANGER, f"tab {i}", 1.0) for i in range(10)])
     refused = account.refusal(STRANGER, 1.0)
     assert refused.status == 503 and "10 of them come from your address, its share" in refused.sentence
     assert account.refusal(STUDENT, 1.0) is None  # with nothing waiting, another visitor is taken
-    waiting += [Waiting(STUDENT, "s", 1.0)] * 4  # two addresses: each may hold half the line (5)
+    waiting_in(account, *[(STUDENT, f"s {i}", 1.0) for i in range(4)])  # two addresses: each may hold half (5)
     assert account.refusal(STUDENT, 1.0) is None and account.refusal(STRANGER, 1.0) is not None
+
+
+def test_every_line_of_the_account_counts_in_its_bounds():
+    """The page's lanes, a class's routes and the API each keep a line: the account reads them all."""
+    account = Visitors(address_work=10)
+    waiting_in(account, (STRANGER, "a", 6.0))
+    waiting_in(account, (STRANGER, "b", 3.0))
+    assert [call.work for call in account.calls()] == [6.0, 3.0]
+    assert "Your address already has 9 units" in account.refusal(STRANGER, 2.0).sentence
 
 
 def test_turns_go_round_the_addresses_weighted_by_work_and_a_refused_call_never_joins():
@@ -122,73 +133,69 @@ def test_an_address_with_its_share_of_answers_unread_waits_while_others_are_serv
     assert order == ["student", "stranger"]
 
 
+def test_a_call_whose_caller_went_away_while_it_waited_leaves_the_line():
+    """A page closed (or a script gone) while its call waited: the call leaves the line, counts
+    in no bound, and the next call is served."""
+    account = Visitors()
+    turns = Turns(account)
+    served: list[str] = []
+
+    async def calls():
+        async def call(name: str) -> None:
+            async with turns.taken(turns.enter(STRANGER, name, 1.0)):
+                served.append(name)
+
+        async with turns.held():
+            gone = asyncio.create_task(call("gone"))
+            await asyncio.sleep(0)
+            kept = asyncio.create_task(call("kept"))
+            await asyncio.sleep(0)
+            assert len(turns) == 2
+            gone.cancel()
+            await asyncio.sleep(0)
+            assert len(turns) == 1 and [call.tab for call in account.calls()] == ["kept"]
+        await kept
+
+    in_a_loop_of_its_own(calls())
+    assert served == ["kept"]
+
+
 # --- the launched app -------------------------------------------------------------------------------
 
 
-def tab_of(app_url: str, address: str = STUDENT, settings: tuple | None = None):
-    """A new tab of the launched app, opened from `address` (its first event makes it)."""
-    from gradio_client import Client
-
-    from ui.events import TABS
-
-    client = Client(app_url, verbose=False, headers={"X-Forwarded-For": address})
+def tab_of(app_url: str, address: str = STUDENT, settings: dict | None = None) -> Page:
+    """A new page of the launched app, opened from `address`, with `settings` of its tables."""
+    page = Page(app_url, headers={"X-Forwarded-For": address})
     if settings is not None:
-        client.predict(*settings, api_name="/settings")
-    client.predict("A tab of its own.", "", api_name="/embed")
-    return client, TABS.get(client.session_hash)
-
-
-def post(app_url: str, key: str, change: dict, address: str) -> dict:
-    answer = httpx.post(f"{app_url}explorer/live", json={"key": key, "change": change},
-                        headers={"X-Forwarded-For": address}, timeout=WAIT)
-    return answer.json()
-
-
-class Held:
-    """The page's route held: its calls join the line and wait, none starts, until `release`."""
-
-    def __init__(self, turns) -> None:
-        self.turns = turns
-        turns.running += turns.slots
-
-    def release(self) -> None:
-        self.turns.running -= self.turns.slots
-        self.turns.loop.call_soon_threadsafe(self.turns._grant)
+        assert "values" in post(app_url, page.key, settings, address).json()
+    return page
 
 
 def test_on_the_page_s_route_a_student_s_keystroke_goes_ahead_of_a_flood_from_another_address(app_url):
     """Before, the route served first come, first served: one address's 150 pages held another
     student's keystrokes for seconds (bench/public_space.py, section 8). Scaled down: five of
     the stranger's pages send 2 × 10,000 characters each, then the student types."""
-    import app
-
-    turns = app.demo.explorer.direct.turns
-    flood = [tab_of(app_url, STRANGER)[1] for _ in range(5)]
-    _, student = tab_of(app_url, STUDENT)
-    post(app_url, key_of(student), {"sentence_a": "warm"}, STUDENT)  # the route's turns are made
+    flood = [tab_of(app_url, STRANGER) for _ in range(5)]
+    student = tab_of(app_url, STUDENT)
+    turns = lane("keys")
     done: list[str] = []
     lock = threading.Lock()
 
-    def send(tab, change, address, name) -> None:
-        answer = post(app_url, key_of(tab), change, address)
+    def send(page: Page, change: dict, address: str, name: str) -> None:
+        answer = post(app_url, page.key, change, address).json()
         assert "values" in answer, answer
         with lock:
             done.append(name)
 
-    hold = Held(turns)
-    try:
-        with ThreadPoolExecutor(6) as pool:
-            calls = [pool.submit(send, tab, {"sentence_a": f"{i} {BIG[:-10]}", "sentence_b": BIG}, STRANGER,
-                                 f"flood {i}") for i, tab in enumerate(flood)]
-            until(lambda: len(turns) == 5, "the flood's five calls waiting")
-            calls.append(pool.submit(send, student, {"sentence_a": "the student types"}, STUDENT, "student"))
-            until(lambda: len(turns) == 6, "the student's call waiting")
-            hold.release()
-            for call in calls:
-                call.result(WAIT)
-    finally:
-        if turns.running >= turns.slots:
-            hold.release()
+    with ThreadPoolExecutor(6) as pool, held(turns) as release:
+        calls = [pool.submit(send, page, {"sentence_a": f"{i} {BIG[:-10]}", "sentence_b": BIG}, STRANGER,
+                             f"flood {i}") for i, page in enumerate(flood)]
+        until(lambda: len(turns) == 5, "the flood's five calls waiting")
+        calls.append(pool.submit(send, student, {"sentence_a": "the student types"}, STUDENT, "student"))
+        until(lambda: len(turns) == 6, "the student's call waiting")
+        release()
+        for call in calls:
+            call.result(WAIT)
     assert done.index("student") <= 1, done  # behind one call of the flood at most, not five
 
 
@@ -211,25 +218,23 @@ def test_an_answer_nobody_reads_is_counted_its_address_waits_and_it_is_let_go(ap
     it is sent as its reader takes it and counted as the address's; the address's next call waits
     (nothing more is made for it), another address's is answered, and once the reader has taken
     nothing for `send_seconds` the answer is let go and its connection closed."""
-    import app
-    from ui.visitors import VISITORS
+    from ui.admission import VISITORS
 
     monkeypatch.setattr(VISITORS, "answer_bytes", 16 * 2**20)  # less than one similarity view of 2,048 tokens
-    turns = app.demo.explorer.direct.turns
-    _, big = tab_of(app_url, STRANGER, VIEW_2048)
-    _, other = tab_of(app_url, STRANGER)
-    _, student = tab_of(app_url, STUDENT)
-    unread = unread_request(app_url, key_of(big), {"shown": "similarity", "sentence_a": BIG, "sentence_b": BIG},
-                            STRANGER)
+    turns = lane("keys")
+    big = tab_of(app_url, STRANGER, VIEW_2048)
+    other = tab_of(app_url, STRANGER)
+    student = tab_of(app_url, STUDENT)
+    unread = unread_request(app_url, big.key, {"shown": "similarity", "sentence_a": BIG, "sentence_b": BIG}, STRANGER)
     try:
         until(lambda: VISITORS.unread(STRANGER) > 16 * 2**20, "the similarity view on its way, unread")
         monkeypatch.setattr(VISITORS, "send_seconds", 0.3)  # from now: the reader has taken nothing for a while
         with ThreadPoolExecutor(1) as pool:
-            waits = pool.submit(post, app_url, key_of(other), {"sentence_a": "the same address"}, STRANGER)
+            waits = pool.submit(post, app_url, other.key, {"sentence_a": "the same address"}, STRANGER)
             until(lambda: len(turns) == 1 or waits.done(), "the stranger's next call waiting")
             assert not waits.done()
-            assert "values" in post(app_url, key_of(student), {"sentence_a": "another address"}, STUDENT)
-            assert "values" in waits.result(WAIT)  # once the unread answer was let go
+            assert "values" in post(app_url, student.key, {"sentence_a": "another address"}, STUDENT).json()
+            assert "values" in waits.result(WAIT).json()  # once the unread answer was let go
         assert VISITORS.unread(STRANGER) == 0
         unread.settimeout(WAIT)
         while unread.recv(2**16):  # the server closed the connection, the answer incomplete
@@ -238,55 +243,48 @@ def test_an_answer_nobody_reads_is_counted_its_address_waits_and_it_is_let_go(ap
         unread.close()
 
 
-def test_an_answer_gradio_keeps_for_a_call_nobody_reads_is_counted_and_let_go(app_url, monkeypatch):
-    """A POST to `/call/embed` whose result is never fetched: gradio kept the answer until 2,000
-    newer tabs came. It is counted as the address's, and let go after `send_seconds` unread; a
-    reader that comes for it later is told so in a sentence."""
-    import app
-    from tests.appapi import open_view
-    from ui.visitors import VISITORS
-
-    admission = app.demo.admission
-    client, _ = tab_of(app_url, STRANGER, VIEW_2048)
-    open_view(client, "similarity")
-    sent = httpx.post(f"{app_url}gradio_api/call/embed", headers={"X-Forwarded-For": STRANGER}, timeout=WAIT,
-                      json={"data": [BIG, BIG], "session_hash": client.session_hash})
-    assert sent.status_code == 200
-    until(lambda: admission.unread(STRANGER) > 16 * 2**20, "the answer kept, unread")
-    assert VISITORS.unread(STRANGER) >= admission.unread(STRANGER)
-    monkeypatch.setattr(VISITORS, "send_seconds", 0.0)
-    assert admission.unread(STRANGER) == 0
-    late = httpx.get(f"{app_url}gradio_api/call/embed/{sent.json()['event_id']}", timeout=WAIT)
-    assert "was not read within the time the server keeps one" in late.text
-
-
 def test_past_its_address_s_share_a_call_to_the_page_s_route_is_refused_before_its_body_is_read(app_url,
                                                                                                monkeypatch):
     """A call's work is its size, which its Content-Length gives before the body comes: past the
     address's share, the door answers at once with a sentence, and never waits for the body (a
     flood refused only after reading and parsing 20 KB a call took the event loop from everyone)."""
-    import app
-    from ui.visitors import VISITORS
+    from ui.admission import VISITORS
 
     monkeypatch.setattr(VISITORS, "address_work", 5)
-    turns = app.demo.explorer.direct.turns
-    _, waiting = tab_of(app_url, STRANGER)
-    post(app_url, key_of(waiting), {"sentence_a": "warm"}, STRANGER)  # the route's turns are made
-    hold = Held(turns)
-    try:
-        with ThreadPoolExecutor(1) as pool:
-            first = pool.submit(post, app_url, key_of(waiting), {"sentence_a": "a short update"}, STRANGER)
-            until(lambda: len(turns) == 1, "the stranger's first call waiting")
-            where = urlsplit(app_url)
-            with socket.create_connection((where.hostname, where.port), timeout=WAIT) as bodiless:
-                bodiless.sendall(b"POST /explorer/live HTTP/1.1\r\nHost: %s\r\nX-Forwarded-For: %s\r\nContent-Type: "
-                                 b"application/json\r\nContent-Length: 20000\r\n\r\n"
-                                 % (where.netloc.encode(), STRANGER.encode()))  # and no body, ever
-                answer = bodiless.recv(2**16).decode()
-            assert answer.startswith("HTTP/1.1 429") and "retry-after: 5" in answer.lower()
-            assert "Your address already has" in json.loads(answer.partition("\r\n\r\n")[2])["error"]
-            hold.release()
-            assert "values" in first.result(WAIT)
-    finally:
-        if turns.running >= turns.slots:
-            hold.release()
+    turns = lane("keys")
+    waiting = tab_of(app_url, STRANGER)
+    with ThreadPoolExecutor(1) as pool, held(turns) as release:
+        first = pool.submit(post, app_url, waiting.key, {"sentence_a": "a short update"}, STRANGER)
+        until(lambda: len(turns) == 1, "the stranger's first call waiting")
+        where = urlsplit(app_url)
+        with socket.create_connection((where.hostname, where.port), timeout=WAIT) as bodiless:
+            bodiless.sendall(b"POST /explorer/live HTTP/1.1\r\nHost: %s\r\nX-Forwarded-For: %s\r\nContent-Type: "
+                             b"application/json\r\nContent-Length: 20000\r\n\r\n"
+                             % (where.netloc.encode(), STRANGER.encode()))  # and no body, ever
+            answer = bodiless.recv(2**16).decode()
+        assert answer.startswith("HTTP/1.1 429") and "retry-after: 5" in answer.lower()
+        assert "Your address already has" in json.loads(answer.partition("\r\n\r\n")[2])["error"]
+        release()
+        assert "values" in first.result(WAIT).json()
+
+
+def test_the_door_stands_in_front_of_the_public_api_too(app_url, monkeypatch):
+    """An API call (gradio's `/gradio_api/call/…`) is asked of the same account: past its
+    address's share it is refused by the door before gradio reads it, with the same sentence."""
+    from ui.admission import VISITORS
+
+    monkeypatch.setattr(VISITORS, "address_work", 5)
+    turns = lane("keys")
+    waiting = tab_of(app_url, STRANGER)
+    with ThreadPoolExecutor(1) as pool, held(turns):
+        pool.submit(post, app_url, waiting.key, {"sentence_a": "a short update"}, STRANGER)
+        until(lambda: len(turns) == 1, "the stranger's call waiting")
+        where = urlsplit(app_url)
+        with socket.create_connection((where.hostname, where.port), timeout=WAIT) as bodiless:
+            bodiless.sendall(b"POST /gradio_api/call/view HTTP/1.1\r\nHost: %s\r\nX-Forwarded-For: %s\r\n"
+                             b"Content-Type: application/json\r\nContent-Length: 20000\r\n\r\n"
+                             % (where.netloc.encode(), STRANGER.encode()))
+            answer = bodiless.recv(2**16).decode()
+    assert answer.startswith("HTTP/1.1 429") and "retry-after: 5" in answer.lower()
+    said = json.loads(answer.partition("\r\n\r\n")[2])
+    assert "Your address already has" in said["error"] and said["detail"] == said["error"]

@@ -1,20 +1,73 @@
-"""Files the page reads at start: the example pairs, the stylesheet and the page's script."""
+"""What the page loads beside gradio's own: the example pairs, its scripts, plotly.js, and the
+outputs its script writes itself.
+
+plotly.js is the one the installed `plotly` package carries (the version its figures are written
+for), served by the app at `explorer/plotly.js`, gzipped once when the app starts and cached by
+the browser for good (the name carries the version): never from a CDN. Every chart of the page
+is drawn with it by the page's script (assets/explorer.js), the main plane and the small charts alike.
+"""
 
 from __future__ import annotations
 
+import functools
+import gzip
 import json
 from pathlib import Path
 
+import anyio
+import gradio as gr
+import plotly
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 EXAMPLES = json.loads((ASSETS / "examples.json").read_text(encoding="utf-8"))
+PLOTLY_JS = Path(plotly.__path__[0]) / "package_data" / "plotly.min.js"
+PLOTLY_PATH = f"explorer/plotly-{plotly.__version__}.js"  # relative to the page: its version names it, for caching
+SCRIPTS = ("labels.js", "explorer.js", "classroom.js", "plotkeys.js")
+
+# the script of an output the page writes (a gr.HTML): it gives the page's script its setter, which
+# sets the component's value as gradio would and runs `then`
+OUTPUT_JS = "window.embeddingExplorer.output(%s, (value) => { props.value = value; %s });"
+# a chart the page draws: its setter draws the figure's JSON into the element (no copy in gradio's props)
+CHART_JS = "window.embeddingExplorer.output(%s, (value) => window.embeddingExplorer.chart(element, value));"
 
 
-def gradio_plotly() -> str:
-    """The page-relative URL of gradio's own plotly.js bundle (the chunk its gr.Plot loads).
+def head() -> str:
+    """The page's scripts, in the page's <head>."""
+    scripts = "\n".join((ASSETS / name).read_text(encoding="utf-8") for name in SCRIPTS)
+    return f"<script>window.EMBEDDING_EXPLORER_PLOTLY = {json.dumps(PLOTLY_PATH)};\n{scripts}</script>"
 
-    The page's script draws the main plane with it: the app serves it already, the browser
-    caches it once for every plot of the page, and every plot runs the same plotly.js.
-    """
-    from ui.gradiointernals import plotly_bundle
 
-    return f"assets/{plotly_bundle()}"
+def written_by_page(elem_id: str, script: str = "", then: str = "", value: str = "", **kwargs) -> gr.HTML:
+    """A gr.HTML output the page's script writes (`ui.route.Live.values` sends its value as it is)."""
+    return gr.HTML(value, elem_id=elem_id, js_on_load=script + OUTPUT_JS % (json.dumps(elem_id), then), **kwargs)
+
+
+def chart(elem_id: str) -> gr.HTML:
+    """A chart the page's script draws with plotly.js (its value is a figure's JSON; "" is none)."""
+    return gr.HTML("", elem_id=elem_id, elem_classes=["chart"], js_on_load=CHART_JS % json.dumps(elem_id))
+
+
+class PlotlyScript:
+    """`GET explorer/plotly-VERSION.js`: plotly.js, gzipped once, for browsers that accept it."""
+
+    @functools.cached_property
+    def plain(self) -> bytes:
+        return PLOTLY_JS.read_bytes()
+
+    @functools.cached_property
+    def zipped(self) -> bytes:
+        return gzip.compress(self.plain, compresslevel=9, mtime=0)
+
+    def route(self) -> Route:
+        async def script(request: Request) -> Response:
+            zipped = "gzip" in request.headers.get("accept-encoding", "")
+            body = await anyio.to_thread.run_sync(lambda: self.zipped if zipped else self.plain)  # made once
+            headers = {"Cache-Control": "public, max-age=31536000, immutable", "Vary": "Accept-Encoding"}
+            if zipped:
+                headers["Content-Encoding"] = "gzip"
+            return Response(body, media_type="text/javascript", headers=headers)
+
+        return Route(f"/{PLOTLY_PATH}", script, methods=["GET"])

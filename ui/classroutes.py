@@ -1,60 +1,56 @@
-"""The class link's routes, outside gradio's queue like the direct route: a class is a hundred pages at once.
+"""A class's routes beside the page's, each `POST explorer/class/NAME`:
 
-    POST explorer/class/start   {key}                 this page's view becomes a class's lesson: {class, secret, step}
-    POST explorer/class/lead    {key, class, secret}  the lecturer's link on another page: shown the lesson, it leads
-    POST explorer/class/follow  {key}                 a student's page is shown the newest lesson
-    POST explorer/class/end     {key, secret}         the lecturer ends the class
-    POST explorer/class/stream  {key, class}          JSON lines, one a change: the lesson's version and step, whether
-                                                      the page follows; the lecturer's: pages connected, following;
-                                                      the round of answers (`poll`), and a student's own words
-    POST explorer/class/poll/…                        a round of answers: ui/pollroutes.py
+    start, lead, follow, end           a class: start one, lead it from another screen, follow it, end it
+    stream                             server-sent events, one a change: the lesson, who follows, the round
+    poll/ask, close, clear, hide,      a round of answers, by the lecturer's page (its secret in the body)
+      approve, review, csv
+    poll/answer                        a following student's word for the round
 
-A page is named by its key (`ui.channels.Channel.key`) in the body, never in an address a proxy
-logs; `lead` and `follow` answer in the page's bounded direct turns (`Direct.turn`). A store
-that is away ends no stream; a call it must answer is answered 200 with `reconnecting` and a
-sentence, and the page tries again (a 5xx would read as a broken server).
+A page is named by its key in the body (never in an address a proxy logs), and every call takes a
+turn on the page's route (`ui.route.Live.turn`). While the store is away a call is answered 200 with
+`reconnecting` and a sentence, and the page tries again (a 5xx would read as a broken server).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import threading
 
 import anyio
 import orjson
+from sse_starlette import EventSourceResponse
 from starlette.background import BackgroundTask
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import Route
 
 from core.serving.classroom import Classroom, Forbidden, Gone, Leader, Reconnecting
 from core.serving.classstore import Full, Lesson, lesson_of, lesson_view
+from core.serving.poll import checked_flag, csv_of
 from core.view import tour
 from core.view.options import Refused
-from ui import events, render
-from ui.direct import json_answer, json_body
-from ui.pollroutes import PollRoutes
-from ui.visitors import visitor_of_request
+from ui import render
+from ui.admission import VISITORS, Busy, visitor_of_request
+from ui.route import answer_of
 
 LOG = logging.getLogger(__name__)
 PREFIX = "/explorer/class"
-MAX_BODY = 1024  # bytes: a key, a class id and a secret
-KEEPALIVE = 15.0  # seconds between blank lines on an idle stream
+MAX_BODY = 1024  # bytes: a key, a class id, a secret, a word or a prompt
+KEEPALIVE = 15.0  # seconds between keep-alive comments on an idle stream
 COUNTS_SECONDS = 1.0  # how often a lecturer's stream reads how many pages follow
-
+# the round's changes only its lecturer makes: route -> the body's text and flag (`Classroom.lecture` checks them)
+LECTURES = {"ask": ("prompt", "review"), "close": (None, None), "clear": (None, None), "hide": ("word", "on"),
+            "approve": ("word", "on"), "review": (None, "on")}
 
 # every class this process serves pages of: in memory, or in the store EXPLORER_CLASS_STORE names
 CLASSROOM = Classroom()
 
 
 class Streams:
-    """The class streams this process serves, woken when their class changes.
-
-    A stream holds no thread: a new lesson wakes its class's streams, an idle one writes a
-    blank line every `KEEPALIVE` s, a lecturer's reads the counts every second.
-    """
+    """The class streams this process serves (no thread each), woken when their class changes."""
 
     def __init__(self, classroom: Classroom) -> None:
         self.classroom = classroom
@@ -63,12 +59,8 @@ class Streams:
         self.lessons: dict[str, Lesson] = {}  # the newest lesson heard of each class with a stream here
         self.streams: dict[str, int] = {}  # class id -> its streams here
         self.open: dict[str, object] = {}  # page key -> its stream's token: a page's newer stream replaces its older
-        classroom.listen(self._heard)
-        classroom.hear(self._wake_soon)
-
-    def _heard(self, lesson: Lesson) -> None:
-        """A new lesson, from any process (on the store's thread)."""
-        self._soon(self._keep, lesson)
+        classroom.listen(lambda lesson: self._soon(self._keep, lesson))  # on the store's thread
+        classroom.hear(lambda class_id: self._soon(self._wake, class_id))
 
     def _keep(self, lesson: Lesson) -> None:
         old = self.lessons.get(lesson.id)
@@ -76,12 +68,8 @@ class Streams:
             self.lessons[lesson.id] = lesson
         self._wake(lesson.id)
 
-    def _wake_soon(self, class_id: str | None) -> None:
-        self._soon(self._wake, class_id)
-
     def _soon(self, work, *args) -> None:
-        """`work(*args)` in the streams' event loop, from the store's thread; nothing once the
-        loop has closed (the server is stopping: no stream is left to tell)."""
+        """`work(*args)` in the streams' event loop; nothing once it closed (the server is stopping)."""
         if self.loop is not None:
             with contextlib.suppress(RuntimeError):
                 self.loop.call_soon_threadsafe(work, *args)
@@ -95,8 +83,7 @@ class Streams:
                 event.set()
 
     def opening(self, tab, key: str) -> object:
-        """The token of the page's stream about to open (in the event loop): its older stream,
-        if any, ends at once, and leaves the page connected."""
+        """The token of the page's stream about to open: its older stream ends, the page stays connected."""
         self.loop = asyncio.get_running_loop()
         token = self.open[key] = object()
         member = tab.member
@@ -105,17 +92,14 @@ class Streams:
         return token
 
     def release(self, key: str, token: object, member) -> None:
-        """The page's stream `token` is over (its generator ended, or never began): the page
-        is no longer connected, unless a newer stream of it replaced this one."""
+        """The page's stream `token` is over: the page is let go, unless a newer stream replaced it."""
         if self.open.get(key) is token:
             del self.open[key]
             self.classroom.disconnect(key, member)
 
-    async def stream(self, tab, key: str, lesson: Lesson, member, receive, token: object):
-        """The page's messages, one JSON line per change, until the class ends or the page goes
-        (`receive`, the request's: a page that reloads or closes is let go at once, not at the
-        next write that fails, so the counts are right within a second). A follower's seat was
-        taken before (`Classroom.connect`); a lecturer's page is connected here."""
+    async def stream(self, tab, key: str, lesson: Lesson, member, token: object):
+        """The page's messages, one event per change, until the class ends or the page goes (the
+        response is cancelled then, and this with it, so the counts are right within a second)."""
         class_id, leading = lesson.id, isinstance(member, Leader)
         self.streams[class_id] = self.streams.get(class_id, 0) + 1
         self.changed.setdefault(class_id, asyncio.Event())
@@ -124,7 +108,6 @@ class Streams:
         if leading:
             self.classroom.connect(key, member, lesson)
         sent, counts, counted = None, (0, 0), -COUNTS_SECONDS
-        gone = asyncio.ensure_future(_disconnected(receive))
         try:
             while self.open.get(key) is token:
                 if leading and self.loop.time() - counted >= COUNTS_SECONDS:
@@ -142,21 +125,13 @@ class Streams:
                                    own=list(self.classroom.own(key, class_id)))
                 message["poll"] = self.classroom.round(class_id).message(leading)  # the round, as this page hears it
                 if message != sent:
-                    yield orjson.dumps(message) + b"\n"
+                    yield {"data": orjson.dumps(message).decode()}
                     sent = message
                 if message["ended"]:
                     return
-                changed = asyncio.ensure_future(self.changed[class_id].wait())
-                await asyncio.wait((changed, gone), timeout=COUNTS_SECONDS if leading else KEEPALIVE,
-                                   return_when=asyncio.FIRST_COMPLETED)
-                woke = changed.done()
-                changed.cancel()
-                if gone.done():
-                    return
-                if not woke and not leading:
-                    yield b"\n"  # kept alive through proxies
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.changed[class_id].wait(), COUNTS_SECONDS if leading else KEEPALIVE)
         finally:  # also when the response is cancelled (the page went): so nothing here awaits
-            gone.cancel()
             self.release(key, token, member)
             self.streams[class_id] -= 1
             if not self.streams[class_id]:
@@ -165,53 +140,62 @@ class Streams:
 
 
 class ClassRoutes:
-    """The routes of one page (`Page.direct` computes what `lead` and `follow` show)."""
+    """The routes of one page's route (`ui.route.Live`), which computes what `lead` and `follow` show."""
 
-    def __init__(self, page, classroom: Classroom) -> None:
-        self.page = page
+    def __init__(self, page, classroom: Classroom = CLASSROOM) -> None:
+        self.page, self.live = page, page.live
         self.classroom = classroom
-        self.streams = Streams(self.classroom)
-        self.polls = PollRoutes(page, classroom)  # a round of answers (ui/pollroutes.py)
+        self.streams = Streams(classroom)
 
     def routes(self) -> list[Route]:
         handlers = {name: getattr(self, name) for name in ("start", "lead", "follow", "end", "stream")}
-        handlers.update(self.polls.handlers())
+        handlers.update({f"poll/{op}": functools.partial(self._lecture, op) for op in LECTURES})
+        handlers.update({"poll/csv": self.csv, "poll/answer": self.answer})
         return [Route(f"{PREFIX}/{name}", self._endpoint(name, handler), methods=["POST"])
                 for name, handler in handlers.items()]
 
     def _endpoint(self, name: str, handler):
 
         async def endpoint(request: Request) -> Response:
-            sent, within = await json_body(request, MAX_BODY)
-            if not within:
-                return json_answer({"error": f"A class call is at most {MAX_BODY:,} bytes; this one is larger."}, 413)
+            body = await request.body() if int(request.headers.get("content-length") or 0) <= MAX_BODY else None
+            if body is None or len(body) > MAX_BODY:
+                return answer_of({"error": f"A class call is at most {MAX_BODY:,} bytes; this one is larger."}, 413)
             try:
+                try:
+                    sent = orjson.loads(body)
+                except orjson.JSONDecodeError:  # not JSON: no key, said as such (not the parser's words)
+                    sent = None
                 if not isinstance(sent, dict) or not isinstance(sent.get("key"), str):
                     raise Refused("This request carries no valid page key; reload the page.")
-                tab, _ = events.CHANNELS.by_key(sent["key"])
-                return await handler(request, tab, sent)
+                tab, channel = self.live.channel_of(sent["key"])
+                answer = await handler(request, tab, channel, sent)
+            except Busy as busy:  # past the address's share of the server: the account's sentence
+                return answer_of({"error": str(busy)}, busy.refusal.status, {"Retry-After": str(busy.refusal.retry)})
             except Reconnecting as error:  # nobody's fault: the page says so, and tries again
-                return json_answer({"error": str(error), "reconnecting": True})
+                return answer_of({"error": str(error), "reconnecting": True})
             except Refused as error:  # a sentence, with the status that says what kind
                 status = {Forbidden: 403, Gone: 404, Full: 429}.get(type(error), 400)
-                return json_answer({"error": str(error)}, status)
+                return answer_of({"error": str(error)}, status)
             except Exception:  # a fault (a bug): logged here, a plain sentence there
                 LOG.exception("class call %s failed", name)
-                return json_answer({"error": "The class call failed on the server; the page tries again."}, 500)
+                return answer_of({"error": "The class call failed on the server; the page tries again."}, 500)
+            return answer if isinstance(answer, Response) else answer_of(answer, 429 if "error" in answer else 200)
 
         return endpoint
 
-    async def start(self, request: Request, tab, sent: dict) -> Response:
+    async def _turn(self, request: Request, tab, channel, work, lane: str = "work") -> dict:
+        """`work()` in the page's turn (`Busy` past its address's share)."""
+        return await self.live.turn(tab, channel, work, visitor_of_request(request), 1.0, lane)
+
+    async def start(self, request: Request, tab, channel, sent: dict) -> dict:
         address = visitor_of_request(request)
-        lesson, secret = await anyio.to_thread.run_sync(self.classroom.start, tab, address)
+        lesson, secret = await self._turn(request, tab, channel, lambda: self.classroom.start(tab, address))
         threading.Thread(target=self.warm, name="class-warm", daemon=True).start()
-        return json_answer({"class": lesson.id, "secret": secret, "step": lesson.step})
+        return {"class": lesson.id, "secret": secret, "step": lesson.step}
 
     def warm(self) -> None:
-        """Draw every tour step's plane once, in the background, when a class starts: a class
-        is the tour's audience, and its first lesson on BERT's tables would otherwise load them
-        (and fit their vocabulary plane) while a hundred pages wait. The planes are kept for
-        the followers (`render.plane`); the pretrained tables stay loaded, as for any visitor."""
+        """Draw every tour step's plane once when a class starts (a class is the tour's audience): its
+        first lesson on BERT's tables would otherwise load them while a hundred pages wait."""
         from core.serving.tabs import session_for
         from core.tables.session import Session
 
@@ -219,7 +203,7 @@ class ClassRoutes:
             with contextlib.suppress(Refused):
                 render.plane(self.page, step.view, session_for(step.view, Session.create()))
 
-    async def lead(self, request: Request, tab, sent: dict) -> Response:
+    async def lead(self, request: Request, tab, channel, sent: dict) -> dict:
         leader, lesson = await anyio.to_thread.run_sync(self.classroom.lead, sent.get("class"), sent.get("secret"))
         before = tab.member
 
@@ -229,22 +213,20 @@ class ClassRoutes:
         def led(_lesson: Lesson, shown: bool) -> None:  # the page leads once it shows the lesson
             tab.member = leader if shown else before
 
-        answer = await self._show(tab, lesson, detach, led)
-        return json_answer({**answer, "class": lesson.id})
+        return {**await self._show(request, tab, channel, lesson, detach, led), "class": lesson.id}
 
-    async def follow(self, request: Request, tab, sent: dict) -> Response:
+    async def follow(self, request: Request, tab, channel, sent: dict) -> dict:
         member, lesson = await anyio.to_thread.run_sync(self.classroom.follow, tab)
         if member.following and member.shown >= lesson.version:  # shown already: a page asking twice
-            return json_answer({"values": {}, "version": member.shown})
-        answer = await self._show(tab, lesson, lambda shown: self.classroom.expect(member, shown),
-                                  lambda shown, took: self.classroom.shown(member, shown, took))
-        return json_answer(answer)
+            return {"values": {}, "version": member.shown}
+        return await self._show(request, tab, channel, lesson, lambda shown: self.classroom.expect(member, shown),
+                                lambda shown, took: self.classroom.shown(member, shown, took))
 
-    async def end(self, request: Request, tab, sent: dict) -> Response:
-        lesson = await anyio.to_thread.run_sync(self.classroom.end, tab, sent.get("secret"))
-        return json_answer({"ended": lesson.ended})
+    async def end(self, request: Request, tab, channel, sent: dict) -> dict:
+        lesson = await self._turn(request, tab, channel, lambda: self.classroom.end(tab, sent.get("secret")))
+        return {"ended": lesson.ended}
 
-    async def stream(self, request: Request, tab, sent: dict) -> Response:
+    async def stream(self, request: Request, tab, channel, sent: dict) -> Response:
         member = tab.member
         if isinstance(member, Leader) and member.class_id == sent.get("class"):
             lesson = await anyio.to_thread.run_sync(self.classroom.lesson, member.class_id)
@@ -259,38 +241,57 @@ class ClassRoutes:
                 raise
         token = self.streams.opening(tab, sent["key"])
         # the page is let go when its stream ends, or when the answer ends before the stream began
-        return StreamingResponse(self.streams.stream(tab, sent["key"], lesson, member, request.receive, token),
-                                 media_type="application/x-ndjson",
-                                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
-                                 background=BackgroundTask(self.streams.release, sent["key"], token, member))
+        return EventSourceResponse(self.streams.stream(tab, sent["key"], lesson, member, token), ping=KEEPALIVE,
+                                   send_timeout=VISITORS.send_seconds, headers={"Cache-Control": "no-store"},
+                                   background=BackgroundTask(self.streams.release, sent["key"], token, member))
 
-    async def _show(self, tab, lesson: Lesson, before, after) -> dict:
-        """Show `tab` the class's lesson, in the page's direct turn: `before(lesson)`,
-        then the view, then `after(lesson, shown)`, `shown` being whether the tab took it (a
-        view can be refused: the memory budget, a training running). The lesson is read again
-        when the turn comes, so a follower that waited behind a class shows the newest; the
-        answer says which (`version`)."""
+    async def _show(self, request: Request, tab, channel, lesson: Lesson, before, after) -> dict:
+        """Show `tab` the class's newest lesson in the page's turn: `before(lesson)`, the view, then
+        `after(lesson, shown)`, `shown` being whether the tab took it (a view can be refused)."""
 
         def showing(shown: Lesson):
             return lambda view: lesson_view(shown.query).with_(presenter=view.presenter).seen_as(view)
 
-        # a lesson's large random layer is built in the heavy pool first, as a link's is
-        await anyio.to_thread.run_sync(events.built_first, tab, showing(lesson))
-
         def work() -> dict:
             shown = self.classroom.newest(lesson)
             before(shown)
-            answer = self.page.direct.show(tab, showing(shown))
+            self.live.built_first(tab, showing(shown))  # a lesson's large random layer, in the heavy pool
+            values = self.live.apply(tab, channel, showing(shown), whole=True)
             after(shown, lesson_of(tab.view) == shown.query)
-            return {**answer, "version": shown.version}
+            return {"values": values, "version": shown.version}
 
-        return await self.page.direct.turn(tab, work)
+        return await self._turn(request, tab, channel, work, lane="keys")
+
+    async def _lecture(self, op: str, request: Request, tab, channel, sent: dict) -> dict:
+        """The lecturer's change `op` to the round (its flag checked before the page's turn)."""
+        text, flag = LECTURES[op]
+        on = flag is not None and checked_flag(sent.get(flag, False if op == "ask" else None), flag)
+
+        def work() -> dict:
+            changed = self.classroom.lecture(op, tab, sent.get("secret"), sent.get(text), on)
+            return {"poll": changed.message(True), "own": []}
+        return await self._turn(request, tab, channel, work)
+
+    async def csv(self, request: Request, tab, channel, sent: dict) -> dict:
+        def work() -> dict:
+            member = tab.member
+            if not isinstance(member, Leader):
+                raise Forbidden("Only the page that leads the class can download its answers.")
+            self.classroom.check(member.class_id, sent.get("secret"))
+            round_ = self.classroom.round(member.class_id)
+            return {"csv": csv_of(round_), "poll": round_.message(True)}
+        return await self._turn(request, tab, channel, work)
+
+    async def answer(self, request: Request, tab, channel, sent: dict) -> dict:
+        number = sent.get("round")
+        if isinstance(number, bool) or not isinstance(number, int):
+            raise Refused("round is the number of the round answered, a whole number.")
+        address = visitor_of_request(request)
+
+        def work() -> dict:
+            round_, own = self.classroom.answer(tab, sent["key"], address, sent.get("word"), number)
+            return {"poll": round_.message(False), "own": list(own)}
+        return await self._turn(request, tab, channel, work)
 
 
-async def _disconnected(receive) -> None:
-    """Returns when the client has gone (the request's body was read already)."""
-    while (await receive())["type"] != "http.disconnect":
-        pass
-
-
-__all__ = ["ClassRoutes"]
+__all__ = ["CLASSROOM", "ClassRoutes"]

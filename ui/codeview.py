@@ -3,7 +3,7 @@
 A tab of the main column like the side views (`ui.sideviews`): its components are drawn when it
 is first opened (`ui.ondemand`), a link opens it as ``?view=code``, and its script is written
 only while it is open (`ui.render.outputs`). The script is the tab's own: its trainings, its
-frozen plane and its drawing, which no link carries; `/explorer/code?…` (`ui.coderoute`) writes
+frozen plane and its drawing, which no link carries; `/explorer/code?…` (`ui.api`) writes
 a link's. Copy and Download run in the browser alone: the script is the code box's value.
 """
 
@@ -14,13 +14,14 @@ import json
 import gradio as gr
 
 from core.view.options import VIEWS
-from ui.coderoute import FILE_NAME, PATH
+from ui import ondemand
+from ui.api import CODE_PATH, FILE_NAME
 
 INTRO = (
     "**This view as a Python script**: the tokenizer, the `Embedding` module with its four tables, the five groups, "
     "the plane and the plot, in plain PyTorch, NumPy, scikit-learn and Plotly. Paste it into a notebook, or save it "
     f"and run `python {FILE_NAME}` for the plot, `--json` for each group's points as this page plots them. Any "
-    f"link's script: `{PATH}?` and the link's query."
+    f"link's script: `{CODE_PATH.lstrip('/')}?` and the link's query."
 )
 # the buttons read the code box's value in the browser; "Copied" says it was done (a live region reads it out)
 COPY_JS = """
@@ -56,17 +57,19 @@ DOWNLOAD_JS = f"(code) => {{ const name = {json.dumps(FILE_NAME)};" + """
 
 
 def layout(page) -> None:
-    with gr.Tab(VIEWS["code"], id="code", elem_id="tab-code") as page.view_tabs["code"]:
-        gr.Markdown(INTRO)
+    with gr.Tab(VIEWS["code"], id="code", elem_id="tab-code") as page.view_tabs["code"], \
+            ondemand.content(page, page.view_tabs["code"], "shown", "code"):
+        ondemand.unnamed(gr.Markdown(INTRO))
         with gr.Row():
             page.code_copy = gr.Button("Copy", size="sm", elem_id="code-copy", scale=0, min_width=90)
             page.code_download = gr.Button("Download .py", size="sm", elem_id="code-download", scale=0,
                                            min_width=140)
-            gr.HTML('<p id="code-status" role="status" aria-live="polite"></p>', padding=False)
-        page.code = gr.Code(language="python", interactive=False, show_label=False, elem_id="code-view", lines=20,
+            ondemand.unnamed(gr.HTML('<p id="code-status" role="status" aria-live="polite"></p>', padding=False))
+        # plain (`language=None`), as the side views' code (ui/sideviews.py): in the theme's text colour
+        page.code = gr.Code(language=None, interactive=False, show_label=False, elem_id="code-view", lines=20,
                             max_lines=40, buttons=[])
 
 
 def wire(page) -> None:
-    page.code_copy.click(None, page.code, None, js=COPY_JS)
-    page.code_download.click(None, page.code, None, js=DOWNLOAD_JS)
+    page.browser(page.code_copy.click, COPY_JS, page.code)
+    page.browser(page.code_download.click, DOWNLOAD_JS, page.code)

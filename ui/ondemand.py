@@ -1,81 +1,81 @@
 """A tab's components are drawn when the tab is first opened, not when the page opens.
 
-Gradio's browser code loads a script and a stylesheet (and an "example" form) for each type of
-component a page declares, a few requests a type, whether its tab is open or not; only a
-component built invisible is not loaded. So every component in a tab other than the two the
-page opens with (the Tour panel and the plane) is built invisible, and the tab's `select` makes
-it visible: a visitor who never opens the Train tab never downloads its code. The same for a
-closed accordion of those two tabs (the search; the neighbours): drawn when it opens.
+Gradio's browser code loads a script and a stylesheet for each type of component a page shows,
+whether its tab is open or not; only a component itself built invisible is not loaded (one in an
+invisible column is). So the content of every tab but the two the page opens with (the Tour
+panel and the plane), and of a closed accordion in those, is a column built invisible whose
+components are built invisible too (`content`), which the tab's `select` (the accordion's
+`expand`) makes visible: a visitor who never opens the Train tab never downloads its code.
 
-A tab's `select` runs in the browser alone: it makes the tab's components visible and tells
-the tab's view over the direct path (`ui.direct`; a link carries the open tabs). Gradio fires
-it for a tab the server selects too (a link, a tour step), so a tab is always drawn when it
-shows; values written to a component before its tab opens are kept and shown when it does.
+A tab's `select` runs in the browser alone: it shows the column and its components and tells the
+tab's view over the page's route (a link carries the open tabs). Gradio fires it for a tab the
+server selects too (a link, a tour step), so a tab is always drawn when it shows; values written
+to its components before it opens are kept and shown when it does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 
 import gradio as gr
 
-from ui.gradiointernals import children, is_layout
+from core.view.state import View
 
-VISIBLE = {"__type__": "update", "visible": True}
+VISIBLE = json.dumps({"__type__": "update", "visible": True})
+_LATER: dict[int, list] = {}  # id(page) -> [(opener, shown, field, key)]: what each opener shows
+_UNNAMED: list[gr.Component] = []  # static components of the content being built (`unnamed`)
+
+
+@contextlib.contextmanager
+def content(page, opener, field: str | None = None, key: str | None = None) -> Iterator[gr.Column]:
+    """The content of `opener` (a tab: the view's `field`, "panel" or "shown", set to `key` when
+    it opens; or an accordion), in a column drawn when it first opens unless the page opens with
+    it showing."""
+    shown = (field == "panel" and key == View().panel) or (field == "shown" and key == View().shown)
+    if field is None:
+        shown = opener.open is True
+    before, unnamed = set(map(id, components_of(page))), len(_UNNAMED)
+    with gr.Column(visible=shown) as column:
+        yield column
+    built = [*(component for component in components_of(page) if id(component) not in before), *_UNNAMED[unnamed:]]
+    del _UNNAMED[unnamed:]  # an outer content does not take them again
+    later = [] if shown else [column, *(component for component in built if component.visible is True)]
+    for component in later:
+        component.visible = False
+    _LATER.setdefault(id(page), []).append((opener, later, field, key))
+
+
+def unnamed(component: gr.Component) -> gr.Component:
+    """A component of a tab's content the page does not name (static text), drawn when the tab
+    opens as the named ones are: built visible, its type's code would load with the page."""
+    _UNNAMED.append(component)
+    return component
+
+
+def components_of(page) -> list[gr.Component]:
+    """The page's components, as its slots hold them (a component in a tab's content is one the page
+    names: built visible, it is hidden with the tab's column; one an inner `content` holds is hidden
+    by it already, and the server's own shown or hidden ones are built invisible)."""
+    found = []
+    for name in type(page).__slots__:
+        value = getattr(page, name, None)
+        found += [each for each in (value.values() if isinstance(value, dict) else [value])
+                  if isinstance(each, gr.Component)]
+    return found
 
 
 def defer(page) -> None:
-    """Build invisible the components of every tab but the ones the page opens with, and wire
-    each tab's `select` to draw them and to tell the view."""
-    from core.view.state import View
-
-    tabs = [("panel", key, tab) for key, tab in page.panel_tabs.items()]
-    tabs += [("shown", key, tab) for key, tab in {"plane": page.plane_tab, **page.view_tabs}.items()]
-    opened = {("panel", View().panel), ("shown", View().shown)}
-    for field, key, tab in tabs:
-        later = [] if (field, key) in opened else shown_in(tab)
-        for component in later:
-            component.visible = False
-        tab.select(None, None, later, js=opened_js(field, key, len(later)))
-        if (field, key) in opened:  # in the tabs the page opens with, a closed accordion's are drawn when it opens
-            for accordion in closed_in(tab):
-                inside = shown_in(accordion)
-                for component in inside:
-                    component.visible = False
-                accordion.expand(None, None, inside, js=f"() => Array({len(inside)}).fill({json.dumps(VISIBLE)})")
+    """Wire each opener recorded by `content`: its column and components shown, the view told which tab opened."""
+    for opener, later, field, key in _LATER.pop(id(page), []):
+        shown = f"Array({len(later)}).fill({VISIBLE})"
+        if field is None:
+            page.browser(opener.expand, f"() => {shown}", outputs=later)
+        else:
+            told = json.dumps({field: key})
+            page.browser(opener.select, f"() => {{ window.embeddingExplorer.tabOpened({told}); return {shown}; }}",
+                         outputs=later)
 
 
-def shown_in(block) -> list:
-    """The components inside `block` that are built visible (not those the server shows and
-    hides, which are built invisible, nor layout blocks)."""
-    found = []
-    for child in children(block):
-        if isinstance(child, gr.Component):
-            if child.visible is True:
-                found.append(child)
-        elif is_layout(child):
-            found += shown_in(child)
-    return found
-
-
-def closed_in(block) -> list:
-    """The accordions inside `block` built closed."""
-    found = []
-    for child in children(block):
-        if isinstance(child, gr.Accordion):
-            found += [child] if child.open is False else []
-        if is_layout(child):
-            found += closed_in(child)
-    return found
-
-
-def opened_js(field: str, key: str, count: int) -> str:
-    """The script of a tab's `select`: the view's `field` (`panel`, a control tab; `shown`, a
-    main one) set to `key` over the direct path, and its `count` components made visible. Gradio
-    also fires `select` for the tabs selected when the page is built; the page's script lets
-    those changes go (the page has no key yet), and they draw nothing new."""
-    return (f"() => {{ window.embeddingExplorer.tabOpened({json.dumps({field: key})}); "
-            f"return Array({count}).fill({json.dumps(VISIBLE)}); }}")
-
-
-__all__ = ["defer", "shown_in"]
+__all__ = ["content", "defer", "unnamed"]

@@ -1,36 +1,24 @@
 """The page drawn from a `View`: which widgets and outputs an applied change rewrites.
 
-`outputs(page, step)` is the only place that decides what the page shows after a change:
-every field of the view has one widget writer (`fields`), and every computed output (the
-plane, the side view, the tables' summary, the background, the documents) is redrawn only
-when a field it depends on changed. Which widget shows a field and what its change redraws
-are the field's declaration (`core.view.state.View`, `core.view.fields`), not lists kept here. A link, a
-tour step and a keystroke all pass here, so they cannot render the same view two ways.
-
-Text that comes from a user or a link — sentences, tokens, notes quoting them, parameter
-names — is shown as plain text: `plain` escapes it before it meets Markdown, and notices are
-escaped HTML.
+`outputs(page, step)` alone decides it, from the fields' declarations, so no view renders two ways.
+Text from a user or a link is shown as plain text (escaped for Markdown and HTML).
 """
 
 from __future__ import annotations
 
-import copy
-import functools
 import hashlib
 import html
 import json
-import re
-import threading
-import weakref
-from collections import OrderedDict
 from collections.abc import Iterable
 
 import gradio as gr
 
-from core.drawing.charts import collapse_figure, loss_figure, variance_bars
+from core.drawing.captions import parameter_status, plain, search_text, summary, tour_text, training_summary
+from core.drawing.charts import collapse_figure, loss_spec, variance_bars
 from core.drawing.code import recipe, script
 from core.drawing.details import layernorm_detail, positions_detail, similarity_detail
 from core.drawing.figures import background_trace, embedding_spec
+from core.drawing.shared import shared
 from core.drawing.wire import figure_json, trace_json
 from core.model.listing import run_listing
 from core.model.lookup import walk_through
@@ -47,43 +35,32 @@ from core.view.fields import BACKGROUND, DETAIL, LISTING, LOOKUP, PLANE, TABLES
 from core.view.options import BASES, DETAILS, MAX_QUERY, PARTS, POSITIONS
 from core.view.share import to_query
 from core.view.state import FIELDS, View
-from ui.gradiointernals import plot_value
 
 NO_TOKEN = ""  # the token picker's value when no token is selected
-_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>&:])")
-
-
-def plain(text: str) -> str:
-    """Text shown literally inside Markdown: no link, image, emphasis or HTML can come of it."""
-    return _MARKDOWN.sub(r"\\\1", text)
 
 
 def notice(notes: Iterable[str], mark: str = "⚠️") -> str:
-    """The notice area's HTML: each note as escaped text on its own line ("" hides it), marked
-    as a warning, or (`mark="ℹ️"`) as what the page is told of work it asked for (a refit's result)."""
+    """The notice area's HTML: each note escaped on its own line, marked as a warning (or `mark`)."""
     return "".join(f"<p>{mark} {html.escape(note)}</p>" for note in notes if note)
 
 
-def plot(figure: dict):
-    # the figure's JSON straight from its dict: building a go.Figure costs more than the math
-    return plot_value(figure_json(figure))
-
-
 def token_choices(tokens: Iterable[str]) -> list[tuple[str, int | str]]:
-    """The picker's list: "none", then "position: token" for each token."""
-    # an explicit "none" entry: the picker ignores an update to None, so "" clears it
+    """The picker's list: "none" (the picker ignores None, so "" clears it), then "position: token"."""
     return [("none", NO_TOKEN), *((f"{i}: {token}", i) for i, token in enumerate(tokens))]
 
 
-def fields(page, view: View, names: Iterable[str], tokens: tuple[str, ...] = ()) -> dict:
-    """The widgets of these view fields (each field's declared `widget`), set to the view's values.
-
-    `tokens`: the view's tokens, for the token picker's list."""
+def _shown(names: Iterable[str]) -> set[str]:
+    """These fields with the others their widgets show (`_ALSO`), those that have a widget."""
     names = set(names)
     names |= {shown for name, shown in _ALSO.items() if name in names}
-    out: dict = {}
+    return {name for name in names if name in FIELDS and FIELDS[name].widget is not None}
+
+
+def fields(page, view: View, names: Iterable[str], tokens: tuple[str, ...] = ()) -> dict:
+    """The widgets of these view fields set to the view's values (`tokens`: the picker's list)."""
+    names, out = _shown(names), {}
     for name, declared in FIELDS.items():
-        if name not in names or declared.widget is None:
+        if name not in names:
             continue
         widget = getattr(page, declared.widget)
         if name in _WRITERS:
@@ -92,10 +69,6 @@ def fields(page, view: View, names: Iterable[str], tokens: tuple[str, ...] = ())
             value = getattr(view, name)
             out[widget] = list(value) if isinstance(value, tuple) else value  # gradio wants lists
     return out
-
-
-def _vocab_size(widget, view: View, tokens) -> dict:
-    return {widget: gr.update(value=view.vocab_size, visible=view.tokenizer == "word")}
 
 
 def _freezes(widgets: dict, view: View, tokens) -> dict:
@@ -111,7 +84,8 @@ def _token(widget, view: View, tokens) -> dict:
 
 # the widgets that show something other than their field's value as it is: (widget, view, tokens) -> writes
 _WRITERS = {
-    "vocab_size": _vocab_size,
+    "vocab_size": lambda widget, view, tokens: {
+        widget: gr.update(value=view.vocab_size, visible=view.tokenizer == "word")},
     "frozen": _freezes,
     "token": _token,
     "dims": lambda widget, view, tokens: {widget: view.dims == 3},
@@ -119,71 +93,48 @@ _WRITERS = {
     "panel": lambda widget, view, tokens: {widget: gr.update(selected=view.panel)},
     "step": lambda widget, view, tokens: {widget: tour_text(view.step)},
 }
-# a field whose value another field's widget shows as well: the vocabulary size is shown only for
-# the word tokenizer, and the position table's freeze is not a choice while the table is fixed
+# a field whose value another field's widget shows too (the vocabulary size, the position freeze)
 _ALSO = {"tokenizer": "vocab_size", "positions": "frozen"}
-# the Page attributes of the fields' widgets (ui.page.Page.everything), in the order an event's
-# API answer lists them: those that show their field's value as it is, then the others, each in
-# the View's order. A tuple, so every process lists the outputs alike (a set's order changes)
+
+
 def widgets_of(page, names: Iterable[str]) -> list:
     """The components that show these view fields (a field's widget may be several: the freezes)."""
-    names = set(names)
-    names |= {shown for name, shown in _ALSO.items() if name in names}
     found = []
-    for name in names:
-        declared = FIELDS.get(name)
-        if declared is None or declared.widget is None:
-            continue
-        widget = getattr(page, declared.widget)
+    for name in _shown(names):
+        widget = getattr(page, FIELDS[name].widget)
         found += list(widget.values()) if isinstance(widget, dict) else [widget]
     return found
-
-
-WIDGETS = tuple(dict.fromkeys(
-    [declared.widget for name, declared in FIELDS.items() if declared.widget and name not in _WRITERS]
-    + [declared.widget for name, declared in FIELDS.items() if declared.widget and name in _WRITERS]))
-
-
-def _redrawn(names: Iterable[str]) -> frozenset[str]:
-    """What a change of these fields draws again, as their declarations say (core.view.fields.REDRAWS)."""
-    return frozenset().union(*(FIELDS[name].redraws for name in names))
 
 
 def outputs(page, step: Change, *, asked: Iterable[str] = (), whole: bool = False, notes: Iterable[str] = (),
             listed: bool = True, key: str | None = None, answers: Answers | None = None,
             answered: bool = False) -> dict:
-    """Everything the page must redraw after `step`.
-
-    `listed`: whether the token picker may hold a list of tokens (see `ui.channels.Channel.listed`).
-    `answers`: a class's words the plane shows (`answers_of`); `answered`: they differ from those
-    the page's plane shows now, so the plane is drawn again whatever else changed.
-    `key`: the tab's key for its direct calls (`ui.channels.Channel.key`), sent with the address
-    when the page opens."""
+    """Everything the page must redraw after `step`. `answers`: a class's words the plane shows, and
+    `answered`: they differ from those drawn; `key`: the page's key, sent with the address on opening."""
     view, session = step.view, step.session
     changed = set(view.differs(step.old_view))
-    redrawn = _redrawn(changed)
+    redrawn = frozenset().union(*(FIELDS[name].redraws for name in changed))  # as the fields declare
     write = set(FIELDS) if whole else (changed - set(asked)) | ({"token"} & set(asked))
     out = fields(page, view, write, step.tokens)
     if step.tokens != step.old_tokens and page.token not in out and (listed or view.token is not None):
-        # the picker never lists tokens that are gone: with a token selected it shows the new list
-        # (its entry's text is on screen), otherwise an empty one, filled when it is opened. An
-        # update of the picker's choices costs gradio a rebuilt component config (a few ms of a
-        # keystroke's CPU), so an empty picker is left as it is
+        # the picker never lists tokens that are gone: with a token selected, the new list; otherwise an
+        # empty one, filled when opened (new choices cost gradio a rebuilt config: an empty one is left)
         out[page.token] = gr.update(choices=token_choices(step.tokens if view.token is not None else ()))
     elif page.token not in out:  # its value, plainly: an update of the choices costs far more
         out[page.token] = NO_TOKEN if view.token is None else view.token
     if view.token is not None and (whole or step.old_view.token is None):
         out[page.neighbours] = gr.update(open=True)  # a token selected: its neighbours show
+    if view.search.strip() and "search" not in asked and (whole or not step.old_view.search.strip()):
+        out[page.search_panel] = gr.update(open=True)  # a link's or a step's search: its box shows with its crosses
     tables = whole or step.tables_changed or TABLES in redrawn
-    # sentences that tokenize as before (a space typed, a space deleted) draw what is drawn: a
-    # class types a space every sixth key, and the plane is most of a keystroke's work
+    # sentences that tokenize as before (a space typed) keep the plane, most of a keystroke's work
     retyped = (changed <= {"sentence_a", "sentence_b"} and step.tokens == step.old_tokens
                and session is step.old_session and session.tokenizer is not None)
     redraw = (not retyped and PLANE in redrawn) or answered
     if whole or tables or redraw:
-        out.update(plane(page, view, session, step.tokens, revision=step.revision, answers=answers))
-        # the side views not open are emptied (each is drawn when it is opened), so none shows
-        # another sentence's numbers when it opens
+        out.update(plane(page, view, session, step.tokens, revision=step.revision, answers=answers,
+                         typed=bool(changed) and changed <= TYPED))
+        # the side views not open are emptied (drawn when opened): none shows another sentence's numbers
         out.update(dict.fromkeys(page.detail_outputs))
     if view.shown in DETAILS and (whole or tables or redraw or DETAIL in redrawn):
         out.update(detail(page, view, session, step.tokens))
@@ -197,8 +148,8 @@ def outputs(page, step: Change, *, asked: Iterable[str] = (), whole: bool = Fals
         out.update(listing(page, view))
     if view.shown == "lookup" and (whole or LOOKUP in redrawn):
         out.update(lookup(page, view))
-    if view.shown == "code" and (whole or tables or changed):  # a script of everything the view holds
-        out[page.code] = code_view(view, session)
+    if view.shown == "code" and (whole or tables or changed):  # a script of everything the tab holds
+        out[page.code] = script(recipe(view, session))
     if whole or changed or notes or step.notes:  # an echo of what the page already shows keeps the notice
         out[page.notice] = notice((*notes, *step.notes))
     if whole or changed:
@@ -206,16 +157,12 @@ def outputs(page, step: Change, *, asked: Iterable[str] = (), whole: bool = Fals
     return out
 
 
-# fields a person changes a character at a time (declared `typed`): the address bar rewrites one
-# history entry while they change, so Back goes to the view before the typing, not to each keystroke
+# fields changed a character at a time: their history entry is rewritten, so Back skips each keystroke
 TYPED = frozenset(name for name, declared in FIELDS.items() if declared.typed)
 
 
 def address(view: View, push: bool, key: str | None = None) -> str:
-    """What `#address` puts in the address bar (ui/tourpanel.py ADDRESS_JS): the view's query
-    string, as a new history entry when `push`. A view whose link is longer than MAX_QUERY
-    leaves the address at the last view that fit (a browser and gradio refuse far longer ones).
-    `key`, when the page opens: the tab's key for its direct calls (ui/direct.py)."""
+    """What `#address` puts in the address bar: the view's query (None past MAX_QUERY), pushed or not."""
     query, _ = to_query(view)
     sent = {"query": query if len(query) <= MAX_QUERY else None, "push": push}
     if key is not None:
@@ -223,88 +170,24 @@ def address(view: View, push: bool, key: str | None = None) -> str:
     return json.dumps(sent)
 
 
-# what was drawn last on shared tables (a plane, a side view, a background), shared by every tab
-# that shows the same view on the same tables: a class's hundred pages are shown each lesson,
-# and draw it once (`_shared`)
-SHARED_KEPT = 64
-_SHARED: OrderedDict[tuple, tuple[object, object]] = OrderedDict()
-_SHARED_LOCK = threading.Lock()
 REVISION = -1  # the revision a shared plane's figure is written with, replaced by each tab's own
 
 
-def _shared(kind: str, view: View, session: Session, tokens: tuple[str, ...] | None, draw, also: object = None):
-    """`draw()`, or what it gave a tab that showed the same view on the same shared tables.
-
-    A session on shared tables (not an upload, no plane of its own) shows what every other one
-    on the same tables shows for the same view. Trained tables are shared too when they are one
-    training's: a class that pressed Train together trains once (`core.serving.jobs.Jobs`), and every
-    page adopts the same read-only result and watches the same snapshots, so each snapshot and
-    the result are drawn once for the class. A session with tables of its own always draws its
-    own. The tables are held weakly (the memory budget counts only what tabs hold), and an id
-    reused by other tables after those went is not a match. `also`: anything else the drawing
-    shows (a class's words), part of what names it."""
-    key = _shared_key(kind, view, session, tokens)
-    key = key if key is None or also is None else (*key, also)
-    if key is None:
-        return draw()
-    with _SHARED_LOCK:
-        found = _SHARED.get(key)
-        if found is not None:
-            _SHARED.move_to_end(key)
-    if found is None or found[0]() is not session.model:
-        found = (weakref.ref(session.model), draw())
-        with _SHARED_LOCK:
-            _SHARED[key] = found
-            while len(_SHARED) > SHARED_KEPT:
-                _SHARED.popitem(last=False)
-    drawn = found[1]
-    if isinstance(drawn, dict):  # a tab's lists are its own to change
-        drawn = {component: copy.deepcopy(value) if isinstance(value, list) else value
-                 for component, value in drawn.items()}
-    return drawn
-
-
-def forget_shared() -> None:
-    """Let go of every shared drawing (the tests start each from none)."""
-    with _SHARED_LOCK:
-        _SHARED.clear()
-
-
-def _shared_key(kind: str, view: View, session: Session, tokens: tuple[str, ...] | None) -> tuple | None:
-    """What decides a drawing on shared tables; None for a session with tables of its own.
-
-    A trained session is named by its trained tables, which every page that adopted that
-    training holds with the rest of its result (`Session.adopt_training`), and which nothing
-    changes once made."""
-    if session.frozen_basis is not None or "upload" in (session.base.key, session.source.key):
-        return None
-    return (kind, view, tokens, id(session.source.model), id(session.trained), session.base.key, session.source.key,
-            session.settings, session.positions, session.frozen, session.basis)
-
-
 def plane(page, view: View, session: Session, tokens: tuple[str, ...] | None = None, revision: int = 0, *,
-          holds: bool = False, answers: Answers | None = None) -> dict:
-    """The main plot (in its compact form, which also carries the token table: `core.drawing.wire.expand`),
-    its summary, the neighbours, the search and the variance bar.
+          holds: bool = False, answers: Answers | None = None, typed: bool = False) -> dict:
+    """The main plot (with the token table), its summary, neighbours, search and variance bar: drawn
+    once for the tabs on shared tables, each tab's `revision` written in. `holds`: a training's figure,
+    whose axes the page keeps (`hold_key`); `typed`: a keystroke's plane, drawn without the cache."""
+    def draw() -> dict:
+        return _plane(page, view, session, tokens, REVISION, answers)
 
-    `tokens`: the view's tokens when the caller has them (an applied change has), so the
-    live path does not tokenize the sentences once more to find the flipped ones.
-    `revision`: the tab's change count (`core.serving.tabs.Change.revision`); the page's script draws
-    no figure older than the one it shows, whichever path brought it. A plane on shared tables
-    is drawn once for every tab (`_shared`), with each tab's revision written into its JSON.
-    `holds`: a training's figure: the page keeps the axes it has (`hold_key`) for it and for
-    every later figure of the same view, so the frozen points stay where they were drawn.
-    `answers`: a class's words, drawn as the group "class" (`answers_of`); a class's pages that
-    show the same lesson and the same words share one drawing."""
-    out = _shared("plane", view, session, tokens, lambda: _plane(page, view, session, tokens, REVISION, answers),
-                  also=answers)
+    out = draw() if typed else shared("plane", view, session, tokens, draw, also=answers)
     sent = f'"revision":{revision}' + (',"holdFrom":true' if holds else "")
     out[page.plot] = out[page.plot].replace(f'"revision":{REVISION}', sent, 1)
     return out
 
 
-# the view's fields that leave every point where it is: a figure that differs from the last only
-# in these keeps its axes while they are held (assets/explorer.js `held`)
+# the fields that leave every point where it is: a figure differing only in these keeps held axes
 STILL = frozenset({"token", "k", "labels", "arrows", "shift", "step", "frozen"})
 HOLDING = tuple(name for name, declared in FIELDS.items() if declared.redraws & {PLANE, TABLES, BACKGROUND}
                 and name not in STILL)
@@ -347,9 +230,7 @@ def _plane(page, view: View, session: Session, tokens: tuple[str, ...] | None, r
 
 
 def answers_of(member, view: View) -> Answers | None:
-    """The class's words a tab's plane shows: the round's drawn words, when the tab leads its
-    class or shows the lesson it follows, and the view shows the class's answers (`View.answers`);
-    None otherwise. Read from what this process knows of the round (no store call)."""
+    """The class's words a tab's plane shows, when it leads its class or shows its lesson; else None."""
     if member is None or not view.answers:
         return None
     if isinstance(member, Follower) and not member.following and lesson_of(view) != member.lesson:
@@ -367,20 +248,9 @@ def _search(view: View, session: Session, result: Exploration) -> SearchResult |
         return SearchResult(view.search, (), message=str(error))
 
 
-def search_text(found: SearchResult | None) -> str:
-    if found is None:
-        return ""
-    line = plain(found.message)
-    if found.neighbours:
-        near = ", ".join(f"{plain(word)} ({cosine:.2f})" for word, cosine in found.neighbours)
-        line += f" Nearest to **{plain(found.hits[0].word)}** by cosine in the full space: {near}."
-    return line
-
-
 def detail(page, view: View, session: Session, tokens: tuple[str, ...] | None = None) -> dict:
-    """The open side view, computed for the current sentences (once for every tab on the same
-    shared tables, `_shared`)."""
-    return _shared("detail", view, session, tokens, lambda: _detail(page, view, session, tokens))
+    """The open side view, computed once for every tab on the same shared tables."""
+    return shared("detail", view, session, tokens, lambda: _detail(page, view, session, tokens))
 
 
 def _detail(page, view: View, session: Session, tokens: tuple[str, ...] | None) -> dict:
@@ -389,40 +259,26 @@ def _detail(page, view: View, session: Session, tokens: tuple[str, ...] | None) 
     if view.shown == "positions":
         found = positions_detail(session, a, b, flipped, presenter=view.presenter)
         rows = [[r.token, f"{r.positions[0]} and {r.positions[1]}", round(r.cosine, 3)] for r in found.repeated]
-        return {page.positions_plot: plot(found.figure), page.repeated: rows}
+        return {page.positions_plot: figure_json(found.figure), page.repeated: rows}
     if view.shown == "layernorm":
         found = layernorm_detail(session, a, b, flipped, presenter=view.presenter, narrow=view.narrow)
-        return {page.layernorm_plot: plot(found.figure), page.layernorm_info: found.summary}
-    return {page.similarity_plot: plot(similarity_detail(session, a, b, flipped, presenter=view.presenter))}
+        return {page.layernorm_plot: figure_json(found.figure), page.layernorm_info: found.summary}
+    return {page.similarity_plot: figure_json(similarity_detail(session, a, b, flipped, presenter=view.presenter))}
 
 
 def background_json(view: View, session: Session) -> str:
-    """The vocabulary behind the tokens, as one trace's JSON for the page's script ("" = none).
-
-    Only a fixed plane can have a background: in the sentence's own plane every keystroke
-    would move all of its points, and the page would have to send them all again.
-    """
-    if not _behind(view, session):
+    """The vocabulary behind the tokens, as one trace's JSON ("" = none). Only a fixed plane has one:
+    in the sentence's own, every keystroke would move all its points, and the page resend them."""
+    if view.background <= 0 or session.basis == "sentence":
         return ""
 
-    def draw() -> str:
-        behind = _behind_tokens(view, session)
+    def draw() -> str:  # in the plane the sentence is drawn in
+        plane = (vocabulary_basis(session.source.model.tok_embed).projection if session.basis == "vocabulary"
+                 else session.frozen_basis)
+        behind = background(session.tokenizer, session.model.tok_embed, plane, view.background)
         return trace_json(background_trace(behind.points, behind.labels))
 
-    return _shared("background", view, session, None, draw)
-
-
-def _behind(view: View, session: Session) -> bool:
-    """Whether the page draws a background: only a fixed plane can have one (see background_json)."""
-    return view.background > 0 and session.basis != "sentence"
-
-
-def _behind_tokens(view: View, session: Session):
-    """The background the page draws (cached: core.plane.basis.background), in the untrained table's
-    plane, as core.plane.pipeline._plane draws the sentence in."""
-    plane = (vocabulary_basis(session.source.model.tok_embed).projection if session.basis == "vocabulary"
-             else session.frozen_basis)
-    return background(session.tokenizer, session.model.tok_embed, plane, view.background)
+    return shared("background", view, session, None, draw)
 
 
 def table_panels(page, session: Session) -> dict:
@@ -444,33 +300,12 @@ def table_panels(page, session: Session) -> dict:
     }
 
 
-def parameter_status(session: Session) -> str:
-    trainable, total = session.parameter_counts()
-    frozen = sorted(session.frozen)
-    if session.positions == "sinusoidal" and "position" not in frozen:
-        frozen.append("position (sinusoidal: fixed)")
-    return f"**{trainable:,}** of {total:,} parameters trainable · frozen: {', '.join(frozen) or 'nothing'}"
-
-
 def training(page, session: Session) -> dict:
     """The loss curve and summary of the session's training, or nothing when untrained."""
     result = session.training
     if result is None:
-        return {page.losses: None, page.trained: ""}
-    return {page.losses: loss_figure(result.losses), page.trained: training_summary(session)}
-
-
-def training_summary(session: Session) -> str:
-    result = session.training
-    losses = result.losses
-    line = f"Trained {result.steps} steps in {result.seconds:.1f} s"
-    line += f"; loss {losses[0]:.2f} → {losses[-1]:.2f}." if losses else "."
-    if result.purity_before is not None:
-        line += (
-            f" Category purity of the corpus words (3 nearest neighbours, token table): "
-            f"**{result.purity_before:.2f} → {result.purity_after:.2f}**."
-        )
-    return line
+        return {page.losses: "", page.trained: ""}
+    return {page.losses: figure_json(loss_spec(result.losses)), page.trained: training_summary(session)}
 
 
 def listing(page, view: View) -> dict:
@@ -482,12 +317,7 @@ def listing(page, view: View) -> dict:
     )
     facts = "\n".join(f"- {fact}" for fact in run.facts)
     return {page.listing_output: run.printout, page.listing_facts: f"{run.why}\n\n{facts}",
-            page.listing_plot: plot(figure)}
-
-
-def code_view(view: View, session: Session) -> str:
-    """The Code tab's script: what the tab shows, its trainings and frozen plane included (`core.drawing.code`)."""
-    return script(recipe(view, session))
+            page.listing_plot: figure_json(figure)}
 
 
 def lookup(page, view: View) -> dict:
@@ -505,63 +335,3 @@ def lookup(page, view: View) -> dict:
     )
     return {page.lookup_vocab: rows, page.lookup_code: walk.code, page.lookup_output: walk.printout,
             page.lookup_info: f"The sentence becomes ids **{list(walk.ids)}**.{cosine}\n\n{grad}"}
-
-
-def summary(result: Exploration, session: Session) -> str:
-    """The line under the plot, as HTML (the page's script writes it with the plot): what the
-    tokens are, how much of their spread the plane shows, and the pipeline's notes (escaped:
-    they quote the sentences)."""
-    encoding, scene = result.encoding, result.scene
-    markers = sum(encoding.special_mask)
-    in_b = sum(1 for s, special in zip(encoding.segment_ids, encoding.special_mask, strict=True) if s and not special)
-    whose = f"the {scene.plane}'s variance" if scene.plane else "the variance"
-    line = (
-        f"<strong>{len(encoding)} tokens</strong> ({len(encoding) - in_b - markers} from A, {in_b} from B, "
-        f"{markers} markers) · the plane shows {scene.explained[0]:.1%} + {scene.explained[1]:.1%} of "
-        f"{html.escape(whose)}"
-    )
-    if session.trained is not None:
-        line += " · faint points: before training, in the plane they had then"
-    return "".join(f"<p>{part}</p>" for part in (line, tables_line(session),
-                                                 *(f"⚠️ {html.escape(note)}" for note in result.notes)))
-
-
-# what the tables are, under the plot: a student must not take a random layer's picture for BERT's
-TABLES_SAID = {
-    "random": "<strong>A seeded random layer</strong>: its vectors mean nothing yet (Tables → BERT for trained ones).",
-    "bert": "<strong>BERT's own tables</strong>, learned in pretraining (MiniLM-L6-H384).",
-    "glove": "<strong>GloVe's vectors</strong>, learned from 6 billion words of text.",
-    "upload": "<strong>Your uploaded table.</strong>",
-}
-
-
-def tables_line(session: Session) -> str:
-    """What the plotted tables are, and whether they were trained here."""
-    said = TABLES_SAID[session.base.key]
-    return said + (" Trained here since." if session.trained is not None else "")
-
-
-@functools.cache  # eight texts, made once each
-def tour_text(number: int | None) -> str:
-    """The step's text as HTML (`#tour-text` is a gr.HTML: see `markdown`)."""
-    if number is None:
-        return markdown(
-            f"**A guided tour in {len(tour.STEPS)} steps**, from tokens to a trained table. Each step sets the "
-            "sentences, tables and toggles, and explains what the plot shows. Press **Next** to begin."
-        )
-    step = tour.step(number)
-    return markdown(f"**Step {number} of {len(tour.STEPS)}: {step.title}**\n\n{step.text}")
-
-
-def markdown(text: str) -> str:
-    """The page's own Markdown (the intro, the tour's steps) as HTML, made here: a gr.HTML shows
-    it, and the page then loads no Markdown component's code (ui.ondemand's reason). Raw HTML
-    in the text is escaped, as gr.Markdown would have shown it."""
-    return _markdown_it().render(text).strip()
-
-
-@functools.cache
-def _markdown_it():
-    from markdown_it import MarkdownIt
-
-    return MarkdownIt("commonmark", {"html": False, "typographer": False})

@@ -1,7 +1,8 @@
 """The side views beside the plane: positions, LayerNorm, similarity, and the two documents.
 
 A side view is computed only while its tab is open (the view's `shown` field says which is),
-so a visitor who never opens one never pays for it.
+so a visitor who never opens one never pays for it. Its charts are drawn by the page's script
+(`ui.assets.chart`); its inputs are view fields, sent as the page sets them (`ui.page.wire`).
 """
 
 from __future__ import annotations
@@ -10,67 +11,65 @@ import gradio as gr
 
 from core.view.options import LIMITS, MAX_TEXT, VIEWS
 from core.view.state import DOCUMENT_SENTENCE
-from ui.direct import settable
-from ui.plane import LIVE
-from ui.widgets import Checkbox, Number, Table
+from ui import ondemand
+from ui.assets import chart
 
 
 def layout(page) -> None:
-    page.view_tabs = {}
-    with gr.Tab(VIEWS["positions"], id="positions", elem_id="tab-positions") as page.view_tabs["positions"]:
-        gr.Markdown(
+    with gr.Tab(VIEWS["positions"], id="positions", elem_id="tab-positions") as page.view_tabs["positions"], \
+            ondemand.content(page, page.view_tabs["positions"], "shown", "positions"):
+        ondemand.unnamed(gr.Markdown(
             "Position vectors 0, 1, 2, … joined in order, each table in its own PCA plane: this table's positions "
             "beside fixed sinusoidal ones. Below, a word that occurs twice: the cosine of its two **output** "
             "vectors — same word, different positions."
-        )
-        page.positions_plot = gr.Plot(show_label=False, elem_id="positions-plot")
-        page.repeated = Table(headers=["token", "positions", "cosine of outputs"], interactive=False,
+        ))
+        page.positions_plot = chart("positions-plot")
+        page.repeated = gr.Dataframe(headers=["token", "positions", "cosine of outputs"], interactive=False,
                                      label="Same word, different positions", elem_id="repeated-table",
                                      max_height=240)
-    with gr.Tab(VIEWS["layernorm"], id="layernorm", elem_id="tab-layernorm") as page.view_tabs["layernorm"]:
-        page.layernorm_plot = gr.Plot(show_label=False, elem_id="layernorm-plot")
+    with gr.Tab(VIEWS["layernorm"], id="layernorm", elem_id="tab-layernorm") as page.view_tabs["layernorm"], \
+            ondemand.content(page, page.view_tabs["layernorm"], "shown", "layernorm"):
+        page.layernorm_plot = chart("layernorm-plot")
         page.layernorm_info = gr.Markdown(elem_id="layernorm-info")
-    with gr.Tab(VIEWS["similarity"], id="similarity", elem_id="tab-similarity") as page.view_tabs["similarity"]:
-        gr.Markdown("Cosine similarity of every pair of **output** vectors: what the next layer starts from.")
-        page.similarity_plot = gr.Plot(show_label=False, elem_id="similarity-plot")
-    with gr.Tab(VIEWS["listing"], id="listing", elem_id="tab-listing") as page.view_tabs["listing"]:
-        gr.Markdown(
+    with gr.Tab(VIEWS["similarity"], id="similarity", elem_id="tab-similarity") as page.view_tabs["similarity"], \
+            ondemand.content(page, page.view_tabs["similarity"], "shown", "similarity"):
+        ondemand.unnamed(gr.Markdown("Cosine similarity of every pair of **output** vectors: what the next layer "
+                                     "starts from."))
+        page.similarity_plot = chart("similarity-plot")
+    with gr.Tab(VIEWS["listing"], id="listing", elem_id="tab-listing") as page.view_tabs["listing"], \
+            ondemand.content(page, page.view_tabs["listing"], "shown", "listing"):
+        ondemand.unnamed(gr.Markdown(
             "The first document's test, run exactly: `Embedding(vocab_size=10, d_model=2, maxlen=512, "
             "n_segments=2)` on a batch of 2 sequences of 3 random ids and segments."
-        )
+        ))
         with gr.Row():
             low, high = LIMITS["seed"]
-            page.listing_seed = Number(0, label="Seed", precision=0, minimum=low, maximum=high,
+            page.listing_seed = gr.Number(0, label="Seed", precision=0, minimum=low, maximum=high,
                                        elem_id="listing-seed")
-            page.listing_bug = Checkbox(False, label="Reproduce the listing's position bug: positions = "
+            page.listing_bug = gr.Checkbox(False, label="Reproduce the listing's position bug: positions = "
                                         "tok_embed(pos)", elem_id="listing-bug")
-        page.listing_output = gr.Code(language="python", label="What the test prints", elem_id="listing-output",
-                                      interactive=False)
+        # code without highlighting (`language=None`): the highlighter's pale hues are 2:1 to 4:1 on white,
+        # below WCAG AA; plain, the code is in the theme's text colour. "icon-toolbar": its copy and
+        # download icons are sized as targets (assets/style.css)
+        page.listing_output = gr.Code(language=None, label="What the test prints", elem_id="listing-output",
+                                      interactive=False, elem_classes=["icon-toolbar"])
         page.listing_facts = gr.Markdown(elem_id="listing-facts")
-        page.listing_plot = gr.Plot(show_label=False, elem_id="listing-plot")
-    with gr.Tab(VIEWS["lookup"], id="lookup", elem_id="tab-lookup") as page.view_tabs["lookup"]:
-        gr.Markdown("The second document, *nn.Embedding is a lookup table*, step by step.")
+        page.listing_plot = chart("listing-plot")
+    with gr.Tab(VIEWS["lookup"], id="lookup", elem_id="tab-lookup") as page.view_tabs["lookup"], \
+            ondemand.content(page, page.view_tabs["lookup"], "shown", "lookup"):
+        ondemand.unnamed(gr.Markdown("The second document, *nn.Embedding is a lookup table*, step by step."))
         with gr.Row():
             page.lookup_sentence = gr.Textbox(DOCUMENT_SENTENCE, label="Sentence", scale=3, elem_id="lookup-sentence",
                                               max_length=MAX_TEXT)
             low, high = LIMITS["lookup_dim"]
-            page.lookup_dim = Number(3, label="Width", precision=0, minimum=low, maximum=high,
+            page.lookup_dim = gr.Number(3, label="Width", precision=0, minimum=low, maximum=high,
                                      elem_id="lookup-dim", scale=1)
-            page.lookup_grad = Checkbox(True, label="weight.requires_grad", elem_id="lookup-grad", scale=1)
+            page.lookup_grad = gr.Checkbox(True, label="weight.requires_grad", elem_id="lookup-grad", scale=1)
         page.lookup_info = gr.Markdown(elem_id="lookup-info")
-        page.lookup_vocab = Table(headers=["word", "count", "id"], interactive=False,
+        page.lookup_vocab = gr.Dataframe(headers=["word", "count", "id"], interactive=False,
                                          label="Counter vocabulary, most frequent first", elem_id="lookup-vocab",
                                          max_height=240)
-        page.lookup_code = gr.Code(language="python", label="The code", elem_id="lookup-code", interactive=False)
-        page.lookup_output = gr.Code(language="python", label="What it prints", elem_id="lookup-output",
-                                     interactive=False)
-
-
-def wire(page) -> None:
-    # the two documents' inputs: sent by the page over its route (ui.direct.settable); the API keeps its endpoints
-    settable(page, ("listing_seed", "listing_bug"), [page.listing_seed.input, page.listing_bug.input],
-             [page.listing_seed, page.listing_bug], api_name="listing_run", trigger_mode="always_last", **LIVE)
-    settable(page, ("lookup_sentence", "lookup_dim", "lookup_grad"),
-             [page.lookup_sentence.change, page.lookup_dim.input, page.lookup_grad.input],
-             [page.lookup_sentence, page.lookup_dim, page.lookup_grad], api_name="lookup", trigger_mode="always_last",
-             **LIVE)
+        page.lookup_code = gr.Code(language=None, label="The code", elem_id="lookup-code", interactive=False,
+                                   elem_classes=["icon-toolbar"])
+        page.lookup_output = gr.Code(language=None, label="What it prints", elem_id="lookup-output",
+                                     interactive=False, elem_classes=["icon-toolbar"])

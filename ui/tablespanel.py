@@ -1,4 +1,8 @@
-"""The Tables panel: which tables — random, BERT's, GloVe's, an uploaded file — and their positions."""
+"""The Tables panel: which tables — random, BERT's, GloVe's, an uploaded file — and their positions.
+
+An upload is the page's own file input (no gradio upload component): the page posts the file to
+`explorer/upload` (`ui.files.Uploads`), which hands it to `take_upload` here.
+"""
 
 from __future__ import annotations
 
@@ -9,23 +13,43 @@ import gradio as gr
 from core.process.memory import BUDGET
 from core.tables.uploads import UploadLimits, read_upload, reading_bytes
 from core.view.options import LIMITS, PANELS, POSITIONS, SOURCES, TOKENIZERS, Refused
-from core.view.state import SETTINGS_FIELDS, Settings, View
-from ui import events, render
-from ui.direct import settable
-from ui.plane import LIVE
-from ui.viewpanel import HEAVY
-from ui.widgets import Number, Slider
+from core.view.state import Settings
+from ui import ondemand
+from ui.route import JOBS
 
 UPLOAD_LIMITS = UploadLimits()
+UPLOAD_LABEL = "Upload a table: .safetensors, .pt, .npy, word2vec/GloVe .txt or .bin"
+# the page's file input, with a drop zone: assets/explorer.js `upload` posts the chosen file
+UPLOAD = (f'<div class="upload-zone"><label class="upload-label" for="upload-file">{UPLOAD_LABEL}</label>'
+          '<input id="upload-file" type="file" aria-describedby="upload-hint">'
+          '<p id="upload-hint" class="upload-hint">Choose a file, or drop it here. It is read on the server and '
+          'used only by this page.</p></div>')
+# the zone is marked `dragging` while a file is over it (assets/style.css): leaving it for one of its
+# own children (the label, the input) is not leaving it
+UPLOAD_JS = """
+const input = element.querySelector('input[type=file]');
+const zone = element.querySelector('.upload-zone');
+const send = (file) => window.embeddingExplorer.upload(file, input);
+input.addEventListener('change', () => { if (input.files.length) send(input.files[0]); });
+element.addEventListener('dragover', (event) => { event.preventDefault(); zone.classList.add('dragging'); });
+element.addEventListener('dragleave', (event) => {
+  if (!element.contains(event.relatedTarget)) zone.classList.remove('dragging');
+});
+element.addEventListener('drop', (event) => {
+  event.preventDefault();
+  zone.classList.remove('dragging');
+  if (event.dataTransfer.files.length) send(event.dataTransfer.files[0]);
+});
+"""
 
 
 def layout(page) -> None:
     defaults = Settings()
-    with gr.Tab(PANELS["tables"], id="tables", elem_id="tab-tables") as page.panel_tabs["tables"]:
+    with gr.Tab(PANELS["tables"], id="tables", elem_id="tab-tables") as page.panel_tabs["tables"], \
+            ondemand.content(page, page.panel_tabs["tables"], "panel", "tables"):
         page.source = gr.Radio([(label, key) for key, label in SOURCES.items()], value="random",
                                label="Table source", elem_id="table-source")
-        page.upload = gr.File(label="Upload a table: .safetensors, .pt, .npy, word2vec/GloVe .txt or .bin",
-                              elem_id="upload-table", height=120)
+        page.upload = gr.HTML(UPLOAD, elem_id="upload-table", js_on_load=UPLOAD_JS)
         page.positions = gr.Radio([(label, key) for key, label in POSITIONS.items()], value="learned",
                                   label="Position table", elem_id="positions")
         page.tables_info = gr.Markdown(elem_id="tables-info")
@@ -43,74 +67,33 @@ def layout(page) -> None:
 
 
 def wire(page) -> None:
-    outputs = page.everything
-    for name in ("source", "positions"):  # the page sets these directly (ui.direct: their own lane)
-        widget = getattr(page, name)
-        settable(page, name, widget.input, widget, **LIVE)
-    settings = [getattr(page, name) for name in SETTINGS_FIELDS]
-    triggers = [page.tokenizer.input, page.vocab_size.input, page.d_model.release, page.maxlen.release,
-                page.n_segments.release, page.seed.input]
-    # the API's event in the heavy group: a large table is built in the shared pool, not on a live slot
-    settable(page, SETTINGS_FIELDS, triggers, settings, api_name="settings", trigger_mode="always_last",
-             api=events.named(lambda request, *values: apply_settings(page, request, values), SETTINGS_FIELDS),
-             **HEAVY)
-    # one event for the whole layer: its source, settings and sentence change together
-    settable(page, "listing", page.listing.click, None, js="() => window.embeddingExplorer.set({listing: true})",
-             api=events.named(lambda request: listing(page, request), ()), **LIVE)
-    page.upload.upload(events.named(lambda request, path: upload(page, request, path), ("path",)), page.upload,
-                       [*outputs, page.upload], api_name="upload", **HEAVY)
+    page.browser(page.listing.click, "() => window.embeddingExplorer.set({listing: true})")
 
 
-def apply_settings(page, request: gr.Request, values: tuple) -> dict:
-    """New random-table settings (a large layer is built in the heavy pool first: `events.built_first`)."""
-    changes = dict(zip(SETTINGS_FIELDS, values, strict=True))
-    return events.update(page, request, lambda view: view.with_(**changes), asked=SETTINGS_FIELDS)
-
-
-def listing(page, request: gr.Request) -> dict:
-    """The first listing's layer on the second document's sentence (the API's; the page's goes direct)."""
-    return events.update(page, request, View.on_listing_layer)
-
-
-def upload(page, request: gr.Request, path: str | None) -> dict:
+def take_upload(page, tab, path) -> dict:
     """Read an uploaded table (in the heavy pool) and switch to it; a refusal leaves all as it was.
 
-    What reading it holds at its peak (`core.tables.uploads.reading_bytes`: about the file's size for a
-    float32 .npy file, which is read straight into its table, twice that for other formats) is
-    reserved in the memory budget while it is read and taken in. The raw file is left to
-    `ui.rawfiles`' sweep, not deleted here: gradio stores a file by its content's hash, so another
-    visitor's upload of the same file may be about to read the same path."""
-    tab = None
+    What reading it holds at its peak (`core.tables.uploads.reading_bytes`: about the file's size
+    for a float32 .npy file, read straight into its table; twice that for other formats) is
+    reserved in the memory budget while it is read and taken in."""
+    channel = page.live.channels[tab]
     try:
-        tab = events.tab_of(request)
-        if not path:
-            raise Refused("No file arrived; choose a table file to upload.")
-        BUDGET.check_client(tab, {**tab.holding(), -1: _size(path)})  # before any work: refused at once
+        BUDGET.check_client(tab, {**tab.holding(), -1: os.path.getsize(path)})  # before any work: refused at once
         with BUDGET.reserve(reading_bytes(path, UPLOAD_LIMITS), "the uploaded file's table"):
-            table = events.JOBS.run(tab, "reading the upload", lambda: read_upload(path, UPLOAD_LIMITS))
-            out = events.update(page, request, lambda view: view.with_(source="upload"),
-                                tables=lambda session: session.with_upload(table))
+            table = JOBS.run(tab, "reading the upload", lambda: read_upload(path, UPLOAD_LIMITS))
+            return page.live.applied(tab, channel, lambda view: view.with_(source="upload"),
+                                     tables=lambda session: session.with_upload(table))
     except (Refused, ValueError) as error:
-        gr.Warning(str(error))
-        # the box is emptied, so a refused file does not look loaded
-        return {page.upload: None, page.notice: render.notice((str(error),)),
-                **({} if tab is None else render.fields(page, tab.view, ("source",)))}
-    return {**out, page.upload: None}
-
-
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0  # read_upload says what is wrong with it
+        return page.live.refused(tab, channel, ("source",), Refused(str(error)))
 
 
 def _slider(name: str, label: str, defaults: Settings) -> gr.Slider:
     low, high = LIMITS[name]
-    return Slider(low, high, value=getattr(defaults, name), step=1, label=label, elem_id=name.replace("_", "-"))
+    return gr.Slider(low, high, value=getattr(defaults, name), step=1, label=label, elem_id=name.replace("_", "-"))
 
 
 def _number(name: str, label: str, defaults: Settings, **extra) -> gr.Number:
     low, high = LIMITS[name]
-    return Number(getattr(defaults, name), label=label, precision=0, minimum=low, maximum=high,
-                  elem_id=name.replace("_", "-"), **extra)
+    return gr.Number(getattr(defaults, name), label=label, precision=0, minimum=low, maximum=high,
+                     elem_id=name.replace("_", "-"), **extra)
+

@@ -1,21 +1,13 @@
 """The Train panel: freeze parts, train a few steps with a live loss curve, reset.
 
-Training runs in the heavy pool (`core.serving.jobs.Jobs`), outside the tab's lock, so the tab keeps
-answering while it trains: view changes apply at once, table changes are refused until it
-ends, and the trained tables are then adopted by whatever the tab shows by that time.
-
-A page watching its training is an async generator: it waits on the event loop, not on a
-thread, so a class of a hundred watching one training together holds no thread of the
-server's pool and waits behind no other page (`TRAINING`, its own line). Were each watcher to
-hold one of the heavy line's places for its whole replay, a class's Train burst would keep its
-last pages waiting for the others' replays (bench/train_burst.py measures it).
+Training runs in the heavy line outside the tab's lock (table changes are refused meanwhile); a
+page watches it on the event loop, so a class watching one training holds no thread.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import threading
 import time
@@ -23,84 +15,52 @@ import time
 import anyio
 import gradio as gr
 
-from core.drawing.charts import loss_figure
+from core.drawing.charts import loss_spec
+from core.drawing.wire import figure_json
 from core.model.training import Corpus, TrainConfig
 from core.process.offload import OffloadError
-from core.serving.jobs import JOB_QUEUE, Cancelled, Job
+from core.serving.jobs import Cancelled, Job
 from core.tables.session import Session
 from core.view import options
 from core.view.options import CORPORA, LIMITS, PANELS, PARTS, Refused
-from ui import events, render
-from ui.direct import settable
-from ui.plane import LIVE
-from ui.widgets import Checkbox, Number
+from ui import ondemand, render
+from ui.assets import chart, written_by_page
+from ui.route import JOBS, OFFLOAD
 
-# the least time between two redraws while training: the curve grows this often, and a training
-# faster than its snapshots (a default one is over in moments) is still watched
-LIVE_SECONDS = 0.4
+LIVE_SECONDS = 0.4  # the least time between two redraws while training
 POLL_SECONDS = 0.1  # how often a watcher looks again when a redraw's time came and nothing was new
-# the pages watching a training: as many as may have a training in line (`core.serving.jobs.Jobs` bounds
-# the work itself), each waiting on the event loop, so none waits for another page's replay
 # what a page is told of a fault in training (a bug, a broken table), whose stack the server's log keeps
 FAULT = "Training failed on the server because of a fault, which its log keeps; the tables are as they were."
-TRAINING = {"concurrency_id": "training", "concurrency_limit": JOB_QUEUE + 1, "show_progress": "hidden"}
 
 
 def layout(page) -> None:
-    with gr.Tab(PANELS["train"], id="train", elem_id="tab-train") as page.panel_tabs["train"]:
-        gr.Markdown("**Freeze** a table to keep it out of training:")
+    with gr.Tab(PANELS["train"], id="train", elem_id="tab-train") as page.panel_tabs["train"], \
+            ondemand.content(page, page.panel_tabs["train"], "panel", "train"):
+        ondemand.unnamed(gr.Markdown("**Freeze** a table to keep it out of training:"))
         for row in (PARTS[:2], PARTS[2:]):  # two by two: the labels fit
             with gr.Row():
                 for part in row:
-                    page.freezes[part] = Checkbox(False, label=part, elem_id=f"freeze-{part}")
+                    page.freezes[part] = gr.Checkbox(False, label=part, elem_id=f"freeze-{part}")
         page.params = gr.Markdown(elem_id="param-status")
         page.corpus = gr.Radio([(label, key) for key, label in CORPORA.items()], value="builtin", label="Train on",
                                elem_id="corpus")
         with gr.Row():
             low, high = LIMITS["steps"]
-            page.steps = Number(100, label="Steps", precision=0, minimum=low, maximum=high, elem_id="train-steps",
-                                min_width=90)
+            page.steps = gr.Number(100, label="Steps", precision=0, minimum=low, maximum=high, elem_id="train-steps",
+                                   min_width=90)
             page.train_button = gr.Button("Train", variant="primary", elem_id="train-button")
         page.reset_button = gr.Button("Reset tables", elem_id="reset-button", size="sm")
-        page.trained = gr.Markdown(elem_id="train-summary")
-        page.losses = gr.Plot(show_label=False, elem_id="loss-plot")
+        # written by the page's script as each step's event comes, not handed to gradio: a busy
+        # page would fold the steps' lines into the last
+        page.trained = written_by_page("train-summary", elem_classes=["prose"])
+        page.losses = chart("loss-plot")
 
 
 def wire(page) -> None:
-    freezes = list(page.freezes.values())
-    ticked = f"{json.dumps(list(PARTS))}.filter((_, i) => on[i])"  # the parts whose box is ticked
-    settable(page, "frozen", [box.input for box in freezes], freezes, api_name="freeze",
-             js=f"(...on) => window.embeddingExplorer.set({{frozen: {ticked}}})",
-             api=events.named(lambda request, *on: freeze(page, request, on), PARTS), **LIVE)
-
-    async def train_handler(request: gr.Request, steps, corpus):
-        try:
-            tab = events.tab_of(request)
-        except Refused as error:  # an ended session, or too many new pages from one address
-            gr.Warning(str(error))
-            yield {page.notice: render.notice((str(error),))}
-            return
-        async with contextlib.aclosing(train(page, tab, steps, corpus)) as answers:
-            async for out in answers:
-                yield out
-
-    # the page's Train streams its answers over the page's route; the API's through gradio's queue.
-    # The summary line says how far training got; no progress overlay on every output
-    settable(page, "train", page.train_button.click, [page.steps, page.corpus],
-             js="(steps, corpus) => window.embeddingExplorer.train({steps, corpus})",
-             api=events.named(train_handler, ("steps", "corpus")), **TRAINING)
-    page.direct.stream("train", lambda tab, sent: train(page, tab, *trained_as(sent), direct=True))
-    settable(page, "reset", page.reset_button.click, None, js="() => window.embeddingExplorer.set({reset: true})",
-             api=events.named(lambda request: reset(page, request), ()), **LIVE)
-
-
-def freeze(page, request: gr.Request, on: tuple) -> dict:
-    frozen = frozenset(part for part, flag in zip(PARTS, on, strict=True) if options.flag(flag, f"freeze {part}"))
-    return events.update(page, request, lambda view: view.with_(frozen=frozen), asked=("frozen",))
-
-
-def reset(page, request: gr.Request) -> dict:
-    return events.update(page, request, lambda view: view, tables=lambda session: session.reset())
+    page.browser(page.train_button.click, "(steps, corpus) => window.embeddingExplorer.train({steps, corpus})",
+                 [page.steps, page.corpus])
+    page.browser(page.reset_button.click, "() => window.embeddingExplorer.set({reset: true})")
+    page.live.stream("train", lambda tab, sent: train(page, tab, *trained_as(sent)))
 
 
 def trained_as(sent: object) -> tuple[object, object]:
@@ -108,16 +68,13 @@ def trained_as(sent: object) -> tuple[object, object]:
     return (sent.get("steps"), sent.get("corpus")) if isinstance(sent, dict) else (None, None)
 
 
-async def train(page, tab, steps, corpus, direct: bool = False):
-    """A few gradient steps on the tab's tables, the loss curve drawn as they go. What it says
-    goes in a toast for an API call, in the notice for the page (`direct`: its route)."""
+async def train(page, tab, steps, corpus):
+    """A few gradient steps on the tab's tables, the loss curve drawn as they go."""
     low, high = LIMITS["steps"]
     told = ()
     try:
         if isinstance(steps, int | float) and not isinstance(steps, bool) and steps > high:
             told = (f"{steps:,.0f} steps is more than this page runs at once; training {high:,}.",)
-            if not direct:
-                gr.Warning(told[0])
             steps = high
         steps = options.whole(steps, "steps")
         options.choice(corpus, "corpus", CORPORA)
@@ -125,7 +82,7 @@ async def train(page, tab, steps, corpus, direct: bool = False):
         view, session, revision = await anyio.to_thread.run_sync(_now, tab)
         text = Corpus.builtin() if corpus == "builtin" else Corpus.from_text(f"{view.sentence_a}\n{view.sentence_b}")
     except (Refused, ValueError) as error:
-        yield _refused(page, tab, error, direct)
+        yield _refused(page, tab, error)
         return
     done: dict = {}
     job = Job()
@@ -136,9 +93,7 @@ async def train(page, tab, steps, corpus, direct: bool = False):
         # read by every page that shares this training: how far it got, and its snapshots so far
         job.progress = (step, losses, frames if frame is None else (*frames, (step, losses, frame)))
 
-    # the same tables, earlier training, freezes, corpus and settings train the same way: a
-    # class pressing Train together trains once (core.serving.jobs.Jobs). The source tables are named
-    # by their settings (a preset or seeded random tables), not held; an upload is its tab's own
+    # a class training the same tables alike trains once; tables named by settings, not held (an upload: None)
     key = None if session.base.key == "upload" else (
         "training", session.tables(), session.trained, session.fixed, session.trained_tokenizer, text.sentences,
         config)
@@ -148,8 +103,8 @@ async def train(page, tab, steps, corpus, direct: bool = False):
 
     def work() -> None:
         try:
-            done["session"] = events.JOBS.run(
-                tab, "training", lambda: session.trained_on(text, config, progress, job.stop, run=events.OFFLOAD.call),
+            done["session"] = JOBS.run(
+                tab, "training", lambda: session.trained_on(text, config, progress, job.stop, run=OFFLOAD.call),
                 job, key, admitted=admitted)
         except (Refused, ValueError) as error:
             done["error"] = error
@@ -168,12 +123,11 @@ async def train(page, tab, steps, corpus, direct: bool = False):
 
     worker = threading.Thread(target=work, name="training", daemon=True)
     worker.start()
-    # the page hears "Training…" only once the tab counts as training: a table change it sends
-    # next is refused ("Training is running"), never applied under the training
+    # "Training…" only once the tab counts as training: a table change sent next is refused
     await anyio.to_thread.run_sync(admitted.wait)
     drawn = False  # whether a snapshot's plot was drawn
     try:
-        yield {page.trained: f"Training {steps:,} steps…", **({page.notice: render.notice(told)} if direct else {})}
+        yield {page.trained: f"Training {steps:,} steps…", page.notice: render.notice(told)}
         async with contextlib.aclosing(_as_it_goes(page, finished, job, steps)) as snapshots:
             async for out, frame in snapshots:
                 if "error" in done:
@@ -185,49 +139,39 @@ async def train(page, tab, steps, corpus, direct: bool = False):
                     drawn = drawn or bool(plot)
                 yield out
     finally:
-        # gradio (an API call) or the page's route closes this generator when its caller goes away:
-        # the training stops at its next step, unless other pages share it
+        # its caller went away: the training stops at its next step, unless other pages share it
         if worker.is_alive():
             job.cancel()
     if "error" in done:
         restored = await anyio.to_thread.run_sync(_restored, page, tab, drawn)
-        yield {**restored, **_refused(page, tab, done["error"], direct)}
+        yield {**restored, **_refused(page, tab, done["error"])}
         return
     if "session" not in done:
         return  # cancelled: its page is gone
-    yield await anyio.to_thread.run_sync(_adopted, page, tab, done["session"], steps, job, drawn, direct)
+    yield await anyio.to_thread.run_sync(_adopted, page, tab, done["session"], steps, job, drawn)
 
 
 def _now(tab) -> tuple:
-    """The tab's view, session and revision of one moment, after any change in flight."""
+    """The tab's view, session and revision of one moment (after any change in flight)."""
     with tab.lock:
         return tab.view, tab.session, tab.revision
 
 
-def _adopted(page, tab, trained: Session, steps: int, job: Job, drawn: bool, direct: bool) -> dict:
-    """The page's answer once its training is done: the trained tables adopted by what the tab
-    shows now, or, if its tables changed meanwhile, their own summary, curve and plot."""
+def _adopted(page, tab, trained: Session, steps: int, job: Job, drawn: bool) -> dict:
+    """The answer once trained: the tables adopted by what the tab shows (or set aside if they changed)."""
     taken = trained.training.steps
     notes = () if taken == steps else (
         f"Training stopped after {job.seconds:g} s, the longest one job may run on this server: {taken:,} of "
         f"{steps:,} steps were taken. Train again to continue from here.",)
-    out = events.update(page, None, lambda view: view, tables=lambda current: current.adopt_training(trained),
-                        notes=notes, tab=tab, direct=direct)
-    out = {**out[0], **out[1]} if direct else out
-    if page.plot not in out:  # set aside (the tables changed meanwhile): the tables' own summary, curve and plot
+    out = page.live.apply(tab, page.live.channels[tab], lambda view: view, notes=notes,
+                          tables=lambda current: current.adopt_training(trained))
+    if page.plot.elem_id not in out:  # set aside (the tables changed meanwhile): their own summary, curve and plot
         out = {**render.training(page, tab.session), **_restored(page, tab, drawn), **out}
     return out
 
 
 def _plot(page, tab, view, session: Session, since: int | None = None, holds: bool = False) -> tuple[dict, int]:
-    """The plot of `view` and `session`, written outside an applied change, and the tab's
-    revision after it; with `since`, only if no change was applied since that revision (the
-    person moved on: their view is drawn, not a snapshot of the one they left).
-
-    It counts as a change of the tab's revision, so the page draws it after what it shows and
-    before the next change (assets/explorer.js draws no older figure), and it is tracked, so the
-    next change knows what the page shows (`ui.events.track`). `holds`: a snapshot of a training,
-    whose frozen points the page keeps where they are drawn (`ui.render.plane`)."""
+    """The plot of `view` and `session` as a new revision of the tab; with `since`, only if none came since."""
     with tab.lock:
         if since is not None and tab.revision != since:
             return {}, since
@@ -235,7 +179,6 @@ def _plot(page, tab, view, session: Session, since: int | None = None, holds: bo
         # a class's words stay drawn through a training's snapshots, as on the page before and after it
         out = render.plane(page, view, session, revision=tab.revision, holds=holds,
                            answers=render.answers_of(tab.member, view))
-        events.track(page, events.CHANNELS.of(tab), out)
         return out, tab.revision
 
 
@@ -248,9 +191,7 @@ def _restored(page, tab, drawn: bool) -> dict:
 
 
 async def _as_it_goes(page, finished: asyncio.Event, job: Job, steps: int):
-    """While the training runs (until `finished`), (the loss curve and summary, a snapshot or
-    None) every LIVE_SECONDS: the snapshots in order, at least LIVE_SECONDS apart (the caller
-    draws their plot), so a training faster than that still shows each of them before it ends."""
+    """(the loss curve and summary, a snapshot or None) every LIVE_SECONDS until `finished`, each snapshot shown."""
     drawn_at, drawn_step, shown = time.monotonic(), 0, 0
     while True:
         running = not finished.is_set()
@@ -263,7 +204,7 @@ async def _as_it_goes(page, finished: asyncio.Event, job: Job, steps: int):
             if frame is not None or (running and step != drawn_step):
                 drawn_at, drawn_step = time.monotonic(), step
                 # the whole run's x axis from the first curve: it grows along a still axis
-                curve = loss_figure(losses, steps)
+                curve = figure_json(loss_spec(losses, steps))
                 yield {page.losses: curve, page.trained: f"Training… step {step} of {steps}."}, frame
                 continue
         if not running and shown >= len(frames):
@@ -279,9 +220,6 @@ async def _as_it_goes(page, finished: asyncio.Event, job: Job, steps: int):
             await asyncio.sleep(wait)
 
 
-def _refused(page, tab, error: Exception, direct: bool = False) -> dict:
-    """The refusal said (in a toast too, for an API call), and the summary and curve back to what
-    the tab's tables have learned."""
-    if not direct:
-        gr.Warning(str(error))
+def _refused(page, tab, error: Exception) -> dict:
+    """The refusal said, and the summary and curve back to what the tab's tables have learned."""
     return {**render.training(page, tab.session), page.notice: render.notice((str(error),))}

@@ -21,7 +21,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import plotly.graph_objects as go
 from plotly.colors import diverging
 
 from core.drawing.figures import COLOURS, TEMPLATE
@@ -431,8 +430,3 @@ def loss_spec(losses: Sequence[float], steps: int | None = None) -> dict:
     if steps is not None and steps > 0:
         layout = {**LOSS_LAYOUT, "xaxis": {**LOSS_LAYOUT["xaxis"], "range": [0, max(int(steps), len(y)) + 1]}}
     return {"data": [trace], "layout": layout}
-
-
-def loss_figure(losses: Sequence[float], steps: int | None = None) -> go.Figure:
-    """Training loss per step: a falling curve says the tables are learning (``loss_spec`` as a figure)."""
-    return go.Figure(loss_spec(losses, steps), _validate=False)

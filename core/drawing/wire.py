@@ -23,6 +23,7 @@ from plotly.io.json import to_json_plotly
 
 from core.drawing.labels import filled
 from core.plane.scene import Scene, symbols
+from core.view.options import COMPONENTS
 
 # numpy dtypes plotly.js reads as typed arrays, by numpy's code (little-endian, as stored here);
 # others (int64) go as plain lists, as go.Figure would send them
@@ -121,7 +122,7 @@ def expand(figure: dict) -> dict:
     """A compact figure (``embedding_spec(compact=True)``, as JSON) made whole again.
 
     The page's script does the same in the browser (assets/explorer.js, ``expand``); this is
-    its twin for anyone reading ``/embed``'s plot through the API, and the tests' reference.
+    its twin on the server: the public API (ui/api.py) reads the page's plot with it, and so do the tests.
     A figure without shared columns is returned unchanged.
 
     A trace that reads the columns is marked ``meta: {"columns": group}`` and sends only what
@@ -179,8 +180,34 @@ def table_rows(figure: dict) -> list[list]:
             for i, token in enumerate(columns["tokens"])]
 
 
+def plotted_points(figure: dict, also: Sequence[str] = ()) -> dict[str, list[list[float]]]:
+    """Each group's points as a whole figure (`expand`) plots them, in token order ({group:
+    [[x, y], …]}: a segment's point for each of its tokens), and the traces named in `also` (the
+    selected token's neighbours) as drawn: what the public API answers for a view."""
+    points = {}
+    for trace in figure["data"]:
+        name = trace.get("name")
+        if name not in (*COMPONENTS, *also) or "x" not in trace:
+            continue
+        xyz = np.column_stack([_untyped(trace[axis]).astype(np.float64) for axis in "xyz" if axis in trace])
+        if name in also:
+            points[name] = xyz.tolist()
+            continue
+        data = _untyped(trace["customdata"]).astype(np.float64)  # [id, position, segment, norm] a point
+        if name == "segment":  # one point per segment row: each token gets its row's
+            segments = _untyped(figure["layout"]["meta"]["columns"]["segment"]).astype(int)
+            rows = {int(row): xyz[i] for i, row in enumerate(data[:, 0])}
+            points[name] = [rows[s].tolist() for s in segments]
+        else:
+            ordered = np.empty_like(xyz)
+            ordered[data[:, 1].astype(int)] = xyz
+            points[name] = ordered.tolist()
+    return points
+
+
 def _untyped(value) -> np.ndarray:
     """A plotly typed array ({"dtype", "bdata"}) or a list, as numpy."""
     if isinstance(value, dict) and "bdata" in value:
-        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+        found = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+        return found.reshape([int(n) for n in value["shape"].split(",")]) if "shape" in value else found
     return np.asarray(value)

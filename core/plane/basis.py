@@ -2,7 +2,7 @@
 
 Three bases, because each answers a different question:
 
-* **this sentence** — PCA of the vectors on screen, refitted on every keystroke: the plane
+* **this sentence** — PCA of the vectors on screen, fitted anew by the pipeline on every update: the plane
   that spreads *these* tokens best, but points jump as the text changes;
 * **whole vocabulary** — PCA of every row of the token table: fitted once per table and
   cached (`vocabulary_basis`), so typing only adds and moves the typed tokens, and the
@@ -45,12 +45,6 @@ _CACHE: weakref.WeakKeyDictionary[nn.Embedding, VocabularyBasis] = weakref.WeakK
 # fit of one table never waits for another's, and a cache hit takes no lock at all
 _FITTING: weakref.WeakKeyDictionary[nn.Embedding, threading.Lock] = weakref.WeakKeyDictionary()
 _LOCKS = threading.Lock()  # held only to find or make a table's lock
-
-
-def sentence_projection(rows: int) -> PCAProjection:
-    """A fresh projection for the ``rows`` vectors of one update, with the bar's spectrum
-    when measuring it costs little (long inputs: the two axes' shares only)."""
-    return PCAProjection(n_spectrum=SPECTRUM if rows <= SPECTRUM_ROWS else 0)
 
 
 def vocabulary_basis(table: nn.Embedding | PatchedEmbedding, *, refit: bool = False,

@@ -18,7 +18,7 @@ from core.model.embedding import COMPONENTS, BertEmbedding
 from core.model.projection import PCAProjection
 from core.model.tokenizer import CLS, SEP, UNK, Encoding
 from core.model.training import Corpus
-from core.plane.basis import sentence_projection, vocabulary_basis
+from core.plane.basis import SPECTRUM, SPECTRUM_ROWS, vocabulary_basis
 from core.plane.classwords import Answers, place
 from core.plane.neighbours import Neighbour, in_table, outputs_in_table
 from core.plane.scene import Neighbourhood, Scene
@@ -225,6 +225,13 @@ def _plane(session: Session, shown: list[np.ndarray], components: int = 2) -> tu
         return session.frozen_basis, "frozen view", ""
     vectors = np.concatenate(shown)
     return sentence_projection(len(vectors)).fit(vectors), "", ""
+
+
+def sentence_projection(rows: int) -> PCAProjection:
+    """A fresh projection for the ``rows`` vectors of one update (this sentence's own plane,
+    fitted anew each time), with the bar's spectrum when measuring it costs little (long inputs:
+    the two axes' shares only)."""
+    return PCAProjection(n_spectrum=SPECTRUM if rows <= SPECTRUM_ROWS else 0)
 
 
 EXACT_NOTE = "With d_model = 2 there is nothing to project: the plot shows each vector's exact coordinates."

@@ -1,1 +1,1 @@
-"""This process's resources: one memory budget, memory shared with the heavy-work child, and that child."""
+"""This process's resources: one memory budget, and the pool of one process that runs heavy work."""

@@ -1,10 +1,7 @@
-"""Where classes are kept: each class's record (`Lesson`) and its poll's round, in one process
-(`MemoryStore`) or in Redis across processes and machines (`RedisStore`, chosen by
-``EXPLORER_CLASS_STORE=redis://…``). The two stores answer the same calls alike (the tests run
-each against both); `core.serving.classroom` calls them from a request or from its writer
-thread. A class's bounds (classes at once, per address, seats) are checked by the store in one
-step (one Lua script in Redis), so processes never race past them; a Redis that cannot be
-reached is `Away`, raised within a second or two, and the caller says so.
+"""Where classes are kept: each class's record (`Lesson`) and its poll's round, in Redis (`RedisStore`).
+
+Processes share a Redis server (``EXPLORER_CLASS_STORE=redis://…``); one process alone uses its own
+fakeredis server, running the same Lua scripts. Each bound is checked in one script: no race past it.
 """
 
 from __future__ import annotations
@@ -18,8 +15,11 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
+from urllib.parse import parse_qs
 
-from core.serving.poll import ADDRESS_ANSWERS, NO_ROUND, Rate, Round
+import redis
+
+from core.serving.poll import ADDRESS_ANSWERS, ANSWER_BURST, ANSWER_SECONDS, Round
 from core.view.options import Refused
 from core.view.share import from_query, to_query
 from core.view.state import View
@@ -29,6 +29,7 @@ LOG = logging.getLogger(__name__)
 GRACE_SECONDS = float(os.environ.get("EXPLORER_CLASS_GRACE_MINUTES", "2")) * 60
 PRESENCE_SECONDS = 30.0  # a process's count of its students is forgotten this long after it last wrote it
 RETRY_SECONDS = 1.0  # how often a store that is away is tried again
+UNBOUNDED = 1 << 30  # the bounds of a class put back: it had its place
 
 
 def _minutes(seconds: float) -> str:
@@ -39,6 +40,9 @@ def _minutes(seconds: float) -> str:
 AWAY = f"The class has ended: its lecturer's page was closed for over {_minutes(GRACE_SECONDS)}."
 RECONNECTING = ("The class is reconnecting: the store that keeps classes cannot be reached just now. This page keeps "
                 "its view, and the class carries on as soon as the store is back.")
+NO_CLASS = "No class has this link: it may have ended, or the link was cut off. Ask the lecturer for it again."
+# the store could not be reached (a Redis server stopped, restarting, or cut off): what a call raises then
+Away = (redis.ConnectionError, redis.TimeoutError)
 
 
 @dataclass(frozen=True)
@@ -52,14 +56,9 @@ class Lesson:
     ends: float  # on the store's wall clock: shared by processes and machines
     ended: str = ""  # why the class is over, once it is
 
-    @property
-    def view(self) -> View:
-        return lesson_view(self.query)
-
     def message(self, now: float, reconnecting: bool = False) -> dict:
-        """What a page hears of the class at wall-clock time `now`: a class whose lecturer's page
-        left too long ago has ended, though nobody published that; while the store is away, a
-        class that may only not have heard from its lecturer is reconnecting, not ended."""
+        """What a page hears of the class at `now`: past its end it has ended, unless the store is
+        away (then it may only not have heard from its lecturer: it is reconnecting)."""
         ended = self.ended or (AWAY if now >= self.ends and not reconnecting else "")
         return {"version": self.version, "step": self.step, "ended": ended,
                 "reconnecting": RECONNECTING if reconnecting and not ended else ""}
@@ -72,10 +71,7 @@ def lesson_of(view: View) -> str:
 
 @functools.lru_cache(maxsize=256)
 def lesson_view(query: str) -> View:
-    """A lesson's view, read as any link is (never raising); read once for a whole class (a
-    `View` is immutable, so every follower may share it)."""
-    from urllib.parse import parse_qs
-
+    """A lesson's view, read as any link is; once for a whole class (every follower shares it)."""
     return from_query(parse_qs(query, keep_blank_values=True)).view
 
 
@@ -83,290 +79,21 @@ def digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-class Away(Exception):
-    """The store could not be reached (a Redis server stopped, restarting, or cut off)."""
-
-
 class Full(Refused):
     """A bound was met (classes at once, from one address, pages in one class): answered 429."""
 
 
-class MemoryStore:
-    """Classes in this process: a class server of one process, and the tests. It is never away."""
-
-    def __init__(self, clock: Callable[[], float] = time.time) -> None:
-        self.clock = clock
-        self._classes: dict[str, dict] = {}
-        self._presence: dict[str, dict[str, tuple[int, int, float]]] = {}
-        self._polls: dict[str, dict] = {}  # class id -> its round, as `_poll_record` makes it
-        self._networks = Rate(ADDRESS_ANSWERS, ADDRESS_ANSWERS / 60, clock)  # each network's answers
-        self._listeners: list[Callable[[Lesson], None]] = []
-        self._round_listeners: list[Callable[[str, Round], None]] = []
-        self._lock = threading.Lock()
-
-    def ping(self) -> None:
-        """Raises `Away` when the store cannot be reached (never, in memory)."""
-
-    def create(self, class_id: str, secret_digest: str, address: str, query: str, step: int | None,
-               limit: int, per_address: int) -> Lesson:
-        now = self.clock()
-        with self._lock:
-            # a class over is kept a minute past its end (as Redis keeps its hash), so its pages hear why
-            self._classes = {k: c for k, c in self._classes.items() if c["ends"] + 60 > now}
-            self._polls = {k: p for k, p in self._polls.items() if k in self._classes}
-            running = [c for c in self._classes.values() if c["ends"] > now and not c["ended"]]
-            _check_room(len(running), sum(c["address"] == address for c in running), limit, per_address)
-            record = {"secret": secret_digest, "address": address, "query": query, "step": step, "version": 1,
-                      "ends": now + GRACE_SECONDS, "ended": ""}
-            self._classes[class_id] = record
-            return _lesson(class_id, record)
-
-    def restore(self, class_id: str, secret_digest: str, address: str, query: str, step: int | None,
-                version: int) -> tuple[bool, Lesson | None]:
-        """The class again, as its lecturer's page holds it, when the store lost it or let its time
-        run out (not when it ended): (whether it was restored, the class as the store has it now;
-        None when the id is another secret's). A restored class is a new lesson every process hears."""
-        now = self.clock()
-        with self._lock:
-            record = self._classes.get(class_id)
-            if record is not None and record["secret"] != secret_digest:
-                return False, None
-            if record is not None and (record["ended"] or record["ends"] > now):
-                return False, _lesson(class_id, record, now)
-            record = {"secret": secret_digest, "address": address, "query": query, "step": step,
-                      "version": max(version, record["version"] + 1 if record else 0), "ends": now + GRACE_SECONDS,
-                      "ended": ""}
-            self._classes[class_id] = record
-            lesson = _lesson(class_id, record)
-            listeners = list(self._listeners)
-        for listener in listeners:
-            listener(lesson)
-        return True, lesson
-
-    def lesson(self, class_id: str) -> Lesson | None:
-        with self._lock:
-            record = self._classes.get(class_id)
-            return None if record is None else _lesson(class_id, record, self.clock())
-
-    def owner(self, class_id: str) -> tuple[str, str] | None:
-        """The class's secret's digest and the address that started it."""
-        with self._lock:
-            record = self._classes.get(class_id)
-            return None if record is None else (record["secret"], record["address"])
-
-    def publish(self, class_id: str, query: str | None, step: int | None, ended: str = "") -> Lesson | None:
-        """A new lesson (or only the lecturer seen, when `query` is None; or the class ended); None
-        when the class is not running."""
-        now = self.clock()
-        with self._lock:
-            record = self._classes.get(class_id)
-            if record is None or record["ended"] or record["ends"] <= now:
-                return None
-            record["ends"] = now + GRACE_SECONDS
-            if query is not None and (query != record["query"] or ended):
-                record.update(query=query, step=step, version=record["version"] + 1)
-            if ended:
-                record.update(ended=ended, version=record["version"] + 1)
-                self._polls.pop(class_id, None)  # a round ends with its class
-            lesson = _lesson(class_id, record)
-            listeners = list(self._listeners)
-        for listener in listeners:  # a new lesson, or only a later end: the pages keep both
-            listener(lesson)
-        return lesson
-
-    def set_presence(self, class_id: str, process: str, connected: int, following: int,
-                     limit: int | None = None) -> bool:
-        """Write this process's count of the class's pages; with a `limit`, only when every
-        process's pages together stay within it (a seat taken). Returns whether it was written."""
-        now = self.clock()
-        with self._lock:
-            counts = self._presence.setdefault(class_id, {})
-            others = sum(c for name, (c, _, seen) in counts.items()
-                         if name != process and now - seen < PRESENCE_SECONDS)
-            if limit is not None and others + connected > limit:
-                return False
-            counts[process] = (connected, following, now)
-            return True
-
-    def presence(self, class_id: str) -> tuple[int, int]:
-        now = self.clock()
-        with self._lock:
-            counts = [(c, f) for c, f, seen in self._presence.get(class_id, {}).values()
-                      if now - seen < PRESENCE_SECONDS]
-        return sum(c for c, _ in counts), sum(f for _, f in counts)
-
-    def listen(self, listener: Callable[[Lesson], None], lost: Callable[[], None] | None = None) -> None:
-        self._listeners.append(listener)
-
-    def close(self) -> None:
-        self._listeners.clear()
-        self._round_listeners.clear()
-
-    # --- the class's poll (core.serving.poll): each call one step under the lock ---
-
-    def _running(self, class_id: str) -> bool:
-        record = self._classes.get(class_id)
-        return record is not None and not record["ended"] and record["ends"] > self.clock()
-
-    def poll(self, class_id: str) -> Round | None:
-        """The class's round as kept; None when there is none (never asked, lost, or the class is over)."""
-        with self._lock:
-            record = self._polls.get(class_id) if self._running(class_id) else None
-            return None if record is None else _round_of_record(record)
-
-    def change_round(self, class_id: str, op: str, text: str, flag: bool, limit: int) -> Round | str:
-        """The lecturer's change (`ROUND_CHANGES`), and the round after it; or why not: "gone" (the
-        class is not running), "none" (no question asked), "many" (`limit` words moderated)."""
-        with self._lock:
-            if not self._running(class_id):
-                return "gone"
-            record = self._polls.setdefault(class_id, _poll_record())
-            refused = _change(record, op, text, flag, limit)
-            return refused or _round_of_record(record)
-
-    def answer(self, class_id: str, key: str, address: str, word: str, number: int, per_page: int,
-               limit: int) -> tuple[str, tuple[str, ...], float]:
-        """Page `key`'s answer `word` to round `number`, from network `address`: ("ok", the
-        page's words this round, 0) when it is kept (a word the page sent already is kept once);
-        else why not, with the words: "gone", "missing" (the class has no round), "closed",
-        "other" (another round is open), "enough" (`per_page` words sent), "full" (`limit`
-        answers taken), "rate" (the network sent ADDRESS_ANSWERS a minute: the seconds to wait)."""
-        with self._lock:
-            if not self._running(class_id):
-                return "gone", (), 0.0
-            record = self._polls.get(class_id)
-            if record is None:
-                return "missing", (), 0.0
-            sent = record["pages"].get(key, ())
-            status = _refusal(record, number, word, sent, per_page, limit)
-            if status:
-                return status, sent, 0.0
-            if word not in sent:
-                wait = self._networks.take(address)
-                if wait:
-                    return "rate", sent, wait
-                _keep(record, key, (*sent, word))
-            return "ok", record["pages"][key], 0.0
-
-    def restore_round(self, class_id: str, round: Round) -> bool:  # noqa: A002 - a round is the poll's noun
-        """The round again, without its answers (the pages' processes write those again), when
-        the store has none for the running class; whether it was written."""
-        with self._lock:
-            if not self._running(class_id) or class_id in self._polls:
-                return False
-            self._polls[class_id] = _poll_record(round)
-            return True
-
-    def replay(self, class_id: str, number: int, version: int, pages: Mapping[str, tuple[str, ...]],
-               per_page: int, limit: int) -> str:
-        """The answers a process acknowledged in round `number`, written again where the store
-        lost them (each page's words kept once), and the version moved past `version`: "done"
-        (or "same": nothing was lost, and the version is that far already); else "gone",
-        "missing" (no round yet), "other" (the store has another round)."""
-        with self._lock:
-            if not self._running(class_id):
-                return "gone"
-            record = self._polls.get(class_id)
-            if record is None:
-                return "missing"
-            if record["number"] != number:
-                return "other"
-            answers = record["answers"]
-            for key, words in pages.items():
-                kept = record["pages"].get(key, ())
-                for word in words:
-                    if word not in kept and len(kept) < per_page and record["answers"] < limit:
-                        kept = (*kept, word)
-                        _keep(record, key, kept)
-            if record["answers"] == answers and record["version"] >= version:
-                return "same"
-            record["version"] = max(record["version"], version) + 1
-            return "done"
-
-    def listen_rounds(self, listener: Callable[[str, Round], None]) -> None:
-        """`listener(class_id, round)` hears every round announced (`announce_round`)."""
-        self._round_listeners.append(listener)
-
-    def announce_round(self, class_id: str) -> Round | None:
-        """Tell every listener the class's round as it is now (None: it has none)."""
-        found = self.poll(class_id)
-        if found is not None:
-            for listener in list(self._round_listeners):
-                listener(class_id, found)
-        return found
+class Gone(Refused):
+    """No class has this id, or it ended: answered 404."""
 
 
-def _check_room(running: int, from_address: int, limit: int, per_address: int) -> None:
-    if running >= limit:
-        raise Full(f"This server runs at most {limit:,} classes at once, and that many are running; "
-                   "try again later.")
-    if from_address >= per_address:
-        raise Full(f"At most {per_address} classes can run at once from one network address; end one (its End the "
-                   f"class button), or close its lecturer's page: a class ends {_minutes(GRACE_SECONDS)} after its "
-                   "lecturer's page closed.")
+class Reconnecting(Refused):
+    """Refused because the store is away for now: answered with `reconnecting`, and the page tries again."""
 
 
-ROUND_CHANGES = ("ask", "close", "clear", "hide", "approve", "review")  # what a lecturer does to a round
-
-
-def _poll_record(round: Round = NO_ROUND) -> dict:  # noqa: A002
-    """A round as the memory store keeps it (answers, if any, are written again by `replay`)."""
-    return {"number": round.number, "prompt": round.prompt, "open": round.open, "review": round.review,
-            "version": round.version + 1 if round.number else 0, "answers": 0, "counts": {},
-            "hidden": set(round.hidden), "approved": set(round.approved), "pages": {}}
-
-
-def _round_of_record(record: dict) -> Round:
-    return Round(record["number"], record["prompt"], record["open"], record["review"], dict(record["counts"]),
-                 frozenset(record["hidden"]), frozenset(record["approved"]), record["answers"],
-                 len(record["pages"]), record["version"])
-
-
-def _change(record: dict, op: str, text: str, flag: bool, limit: int) -> str:
-    """A lecturer's change to a round in memory (what `RedisStore._CHANGE` does in Redis): "" when done."""
-    before = dict(record, hidden=set(record["hidden"]), approved=set(record["approved"]))
-    if op in ("ask", "clear"):
-        asked = op == "ask"
-        record.update(number=record["number"] + 1, prompt=text if asked else "", open=asked,
-                      review=flag if asked else record["review"], answers=0, counts={}, hidden=set(), approved=set(),
-                      pages={})
-    elif op == "review":
-        record["review"] = flag
-    elif not record["prompt"]:
-        return "none"
-    elif op == "close":
-        record["open"] = False
-    else:
-        words = record["hidden" if op == "hide" else "approved"]
-        if flag and text not in words and len(words) >= limit:
-            return "many"
-        (words.add if flag else words.discard)(text)
-    if record != before:
-        record["version"] += 1
-    return ""
-
-
-def _refusal(record: dict, number: int, word: str, sent: tuple[str, ...], per_page: int, limit: int) -> str:
-    """Why the memory store does not keep an answer ("" when it does; a word sent again is kept once)."""
-    if not record["open"]:
-        return "closed"
-    if record["number"] != number:
-        return "other"
-    if word in sent:
-        return ""
-    if len(sent) >= per_page:
-        return "enough"
-    return "full" if record["answers"] >= limit else ""
-
-
-def _keep(record: dict, key: str, words: tuple[str, ...]) -> None:
-    """Page `key`'s words are now `words`, its last one new."""
-    if record["pages"].get(key, ()) == words:
-        return
-    record["pages"][key] = words
-    record["counts"][words[-1]] = record["counts"].get(words[-1], 0) + 1
-    record["answers"] += 1
-    record["version"] += 1
+def _fields(flat: list) -> dict:
+    """A hash as a script answers it: field, value, field, value, …"""
+    return dict(zip(flat[::2], flat[1::2], strict=True))
 
 
 def _lesson(class_id: str, record: dict, now: float | None = None) -> Lesson:
@@ -376,101 +103,71 @@ def _lesson(class_id: str, record: dict, now: float | None = None) -> Lesson:
                   None if record["step"] in (None, "") else int(record["step"]), ends, ended)
 
 
-def _reaching(method):
-    """A RedisStore method whose lost connection is `Away` (the caller says so, and tries again)."""
-
-    @functools.wraps(method)
-    def reach(self, *args, **kwargs):
-        try:
-            return method(self, *args, **kwargs)
-        except self.unreachable as error:
-            raise Away(str(error)) from None
-
-    return reach
+def _round(found: list) -> Round:
+    """A round as `RedisStore._ROUND`'s `snapshot()` reads it."""
+    fields, counts, hidden, approved, students = found
+    poll = _fields(fields)
+    return Round(int(poll["number"]), poll["prompt"], poll["open"] == "1", poll["review"] == "1",
+                 {word: int(count) for word, count in _fields(counts).items()}, frozenset(hidden),
+                 frozenset(approved), int(poll["answers"]), int(students), int(poll["version"]))
 
 
 class RedisStore:
-    """Classes in Redis, shared by every process of a class server (and every machine of one).
+    """Classes in Redis, shared by every process of a class server.
 
-    A class is a hash that expires with the class; the running classes are a sorted set by
-    when each ends (their count is the bound, read and written in one Lua script), and so are
-    each address's; each process's count of its students is a field of the class's presence
-    hash, a seat taken in one script too; a new lesson is published on one channel that every
-    process listens to. A call while Redis is away raises `Away` within a second or two: one
-    retry (a connection Redis closed as it restarted is opened again), no waiting between.
+    A class is a hash that expires with it; the running classes, and each address's, are sorted
+    sets by when each ends; each process's count of its pages is a field of the class's presence
+    hash; lessons and rounds are published on two channels. A call while Redis is away raises
+    `Away` within a second or two (one retry: a connection closed by a restart is opened again).
     """
 
     CHANNEL = "explorer:lessons"
     ROUNDS = "explorer:rounds"  # every class's round, announced
-    _CREATE = """
-    local now, limit, per_address = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-    redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-    redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-    if redis.call('ZCARD', KEYS[1]) >= limit then return 1 end
-    if redis.call('ZCARD', KEYS[2]) >= per_address then return 2 end
-    redis.call('ZADD', KEYS[1], ARGV[5], ARGV[4])
-    redis.call('ZADD', KEYS[2], ARGV[5], ARGV[4])
-    redis.call('EXPIRE', KEYS[2], math.ceil(ARGV[5] - now) + 60)
-    redis.call('HSET', KEYS[3], 'secret', ARGV[6], 'address', ARGV[7], 'query', ARGV[8], 'step', ARGV[9],
-               'version', 1, 'ends', ARGV[5], 'ended', '')
-    redis.call('EXPIRE', KEYS[3], math.ceil(ARGV[5] - now) + 60)
-    return 0
-    """
 
-    # the class again, unless it ended or runs: {1 when restored, the class's fields}; false for another secret's
-    _RESTORE = """
-    local now, ends = tonumber(ARGV[1]), tonumber(ARGV[2])
+    # a class written (KEYS: its hash, the running classes, its address's) unless one of its id runs or
+    # ended: {1 when written, its fields}; 1 or 2 when a new one would pass a bound; false for another secret's
+    _PUT = """
+    local now, ends = tonumber(ARGV[1]), ARGV[2]
     local record = redis.call('HMGET', KEYS[1], 'secret', 'ended', 'ends', 'version')
     if record[1] and record[1] ~= ARGV[4] then return false end
-    if record[1] and (record[2] ~= '' or tonumber(record[3]) > now) then
-        return {0, redis.call('HGETALL', KEYS[1])}
-    end
-    local version = math.max(tonumber(ARGV[8]), tonumber(record[4] or '-1') + 1)
+    if record[1] and (record[2] ~= '' or tonumber(record[3]) > now) then return {0, redis.call('HGETALL', KEYS[1])} end
+    for i = 2, 3 do redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now) end
+    if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[9]) then return 1 end
+    if redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[10]) then return 2 end
     redis.call('HSET', KEYS[1], 'secret', ARGV[4], 'address', ARGV[5], 'query', ARGV[6], 'step', ARGV[7],
-               'version', version, 'ends', ends, 'ended', '')
-    redis.call('EXPIRE', KEYS[1], math.ceil(ends - now) + 60)
-    redis.call('ZADD', KEYS[2], ends, ARGV[3])
-    redis.call('ZADD', KEYS[3], ends, ARGV[3])
-    redis.call('EXPIRE', KEYS[3], math.ceil(ends - now) + 60)
+               'version', math.max(tonumber(ARGV[8]), tonumber(record[4] or '-1') + 1), 'ends', ends, 'ended', '')
+    for i = 2, 3 do redis.call('ZADD', KEYS[i], ends, ARGV[3]) end
+    for _, key in ipairs({KEYS[1], KEYS[3]}) do redis.call('EXPIRE', key, math.ceil(ends - now) + 60) end
     return {1, redis.call('HGETALL', KEYS[1])}
     """
 
-    # one step, so two processes publishing at once never leave a version with another's query,
-    # and an end is never undone: the class's end time moves in both sorted sets (the running
-    # classes, and its address's), a new query takes the next version, an end takes one more;
-    # the class's round (KEYS[3..]) lives as long as the class, and ends with it
+    # one step, so two processes publishing at once never leave a version with another's query, and an
+    # end is never undone; the class's round (KEYS[3..]) lives as long as the class, and ends with it
     _PUBLISH = """
     local now, grace = tonumber(ARGV[1]), tonumber(ARGV[2])
     local record = redis.call('HMGET', KEYS[1], 'ends', 'ended', 'query', 'address')
     if not record[1] or record[2] ~= '' or tonumber(record[1]) <= now then return false end
-    local ends = now + grace
-    local by_address = 'explorer:classes:' .. record[4]
+    local ends, by_address = now + grace, 'explorer:classes:' .. record[4]
     redis.call('HSET', KEYS[1], 'ends', ends)
     if ARGV[4] == '1' and ARGV[5] ~= record[3] then
         redis.call('HSET', KEYS[1], 'query', ARGV[5], 'step', ARGV[6])
         redis.call('HINCRBY', KEYS[1], 'version', 1)
     end
+    redis.call('EXPIRE', KEYS[1], math.ceil(grace) + 60)
     if ARGV[7] ~= '' then
         redis.call('HSET', KEYS[1], 'ended', ARGV[7])
         redis.call('HINCRBY', KEYS[1], 'version', 1)
-        redis.call('ZREM', KEYS[2], ARGV[3])
-        redis.call('ZREM', by_address, ARGV[3])
+        for _, key in ipairs({KEYS[2], by_address}) do redis.call('ZREM', key, ARGV[3]) end
+        for i = 3, #KEYS do redis.call('DEL', KEYS[i]) end
     else
-        redis.call('ZADD', KEYS[2], ends, ARGV[3])
-        redis.call('ZADD', by_address, ends, ARGV[3])
-        redis.call('EXPIRE', by_address, math.ceil(grace) + 60)
-    end
-    redis.call('EXPIRE', KEYS[1], math.ceil(grace) + 60)
-    for i = 3, #KEYS do
-        if ARGV[7] ~= '' then redis.call('DEL', KEYS[i]) else redis.call('EXPIRE', KEYS[i], math.ceil(grace) + 60) end
+        for _, key in ipairs({KEYS[2], by_address}) do redis.call('ZADD', key, ends, ARGV[3]) end
+        for _, key in ipairs({by_address, unpack(KEYS, 3)}) do redis.call('EXPIRE', key, math.ceil(grace) + 60) end
     end
     return redis.call('HGETALL', KEYS[1])
     """
 
-    # --- the class's round: KEYS[1] the class, then `_poll_keys`; ARGV[1] the time -------------
-    # the round's fields (a hash), its words' counts (a hash), each page's words (a hash: key ->
-    # words with spaces between), the hidden and the approved words (sets); each script checks
-    # the class runs, and gives every key it writes the class's time to live
+    # the class's round: KEYS[1] the class, then `_poll_keys`; ARGV[1] the time. Each script checks the
+    # class runs, and gives every key it writes the class's time to live
     _ROUND = """
     local function running()
         local class = redis.call('HMGET', KEYS[1], 'ended', 'ends')
@@ -497,41 +194,34 @@ class RedisStore:
         for word in string.gmatch(sent, '%S+') do words[#words + 1] = word; words[word] = true end
         return words
     end
-    """
-
-    _READ = _ROUND + """
-    if not running() or redis.call('EXISTS', KEYS[2]) == 0 then return false end
-    return snapshot()
-    """
-
-    # ARGV: time, op, text, flag ('1'/'0'), how many words may be hidden (and approved)
-    _CHANGE = _ROUND + """
     if not running() then return 'gone' end
+    """
+
+    # ARGV: time, op ('read' changes nothing), text, flag ('1'/'0'), how many words may be hidden (and approved)
+    _CHANGE = _ROUND + """
     local op, text, flag = ARGV[2], ARGV[3], ARGV[4]
     if redis.call('EXISTS', KEYS[2]) == 0 then
+        if op == 'read' then return false end
         redis.call('HSET', KEYS[2], 'number', 0, 'prompt', '', 'open', '0', 'review', '0', 'answers', 0, 'version', 0)
     end
     local poll = redis.call('HMGET', KEYS[2], 'number', 'prompt', 'open', 'review')
-    local changed = true
+    local changed = op ~= 'read'
     if op == 'ask' or op == 'clear' then
         redis.call('DEL', KEYS[3], KEYS[4], KEYS[5], KEYS[6])
-        if op == 'ask' then
-            redis.call('HSET', KEYS[2], 'prompt', text, 'open', '1', 'review', flag)
-        else
-            redis.call('HSET', KEYS[2], 'prompt', '', 'open', '0')
-        end
-        redis.call('HSET', KEYS[2], 'number', tonumber(poll[1]) + 1, 'answers', 0)
+        local asked = op == 'ask'
+        redis.call('HSET', KEYS[2], 'number', tonumber(poll[1]) + 1, 'answers', 0, 'prompt', asked and text or '',
+                   'open', asked and '1' or '0', 'review', asked and flag or poll[4])
     elseif op == 'review' then
         changed = poll[4] ~= flag
         redis.call('HSET', KEYS[2], 'review', flag)
+    elseif op == 'read' then
     elseif poll[2] == '' then
         return 'none'
     elseif op == 'close' then
         changed = poll[3] == '1'
         redis.call('HSET', KEYS[2], 'open', '0')
     else
-        local set = KEYS[6]
-        if op == 'hide' then set = KEYS[5] end
+        local set = op == 'hide' and KEYS[5] or KEYS[6]
         if flag == '0' then
             changed = redis.call('SREM', set, text) == 1
         elseif redis.call('SISMEMBER', set, text) == 1 then
@@ -548,9 +238,18 @@ class RedisStore:
     """
 
     # ARGV: time, round number, page key, word, words a page may send, answers a round takes, answers a
-    # network may send a minute; KEYS[7] the network's bucket (tokens, when), shared by every class
+    # network may send a minute, a page's burst, a page's answers a second; KEYS[7] the network's
+    # bucket, shared by every class, KEYS[8] the page's: each (tokens, when), taken only when both have one
     _ANSWER = _ROUND + """
-    if not running() then return {'gone', ''} end
+    local function tokens(bucket, size, per_second)
+        local kept = redis.call('HMGET', bucket, 'tokens', 'at')
+        local since = math.max(0, tonumber(ARGV[1]) - tonumber(kept[2] or ARGV[1]))
+        return math.min(size, tonumber(kept[1] or size) + since * per_second)
+    end
+    local function take(bucket, left, size, per_second)
+        redis.call('HSET', bucket, 'tokens', tostring(left - 1), 'at', ARGV[1])
+        redis.call('EXPIRE', bucket, math.ceil(size / per_second) + 1)  -- full again by then: as good as gone
+    end
     local poll = redis.call('HMGET', KEYS[2], 'number', 'open', 'answers')
     if not poll[1] then return {'missing', ''} end
     local sent = redis.call('HGET', KEYS[4], ARGV[3]) or ''
@@ -560,36 +259,31 @@ class RedisStore:
     if words[ARGV[4]] then return {'ok', sent} end
     if #words >= tonumber(ARGV[5]) then return {'enough', sent} end
     if tonumber(poll[3]) >= tonumber(ARGV[6]) then return {'full', sent} end
-    local now, size = tonumber(ARGV[1]), tonumber(ARGV[7])
-    local bucket = redis.call('HMGET', KEYS[7], 'tokens', 'at')
-    local since = math.max(0, now - tonumber(bucket[2] or now))
-    local tokens = math.min(size, tonumber(bucket[1] or size) + since * size / 60)
-    if tokens < 1 then return {'rate', sent, tostring((1 - tokens) * 60 / size)} end
+    local size, burst, rate = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+    local network, page = tokens(KEYS[7], size, size / 60), tokens(KEYS[8], burst, rate)
+    if page < 1 then return {'soon', sent, tostring((1 - page) / rate)} end
+    if network < 1 then return {'rate', sent, tostring((1 - network) * 60 / size)} end
     sent = keep(ARGV[3], sent, ARGV[4])
     live()
-    redis.call('HSET', KEYS[7], 'tokens', tostring(tokens - 1), 'at', ARGV[1])
-    redis.call('EXPIRE', KEYS[7], 61)  -- full again within a minute: as good as gone
+    take(KEYS[7], network, size, size / 60)
+    take(KEYS[8], page, burst, rate)
     return {'ok', sent}
     """
 
-    # ARGV: time, number, prompt, open, review, version, hidden words, approved words (JSON)
-    _RESTORE_ROUND = _ROUND + """
-    if not running() or redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
-    redis.call('HSET', KEYS[2], 'number', ARGV[2], 'prompt', ARGV[3], 'open', ARGV[4], 'review', ARGV[5],
-               'answers', 0, 'version', ARGV[6])
-    for _, word in ipairs(cjson.decode(ARGV[7])) do redis.call('SADD', KEYS[5], word) end
-    for _, word in ipairs(cjson.decode(ARGV[8])) do redis.call('SADD', KEYS[6], word) end
-    live()
-    return 1
-    """
-
-    # ARGV: time, number, the version heard, {page key: [words]} (JSON), words a page may send, answers a round takes
+    # ARGV: time, number, the version heard, {page key: [words]} (JSON), words a page may send, answers a
+    # round takes; then, to put the round back when the store has none: its number, prompt, open, review,
+    # hidden and approved words (JSON), or nothing
     _REPLAY = _ROUND + """
-    if not running() then return 'gone' end
-    local poll = redis.call('HMGET', KEYS[2], 'number', 'version')
+    local restored = redis.call('EXISTS', KEYS[2]) == 0 and ARGV[7] ~= nil
+    if restored then
+        redis.call('HSET', KEYS[2], 'number', ARGV[7], 'prompt', ARGV[8], 'open', ARGV[9], 'review', ARGV[10],
+                   'answers', 0, 'version', ARGV[3] + 1)
+        for _, word in ipairs(cjson.decode(ARGV[11])) do redis.call('SADD', KEYS[5], word) end
+        for _, word in ipairs(cjson.decode(ARGV[12])) do redis.call('SADD', KEYS[6], word) end
+    end
+    local poll = redis.call('HMGET', KEYS[2], 'number', 'answers')
     if not poll[1] then return 'missing' end
     if poll[1] ~= ARGV[2] then return 'other' end
-    local answers = redis.call('HGET', KEYS[2], 'answers')
     for key, journal in pairs(cjson.decode(ARGV[4])) do
         local sent = redis.call('HGET', KEYS[4], key) or ''
         local words = words_of(sent)
@@ -601,10 +295,11 @@ class RedisStore:
             end
         end
     end
-    local version = tonumber(redis.call('HGET', KEYS[2], 'version'))
-    if redis.call('HGET', KEYS[2], 'answers') == answers and version >= tonumber(ARGV[3]) then return 'same' end
-    redis.call('HSET', KEYS[2], 'version', math.max(version, tonumber(ARGV[3])) + 1)
     live()
+    if restored then return 'restored' end
+    local version = tonumber(redis.call('HGET', KEYS[2], 'version'))
+    if redis.call('HGET', KEYS[2], 'answers') == poll[2] and version >= tonumber(ARGV[3]) then return 'same' end
+    redis.call('HSET', KEYS[2], 'version', math.max(version, tonumber(ARGV[3])) + 1)
     return 'done'
     """
 
@@ -628,155 +323,146 @@ class RedisStore:
     return 1
     """
 
-    def __init__(self, url: str, clock: Callable[[], float] = time.time) -> None:
-        import redis
+    def __init__(self, url: str = "", clock: Callable[[], float] = time.time, server=None) -> None:
+        """`url` names a Redis server; without one, a fakeredis `server` (or a new one) in this process."""
         from redis.backoff import NoBackoff
         from redis.retry import Retry
 
-        self.url, self.clock = url, clock
-        self.unreachable = (redis.ConnectionError, redis.TimeoutError)
-        self.redis = redis.Redis.from_url(url, decode_responses=True, socket_timeout=5, socket_connect_timeout=2,
-                                          health_check_interval=30, retry=Retry(NoBackoff(), 1))
-        self._create = self.redis.register_script(self._CREATE)
-        self._restore = self.redis.register_script(self._RESTORE)
-        self._publish = self.redis.register_script(self._PUBLISH)
-        self._presence = self.redis.register_script(self._PRESENCE)
-        self._read = self.redis.register_script(self._READ)
-        self._change = self.redis.register_script(self._CHANGE)
-        self._answer = self.redis.register_script(self._ANSWER)
-        self._restore_round = self.redis.register_script(self._RESTORE_ROUND)
-        self._replay = self.redis.register_script(self._REPLAY)
-        self._round_listeners: list[Callable[[str, Round], None]] = []
+        self.clock = clock
+        if url:
+            self.redis = redis.Redis.from_url(url, decode_responses=True, socket_timeout=5, socket_connect_timeout=2,
+                                              health_check_interval=30, retry=Retry(NoBackoff(), 1))
+        else:
+            import fakeredis
+
+            self.server = server or fakeredis.FakeServer()
+            self.redis = fakeredis.FakeRedis(server=self.server, decode_responses=True)
+        self._put, self._publish, self._change, self._answer, self._replay, self._presence = (
+            self.redis.register_script(source) for source in (self._PUT, self._PUBLISH, self._CHANGE, self._ANSWER,
+                                                              self._REPLAY, self._PRESENCE))
         self._listeners: list[Callable[[Lesson], None]] = []
+        self._round_listeners: list[Callable[[str, Round], None]] = []
         self._lost: list[Callable[[], None]] = []
         self._thread: threading.Thread | None = None
         self._subscribed = threading.Event()
         self._closed = threading.Event()
 
     @staticmethod
-    def _key(class_id: str) -> str:
-        return f"explorer:class:{class_id}"
-
-    @classmethod
-    def _poll_keys(cls, class_id: str) -> list[str]:
+    def _poll_keys(class_id: str) -> list[str]:
         """The class, then its round's keys: fields, counts, pages, hidden, approved."""
         poll = f"explorer:poll:{class_id}"
-        return [cls._key(class_id), poll, f"{poll}:counts", f"{poll}:pages", f"{poll}:hidden", f"{poll}:approved"]
+        return [f"explorer:class:{class_id}", poll, *(f"{poll}:{part}" for part in ("counts", "pages", "hidden",
+                                                                                       "approved"))]
 
-    @_reaching
     def ping(self) -> None:
-        """Raises `Away` until Redis answers and this process hears lessons again (what is
-        published before its subscription is back would not reach its pages)."""
+        """Raises `Away` until Redis answers and this process is subscribed to the lessons again."""
         self.redis.ping()
         if self._thread is not None and not self._subscribed.is_set():
-            raise Away("not yet subscribed to the lessons again")
+            raise redis.ConnectionError("not yet subscribed to the lessons again")
 
-    @_reaching
+    def _put_class(self, class_id: str, secret_digest: str, address: str, query: str, step: int | None,
+                   version: int, limit: int, per_address: int):
+        now = self.clock()
+        return self._put(keys=[self._poll_keys(class_id)[0], "explorer:classes", f"explorer:classes:{address}"],
+                         args=[now, now + GRACE_SECONDS, class_id, secret_digest, address, query,
+                               "" if step is None else step, version, limit, per_address])
+
     def create(self, class_id: str, secret_digest: str, address: str, query: str, step: int | None,
                limit: int, per_address: int) -> Lesson:
-        now = self.clock()
-        ends = now + GRACE_SECONDS
-        refused = self._create(keys=["explorer:classes", f"explorer:classes:{address}", self._key(class_id)],
-                               args=[now, limit, per_address, class_id, ends, secret_digest, address, query,
-                                     "" if step is None else step])
-        if refused:
-            _check_room(limit if refused == 1 else 0, per_address, limit, per_address)
-        return Lesson(class_id, 1, query, step, ends)
+        found = self._put_class(class_id, secret_digest, address, query, step, 1, limit, per_address)
+        if found == 1:
+            raise Full(f"This server runs at most {limit:,} classes at once, and that many are running; "
+                       "try again later.")
+        if found == 2:
+            raise Full(f"At most {per_address} classes can run at once from one network address; end one (its End "
+                       f"the class button), or close its lecturer's page: a class ends {_minutes(GRACE_SECONDS)} after "
+                       "its lecturer's page closed.")
+        return _lesson(class_id, _fields(found[1]))
 
-    @_reaching
     def restore(self, class_id: str, secret_digest: str, address: str, query: str, step: int | None,
                 version: int) -> tuple[bool, Lesson | None]:
-        now = self.clock()
-        found = self._restore(keys=[self._key(class_id), "explorer:classes", f"explorer:classes:{address}"],
-                              args=[now, now + GRACE_SECONDS, class_id, secret_digest, address, query,
-                                    "" if step is None else step, version])
+        """The class put back as its lecturer's page holds it, if the store lost it or let its time run
+        out (not if it ended): (whether restored, the class as kept; None for another secret's id)."""
+        found = self._put_class(class_id, secret_digest, address, query, step, version, UNBOUNDED, UNBOUNDED)
         if not found:
             return False, None
-        restored, fields = found
-        lesson = _lesson(class_id, dict(zip(fields[::2], fields[1::2], strict=True)), now)
-        if restored:
+        lesson = _lesson(class_id, _fields(found[1]), self.clock())
+        if found[0]:
             self._announce(lesson)
-        return bool(restored), lesson
+        return bool(found[0]), lesson
 
-    @_reaching
     def lesson(self, class_id: str) -> Lesson | None:
-        record = self.redis.hgetall(self._key(class_id))
+        record = self.redis.hgetall(self._poll_keys(class_id)[0])
         return _lesson(class_id, record, self.clock()) if record else None
 
-    @_reaching
     def owner(self, class_id: str) -> tuple[str, str] | None:
-        secret, address = self.redis.hmget(self._key(class_id), "secret", "address")
+        """The class's secret's digest and the address that started it."""
+        secret, address = self.redis.hmget(self._poll_keys(class_id)[0], "secret", "address")
         return None if secret is None else (secret, address or "")
 
-    @_reaching
     def publish(self, class_id: str, query: str | None, step: int | None, ended: str = "") -> Lesson | None:
-        found = self._publish(keys=[self._key(class_id), "explorer:classes", *self._poll_keys(class_id)[1:]],
+        """A new lesson (only the lecturer seen when `query` is None); None unless the class runs."""
+        keys = self._poll_keys(class_id)
+        found = self._publish(keys=[keys[0], "explorer:classes", *keys[1:]],
                               args=[self.clock(), GRACE_SECONDS, class_id, "" if query is None else "1", query or "",
                                     "" if step is None else step, ended])
         if not found:
             return None
-        lesson = _lesson(class_id, dict(zip(found[::2], found[1::2], strict=True)))
+        lesson = _lesson(class_id, _fields(found))
         self._announce(lesson)  # a new lesson, or only a later end: every process's pages keep both
         return lesson
 
-    @_reaching
     def poll(self, class_id: str) -> Round | None:
-        found = self._read(keys=self._poll_keys(class_id), args=[self.clock()])
-        return _round_of_snapshot(found) if found else None
+        """The class's round as kept; None when there is none (never asked, lost, or the class is over)."""
+        found = self._change(keys=self._poll_keys(class_id), args=[self.clock(), "read", "", 0, 0])
+        return _round(found) if isinstance(found, list) else None
 
-    @_reaching
     def change_round(self, class_id: str, op: str, text: str, flag: bool, limit: int) -> Round | str:
+        """The round after the lecturer's change `op`; or why not: "gone" (the class is not running),
+        "none" (no question asked), "many" (`limit` words moderated)."""
         found = self._change(keys=self._poll_keys(class_id), args=[self.clock(), op, text, int(flag), limit])
-        return found if isinstance(found, str) else _round_of_snapshot(found)
+        return found if isinstance(found, str) else _round(found)
 
-    @_reaching
     def answer(self, class_id: str, key: str, address: str, word: str, number: int, per_page: int,
                limit: int) -> tuple[str, tuple[str, ...], float]:
-        status, sent, *wait = self._answer(keys=[*self._poll_keys(class_id), f"explorer:answers:{address}"],
-                                           args=[self.clock(), number, key, word, per_page, limit,
-                                                 ADDRESS_ANSWERS])
+        """Page `key`'s answer `word` to round `number`: (status, the page's words this round, seconds
+        to wait). Status "ok" (kept, once), or why not: "gone", "missing" (no round), "closed", "other"
+        (another round), "enough", "full", "soon" (the page's rate) or "rate" (the network's)."""
+        found = self._answer(
+            keys=[*self._poll_keys(class_id), f"explorer:answers:{address}", f"explorer:page-answers:{key}"],
+            args=[self.clock(), number, key, word, per_page, limit, ADDRESS_ANSWERS, ANSWER_BURST, 1 / ANSWER_SECONDS])
+        status, sent, *wait = ("gone", "") if found == "gone" else found
         return status, tuple(sent.split()), float(wait[0]) if wait else 0.0
 
-    @_reaching
-    def restore_round(self, class_id: str, round: Round) -> bool:  # noqa: A002
-        return bool(self._restore_round(keys=self._poll_keys(class_id), args=[
-            self.clock(), round.number, round.prompt, int(round.open), int(round.review), round.version + 1,
-            json.dumps(sorted(round.hidden), ensure_ascii=False), json.dumps(sorted(round.approved),
-                                                                             ensure_ascii=False)]))
-
-    @_reaching
-    def replay(self, class_id: str, number: int, version: int, pages: Mapping[str, tuple[str, ...]],
-               per_page: int, limit: int) -> str:
+    def replay(self, class_id: str, number: int, pages: Mapping[str, tuple[str, ...]], per_page: int, limit: int,
+               heard: Round, restore: bool = False) -> str:
+        """The answers acknowledged in round `number` written again (each once), the version moved past
+        `heard`'s: "done", "same" (nothing lost), "restored" (`restore`: `heard` put back first, the
+        store having no round), or "gone", "missing", "other" (another round)."""
+        text = functools.partial(json.dumps, ensure_ascii=False)
+        header = [heard.number, heard.prompt, int(heard.open), int(heard.review), text(sorted(heard.hidden)),
+                  text(sorted(heard.approved))] if restore else []
         return self._replay(keys=self._poll_keys(class_id), args=[
-            self.clock(), number, version, json.dumps({k: list(w) for k, w in pages.items()}, ensure_ascii=False),
-            per_page, limit])
+            self.clock(), number, heard.version, text({k: list(w) for k, w in pages.items()}), per_page, limit,
+            *header])
 
-    def listen_rounds(self, listener: Callable[[str, Round], None]) -> None:
-        """`listener(class_id, round)` hears every round any process announces (`listen` subscribes)."""
-        self._round_listeners.append(listener)
-
-    @_reaching
     def announce_round(self, class_id: str) -> Round | None:
         """The class's round read, and sent to every process."""
         found = self.poll(class_id)
         if found is not None:
-            self.redis.publish(self.ROUNDS, json.dumps({"id": class_id, **asdict(found), "counts": dict(found.counts),
-                                                        "hidden": sorted(found.hidden),
-                                                        "approved": sorted(found.approved)}, ensure_ascii=False))
+            self.redis.publish(self.ROUNDS, json.dumps({"id": class_id, **asdict(found)}, default=sorted))
         return found
 
     def _announce(self, lesson: Lesson) -> None:
-        self.redis.publish(self.CHANNEL, json.dumps({"id": lesson.id, "version": lesson.version, "query": lesson.query,
-                                                     "step": lesson.step, "ends": lesson.ends, "ended": lesson.ended}))
+        self.redis.publish(self.CHANNEL, json.dumps(asdict(lesson)))
 
-    @_reaching
     def set_presence(self, class_id: str, process: str, connected: int, following: int,
                      limit: int | None = None) -> bool:
+        """Write this process's count of the class's pages; with a `limit`, only within it (a seat)."""
         return bool(self._presence(keys=[f"explorer:presence:{class_id}"],
                                    args=[process, connected, following, self.clock(), PRESENCE_SECONDS,
                                          "" if limit is None else limit]))
 
-    @_reaching
     def presence(self, class_id: str) -> tuple[int, int]:
         now, connected, following = self.clock(), 0, 0
         for value in self.redis.hgetall(f"explorer:presence:{class_id}").values():
@@ -786,9 +472,8 @@ class RedisStore:
         return connected, following
 
     def listen(self, listener: Callable[[Lesson], None], lost: Callable[[], None] | None = None) -> None:
-        """`listener` hears every lesson published from now on, by any process, and `lost` is
-        told when the subscription was cut (it returns once this process is subscribed, so
-        nothing published after it is missed, or after 10 s when Redis is away)."""
+        """`listener` hears every lesson published from now on, `lost` when the subscription was cut
+        (returns once subscribed, so nothing after it is missed; after 10 s when Redis is away)."""
         self._listeners.append(listener)
         if lost is not None:
             self._lost.append(lost)
@@ -797,29 +482,38 @@ class RedisStore:
             self._thread.start()
         self._subscribed.wait(10)
 
+    def listen_rounds(self, listener: Callable[[str, Round], None]) -> None:
+        """`listener(class_id, round)` hears every round any process announces (`listen` subscribes)."""
+        self._round_listeners.append(listener)
+
     def _listen(self) -> None:
-        """Every process hears every lesson. It polls its subscription (a blocking read would
-        time out with the client's socket timeout on a quiet channel); a lost connection is
-        said (`lost`) and made again, and what was published meanwhile the pages read from the
-        store once it is back (`Classroom`)."""
+        """Polls the subscription (a blocking read would time out on a quiet channel); a lost one is
+        said (`lost`) and made again (`core.serving.classoutage` reads what was missed)."""
         while not self._closed.is_set():
             pubsub = self.redis.pubsub()
             try:
                 pubsub.subscribe(self.CHANNEL, self.ROUNDS)
                 while not self._closed.is_set():
                     message = pubsub.get_message(timeout=1.0)
-                    if message is None:
+                    if message is None or message["type"] not in ("subscribe", "message"):
                         continue
                     if message["type"] == "subscribe":
                         self._subscribed.set()  # one SUBSCRIBE: both channels are subscribed by its first answer
-                    elif message["type"] == "message" and message["channel"] == self.ROUNDS:
-                        self._heard_round(message["data"])
-                    elif message["type"] == "message":
-                        self._heard(message["data"])
+                        continue
+                    sent = json.loads(message["data"])  # only this module publishes on its channels
+                    if message["channel"] == self.ROUNDS:
+                        class_id = sent.pop("id")
+                        found = Round(**{**sent, "hidden": frozenset(sent["hidden"]),
+                                         "approved": frozenset(sent["approved"])})
+                        for round_listener in list(self._round_listeners):
+                            round_listener(class_id, found)
+                    else:
+                        for listener in list(self._listeners):
+                            listener(Lesson(**sent))
             except Exception as error:
                 if self._closed.is_set():  # closed under it (`close`)
                     return
-                if not isinstance(error, self.unreachable):  # a fault: logged, and the listening goes on
+                if not isinstance(error, Away):  # a fault: logged, and the listening goes on
                     LOG.exception("listening to the class lessons failed")
                 self._subscribed.clear()
                 for lost in list(self._lost):
@@ -829,43 +523,10 @@ class RedisStore:
                 pubsub.close()
 
     def close(self) -> None:
-        """Stop listening, and let go of the connections."""
         self._closed.set()  # the listener stops within a second
         self.redis.close()
 
-    def _heard(self, data: str) -> None:
-        try:
-            sent = json.loads(data)
-            lesson = Lesson(sent["id"], int(sent["version"]), sent["query"], sent["step"], float(sent["ends"]),
-                            sent["ended"])
-        except (ValueError, KeyError, TypeError):  # not one of ours: ignored
-            return
-        for listener in list(self._listeners):
-            listener(lesson)
 
-
-    def _heard_round(self, data: str) -> None:
-        try:
-            sent = json.loads(data)
-            found = Round(int(sent["number"]), str(sent["prompt"]), bool(sent["open"]), bool(sent["review"]),
-                          {str(w): int(c) for w, c in sent["counts"].items()}, frozenset(sent["hidden"]),
-                          frozenset(sent["approved"]), int(sent["answers"]), int(sent["students"]),
-                          int(sent["version"]))
-        except (ValueError, KeyError, TypeError, AttributeError):  # not one of ours: ignored
-            return
-        for listener in list(self._round_listeners):
-            listener(str(sent["id"]), found)
-
-
-def _round_of_snapshot(found: list) -> Round:
-    """A round as `RedisStore._ROUND`'s `snapshot()` reads it."""
-    fields, counts, hidden, approved, students = found
-    poll = dict(zip(fields[::2], fields[1::2], strict=True))
-    return Round(int(poll["number"]), poll["prompt"], poll["open"] == "1", poll["review"] == "1",
-                 {word: int(count) for word, count in zip(counts[::2], counts[1::2], strict=True)},
-                 frozenset(hidden), frozenset(approved), int(poll["answers"]), int(students), int(poll["version"]))
-
-
-def store_from_environment() -> MemoryStore | RedisStore:
-    url = os.environ.get("EXPLORER_CLASS_STORE", "").strip()
-    return RedisStore(url) if url else MemoryStore()
+def store_from_environment() -> RedisStore:
+    """The Redis that ``EXPLORER_CLASS_STORE`` names, or this process's own fakeredis server."""
+    return RedisStore(os.environ.get("EXPLORER_CLASS_STORE", "").strip())

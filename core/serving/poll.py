@@ -1,13 +1,8 @@
 """A class poll: the lecturer asks with a prompt, each following student answers with a word.
 
-A *round* is one question: its prompt, whether answers are taken, and the class's words with
-how many gave each. The lecturer moderates: any word can be hidden, and under *review first*
-only approved words are drawn. A `Round` is the value every process shares of a class's poll
-(kept by the class store beside the class, `core.serving.classroom`); this module holds what
-needs no store: the bounds, the checks that turn hostile input into a word or a sentence, the
-tally's order, what a page is sent, the CSV export, and the rates a page and a network
-answer at. Every text here is shown as text: a word is letters, digits, hyphens and
-apostrophes, and a sentence never echoes what it refused.
+A *round* is one question: its prompt, whether answers are taken, and the class's words with how
+many gave each; any word can be hidden, and under *review first* only approved words are drawn.
+This module holds what needs no store: bounds, the checks of hostile input, the tally and the CSV.
 """
 
 from __future__ import annotations
@@ -16,9 +11,8 @@ import csv
 import functools
 import io
 import math
-import threading
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from core.view.options import Refused
@@ -52,8 +46,7 @@ NOT_A_WORD = (f"An answer is one word of up to {MAX_WORD} characters: letters, d
 
 
 def checked_prompt(text: object) -> str:
-    """The prompt as a class is shown it: stripped, NFC; `Refused` unless 1..MAX_PROMPT characters
-    of text without control characters."""
+    """The prompt as a class is shown it: stripped, NFC, 1..MAX_PROMPT characters, no control ones."""
     if not isinstance(text, str) or len(text) > 4 * MAX_PROMPT:  # refused before any work on a huge text
         raise Refused(NOT_A_PROMPT)
     prompt = unicodedata.normalize("NFC", text).strip()
@@ -64,9 +57,8 @@ def checked_prompt(text: object) -> str:
 
 
 def checked_word(text: object) -> str:
-    """The word as it is counted: stripped, NFC, case-folded; `Refused` unless it is one word of
-    1..MAX_WORD letters (any script's, with their marks), digits, hyphens and apostrophes,
-    starting with a letter or a digit. The sentence never repeats what was sent."""
+    """The word as it is counted: stripped, NFC, case-folded; `Refused` (never repeating what was
+    sent) unless 1..MAX_WORD letters (any script's, with marks), digits, hyphens and apostrophes."""
     if not isinstance(text, str) or len(text) > 4 * MAX_WORD:
         raise Refused(NOT_A_WORD)
     word = unicodedata.normalize("NFC", text.strip().translate(_APOSTROPHES)).casefold()
@@ -105,11 +97,9 @@ class Round:
     students: int  # distinct students who answered this round
     version: int  # strictly increases on every change of the class's poll
 
-    # a round is read by every stream of its class after each change: its tally is sorted once
-    @functools.cached_property
+    @functools.cached_property  # read by every stream of its class after each change: sorted once
     def _tally(self) -> tuple[tuple[str, int], ...]:
-        """Every distinct word the lecturer has to see (answered, or moderated before it was),
-        most frequent first, ties by word."""
+        """Every word the lecturer sees (answered or moderated), most frequent first, ties by word."""
         words = {**dict.fromkeys(self.hidden | self.approved, 0), **self.counts}
         return tuple(sorted(words.items(), key=lambda item: (-item[1], item[0])))
 
@@ -119,8 +109,7 @@ class Round:
                      and (not self.review or word in self.approved))
 
     def drawn(self) -> tuple[tuple[str, int], ...]:
-        """The words the plane shows: visible (not hidden; under review, approved only), most
-        frequent first, ties by word; at most MAX_DRAWN."""
+        """The words the plane shows (not hidden; under review, approved only): MAX_DRAWN at most."""
         return self._visible[:MAX_DRAWN]
 
     def undrawn(self) -> int:
@@ -128,8 +117,7 @@ class Round:
         return max(0, len(self._visible) - MAX_DRAWN)
 
     def message(self, lecturer: bool) -> dict:
-        """What a class stream carries as "poll": the words a lecturer's page may show the class;
-        a lecturer's page also every word with its moderation."""
+        """What a class stream carries as "poll"; a lecturer's page also every word with its moderation."""
         sent = {"round": self.number, "prompt": self.prompt, "open": self.open, "version": self.version,
                 "drawn": [[word, count] for word, count in self.drawn()]}
         if lecturer:
@@ -150,8 +138,7 @@ def _cell(value: object) -> str:
 
 
 def csv_of(round: Round) -> str:  # noqa: A002 - the interface's name
-    """The round's words as CSV (RFC 4180, CRLF lines): word, count, hidden, approved, in the
-    lecturer's order; no cell can start a spreadsheet formula."""
+    """The round's words as CSV (RFC 4180) in the lecturer's order; no cell starts a spreadsheet formula."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(["word", "count", "hidden", "approved"])
@@ -161,46 +148,11 @@ def csv_of(round: Round) -> str:  # noqa: A002 - the interface's name
     return out.getvalue()
 
 
-class Rate:
-    """A token bucket per key: `size` at once, refilled at `per_second`, on the clock it is
-    given. Keys whose bucket is full again are let go."""
-
-    def __init__(self, size: int, per_second: float, clock: Callable[[], float]) -> None:
-        self.size, self.per_second, self.clock = size, per_second, clock
-        self._buckets: dict[str, tuple[float, float]] = {}  # key -> (tokens, when)
-        self._sweep_at = 10_000  # buckets kept before those full again are let go
-        self._lock = threading.Lock()
-
-    def take(self, key: str) -> float:
-        """Take one token for `key`: 0 when taken, else the seconds until one is there."""
-        now = self.clock()
-        with self._lock:
-            tokens, then = self._buckets.get(key, (self.size, now))
-            tokens = min(self.size, tokens + max(0.0, now - then) * self.per_second)
-            if tokens < 1:
-                return (1 - tokens) / self.per_second
-            self._buckets[key] = (tokens - 1, now)
-            if len(self._buckets) > self._sweep_at:  # let go of every bucket that is full again
-                self._buckets = {k: (t, w) for k, (t, w) in self._buckets.items()
-                                 if t + (now - w) * self.per_second < self.size}
-                self._sweep_at = max(10_000, 2 * len(self._buckets))
-            return 0.0
-
-    def give_back(self, key: str) -> None:
-        """The token taken for an answer that was then refused."""
-        with self._lock:
-            if key in self._buckets:
-                tokens, then = self._buckets[key]
-                self._buckets[key] = (min(self.size, tokens + 1), then)
-
-
 def too_soon(wait: float) -> str:
-    """Why a page's answer waits (`ANSWER_SECONDS`)."""
     return f"One word a second, please: send the next in {_seconds(wait)}."
 
 
 def too_many(wait: float) -> str:
-    """Why a network's answer waits (`ADDRESS_ANSWERS`)."""
     return (f"This network has sent {ADDRESS_ANSWERS} answers in the last minute, as many as one network may; "
             f"try again in {_seconds(wait)}.")
 

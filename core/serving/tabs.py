@@ -1,15 +1,7 @@
-"""One browser tab's state on the server, and the store that keeps the tabs of every visitor.
+"""One browser tab's state on the server (`Tab`), and the store that keeps every visitor's (`Tabs`).
 
-A tab's truth is a `Tab`: the `View` it shows, the `Session` holding the tables that view asks
-for, and the tokens last drawn. Every change goes through `Tab.apply`, under the tab's lock:
-the new view and session are built and what the page needs is computed before they are swapped
-in, so a tab's changes apply one after another and a failed one changes nothing.
-
-`Tabs` keeps them by an opaque key (the page's session), forgets one unused for an hour, lets
-each client network open new tabs at a bounded rate (`NewTabs`), and parks the least recently
-used tabs' tables when the memory budget needs room. Time is read from a clock it is given.
+Every change goes through `Tab.apply`, under the tab's lock, so a failed one changes nothing.
 """
-
 
 from __future__ import annotations
 
@@ -23,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from cachetools import FIFOCache, LRUCache
+
 from core.plane.pipeline import fit_sentence_basis
 from core.process.memory import BUDGET, Budget, private
 from core.tables.session import Session
@@ -32,11 +26,10 @@ from core.view.state import View
 T = TypeVar("T")
 IDLE_SECONDS = 3600  # a tab unused this long is forgotten
 MAX_TABS = 5_000  # tabs kept at once; past it the longest-unused is forgotten first
-# new tabs one client address may open at once (a class behind one school address), then one more
-# every NEW_TAB_SECONDS; EXPLORER_NEW_TABS changes the first (the tests' one client opens thousands)
+# new tabs an address may open at once, then one every NEW_TAB_SECONDS (the tests raise it: one client)
 NEW_TABS = int(os.environ.get("EXPLORER_NEW_TABS", "200"))
 NEW_TAB_SECONDS = 2.0
-_ENDED_REMEMBERED = 20_000  # hashes of forgotten tabs, to tell "expired" from "new"
+_ENDED_REMEMBERED = 20_000  # names of forgotten tabs, to tell "expired" from "new"
 
 
 class Expired(Refused):
@@ -44,12 +37,7 @@ class Expired(Refused):
 
 
 def session_for(view: View, current: Session, *, whole: bool = False) -> Session:
-    """The session `view` asks for, reusing `current`'s tables (and training) where they agree.
-
-    `whole`: the view arrives whole (a link, Back, a tour step, a class's lesson), not as a
-    change the person makes on the page. Raises `Refused` when the view cannot be had (no
-    uploaded file yet, a setting out of range), leaving `current` untouched.
-    """
+    """The session `view` asks for, reusing `current`'s tables where they agree (`whole`: not an edit)."""
     new = current
     if view.tables() != current.tables():
         new = current.with_tables(view.source, view.settings, view.positions)
@@ -58,9 +46,8 @@ def session_for(view: View, current: Session, *, whole: bool = False) -> Session
     if view.basis != new.basis:
         plane = None
         if view.basis == "frozen":
-            # a frozen plane is the one the ticked groups show. Freezing with none ticked is refused,
-            # but unticking them all after is not, and the address then says so: a whole view cannot
-            # say which groups its plane was kept with, so it keeps the one every group spans
+            # the plane the ticked groups show; a whole view with none ticked (unticked after freezing)
+            # cannot say which groups it was kept with, so it keeps the one every group spans
             groups = view.groups or (COMPONENTS if whole else ())
             plane = fit_sentence_basis(new, view.sentence_a, view.sentence_b, groups)
         new = new.with_basis(view.basis, plane)
@@ -68,12 +55,7 @@ def session_for(view: View, current: Session, *, whole: bool = False) -> Session
 
 
 def follow(old: tuple[str, ...], new: tuple[str, ...], view: View) -> tuple[View, tuple[str, ...]]:
-    """The selected token and the flipped ones, moved to where their tokens went in `new`.
-
-    The old and new token lists are aligned (the longest matching blocks, as `diff` does), so
-    typing a word before "king" keeps "king" selected. A token that was deleted or changed
-    is let go, and the note says so.
-    """
+    """The selected and flipped tokens, moved where they went in `new` (aligned as `diff` does), or let go."""
     if view.token is None and not view.flips:
         return view, ()
     if old == new:  # nothing moved: only what is past the end is let go
@@ -125,10 +107,6 @@ class Change:
     old_tokens: tuple[str, ...] = ()  # the tokens drawn before
     revision: int = 0  # the tab's count of applied changes: the page draws nothing older than it has
 
-    def changed(self, *names: str) -> bool:
-        """Whether any of these view fields changed."""
-        return any(getattr(self.old_view, n) != getattr(self.view, n) for n in names)
-
     @property
     def tables_changed(self) -> bool:
         """Whether the tables drawn changed: another source, a training, a reset, freezes."""
@@ -149,18 +127,13 @@ class Tab:
     used: float = 0.0  # when its last event came, on the clock of the `Tabs` that keeps it
     revision: int = 0
     client: str | None = None  # the client address (an IPv6 /64) that opened it, if known: its share of memory
-    # a parked tab's plane (its basis and a frozen plane), kept while its tables are let go (see `park`)
-    _parked: tuple | None = field(default=None, repr=False)
-    # the tab's part in a class (core/serving/classroom.py: it leads one, or follows one), told of every
-    # change to the view by `apply`; anything with a `changed(view)` method
+    _parked: tuple | None = field(default=None, repr=False)  # a parked tab's basis and frozen plane (`park`)
+    # its part in a class (core/serving/classroom.py), told of every change to the view by `apply`
     member: object | None = field(default=None, repr=False)
 
     @property
     def session(self) -> Session:
-        """The tab's session; a parked tab's is rebuilt from its view first (see `park`).
-
-        Raises `Refused` when the memory budget cannot hold the tables again just now; the tab
-        stays parked and its view as it was."""
+        """The tab's session, a parked tab's rebuilt from its view (`Refused` when the budget has no room)."""
         if self._parked is None:
             return self._session
         with self.lock:
@@ -177,7 +150,7 @@ class Tab:
 
     @property
     def parked(self) -> bool:
-        """Whether its tables were let go (`park`): its next event rebuilds them."""
+        """Whether its tables were let go (`park`)."""
         return self._parked is not None
 
     def holding(self) -> dict[int, int]:
@@ -186,11 +159,8 @@ class Tab:
         return {} if session is None else holding(session)
 
     def park(self) -> bool:
-        """Let go of the tables, when the view rebuilds them exactly: random tables (their seed
-        is in the view), BERT's or GloVe's with another position table. Not an upload or a
-        training, which the view cannot bring back, nor a tab in the middle of a change or a job.
-        Returns whether it parked. The caller makes room for another page's tables; this tab's
-        next event rebuilds its own (`session`), the same numbers as before."""
+        """Let go of the tables if the view rebuilds them exactly (not an upload or a training, nor
+        during a change or a job), to make room for another page's; returns whether it did."""
         if not self.lock.acquire(blocking=False):
             return False
         try:
@@ -211,14 +181,8 @@ class Tab:
         tables: Callable[[Session], Session] | None = None,
         whole: bool = False,
     ) -> tuple[Change, T]:
-        """Change the view, compute what the page shows, then swap the new state in.
-
-        `change(view)` gives the new view; `tables(session)`, if given, changes the tables
-        beyond what the view says (an upload, a training's result, a reset). `compute(step)`
-        runs under the tab's lock; if anything raises, nothing is swapped in. A `whole` view (a
-        link, a tour step) names its own token positions; an edit's are followed to where
-        their tokens moved.
-        """
+        """Change the view, compute what the page shows, then swap the new state in (nothing if anything raises).
+        `tables(session)` changes the tables beyond the view (an upload, a training, a reset)."""
         with self.lock:
             view = change(self.view)
             if self.job is not None and (tables is not None or view.tables() != self.view.tables()):
@@ -241,22 +205,15 @@ class Tab:
 
 
 class Tabs:
-    """Every tab's `Tab`, by an opaque name (the page's session: gradio's session hash);
-    forgotten after `idle` seconds unused.
-
-    The store is shared by strangers, so a new tab is a resource: each client address may open
-    `new_tabs` tabs at once and then one every `refill` seconds (`NewTabs`), so nobody can
-    flush a class out of the store by opening thousands. Given a `budget`
-    (`core.process.memory.BUDGET` in the app), the store is what it counts, and it parks the least
-    recently used tabs to make room for new tables.
-    """
+    """Every tab's `Tab` by an opaque name (the page's key), forgotten after `idle` seconds unused; new
+    tabs are rate-limited per address (`NewTabs`). Given a `budget`, the store is what it counts."""
 
     def __init__(self, idle: float = IDLE_SECONDS, limit: int = MAX_TABS,
                  clock: Callable[[], float] = time.monotonic, budget: Budget | None = None,
                  new_tabs: int = NEW_TABS, refill: float = NEW_TAB_SECONDS) -> None:
         self.idle, self.limit, self.clock = idle, limit, clock
         self._lives: OrderedDict[str, Tab] = OrderedDict()  # least recently used first
-        self._ended: OrderedDict[str, str] = OrderedDict()  # hash -> why it ended
+        self._ended: FIFOCache[str, str] = FIFOCache(_ENDED_REMEMBERED)  # name -> why it ended
         self._lock = threading.Lock()
         self.new_tabs = NewTabs(new_tabs, refill, clock)
         if budget is not None:
@@ -264,12 +221,8 @@ class Tabs:
             budget.park = Tab.park
 
     def get(self, key: str | None, *, fresh: bool = False, address: str | None = None) -> Tab:
-        """The tab's state, touched as used; a new one for a new tab (or when `fresh`), if its
-        client `address` may open one now (`NewTabs`).
-
-        Raises `Expired` for a tab that was forgotten: its page shows a view the server no
-        longer has, so it must be reloaded rather than silently drawn with other tables.
-        """
+        """The tab, touched as used; a new one for a new key (or when `fresh`) if `address` may open
+        one now; `Expired` for a forgotten one (its page must reload, not be drawn with other tables)."""
         if not isinstance(key, str) or not 0 < len(key) <= 128:
             raise Refused("This request carries no valid session; reload the page.")
         now = self.clock()
@@ -283,7 +236,7 @@ class Tabs:
             if key in self._ended and not fresh:
                 raise Expired(self._ended[key])
         self.new_tabs.take(address)
-        # outside the store's lock: its tables may need the memory budget, which reads the store
+        # outside the store's lock: the memory budget reads the store
         new = Tab(client=network_of(address) if address else None)
         with self._lock:
             tab = None if fresh else self._lives.get(key)
@@ -296,10 +249,7 @@ class Tabs:
             return tab
 
     def kept(self, key: str) -> Tab:
-        """The tab kept by this name, touched as used; `Expired` when it is not kept (any more).
-
-        For a page that reaches its tab by a name it was given (`ui.channels`): unlike `get`,
-        never a new tab, since a page that lost its tab shows a view the server no longer has."""
+        """The tab kept by this name, touched as used; `Expired` when it is not (never a new tab)."""
         with self._lock:
             tab = self._lives.get(key)
             if tab is None:
@@ -307,6 +257,12 @@ class Tabs:
             self._lives.move_to_end(key)
             tab.used = self.clock()
             return tab
+
+    def end(self, key: str) -> None:
+        """Let the tab kept by this name go now (its page reloaded)."""
+        with self._lock:
+            if self._lives.pop(key, None) is not None:
+                self._ended[key] = ENDED
 
     def __len__(self) -> int:
         return len(self._lives)
@@ -325,8 +281,6 @@ class Tabs:
                 break
             del self._lives[key]
             self._ended[key] = IDLE if idle else PUSHED_OUT.format(limit=self.limit)
-            if len(self._ended) > _ENDED_REMEMBERED:
-                self._ended.popitem(last=False)
 
 
 ENDED = ("This page's session has ended (unused for over an hour, let go to make room for others, or the "
@@ -338,47 +292,40 @@ PUSHED_OUT = ("The server keeps {limit:,} pages at most and had to let this one 
 
 
 class NewTabs:
-    """How many new tabs each client may open: `burst` at once, then one every `refill` seconds.
-
-    A class behind one school address opens its hundred pages at once, so the burst is larger
-    than any class; a stranger's script opening thousands gets a sentence instead. Addresses are
-    what the server sees (behind a proxy, the forwarded address uvicorn trusts: see README,
-    *Reliability*); IPv6 clients are counted by their /64, which one household or machine holds.
-    """
+    """How many new tabs each client may open: `burst` at once (more than a class behind one school
+    address opens), then one every `refill` seconds; the `remember` clients seen last are kept."""
 
     def __init__(self, burst: int = NEW_TABS, refill: float = NEW_TAB_SECONDS,
                  clock: Callable[[], float] = time.monotonic, remember: int = 10_000) -> None:
         self.burst, self.refill, self.clock, self.remember = burst, refill, clock, remember
-        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # client -> (tokens, when)
+        self._buckets: LRUCache[str, tuple[float, float]] = LRUCache(remember)  # client -> (tokens, when)
         self._lock = threading.Lock()
 
     def take(self, address: str | None) -> None:
-        """Count one new tab for `address` (None: not known, as in-process calls; not counted),
-        or raise `Refused` saying when the next may come."""
+        """Count one new tab for `address` (None: not counted), or `Refused` saying when the next may come."""
         if not address:
             return
         client = network_of(address)
         now = self.clock()
         with self._lock:
-            tokens, when = self._buckets.pop(client, (float(self.burst), now))
+            tokens, when = self._buckets.get(client, (float(self.burst), now))
             tokens = min(float(self.burst), tokens + (now - when) / self.refill)
             if tokens < 1:
                 self._buckets[client] = (tokens, now)
                 wait = (1 - tokens) * self.refill
                 raise Refused(f"Too many new pages from your address ({self.burst} at once, then one every "
                               f"{self.refill:g} s): try again in {max(1, round(wait))} s.")
-            self._buckets[client] = (tokens - 1, now)
-            while len(self._buckets) > self.remember:
-                self._buckets.popitem(last=False)  # the longest quiet: they would be full again anyway
+            self._buckets[client] = (tokens - 1, now)  # past `remember`, the longest quiet go: they would be full
 
 
 def network_of(address: str) -> str:
-    """A client as every per-address bound counts it (new tabs here, memory in core.process.memory, the
-    queue in ui.admission): an IPv4 address as it is, an IPv6 address by its /64 network, which
-    one household or machine holds."""
+    """A client as every per-address bound counts it: IPv4 as it is, IPv6 by its /64 (one household)."""
     if ":" not in address:
         return address
     try:
         return str(ipaddress.ip_network(f"{address}/64", strict=False))
     except ValueError:
         return address
+
+
+TABS = Tabs(budget=BUDGET)  # every tab of this process, what the memory budget counts

@@ -24,7 +24,7 @@ from torch import nn
 from core.model.checkpoints import bert_preset
 from core.model.embedding import BertEmbedding
 from core.model.tokenizer import CLS, SEP, UNK, WordLevelTokenizer, WordPieceTokenizer
-from core.process import offload, sharedmemory
+from core.process import offload
 from core.process.memory import BUDGET, private
 from core.tables.uploads import UploadedTable
 from core.view.options import LIMITS, POSITIONS, SOURCES, TOKENIZERS  # noqa: F401 - re-exported
@@ -74,7 +74,7 @@ def random_table(rows: int, width: int, std: float, seed: int) -> nn.Embedding:
     A private generator keeps concurrent sessions from disturbing each other's draws through
     torch's global random state.
     """
-    table = nn.Embedding(rows, width)
+    table = nn.Embedding(rows, width, _weight=offload.shared_empty(rows * width).view(rows, width))  # drawn there
     with torch.no_grad():
         table.weight.normal_(0.0, std, generator=torch.Generator().manual_seed(seed))
     return table
@@ -100,7 +100,8 @@ def identity_norm(width: int, eps: float = 1e-5) -> nn.LayerNorm:
 
 
 def _shared(model: BertEmbedding) -> BertEmbedding:
-    return model.eval().requires_grad_(False)
+    """`model` read-only, its tables in shared memory: built, not yet seen by another thread."""
+    return offload.share(model.eval().requires_grad_(False))
 
 
 class ByteBoundedCache:
@@ -173,19 +174,17 @@ def preset(key: str, settings: Settings) -> Source:
     return presets[key](settings)
 
 
-def preset_part(key: str, settings: Settings | None, name: str) -> object:
-    """One table of a preset (a name of its state dict) or its tokenizer: what `core.process.offload`'s
-    other process rebuilds instead of receiving a copy."""
-    source = preset(key, settings or Settings())
-    return source.tokenizer if name == "tokenizer" else source.model.state_dict(keep_vars=True)[name]
+def preset_tokenizer(key: str) -> object:
+    """A preset's tokenizer: what `core.process.offload`'s process builds instead of receiving a copy."""
+    return preset(key, Settings()).tokenizer
 
 
-def _registered(source: Source, settings: Settings | None) -> Source:
-    """`source`, its tables and tokenizer known to `core.process.offload` by how to build them again."""
-    for name, table in source.model.state_dict(keep_vars=True).items():
-        offload.shared(table, (preset_part, (source.key, settings, name)))
+def _registered(source: Source) -> Source:
+    """`source` with its tables in shared memory (`_shared`) and its tokenizer known to
+    `core.process.offload` by how to build it again."""
+    _shared(source.model)
     if source.tokenizer is not None and source.tokenizer is not wordpiece():
-        offload.shared(source.tokenizer, (preset_part, (source.key, settings, "tokenizer")))
+        offload.shared(source.tokenizer, (preset_tokenizer, (source.key,)))
     return source
 
 
@@ -204,9 +203,9 @@ def _random_source(settings: Settings) -> Source:
             identity_norm(settings.d_model),
         )
     if settings.tokenizer == "wordpiece":
-        return _registered(Source("random", _shared(model), wordpiece(), "BERT WordPiece"), settings)
+        return _registered(Source("random", _shared(model), wordpiece(), "BERT WordPiece"))
     vocabulary = f"words of your text (Counter, {settings.vocab_size:,} max)"
-    return _registered(Source("random", _shared(model), None, vocabulary), settings)
+    return _registered(Source("random", _shared(model), None, vocabulary))
 
 
 random_source = ByteBoundedCache(_random_source, _source_bytes, RANDOM_CACHE_BYTES)
@@ -229,7 +228,7 @@ def bert_source() -> Source:
 
 @functools.cache
 def _bert_source() -> Source:
-    return _registered(Source("bert", BUDGET.shared(bert_preset()), wordpiece(), "BERT WordPiece"), None)
+    return _registered(Source("bert", BUDGET.shared(_shared(bert_preset())), wordpiece(), "BERT WordPiece"))
 
 
 def glove_source() -> Source:
@@ -258,7 +257,7 @@ def _glove_source() -> Source:
     notes += ("GloVe has word vectors only: its position and segment tables are random, at GloVe's scale.",)
     return _registered(Source("glove", BUDGET.shared(_shared(model)), WordLevelTokenizer(words),
                               "GloVe's 400,000 words", notes,
-                              own_positions="random at GloVe's scale: GloVe has none"), None)
+                              own_positions="random at GloVe's scale: GloVe has none"))
 
 
 def _with_special_rows(vectors: torch.Tensor, seed: int, upload: UploadedTable | None = None
@@ -271,9 +270,9 @@ def _with_special_rows(vectors: torch.Tensor, seed: int, upload: UploadedTable |
     up to 229 MiB is not copied to add three rows.
     """
     extra = torch.randn(3, vectors.shape[1], generator=torch.Generator().manual_seed(seed)) * float(vectors.std())
-    if upload is None:  # in memory the heavy-work process maps, as an upload's own table is
+    if upload is None:  # in shared memory from the start, as an upload's own table is
         rows, width = vectors.shape
-        table = sharedmemory.empty((rows + 3) * width).view(rows + 3, width)
+        table = offload.shared_empty((rows + 3) * width).view(rows + 3, width)
         table[:rows], table[rows:] = vectors, extra
     else:
         table = upload.token_table_with(extra)

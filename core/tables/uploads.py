@@ -30,7 +30,7 @@ from safetensors import safe_open
 
 from core.model.checkpoints import RENAMES, bert_state_to_embedding, check_numbers
 from core.model.embedding import BertEmbedding
-from core.process import sharedmemory
+from core.process import offload
 
 Kind = Literal["bert", "token"]
 Format = Literal["safetensors", "torch", "npy", "word2vec-text", "word2vec-binary"]
@@ -171,8 +171,7 @@ def read_upload(path: str | Path, limits: UploadLimits = UploadLimits()) -> Uplo
         return UploadedTable("token", fmt, None, table, words, (*notes, *more), upload.digest(), upload.path.name)
     embedding, more = _bert_layer(found, limits)
     del found  # the file's tensors: the layer holds its own copies, now moved one by one
-    for parameter in embedding.parameters():  # into memory the heavy-work process maps (core.process.sharedmemory)
-        parameter.data = sharedmemory.moved(parameter.data)
+    offload.share(embedding)  # into shared memory, which the heavy-work process maps (core.process.offload)
     return UploadedTable("bert", fmt, embedding, None, None, (*notes, *more), upload.digest(), upload.path.name)
 
 
@@ -200,8 +199,8 @@ def reading_bytes(path: str | Path, limits: UploadLimits = UploadLimits()) -> in
 
 def _room(rows: int, width: int) -> torch.Tensor:
     """An empty float32 (rows, width) table with SPARE_ROWS free rows after it in its storage,
-    in memory the heavy-work process maps rather than copies (`core.process.sharedmemory`)."""
-    return sharedmemory.empty((rows + SPARE_ROWS) * width).view(rows + SPARE_ROWS, width)[:rows]
+    in shared memory, which the heavy-work process maps rather than copies (`core.process.offload`)."""
+    return offload.shared_empty((rows + SPARE_ROWS) * width).view(rows + SPARE_ROWS, width)[:rows]
 
 
 def _is_room(table: torch.Tensor) -> bool:

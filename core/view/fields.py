@@ -7,8 +7,8 @@ Each field of the page's `View` (core/view/state.py) is declared once, on the li
 and the rest of the app derives from that line (`Field` says how), so a new field is one edit
 and tests/test_fields.py fails on a field some part of the app would miss. `core` never imports
 gradio, so a widget is named by its attribute on `ui.page.Page`, and what a field redraws by
-the names in `REDRAWS`, which ui/render.py draws. The limits themselves stay in
-`core.view.options`: a kind only says which of its checks a field takes.
+the names in `REDRAWS`, which ui/render.py draws. The limits and the kinds of
+value a field takes stay in `core.view.options`, beside the one check of each kind.
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from core.view import options
-from core.view.options import MAX_TEXT
+from core.view.options import Choice, Flag, Flipped, Kind, Names, Sentence, Text, Whole
 
 # what a field's change draws again, beside its own widget (ui/render.py draws each)
 TABLES = "tables"  # the session's tables, so everything drawn from them: plane, side view, background, summary
@@ -31,89 +30,6 @@ LOOKUP = "lookup"  # the second document's walk-through, while its tab is open
 REDRAWS = (TABLES, PLANE, BACKGROUND, DETAIL, LISTING, LOOKUP)
 
 _DECLARED = "declared"  # the key of a dataclass field's metadata that holds its `Field`
-
-
-# --- kinds: a field's type and limits, as the one check of core.view.options it takes ---
-
-
-class Kind:
-    """What values a field takes. `check` returns the value as the View keeps it (3.0 -> 3, a
-    list of names -> a tuple in canonical order) or raises `Refused` saying what is allowed."""
-
-    def check(self, value: object, name: str) -> object:
-        raise NotImplementedError
-
-
-@dataclass(frozen=True)
-class Text(Kind):
-    """Text of at most `limit` characters; `label` names it in messages ("Sentence A has …")."""
-
-    label: str
-    limit: int = MAX_TEXT
-
-    def check(self, value: object, name: str) -> str:
-        return options.text(value, self.label, self.limit)
-
-
-@dataclass(frozen=True)
-class Sentence(Text):
-    """The lookup walk-through's sentence: a few words, never empty (`options.lookup_sentence`).
-    A link reads it as text of up to `limit` characters; the View refuses it beyond its own bounds."""
-
-    def check(self, value: object, name: str) -> str:
-        return options.lookup_sentence(value)
-
-
-@dataclass(frozen=True)
-class Whole(Kind):
-    """A whole number within `LIMITS[limit]` (the field's own name when None); `optional`:
-    None too (no token selected, no tour step)."""
-
-    limit: str | None = None
-    optional: bool = False
-
-    def check(self, value: object, name: str) -> int | None:
-        if self.optional and value is None:
-            return None
-        return options.whole(value, self.limit or name)
-
-
-@dataclass(frozen=True)
-class Choice(Kind):
-    """One key of `allowed` (a mapping of `core.view.options`: key -> label)."""
-
-    allowed: Mapping[str, str]
-
-    def check(self, value: object, name: str) -> str:
-        return options.choice(value, name, self.allowed)
-
-
-@dataclass(frozen=True)
-class Names(Kind):
-    """Names from `allowed`, kept in its order (a frozenset when `as_set`)."""
-
-    allowed: tuple[str, ...]
-    as_set: bool = False
-
-    def check(self, value: object, name: str) -> tuple[str, ...] | frozenset[str]:
-        chosen = options.subset(value, name, self.allowed)
-        return frozenset(chosen) if self.as_set else chosen
-
-
-@dataclass(frozen=True)
-class Flag(Kind):
-    """True or false, nothing else (1 is not a flag)."""
-
-    def check(self, value: object, name: str) -> bool:
-        return options.flag(value, name)
-
-
-@dataclass(frozen=True)
-class Flipped(Kind):
-    """A set of token positions, at most `options.MAX_FLIPS` of them."""
-
-    def check(self, value: object, name: str) -> frozenset[int]:
-        return options.flipped(value, name)
 
 
 # --- the declaration ---
@@ -157,3 +73,7 @@ def declarations(cls) -> Mapping[str, Field]:
     """The declared fields of dataclass `cls`, in field order (a field declared without
     `declare` is left out: tests/test_fields.py checks that every field of a View is here)."""
     return MappingProxyType({f.name: f.metadata[_DECLARED] for f in dataclasses.fields(cls) if _DECLARED in f.metadata})
+
+
+__all__ = ["BACKGROUND", "DETAIL", "LISTING", "LOOKUP", "PLANE", "REDRAWS", "TABLES", "Choice", "Field", "Flag",
+           "Flipped", "Kind", "Names", "Sentence", "Text", "Whole", "declarations", "declare"]

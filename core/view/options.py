@@ -9,6 +9,8 @@ and the view description can be read and tested on their own.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
@@ -102,11 +104,11 @@ MAX_CORPUS_CHARS = 100_000  # the whole text, before it is split into sentences
 MAX_SENTENCES = 2_000
 MAX_SENTENCE_CHARS = 500  # about a paragraph: a pair of them fits the 512 positions of BERT's table
 
-# what may wait for the server at once, on every line together: gradio's queue (ui/admission.py),
-# the page's own route and a class's (ui/direct.py, ui/classroutes.py), one account per visitor
-# (ui/visitors.py). A call's work is counted in short updates: 1, plus 1 per WORK_BYTES bytes of its
-# body (two sentences at MAX_TEXT: about 21), since an update's cost grows with its text up to the
-# table's positions, and a body's size is known before it is read
+# what may wait for the server at once, on every line together: the page's route (ui/route.py), on
+# whose lines a class's routes, a link's script and the public API take their turns too, one account
+# per visitor (ui/admission.py). A call's work is counted in short updates: 1, plus 1 per WORK_BYTES
+# bytes of its body (two sentences at MAX_TEXT: about 21), since an update's cost grows with its text
+# up to the table's positions, and a body's size is known before it is read
 WORK_BYTES = 1_000
 # calls waiting, every visitor together: past it, a call from an address that has its share of
 # them already is told "try again in a minute" (an address with less is still taken)
@@ -215,3 +217,86 @@ def _shown(value: object, limit: int = 40) -> str:
     """A value quoted back to the user, short enough for a sentence."""
     shown = repr(value)
     return shown if len(shown) <= limit else shown[:limit] + "…"
+
+
+# --- kinds: a view field's type and limits, as the one check of this module it takes ---
+
+
+class Kind:
+    """What values a field takes. `check` returns the value as the View keeps it (3.0 -> 3, a
+    list of names -> a tuple in canonical order) or raises `Refused` saying what is allowed."""
+
+    def check(self, value: object, name: str) -> object:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Text(Kind):
+    """Text of at most `limit` characters; `label` names it in messages ("Sentence A has …")."""
+
+    label: str
+    limit: int = MAX_TEXT
+
+    def check(self, value: object, name: str) -> str:
+        return text(value, self.label, self.limit)
+
+
+@dataclass(frozen=True)
+class Sentence(Text):
+    """The lookup walk-through's sentence: a few words, never empty (`lookup_sentence`).
+    A link reads it as text of up to `limit` characters; the View refuses it beyond its own bounds."""
+
+    def check(self, value: object, name: str) -> str:
+        return lookup_sentence(value)
+
+
+@dataclass(frozen=True)
+class Whole(Kind):
+    """A whole number within `LIMITS[limit]` (the field's own name when None); `optional`:
+    None too (no token selected, no tour step)."""
+
+    limit: str | None = None
+    optional: bool = False
+
+    def check(self, value: object, name: str) -> int | None:
+        if self.optional and value is None:
+            return None
+        return whole(value, self.limit or name)
+
+
+@dataclass(frozen=True)
+class Choice(Kind):
+    """One key of `allowed` (a mapping of `core.view.options`: key -> label)."""
+
+    allowed: Mapping[str, str]
+
+    def check(self, value: object, name: str) -> str:
+        return choice(value, name, self.allowed)
+
+
+@dataclass(frozen=True)
+class Names(Kind):
+    """Names from `allowed`, kept in its order (a frozenset when `as_set`)."""
+
+    allowed: tuple[str, ...]
+    as_set: bool = False
+
+    def check(self, value: object, name: str) -> tuple[str, ...] | frozenset[str]:
+        chosen = subset(value, name, self.allowed)
+        return frozenset(chosen) if self.as_set else chosen
+
+
+@dataclass(frozen=True)
+class Flag(Kind):
+    """True or false, nothing else (1 is not a flag)."""
+
+    def check(self, value: object, name: str) -> bool:
+        return flag(value, name)
+
+
+@dataclass(frozen=True)
+class Flipped(Kind):
+    """A set of token positions, at most `MAX_FLIPS` of them."""
+
+    def check(self, value: object, name: str) -> frozenset[int]:
+        return flipped(value, name)

@@ -1,0 +1,162 @@
+"""Files in and out of a page: an upload (`POST explorer/upload`) and an export's files
+(`GET explorer/file/TOKEN`), each on a route of the app's own.
+
+An upload's body is the file itself, its page's key in a header (never in an address a proxy
+logs): it is written to a temporary file as it streams in, refused past `UploadLimits.max_bytes`
+while it streams (a larger Content-Length before a byte is read), read by the tables'
+readers (`core.tables.uploads`, in the heavy pool) and deleted at once, read or refused. Nothing
+waits on disk for a sweep.
+
+An export is written to a folder of its own and offered as links, one a file, each an
+unguessable token issued for that file alone: a link lasts `LIFETIME` seconds, and the folder
+goes when its links expire or its page exports again. Files are streamed from disk: a link
+holds no bytes in memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import os
+import secrets
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote
+
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import FileResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from core.view.options import Refused
+from ui.admission import visitor_of_request, work_of
+
+LIFETIME = 120.0  # seconds a download link may be used: time to click it, not to bookmark it
+GONE = "This download link has expired or was never issued: a link lasts two minutes. Export again from the View tab."
+MAX_NAME = 60  # characters of an uploaded file's name kept (at most 240 bytes: a name the disk takes)
+ROOT = Path(tempfile.gettempdir()) / f"embedding-explorer-{os.getpid()}"  # this process's exports and uploads
+
+
+@dataclass(frozen=True)
+class Offered:
+    folder: Path  # the export's folder, deleted with its last link
+    path: Path
+    owner: object  # who asked (a page's key): their next export revokes this one
+    until: float
+
+
+class Downloads:
+    """The links issued, by token; `clock` reads seconds (a test moves it by hand)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self._offered: dict[str, Offered] = {}
+        self._lock = threading.Lock()
+
+    def folder(self) -> Path:
+        """A new folder for one export's files."""
+        path = ROOT / "exports" / secrets.token_hex(8)
+        path.mkdir(parents=True)
+        return path
+
+    def offer(self, owner: object, folder: Path, paths: Iterable[str | Path]) -> list[tuple[str, str]]:
+        """Links to `paths` (in `folder`) for `owner`, as (file name, link relative to the page);
+        `owner`'s older links are revoked and every expired export's folder deleted."""
+        now = self.clock()
+        with self._lock:
+            kept = {token: offered for token, offered in self._offered.items()
+                    if offered.owner != owner and offered.until > now}
+            gone = {each.folder for each in self._offered.values()} - {each.folder for each in kept.values()}
+            self._offered = kept
+            links = []
+            for path in map(Path, paths):
+                token = secrets.token_urlsafe(24)
+                self._offered[token] = Offered(folder, path, owner, now + LIFETIME)
+                links.append((path.name, f"explorer/file/{token}"))
+        for each in gone - {folder}:
+            shutil.rmtree(each, ignore_errors=True)
+        return links
+
+    def __len__(self) -> int:
+        return len(self._offered)
+
+    def path_of(self, token: str) -> Path | None:
+        """The file a token names, while its link lasts."""
+        with self._lock:
+            offered = self._offered.get(token)
+        if offered is None or offered.until <= self.clock() or not offered.path.is_file():
+            return None
+        return offered.path
+
+    def route(self) -> Route:
+        async def download(request: Request) -> Response:
+            path = self.path_of(request.path_params["token"])
+            if path is None:
+                return PlainTextResponse(GONE, status_code=404)
+            return FileResponse(path, filename=path.name, headers={"Cache-Control": "no-store"})
+
+        return Route("/explorer/file/{token}", download, methods=["GET"])
+
+
+def links_html(links: Iterable[tuple[str, str]]) -> str:
+    """The links as the page lists them, each a download of its file."""
+    items = "".join(f'<li><a href="{html.escape(url)}" download="{html.escape(name)}">{html.escape(name)}</a></li>'
+                    for name, url in links)
+    return f'<ul class="export-links">{items}</ul>' if items else ""
+
+
+def file_name(sent: str) -> str:
+    """The name the page sent for a file (URL-encoded) as a plain file name in its upload's own
+    folder: its last part, printable characters only, at most `MAX_NAME` of them (its ending
+    kept, which names the format); "upload" when nothing of it is left."""
+    name = "".join(char for char in Path(unquote(sent)).name if char.isprintable())
+    if name in ("", ".", ".."):
+        return "upload"
+    return name if len(name) <= MAX_NAME else name[:MAX_NAME // 2] + name[-(MAX_NAME // 2):]
+
+
+class Uploads:
+    """`POST explorer/upload`: the body is the file; `X-Explorer-Key` names the page and
+    `X-File-Name` the file (URL-encoded). `take(tab, path)` reads it for the page's tab and
+    answers what the page writes (ui/tablespanel.py); the file is deleted once it returns."""
+
+    def __init__(self, live, take: Callable, limit: int) -> None:
+        self.live, self.take, self.limit = live, take, limit
+
+    def route(self) -> Route:
+        async def upload(request: Request) -> Response:
+            try:
+                return await self.live.guarded(lambda: self.received(request))
+            except ClientDisconnect:
+                return Response(status_code=499)  # the page left mid-file: nobody reads an answer (its file is gone)
+
+        return Route("/explorer/upload", upload, methods=["POST"])
+
+    async def received(self, request: Request) -> dict:
+        """The file streamed to disk, then taken in, in the page's turn of heavy work; deleted either way."""
+        tab, channel = self.live.channel_of(request.headers.get("x-explorer-key"))
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.limit:  # refused before a byte of it is read
+            raise Refused(f"A table file is at most {self.limit / 2**20:,.0f} MB; this one is larger.")
+        name = file_name(request.headers.get("x-file-name", ""))
+        folder = ROOT / "uploads" / secrets.token_hex(8)
+        folder.mkdir(parents=True)
+        path, size = folder / name, 0
+        try:
+            with path.open("wb") as file:
+                async for chunk in request.stream():
+                    size += len(chunk)
+                    if size > self.limit:
+                        raise Refused(f"A table file is at most {self.limit / 2**20:,.0f} MB; this one is larger.")
+                    file.write(chunk)
+            def take() -> dict:
+                return {"values": self.live.values(channel, self.take(tab, path))}
+
+            return await self.live.turn(tab, channel, take, visitor_of_request(request), work_of(size), "work")
+        finally:
+            with contextlib.suppress(OSError):
+                shutil.rmtree(folder)
