@@ -208,9 +208,9 @@ def test_a_pages_keystrokes_join_its_call_still_waiting_and_its_work_is_never_me
     work = lane("work")
     with ThreadPoolExecutor(2) as pool, held(work):
         links = []
-        for host in ("http://one.example/", "http://two.example/"):
+        for asked, host in enumerate(("http://one.example/", "http://two.example/"), 1):
             links.append(pool.submit(post, app_url, page.key, {"link": host}, STUDENT))
-            until(lambda n=len(links): len(work) == n, "the links asked for")
+            until(lambda asked=asked: len(work) == asked, "the links asked for")
     for host, link in zip(("http://one.example/", "http://two.example/"), links, strict=True):
         assert outputs(link.result(WAIT).json()["values"]).value("share-link").startswith(f"{host}?")
 
