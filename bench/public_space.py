@@ -234,6 +234,7 @@ def student_latencies(url: str, count: int, address: str = STUDENT, queued: list
         visitor.change(sentence_a=PAIR[0], sentence_b=PAIR[1])  # its tab has its text before timing starts
         for i in range(count):
             if i >= 3 and time.monotonic() - began > budget:
+                stopped = f"the {budget:.0f} s budget spent, after {i} updates"
                 break
             if queued is not None:
                 queued.append(queue_size(visitor.http, url))
@@ -244,8 +245,9 @@ def student_latencies(url: str, count: int, address: str = STUDENT, queued: list
             try:
                 api.predict(query_of(a=f"{PAIR[0]} {i} again", b=PAIR[1]), api_name="view")
             except CallFailed as error:  # refused, or starved: counted with its sentence, and the keystrokes go on
-                failed.append(str(error)[:200])
+                failed.append(f"after {time.perf_counter() - start:.1f} s, {error}"[:200])
                 if time.monotonic() - began > budget:  # a starved call took the whole budget
+                    stopped = f"the {budget:.0f} s budget spent, after {i + 1} updates"
                     break
                 continue
             updates.append(time.perf_counter() - start)
@@ -305,7 +307,7 @@ def flood_rows(url: str, calls: int = 500, strangers: int = 50, quick: bool = Fa
                 target_text = "" if target is None else f"≤ {target:.0f} s"
                 if len(flooded) < 3:  # starved or refused: no figure to rank
                     said = f"{len(failed)} refused or unanswered" if target is not None and failed else \
-                        f"no answer in {budget:.0f} s"
+                        f"{len(flooded)} answered in {budget:.0f} s"
                     rows.append((label, said, f"{base * 1000:.0f} ms alone", "", target_text,
                                  "" if target is None else "no"))
                     continue
