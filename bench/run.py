@@ -122,7 +122,7 @@ def server_cpu(quick: bool) -> list[Target]:
     sessions × 20 updates at once, 12-word pairs) against a one-textbox echo app's per event
     through gradio's queue under the same load, both in child processes side by side
     (bench/server_cpu.py); the public API's `view` of the same link beside them, for comparison
-    (where the API's `/embed` was: a `view` opens a tab of its own each call, not the same work).
+    only (a `view` opens a tab of its own each call, so it is not the same work).
     Target: ≤ 1.0×."""
     from bench.server_cpu import measure, report
 
@@ -249,8 +249,8 @@ def _unrevised(figure: str) -> dict:
 
 
 def payload(quick: bool) -> list[Target]:
-    """The bytes the page's route answers a keystroke with (its JSON answer, where the message of
-    gradio's queue that carried `/embed`'s outputs was), read off the wire from the app launched
+    """The bytes the page's route answers a keystroke with (its JSON answer, all a keystroke's
+    outputs in one message), read off the wire from the app launched
     in this process, against the notebook's plotly.express figure JSON; and the vocabulary
     background (2,000 words and the most the page allows), sent once per plane. Target: ≤ 1.2×
     plotly.express at 512 tokens."""
