@@ -88,7 +88,7 @@ MAX_ZIP_DIRECTORY_BYTES = 2**20
 class UploadLimits:
     """How much one upload may hold; the Space is shared by a class, so nobody gets it all."""
 
-    max_bytes: int = 200 * 2**20  # the file itself; the app also sets gradio's max_file_size to this
+    max_bytes: int = 200 * 2**20  # the file itself, bounded as it streams in (ui/files.py)
     max_rows: int = 500_000  # rows of a table: GloVe 6B's 400,000 words fit
     max_width: int = 4096  # numbers per row: four times BERT-large's 1024
     max_cells: int = 60_000_000  # rows × width, ~240 MB as float32
