@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from starlette.middleware.gzip import GZipMiddleware
+from starlette.requests import HTTPConnection
 from starlette.responses import HTMLResponse, JSONResponse
 
 from core.process.memory import ADDRESS_SHARE, BUDGET, Budget
@@ -73,7 +74,6 @@ class Visitors:
         self.lines: list[Turns] = []
         self._unread: Counter[str] = Counter()  # address -> bytes of its answers on their way
         self._lock = threading.Lock()
-        self.refused: Counter[int] = Counter()  # HTTP status -> calls refused with it (for benchmarks)
 
     def calls(self) -> list[Turn]:
         """Every call waiting now, on every line."""
@@ -96,10 +96,6 @@ class Visitors:
                                 f"takes at once, and {len(mine):,} of them come from your address, its share, so "
                                 "this one was not taken. Try again in a minute.", 30)
         return None
-
-    def refuse(self, refusal: Refusal) -> Busy:
-        self.refused[refusal.status] += 1
-        return Busy(refusal)
 
     def unread(self, address: str | None = None) -> int:
         """Bytes of answers made for `address`'s pages and not yet read (None: everyone's)."""
@@ -164,19 +160,6 @@ class Turns:
         self.loop: asyncio.AbstractEventLoop | None = None  # the server's, once a call came
         visitors.lines.append(self)
 
-    def tag(self, address: str, work: float) -> tuple[float, float]:
-        start = max(self.clock, self.finish.get(address, self.clock))
-        self.finish[address] = start + work
-        return start, start + work
-
-    def took(self, start: float, waiting: int) -> None:
-        """The call that starts at `start` was taken, `waiting` are left: an empty line starts afresh."""
-        self.clock = max(self.clock, start)
-        if not waiting:
-            self.finish.clear()
-        elif len(self.finish) > 4 * waiting + 64:
-            self.finish = {address: f for address, f in self.finish.items() if f > self.clock}
-
     def waiting(self) -> list[Turn]:
         return list(self._line)
 
@@ -188,9 +171,10 @@ class Turns:
         `PASS` times heavier (not left behind a classmate's long calls); a page's own keep their order."""
         refusal = self.visitors.refusal(address, work, tab)
         if refusal is not None:
-            raise self.visitors.refuse(refusal)
+            raise Busy(refusal)
         self.loop = asyncio.get_running_loop()
-        start, finish = self.tag(address, work)
+        start = max(self.clock, self.finish.get(address, self.clock))
+        self.finish[address] = start + work
         passed = []  # the address's latest waiting calls this one goes ahead of, latest first
         for waiting in reversed(self._line):
             if waiting.address != address:
@@ -199,12 +183,12 @@ class Turns:
                 break
             passed.append(waiting)
         if passed:
-            start, finish = passed[-1].start, passed[-1].start + work  # the earliest turn it takes
+            start = passed[-1].start  # the earliest turn it takes
             for waiting in passed:  # each moves back by this call's work, still in its own order
                 self._line.remove(waiting)
                 waiting.start, waiting.finish = waiting.start + work, waiting.finish + work
                 bisect.insort(self._line, waiting, key=_place)
-        turn = Turn(address, tab, work, start, finish, next(self._order), self.loop.create_future())
+        turn = Turn(address, tab, work, start, start + work, next(self._order), self.loop.create_future())
         bisect.insort(self._line, turn, key=_place)
         self._grant()
         return turn
@@ -260,7 +244,11 @@ class Turns:
             if turn.granted.done():  # its caller went away meanwhile
                 continue
             self.running += 1
-            self.took(turn.start, len(self._line))
+            self.clock = max(self.clock, turn.start)
+            if not self._line:  # an empty line starts afresh
+                self.finish.clear()
+            elif len(self.finish) > 4 * len(self._line) + 64:
+                self.finish = {address: f for address, f in self.finish.items() if f > self.clock}
             turn.granted.set_result(None)
 
 
@@ -304,12 +292,10 @@ class Door:
             await page(scope, receive, send)
             return
         if scope["type"] == "http" and scope["method"] == "POST" and any(door in scope["path"] for door in ADMITTED):
-            client = scope.get("client")
             size = dict(scope.get("headers", ())).get(b"content-length", b"")
-            refusal = self.visitors.refusal(visitor_of(client[0] if client else None),
+            refusal = self.visitors.refusal(visitor_of_request(HTTPConnection(scope)),
                                             work_of(int(size) if size.isdigit() else 0))
             if refusal is not None:
-                self.visitors.refuse(refusal)
                 said = {"error": refusal.sentence, "detail": refusal.sentence}
                 await JSONResponse(said, refusal.status, {"Retry-After": str(refusal.retry)})(scope, receive, send)
                 return
@@ -337,8 +323,7 @@ class Outbox:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        client = scope.get("client")
-        address = visitor_of(client[0] if client else None)
+        address = visitor_of_request(HTTPConnection(scope))
 
         async def in_pieces(message) -> None:
             body = message.get("body", b"") if message["type"] == "http.response.body" else b""
