@@ -77,7 +77,7 @@ def own_live(page: Page):
 async def answer_of(live, page: Page, change: dict, address: str | None = None) -> dict:
     """The route's answer to `change` from `page`, as the page reads it; `address`: the caller's."""
     request = None if address is None else SimpleNamespace(client=SimpleNamespace(host=address))
-    response = await live.answer({"key": page.key, "change": change}, request)
+    response = await live.answer(json.dumps({"key": page.key, "change": change}).encode(), request)
     return json.loads(response.body)
 
 
@@ -163,8 +163,8 @@ def test_a_phone_s_screen_redraws_the_plot_in_larger_labels_fitted_to_it_and_no_
 
 @pytest.mark.parametrize("sent, says", [
     ("text", "not text"), ([], "not an array"), (5, "not a number"), (True, "not true or false"),
-    ({}, "carries no page key"), ({"change": {"sentence_a": "x"}}, "carries no page key"),
-    ({"key": 5, "change": {"sentence_a": "x"}}, "carries no page key"),
+    ({}, "carries no valid page key"), ({"change": {"sentence_a": "x"}}, "carries no valid page key"),
+    ({"key": 5, "change": {"sentence_a": "x"}}, "carries no valid page key"),
     ({"key": "k" * 65, "change": {"sentence_a": "x"}}, "at most 64 characters"),
 ])
 def test_a_request_without_a_valid_key_is_refused_with_a_sentence(app_url, sent, says):
@@ -301,7 +301,7 @@ def test_a_page_with_its_share_of_calls_waiting_is_refused_with_when_to_try_agai
             for number in range(3):  # examples: actions, never merged
                 waiting.append(asyncio.create_task(answer_of(live, opened, {"example": number})))
                 await until_waiting(keys, number + 1)
-            response = await live.answer({"key": opened.key, "change": {"example": 3}})
+            response = await live.answer(json.dumps({"key": opened.key, "change": {"example": 3}}).encode())
         return response, [await each for each in waiting]
 
     refused, answers = run_async(calls)

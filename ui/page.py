@@ -157,8 +157,8 @@ class Page:
     reset_button: gr.Button
     trained: gr.Markdown
     losses: gr.HTML
-    # made once the page is laid out (`laid_out`): lists, so a change reads them without running code
-    written: list  # the outputs the page's script writes itself (each registered its setter); the rest are gradio's
+    # made once the page is laid out (`laid_out`), so a change reads them without running code
+    written: frozenset  # the outputs the page's script writes itself (each registered its setter); gradio's the rest
     detail_outputs: list  # the side views' outputs and the Code tab's: drawn while open, emptied when not
 
     __slots__ = tuple(__annotations__)
@@ -170,8 +170,8 @@ class Page:
     def laid_out(self) -> None:
         """Name the lists of outputs, once every panel has added its components."""
         charts = [self.positions_plot, self.layernorm_plot, self.similarity_plot, self.listing_plot, self.losses]
-        self.written = [self.plot, self.info, self.variance, self.notice, self.address, self.export_links,
-                        self.background_json, self.tour_text, self.trained, *charts]
+        self.written = frozenset({self.plot, self.info, self.variance, self.notice, self.address, self.export_links,
+                                  self.background_json, self.tour_text, self.trained, *charts})
         self.detail_outputs = [self.positions_plot, self.repeated, self.layernorm_plot, self.layernorm_info,
                                self.similarity_plot, self.code]
 
@@ -196,9 +196,8 @@ def wire(page: Page) -> None:
 
 def hand_over(page: Page) -> None:
     """A browser-only event whose outputs are the gradio widgets an answer writes (explorer.js `handOver`)."""
-    written = set(page.written)
     widgets = [component for component in page.live.by_id.values()
-               if component not in written and not isinstance(component, gr.Button | gr.HTML | gr.Tab)]
+               if component not in page.written and not isinstance(component, gr.Button | gr.HTML | gr.Tab)]
     ids = json.dumps([widget.elem_id for widget in widgets])
     page.browser(page.plot.input, f"() => window.embeddingExplorer.handOver({ids})", outputs=widgets)
 

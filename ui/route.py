@@ -195,11 +195,6 @@ class Live:
                     found[each.elem_id] = each
         return found
 
-    @functools.cached_property
-    def written(self) -> frozenset:
-        """The outputs the page's script writes itself (it has their setters); gradio's widgets take the rest."""
-        return frozenset(self.page.written)
-
     # --- the route ------------------------------------------------------------------------------
 
     def route(self) -> Route:
@@ -210,11 +205,7 @@ class Live:
                 if len(body) > MAX_BODY:
                     return answer_of({"error": f"An update is at most {MAX_BODY:,} bytes; this one is larger."}, 413)
             try:
-                sent = orjson.loads(body)
-            except orjson.JSONDecodeError as error:
-                sent = Malformed(str(error))
-            try:
-                return await unless_gone(request, lambda: self.answer(sent, request))
+                return await unless_gone(request, lambda: self.answer(body, request))
             except Gone:
                 return Response(status_code=499)  # nobody reads it: nothing was computed for it
 
@@ -231,22 +222,24 @@ class Live:
             return answer_of({"error": str(error)})
         return answer if isinstance(answer, Response) else answer_of(answer)
 
-    async def answer(self, sent: object, request: Request | None = None) -> Response:
+    async def answer(self, body: bytes, request: Request | None = None) -> Response:
         """The answer to one call: the values the page writes, or a sentence saying why not."""
-        return await self.guarded(lambda: self.answered(sent, request))
+        return await self.guarded(lambda: self.answered(body, request))
 
-    async def answered(self, sent: object, request: Request | None) -> dict | Response:
+    async def answered(self, body: bytes, request: Request | None) -> dict | Response:
+        sent = read(body)
         address = visitor_of_request(request) if request is not None else UNKNOWN
-        if isinstance(sent, dict) and "open" in sent and "key" not in sent:
-            return await self.opened(sent["open"], address, request)
-        key, change = read(sent)
-        tab, channel = self.channel_of(key)
-        streamed = change.keys() & self.streams.keys()
-        if streamed:
+        if "open" in sent and "key" not in sent:
+            return await self.opened(sent["open"], address)
+        tab, channel = self.channel_of(sent.get("key"))
+        change = sent.get("change")
+        if not isinstance(change, dict) or not change:
+            raise Refused("An update's change is a JSON object naming what changed; reload the page.")
+        streamed = next(iter(change.keys() & self.streams.keys()), None)
+        if streamed is not None:
             if len(change) > 1:
-                raise Refused(f"{streamed.pop()} is sent alone, with nothing else in the update.")
-            name = streamed.pop()
-            return EventSourceResponse(self.events(channel, self.streams[name](tab, change[name])), ping=15,
+                raise Refused(f"{streamed} is sent alone, with nothing else in the update.")
+            return EventSourceResponse(self.events(channel, self.streams[streamed](tab, change[streamed])), ping=15,
                                        send_timeout=VISITORS.send_seconds, headers={"Cache-Control": "no-store"})
         return await self.changed(tab, channel, change, address, work_of(len(orjson.dumps(change))))
 
@@ -265,14 +258,13 @@ class Live:
         for name in works:  # a refused work changes nothing: checked before the fields are applied
             self.checks.get(name, lambda value: None)(change[name])
         action = ACTIONS[acted[0]] if acted else None
-        value = change.get(acted[0]) if acted else None
         notes: list[str] = []
 
         def view_change(view: View) -> View:
             view = view.with_(**fields)
             if action is None:
                 return view
-            shown = action.show(view, value)
+            shown = action.show(view, change[acted[0]])
             notes[:] = shown.notes
             return shown.view
 
@@ -298,16 +290,15 @@ class Live:
         if channel.waiting is not None:  # the page's keystroke call still waiting takes this change too
             channel.waiting.update(fields)
             return {"merged": True}
-        channel.waiting = waiting = dict(fields)
+        channel.waiting = fields
 
         def begin() -> None:  # its turn came: what it computes is what it holds now
-            if channel.waiting is waiting:
+            if channel.waiting is fields:
                 channel.waiting = None
-            fields.update(waiting)
 
         try:
             return await self.turn(tab, channel, compute, address, work, lane, begin=begin,
-                                   quick=lambda: self.quick(tab, channel, waiting))
+                                   quick=lambda: self.quick(tab, channel, fields))
         finally:
             begin()  # refused, or skipped for a newer call: nothing more joins it
 
@@ -363,14 +354,13 @@ class Live:
 
     # --- one change, applied ----------------------------------------------------------------------
 
-    def apply(self, tab: Tab, channel: Channel, change: Callable[[View], View], *, tables=None, whole: bool = False,
-              asked: tuple[str, ...] = (), notes: list[str] | tuple[str, ...] = ()) -> dict:
-        """Apply `change` to the tab's view and return what the page must write, by element id; a
-        refusal changes nothing and says why (`refused`)."""
+    def apply(self, tab: Tab, channel: Channel, change: Callable[[View], View], **given) -> dict:
+        """Apply `change` to the tab's view and return what the page must write, by element id (`applied`,
+        given its options); a refusal changes nothing and says why (`refused`)."""
         try:
-            return self.applied(tab, channel, change, tables=tables, whole=whole, asked=asked, notes=notes)
+            return self.applied(tab, channel, change, **given)
         except Refused as error:
-            return self.refused(tab, channel, asked, error)
+            return self.refused(tab, channel, given.get("asked", ()), error)
 
     def applied(self, tab: Tab, channel: Channel, change: Callable[[View], View], *, tables=None,
                 whole: bool = False, asked: tuple[str, ...] = (), notes: list[str] | tuple[str, ...] = (),
@@ -380,8 +370,6 @@ class Live:
         page = self.page
 
         def compute(step) -> dict:
-            for widget in render.widgets_of(page, asked):  # they show what the user set, not what was sent
-                channel.sent.pop(widget.elem_id, None)
             answers = render.answers_of(tab.member, step.view)
             out = render.outputs(page, step, asked=asked, whole=whole, notes=notes, listed=channel.listed, key=key,
                                  answers=answers, answered=answers != channel.answers)
@@ -389,7 +377,7 @@ class Live:
             picker = out.get(page.token)
             if isinstance(picker, dict) and "choices" in picker:
                 channel.listed = len(picker["choices"]) > 1  # more than "none"
-            return self.values(channel, out)
+            return self.values(channel, out, asked)
 
         return tab.apply(change, compute, tables=tables, whole=whole)[1]
 
@@ -397,24 +385,25 @@ class Live:
         """The one place a refusal becomes what the page shows: the sentence in the notice, and the
         widgets the person set put back to what the view holds. Nothing else changes."""
         with tab.lock:
-            for widget in render.widgets_of(self.page, asked):
-                channel.sent.pop(widget.elem_id, None)
             return self.values(channel, {**render.fields(self.page, tab.view, asked),
-                                         self.page.notice: render.notice((str(error),))})
+                                         self.page.notice: render.notice((str(error),))}, asked)
 
-    def values(self, channel: Channel, out: dict) -> dict:
+    def values(self, channel: Channel, out: dict, asked: tuple[str, ...] = ()) -> dict:
         """`{component: value}` as the page reads it, by element id: a value the page's script
         writes as it is; one for a gradio widget as gradio's browser code takes it, and only when
         the widget does not hold it already (each update makes gradio rebuild its component: a
         class's lesson sets the freezes, the tabs and the picker each time). A digest of each
-        is kept, never the value: a tab holds no copy of what it was sent."""
+        is kept, never the value: a tab holds no copy of what it was sent. The widgets of the fields
+        `asked` show what the person set, not what was sent: theirs are forgotten."""
+        for widget in render.widgets_of(self.page, asked):
+            channel.sent.pop(widget.elem_id, None)
         values = {}
         for component, value in out.items():
             if isinstance(component, str):  # by element id already (`apply`'s answer, inside a work's)
                 values[component] = value
                 continue
             elem_id = component.elem_id
-            if component in self.written:
+            if component in self.page.written:  # the page's script has its setter: gradio's widgets take the rest
                 if isinstance(value, str):
                     values[elem_id] = value
                 continue
@@ -443,41 +432,34 @@ class Live:
 
     # --- a page opening ------------------------------------------------------------------------
 
-    async def opened(self, sent: object, address: str, request: Request | None) -> dict:
+    async def opened(self, sent: object, address: str) -> dict:
         """A page opening: a new tab named by a new key (in the tables' lane: a link may build
-        tables), showing the view its address's query describes on its screen. `previous`: the key
-        this browser tab had before a reload, whose tab is let go at once."""
+        tables), showing the view its address's query describes on its screen, whole and untrained.
+        `previous`: the key this browser tab had before a reload, whose tab is let go at once."""
         if not isinstance(sent, dict) or not isinstance(sent.get("query", ""), str):
             raise Refused("A page opening carries its address's query as text; reload the page.")
         previous = sent.get("previous")
         if isinstance(previous, str) and 0 < len(previous) <= MAX_KEY:
             TABS.end(previous)
         key = secrets.token_urlsafe(24)
-        host = getattr(getattr(request, "client", None), "host", None)
-        tab = TABS.get(key, fresh=True, address=host)
+        tab = TABS.get(key, fresh=True, address=None if address == UNKNOWN else address)
         channel = self.channels[tab] = Channel(key)
         try:
             link = share.from_address(sent.get("query", ""))
         except Refused as error:
             link = share.Link(View(), (str(error),))
-        on = View(narrow=sent.get("narrow") is True)
 
-        def compute() -> dict:
-            values = self.show_link(tab, channel, link, on, key)
-            return {"values": {elem_id: value for elem_id, value in values.items()
-                               if not as_built(self.by_id.get(elem_id), value)}}
-
-        return await self.turn(tab, channel, compute, address, 1.0, "tables")
-
-    def show_link(self, tab: Tab, channel: Channel, link: share.Link, on: View, key: str | None = None) -> dict:
-        """The link's view, whole and untrained, on the page's screen; the default view with a note
-        saying why when it cannot be had."""
         def show(view: View, notes: tuple[str, ...]) -> dict:
             self.built_first(tab, lambda _: view)
             return self.applied(tab, channel, lambda _: view, tables=lambda session: session.restart(), whole=True,
                                 notes=notes, key=key)
 
-        return link_shown(link, on, show)
+        def compute() -> dict:
+            values = link_shown(link, View(narrow=sent.get("narrow") is True), show)
+            return {"values": {elem_id: value for elem_id, value in values.items()
+                               if not as_built(self.by_id.get(elem_id), value)}}
+
+        return await self.turn(tab, channel, compute, address, 1.0, "tables")
 
     def channel_of(self, key: object) -> tuple[Tab, Channel]:
         """The tab and channel a page's key names (`Refused` for any other key)."""
@@ -510,26 +492,18 @@ def link_shown(link: share.Link, on: View, show: Callable[[View, tuple[str, ...]
         return show(on, (*link.notes, f"The link's view could not be opened ({error}); showing the default view."))
 
 
-class Malformed(str):
-    """A body that is not JSON, and why, as the parser said."""
-
-
-def read(sent: object) -> tuple[str, dict]:
-    """The page's key and its change, checked as far as their shapes go; each value is checked
-    where it is used (a field by its kind, an action by its own check)."""
-    if isinstance(sent, Malformed):
-        raise Refused(f"This update is not valid JSON ({sent}). An update is a JSON object of the page's key and its "
-                      "change, in UTF-8, without NaN or Infinity; if the page sent it, reload the page.")
+def read(body: bytes) -> dict:
+    """The update a body holds, checked as a JSON object; its key is checked by `Live.channel_of`, and
+    each value where it is used (a field by its kind, an action by its own check)."""
+    try:
+        sent = orjson.loads(body)
+    except orjson.JSONDecodeError as error:
+        raise Refused(f"This update is not valid JSON ({error}). An update is a JSON object of the page's key and its "
+                      "change, in UTF-8, without NaN or Infinity; if the page sent it, reload the page.") from None
     if not isinstance(sent, dict):
         raise Refused(f"An update is a JSON object of the page's key and its change, not {json_kind(sent)}; if the "
                       "page sent it, reload the page.")
-    key, change = sent.get("key"), sent.get("change")
-    if not isinstance(key, str) or not 0 < len(key) <= MAX_KEY:
-        raise Refused(f"This update carries no page key (the text of at most {MAX_KEY} characters the page is given "
-                      "when it opens); reload the page.")
-    if not isinstance(change, dict) or not change:
-        raise Refused("An update's change is a JSON object naming what changed; reload the page.")
-    return key, change
+    return sent
 
 
 def json_kind(value: object) -> str:
