@@ -50,8 +50,7 @@ def opened(live: Live, link: share.Link) -> tuple[Tab, tuple[str, ...]]:
 
     def show(view: View, notes: tuple[str, ...]) -> tuple[str, ...]:
         live.built_first(tab, lambda _: view)  # a large random layer is built in the heavy pool
-        _, said = tab.apply(lambda _: view, lambda step: step.notes, tables=lambda session: session.restart(),
-                            whole=True)
+        said = tab.apply(lambda _: view, lambda step: step.notes, tables=lambda session: session.restart(), whole=True)
         return (*notes, *said)
 
     return tab, link_shown(link, View(), show)

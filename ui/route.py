@@ -379,7 +379,7 @@ class Live:
                 channel.listed = len(picker["choices"]) > 1  # more than "none"
             return self.values(channel, out, asked)
 
-        return tab.apply(change, compute, tables=tables, whole=whole)[1]
+        return tab.apply(change, compute, tables=tables, whole=whole)
 
     def refused(self, tab: Tab, channel: Channel, asked: tuple[str, ...], error: Refused) -> dict:
         """The one place a refusal becomes what the page shows: the sentence in the notice, and the
