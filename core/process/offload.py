@@ -56,11 +56,6 @@ REDUCERS = {torch.Tensor: reduce_tensor, nn.Parameter: reduce_tensor, torch.Unty
             torch.TypedStorage: reduce_typed_storage, WordPieceTokenizer: _by_recipe, WordLevelTokenizer: _by_recipe}
 
 
-def share(module: nn.Module) -> nn.Module:
-    """`module`'s tables moved into shared memory (before another thread reads them); returns `module`."""
-    return module.share_memory()
-
-
 def shared_empty(count: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """`count` uninitialised numbers (1-D) in shared memory, made there: nothing is moved later."""
     return torch.empty(0, dtype=dtype).set_(torch.UntypedStorage._new_shared(count * dtype.itemsize))
