@@ -6,6 +6,7 @@ Text from a user or a link is shown as plain text (escaped for Markdown and HTML
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import html
 import json
@@ -178,9 +179,7 @@ def plane(page, view: View, session: Session, tokens: tuple[str, ...] | None = N
     """The main plot (with the token table), its summary, neighbours, search and variance bar: drawn
     once for the tabs on shared tables, each tab's `revision` written in. `holds`: a training's figure,
     whose axes the page keeps (`hold_key`); `typed`: a keystroke's plane, drawn without the cache."""
-    def draw() -> dict:
-        return _plane(page, view, session, tokens, REVISION, answers)
-
+    draw = functools.partial(_plane, page, view, session, tokens, answers)
     out = draw() if typed else shared("plane", view, session, tokens, draw, also=answers)
     sent = f'"revision":{revision}' + (',"holdFrom":true' if holds else "")
     out[page.plot] = out[page.plot].replace(f'"revision":{REVISION}', sent, 1)
@@ -198,16 +197,13 @@ def hold_key(view: View) -> str:
     return hashlib.sha256(repr([getattr(view, name) for name in HOLDING]).encode()).hexdigest()[:16]
 
 
-def _plane(page, view: View, session: Session, tokens: tuple[str, ...] | None, revision: int,
-           answers: Answers | None = None) -> dict:
+def _plane(page, view: View, session: Session, tokens: tuple[str, ...] | None, answers: Answers | None) -> dict:
     result = explore_view(view, session, tokens, answers)
-    found, searched = _search(view, session, result), []
+    found = _search(view, session, result)
     spec = embedding_spec(result.scene, labels=view.labels, arrows=view.arrows, shift=view.shift,
                           presenter=view.presenter, narrow=view.narrow, compact=True,
                           named=tour.step(view.step).named if view.step else (),
                           layer=None if found is None else found.trace)
-    if found is not None:
-        searched = [[hit.word, hit.id] for hit in found.hits]
     near = result.neighbours or {}
     listed = [[[i, *pair] for i, pair in enumerate(near.get(kind, ()), 1)] for kind in ("token", "output")]
     projection = result.projection
@@ -215,7 +211,7 @@ def _plane(page, view: View, session: Session, tokens: tuple[str, ...] | None, r
     if projection is not None and len(spectrum) == 0:
         spectrum = projection.explained_variance_ratio_  # a long input: its axes only
     title = f"Explained variance · {BASES[session.basis].split(' (')[0]}"
-    spec["layout"]["meta"]["revision"] = revision
+    spec["layout"]["meta"]["revision"] = REVISION
     if view.dims == 2:
         spec["layout"]["meta"]["hold"] = hold_key(view)
     return {
@@ -224,7 +220,7 @@ def _plane(page, view: View, session: Session, tokens: tuple[str, ...] | None, r
         page.near_token: listed[0],
         page.near_output: listed[1],
         page.variance: variance_bars(spectrum, shown=view.dims, title=title),
-        page.search_hits: searched,
+        page.search_hits: [] if found is None else [[hit.word, hit.id] for hit in found.hits],
         page.search_info: search_text(found),
     }
 
