@@ -117,9 +117,7 @@ class Visitors:
             yield
         finally:
             with self._lock:
-                self._unread[address] -= nbytes
-                if self._unread[address] <= 0:
-                    del self._unread[address]
+                self._unread -= Counter({address: nbytes})  # an address with nothing on its way is let go
             for line in self.lines:  # a call passed over for its unread answers may start now
                 line.grant_soon()
 
@@ -134,14 +132,13 @@ class Turn:
     address: str
     tab: str | None
     work: float
-    start: float
-    finish: float
+    start: float  # it finishes at its start plus its work
     order: int
     granted: asyncio.Future
 
 
 def _place(turn: Turn) -> tuple[float, float, int]:
-    return turn.start, turn.finish, turn.order
+    return turn.start, turn.start + turn.work, turn.order
 
 
 class Turns:
@@ -186,9 +183,9 @@ class Turns:
             start = passed[-1].start  # the earliest turn it takes
             for waiting in passed:  # each moves back by this call's work, still in its own order
                 self._line.remove(waiting)
-                waiting.start, waiting.finish = waiting.start + work, waiting.finish + work
+                waiting.start += work
                 bisect.insort(self._line, waiting, key=_place)
-        turn = Turn(address, tab, work, start, start + work, next(self._order), self.loop.create_future())
+        turn = Turn(address, tab, work, start, next(self._order), self.loop.create_future())
         bisect.insort(self._line, turn, key=_place)
         self._grant()
         return turn
