@@ -97,10 +97,8 @@ class Budget:
 
     def _holders(self) -> tuple[list[tuple[object, Holding]], Holding]:
         tabs = [(tab, self._own(holding)) for tab, holding in self.tabs()]
-        every: Holding = {}
-        for holding in (*(h for _, h in tabs), *(self._own(kept()) for kept, _ in self._caches)):
-            every.update(holding)
-        return tabs, every
+        caches = [self._own(kept()) for kept, _ in self._caches]
+        return tabs, dict(ChainMap(*(holding for _, holding in tabs), *caches))
 
     def _own(self, holding: Holding) -> Holding:
         return {address: size for address, size in holding.items() if address not in self._base}
