@@ -95,8 +95,7 @@ class Jobs:
         job, deadline = own.shared, self.clock() + 2 * self.wait
         try:
             while not concurrent.futures.wait([job.future], 0.25).done:
-                late = self.clock() >= deadline
-                if job.started is None and (job.cancelled or late) and job.future.cancel():
+                if job.started is None and (job.cancelled or self.clock() >= deadline) and job.future.cancel():
                     self._done(job)
                     raise Cancelled(name) if job.cancelled else Refused(
                         f"The server was busy with other visitors' jobs for {2 * self.wait:g} s, so {name} did not "

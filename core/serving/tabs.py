@@ -296,9 +296,8 @@ class NewTabs:
             tokens = min(float(self.burst), tokens + (now - when) / self.refill)
             if tokens < 1:
                 self._buckets[client] = (tokens, now)
-                wait = (1 - tokens) * self.refill
                 raise Refused(f"Too many new pages from your address ({self.burst} at once, then one every "
-                              f"{self.refill:g} s): try again in {max(1, round(wait))} s.")
+                              f"{self.refill:g} s): try again in {max(1, round((1 - tokens) * self.refill))} s.")
             self._buckets[client] = (tokens - 1, now)  # past `remember`, the longest quiet go: they would be full
 
 
