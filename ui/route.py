@@ -71,20 +71,12 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True)
-class Shown:
-    """What an action shows: its view, and notes (what a link could not have)."""
-
-    view: View
-    notes: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
 class Action:
-    """A change the server computes from the page's value: `show(view, value)`; `tables`: what
-    becomes of the session's tables; `lane`: "tables" when it may build them; `whole`: it shows a
-    whole view (every widget written, as a link)."""
+    """A change the server computes from the page's value: `show(view, value)`, the view it shows with
+    notes of what it could not have, as a link's; `tables`: what becomes of the session's tables; `lane`:
+    "tables" when it may build them; `whole`: it shows a whole view (every widget written, as a link)."""
 
-    show: Callable[[View, object], Shown]
+    show: Callable[[View, object], share.Link]
     tables: Callable[[Session], Session] | None = None
     lane: str = "keys"
     whole: bool = False
@@ -104,31 +96,31 @@ def only_true(name: str) -> Callable[[object], None]:
     return check
 
 
-def _moved(view: View, value: object) -> Shown:
-    return Shown(tour.moved(view, _number(value, "move", -len(tour.STEPS), len(tour.STEPS), not_zero=True)))
+def _moved(view: View, value: object) -> share.Link:
+    return share.Link(tour.moved(view, _number(value, "move", -len(tour.STEPS), len(tour.STEPS), not_zero=True)))
 
 
-def _example(view: View, value: object) -> Shown:
+def _example(view: View, value: object) -> share.Link:
     a, b = EXAMPLES[_number(value, "example", 0, len(EXAMPLES) - 1)]
-    return Shown(view.with_(sentence_a=a, sentence_b=b))
+    return share.Link(view.with_(sentence_a=a, sentence_b=b))
 
 
-def _back(view: View, value: object) -> Shown:
+def _back(view: View, value: object) -> share.Link:
     if isinstance(value, str) and len(value) > MAX_ADDRESS * 16:
         raise Refused(f"back is the page's own address, at most {MAX_ADDRESS * 16:,} characters; this one has "
                       f"{len(value):,}.")
     link = share.from_address(value)
-    return Shown(link.view.seen_as(view), link.notes)
+    return share.Link(link.view.seen_as(view), link.notes)
 
 
-def _flip(view: View, value: object) -> Shown:
+def _flip(view: View, value: object) -> share.Link:
     if not isinstance(value, bool):  # false: a second press that cancels the first (the page merges them)
         raise Refused(f"flip is true or false, not {value!r}.")
-    return Shown(view.flipped() if value else view)
+    return share.Link(view.flipped() if value else view)
 
 
-def _checked(check: Callable[[object], None], show: Callable[[View], View]) -> Callable[[View, object], Shown]:
-    return lambda view, value: (check(value), Shown(show(view)))[1]
+def _checked(check: Callable[[object], None], show: Callable[[View], View]) -> Callable[[View, object], share.Link]:
+    return lambda view, value: (check(value), share.Link(show(view)))[1]
 
 
 ACTIONS = {
@@ -140,7 +132,7 @@ ACTIONS = {
     "reset": Action(_checked(only_true("reset"), lambda view: view), tables=lambda session: session.reset(),
                     lane="tables"),
     # a class's answers changed (the version its stream said): the plane is drawn again if its words did
-    "poll": Action(lambda view, value: Shown(view)),
+    "poll": Action(lambda view, value: share.Link(view)),
 }
 
 
@@ -393,9 +385,8 @@ class Live:
         writes as it is; one for a gradio widget as gradio's browser code takes it, and only when
         the widget does not hold it already (each update makes gradio rebuild its component: a
         class's lesson sets the freezes, the tabs and the picker each time). A digest of each
-        is kept, never the value: a tab holds no copy of what it was sent. The widgets of the fields
-        `asked` show what the person set, not what was sent: theirs are forgotten."""
-        for widget in render.widgets_of(self.page, asked):
+        is kept, never the value: a tab holds no copy of what it was sent."""
+        for widget in render.widgets_of(self.page, asked):  # they show what the person set, not what was sent
             channel.sent.pop(widget.elem_id, None)
         values = {}
         for component, value in out.items():
@@ -501,15 +492,10 @@ def read(body: bytes) -> dict:
         raise Refused(f"This update is not valid JSON ({error}). An update is a JSON object of the page's key and its "
                       "change, in UTF-8, without NaN or Infinity; if the page sent it, reload the page.") from None
     if not isinstance(sent, dict):
-        raise Refused(f"An update is a JSON object of the page's key and its change, not {json_kind(sent)}; if the "
-                      "page sent it, reload the page.")
+        kind = {list: "an array", str: "text", bool: "true or false", type(None): "null"}.get(type(sent), "a number")
+        raise Refused(f"An update is a JSON object of the page's key and its change, not {kind}; if the page sent it, "
+                      "reload the page.")
     return sent
-
-
-def json_kind(value: object) -> str:
-    """What JSON calls a value of this type."""
-    kinds = {list: "an array", str: "text", bool: "true or false", type(None): "null"}
-    return kinds.get(type(value), "a number")
 
 
 async def left_mid_body(request: Request, _: ClientDisconnect) -> Response:
