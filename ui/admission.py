@@ -14,7 +14,6 @@ import threading
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import HTTPConnection
@@ -31,20 +30,12 @@ AGAIN_SECONDS = 1.0  # how often a line whose calls all wait for their answers t
 ADMITTED = ("/explorer/", "/gradio_api/queue/join", "/gradio_api/call/")
 
 
-class Refusal(NamedTuple):
-    """Why a call is not taken: its HTTP status, a sentence, and seconds to wait (Retry-After)."""
-
-    status: int
-    sentence: str
-    retry: int
-
-
 class Busy(Exception):
-    """A call refused by the account, with its `refusal`."""
+    """A call the account does not take: its HTTP status, a sentence, and seconds to wait (Retry-After)."""
 
-    def __init__(self, refusal: Refusal) -> None:
-        super().__init__(refusal.sentence)
-        self.refusal = refusal
+    def __init__(self, status: int, sentence: str, retry: int) -> None:
+        super().__init__(sentence)
+        self.status, self.sentence, self.retry = status, sentence, retry
 
 
 def visitor_of(host: object) -> str:
@@ -79,22 +70,22 @@ class Visitors:
         """Every call waiting now, on every line."""
         return [call for line in self.lines for call in line.waiting()]
 
-    def refusal(self, address: str, work: float, tab: str | None = None) -> Refusal | None:
+    def refusal(self, address: str, work: float, tab: str | None = None) -> Busy | None:
         """Why a call of `work` from `address` and `tab` (None: not known yet) may not wait; None if it may."""
         waiting = self.calls()
         if tab is not None and sum(call.tab == tab for call in waiting) >= self.per_tab:
-            return Refusal(429, f"This page already has {self.per_tab} calls waiting for the server, so this one "
-                                "was not taken. Wait for their answers, then try again.", 5)
+            return Busy(429, f"This page already has {self.per_tab} calls waiting for the server, so this one "
+                             "was not taken. Wait for their answers, then try again.", 5)
         mine = [call for call in waiting if call.address == address]
         held = sum(call.work for call in mine)
         if held > 0 and held + work > self.address_work:
-            return Refusal(429, f"Your address already has {held:,.0f} units of work waiting for the server (a short "
-                                "update is 1, long text counts more), the most one address may have at once, so this "
-                                "call was not taken. Try again in a few seconds.", 5)
+            return Busy(429, f"Your address already has {held:,.0f} units of work waiting for the server (a short "
+                             "update is 1, long text counts more), the most one address may have at once, so this "
+                             "call was not taken. Try again in a few seconds.", 5)
         if len(waiting) >= self.waiting and len(mine) >= self.waiting / len({c.address for c in waiting} | {address}):
-            return Refusal(503, f"The server has {len(waiting):,} calls waiting from its visitors, as many as it "
-                                f"takes at once, and {len(mine):,} of them come from your address, its share, so "
-                                "this one was not taken. Try again in a minute.", 30)
+            return Busy(503, f"The server has {len(waiting):,} calls waiting from its visitors, as many as it "
+                             f"takes at once, and {len(mine):,} of them come from your address, its share, so "
+                             "this one was not taken. Try again in a minute.", 30)
         return None
 
     def unread(self, address: str | None = None) -> int:
@@ -168,7 +159,7 @@ class Turns:
         `PASS` times heavier (not left behind a classmate's long calls); a page's own keep their order."""
         refusal = self.visitors.refusal(address, work, tab)
         if refusal is not None:
-            raise Busy(refusal)
+            raise refusal
         self.loop = asyncio.get_running_loop()
         start = max(self.clock, self.finish.get(address, self.clock))
         self.finish[address] = start + work
@@ -284,19 +275,17 @@ class Door:
         self.gzip = GZipMiddleware(app, minimum_size=1000, compresslevel=6)
 
     async def __call__(self, scope, receive, send) -> None:
+        app = self.app
         if scope["type"] == "http" and scope["method"] == "GET" and scope["path"].rstrip("/") == "":
-            page = TOO_LONG if len(scope.get("query_string", b"")) > MAX_QUERY else self.gzip
-            await page(scope, receive, send)
-            return
-        if scope["type"] == "http" and scope["method"] == "POST" and any(door in scope["path"] for door in ADMITTED):
+            app = TOO_LONG if len(scope.get("query_string", b"")) > MAX_QUERY else self.gzip
+        elif scope["type"] == "http" and scope["method"] == "POST" and any(door in scope["path"] for door in ADMITTED):
             size = dict(scope.get("headers", ())).get(b"content-length", b"")
             refusal = self.visitors.refusal(visitor_of_request(HTTPConnection(scope)),
                                             work_of(int(size) if size.isdigit() else 0))
             if refusal is not None:
                 said = {"error": refusal.sentence, "detail": refusal.sentence}
-                await JSONResponse(said, refusal.status, {"Retry-After": str(refusal.retry)})(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
+                app = JSONResponse(said, refusal.status, {"Retry-After": str(refusal.retry)})
+        await app(scope, receive, send)
 
 
 TOO_LONG = HTMLResponse(

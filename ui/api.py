@@ -163,7 +163,7 @@ def route(live: Live) -> Route:
             answer = await live.turn(None, None, lambda: {"text": written(live, share.from_address(query))},
                                      visitor_of(host), work_of(len(query)), "work")
         except Busy as busy:
-            return PlainTextResponse(str(busy), busy.refusal.status, headers={"Retry-After": str(busy.refusal.retry)})
+            return PlainTextResponse(str(busy), busy.status, headers={"Retry-After": str(busy.retry)})
         except Refused as error:
             return PlainTextResponse(str(error), 429)
         return Response(answer["text"], media_type="text/x-python; charset=utf-8",

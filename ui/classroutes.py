@@ -170,7 +170,7 @@ class ClassRoutes:
                 tab, channel = self.live.channel_of(sent["key"])
                 answer = await handler(request, tab, channel, sent)
             except Busy as busy:  # past the address's share of the server: the account's sentence
-                return answer_of({"error": str(busy)}, busy.refusal.status, {"Retry-After": str(busy.refusal.retry)})
+                return answer_of({"error": str(busy)}, busy.status, {"Retry-After": str(busy.retry)})
             except Reconnecting as error:  # nobody's fault: the page says so, and tries again
                 return answer_of({"error": str(error), "reconnecting": True})
             except Refused as error:  # a sentence, with the status that says what kind

@@ -209,7 +209,7 @@ class Live:
         try:
             answer = await call()
         except Busy as busy:
-            return answer_of({"error": str(busy)}, busy.refusal.status, {"Retry-After": str(busy.refusal.retry)})
+            return answer_of({"error": str(busy)}, busy.status, {"Retry-After": str(busy.retry)})
         except Refused as error:
             return answer_of({"error": str(error)})
         return answer if isinstance(answer, Response) else answer_of(answer)
