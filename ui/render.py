@@ -280,9 +280,8 @@ def background_json(view: View, session: Session) -> str:
 def table_panels(page, session: Session) -> dict:
     """The tables' description, the random-settings panel's visibility and the parameter line."""
     source, config = session.source, session.model.config
-    positions = POSITIONS[session.positions].split(" (")[0]
-    if session.positions == "learned":
-        positions = f"the source's own: {source.own_positions}"
+    positions = (f"the source's own: {source.own_positions}" if session.positions == "learned"
+                 else POSITIONS[session.positions].split(" (")[0])
     lines = [
         f"**{plain(source.label)}** · tokens: {config.vocab_size:,} × {config.d_model}, positions: "
         f"{config.maxlen:,} ({plain(positions)}), segments: {config.n_segments}, "

@@ -162,14 +162,12 @@ class Live:
         self.channels: weakref.WeakKeyDictionary[Tab, Channel] = weakref.WeakKeyDictionary()
         self.calls, self.seconds = 0, 0.0  # calls computed and their seconds (for benchmarks)
 
-    def work(self, name: str, handler: Callable, check: Callable[[object], None] | None = None) -> None:
+    def work(self, name: str, handler: Callable, check: Callable[[object], None]) -> None:
         """Answer `{name: value}` with `handler(tab, value)` -> {component: value} (or values by
         element id, as `apply` answers them), after the call's other changes. `check(value)`
         raises `Refused` for a value the work does not take, before anything is changed (a
         press: `only_true(name)`)."""
-        self.works[name] = handler
-        if check is not None:
-            self.checks[name] = check
+        self.works[name], self.checks[name] = handler, check
 
     def stream(self, name: str, handler: Callable) -> None:
         """Answer `{name: value}` as it goes: `handler(tab, value)` is an async iterator of
@@ -248,7 +246,7 @@ class Live:
             raise Refused(f"An update names some of the view's settings, at most one action ({', '.join(ACTIONS)}) "
                           f"or the page's work ({', '.join(sorted({*self.works, *self.streams}))}); {named}.")
         for name in works:  # a refused work changes nothing: checked before the fields are applied
-            self.checks.get(name, lambda value: None)(change[name])
+            self.checks[name](change[name])
         action = ACTIONS[acted[0]] if acted else None
         notes: list[str] = []
 
