@@ -100,11 +100,8 @@ _ALSO = {"tokenizer": "vocab_size", "positions": "frozen"}
 
 def widgets_of(page, names: Iterable[str]) -> list:
     """The components that show these view fields (a field's widget may be several: the freezes)."""
-    found = []
-    for name in _shown(names):
-        widget = getattr(page, FIELDS[name].widget)
-        found += list(widget.values()) if isinstance(widget, dict) else [widget]
-    return found
+    widgets = [getattr(page, FIELDS[name].widget) for name in _shown(names)]
+    return [each for widget in widgets for each in (widget.values() if isinstance(widget, dict) else [widget])]
 
 
 def outputs(page, step: Change, *, asked: Iterable[str] = (), whole: bool = False, notes: Iterable[str] = (),

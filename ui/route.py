@@ -17,6 +17,7 @@ is dropped before anything is computed for it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import logging
@@ -177,13 +178,9 @@ class Live:
     @functools.cached_property
     def by_id(self) -> dict:
         """The page's components by element id (they are fixed once the page is built)."""
-        found = {}
-        for name in type(self.page).__slots__:
-            value = getattr(self.page, name, None)
-            for each in value.values() if isinstance(value, dict) else [value]:
-                if getattr(each, "elem_id", None):
-                    found[each.elem_id] = each
-        return found
+        held = [getattr(self.page, name, None) for name in type(self.page).__slots__]
+        found = [each for value in held for each in (value.values() if isinstance(value, dict) else [value])]
+        return {each.elem_id: each for each in found if getattr(each, "elem_id", None)}
 
     # --- the route ------------------------------------------------------------------------------
 
@@ -464,12 +461,10 @@ class Live:
     async def events(self, channel: Channel, steps: AsyncIterator[dict]) -> AsyncIterator[dict]:
         """A streamed answer's events, `{"values": …}` a step, until its steps end or the page goes
         (then the response is cancelled, and the steps with it: their work stops)."""
-        try:
+        async with contextlib.aclosing(steps):
             async for out in steps:
                 yield {"data": orjson.dumps({"values": self.values(channel, out)},
                                             option=orjson.OPT_SERIALIZE_NUMPY).decode()}
-        finally:
-            await steps.aclose()
 
 
 def link_shown(link: share.Link, on: View, show: Callable[[View, tuple[str, ...]], T]) -> T:

@@ -115,8 +115,7 @@ class Offload:
         with self._start_lock:
             if self._pool is None:
                 _more_files()
-                context = get_context("loky")
-                self._messages = context.SimpleQueue(reducers=REDUCERS)  # (call id, args, kwargs) of progress
+                self._messages = get_context("loky").SimpleQueue(reducers=REDUCERS)  # progress: (call id, args, kwargs)
                 self._stopping = torch.zeros(1, dtype=torch.int64).share_memory_()  # the id of the call to stop
                 self._pool = ProcessPoolExecutor(1, job_reducers=REDUCERS, result_reducers=REDUCERS,
                                                  initializer=_started, initargs=(self.nice, self._messages))
