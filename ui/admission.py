@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import HTTPConnection
-from starlette.responses import HTMLResponse, JSONResponse
+from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from core.process.memory import ADDRESS_SHARE, BUDGET, Budget
 from core.serving.tabs import network_of
@@ -247,7 +247,7 @@ async def gone(receive) -> None:
 
 
 async def unless_gone(request, work: Callable[[], object]):
-    """`await work()`, cancelled (raising `Gone`) the moment the request's client goes."""
+    """`await work()`, cancelled the moment the request's client goes: then a 499, which nobody reads."""
     task = asyncio.ensure_future(work())
     left = asyncio.ensure_future(gone(request.receive))
     try:
@@ -258,12 +258,8 @@ async def unless_gone(request, work: Callable[[], object]):
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
-        raise Gone
+        return Response(status_code=499)
     return task.result()
-
-
-class Gone(Exception):
-    """The call's client left before its answer was made."""
 
 
 class Door:
@@ -328,7 +324,5 @@ class Outbox:
 
         try:
             await self.app(scope, receive, in_pieces)
-        except* Unread:
-            pass  # the connection is closed with the answer incomplete (its reader is told by the break)
-        except* OSError:
-            pass  # the client left mid-answer: nothing to tell anyone
+        except* (Unread, OSError):  # unread, or its client left: the connection is closed with the answer incomplete
+            pass

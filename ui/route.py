@@ -47,7 +47,7 @@ from core.view.fields import TABLES
 from core.view.options import MAX_TEXT, Refused
 from core.view.state import FIELDS, View
 from ui import render
-from ui.admission import UNKNOWN, VISITORS, Busy, Gone, Turns, unless_gone, visitor_of_request, work_of
+from ui.admission import UNKNOWN, VISITORS, Busy, Turns, unless_gone, visitor_of_request, work_of
 from ui.assets import EXAMPLES
 
 PATH = "/explorer/live"
@@ -191,10 +191,7 @@ class Live:
                 body += chunk
                 if len(body) > MAX_BODY:
                     return answer_of({"error": f"An update is at most {MAX_BODY:,} bytes; this one is larger."}, 413)
-            try:
-                return await unless_gone(request, lambda: self.answer(body, request))
-            except Gone:
-                return Response(status_code=499)  # nobody reads it: nothing was computed for it
+            return await unless_gone(request, lambda: self.answer(body, request))
 
         return Route(PATH, endpoint, methods=["POST"])
 
