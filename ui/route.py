@@ -384,20 +384,15 @@ class Live:
         for component, value in out.items():
             if isinstance(component, str):  # by element id already (`apply`'s answer, inside a work's)
                 values[component] = value
-                continue
-            elem_id = component.elem_id
-            if component in self.page.written:  # the page's script has its setter: gradio's widgets take the rest
+            elif component in self.page.written:  # the page's script has its setter: gradio's widgets take the rest
                 if isinstance(value, str):
-                    values[elem_id] = value
-                continue
-            if isinstance(value, dict) and value == {"__type__": "update"}:  # gr.skip(): left as it is
-                continue
-            value = for_browser(component, value)
-            mark = digest(value)
-            if mark is not None and channel.sent.get(elem_id) == mark:
-                continue
-            channel.sent[elem_id] = mark
-            values[elem_id] = value
+                    values[component.elem_id] = value
+            elif not (isinstance(value, dict) and value == {"__type__": "update"}):  # gr.skip(): left as it is
+                value = for_browser(component, value)
+                mark = digest(value)
+                if mark is None or channel.sent.get(component.elem_id) != mark:
+                    channel.sent[component.elem_id] = mark
+                    values[component.elem_id] = value
         return values
 
     def built_first(self, tab: Tab, change: Callable[[View], View]) -> None:
