@@ -164,9 +164,7 @@ class Turns:
         start = max(self.clock, self.finish.get(address, self.clock))
         self.finish[address] = start + work
         passed = []  # the address's latest waiting calls this one goes ahead of, latest first
-        for waiting in reversed(self._line):
-            if waiting.address != address:
-                continue
+        for waiting in reversed([turn for turn in self._line if turn.address == address]):
             if tab is None or waiting.tab in (None, tab) or waiting.work < self.PASS * work:
                 break
             passed.append(waiting)
