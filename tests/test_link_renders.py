@@ -53,7 +53,7 @@ def own_store():
 def answered(sent: dict) -> dict:
     """The route's answer to `sent`, as the page reads it (a fault escapes it and fails the test)."""
     LIVE._threads.clear()  # each call runs in an event loop of its own: its lines' threads are made in it
-    response = run_async(lambda: LIVE.answer(json.dumps(sent).encode()))
+    response = run_async(lambda: LIVE.guarded(lambda: LIVE.answer(json.dumps(sent).encode())))
     return json.loads(response.body)
 
 

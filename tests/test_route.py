@@ -77,7 +77,8 @@ def own_live(page: Page):
 async def answer_of(live, page: Page, change: dict, address: str | None = None) -> dict:
     """The route's answer to `change` from `page`, as the page reads it; `address`: the caller's."""
     request = None if address is None else SimpleNamespace(client=SimpleNamespace(host=address))
-    response = await live.answer(json.dumps({"key": page.key, "change": change}).encode(), request)
+    body = json.dumps({"key": page.key, "change": change}).encode()
+    response = await live.guarded(lambda: live.answer(body, request))
     return json.loads(response.body)
 
 
@@ -301,7 +302,8 @@ def test_a_page_with_its_share_of_calls_waiting_is_refused_with_when_to_try_agai
             for number in range(3):  # examples: actions, never merged
                 waiting.append(asyncio.create_task(answer_of(live, opened, {"example": number})))
                 await until_waiting(keys, number + 1)
-            response = await live.answer(json.dumps({"key": opened.key, "change": {"example": 3}}).encode())
+            body = json.dumps({"key": opened.key, "change": {"example": 3}}).encode()
+            response = await live.guarded(lambda: live.answer(body))
         return response, [await each for each in waiting]
 
     refused, answers = run_async(calls)

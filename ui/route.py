@@ -191,7 +191,7 @@ class Live:
                 body += chunk
                 if len(body) > MAX_BODY:
                     return answer_of({"error": f"An update is at most {MAX_BODY:,} bytes; this one is larger."}, 413)
-            return await unless_gone(request, lambda: self.answer(body, request))
+            return await unless_gone(request, lambda: self.guarded(lambda: self.answer(body, request)))
 
         return Route(PATH, endpoint, methods=["POST"])
 
@@ -206,13 +206,10 @@ class Live:
             return answer_of({"error": str(error)})
         return answer if isinstance(answer, Response) else answer_of(answer)
 
-    async def answer(self, body: bytes, request: Request | None = None) -> Response:
-        """The answer to one call: the values the page writes, or a sentence saying why not."""
-        return await self.guarded(lambda: self.answered(body, request))
-
-    async def answered(self, body: bytes, request: Request | None) -> dict | Response:
+    async def answer(self, body: bytes, request: Request | None = None) -> dict | Response:
+        """The answer to one call: the values the page writes (a refusal raised, said by `guarded`)."""
         sent = read(body)
-        address = visitor_of_request(request) if request is not None else UNKNOWN
+        address = visitor_of_request(request)  # UNKNOWN without a request
         if "open" in sent and "key" not in sent:
             return await self.opened(sent["open"], address)
         tab, channel = self.channel_of(sent.get("key"))
