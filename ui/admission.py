@@ -202,8 +202,7 @@ class Turns:
         try:
             yield
         finally:
-            self.running -= self.slots
-            self._grant()
+            self._release(self.slots)
 
     def grant_soon(self) -> None:
         """Look at the line again from the server's loop (answers were read: from any thread)."""
@@ -211,8 +210,8 @@ class Turns:
             with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits any more
                 self.loop.call_soon_threadsafe(self._grant)
 
-    def _release(self) -> None:
-        self.running -= 1
+    def _release(self, slots: int = 1) -> None:
+        self.running -= slots
         self._grant()
 
     def _look_again(self) -> None:
