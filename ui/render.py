@@ -162,10 +162,8 @@ TYPED = frozenset(name for name, declared in FIELDS.items() if declared.typed)
 def address(view: View, push: bool, key: str | None = None) -> str:
     """What `#address` puts in the address bar: the view's query (None past MAX_QUERY), pushed or not."""
     query, _ = to_query(view)
-    sent = {"query": query if len(query) <= MAX_QUERY else None, "push": push}
-    if key is not None:
-        sent["key"] = key
-    return json.dumps(sent)
+    keyed = {} if key is None else {"key": key}
+    return json.dumps({"query": query if len(query) <= MAX_QUERY else None, "push": push, **keyed})
 
 
 REVISION = -1  # the revision a shared plane's figure is written with, replaced by each tab's own
@@ -321,9 +319,7 @@ def lookup(page, view: View) -> dict:
         f" The rows are random: the average |cosine| between different words is {walk.mean_abs_cosine:.2f}, "
         f"about what unrelated directions in {walk.dim} dimensions give ({walk.chance_abs_cosine:.2f})."
     )
-    grad = (
-        f"With `requires_grad = {walk.requires_grad}`, one gradient step changed rows: **{changed}**"
-        + (" (the weight's `.grad` stayed `None`)." if walk.grad_is_none else ".")
-    )
+    stayed = " (the weight's `.grad` stayed `None`)" if walk.grad_is_none else ""
+    grad = f"With `requires_grad = {walk.requires_grad}`, one gradient step changed rows: **{changed}**{stayed}."
     return {page.lookup_vocab: rows, page.lookup_code: walk.code, page.lookup_output: walk.printout,
             page.lookup_info: f"The sentence becomes ids **{list(walk.ids)}**.{cosine}\n\n{grad}"}
