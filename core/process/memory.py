@@ -43,9 +43,8 @@ def private(modules: Iterable[nn.Module | None], words: Iterable[object] = ()) -
         for tensor in (*module.parameters(), *module.buffers()):
             storage = tensor.untyped_storage()
             held[storage.data_ptr()] = storage.nbytes()
-    for tokenizer in words:
-        if tokenizer is not None:
-            held[id(tokenizer)] = WORD_BYTES * len(getattr(tokenizer, "vocab", ()))
+    held.update((id(tokenizer), WORD_BYTES * len(getattr(tokenizer, "vocab", ()))) for tokenizer in words
+                if tokenizer is not None)
     return held
 
 
@@ -161,7 +160,7 @@ class Budget:
         for _, clear in self._caches:
             clear()
         holders = Counter(address for _, holding in tabs for address in holding)
-        needed -= sum(every.values()) - sum(size for address, size in every.items() if address in holders)
+        needed -= sum(size for address, size in every.items() if address not in holders)  # the caches' alone
         for tab, holding in tabs:
             if needed <= 0:
                 break
