@@ -178,8 +178,8 @@ class Live:
     @functools.cached_property
     def by_id(self) -> dict:
         """The page's components by element id (they are fixed once the page is built)."""
-        held = [getattr(self.page, name, None) for name in type(self.page).__slots__]
-        found = [each for value in held for each in (value.values() if isinstance(value, dict) else [value])]
+        slots = [getattr(self.page, name, None) for name in type(self.page).__slots__]
+        found = [each for value in slots for each in (value.values() if isinstance(value, dict) else [value])]
         return {each.elem_id: each for each in found if getattr(each, "elem_id", None)}
 
     # --- the route ------------------------------------------------------------------------------
