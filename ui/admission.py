@@ -309,11 +309,10 @@ class Outbox:
             if len(body) <= PIECE:
                 await send(message)
                 return
-            more = message.get("more_body", False)
             with self.visitors.answering(address, len(body)):
                 for at in range(0, len(body), PIECE):
                     piece = {"type": "http.response.body", "body": body[at:at + PIECE],
-                             "more_body": more or at + PIECE < len(body)}
+                             "more_body": message.get("more_body", False) or at + PIECE < len(body)}
                     try:
                         await asyncio.wait_for(send(piece), self.visitors.send_seconds)
                     except TimeoutError:
