@@ -201,10 +201,9 @@ def _plane(page, view: View, session: Session, tokens: tuple[str, ...] | None, a
                           layer=None if found is None else found.trace)
     near = result.neighbours or {}
     listed = [[[i, *pair] for i, pair in enumerate(near.get(kind, ()), 1)] for kind in ("token", "output")]
-    projection = result.projection
-    spectrum = [] if projection is None else projection.spectrum_
-    if projection is not None and len(spectrum) == 0:
-        spectrum = projection.explained_variance_ratio_  # a long input: its axes only
+    projection, spectrum = result.projection, []
+    if projection is not None:  # a long input has no spectrum: its axes' variance only
+        spectrum = projection.spectrum_ if len(projection.spectrum_) else projection.explained_variance_ratio_
     title = f"Explained variance · {BASES[session.basis].split(' (')[0]}"
     spec["layout"]["meta"]["revision"] = REVISION
     if view.dims == 2:
