@@ -206,7 +206,7 @@ def test_a_wrong_or_malformed_secret_is_forbidden_and_changes_nothing(room, stor
     assert isinstance(lecturer.member, Leader)
     kept = store.lesson(lesson.id)
     assert (kept.version, kept.query, kept.ended) == (1, lesson.query, "")
-    assert room.check(lesson.id, secret).id == lesson.id  # the right secret still is
+    assert room.check(lesson.id, secret)[0].id == lesson.id  # the right secret still is
 
 
 @pytest.mark.parametrize("class_id", ["unknown", "cut", "longer", "", None, 7, "../../../etc/pass", "*",
@@ -287,7 +287,7 @@ def test_a_burst_of_changes_publishes_a_few_versions_and_always_the_last(stores)
     began = ticks.now
     for i in range(1, 40):  # typing: a change a keystroke
         change(lecturer, sentence_a=f"The lecturer types word number {i}")
-        room.flush()  # the writer's turn after each key
+        room.writer.flush()  # the writer's turn after each key
     elapsed = ticks.now - began
     last = lesson_of(lecturer.view)
 
@@ -298,7 +298,7 @@ def test_a_burst_of_changes_publishes_a_few_versions_and_always_the_last(stores)
     assert eventually(published_last)
     assert eventually(lambda: any(lsn.query == last for lsn in heard_of(heard, lesson.id)))
     ticks.now += 3 * classroom.PUBLISH_SECONDS
-    room.flush()  # a pending flush, if any were left, has had its turn
+    room.writer.flush()  # a pending flush, if any were left, has had its turn
     kept = store.lesson(lesson.id)
     assert kept.query == last
     # one version at once, then at most one per PUBLISH_SECONDS of the burst, and the last
@@ -756,7 +756,7 @@ def test_a_class_no_lecturers_page_restores_ends_for_its_students_after_the_grac
     assert eventually(lambda: two.reconnecting(lesson.id))
     clock.now += GRACE_SECONDS + 1  # the class's own page is long gone: nobody will bring it back
     redis_server.start()  # empty
-    assert eventually(lambda: not two.away)
+    assert eventually(lambda: not two.writer.away)
     assert two.reconnecting(lesson.id)  # not restored yet: its students are not told it ended
     assert not any(lsn.ended for lsn in heard_of(heard, lesson.id))
     clock.now += GRACE_SECONDS + 1

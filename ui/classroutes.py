@@ -122,8 +122,8 @@ class Streams:
                         message["ended"] = "This page no longer leads the class."
                 else:
                     message.update(following=member.following, shown=member.shown,
-                                   own=list(self.classroom.own(key, class_id)))
-                message["poll"] = self.classroom.round(class_id).message(leading)  # the round, as this page hears it
+                                   own=list(self.classroom.rounds.own(key, class_id)))
+                message["poll"] = self.classroom.rounds.round(class_id).message(leading)  # as this page hears it
                 if message != sent:
                     yield {"data": orjson.dumps(message).decode()}
                     sent = message
@@ -278,7 +278,7 @@ class ClassRoutes:
             if not isinstance(member, Leader):
                 raise Forbidden("Only the page that leads the class can download its answers.")
             self.classroom.check(member.class_id, sent.get("secret"))
-            round_ = self.classroom.round(member.class_id)
+            round_ = self.classroom.rounds.round(member.class_id)
             return {"csv": csv_of(round_), "poll": round_.message(True)}
         return await self._turn(request, tab, channel, work)
 

@@ -9,7 +9,6 @@ connected, and `GRACE_SECONDS` after the last one left.
 
 from __future__ import annotations
 
-import functools
 import hmac
 import os
 import re
@@ -134,10 +133,6 @@ class Classroom:
         """The wall clock a class's times are on (the store's)."""
         return self.store.clock
 
-    @property
-    def away(self) -> bool:
-        return self.writer.away
-
     def reach(self, call: Callable, *args, refusal: str | None = RECONNECTING):
         """`call(*args)` on the store; while it is away, refused with `refusal` (None: answered None)."""
         try:
@@ -183,27 +178,25 @@ class Classroom:
             raise Gone(lesson.ended if lesson else NO_CLASS)
         return lesson
 
-    def check(self, class_id: object, secret: object) -> Lesson:
-        """The class, when `secret` is its lecturer's; raises `Forbidden` otherwise."""
-        return self._checked(class_id, secret)[0]
-
-    def _checked(self, class_id: object, secret: object) -> tuple[Lesson, tuple[str, str]]:
+    def check(self, class_id: object, secret: object) -> tuple[Lesson, str, str]:
+        """The class, its secret's digest and the address that started it, when `secret` is its
+        lecturer's; raises `Forbidden` otherwise."""
         lesson = self.lesson(class_id)
         kept, address = self.reach(self.store.owner, lesson.id) or ("", "")
         if not isinstance(secret, str) or not SECRET.fullmatch(secret) or not hmac.compare_digest(
                 digest(secret), kept):
             raise Forbidden(NOT_LECTURER)
-        return lesson, (kept, address)
+        return lesson, kept, address
 
     def _class_led(self, tab, secret: object) -> str:
         """The class `tab` leads, when `secret` is its lecturer's; raises `Forbidden` otherwise."""
         if not isinstance(tab.member, Leader):
             raise Forbidden(NOT_LECTURER)
-        return self.check(tab.member.class_id, secret).id
+        return self.check(tab.member.class_id, secret)[0].id
 
     def lead(self, class_id: object, secret: object) -> tuple[Leader, Lesson]:
         """A leader for a page that opened the lecturer's link (its member once it shows the lesson)."""
-        lesson, (kept, address) = self._checked(class_id, secret)
+        lesson, kept, address = self.check(class_id, secret)
         leader = Leader(self, lesson.id, kept, address)
         self._hold(leader, lesson, left=self.clock())
         self.rounds.seed(lesson.id)
@@ -344,41 +337,17 @@ class Classroom:
             listener(lesson)
         self.tell(lesson.id)
 
-    def round(self, class_id: object) -> Round:
-        return self.rounds.round(class_id)
-
-    def own(self, key: object, class_id: object) -> tuple[str, ...]:
-        return self.rounds.own(key, class_id)
-
     def lecture(self, op: str, tab, secret: object, text: object = None, flag: object = False) -> Round:
         """The lecturer's change `op` to the round (`LECTURES`), its text and flag checked first."""
         check, name = LECTURES[op]
         text, flag = check(text) if check else "", checked_flag(flag, name) if name else False
         return self.rounds.change(self._class_led(tab, secret), op, text, flag, MAX_MODERATED)
 
-    ask = functools.partialmethod(lecture, "ask")  # (tab, secret, prompt, review=False)
-    close_round = functools.partialmethod(lecture, "close")  # (tab, secret)
-    clear_round = functools.partialmethod(lecture, "clear")
-    moderate = functools.partialmethod(lecture, "hide")  # (tab, secret, word, hidden)
-    approve = functools.partialmethod(lecture, "approve")  # (tab, secret, word, approved)
-
-    def review(self, tab, secret: object, on: object) -> Round:
-        return self.lecture("review", tab, secret, flag=on)
-
     def answer(self, tab, key: object, address: object, word: object,
                round_number: object) -> tuple[Round, tuple[str, ...]]:
         if not isinstance(tab.member, Follower):
             raise Refused(NOT_FOLLOWING)
         return self.rounds.answer(tab.member.class_id, key, address, word, round_number)
-
-    def flush(self) -> None:
-        """Do now, on this thread, the writer's work that is due (a test's writer turn)."""
-        self.writer.flush()
-
-    def replay(self) -> None:
-        """Write again, now, the answers acknowledged here in every class's round."""
-        for class_id in self.rounds.classes():
-            self.rounds.replay(class_id)
 
     def beat(self) -> None:
         """Every `beat` seconds: move on the end of classes led here, let go of those left past their
