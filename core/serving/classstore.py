@@ -104,7 +104,7 @@ def _lesson(class_id: str, record: dict, now: float | None = None) -> Lesson:
 
 
 def _round(found: list) -> Round:
-    """A round as `RedisStore._ROUND`'s `snapshot()` reads it."""
+    """A round as `RedisStore._CHANGE` answers it."""
     fields, counts, hidden, approved, students = found
     poll = _fields(fields)
     return Round(int(poll["number"]), poll["prompt"], poll["open"] == "1", poll["review"] == "1",
@@ -169,17 +169,9 @@ class RedisStore:
     # the class's round: KEYS[1] the class, then `_poll_keys`; ARGV[1] the time. Each script checks the
     # class runs, and gives every key it writes the class's time to live
     _ROUND = """
-    local function running()
-        local class = redis.call('HMGET', KEYS[1], 'ended', 'ends')
-        return class[2] and class[1] == '' and tonumber(class[2]) > tonumber(ARGV[1])
-    end
     local function live()
         local ttl = redis.call('PTTL', KEYS[1])
         if ttl > 0 then for i = 2, #KEYS do redis.call('PEXPIRE', KEYS[i], ttl) end end
-    end
-    local function snapshot()
-        return {redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3]), redis.call('SMEMBERS', KEYS[5]),
-                redis.call('SMEMBERS', KEYS[6]), redis.call('HLEN', KEYS[4])}
     end
     local function keep(key, sent, word)
         if sent == '' then sent = word else sent = sent .. ' ' .. word end
@@ -194,7 +186,8 @@ class RedisStore:
         for word in string.gmatch(sent, '%S+') do words[#words + 1] = word; words[word] = true end
         return words
     end
-    if not running() then return 'gone' end
+    local class = redis.call('HMGET', KEYS[1], 'ended', 'ends')
+    if not class[2] or class[1] ~= '' or tonumber(class[2]) <= tonumber(ARGV[1]) then return 'gone' end
     """
 
     # ARGV: time, op ('read' changes nothing), text, flag ('1'/'0'), how many words may be hidden (and approved)
@@ -224,17 +217,16 @@ class RedisStore:
         local set = op == 'hide' and KEYS[5] or KEYS[6]
         if flag == '0' then
             changed = redis.call('SREM', set, text) == 1
-        elseif redis.call('SISMEMBER', set, text) == 1 then
-            changed = false
-        elseif redis.call('SCARD', set) >= tonumber(ARGV[5]) then
+        elseif redis.call('SISMEMBER', set, text) == 0 and redis.call('SCARD', set) >= tonumber(ARGV[5]) then
             return 'many'
         else
-            redis.call('SADD', set, text)
+            changed = redis.call('SADD', set, text) == 1
         end
     end
     if changed then redis.call('HINCRBY', KEYS[2], 'version', 1) end
     live()
-    return snapshot()
+    return {redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3]), redis.call('SMEMBERS', KEYS[5]),
+            redis.call('SMEMBERS', KEYS[6]), redis.call('HLEN', KEYS[4])}
     """
 
     # ARGV: time, round number, page key, word, words a page may send, answers a round takes, answers a
@@ -303,24 +295,24 @@ class RedisStore:
     return 'done'
     """
 
-    # this process's count of a class's pages; with a limit (ARGV[6]), only when every process's
-    # fresh counts stay within it: a seat, taken in one step against every other process's joins
+    # every process's fresh count of a class's pages, {connected, following}, with this process's
+    # (ARGV[1]; none: only read) written; with a limit (ARGV[6]), only when the counts stay within it
+    # (false otherwise): a seat, taken in one step against every other process's joins
     _PRESENCE = """
-    local now, fresh = tonumber(ARGV[4]), tonumber(ARGV[5])
-    if ARGV[6] ~= '' then
-        local others = 0
-        local counts = redis.call('HGETALL', KEYS[1])
-        for i = 1, #counts, 2 do
-            local connected, _, seen = string.match(counts[i + 1], '^(%d+) (%d+) (%S+)$')
-            if counts[i] ~= ARGV[1] and connected and now - tonumber(seen) < fresh then
-                others = others + tonumber(connected)
-            end
+    local now, fresh, connected, following = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[2]), tonumber(ARGV[3])
+    local counts = redis.call('HGETALL', KEYS[1])
+    for i = 1, #counts, 2 do
+        local pages, followers, seen = string.match(counts[i + 1], '^(%d+) (%d+) (%S+)$')
+        if counts[i] ~= ARGV[1] and pages and now - tonumber(seen) < fresh then
+            connected, following = connected + tonumber(pages), following + tonumber(followers)
         end
-        if others + tonumber(ARGV[2]) > tonumber(ARGV[6]) then return 0 end
     end
-    redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4])
-    redis.call('EXPIRE', KEYS[1], math.ceil(fresh) * 4)
-    return 1
+    if ARGV[6] ~= '' and connected > tonumber(ARGV[6]) then return false end
+    if ARGV[1] ~= '' then
+        redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4])
+        redis.call('EXPIRE', KEYS[1], math.ceil(fresh) * 4)
+    end
+    return {connected, following}
     """
 
     def __init__(self, url: str = "", clock: Callable[[], float] = time.time, server=None) -> None:
@@ -464,11 +456,9 @@ class RedisStore:
                                          "" if limit is None else limit]))
 
     def presence(self, class_id: str) -> tuple[int, int]:
-        now, connected, following = self.clock(), 0, 0
-        for value in self.redis.hgetall(f"explorer:presence:{class_id}").values():
-            c, f, seen = value.split()
-            if now - float(seen) < PRESENCE_SECONDS:
-                connected, following = connected + int(c), following + int(f)
+        """Every process's fresh count of the class's pages: (connected, following)."""
+        connected, following = self._presence(keys=[f"explorer:presence:{class_id}"],
+                                              args=["", 0, 0, self.clock(), PRESENCE_SECONDS, ""])
         return connected, following
 
     def listen(self, listener: Callable[[Lesson], None], lost: Callable[[], None] | None = None) -> None:
