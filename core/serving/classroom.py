@@ -125,8 +125,7 @@ class Classroom:
         self._lock, self._beating = threading.Lock(), threading.Lock()
         self._told: list[Callable[[str | None], None]] = []  # told a class whose state changed (None: every class)
         self._lessons: list[Callable[[Lesson], None]] = []  # told every lesson heard
-        self.store.listen_rounds(self.rounds.heard)
-        self.store.listen(self.heard, lost=self.writer.lost)
+        self.store.listen(self.heard, self.rounds.heard, self.writer.lost)
 
     @property
     def clock(self) -> Callable[[], float]:

@@ -119,7 +119,7 @@ class Rounds:
 
     def announce(self, class_id: str) -> None:
         self.announced[class_id] = self.room.writer.ticks()  # when it began: a change meanwhile waits its turn
-        self.heard(class_id, self.room.store.announce_round(class_id))
+        self.heard(class_id, self.room.store.poll(class_id, announce=True))
 
     def heard(self, class_id: str, round: Round | None) -> None:  # noqa: A002
         """A round heard of: kept if newer and the class has pages or answers here; its streams woken."""

@@ -332,9 +332,7 @@ class RedisStore:
         self._put, self._publish, self._change, self._answer, self._replay, self._presence = (
             self.redis.register_script(source) for source in (self._PUT, self._PUBLISH, self._CHANGE, self._ANSWER,
                                                               self._REPLAY, self._PRESENCE))
-        self._listeners: list[Callable[[Lesson], None]] = []
-        self._round_listeners: list[Callable[[str, Round], None]] = []
-        self._lost: list[Callable[[], None]] = []
+        self._listeners: list[tuple[Callable, Callable, Callable]] = []  # each `listen`'s (lessons, rounds, lost)
         self._thread: threading.Thread | None = None
         self._subscribed = threading.Event()
         self._closed = threading.Event()
@@ -404,9 +402,12 @@ class RedisStore:
         self._announce(lesson)  # a new lesson, or only a later end: every process's pages keep both
         return lesson
 
-    def poll(self, class_id: str) -> Round | None:
-        """The class's round as kept; None when there is none (never asked, lost, or the class is over)."""
+    def poll(self, class_id: str, announce: bool = False) -> Round | None:
+        """The class's round as kept (and, to `announce` it, sent to every process); None when there is
+        none (never asked, lost, or the class is over)."""
         found = self._change(keys=self._poll_keys(class_id), args=[self.clock(), "read", "", 0, 0])
+        if announce and isinstance(found, list):
+            self.redis.publish(self.ROUNDS, json.dumps([class_id, found]))
         return _round(found) if isinstance(found, list) else None
 
     def change_round(self, class_id: str, op: str, text: str, flag: bool, limit: int) -> Round | str:
@@ -438,13 +439,6 @@ class RedisStore:
             self.clock(), number, heard.version, text({k: list(w) for k, w in pages.items()}), per_page, limit,
             *header])
 
-    def announce_round(self, class_id: str) -> Round | None:
-        """The class's round read, and sent to every process."""
-        found = self.poll(class_id)
-        if found is not None:
-            self.redis.publish(self.ROUNDS, json.dumps({"id": class_id, **asdict(found)}, default=sorted))
-        return found
-
     def _announce(self, lesson: Lesson) -> None:
         self.redis.publish(self.CHANNEL, json.dumps(asdict(lesson)))
 
@@ -461,20 +455,16 @@ class RedisStore:
                                               args=["", 0, 0, self.clock(), PRESENCE_SECONDS, ""])
         return connected, following
 
-    def listen(self, listener: Callable[[Lesson], None], lost: Callable[[], None] | None = None) -> None:
-        """`listener` hears every lesson published from now on, `lost` when the subscription was cut
-        (returns once subscribed, so nothing after it is missed; after 10 s when Redis is away)."""
-        self._listeners.append(listener)
-        if lost is not None:
-            self._lost.append(lost)
+    def listen(self, lessons: Callable[[Lesson], None], rounds: Callable[[str, Round], None] = lambda *_: None,
+               lost: Callable[[], None] = lambda: None) -> None:
+        """`lessons` hears every lesson published from now on, `rounds(class_id, round)` every round any
+        process announces, `lost` when the subscription was cut (returns once subscribed, so nothing
+        after it is missed; after 10 s when Redis is away)."""
+        self._listeners.append((lessons, rounds, lost))
         if self._thread is None:
             self._thread = threading.Thread(target=self._listen, name="class-lessons", daemon=True)
             self._thread.start()
         self._subscribed.wait(10)
-
-    def listen_rounds(self, listener: Callable[[str, Round], None]) -> None:
-        """`listener(class_id, round)` hears every round any process announces (`listen` subscribes)."""
-        self._round_listeners.append(listener)
 
     def _listen(self) -> None:
         """Polls the subscription (a blocking read would time out on a quiet channel); a lost one is
@@ -482,35 +472,33 @@ class RedisStore:
         while not self._closed.is_set():
             pubsub = self.redis.pubsub()
             try:
-                pubsub.subscribe(self.CHANNEL, self.ROUNDS)
-                while not self._closed.is_set():
+                pubsub.subscribe(**{self.CHANNEL: self._heard_lesson, self.ROUNDS: self._heard_round})
+                while not self._closed.is_set():  # each message goes to its channel's handler, from within
                     message = pubsub.get_message(timeout=1.0)
-                    if message is None or message["type"] not in ("subscribe", "message"):
-                        continue
-                    if message["type"] == "subscribe":
+                    if message is not None and message["type"] == "subscribe":
                         self._subscribed.set()  # one SUBSCRIBE: both channels are subscribed by its first answer
-                        continue
-                    sent = json.loads(message["data"])  # only this module publishes on its channels
-                    if message["channel"] == self.ROUNDS:
-                        class_id = sent.pop("id")
-                        found = Round(**{**sent, "hidden": frozenset(sent["hidden"]),
-                                         "approved": frozenset(sent["approved"])})
-                        for round_listener in list(self._round_listeners):
-                            round_listener(class_id, found)
-                    else:
-                        for listener in list(self._listeners):
-                            listener(Lesson(**sent))
             except Exception as error:
                 if self._closed.is_set():  # closed under it (`close`)
                     return
                 if not isinstance(error, Away):  # a fault: logged, and the listening goes on
                     LOG.exception("listening to the class lessons failed")
                 self._subscribed.clear()
-                for lost in list(self._lost):
+                for _, _, lost in list(self._listeners):
                     lost()
                 self._closed.wait(RETRY_SECONDS / 4)
             finally:
                 pubsub.close()
+
+    def _heard_lesson(self, message: dict) -> None:
+        lesson = Lesson(**json.loads(message["data"]))  # only this module publishes on its channels
+        for lessons, _, _ in list(self._listeners):
+            lessons(lesson)
+
+    def _heard_round(self, message: dict) -> None:
+        class_id, snapshot = json.loads(message["data"])  # as `poll` read it
+        found = _round(snapshot)
+        for _, rounds, _ in list(self._listeners):
+            rounds(class_id, found)
 
     def close(self) -> None:
         self._closed.set()  # the listener stops within a second
