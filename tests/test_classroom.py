@@ -141,7 +141,7 @@ def hearing(store) -> list[Lesson]:
 
 
 def heard_of(heard: list[Lesson], class_id: str) -> list[Lesson]:
-    return [lesson for lesson in list(heard) if lesson.id == class_id]
+    return [lesson for lesson in list(heard) if lesson is not None and lesson.id == class_id]
 
 
 # --- starting a class, and who may change it --------------------------------------------------
@@ -245,7 +245,7 @@ def test_a_leading_tabs_change_publishes_a_new_lesson_that_listeners_hear(room, 
     store = stores()
     heard = hearing(stores())  # for Redis another process's store: it hears through pub/sub
     told: list[str] = []
-    room.hear(told.append)
+    room.hear(lambda class_id, lesson: told.append(class_id))
     lecturer = tab()
     lesson, _ = room.start(lecturer, "10.0.0.6")
     assert not heard_of(heard, lesson.id)  # a class's start is no news: its page has the lesson
@@ -715,7 +715,7 @@ def test_while_the_store_is_away_calls_say_so_changes_wait_and_the_class_comes_b
     two.connect(key_of(student), member, lesson)
     show(two, member, student, lesson)
     heard = []
-    two.listen(heard.append)
+    two.hear(lambda class_id, lesson: heard.append(lesson))  # None: no lesson, only a change
     redis_server.stop()
     for call, sentence in ((lambda: one.start(tab(), "10.0.3.2"), CANNOT_START),
                            (lambda: one.lesson(lesson.id), RECONNECTING),
@@ -751,7 +751,7 @@ def test_a_class_no_lecturers_page_restores_ends_for_its_students_after_the_grac
     member = two.join(student, lesson.id)
     two.connect(key_of(student), member, lesson)
     heard = []
-    two.listen(heard.append)
+    two.hear(lambda class_id, lesson: heard.append(lesson))  # None: no lesson, only a change
     redis_server.stop()
     assert eventually(lambda: two.reconnecting(lesson.id))
     clock.now += GRACE_SECONDS + 1  # the class's own page is long gone: nobody will bring it back

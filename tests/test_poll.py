@@ -456,7 +456,7 @@ def test_every_process_hears_a_round_and_its_streams_wake(stores):
     one, two = Classroom(stores()), Classroom(stores())
     lecturer, class_id, secret = lecture(one)
     told: list[str | None] = []
-    two.hear(told.append)
+    two.hear(lambda class_id, lesson: told.append(class_id))
     student = tab()
     two.join(student, class_id)
     two.connect(key_of(student), student.member, two.lesson(class_id))

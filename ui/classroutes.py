@@ -59,23 +59,18 @@ class Streams:
         self.lessons: dict[str, Lesson] = {}  # the newest lesson heard of each class with a stream here
         self.streams: dict[str, int] = {}  # class id -> its streams here
         self.open: dict[str, object] = {}  # page key -> its stream's token: a page's newer stream replaces its older
-        classroom.listen(lambda lesson: self._soon(self._keep, lesson))  # on the store's thread
-        classroom.hear(lambda class_id: self._soon(self._wake, class_id))
+        classroom.hear(self._soon)  # on the store's and the writer's threads
 
-    def _keep(self, lesson: Lesson) -> None:
-        old = self.lessons.get(lesson.id)
-        if lesson.id in self.streams and (old is None or lesson.version >= old.version):  # (>=: a later end)
-            self.lessons[lesson.id] = lesson
-        self._wake(lesson.id)
-
-    def _soon(self, work, *args) -> None:
-        """`work(*args)` in the streams' event loop; nothing once it closed (the server is stopping)."""
+    def _soon(self, class_id: str | None, lesson: Lesson | None) -> None:
+        """`_wake` in the streams' event loop; nothing once it closed (the server is stopping)."""
         if self.loop is not None:
             with contextlib.suppress(RuntimeError):
-                self.loop.call_soon_threadsafe(work, *args)
+                self.loop.call_soon_threadsafe(self._wake, class_id, lesson)
 
-    def _wake(self, class_id: str | None) -> None:
-        """Wake the streams of the class (None: of every class)."""
+    def _wake(self, class_id: str | None, lesson: Lesson | None = None) -> None:
+        """Wake the streams of the class (None: of every class), keeping `lesson` if it is the newest."""
+        if lesson is not None and lesson.id in self.streams and lesson.version >= self.lessons[lesson.id].version:
+            self.lessons[lesson.id] = lesson  # (>=: a later end)
         for each in list(self.changed) if class_id is None else [class_id]:
             event = self.changed.get(each)
             if event is not None:

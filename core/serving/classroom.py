@@ -123,8 +123,7 @@ class Classroom:
         self.seats, self.outage, self.rounds = Seats(self.store, self.writer, self.tell), Outage(self), Rounds(self)
         self._led: dict[str, Led] = {}  # class id -> the class as its lecturer pages here hold it
         self._lock, self._beating = threading.Lock(), threading.Lock()
-        self._told: list[Callable[[str | None], None]] = []  # told a class whose state changed (None: every class)
-        self._lessons: list[Callable[[Lesson], None]] = []  # told every lesson heard
+        self._told: list[Callable[[str | None, Lesson | None], None]] = []  # `hear`'s listeners
         self.store.listen(self.heard, self.rounds.heard, self.writer.lost)
 
     @property
@@ -309,17 +308,14 @@ class Classroom:
         """Whether what this process knows of the class waits for the store (away, or just back)."""
         return self.writer.away or class_id in self.outage.unsure
 
-    def hear(self, listener: Callable[[str | None], None]) -> None:
-        """`listener(class_id)` is told when a class changed (None: every class's connection)."""
+    def hear(self, listener: Callable[[str | None, Lesson | None], None]) -> None:
+        """`listener(class_id, lesson)` is told when a class changed (None: every class's connection),
+        with every lesson this process hears of (from the store, or read again)."""
         self._told.append(listener)
 
-    def listen(self, listener: Callable[[Lesson], None]) -> None:
-        """`listener` hears every lesson this process hears of (from the store, or read again)."""
-        self._lessons.append(listener)
-
-    def tell(self, class_id: str | None) -> None:
+    def tell(self, class_id: str | None, lesson: Lesson | None = None) -> None:
         for listener in list(self._told):
-            listener(class_id)
+            listener(class_id, lesson)
 
     def heard(self, lesson: Lesson) -> None:
         """A lesson was heard: published by any process, restored, or read again."""
@@ -332,9 +328,7 @@ class Classroom:
         self.outage.unsure.pop(lesson.id, None)  # its class is sure now
         if lesson.ended:  # a round ends with its class
             self.rounds.drop(lesson.id)
-        for listener in list(self._lessons):
-            listener(lesson)
-        self.tell(lesson.id)
+        self.tell(lesson.id, lesson)
 
     def lecture(self, op: str, tab, secret: object, text: object = None, flag: object = False) -> Round:
         """The lecturer's change `op` to the round (`LECTURES`), its text and flag checked first."""
