@@ -100,8 +100,6 @@ class Streams:
         self.changed.setdefault(class_id, asyncio.Event())
         if class_id not in self.lessons or self.lessons[class_id].version < lesson.version:
             self.lessons[class_id] = lesson
-        if leading:
-            self.classroom.connect(key, member, lesson)
         sent, counts, counted = None, (0, 0), -COUNTS_SECONDS
         try:
             while self.open.get(key) is token:
@@ -169,8 +167,7 @@ class ClassRoutes:
             except Reconnecting as error:  # nobody's fault: the page says so, and tries again
                 return answer_of({"error": str(error), "reconnecting": True})
             except Refused as error:  # a sentence, with the status that says what kind
-                status = {Forbidden: 403, Gone: 404, Full: 429}.get(type(error), 400)
-                return answer_of({"error": str(error)}, status)
+                return answer_of({"error": str(error)}, {Forbidden: 403, Gone: 404, Full: 429}.get(type(error), 400))
             except Exception:  # a fault (a bug): logged here, a plain sentence there
                 LOG.exception("class call %s failed", name)
                 return answer_of({"error": "The class call failed on the server; the page tries again."}, 500)
@@ -222,18 +219,16 @@ class ClassRoutes:
         return {"ended": lesson.ended}
 
     async def stream(self, request: Request, tab, channel, sent: dict) -> Response:
-        member = tab.member
-        if isinstance(member, Leader) and member.class_id == sent.get("class"):
+        before = tab.member
+        leads = isinstance(before, Leader) and before.class_id == sent.get("class")
+        member = before if leads else await anyio.to_thread.run_sync(self.classroom.join, tab, sent.get("class"))
+        try:  # connected before the answer begins: a class with no seat left says so with a 429
             lesson = await anyio.to_thread.run_sync(self.classroom.lesson, member.class_id)
-        else:
-            before = member
-            member = await anyio.to_thread.run_sync(self.classroom.join, tab, sent.get("class"))
-            try:  # the seat, taken before the answer begins: a class that is full says so with a 429
-                lesson = await anyio.to_thread.run_sync(self.classroom.lesson, member.class_id)
-                await anyio.to_thread.run_sync(self.classroom.connect, sent["key"], member, lesson)
-            except Refused:  # refused: the page is as it was
+            await anyio.to_thread.run_sync(self.classroom.connect, sent["key"], member, lesson)
+        except Refused:
+            if not leads:  # refused: the page is as it was
                 tab.member = before
-                raise
+            raise
         token = self.streams.opening(tab, sent["key"])
         # the page is let go when its stream ends, or when the answer ends before the stream began
         return EventSourceResponse(self.streams.stream(tab, sent["key"], lesson, member, token), ping=KEEPALIVE,
