@@ -288,8 +288,8 @@ def test_the_store_keeps_a_pages_word_once_and_three_words_at_most(store, clock)
     lecturer, class_id, secret = lecture(room)
     room.lecture("ask", lecturer, secret, "Type a word.")
     for word in ("a", "a", "b", "c"):
-        assert store.answer(class_id, "page-1", "10.9.3.9", word, 1, 3, MAX_ANSWERS)[0] == "ok"
-    assert store.answer(class_id, "page-1", "10.9.3.9", "d", 1, 3, MAX_ANSWERS) == ("enough", ("a", "b", "c"), 0.0)
+        assert store.answer(class_id, "page-1", "10.9.3.9", word, 1)[0] == "ok"
+    assert store.answer(class_id, "page-1", "10.9.3.9", "d", 1) == ("enough", ("a", "b", "c"), 0.0)
     assert dict(kept(room, class_id).counts) == {"a": 1, "b": 1, "c": 1}
 
 
@@ -583,11 +583,11 @@ def test_one_processs_own_store_is_never_away_and_writes_answers_again_once(cloc
     room = Classroom(store)
     lecturer, class_id, secret = lecture(room)
     room.lecture("ask", lecturer, secret, f"Type a word, {secrets.token_hex(2)}.")
-    assert store.replay(class_id, 1, {"page-1": ("queen",)}, 3, MAX_ANSWERS, NO_ROUND) == "done"  # written again once
-    assert store.replay(class_id, 1, {"page-1": ("queen",)}, 3, MAX_ANSWERS, NO_ROUND) == "same"  # nothing lost
+    assert store.replay(class_id, 1, {"page-1": ("queen",)}, NO_ROUND) == "done"  # written again once
+    assert store.replay(class_id, 1, {"page-1": ("queen",)}, NO_ROUND) == "same"  # nothing lost
     assert dict(store.poll(class_id).counts) == {"queen": 1}
-    assert store.replay(class_id, 2, {}, 3, MAX_ANSWERS, NO_ROUND) == "other"
-    assert store.replay(class_id, 1, {}, 3, MAX_ANSWERS, store.poll(class_id), restore=True) == "same"  # it has one
+    assert store.replay(class_id, 2, {}, NO_ROUND) == "other"
+    assert store.replay(class_id, 1, {}, store.poll(class_id), restore=True) == "same"  # it has one
 
 
 def test_a_redis_emptied_under_running_processes_loses_no_acknowledged_answer(rooms, clock):

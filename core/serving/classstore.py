@@ -19,7 +19,7 @@ from urllib.parse import parse_qs
 
 import redis
 
-from core.serving.poll import ADDRESS_ANSWERS, ANSWER_BURST, ANSWER_SECONDS, Round
+from core.serving.poll import ADDRESS_ANSWERS, ANSWER_BURST, ANSWER_SECONDS, MAX_ANSWERS, WORDS_PER_STUDENT, Round
 from core.view.options import Refused
 from core.view.share import from_query, to_query
 from core.view.state import View
@@ -416,19 +416,20 @@ class RedisStore:
         found = self._change(keys=self._poll_keys(class_id), args=[self.clock(), op, text, int(flag), limit])
         return found if isinstance(found, str) else _round(found)
 
-    def answer(self, class_id: str, key: str, address: str, word: str, number: int, per_page: int,
-               limit: int) -> tuple[str, tuple[str, ...], float]:
+    def answer(self, class_id: str, key: str, address: str, word: str,
+               number: int) -> tuple[str, tuple[str, ...], float]:
         """Page `key`'s answer `word` to round `number`: (status, the page's words this round, seconds
         to wait). Status "ok" (kept, once), or why not: "gone", "missing" (no round), "closed", "other"
         (another round), "enough", "full", "soon" (the page's rate) or "rate" (the network's)."""
         found = self._answer(
             keys=[*self._poll_keys(class_id), f"explorer:answers:{address}", f"explorer:page-answers:{key}"],
-            args=[self.clock(), number, key, word, per_page, limit, ADDRESS_ANSWERS, ANSWER_BURST, 1 / ANSWER_SECONDS])
+            args=[self.clock(), number, key, word, WORDS_PER_STUDENT, MAX_ANSWERS, ADDRESS_ANSWERS, ANSWER_BURST,
+                  1 / ANSWER_SECONDS])
         status, sent, *wait = ("gone", "") if found == "gone" else found
         return status, tuple(sent.split()), float(wait[0]) if wait else 0.0
 
-    def replay(self, class_id: str, number: int, pages: Mapping[str, tuple[str, ...]], per_page: int, limit: int,
-               heard: Round, restore: bool = False) -> str:
+    def replay(self, class_id: str, number: int, pages: Mapping[str, tuple[str, ...]], heard: Round,
+               restore: bool = False) -> str:
         """The answers acknowledged in round `number` written again (each once), the version moved past
         `heard`'s: "done", "same" (nothing lost), "restored" (`restore`: `heard` put back first, the
         store having no round), or "gone", "missing", "other" (another round)."""
@@ -436,8 +437,8 @@ class RedisStore:
         header = [heard.number, heard.prompt, int(heard.open), int(heard.review), text(sorted(heard.hidden)),
                   text(sorted(heard.approved))] if restore else []
         return self._replay(keys=self._poll_keys(class_id), args=[
-            self.clock(), number, heard.version, text({k: list(w) for k, w in pages.items()}), per_page, limit,
-            *header])
+            self.clock(), number, heard.version, text({k: list(w) for k, w in pages.items()}), WORDS_PER_STUDENT,
+            MAX_ANSWERS, *header])
 
     def _announce(self, lesson: Lesson) -> None:
         self.redis.publish(self.CHANNEL, json.dumps(asdict(lesson)))
