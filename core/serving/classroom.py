@@ -34,7 +34,6 @@ from core.serving.classstore import (
     RedisStore,
     digest,
     lesson_of,
-    store_from_environment,
 )
 from core.serving.classwriter import Writer
 from core.serving.poll import MAX_MODERATED, Round, checked_flag, checked_prompt, checked_word
@@ -117,10 +116,11 @@ class Classroom:
 
     def __init__(self, store: RedisStore | None = None, *, beat: float = BEAT_SECONDS,
                  retry: float = RETRY_SECONDS, ticks: Callable[[], float] = time.monotonic) -> None:
-        self.store = store if store is not None else store_from_environment()
+        # the Redis that EXPLORER_CLASS_STORE names, or this process's own fakeredis server
+        self.store = store if store is not None else RedisStore(os.environ.get("EXPLORER_CLASS_STORE", "").strip())
         self.writer = Writer(self.store.ping, beat=beat, retry=retry, ticks=ticks, on_beat=self.beat,
                              on_away=lambda: self.tell(None), on_back=lambda: self.outage.back())
-        self.seats, self.outage, self.rounds = Seats(self.store, self.writer, self.tell), Outage(self), Rounds(self)
+        self.seats, self.outage, self.rounds = Seats(self), Outage(self), Rounds(self)
         self._led: dict[str, Led] = {}  # class id -> the class as its lecturer pages here hold it
         self._lock, self._beating = threading.Lock(), threading.Lock()
         self._told: list[Callable[[str | None, Lesson | None], None]] = []  # `hear`'s listeners

@@ -504,8 +504,3 @@ class RedisStore:
     def close(self) -> None:
         self._closed.set()  # the listener stops within a second
         self.redis.close()
-
-
-def store_from_environment() -> RedisStore:
-    """The Redis that ``EXPLORER_CLASS_STORE`` names, or this process's own fakeredis server."""
-    return RedisStore(os.environ.get("EXPLORER_CLASS_STORE", "").strip())
