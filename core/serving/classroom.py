@@ -118,8 +118,7 @@ class Classroom:
                  retry: float = RETRY_SECONDS, ticks: Callable[[], float] = time.monotonic) -> None:
         # the Redis that EXPLORER_CLASS_STORE names, or this process's own fakeredis server
         self.store = store if store is not None else RedisStore(os.environ.get("EXPLORER_CLASS_STORE", "").strip())
-        self.writer = Writer(self.store.ping, beat=beat, retry=retry, ticks=ticks, on_beat=self.beat,
-                             on_away=lambda: self.tell(None), on_back=lambda: self.outage.back())
+        self.writer = Writer(self, beat=beat, retry=retry, ticks=ticks)
         self.seats, self.outage, self.rounds = Seats(self), Outage(self), Rounds(self)
         self._led: dict[str, Led] = {}  # class id -> the class as its lecturer pages here hold it
         self._lock, self._beating = threading.Lock(), threading.Lock()
@@ -177,8 +176,7 @@ class Classroom:
         return lesson
 
     def check(self, class_id: object, secret: object) -> tuple[Lesson, str, str]:
-        """The class, its secret's digest and the address that started it, when `secret` is its
-        lecturer's; raises `Forbidden` otherwise."""
+        """The class, its secret's digest and the address that started it, if `secret` is its lecturer's."""
         lesson = self.lesson(class_id)
         kept, address = self.reach(self.store.owner, lesson.id) or ("", "")
         if not isinstance(secret, str) or not SECRET.fullmatch(secret) or not hmac.compare_digest(

@@ -403,8 +403,7 @@ class RedisStore:
         return lesson
 
     def poll(self, class_id: str, announce: bool = False) -> Round | None:
-        """The class's round as kept (and, to `announce` it, sent to every process); None when there is
-        none (never asked, lost, or the class is over)."""
+        """The class's round as kept, sent to every process to `announce` it; None if none (never asked, lost, over)."""
         found = self._change(keys=self._poll_keys(class_id), args=[self.clock(), "read", "", 0, 0])
         if announce and isinstance(found, list):
             self.redis.publish(self.ROUNDS, json.dumps([class_id, found]))
