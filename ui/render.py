@@ -225,7 +225,7 @@ def answers_of(member, view: View) -> Answers | None:
         return None
     if isinstance(member, Follower) and not member.following and lesson_of(view) != member.lesson:
         return None  # exploring on its own (a page being shown the lesson again follows once it shows it)
-    round_ = member.classroom.round(member.class_id)
+    round_ = member.classroom.rounds.round(member.class_id)
     return Answers(round_.drawn(), round_.undrawn()) if round_.drawn() else None
 
 
