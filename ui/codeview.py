@@ -13,7 +13,6 @@ import json
 
 import gradio as gr
 
-from core.view.options import VIEWS
 from ui import ondemand
 from ui.api import CODE_PATH, FILE_NAME
 
@@ -57,8 +56,7 @@ DOWNLOAD_JS = f"(code) => {{ const name = {json.dumps(FILE_NAME)};" + """
 
 
 def layout(page) -> None:
-    with gr.Tab(VIEWS["code"], id="code", elem_id="tab-code") as page.view_tabs["code"], \
-            ondemand.content(page, page.view_tabs["code"], "shown", "code"):
+    with ondemand.tab(page, "shown", "code"):
         ondemand.unnamed(gr.Markdown(INTRO))
         with gr.Row():
             page.code_copy = gr.Button("Copy", size="sm", elem_id="code-copy", scale=0, min_width=90)

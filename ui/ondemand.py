@@ -21,6 +21,7 @@ from collections.abc import Iterator
 
 import gradio as gr
 
+from core.view.options import PANELS, VIEWS
 from core.view.state import View
 
 VISIBLE = json.dumps({"__type__": "update", "visible": True})
@@ -33,9 +34,7 @@ def content(page, opener, field: str | None = None, key: str | None = None) -> I
     """The content of `opener` (a tab: the view's `field`, "panel" or "shown", set to `key` when
     it opens; or an accordion), in a column drawn when it first opens unless the page opens with
     it showing."""
-    shown = (field == "panel" and key == View().panel) or (field == "shown" and key == View().shown)
-    if field is None:
-        shown = opener.open is True
+    shown = opener.open is True if field is None else getattr(View(), field) == key
     before, unnamed = set(map(id, components_of(page))), len(_UNNAMED)
     with gr.Column(visible=shown) as column:
         yield column
@@ -45,6 +44,15 @@ def content(page, opener, field: str | None = None, key: str | None = None) -> I
     for component in later:
         component.visible = False
     _LATER.setdefault(id(page), []).append((opener, later, field, key))
+
+
+@contextlib.contextmanager
+def tab(page, field: str, key: str) -> Iterator[gr.Tab]:
+    """The tab `key` of the control column (`field` "panel": `PANELS`, kept in `page.panel_tabs`) or
+    of the main one ("shown": `VIEWS`, in `page.view_tabs`), its content a `content` of it."""
+    labels, tabs = (PANELS, page.panel_tabs) if field == "panel" else (VIEWS, page.view_tabs)
+    with gr.Tab(labels[key], id=key, elem_id=f"tab-{key}") as tabs[key], content(page, tabs[key], field, key):
+        yield tabs[key]
 
 
 def unnamed(component: gr.Component) -> gr.Component:
@@ -78,4 +86,4 @@ def defer(page) -> None:
                          outputs=later)
 
 
-__all__ = ["content", "defer", "unnamed"]
+__all__ = ["content", "defer", "tab", "unnamed"]

@@ -16,7 +16,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from core.drawing.captions import markdown
 from core.tables.uploads import UploadLimits
-from core.view.options import PARTS, VIEWS
+from core.view.options import PARTS
 from core.view.state import FIELDS, View
 from ui import (
     admission,
@@ -65,8 +65,8 @@ class Page:
     # the page (build_demo)
     controls: gr.Tabs  # the control column's tabs: Tour, View, Tables, Train
     views: gr.Tabs  # the main column's tabs: the plane and the side views
-    plane_tab: gr.Tab
-    panel_tabs: dict[str, gr.Tab]  # the control tabs by PANELS key, each added by its panel
+    panel_tabs: dict[str, gr.Tab]  # the control tabs by PANELS key (ui.ondemand.tab adds each)
+    view_tabs: dict[str, gr.Tab]  # the main column's tabs by VIEWS key: the plane, the side views, the code
     live: Live  # the page's route (ui/route.py)
     # ui/plane.py: the sentences, the main plot, the selected token, the search
     sentence_a: gr.Textbox
@@ -88,7 +88,6 @@ class Page:
     examples: gr.HTML
     table: gr.HTML
     # ui/sideviews.py: positions, LayerNorm, similarity, the two documents
-    view_tabs: dict[str, gr.Tab]  # the side views' tabs by VIEWS key
     positions_plot: gr.HTML
     repeated: gr.Dataframe
     layernorm_plot: gr.HTML
@@ -227,8 +226,7 @@ def build_demo() -> gr.Blocks:
                 for panel in (tourpanel, viewpanel, tablespanel, trainpanel):
                     panel.layout(page)
             with gr.Column(scale=3, elem_id="main-column"), gr.Tabs(selected="plane", elem_id="views") as page.views:
-                with gr.Tab(VIEWS["plane"], id="plane", elem_id="tab-plane") as page.plane_tab, \
-                        ondemand.content(page, page.plane_tab, "shown", "plane"):
+                with ondemand.tab(page, "shown", "plane"):
                     plane.layout(page)
                 sideviews.layout(page)
                 codeview.layout(page)

@@ -12,7 +12,7 @@ import gradio as gr
 
 from core.process.memory import BUDGET
 from core.tables.uploads import UploadLimits, read_upload, reading_bytes
-from core.view.options import LIMITS, PANELS, POSITIONS, SOURCES, TOKENIZERS, Refused
+from core.view.options import LIMITS, POSITIONS, SOURCES, TOKENIZERS, Refused
 from core.view.state import Settings
 from ui import ondemand
 from ui.route import JOBS
@@ -45,8 +45,7 @@ element.addEventListener('drop', (event) => {
 
 def layout(page) -> None:
     defaults = Settings()
-    with gr.Tab(PANELS["tables"], id="tables", elem_id="tab-tables") as page.panel_tabs["tables"], \
-            ondemand.content(page, page.panel_tabs["tables"], "panel", "tables"):
+    with ondemand.tab(page, "panel", "tables"):
         page.source = gr.Radio([(label, key) for key, label in SOURCES.items()], value="random",
                                label="Table source", elem_id="table-source")
         page.upload = gr.HTML(UPLOAD, elem_id="upload-table", js_on_load=UPLOAD_JS)

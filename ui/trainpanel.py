@@ -22,7 +22,7 @@ from core.process.offload import OffloadError
 from core.serving.jobs import Cancelled, Job
 from core.tables.session import Session
 from core.view import options
-from core.view.options import CORPORA, LIMITS, PANELS, PARTS, Refused
+from core.view.options import CORPORA, LIMITS, PARTS, Refused
 from ui import ondemand, render
 from ui.assets import chart, written_by_page
 from ui.route import JOBS, OFFLOAD
@@ -34,8 +34,7 @@ FAULT = "Training failed on the server because of a fault, which its log keeps; 
 
 
 def layout(page) -> None:
-    with gr.Tab(PANELS["train"], id="train", elem_id="tab-train") as page.panel_tabs["train"], \
-            ondemand.content(page, page.panel_tabs["train"], "panel", "train"):
+    with ondemand.tab(page, "panel", "train"):
         ondemand.unnamed(gr.Markdown("**Freeze** a table to keep it out of training:"))
         for row in (PARTS[:2], PARTS[2:]):  # two by two: the labels fit
             with gr.Row():

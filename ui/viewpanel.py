@@ -13,7 +13,7 @@ from core.drawing.export import export_view
 from core.plane.basis import vocabulary_basis
 from core.plane.pipeline import fit_sentence_basis
 from core.process.offload import OffloadError
-from core.view.options import BASES, COMPONENTS, LIMITS, PANELS, Refused
+from core.view.options import BASES, COMPONENTS, LIMITS, Refused
 from core.view.share import to_query
 from ui import ondemand, render
 from ui.assets import written_by_page
@@ -22,8 +22,7 @@ from ui.route import JOBS, OFFLOAD, only_true
 
 
 def layout(page) -> None:
-    with gr.Tab(PANELS["view"], id="view", elem_id="tab-view") as page.panel_tabs["view"], \
-            ondemand.content(page, page.panel_tabs["view"], "panel", "view"):
+    with ondemand.tab(page, "panel", "view"):
         page.groups = gr.CheckboxGroup(list(COMPONENTS), value=list(COMPONENTS), label="Groups to plot",
                                        elem_id="groups")
         page.labels = gr.Checkbox(True, label="Show labels", info="where they fit; hover any point",
