@@ -1,5 +1,5 @@
-"""What the page loads beside gradio's own: the example pairs, its scripts, plotly.js, and the
-outputs its script writes itself.
+"""What the page loads beside gradio's own: the example pairs, its scripts, plotly.js, the
+outputs its script writes itself, and the widgets several panels build alike.
 
 plotly.js is the one the installed `plotly` package carries (the version its figures are written
 for), served by the app at `explorer/plotly.js`, gzipped once when the app starts and cached by
@@ -20,6 +20,8 @@ import plotly
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+
+from core.view.options import LIMITS
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 EXAMPLES = json.loads((ASSETS / "examples.json").read_text(encoding="utf-8"))
@@ -48,6 +50,23 @@ def written_by_page(elem_id: str, script: str = "", then: str = "", value: str =
 def chart(elem_id: str) -> gr.HTML:
     """A chart the page's script draws with plotly.js (its value is a figure's JSON; "" is none)."""
     return gr.HTML("", elem_id=elem_id, elem_classes=["chart"], js_on_load=CHART_JS % json.dumps(elem_id))
+
+
+def number(elem_id: str, limit: str, value: int, label: str, **kwargs) -> gr.Number:
+    """A whole number, bounded in the browser as the server bounds it (`LIMITS[limit]`)."""
+    low, high = LIMITS[limit]
+    return gr.Number(value, label=label, precision=0, minimum=low, maximum=high, elem_id=elem_id, **kwargs)
+
+
+def slider(elem_id: str, limit: str, value: int, label: str, **kwargs) -> gr.Slider:
+    """A slider of whole numbers, bounded as the server bounds them (`LIMITS[limit]`)."""
+    low, high = LIMITS[limit]
+    return gr.Slider(low, high, value=value, step=1, label=label, elem_id=elem_id, **kwargs)
+
+
+def radio(elem_id: str, labels: dict[str, str], value: str, label: str) -> gr.Radio:
+    """One of a table's keys, each shown by its label."""
+    return gr.Radio([(shown, key) for key, shown in labels.items()], value=value, label=label, elem_id=elem_id)
 
 
 class PlotlyScript:

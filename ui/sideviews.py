@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import gradio as gr
 
-from core.view.options import LIMITS, MAX_TEXT
+from core.view.options import MAX_TEXT
 from core.view.state import DOCUMENT_SENTENCE
 from ui import ondemand
-from ui.assets import chart
+from ui.assets import chart, number
 
 
 def layout(page) -> None:
@@ -39,9 +39,7 @@ def layout(page) -> None:
             "n_segments=2)` on a batch of 2 sequences of 3 random ids and segments."
         ))
         with gr.Row():
-            low, high = LIMITS["seed"]
-            page.listing_seed = gr.Number(0, label="Seed", precision=0, minimum=low, maximum=high,
-                                       elem_id="listing-seed")
+            page.listing_seed = number("listing-seed", "seed", 0, "Seed")
             page.listing_bug = gr.Checkbox(False, label="Reproduce the listing's position bug: positions = "
                                         "tok_embed(pos)", elem_id="listing-bug")
         # code without highlighting (`language=None`): the highlighter's pale hues are 2:1 to 4:1 on white,
@@ -56,9 +54,7 @@ def layout(page) -> None:
         with gr.Row():
             page.lookup_sentence = gr.Textbox(DOCUMENT_SENTENCE, label="Sentence", scale=3, elem_id="lookup-sentence",
                                               max_length=MAX_TEXT)
-            low, high = LIMITS["lookup_dim"]
-            page.lookup_dim = gr.Number(3, label="Width", precision=0, minimum=low, maximum=high,
-                                     elem_id="lookup-dim", scale=1)
+            page.lookup_dim = number("lookup-dim", "lookup_dim", 3, "Width", scale=1)
             page.lookup_grad = gr.Checkbox(True, label="weight.requires_grad", elem_id="lookup-grad", scale=1)
         page.lookup_info = gr.Markdown(elem_id="lookup-info")
         page.lookup_vocab = gr.Dataframe(headers=["word", "count", "id"], interactive=False,

@@ -24,7 +24,7 @@ from core.tables.session import Session
 from core.view import options
 from core.view.options import CORPORA, LIMITS, PARTS, Refused
 from ui import ondemand, render
-from ui.assets import chart, written_by_page
+from ui.assets import chart, number, radio, written_by_page
 from ui.route import JOBS, OFFLOAD
 
 LIVE_SECONDS = 0.4  # the least time between two redraws while training
@@ -41,12 +41,9 @@ def layout(page) -> None:
                 for part in row:
                     page.freezes[part] = gr.Checkbox(False, label=part, elem_id=f"freeze-{part}")
         page.params = gr.Markdown(elem_id="param-status")
-        page.corpus = gr.Radio([(label, key) for key, label in CORPORA.items()], value="builtin", label="Train on",
-                               elem_id="corpus")
+        page.corpus = radio("corpus", CORPORA, "builtin", "Train on")
         with gr.Row():
-            low, high = LIMITS["steps"]
-            page.steps = gr.Number(100, label="Steps", precision=0, minimum=low, maximum=high, elem_id="train-steps",
-                                   min_width=90)
+            page.steps = number("train-steps", "steps", 100, "Steps", min_width=90)
             page.train_button = gr.Button("Train", variant="primary", elem_id="train-button")
         page.reset_button = gr.Button("Reset tables", elem_id="reset-button", size="sm")
         # written by the page's script as each step's event comes, not handed to gradio: a busy

@@ -16,7 +16,7 @@ from core.process.offload import OffloadError
 from core.view.options import BASES, COMPONENTS, LIMITS, Refused
 from core.view.share import to_query
 from ui import ondemand, render
-from ui.assets import written_by_page
+from ui.assets import number, radio, written_by_page
 from ui.files import Downloads, links_html
 from ui.route import JOBS, OFFLOAD, only_true
 
@@ -33,13 +33,11 @@ def layout(page) -> None:
                                  info="the vector seg[1] − seg[0] that segment B adds to each sum")
         page.three_d = gr.Checkbox(False, label="3-D: PC1–PC3, rotatable", elem_id="three-d",
                                    info="a linear projection in one more dimension; drag to turn it")
-        page.basis = gr.Radio([(label, key) for key, label in BASES.items()], value="sentence",
-                              label="Plane (PCA basis)", elem_id="basis")
+        page.basis = radio("basis", BASES, "sentence", "Plane (PCA basis)")
         with gr.Row():
-            low, high = LIMITS["background"]
-            page.background = gr.Number(0, label=f"Vocabulary words behind (0 = none, up to {high:,})", precision=0,
-                                        minimum=low, maximum=high, elem_id="background-size", scale=2,
-                                        info="most frequent first; needs the vocabulary or frozen plane")
+            page.background = number("background-size", "background", 0, f"Vocabulary words behind (0 = none, up to "
+                                     f"{LIMITS['background'][1]:,})", scale=2,
+                                     info="most frequent first; needs the vocabulary or frozen plane")
             page.refit_button = gr.Button("Refit", elem_id="refit-button", size="sm", scale=1)
         page.variance = written_by_page("variance-bars")
         # the vocabulary behind the tokens: one trace's JSON, which the page's script merges into every
