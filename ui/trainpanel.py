@@ -56,17 +56,14 @@ def wire(page) -> None:
     page.browser(page.train_button.click, "(steps, corpus) => window.embeddingExplorer.train({steps, corpus})",
                  [page.steps, page.corpus])
     page.browser(page.reset_button.click, "() => window.embeddingExplorer.set({reset: true})")
-    page.live.stream("train", lambda tab, sent: train(page, tab, *trained_as(sent)))
+    page.live.stream("train", lambda tab, sent: train(page, tab, sent))
 
 
-def trained_as(sent: object) -> tuple[object, object]:
-    """The steps and corpus of the page's `{train: {steps, corpus}}` (each checked by `train`)."""
-    return (sent.get("steps"), sent.get("corpus")) if isinstance(sent, dict) else (None, None)
-
-
-async def train(page, tab, steps, corpus):
-    """A few gradient steps on the tab's tables, the loss curve drawn as they go."""
-    low, high = LIMITS["steps"]
+async def train(page, tab, sent):
+    """A few gradient steps on the tab's tables, the loss curve drawn as they go: the page's
+    `{train: {steps, corpus}}`, each checked here."""
+    steps, corpus = (sent.get("steps"), sent.get("corpus")) if isinstance(sent, dict) else (None, None)
+    high = LIMITS["steps"][1]
     told = ()
     try:
         if isinstance(steps, int | float) and not isinstance(steps, bool) and steps > high:
