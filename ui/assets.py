@@ -69,24 +69,20 @@ def radio(elem_id: str, labels: dict[str, str], value: str, label: str) -> gr.Ra
     return gr.Radio([(shown, key) for key, shown in labels.items()], value=value, label=label, elem_id=elem_id)
 
 
-class PlotlyScript:
+def plotly_route() -> Route:
     """`GET explorer/plotly-VERSION.js`: plotly.js, gzipped once, for browsers that accept it."""
 
-    @functools.cached_property
-    def plain(self) -> bytes:
-        return PLOTLY_JS.read_bytes()
+    @functools.cache
+    def made(zipped: bool) -> bytes:
+        plain = PLOTLY_JS.read_bytes()
+        return gzip.compress(plain, compresslevel=9, mtime=0) if zipped else plain
 
-    @functools.cached_property
-    def zipped(self) -> bytes:
-        return gzip.compress(self.plain, compresslevel=9, mtime=0)
+    async def script(request: Request) -> Response:
+        zipped = "gzip" in request.headers.get("accept-encoding", "")
+        body = await anyio.to_thread.run_sync(made, zipped)  # made once
+        headers = {"Cache-Control": "public, max-age=31536000, immutable", "Vary": "Accept-Encoding"}
+        if zipped:
+            headers["Content-Encoding"] = "gzip"
+        return Response(body, media_type="text/javascript", headers=headers)
 
-    def route(self) -> Route:
-        async def script(request: Request) -> Response:
-            zipped = "gzip" in request.headers.get("accept-encoding", "")
-            body = await anyio.to_thread.run_sync(lambda: self.zipped if zipped else self.plain)  # made once
-            headers = {"Cache-Control": "public, max-age=31536000, immutable", "Vary": "Accept-Encoding"}
-            if zipped:
-                headers["Content-Encoding"] = "gzip"
-            return Response(body, media_type="text/javascript", headers=headers)
-
-        return Route(f"/{PLOTLY_PATH}", script, methods=["GET"])
+    return Route(f"/{PLOTLY_PATH}", script, methods=["GET"])

@@ -15,7 +15,6 @@ holds no bytes in memory.
 
 from __future__ import annotations
 
-import contextlib
 import html
 import os
 import secrets
@@ -81,23 +80,13 @@ class Downloads:
             shutil.rmtree(each, ignore_errors=True)
         return links
 
-    def __len__(self) -> int:
-        return len(self._offered)
-
-    def path_of(self, token: str) -> Path | None:
-        """The file a token names, while its link lasts."""
-        with self._lock:
-            offered = self._offered.get(token)
-        if offered is None or offered.until <= self.clock() or not offered.path.is_file():
-            return None
-        return offered.path
-
     def route(self) -> Route:
         async def download(request: Request) -> Response:
-            path = self.path_of(request.path_params["token"])
-            if path is None:
+            with self._lock:
+                offered = self._offered.get(request.path_params["token"])
+            if offered is None or offered.until <= self.clock() or not offered.path.is_file():
                 return PlainTextResponse(GONE, status_code=404)
-            return FileResponse(path, filename=path.name, headers={"Cache-Control": "no-store"})
+            return FileResponse(offered.path, filename=offered.path.name, headers={"Cache-Control": "no-store"})
 
         return Route("/explorer/file/{token}", download, methods=["GET"])
 
@@ -119,44 +108,37 @@ def file_name(sent: str) -> str:
     return name if len(name) <= MAX_NAME else name[:MAX_NAME // 2] + name[-(MAX_NAME // 2):]
 
 
-class Uploads:
+def upload_route(live, take: Callable, limit: int) -> Route:
     """`POST explorer/upload`: the body is the file; `X-Explorer-Key` names the page and
     `X-File-Name` the file (URL-encoded). `take(tab, path)` reads it for the page's tab and
     answers what the page writes (ui/tablespanel.py); the file is deleted once it returns."""
+    larger = f"A table file is at most {limit / 2**20:,.0f} MB; this one is larger."
 
-    def __init__(self, live, take: Callable, limit: int) -> None:
-        self.live, self.take, self.limit = live, take, limit
-
-    def route(self) -> Route:
-        async def upload(request: Request) -> Response:
-            try:
-                return await self.live.guarded(lambda: self.received(request))
-            except ClientDisconnect:
-                return Response(status_code=499)  # the page left mid-file: nobody reads an answer (its file is gone)
-
-        return Route("/explorer/upload", upload, methods=["POST"])
-
-    async def received(self, request: Request) -> dict:
+    async def received(request: Request) -> dict:
         """The file streamed to disk, then taken in, in the page's turn of heavy work; deleted either way."""
-        tab, channel = self.live.channel_of(request.headers.get("x-explorer-key"))
+        tab, channel = live.channel_of(request.headers.get("x-explorer-key"))
         declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > self.limit:  # refused before a byte of it is read
-            raise Refused(f"A table file is at most {self.limit / 2**20:,.0f} MB; this one is larger.")
-        name = file_name(request.headers.get("x-file-name", ""))
+        if declared.isdigit() and int(declared) > limit:  # refused before a byte of it is read
+            raise Refused(larger)
         folder = ROOT / "uploads" / secrets.token_hex(8)
         folder.mkdir(parents=True)
-        path, size = folder / name, 0
+        path, size = folder / file_name(request.headers.get("x-file-name", "")), 0
         try:
             with path.open("wb") as file:
                 async for chunk in request.stream():
                     size += len(chunk)
-                    if size > self.limit:
-                        raise Refused(f"A table file is at most {self.limit / 2**20:,.0f} MB; this one is larger.")
+                    if size > limit:
+                        raise Refused(larger)
                     file.write(chunk)
-            def take() -> dict:
-                return {"values": self.live.values(channel, self.take(tab, path))}
-
-            return await self.live.turn(tab, channel, take, visitor_of_request(request), work_of(size), "work")
+            return await live.turn(tab, channel, lambda: {"values": live.values(channel, take(tab, path))},
+                                   visitor_of_request(request), work_of(size), "work")
         finally:
-            with contextlib.suppress(OSError):
-                shutil.rmtree(folder)
+            shutil.rmtree(folder, ignore_errors=True)
+
+    async def upload(request: Request) -> Response:
+        try:
+            return await live.guarded(lambda: received(request))
+        except ClientDisconnect:
+            return Response(status_code=499)  # the page left mid-file: nobody reads an answer (its file is gone)
+
+    return Route("/explorer/upload", upload, methods=["POST"])

@@ -15,7 +15,6 @@ from starlette.requests import ClientDisconnect
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from core.drawing.captions import markdown
-from core.tables.uploads import UploadLimits
 from core.view.options import PARTS
 from core.view.state import FIELDS, View
 from ui import (
@@ -32,8 +31,8 @@ from ui import (
     trainpanel,
     viewpanel,
 )
-from ui.assets import ASSETS, PlotlyScript, head
-from ui.files import Uploads
+from ui.assets import ASSETS, head, plotly_route
+from ui.files import upload_route
 from ui.route import OFFLOAD, Live, left_mid_body
 
 INTRO = """\
@@ -248,8 +247,8 @@ def launch_options(demo: gr.Blocks) -> dict:
     page: Page = demo.explorer
     classes = classroutes.ClassRoutes(page)
     routes = [page.live.route(), *classes.routes(), api.route(page.live), page.downloads.route(),
-              Uploads(page.live, lambda tab, path: tablespanel.take_upload(page, tab, path),
-                      UploadLimits().max_bytes).route(), PlotlyScript().route()]
+              upload_route(page.live, lambda tab, path: tablespanel.take_upload(page, tab, path),
+                           tablespanel.UPLOAD_LIMITS.max_bytes), plotly_route()]
     # the client's address behind trusted proxies (uvicorn's own reading of X-Forwarded-For):
     # FORWARDED_ALLOW_IPS names them (a Space's proxy reaches the app from private addresses)
     trusted = os.environ.get("FORWARDED_ALLOW_IPS") or (

@@ -1,7 +1,7 @@
 """The Tables panel: which tables — random, BERT's, GloVe's, an uploaded file — and their positions.
 
 An upload is the page's own file input (no gradio upload component): the page posts the file to
-`explorer/upload` (`ui.files.Uploads`), which hands it to `take_upload` here.
+`explorer/upload` (`ui.files.upload_route`), which hands it to `take_upload` here.
 """
 
 from __future__ import annotations
