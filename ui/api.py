@@ -168,5 +168,3 @@ def route(live: Live) -> Route:
 
     return Route(CODE_PATH, code, methods=["GET"])
 
-
-__all__ = ["declare", "route"]

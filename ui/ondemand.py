@@ -85,5 +85,3 @@ def defer(page) -> None:
             page.browser(opener.select, f"() => {{ window.embeddingExplorer.tabOpened({told}); return {shown}; }}",
                          outputs=later)
 
-
-__all__ = ["content", "defer", "tab", "unnamed"]

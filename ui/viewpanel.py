@@ -18,7 +18,7 @@ from core.view.share import to_query
 from ui import ondemand, render
 from ui.assets import number, radio, written_by_page
 from ui.files import Downloads, links_html
-from ui.route import JOBS, OFFLOAD, only_true
+from ui.route import JOBS, MAX_ADDRESS, OFFLOAD, only_true
 
 
 def layout(page) -> None:
@@ -95,13 +95,12 @@ def refit(page, tab) -> dict:
 
 def page_address(address: object) -> None:
     """`Refused` unless `address` can be the page's own address, which a link is made of."""
-    if not isinstance(address, str) or len(address) > 2048:
-        raise Refused("link is the page's own address, at most 2,048 characters.")
+    if not isinstance(address, str) or len(address) > MAX_ADDRESS:
+        raise Refused(f"link is the page's own address, at most {MAX_ADDRESS:,} characters.")
 
 
-def share(page, tab, address: object) -> dict:
-    """The whole link to what the tab shows (the page's own `address`, the view's query), and what it cannot carry."""
-    page_address(address)
+def share(page, tab, address: str) -> dict:
+    """The link to what the tab shows (the page's own `address`, checked by `page_address`) and what it cannot carry."""
     query, notes = to_query(tab.view)
     return {page.share_link: address + (f"?{query}" if query else ""),
             page.share_notes: "\n\n".join(f"ℹ️ {plain(n)}" for n in notes)}
