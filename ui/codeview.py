@@ -59,15 +59,12 @@ def layout(page) -> None:
     with ondemand.tab(page, "shown", "code"):
         ondemand.unnamed(gr.Markdown(INTRO))
         with gr.Row():
-            page.code_copy = gr.Button("Copy", size="sm", elem_id="code-copy", scale=0, min_width=90)
-            page.code_download = gr.Button("Download .py", size="sm", elem_id="code-download", scale=0,
-                                           min_width=140)
+            copy = ondemand.unnamed(gr.Button("Copy", size="sm", elem_id="code-copy", scale=0, min_width=90))
+            download = ondemand.unnamed(gr.Button("Download .py", size="sm", elem_id="code-download", scale=0,
+                                                  min_width=140))
             ondemand.unnamed(gr.HTML('<p id="code-status" role="status" aria-live="polite"></p>', padding=False))
         # plain (`language=None`), as the side views' code (ui/sideviews.py): in the theme's text colour
         page.code = gr.Code(language=None, interactive=False, show_label=False, elem_id="code-view", lines=20,
                             max_lines=40, buttons=[])
-
-
-def wire(page) -> None:
-    page.browser(page.code_copy.click, COPY_JS, page.code)
-    page.browser(page.code_download.click, DOWNLOAD_JS, page.code)
+        page.browser(copy.click, COPY_JS, page.code)
+        page.browser(download.click, DOWNLOAD_JS, page.code)

@@ -1,7 +1,7 @@
 """The whole page: its panels laid out, its widgets wired to the page's route, and how it launches.
 
-Each panel module has a `layout(page)` and a `wire(page)`; view fields' widgets are wired here, from
-their declarations, to the page's route (`ui.route`), its only way in and out.
+Each panel module has a `layout(page)`, and a `wire(page)` if it answers work on the page's route
+(`ui.route`), its only way in and out; view fields' widgets are wired here, from their declarations.
 """
 
 from __future__ import annotations
@@ -84,8 +84,6 @@ class Page:
     regex: gr.Checkbox
     search_info: gr.Markdown
     search_hits: gr.Dataframe
-    examples: gr.HTML
-    table: gr.HTML
     # ui/sideviews.py: positions, LayerNorm, similarity, the two documents
     positions_plot: gr.HTML
     repeated: gr.Dataframe
@@ -106,12 +104,8 @@ class Page:
     lookup_output: gr.Code
     # ui/codeview.py: the view as a script
     code: gr.Code
-    code_copy: gr.Button
-    code_download: gr.Button
-    # ui/tourpanel.py: the tour, a class's box and the address bar
-    tour_buttons: gr.HTML  # ← Previous and Next → (#tour-previous, #tour-next), the page's own
+    # ui/tourpanel.py: the tour and the address bar
     tour_text: gr.HTML
-    class_box: gr.HTML
     address: gr.HTML
     # ui/viewpanel.py: what to draw, in which plane; the link and exports
     groups: gr.CheckboxGroup
@@ -121,21 +115,16 @@ class Page:
     three_d: gr.Checkbox
     basis: gr.Radio
     background: gr.Number
-    refit_button: gr.Button
     variance: gr.HTML
     background_json: gr.HTML
     presenter: gr.Checkbox
     answers: gr.Checkbox  # a class's words in the plane (View.answers)
-    share_button: gr.Button
-    png_button: gr.Button
-    export_button: gr.Button
     share_link: gr.Textbox
     share_notes: gr.Markdown
     export_links: gr.HTML
     downloads: object  # ui.files.Downloads: the page's links to its exports
     # ui/tablespanel.py: the tables and the random tables' settings
     source: gr.Radio
-    upload: gr.HTML
     positions: gr.Radio
     tables_info: gr.Markdown
     random_panel: gr.Accordion
@@ -145,14 +134,11 @@ class Page:
     maxlen: gr.Slider
     n_segments: gr.Slider
     seed: gr.Number
-    listing: gr.Button
     # ui/trainpanel.py: freezes and training
     freezes: dict[str, gr.Checkbox]  # by PARTS name
     params: gr.Markdown
     corpus: gr.Radio
     steps: gr.Number
-    train_button: gr.Button
-    reset_button: gr.Button
     trained: gr.Markdown
     losses: gr.HTML
     # made once the page is laid out (`laid_out`): lists, so a change reads them without running code
@@ -178,6 +164,12 @@ class Page:
         """An event (or several) that runs in the browser alone (`js`): no server function, no API endpoint."""
         triggers = triggers if isinstance(triggers, list) else [triggers]
         gr.on(triggers, None, inputs, outputs, js=js, api_visibility="private", queue=False, show_progress="hidden")
+
+    def button(self, label: str, js: str, inputs=None, *, elem_id: str, size: str = "sm", **kwargs) -> None:
+        """A button whose press runs `js` in the browser alone, wired where it is made: nothing else
+        names it (in a tab's content it is `ondemand.unnamed`)."""
+        button = ondemand.unnamed(gr.Button(label, elem_id=elem_id, size=size, **kwargs))
+        self.browser(button.click, js, inputs)
 
 
 def wire(page: Page) -> None:
@@ -231,7 +223,7 @@ def build_demo() -> gr.Blocks:
                 codeview.layout(page)
         page.laid_out()
         wire(page)
-        for panel in (plane, codeview, viewpanel, tablespanel, trainpanel):
+        for panel in (plane, viewpanel, trainpanel):
             panel.wire(page)
         ondemand.defer(page)  # a tab's components are drawn when it is first opened
         hand_over(page)

@@ -75,9 +75,9 @@ def layout(page) -> None:
         page.search_info = gr.Markdown(elem_id="search-info")
         page.search_hits = gr.Dataframe(headers=["entry", "id"], label="Found (crosses in the plot)",
                                         interactive=False, elem_id="search-hits", max_height=200)
-    page.examples = gr.HTML(examples_html(), elem_id="examples", js_on_load=EXAMPLES_JS)
+    ondemand.unnamed(gr.HTML(examples_html(), elem_id="examples", js_on_load=EXAMPLES_JS))
     # drawn by the page's script from the plot's own token columns (core.drawing.wire.token_columns)
-    page.table = gr.HTML(TOKEN_TABLE, elem_id="token-table")
+    ondemand.unnamed(gr.HTML(TOKEN_TABLE, elem_id="token-table"))
 
 
 def wire(page) -> None:

@@ -48,7 +48,7 @@ def layout(page) -> None:
     defaults = Settings()
     with ondemand.tab(page, "panel", "tables"):
         page.source = radio("table-source", SOURCES, "random", "Table source")
-        page.upload = gr.HTML(UPLOAD, elem_id="upload-table", js_on_load=UPLOAD_JS)
+        ondemand.unnamed(gr.HTML(UPLOAD, elem_id="upload-table", js_on_load=UPLOAD_JS))
         page.positions = radio("positions", POSITIONS, "learned", "Position table")
         page.tables_info = gr.Markdown(elem_id="tables-info")
         with gr.Accordion("Random table settings", open=True, elem_id="random-panel") as page.random_panel:
@@ -59,12 +59,8 @@ def layout(page) -> None:
             page.maxlen = slider("maxlen", "maxlen", defaults.maxlen, "maxlen (positions)")
             page.n_segments = slider("n-segments", "n_segments", defaults.n_segments, "Segments")
             page.seed = number("seed", "seed", defaults.seed, "Seed")
-            page.listing = gr.Button("The listing's layer: vocab 10, d_model 2", elem_id="listing-defaults",
-                                     size="sm")
-
-
-def wire(page) -> None:
-    page.browser(page.listing.click, "() => window.embeddingExplorer.set({listing: true})")
+            page.button("The listing's layer: vocab 10, d_model 2",
+                        "() => window.embeddingExplorer.set({listing: true})", elem_id="listing-defaults")
 
 
 def take_upload(page, tab, path) -> dict:

@@ -57,11 +57,11 @@ def layout(page) -> None:
     with ondemand.tab(page, "panel", "tour"):
         # the buttons above the text: a step's text is longer or shorter than the last one's, and
         # a presenter's pointer must find Next where it was
-        page.tour_buttons = gr.HTML(TOUR_BUTTONS, elem_id="tour-buttons", container=False, padding=False,
-                                    js_on_load=TOUR_BUTTONS_JS)
+        ondemand.unnamed(gr.HTML(TOUR_BUTTONS, elem_id="tour-buttons", container=False, padding=False,
+                                 js_on_load=TOUR_BUTTONS_JS))
         page.tour_text = written_by_page("tour-text", value=tour_text(None), elem_classes=["prose"])
         # a class (assets/classroom.js writes the box); a lesson's values come as a keystroke's do
-        page.class_box = gr.HTML("", elem_id="class-box", html_template=CLASS_HOST, js_on_load=CLASS_JS)
+        ondemand.unnamed(gr.HTML("", elem_id="class-box", html_template=CLASS_HOST, js_on_load=CLASS_JS))
 
 
 CLASS_JS = "window.embeddingExplorerClass.attach(element.querySelector('.class-host'));"

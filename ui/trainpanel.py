@@ -44,8 +44,9 @@ def layout(page) -> None:
         page.corpus = radio("corpus", CORPORA, "builtin", "Train on")
         with gr.Row():
             page.steps = number("train-steps", "steps", 100, "Steps", min_width=90)
-            page.train_button = gr.Button("Train", variant="primary", elem_id="train-button")
-        page.reset_button = gr.Button("Reset tables", elem_id="reset-button", size="sm")
+            page.button("Train", "(steps, corpus) => window.embeddingExplorer.train({steps, corpus})",
+                        [page.steps, page.corpus], elem_id="train-button", variant="primary", size="lg")
+        page.button("Reset tables", "() => window.embeddingExplorer.set({reset: true})", elem_id="reset-button")
         # written by the page's script as each step's event comes, not handed to gradio: a busy
         # page would fold the steps' lines into the last
         page.trained = written_by_page("train-summary", elem_classes=["prose"])
@@ -53,9 +54,6 @@ def layout(page) -> None:
 
 
 def wire(page) -> None:
-    page.browser(page.train_button.click, "(steps, corpus) => window.embeddingExplorer.train({steps, corpus})",
-                 [page.steps, page.corpus])
-    page.browser(page.reset_button.click, "() => window.embeddingExplorer.set({reset: true})")
     page.live.stream("train", lambda tab, sent: train(page, tab, sent))
 
 

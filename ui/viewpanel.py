@@ -38,7 +38,7 @@ def layout(page) -> None:
             page.background = number("background-size", "background", 0, f"Vocabulary words behind (0 = none, up to "
                                      f"{LIMITS['background'][1]:,})", scale=2,
                                      info="most frequent first; needs the vocabulary or frozen plane")
-            page.refit_button = gr.Button("Refit", elem_id="refit-button", size="sm", scale=1)
+            page.button("Refit", "() => window.embeddingExplorer.set({refit: true})", elem_id="refit-button", scale=1)
         page.variance = written_by_page("variance-bars")
         # the vocabulary behind the tokens: one trace's JSON, which the page's script merges into every
         # redraw of the plane as it comes, whether this tab has opened or not (assets/explorer.js setOutput)
@@ -47,9 +47,12 @@ def layout(page) -> None:
         page.answers = gr.Checkbox(True, label="Class answers", elem_id="show-answers",
                                    info="in a class: the words students sent, where the table puts them")
         with gr.Row():
-            page.share_button = gr.Button("Link to this view", elem_id="share-button", size="sm")
-            page.png_button = gr.Button("PNG", elem_id="export-png", size="sm")
-            page.export_button = gr.Button("CSV, vectors, HTML", elem_id="export-button", size="sm")
+            # the page's link is made of its own address (which only it knows behind a proxy) and the view's query
+            page.button("Link to this view", "() => window.embeddingExplorer.set({link: location.origin + "
+                        "location.pathname})", elem_id="share-button")
+            page.button("PNG", "() => window.embeddingExplorer.downloadPNG()", elem_id="export-png")
+            page.button("CSV, vectors, HTML", "() => window.embeddingExplorer.set({export: true})",
+                        elem_id="export-button")
         page.share_link = gr.Textbox(label="Link", elem_id="share-link", buttons=["copy"], interactive=False,
                                      elem_classes=["icon-toolbar"])
         page.share_notes = gr.Markdown(elem_id="share-notes")
@@ -58,13 +61,7 @@ def layout(page) -> None:
 
 
 def wire(page) -> None:
-    on = page.browser
-    on(page.presenter.change, "(on) => window.embeddingExplorer.presenter(on)", page.presenter)
-    on(page.refit_button.click, "() => window.embeddingExplorer.set({refit: true})")
-    # the page's link is made of its own address (which only it knows behind a proxy) and the view's query
-    on(page.share_button.click, "() => window.embeddingExplorer.set({link: location.origin + location.pathname})")
-    on(page.png_button.click, "() => window.embeddingExplorer.downloadPNG()")
-    on(page.export_button.click, "() => window.embeddingExplorer.set({export: true})")
+    page.browser(page.presenter.change, "(on) => window.embeddingExplorer.presenter(on)", page.presenter)
     page.live.work("refit", lambda tab, _: refit(page, tab), check=only_true("refit"))
     page.live.work("link", lambda tab, address: share(page, tab, address), check=page_address)
     page.live.work("export", lambda tab, _: export(page, tab), check=only_true("export"))
