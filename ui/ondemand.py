@@ -25,7 +25,6 @@ from core.view.options import PANELS, VIEWS
 from core.view.state import View
 
 VISIBLE = json.dumps({"__type__": "update", "visible": True})
-_LATER: dict[int, list] = {}  # id(page) -> [(opener, shown, field, key)]: what each opener shows
 _UNNAMED: list[gr.Component] = []  # static components of the content being built (`unnamed`)
 
 
@@ -33,7 +32,7 @@ _UNNAMED: list[gr.Component] = []  # static components of the content being buil
 def content(page, opener, field: str | None = None, key: str | None = None) -> Iterator[gr.Column]:
     """The content of `opener` (a tab: the view's `field`, "panel" or "shown", set to `key` when
     it opens; or an accordion), in a column drawn when it first opens unless the page opens with
-    it showing."""
+    it showing; the opener's event shows it, and a tab's tells the view which tab opened."""
     shown = opener.open is True if field is None else getattr(View(), field) == key
     before, unnamed = set(map(id, components_of(page))), len(_UNNAMED)
     with gr.Column(visible=shown) as column:
@@ -43,7 +42,13 @@ def content(page, opener, field: str | None = None, key: str | None = None) -> I
     later = [] if shown else [column, *(component for component in built if component.visible is True)]
     for component in later:
         component.visible = False
-    _LATER.setdefault(id(page), []).append((opener, later, field, key))
+    shows = f"Array({len(later)}).fill({VISIBLE})"
+    if field is None:
+        page.browser(opener.expand, f"() => {shows}", outputs=later)
+    else:
+        told = json.dumps({field: key})
+        page.browser(opener.select, f"() => {{ window.embeddingExplorer.tabOpened({told}); return {shows}; }}",
+                     outputs=later)
 
 
 @contextlib.contextmanager
@@ -72,16 +77,4 @@ def components_of(page) -> list[gr.Component]:
         found += [each for each in (value.values() if isinstance(value, dict) else [value])
                   if isinstance(each, gr.Component)]
     return found
-
-
-def defer(page) -> None:
-    """Wire each opener recorded by `content`: its column and components shown, the view told which tab opened."""
-    for opener, later, field, key in _LATER.pop(id(page), []):
-        shown = f"Array({len(later)}).fill({VISIBLE})"
-        if field is None:
-            page.browser(opener.expand, f"() => {shown}", outputs=later)
-        else:
-            told = json.dumps({field: key})
-            page.browser(opener.select, f"() => {{ window.embeddingExplorer.tabOpened({told}); return {shown}; }}",
-                         outputs=later)
 

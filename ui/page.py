@@ -225,7 +225,6 @@ def build_demo() -> gr.Blocks:
         wire(page)
         for panel in (plane, viewpanel, trainpanel):
             panel.wire(page)
-        ondemand.defer(page)  # a tab's components are drawn when it is first opened
         hand_over(page)
         api.declare(page)
     # the API's calls take turns in the app's lines (ui/admission.py); gradio's queue only bounds them
