@@ -162,7 +162,6 @@ class Page:
     @staticmethod
     def browser(triggers, js: str, inputs=None, outputs=None) -> None:
         """An event (or several) that runs in the browser alone (`js`): no server function, no API endpoint."""
-        triggers = triggers if isinstance(triggers, list) else [triggers]
         gr.on(triggers, None, inputs, outputs, js=js, api_visibility="private", queue=False, show_progress="hidden")
 
     def button(self, label: str, js: str, inputs=None, *, elem_id: str, size: str = "sm", **kwargs) -> None:
@@ -236,8 +235,7 @@ def build_demo() -> gr.Blocks:
 def launch_options(demo: gr.Blocks) -> dict:
     """What `launch` is given (by app.py and the tests alike): the page's own routes and middleware."""
     page: Page = demo.explorer
-    classes = classroutes.ClassRoutes(page)
-    routes = [page.live.route(), *classes.routes(), api.route(page.live), page.downloads.route(),
+    routes = [page.live.route(), *classroutes.ClassRoutes(page).routes(), api.route(page.live), page.downloads.route(),
               upload_route(page.live, lambda tab, path: tablespanel.take_upload(page, tab, path),
                            tablespanel.UPLOAD_LIMITS.max_bytes), plotly_route()]
     # the client's address behind trusted proxies (uvicorn's own reading of X-Forwarded-For):
