@@ -56,29 +56,19 @@ class Downloads:
         self._offered: dict[str, Offered] = {}
         self._lock = threading.Lock()
 
-    def folder(self) -> Path:
-        """A new folder for one export's files."""
-        path = ROOT / "exports" / secrets.token_hex(8)
-        path.mkdir(parents=True)
-        return path
-
     def offer(self, owner: object, folder: Path, paths: Iterable[str | Path]) -> list[tuple[str, str]]:
         """Links to `paths` (in `folder`) for `owner`, as (file name, link relative to the page);
         `owner`'s older links are revoked and every expired export's folder deleted."""
         now = self.clock()
+        issued = {secrets.token_urlsafe(24): Offered(folder, Path(path), owner, now + LIFETIME) for path in paths}
         with self._lock:
             kept = {token: offered for token, offered in self._offered.items()
                     if offered.owner != owner and offered.until > now}
             gone = {each.folder for each in self._offered.values()} - {each.folder for each in kept.values()}
-            self._offered = kept
-            links = []
-            for path in map(Path, paths):
-                token = secrets.token_urlsafe(24)
-                self._offered[token] = Offered(folder, path, owner, now + LIFETIME)
-                links.append((path.name, f"explorer/file/{token}"))
+            self._offered = {**kept, **issued}
         for each in gone - {folder}:
             shutil.rmtree(each, ignore_errors=True)
-        return links
+        return [(offered.path.name, f"explorer/file/{token}") for token, offered in issued.items()]
 
     def route(self) -> Route:
         async def download(request: Request) -> Response:
@@ -89,6 +79,13 @@ class Downloads:
             return FileResponse(offered.path, filename=offered.path.name, headers={"Cache-Control": "no-store"})
 
         return Route("/explorer/file/{token}", download, methods=["GET"])
+
+
+def new_folder(kind: str) -> Path:
+    """A new folder of this process's for one export's or one upload's files (`kind`: "exports", "uploads")."""
+    path = ROOT / kind / secrets.token_hex(8)
+    path.mkdir(parents=True)
+    return path
 
 
 def links_html(links: Iterable[tuple[str, str]]) -> str:
@@ -120,8 +117,7 @@ def upload_route(live, take: Callable, limit: int) -> Route:
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limit:  # refused before a byte of it is read
             raise Refused(larger)
-        folder = ROOT / "uploads" / secrets.token_hex(8)
-        folder.mkdir(parents=True)
+        folder = new_folder("uploads")
         path, size = folder / file_name(request.headers.get("x-file-name", "")), 0
         try:
             with path.open("wb") as file:

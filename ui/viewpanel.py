@@ -17,7 +17,7 @@ from core.view.options import BASES, COMPONENTS, LIMITS, Refused
 from core.view.share import to_query
 from ui import ondemand, render
 from ui.assets import number, radio, written_by_page
-from ui.files import Downloads, links_html
+from ui.files import Downloads, links_html, new_folder
 from ui.route import JOBS, MAX_ADDRESS, OFFLOAD, only_true
 
 
@@ -106,7 +106,7 @@ def share(page, tab, address: str) -> dict:
 def export(page, tab) -> dict:
     """The current view as files, written in the heavy pool: coordinates (CSV), raw vectors
     (safetensors), the figure (HTML); answered as links, or the sentence saying why not."""
-    view, session, folder = tab.view, tab.session, page.downloads.folder()
+    view, session, folder = tab.view, tab.session, new_folder("exports")
     try:
         files = JOBS.run(tab, "exporting", lambda: OFFLOAD.call(export_view, folder, view, session))
     except (Refused, OffloadError) as error:
