@@ -139,7 +139,7 @@ class Page:
     params: gr.Markdown
     corpus: gr.Radio
     steps: gr.Number
-    trained: gr.Markdown
+    trained: gr.HTML  # written by the page's script (ui.assets.written_by_page)
     losses: gr.HTML
     # made once the page is laid out (`laid_out`): lists, so a change reads them without running code
     written: list  # the outputs the page's script writes itself (each registered its setter); the rest are gradio's
