@@ -497,6 +497,18 @@ def test_an_example_pair_writes_both_sentence_boxes_and_draws_them(opened):
     assert drawn_tokens(out) == wordpiece().encode(*EXAMPLES[2]).tokens
 
 
+def test_a_class_s_new_answers_ride_on_another_action_the_page_sends_with_them(opened):
+    """The page merges what it sends while a call waits: the class's answers changing (`poll`) may
+    come with an example pair clicked, and both are taken."""
+    from ui.assets import EXAMPLES
+
+    out = opened.send(example=1, poll=3)
+    assert "error" not in out and (opened.tab.view.sentence_a, opened.tab.view.sentence_b) == tuple(EXAMPLES[1])
+    assert drawn_tokens(out) == wordpiece().encode(*EXAMPLES[1]).tokens
+    refused = opened.send(example=1, flip=True)  # two actions of the person's own are still one too many
+    assert "two actions were sent together" in refused.get("error", "")
+
+
 def test_next_and_previous_move_the_tour_and_restart_the_tables(opened):
     from core.view import tour
 

@@ -231,7 +231,7 @@ class Live:
         if len(acted) > 1 and "poll" in acted:  # the class's words are drawn with whatever else the call shows
             acted.remove("poll")
         works = [name for name in change if name in self.works]
-        unknown = set(change) - set(fields) - set(acted) - set(works)
+        unknown = set(change) - set(fields) - ACTIONS.keys() - set(works)
         if unknown or len(acted) > 1:
             named = f"{sorted(unknown)[0]!r} is none of them" if unknown else "two actions were sent together"
             raise Refused(f"An update names some of the view's settings, at most one action ({', '.join(ACTIONS)}) "
