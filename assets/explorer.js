@@ -566,7 +566,7 @@
       if (window.embeddingExplorerClass) window.embeddingExplorerClass.setKey(value);
     },
     receive,
-    // a tab's select (ui/ondemand.py `defer`): {panel: key} for a control tab, {shown: key} for
+    // a tab's select (ui/ondemand.py `content`): {panel: key} for a control tab, {shown: key} for
     // a main one (the view's fields). Sent once the page has its key; gradio's selects of the tabs
     // the page is built with come before it, and change nothing
     tabOpened(change) {

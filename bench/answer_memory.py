@@ -105,10 +105,11 @@ def leavers_rows(url: str, process, tabs: int = 30) -> list[tuple[str, ...]]:
     read, closed `LEFT_AFTER` s later; another visitor types meanwhile (4 keys a second,
     bench/public_space.py `typist_latencies`). RSS (server and children) above before, while the
     sockets are open, at the peak and `SETTLE` s after they closed (target ≤ +256 MiB); the views
-    the server computed for them, its CPU in that window less the typist's (measured alone over
-    as long) over one view's (measured on a tab that reads its answer), against computing all
-    (target: at most the 2 computing when their readers left; the others are dropped while they
-    wait); the typist's key-to-answer against the same typist alone."""
+    the server computed after their readers left, its CPU from the close to the end of the window
+    less the typist's (measured alone, in proportion) over one view's (measured on a tab that
+    reads its answer), against computing all (target: at most the 2 computing when their readers
+    left; the others are dropped while they wait); what it computed while they were there, for
+    context; the typist's key-to-answer against the same typist alone."""
     from bench.public_space import typist_latencies
 
     window = LEFT_AFTER + SETTLE
@@ -132,20 +133,23 @@ def leavers_rows(url: str, process, tabs: int = 30) -> list[tuple[str, ...]]:
         sockets = [unread(url, key, SIMILARITY, NON_READER) for key in keys]
         time.sleep(LEFT_AFTER)
         during = tree_mib(process) - base
+        closed = tree_seconds(process)
         for each in sockets:
             each.close()
         time.sleep(SETTLE)
-        settled = tree_mib(process) - base
+        settled, ended = tree_mib(process) - base, tree_seconds(process)
         typing.join(120)
-    cpu = tree_seconds(process) - spent
-    computed = max(0.0, cpu - typist_cpu) / one
+    after = ended - closed
+    before = max(0.0, closed - spent - typist_cpu * LEFT_AFTER / window) / one  # while their readers were there
+    computed = max(0.0, after - typist_cpu * SETTLE / window) / one
     p95, alone_p95 = percentile(beside, 0.95), percentile(alone, 0.95)
     return [
         (f"nothing is computed for a reader who left: RSS {SETTLE:g} s after {tabs} tabs of one address asked for "
          "the similarity view and left", f"{settled:+,.0f} MiB", f"{tabs * size / 2**20:,.0f} MiB of answers",
          f"{settled / TARGET_MIB:.2f}× target", f"≤ +{TARGET_MIB} MiB", "yes" if settled <= TARGET_MIB else "no"),
-        (f"nothing is computed for a reader who left: the views computed for those {tabs} (server CPU in the "
-         f"{window:g} s, less a typist's, over one view's)", f"{computed:.1f} of {tabs} ({cpu:.1f} s CPU)",
+        (f"nothing is computed for a reader who left: the views computed for those {tabs} after they left (server "
+         f"CPU in the {SETTLE:g} s after, less a typist's, over one view's)", f"{computed:.1f} of {tabs} "
+         f"({after:.1f} s CPU; {before:.1f} views while they were there)",
          f"{tabs * one:.1f} s to compute all", f"{computed / tabs:.2f}×", "≤ 2 (computing when their reader left)",
          "yes" if computed <= 2 else "no"),
         (f"  2,048 positions, {size / 2**20:.1f} MiB an answer, tables of their own, sockets that never read closed "

@@ -494,7 +494,7 @@ def test_a_class_call_waits_its_turn_in_the_pages_account_and_past_its_share_is_
     assert student.tab.member is None and isinstance(lecturer.tab.member, Leader)
     from ui.classroutes import CLASSROOM
 
-    assert lesson(class_id) == before and CLASSROOM.round(class_id).number == 0
+    assert lesson(class_id) == before and CLASSROOM.rounds.round(class_id).number == 0
 
 
 # --- another page leads; the class ends ---------------------------------------------------------------

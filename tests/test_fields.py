@@ -275,7 +275,7 @@ page = app.demo.explorer
 live = page.live
 
 async def answer(sent):
-    return json.loads((await live.answer(sent)).body)
+    return json.loads((await live.guarded(lambda: live.answer(json.dumps(sent).encode()))).body)
 
 async def calls():
     opened = await answer({"open": {"query": "grid=1"}})

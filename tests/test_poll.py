@@ -183,49 +183,50 @@ def test_csv_has_every_word_with_its_moderation_and_no_cell_starts_a_formula():
 
 def test_the_lecturer_asks_closes_and_clears_a_round(room):
     lecturer, class_id, secret = lecture(room)
-    assert room.round(class_id) == NO_ROUND
-    asked = room.ask(lecturer, secret, "  Type a word you would put next to king. ")
+    assert room.rounds.round(class_id) == NO_ROUND
+    asked = room.lecture("ask", lecturer, secret, "  Type a word you would put next to king. ")
     assert (asked.number, asked.prompt, asked.open, asked.review, asked.version) == (
         1, "Type a word you would put next to king.", True, False, 1)
-    assert kept(room, class_id) == asked == room.round(class_id)
+    assert kept(room, class_id) == asked == room.rounds.round(class_id)
     (student,) = students(room, class_id, 1)
     room.answer(student, "page-1", "10.9.1.1", "queen", 1)
-    closed_ = room.close_round(lecturer, secret)
+    closed_ = room.lecture("close", lecturer, secret)
     assert (closed_.open, dict(closed_.counts), closed_.number) == (False, {"queen": 1}, 1)  # words stay drawn
-    assert room.close_round(lecturer, secret).version == closed_.version  # closed already: no change
-    again = room.ask(lecturer, secret, "Type an animal.", True)
+    assert room.lecture("close", lecturer, secret).version == closed_.version  # closed already: no change
+    again = room.lecture("ask", lecturer, secret, "Type an animal.", True)
     assert (again.number, again.open, again.review, dict(again.counts), again.answers, again.students) == (
         2, True, True, {}, 0, 0)
-    cleared = room.clear_round(lecturer, secret)
+    cleared = room.lecture("clear", lecturer, secret)
     assert (cleared.number, cleared.prompt, cleared.open, dict(cleared.counts), cleared.review) == (3, "", False, {},
                                                                                                    True)
     assert kept(room, class_id) == cleared
     with pytest.raises(Refused, match=NOT_ASKED):
-        room.moderate(lecturer, secret, "queen", True)  # nothing asked in a cleared round
+        room.lecture("hide", lecturer, secret, "queen", True)  # nothing asked in a cleared round
     versions = [asked.version, closed_.version, again.version, cleared.version]
     assert versions == sorted(versions) and len(set(versions)) == 4
 
 
 def test_only_the_lecturer_changes_a_round(room):
     lecturer, class_id, secret = lecture(room)
-    room.ask(lecturer, secret, "Type a word.")
+    room.lecture("ask", lecturer, secret, "Type a word.")
     before = kept(room, class_id)
     (student,) = students(room, class_id, 1)
-    for call in (lambda: room.ask(student, secret, "Mine now."), lambda: room.close_round(student, secret),
-                 lambda: room.clear_round(student, secret), lambda: room.moderate(student, secret, "queen", True),
-                 lambda: room.approve(student, secret, "queen", True), lambda: room.review(student, secret, True),
-                 lambda: room.ask(lecturer, "right-length-but-wrong-secret-ab", "Not the lecturer."),
-                 lambda: room.clear_round(lecturer, None)):
+    for op, tab_, secret_, text, flag in (
+            ("ask", student, secret, "Mine now.", False), ("close", student, secret, None, False),
+            ("clear", student, secret, None, False), ("hide", student, secret, "queen", True),
+            ("approve", student, secret, "queen", True), ("review", student, secret, None, True),
+            ("ask", lecturer, "right-length-but-wrong-secret-ab", "Not the lecturer.", False),
+            ("clear", lecturer, None, None, False)):
         with pytest.raises(Forbidden) as refused:
-            call()
+            room.lecture(op, tab_, secret_, text, flag)
         assert str(refused.value) == NOT_LECTURER
     assert kept(room, class_id) == before
 
 
 def test_hiding_and_approving_words_before_or_after_they_are_answered(room):
     lecturer, class_id, secret = lecture(room)
-    room.ask(lecturer, secret, "Type a word.")
-    hidden = room.moderate(lecturer, secret, "Rude", True)  # before anyone sent it: as a word is counted
+    room.lecture("ask", lecturer, secret, "Type a word.")
+    hidden = room.lecture("hide", lecturer, secret, "Rude", True)  # before anyone sent it: as a word is counted
     assert hidden.hidden == {"rude"}
     pages = students(room, class_id, 3)
     for index, (student, word) in enumerate(zip(pages, ("queen", "rude", "prince"), strict=True)):
@@ -233,28 +234,29 @@ def test_hiding_and_approving_words_before_or_after_they_are_answered(room):
     now = kept(room, class_id)
     assert dict(now.counts) == {"queen": 1, "rude": 1, "prince": 1}
     assert now.drawn() == (("prince", 1), ("queen", 1))
-    after = room.moderate(lecturer, secret, "prince", True)  # after it was drawn
+    after = room.lecture("hide", lecturer, secret, "prince", True)  # after it was drawn
     assert after.drawn() == (("queen", 1),) and after.version > now.version
-    assert room.moderate(lecturer, secret, "prince", False).drawn() == (("prince", 1), ("queen", 1))
-    review = room.review(lecturer, secret, True)
+    assert room.lecture("hide", lecturer, secret, "prince", False).drawn() == (("prince", 1), ("queen", 1))
+    review = room.lecture("review", lecturer, secret, None, True)
     assert review.review and review.drawn() == ()
-    assert room.approve(lecturer, secret, "queen", True).drawn() == (("queen", 1),)
-    assert room.approve(lecturer, secret, "rude", True).drawn() == (("queen", 1),)  # hidden stays hidden
-    assert room.review(lecturer, secret, False).drawn() == (("prince", 1), ("queen", 1))
+    assert room.lecture("approve", lecturer, secret, "queen", True).drawn() == (("queen", 1),)
+    assert room.lecture("approve", lecturer, secret, "rude", True).drawn() == (("queen", 1),)  # hidden stays hidden
+    assert room.lecture("review", lecturer, secret, None, False).drawn() == (("prince", 1), ("queen", 1))
 
 
 def test_at_most_max_moderated_words_are_hidden(room, monkeypatch):
     monkeypatch.setattr(classroom, "MAX_MODERATED", 2)
     lecturer, class_id, secret = lecture(room)
-    room.ask(lecturer, secret, "Type a word.")
-    room.moderate(lecturer, secret, "one", True)
-    room.moderate(lecturer, secret, "two", True)
+    room.lecture("ask", lecturer, secret, "Type a word.")
+    room.lecture("hide", lecturer, secret, "one", True)
+    room.lecture("hide", lecturer, secret, "two", True)
     before = kept(room, class_id)
     with pytest.raises(Full) as refused:
-        room.moderate(lecturer, secret, "three", True)
+        room.lecture("hide", lecturer, secret, "three", True)
     assert str(refused.value) == MODERATED.replace("1,000", "2") or "At most" in str(refused.value)
     assert kept(room, class_id) == before
-    assert room.moderate(lecturer, secret, "one", True).hidden == {"one", "two"}  # hidden already: no room needed
+    hidden = room.lecture("hide", lecturer, secret, "one", True).hidden
+    assert hidden == {"one", "two"}  # hidden already: no room needed
 
 
 # --- a student's answer ----------------------------------------------------------------------------------
@@ -262,14 +264,15 @@ def test_at_most_max_moderated_words_are_hidden(room, monkeypatch):
 
 def test_a_student_answers_up_to_three_words_and_the_same_word_twice_counts_once(room, clock):
     lecturer, class_id, secret = lecture(room)
-    room.ask(lecturer, secret, "Type a word.")
+    room.lecture("ask", lecturer, secret, "Type a word.")
     one, two = students(room, class_id, 2)
     assert room.answer(one, "page-1", "10.9.3.1", "Queen", 1)[1] == ("queen",)
     assert room.answer(one, "page-1", "10.9.3.1", "queen", 1)[1] == ("queen",)  # again: no refusal, no count
     assert room.answer(two, "page-2", "10.9.3.1", "queen", 1)[1] == ("queen",)  # another page: counted
     room.answer(one, "page-1", "10.9.3.1", "prince", 1)
     assert room.answer(one, "page-1", "10.9.3.1", "king", 1)[1] == ("queen", "prince", "king")
-    assert room.own("page-1", class_id) == ("queen", "prince", "king") and room.own("page-3", class_id) == ()
+    assert room.rounds.own("page-1", class_id) == ("queen", "prince", "king")
+    assert room.rounds.own("page-3", class_id) == ()
     before = kept(room, class_id)
     clock.now += 10
     with pytest.raises(Refused) as refused:
@@ -283,10 +286,10 @@ def test_a_student_answers_up_to_three_words_and_the_same_word_twice_counts_once
 def test_the_store_keeps_a_pages_word_once_and_three_words_at_most(store, clock):
     room = Classroom(store)
     lecturer, class_id, secret = lecture(room)
-    room.ask(lecturer, secret, "Type a word.")
+    room.lecture("ask", lecturer, secret, "Type a word.")
     for word in ("a", "a", "b", "c"):
-        assert store.answer(class_id, "page-1", "10.9.3.9", word, 1, 3, MAX_ANSWERS)[0] == "ok"
-    assert store.answer(class_id, "page-1", "10.9.3.9", "d", 1, 3, MAX_ANSWERS) == ("enough", ("a", "b", "c"), 0.0)
+        assert store.answer(class_id, "page-1", "10.9.3.9", word, 1)[0] == "ok"
+    assert store.answer(class_id, "page-1", "10.9.3.9", "d", 1) == ("enough", ("a", "b", "c"), 0.0)
     assert dict(kept(room, class_id).counts) == {"a": 1, "b": 1, "c": 1}
 
 
@@ -296,16 +299,16 @@ def test_an_answer_is_refused_outside_an_open_round_of_the_number_it_names(room)
     with pytest.raises(Refused) as refused:
         room.answer(student, "page-1", "10.9.4.1", "queen", 1)
     assert str(refused.value) == NOT_OPEN  # nothing asked yet
-    room.ask(lecturer, secret, "Type a word.")
-    room.ask(lecturer, secret, "Type another word.")
+    room.lecture("ask", lecturer, secret, "Type a word.")
+    room.lecture("ask", lecturer, secret, "Type another word.")
     with pytest.raises(Refused) as refused:
         room.answer(student, "page-1", "10.9.4.1", "queen", 1)  # the first question, asked over
     assert str(refused.value) == OTHER_ROUND
-    room.close_round(lecturer, secret)
+    room.lecture("close", lecturer, secret)
     with pytest.raises(Refused) as refused:
         room.answer(student, "page-1", "10.9.4.1", "queen", 2)
     assert str(refused.value) == NOT_OPEN
-    assert dict(kept(room, class_id).counts) == {} and room.own("page-1", class_id) == ()
+    assert dict(kept(room, class_id).counts) == {} and room.rounds.own("page-1", class_id) == ()
     with pytest.raises(Refused) as refused:
         room.answer(tab(), "page-2", "10.9.4.1", "queen", 2)  # a page in no class
     assert str(refused.value) == NOT_FOLLOWING
@@ -315,7 +318,7 @@ def test_an_answer_is_refused_outside_an_open_round_of_the_number_it_names(room)
 
 def test_a_round_takes_at_most_max_answers(room, clock):
     lecturer, class_id, secret = lecture(room)
-    room.ask(lecturer, secret, "Type a word.")
+    room.lecture("ask", lecturer, secret, "Type a word.")
     pages = students(room, class_id, MAX_ANSWERS // 3 + 1)
     taken = 0
     for index, student in enumerate(pages):
@@ -335,11 +338,11 @@ def test_a_round_takes_at_most_max_answers(room, clock):
 
 def test_a_page_sends_at_most_one_answer_a_second_after_a_burst_of_three(room, clock):
     lecturer, class_id, secret = lecture(room)
-    room.ask(lecturer, secret, "Type a word.")
+    room.lecture("ask", lecturer, secret, "Type a word.")
     (student,) = students(room, class_id, 1)
     for word in ("one", "two", "three"):  # a burst: a round's words at once
         room.answer(student, "page-1", "10.9.7.1", word, 1)
-    round_ = room.ask(lecturer, secret, "Type another word.")
+    round_ = room.lecture("ask", lecturer, secret, "Type another word.")
     with pytest.raises(Full) as refused:
         room.answer(student, "page-1", "10.9.7.1", "four", round_.number)
     assert str(refused.value) == "One word a second, please: send the next in 1 second."
@@ -353,7 +356,7 @@ def test_a_page_sends_at_most_one_answer_a_second_after_a_burst_of_three(room, c
 def test_a_network_sends_at_most_300_answers_a_minute_whichever_process_takes_them(stores, clock):
     one, two = Classroom(stores()), Classroom(stores())  # two processes of one server, for Redis
     lecturer, class_id, secret = lecture(one)
-    one.ask(lecturer, secret, "Type a word.")
+    one.lecture("ask", lecturer, secret, "Type a word.")
     pages = [(room, tab()) for room in (one, two) for _ in range(poll.ADDRESS_ANSWERS // 6)] + [(two, tab())]
     for room, student in pages:
         room.join(student, class_id)
@@ -365,7 +368,7 @@ def test_a_network_sends_at_most_300_answers_a_minute_whichever_process_takes_th
         last_room.answer(last, "page-last", "203.0.113.0/24", "one", 1)
     assert str(refused.value) == ("This network has sent 300 answers in the last minute, as many as one network may; "
                                   "try again in 1 second.")
-    assert last_room.own("page-last", class_id) == () and kept(one, class_id).answers == poll.ADDRESS_ANSWERS
+    assert last_room.rounds.own("page-last", class_id) == () and kept(one, class_id).answers == poll.ADDRESS_ANSWERS
     assert last_room.answer(last, "page-last", "198.51.100.0/24", "one", 1)  # another network is not held up
     clock.now += 60 / poll.ADDRESS_ANSWERS
     assert one.answer(pages[0][1], "page-0", "203.0.113.0/24", "one", 1)  # sent already: no answer, none spent
@@ -378,28 +381,29 @@ def test_a_network_sends_at_most_300_answers_a_minute_whichever_process_takes_th
 @pytest.mark.parametrize("value", HOSTILE, ids=lambda v: repr(v)[:20])
 def test_any_json_value_in_any_argument_is_a_sentence_and_changes_nothing(room, value):
     lecturer, class_id, secret = lecture(room)
-    room.ask(lecturer, secret, "Type a word.")
+    room.lecture("ask", lecturer, secret, "Type a word.")
     (student,) = students(room, class_id, 1)
     room.answer(student, "page-1", "10.9.8.1", "queen", 1)
     text = isinstance(value, str) and 1 <= len(value) <= 200
     calls = [  # (the call, whether `value` is a valid argument there)
-        (lambda: room.ask(lecturer, value, "A prompt."), False),
-        (lambda: room.ask(lecturer, secret, value), text and "\u0000" not in value and value.strip() == value),
-        (lambda: room.ask(lecturer, secret, "A prompt.", value), value is True),
-        (lambda: room.close_round(lecturer, value), False),
-        (lambda: room.clear_round(lecturer, value), False),
-        (lambda: room.moderate(lecturer, secret, value, True), False),
-        (lambda: room.moderate(lecturer, secret, "queen", value), value is True),
-        (lambda: room.approve(lecturer, secret, value, True), False),
-        (lambda: room.approve(lecturer, secret, "queen", value), value is True),
-        (lambda: room.review(lecturer, secret, value), value is True),
-        (lambda: room.answer(student, value, "10.9.8.1", "prince", room.round(class_id).number), text),
-        (lambda: room.answer(student, "page-1", value, "king", room.round(class_id).number), text),
-        (lambda: room.answer(student, "page-1", "10.9.8.1", value, room.round(class_id).number), False),
+        (lambda: room.lecture("ask", lecturer, value, "A prompt."), False),
+        (lambda: room.lecture("ask", lecturer, secret, value),
+         text and "\u0000" not in value and value.strip() == value),
+        (lambda: room.lecture("ask", lecturer, secret, "A prompt.", value), value is True),
+        (lambda: room.lecture("close", lecturer, value), False),
+        (lambda: room.lecture("clear", lecturer, value), False),
+        (lambda: room.lecture("hide", lecturer, secret, value, True), False),
+        (lambda: room.lecture("hide", lecturer, secret, "queen", value), value is True),
+        (lambda: room.lecture("approve", lecturer, secret, value, True), False),
+        (lambda: room.lecture("approve", lecturer, secret, "queen", value), value is True),
+        (lambda: room.lecture("review", lecturer, secret, None, value), value is True),
+        (lambda: room.answer(student, value, "10.9.8.1", "prince", room.rounds.round(class_id).number), text),
+        (lambda: room.answer(student, "page-1", value, "king", room.rounds.round(class_id).number), text),
+        (lambda: room.answer(student, "page-1", "10.9.8.1", value, room.rounds.round(class_id).number), False),
         (lambda: room.answer(student, "page-1", "10.9.8.1", "crown", value), False),
     ]
     for index, (call, valid) in enumerate(calls):
-        before, own = kept(room, class_id), room.own("page-1", class_id)
+        before, own = kept(room, class_id), room.rounds.own("page-1", class_id)
         try:
             call()
         except Refused as error:
@@ -407,10 +411,12 @@ def test_any_json_value_in_any_argument_is_a_sentence_and_changes_nothing(room, 
             sentence = str(error)
             assert sentence.endswith((".", "!")) and len(sentence) < 300 and "\u0000" not in sentence
             assert "<" not in sentence and "=1+1" not in sentence  # never echoed
-            assert kept(room, class_id) == before and room.own("page-1", class_id) == own, f"call {index} changed"
+            assert kept(room, class_id) == before, f"call {index} changed"
+            assert room.rounds.own("page-1", class_id) == own, f"call {index} changed"
         else:
             assert valid, f"call {index} took {value!r}"
-    assert room.round(7) == NO_ROUND and room.round(["x"]) == NO_ROUND and room.own(None, None) == ()
+    assert room.rounds.round(7) == NO_ROUND and room.rounds.round(["x"]) == NO_ROUND
+    assert room.rounds.own(None, None) == ()
 
 
 # --- every process's round --------------------------------------------------------------------------
@@ -418,13 +424,13 @@ def test_any_json_value_in_any_argument_is_a_sentence_and_changes_nothing(room, 
 
 def test_a_round_ends_with_its_class(room, store):
     lecturer, class_id, secret = lecture(room)
-    room.ask(lecturer, secret, "Type a word.")
+    room.lecture("ask", lecturer, secret, "Type a word.")
     (student,) = students(room, class_id, 1)
     room.connect(key_of(student), student.member, room.lesson(class_id))
     room.answer(student, "page-1", "10.9.9.1", "queen", 1)
     room.end(lecturer, secret)
     assert store.poll(class_id) is None
-    assert eventually(lambda: room.round(class_id) == NO_ROUND and room.own("page-1", class_id) == ())
+    assert eventually(lambda: room.rounds.round(class_id) == NO_ROUND and room.rounds.own("page-1", class_id) == ())
     with pytest.raises(Gone, match=ENDED):
         room.answer(student, "page-1", "10.9.9.1", "prince", 1)
     assert not store.redis.keys(f"explorer:poll:{class_id}*")
@@ -434,10 +440,10 @@ def test_a_rounds_keys_live_as_long_as_its_class(stores, clock):
     store = stores()
     room = Classroom(store)
     lecturer, class_id, secret = lecture(room)
-    room.ask(lecturer, secret, "Type a word.")
+    room.lecture("ask", lecturer, secret, "Type a word.")
     (student,) = students(room, class_id, 1)
     room.answer(student, "page-1", "10.9.10.1", "queen", 1)
-    room.moderate(lecturer, secret, "rude", True)
+    room.lecture("hide", lecturer, secret, "rude", True)
     keys = store._poll_keys(class_id)
     ttl = store.redis.pttl(keys[0])
     assert ttl > 0 and all(abs(ttl - store.redis.pttl(key)) < 2_000 for key in keys[1:5])
@@ -450,37 +456,36 @@ def test_every_process_hears_a_round_and_its_streams_wake(stores):
     one, two = Classroom(stores()), Classroom(stores())
     lecturer, class_id, secret = lecture(one)
     told: list[str | None] = []
-    two.hear(told.append)
+    two.hear(lambda class_id, lesson: told.append(class_id))
     student = tab()
     two.join(student, class_id)
     two.connect(key_of(student), student.member, two.lesson(class_id))
-    asked = one.ask(lecturer, secret, "Type a word.")
-    assert eventually(lambda: two.round(class_id).prompt == "Type a word.")
+    asked = one.lecture("ask", lecturer, secret, "Type a word.")
+    assert eventually(lambda: two.rounds.round(class_id).prompt == "Type a word.")
     assert class_id in told
     two.answer(student, "page-1", "10.9.11.1", "queen", asked.number)
-    assert eventually(lambda: dict(one.round(class_id).counts) == {"queen": 1})
-    hidden = one.moderate(lecturer, secret, "queen", True)
-    assert eventually(lambda: two.round(class_id).hidden == {"queen"})
-    assert two.round(class_id).version >= hidden.version and two.round(class_id).drawn() == ()
+    assert eventually(lambda: dict(one.rounds.round(class_id).counts) == {"queen": 1})
+    hidden = one.lecture("hide", lecturer, secret, "queen", True)
+    assert eventually(lambda: two.rounds.round(class_id).hidden == {"queen"})
+    assert two.rounds.round(class_id).version >= hidden.version and two.rounds.round(class_id).drawn() == ()
 
 
 def test_a_burst_of_answers_is_announced_at_most_once_a_second_and_the_last_always(stores):
     store = stores()
     heard: list[Round] = []
     listener = stores()
-    listener.listen_rounds(lambda class_id, round_: heard.append(round_) if class_id == made[0] else None)
-    listener.listen(lambda lesson: None)  # subscribed
+    listener.listen(lambda lesson: None, lambda class_id, round_: heard.append(round_) if class_id == made[0] else None)
     ticks = Clock()
     room = Classroom(store, ticks=ticks)
     made: list[str] = []
     lecturer, class_id, secret = lecture(room)
     made.append(class_id)
-    room.ask(lecturer, secret, "Type a word.")
+    room.lecture("ask", lecturer, secret, "Type a word.")
     assert eventually(lambda: len(heard) == 1)  # the first change goes out at once
     pages = students(room, class_id, 20)
     for index, student in enumerate(pages):
         room.answer(student, f"page-{index}", "10.9.12.1", "queen", 1)
-        room.flush()  # the writer's turn after each answer, its clock standing still
+        room.writer.flush()  # the writer's turn after each answer, its clock standing still
     assert len(heard) <= 2
     ticks.now += POLL_SECONDS
     assert eventually(lambda: heard and heard[-1].answers == 20)
@@ -490,7 +495,7 @@ def test_a_burst_of_answers_is_announced_at_most_once_a_second_and_the_last_alwa
 def test_100_students_answering_at_once_on_threads_are_all_counted(stores, clock):
     one, two = Classroom(stores()), Classroom(stores())  # two processes, for Redis
     lecturer, class_id, secret = lecture(one)
-    one.ask(lecturer, secret, "Type a word you would put next to king.")
+    one.lecture("ask", lecturer, secret, "Type a word you would put next to king.")
     pages = [(room, tab()) for room in (one, two) for _ in range(50)]
     for room, student in pages:
         room.join(student, class_id)
@@ -514,8 +519,8 @@ def test_100_students_answering_at_once_on_threads_are_all_counted(stores, clock
     expected = {"queen": 100, "prince": 66, "crown": 33}  # each page 1, 2 or 3 words, by its index
     final = one.store.poll(class_id)
     assert dict(final.counts) == expected and final.answers == 199 and final.students == 100
-    assert eventually(lambda: dict(one.round(class_id).counts) == expected)
-    assert eventually(lambda: dict(two.round(class_id).counts) == expected)
+    assert eventually(lambda: dict(one.rounds.round(class_id).counts) == expected)
+    assert eventually(lambda: dict(two.rounds.round(class_id).counts) == expected)
 
 
 # --- a store that is away ------------------------------------------------------------------------------
@@ -537,10 +542,10 @@ def test_a_redis_outage_loses_no_acknowledged_answer_nor_the_rounds_moderation(r
     redis_server, (one, two) = rooms
     lecturer, class_id, secret = lecture(one)
     one.connect(key_of(lecturer), lecturer.member, one.lesson(class_id))
-    one.ask(lecturer, secret, "Type a word.")
-    one.ask(lecturer, secret, "Type a word you would put next to king.", True)  # round 2, review first
-    one.moderate(lecturer, secret, "rude", True)
-    one.approve(lecturer, secret, "queen", True)
+    one.lecture("ask", lecturer, secret, "Type a word.")
+    one.lecture("ask", lecturer, secret, "Type a word you would put next to king.", True)  # round 2, review first
+    one.lecture("hide", lecturer, secret, "rude", True)
+    one.lecture("approve", lecturer, secret, "queen", True)
     pages = [(room, tab()) for room in (one, two, two) for _ in range(1)]
     for index, (room, student) in enumerate(pages):
         room.join(student, class_id)
@@ -554,7 +559,7 @@ def test_a_redis_outage_loses_no_acknowledged_answer_nor_the_rounds_moderation(r
     with pytest.raises(Reconnecting) as refused:
         two.answer(pages[1][1], "page-1", "10.11.0.1", "late", 2)
     assert str(refused.value) == RECONNECTING
-    assert two.own("page-1", class_id) == ("queen", "rude")
+    assert two.rounds.own("page-1", class_id) == ("queen", "rude")
     redis_server.start()  # empty
     assert eventually(lambda: one.store.poll(class_id) is not None
                       and dict(one.store.poll(class_id).counts) == dict(acknowledged.counts))
@@ -563,7 +568,7 @@ def test_a_redis_outage_loses_no_acknowledged_answer_nor_the_rounds_moderation(r
         2, "Type a word you would put next to king.", True, True)
     assert (restored.hidden, restored.approved, restored.answers, restored.students) == (
         {"rude"}, {"queen"}, 6, 3)
-    assert eventually(lambda: one.round(class_id) == two.round(class_id) == one.store.poll(class_id))
+    assert eventually(lambda: one.rounds.round(class_id) == two.rounds.round(class_id) == one.store.poll(class_id))
     assert restored.version > acknowledged.version
     with pytest.raises(Refused, match=ENOUGH):
         two.answer(pages[2][1], "page-2", "10.11.0.1", "late", 2)  # its three words are its three again
@@ -577,12 +582,12 @@ def test_one_processs_own_store_is_never_away_and_writes_answers_again_once(cloc
     store.ping()
     room = Classroom(store)
     lecturer, class_id, secret = lecture(room)
-    room.ask(lecturer, secret, f"Type a word, {secrets.token_hex(2)}.")
-    assert store.replay(class_id, 1, {"page-1": ("queen",)}, 3, MAX_ANSWERS, NO_ROUND) == "done"  # written again once
-    assert store.replay(class_id, 1, {"page-1": ("queen",)}, 3, MAX_ANSWERS, NO_ROUND) == "same"  # nothing lost
+    room.lecture("ask", lecturer, secret, f"Type a word, {secrets.token_hex(2)}.")
+    assert store.replay(class_id, 1, {"page-1": ("queen",)}, NO_ROUND) == "done"  # written again once
+    assert store.replay(class_id, 1, {"page-1": ("queen",)}, NO_ROUND) == "same"  # nothing lost
     assert dict(store.poll(class_id).counts) == {"queen": 1}
-    assert store.replay(class_id, 2, {}, 3, MAX_ANSWERS, NO_ROUND) == "other"
-    assert store.replay(class_id, 1, {}, 3, MAX_ANSWERS, store.poll(class_id), restore=True) == "same"  # it has one
+    assert store.replay(class_id, 2, {}, NO_ROUND) == "other"
+    assert store.replay(class_id, 1, {}, store.poll(class_id), restore=True) == "same"  # it has one
 
 
 def test_a_redis_emptied_under_running_processes_loses_no_acknowledged_answer(rooms, clock):
@@ -592,8 +597,8 @@ def test_a_redis_emptied_under_running_processes_loses_no_acknowledged_answer(ro
     redis_server, (one, two) = rooms
     lecturer, class_id, secret = lecture(one)
     one.connect(key_of(lecturer), lecturer.member, one.lesson(class_id))
-    one.ask(lecturer, secret, "Type a word.")
-    one.moderate(lecturer, secret, "rude", True)
+    one.lecture("ask", lecturer, secret, "Type a word.")
+    one.lecture("hide", lecturer, secret, "rude", True)
     here, there = tab(), tab()
     one.join(here, class_id)
     two.join(there, class_id)
@@ -616,7 +621,7 @@ def test_an_answer_sent_before_its_process_wrote_its_answers_again_keeps_the_ear
     redis_server, (one, two) = rooms
     lecturer, class_id, secret = lecture(one)
     one.connect(key_of(lecturer), lecturer.member, one.lesson(class_id))
-    one.ask(lecturer, secret, "Type a word.")
+    one.lecture("ask", lecturer, secret, "Type a word.")
     there = tab()
     two.join(there, class_id)
     two.answer(there, "page-there", "10.12.0.2", "prince", 1)
@@ -626,5 +631,6 @@ def test_an_answer_sent_before_its_process_wrote_its_answers_again_keeps_the_ear
     assert eventually(lambda: one.store.poll(class_id) is not None)
     assert two.answer(there, "page-there", "10.12.0.2", "crown", 1)[1] == ("prince", "crown")
     two.rounds.replay = replay
-    two.replay()
+    for known in two.rounds.classes():  # every round it knows of, its answers written again
+        two.rounds.replay(known)
     assert eventually(lambda: dict(one.store.poll(class_id).counts) == {"prince": 1, "crown": 1})

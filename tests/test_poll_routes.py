@@ -107,10 +107,10 @@ def test_a_lecturers_hostile_body_gets_a_sentence_and_changes_nothing(app_url, l
     from ui.classroutes import CLASSROOM
 
     lecturer, secret, _, _, _ = lesson
-    before = CLASSROOM.round(lecturer.tab.member.class_id)
+    before = CLASSROOM.rounds.round(lecturer.tab.member.class_id)
     answer = poll(app_url, name, lecturer, secret=secret, **sent)
     assert answer.status_code == 400 and answer.json()["error"].endswith("."), answer.text
-    assert CLASSROOM.round(lecturer.tab.member.class_id) == before
+    assert CLASSROOM.rounds.round(lecturer.tab.member.class_id) == before
 
 
 @pytest.mark.parametrize("sent", [
@@ -130,21 +130,21 @@ def test_a_students_hostile_answer_gets_a_sentence_and_changes_nothing(app_url, 
     assert poll(app_url, "answer", student, word="queen", round=number).json()["own"] == ["queen"]
     counted = lecturer_stream.until(lambda m: m["poll"]["answers"] >= 1)["poll"]
     assert (counted["answers"], counted["drawn"]) == (1, [["queen", 1]])
-    assert CLASSROOM.round(lecturer.tab.member.class_id).number == number
+    assert CLASSROOM.rounds.round(lecturer.tab.member.class_id).number == number
 
 
 def test_a_student_is_not_the_lecturer(app_url, lesson):
     from ui.classroutes import CLASSROOM
 
     lecturer, secret, student, _, _ = lesson
-    before = CLASSROOM.round(lecturer.tab.member.class_id)
+    before = CLASSROOM.rounds.round(lecturer.tab.member.class_id)
     for name, sent in (("ask", {"prompt": "Mine?"}), ("clear", {}), ("hide", {"word": "queen", "on": True})):
         for secret_sent in (secret, "x" * 32, None):  # even with the lecturer's secret, from another page
             answer = poll(app_url, name, student, secret=secret_sent, **sent)
             assert answer.status_code in (400, 403), answer.text
     wrong = poll(app_url, "ask", lecturer, secret="y" * 32, prompt="Forged?")
     assert wrong.status_code == 403, wrong.text
-    assert CLASSROOM.round(lecturer.tab.member.class_id) == before
+    assert CLASSROOM.rounds.round(lecturer.tab.member.class_id) == before
 
 
 def test_a_fourth_word_is_refused_and_the_same_word_counts_once(app_url, lesson):
@@ -178,7 +178,7 @@ def test_a_flood_of_answers_from_one_page_is_refused_with_a_sentence(app_url, pa
     assert refused and all(a.json()["error"] for a in refused)
     from ui.classroutes import CLASSROOM
 
-    assert eventually(lambda: CLASSROOM.round(class_id).answers == len(ok)), CLASSROOM.round(class_id)
+    assert eventually(lambda: CLASSROOM.rounds.round(class_id).answers == len(ok)), CLASSROOM.rounds.round(class_id)
 
 
 def test_a_round_ends_with_its_class(app_url, lesson):
@@ -191,4 +191,4 @@ def test_a_round_ends_with_its_class(app_url, lesson):
     student_stream.wait_closed()
     answer = poll(app_url, "answer", student, word="late", round=number)
     assert answer.status_code in (400, 404), answer.text
-    assert CLASSROOM.round(class_id).answers == 0
+    assert CLASSROOM.rounds.round(class_id).answers == 0

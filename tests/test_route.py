@@ -77,7 +77,8 @@ def own_live(page: Page):
 async def answer_of(live, page: Page, change: dict, address: str | None = None) -> dict:
     """The route's answer to `change` from `page`, as the page reads it; `address`: the caller's."""
     request = None if address is None else SimpleNamespace(client=SimpleNamespace(host=address))
-    response = await live.answer({"key": page.key, "change": change}, request)
+    body = json.dumps({"key": page.key, "change": change}).encode()
+    response = await live.guarded(lambda: live.answer(body, request))
     return json.loads(response.body)
 
 
@@ -163,8 +164,8 @@ def test_a_phone_s_screen_redraws_the_plot_in_larger_labels_fitted_to_it_and_no_
 
 @pytest.mark.parametrize("sent, says", [
     ("text", "not text"), ([], "not an array"), (5, "not a number"), (True, "not true or false"),
-    ({}, "carries no page key"), ({"change": {"sentence_a": "x"}}, "carries no page key"),
-    ({"key": 5, "change": {"sentence_a": "x"}}, "carries no page key"),
+    ({}, "carries no valid page key"), ({"change": {"sentence_a": "x"}}, "carries no valid page key"),
+    ({"key": 5, "change": {"sentence_a": "x"}}, "carries no valid page key"),
     ({"key": "k" * 65, "change": {"sentence_a": "x"}}, "at most 64 characters"),
 ])
 def test_a_request_without_a_valid_key_is_refused_with_a_sentence(app_url, sent, says):
@@ -301,7 +302,8 @@ def test_a_page_with_its_share_of_calls_waiting_is_refused_with_when_to_try_agai
             for number in range(3):  # examples: actions, never merged
                 waiting.append(asyncio.create_task(answer_of(live, opened, {"example": number})))
                 await until_waiting(keys, number + 1)
-            response = await live.answer({"key": opened.key, "change": {"example": 3}})
+            body = json.dumps({"key": opened.key, "change": {"example": 3}}).encode()
+            response = await live.guarded(lambda: live.answer(body))
         return response, [await each for each in waiting]
 
     refused, answers = run_async(calls)
@@ -493,6 +495,18 @@ def test_an_example_pair_writes_both_sentence_boxes_and_draws_them(opened):
     assert for_gradio(out)["sentence-a"] == EXAMPLES[2][0]  # the boxes do not show it yet
     assert for_gradio(out)["sentence-b"] == EXAMPLES[2][1]
     assert drawn_tokens(out) == wordpiece().encode(*EXAMPLES[2]).tokens
+
+
+def test_a_class_s_new_answers_ride_on_another_action_the_page_sends_with_them(opened):
+    """The page merges what it sends while a call waits: the class's answers changing (`poll`) may
+    come with an example pair clicked, and both are taken."""
+    from ui.assets import EXAMPLES
+
+    out = opened.send(example=1, poll=3)
+    assert "error" not in out and (opened.tab.view.sentence_a, opened.tab.view.sentence_b) == tuple(EXAMPLES[1])
+    assert drawn_tokens(out) == wordpiece().encode(*EXAMPLES[1]).tokens
+    refused = opened.send(example=1, flip=True)  # two actions of the person's own are still one too many
+    assert "two actions were sent together" in refused.get("error", "")
 
 
 def test_next_and_previous_move_the_tour_and_restart_the_tables(opened):

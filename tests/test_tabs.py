@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
+import weakref
 
 import pytest
 import torch
@@ -309,6 +311,36 @@ def test_a_waiting_job_whose_page_went_away_never_runs():
     release.set()
     holder.join(10)
     assert jobs.run(Tab(), "exporting", lambda: "free") == "free"  # its place in the pool was given back
+
+
+class _Tables:
+    """Stands for a job's result: a visitor's tables, which must go when the last holder lets go."""
+
+
+@pytest.mark.parametrize("fails", [False, True], ids=["returned", "raised"])
+def test_a_finished_job_is_in_no_reference_cycle_so_its_tables_go_with_their_last_holder(fails):
+    """A cycle through a job (its future's done-callback naming it, a raised error's frames) kept a
+    visitor's tables until the collector's next full pass, past the budget that had let them go."""
+    jobs, box = Jobs(workers=1), [_Tables()]  # the work takes the tables out: the test holds none
+    alive = weakref.ref(box[0])
+
+    def work():
+        time.sleep(0.2)  # still running when the job is set up (a done future runs its callbacks at once)
+        if fails:
+            raise Refused("no room", box.pop())  # an error that names the tables, as a traceback's frames do
+        return box.pop()
+
+    gc.disable()  # only reference counts free anything here
+    try:
+        try:
+            got = jobs.run(Tab(), "building the tables", work, key=None)
+        except Refused as error:
+            got = error
+        assert alive() is not None  # held by the caller
+        del got
+        assert alive() is None, "the job's tables outlived their last holder: a cycle holds them"
+    finally:
+        gc.enable()
 
 
 def test_a_training_stops_at_the_time_limit_and_keeps_its_steps(clock):

@@ -42,7 +42,8 @@ def answers(tab: Tab, steps, corpus: str = "builtin") -> list[dict]:
     channel = PAGE.live.channels[tab]
 
     async def taken() -> list[dict]:
-        return [PAGE.live.values(channel, out) async for out in trainpanel.train(PAGE, tab, steps, corpus)]
+        sent = {"steps": steps, "corpus": corpus}  # the page's {train: …}
+        return [PAGE.live.values(channel, out) async for out in trainpanel.train(PAGE, tab, sent)]
 
     return run_async(taken)
 
@@ -181,7 +182,7 @@ def test_the_page_hears_training_only_once_a_table_change_would_be_refused(monke
         return real(*args, **kwargs)
 
     monkeypatch.setattr(route.JOBS, "run", late)
-    handler, loop = trainpanel.train(PAGE, tab, 2000, "builtin"), asyncio.new_event_loop()
+    handler, loop = trainpanel.train(PAGE, tab, {"steps": 2000, "corpus": "builtin"}), asyncio.new_event_loop()
     first: list[dict] = []
     told = threading.Thread(target=lambda: first.append(loop.run_until_complete(anext(handler))))
     told.start()

@@ -14,10 +14,10 @@ import threading
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from starlette.middleware.gzip import GZipMiddleware
-from starlette.responses import HTMLResponse, JSONResponse
+from starlette.requests import HTTPConnection
+from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from core.process.memory import ADDRESS_SHARE, BUDGET, Budget
 from core.serving.tabs import network_of
@@ -30,20 +30,12 @@ AGAIN_SECONDS = 1.0  # how often a line whose calls all wait for their answers t
 ADMITTED = ("/explorer/", "/gradio_api/queue/join", "/gradio_api/call/")
 
 
-class Refusal(NamedTuple):
-    """Why a call is not taken: its HTTP status, a sentence, and seconds to wait (Retry-After)."""
-
-    status: int
-    sentence: str
-    retry: int
-
-
 class Busy(Exception):
-    """A call refused by the account, with its `refusal`."""
+    """A call the account does not take: its HTTP status, a sentence, and seconds to wait (Retry-After)."""
 
-    def __init__(self, refusal: Refusal) -> None:
-        super().__init__(refusal.sentence)
-        self.refusal = refusal
+    def __init__(self, status: int, sentence: str, retry: int) -> None:
+        super().__init__(sentence)
+        self.status, self.sentence, self.retry = status, sentence, retry
 
 
 def visitor_of(host: object) -> str:
@@ -73,33 +65,28 @@ class Visitors:
         self.lines: list[Turns] = []
         self._unread: Counter[str] = Counter()  # address -> bytes of its answers on their way
         self._lock = threading.Lock()
-        self.refused: Counter[int] = Counter()  # HTTP status -> calls refused with it (for benchmarks)
 
     def calls(self) -> list[Turn]:
         """Every call waiting now, on every line."""
         return [call for line in self.lines for call in line.waiting()]
 
-    def refusal(self, address: str, work: float, tab: str | None = None) -> Refusal | None:
+    def refusal(self, address: str, work: float, tab: str | None = None) -> Busy | None:
         """Why a call of `work` from `address` and `tab` (None: not known yet) may not wait; None if it may."""
         waiting = self.calls()
         if tab is not None and sum(call.tab == tab for call in waiting) >= self.per_tab:
-            return Refusal(429, f"This page already has {self.per_tab} calls waiting for the server, so this one "
-                                "was not taken. Wait for their answers, then try again.", 5)
+            return Busy(429, f"This page already has {self.per_tab} calls waiting for the server, so this one "
+                             "was not taken. Wait for their answers, then try again.", 5)
         mine = [call for call in waiting if call.address == address]
         held = sum(call.work for call in mine)
         if held > 0 and held + work > self.address_work:
-            return Refusal(429, f"Your address already has {held:,.0f} units of work waiting for the server (a short "
-                                "update is 1, long text counts more), the most one address may have at once, so this "
-                                "call was not taken. Try again in a few seconds.", 5)
+            return Busy(429, f"Your address already has {held:,.0f} units of work waiting for the server (a short "
+                             "update is 1, long text counts more), the most one address may have at once, so this "
+                             "call was not taken. Try again in a few seconds.", 5)
         if len(waiting) >= self.waiting and len(mine) >= self.waiting / len({c.address for c in waiting} | {address}):
-            return Refusal(503, f"The server has {len(waiting):,} calls waiting from its visitors, as many as it "
-                                f"takes at once, and {len(mine):,} of them come from your address, its share, so "
-                                "this one was not taken. Try again in a minute.", 30)
+            return Busy(503, f"The server has {len(waiting):,} calls waiting from its visitors, as many as it "
+                             f"takes at once, and {len(mine):,} of them come from your address, its share, so "
+                             "this one was not taken. Try again in a minute.", 30)
         return None
-
-    def refuse(self, refusal: Refusal) -> Busy:
-        self.refused[refusal.status] += 1
-        return Busy(refusal)
 
     def unread(self, address: str | None = None) -> int:
         """Bytes of answers made for `address`'s pages and not yet read (None: everyone's)."""
@@ -121,9 +108,7 @@ class Visitors:
             yield
         finally:
             with self._lock:
-                self._unread[address] -= nbytes
-                if self._unread[address] <= 0:
-                    del self._unread[address]
+                self._unread -= Counter({address: nbytes})  # an address with nothing on its way is let go
             for line in self.lines:  # a call passed over for its unread answers may start now
                 line.grant_soon()
 
@@ -138,14 +123,13 @@ class Turn:
     address: str
     tab: str | None
     work: float
-    start: float
-    finish: float
+    start: float  # it finishes at its start plus its work
     order: int
     granted: asyncio.Future
 
 
 def _place(turn: Turn) -> tuple[float, float, int]:
-    return turn.start, turn.finish, turn.order
+    return turn.start, turn.start + turn.work, turn.order
 
 
 class Turns:
@@ -164,19 +148,6 @@ class Turns:
         self.loop: asyncio.AbstractEventLoop | None = None  # the server's, once a call came
         visitors.lines.append(self)
 
-    def tag(self, address: str, work: float) -> tuple[float, float]:
-        start = max(self.clock, self.finish.get(address, self.clock))
-        self.finish[address] = start + work
-        return start, start + work
-
-    def took(self, start: float, waiting: int) -> None:
-        """The call that starts at `start` was taken, `waiting` are left: an empty line starts afresh."""
-        self.clock = max(self.clock, start)
-        if not waiting:
-            self.finish.clear()
-        elif len(self.finish) > 4 * waiting + 64:
-            self.finish = {address: f for address, f in self.finish.items() if f > self.clock}
-
     def waiting(self) -> list[Turn]:
         return list(self._line)
 
@@ -188,23 +159,22 @@ class Turns:
         `PASS` times heavier (not left behind a classmate's long calls); a page's own keep their order."""
         refusal = self.visitors.refusal(address, work, tab)
         if refusal is not None:
-            raise self.visitors.refuse(refusal)
+            raise refusal
         self.loop = asyncio.get_running_loop()
-        start, finish = self.tag(address, work)
+        start = max(self.clock, self.finish.get(address, self.clock))
+        self.finish[address] = start + work
         passed = []  # the address's latest waiting calls this one goes ahead of, latest first
-        for waiting in reversed(self._line):
-            if waiting.address != address:
-                continue
+        for waiting in reversed([turn for turn in self._line if turn.address == address]):
             if tab is None or waiting.tab in (None, tab) or waiting.work < self.PASS * work:
                 break
             passed.append(waiting)
         if passed:
-            start, finish = passed[-1].start, passed[-1].start + work  # the earliest turn it takes
+            start = passed[-1].start  # the earliest turn it takes
             for waiting in passed:  # each moves back by this call's work, still in its own order
                 self._line.remove(waiting)
-                waiting.start, waiting.finish = waiting.start + work, waiting.finish + work
+                waiting.start += work
                 bisect.insort(self._line, waiting, key=_place)
-        turn = Turn(address, tab, work, start, finish, next(self._order), self.loop.create_future())
+        turn = Turn(address, tab, work, start, next(self._order), self.loop.create_future())
         bisect.insort(self._line, turn, key=_place)
         self._grant()
         return turn
@@ -232,8 +202,7 @@ class Turns:
         try:
             yield
         finally:
-            self.running -= self.slots
-            self._grant()
+            self._release(self.slots)
 
     def grant_soon(self) -> None:
         """Look at the line again from the server's loop (answers were read: from any thread)."""
@@ -241,8 +210,8 @@ class Turns:
             with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits any more
                 self.loop.call_soon_threadsafe(self._grant)
 
-    def _release(self) -> None:
-        self.running -= 1
+    def _release(self, slots: int = 1) -> None:
+        self.running -= slots
         self._grant()
 
     def _look_again(self) -> None:
@@ -260,7 +229,11 @@ class Turns:
             if turn.granted.done():  # its caller went away meanwhile
                 continue
             self.running += 1
-            self.took(turn.start, len(self._line))
+            self.clock = max(self.clock, turn.start)
+            if not self._line:  # an empty line starts afresh
+                self.finish.clear()
+            elif len(self.finish) > 4 * len(self._line) + 64:
+                self.finish = {address: f for address, f in self.finish.items() if f > self.clock}
             turn.granted.set_result(None)
 
 
@@ -271,7 +244,7 @@ async def gone(receive) -> None:
 
 
 async def unless_gone(request, work: Callable[[], object]):
-    """`await work()`, cancelled (raising `Gone`) the moment the request's client goes."""
+    """`await work()`, cancelled the moment the request's client goes: then a 499, which nobody reads."""
     task = asyncio.ensure_future(work())
     left = asyncio.ensure_future(gone(request.receive))
     try:
@@ -282,12 +255,8 @@ async def unless_gone(request, work: Callable[[], object]):
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
-        raise Gone
+        return Response(status_code=499)
     return task.result()
-
-
-class Gone(Exception):
-    """The call's client left before its answer was made."""
 
 
 class Door:
@@ -299,21 +268,17 @@ class Door:
         self.gzip = GZipMiddleware(app, minimum_size=1000, compresslevel=6)
 
     async def __call__(self, scope, receive, send) -> None:
+        app = self.app
         if scope["type"] == "http" and scope["method"] == "GET" and scope["path"].rstrip("/") == "":
-            page = TOO_LONG if len(scope.get("query_string", b"")) > MAX_QUERY else self.gzip
-            await page(scope, receive, send)
-            return
-        if scope["type"] == "http" and scope["method"] == "POST" and any(door in scope["path"] for door in ADMITTED):
-            client = scope.get("client")
+            app = TOO_LONG if len(scope.get("query_string", b"")) > MAX_QUERY else self.gzip
+        elif scope["type"] == "http" and scope["method"] == "POST" and any(door in scope["path"] for door in ADMITTED):
             size = dict(scope.get("headers", ())).get(b"content-length", b"")
-            refusal = self.visitors.refusal(visitor_of(client[0] if client else None),
+            refusal = self.visitors.refusal(visitor_of_request(HTTPConnection(scope)),
                                             work_of(int(size) if size.isdigit() else 0))
             if refusal is not None:
-                self.visitors.refuse(refusal)
                 said = {"error": refusal.sentence, "detail": refusal.sentence}
-                await JSONResponse(said, refusal.status, {"Retry-After": str(refusal.retry)})(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
+                app = JSONResponse(said, refusal.status, {"Retry-After": str(refusal.retry)})
+        await app(scope, receive, send)
 
 
 TOO_LONG = HTMLResponse(
@@ -337,19 +302,17 @@ class Outbox:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        client = scope.get("client")
-        address = visitor_of(client[0] if client else None)
+        address = visitor_of_request(HTTPConnection(scope))
 
         async def in_pieces(message) -> None:
             body = message.get("body", b"") if message["type"] == "http.response.body" else b""
             if len(body) <= PIECE:
                 await send(message)
                 return
-            more = message.get("more_body", False)
             with self.visitors.answering(address, len(body)):
                 for at in range(0, len(body), PIECE):
                     piece = {"type": "http.response.body", "body": body[at:at + PIECE],
-                             "more_body": more or at + PIECE < len(body)}
+                             "more_body": message.get("more_body", False) or at + PIECE < len(body)}
                     try:
                         await asyncio.wait_for(send(piece), self.visitors.send_seconds)
                     except TimeoutError:
@@ -357,7 +320,5 @@ class Outbox:
 
         try:
             await self.app(scope, receive, in_pieces)
-        except* Unread:
-            pass  # the connection is closed with the answer incomplete (its reader is told by the break)
-        except* OSError:
-            pass  # the client left mid-answer: nothing to tell anyone
+        except* (Unread, OSError):  # unread, or its client left: the connection is closed with the answer incomplete
+            pass

@@ -32,7 +32,7 @@ from core.view import share, tour
 from core.view.options import CORPORA, LIMITS, MAX_QUERY, Refused, choice, whole
 from core.view.state import View
 from ui import render
-from ui.admission import UNKNOWN, Busy, visitor_of, work_of
+from ui.admission import Busy, visitor_of_request, work_of
 from ui.route import JOBS, OFFLOAD, Live, link_shown
 
 # gradio hands every API call on at once (an async wait, no thread), so each waits in the app's
@@ -50,8 +50,7 @@ def opened(live: Live, link: share.Link) -> tuple[Tab, tuple[str, ...]]:
 
     def show(view: View, notes: tuple[str, ...]) -> tuple[str, ...]:
         live.built_first(tab, lambda _: view)  # a large random layer is built in the heavy pool
-        _, said = tab.apply(lambda _: view, lambda step: step.notes, tables=lambda session: session.restart(),
-                            whole=True)
+        said = tab.apply(lambda _: view, lambda step: step.notes, tables=lambda session: session.restart(), whole=True)
         return (*notes, *said)
 
     return tab, link_shown(link, View(), show)
@@ -77,13 +76,6 @@ def declare(page) -> None:
     """The API's functions, on the page's Blocks (called inside it)."""
     live: Live = page.live
 
-    async def turn(request: gr.Request, work, weight: float = 1.0):
-        host = getattr(getattr(request, "client", None), "host", None)
-        TABS.new_tabs.take(host)  # a call is a page opened, and counted so
-        answer = await live.turn(None, None, lambda: {"answer": work()}, visitor_of(host) if host else UNKNOWN,
-                                 weight, "work")
-        return answer["answer"]
-
     async def view(query: str, request: gr.Request) -> dict:
         """What the page shows for a link's query (the address bar's text after "?", e.g.
         "source=bert&a=The+king+spoke.&token=2"): "points", each group's points as plotted, in token
@@ -91,8 +83,7 @@ def declare(page) -> None:
         "tokens" ([token, id, position, segment] each); "neighbours" of the selected token by token
         and by output vector ([rank, word, cosine]); the search's matches; the summary line; and
         "notes", what the link asked for but could not have."""
-        return await _called(turn, request, lambda: answer_of(*opened(live, share.from_address(_query(query))), page),
-                             query)
+        return await _called(live, request, lambda: answer_of(*opened(live, _link(query)), page), query)
 
     async def train(query: str, request: gr.Request, steps: int = 100, corpus: str = "builtin") -> dict:
         """The view of a link's query after `steps` gradient steps (1 to 2,000) on its tables, on the
@@ -100,7 +91,7 @@ def declare(page) -> None:
         what `view` answers of the trained tables, and "losses", the loss at each step."""
         def work() -> dict:
             count, text_of = whole(steps, "steps"), choice(corpus, "corpus", CORPORA)
-            tab, notes = opened(live, share.from_address(_query(query)))
+            tab, notes = opened(live, _link(query))
             session, view = tab.session, tab.view
             text = (Corpus.builtin() if text_of == "builtin"
                     else Corpus.from_text(f"{view.sentence_a}\n{view.sentence_b}"))
@@ -110,13 +101,13 @@ def declare(page) -> None:
             return {**answer_of(tab, notes, page), "losses": list(trained.training.losses)}
 
         weight = 1 + (steps if isinstance(steps, int) and not isinstance(steps, bool) else 1) / LIMITS["steps"][1]
-        return await _called(turn, request, work, query, weight=weight)
+        return await _called(live, request, work, query, weight=weight)
 
     async def code(query: str, request: gr.Request) -> str:
         """The view of a link's query as a short Python script that draws it (plain PyTorch, NumPy,
         scikit-learn and Plotly; `--json` prints each group's points): GET explorer/code?QUERY
         answers the same."""
-        return await _called(turn, request, lambda: written(live, share.from_address(_query(query))), query)
+        return await _called(live, request, lambda: written(live, _link(query)), query)
 
     def steps() -> list[dict]:
         """The guided tour's steps, in order: each one's number, title, text (Markdown) and the
@@ -124,22 +115,29 @@ def declare(page) -> None:
         return [{"step": n, "title": step.title, "text": step.text, "query": f"step={n}"}
                 for n, step in enumerate(tour.STEPS, 1)]
 
-    gr.api(view, api_name="view", concurrency_limit=CONCURRENT, concurrency_id="api")
-    gr.api(train, api_name="train", concurrency_limit=CONCURRENT, concurrency_id="api")
-    gr.api(code, api_name="code", concurrency_limit=CONCURRENT, concurrency_id="api")
-    gr.api(steps, api_name="tour", concurrency_limit=CONCURRENT, concurrency_id="api")
+    for name, function in {"view": view, "train": train, "code": code, "tour": steps}.items():
+        gr.api(function, api_name=name, concurrency_limit=CONCURRENT, concurrency_id="api")
 
 
-def _query(query: object) -> str:
+def _link(query: object) -> share.Link:
+    """The link a call's query string opens (text, as the address bar holds it after "?")."""
     if not isinstance(query, str):
         raise Refused(f"query is a link's query string (text), not {type(query).__name__}.")
-    return query.lstrip("?")
+    return share.from_address(query.lstrip("?"))
 
 
-async def _called(turn, request, work, query: object, weight: float | None = None):
+async def in_turn(live: Live, request, work, weight: float):
+    """`work()` in a turn of the caller's address, counted as a new page of it (an API call and a
+    script are each a page opened)."""
+    TABS.new_tabs.take(getattr(getattr(request, "client", None), "host", None))
+    answer = await live.turn(None, None, lambda: {"answer": work()}, visitor_of_request(request), weight, "work")
+    return answer["answer"]
+
+
+async def _called(live: Live, request, work, query: object, weight: float | None = None):
     """`work()` in the API caller's turn; a refusal becomes gradio's error, raised by its client with the sentence."""
     try:
-        return await turn(request, work, weight or work_of(len(query) if isinstance(query, str) else 0))
+        return await in_turn(live, request, work, weight or work_of(len(query) if isinstance(query, str) else 0))
     except (Refused, Busy, ValueError) as error:
         raise gr.Error(str(error)) from None
 
@@ -158,19 +156,14 @@ def route(live: Live) -> Route:
         if len(query) > MAX_QUERY:
             return PlainTextResponse(f"This link is too long: a link to a view is at most {MAX_QUERY:,} characters "
                                      "after the question mark.", 414)
-        host = getattr(request.client, "host", None)
         try:
-            TABS.new_tabs.take(host)  # a script is a page opened, and counted so
-            answer = await live.turn(None, None, lambda: {"text": written(live, share.from_address(query))},
-                                     visitor_of(host), work_of(len(query)), "work")
+            text = await in_turn(live, request, lambda: written(live, share.from_address(query)), work_of(len(query)))
         except Busy as busy:
-            return PlainTextResponse(str(busy), busy.refusal.status, headers={"Retry-After": str(busy.refusal.retry)})
+            return PlainTextResponse(str(busy), busy.status, headers={"Retry-After": str(busy.retry)})
         except Refused as error:
             return PlainTextResponse(str(error), 429)
-        return Response(answer["text"], media_type="text/x-python; charset=utf-8",
+        return Response(text, media_type="text/x-python; charset=utf-8",
                         headers={"Content-Disposition": f'inline; filename="{FILE_NAME}"'})
 
     return Route(CODE_PATH, code, methods=["GET"])
 
-
-__all__ = ["declare", "route"]

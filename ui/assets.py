@@ -1,5 +1,5 @@
-"""What the page loads beside gradio's own: the example pairs, its scripts, plotly.js, and the
-outputs its script writes itself.
+"""What the page loads beside gradio's own: the example pairs, its scripts, plotly.js, the
+outputs its script writes itself, and the widgets several panels build alike.
 
 plotly.js is the one the installed `plotly` package carries (the version its figures are written
 for), served by the app at `explorer/plotly.js`, gzipped once when the app starts and cached by
@@ -20,6 +20,8 @@ import plotly
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+
+from core.view.options import LIMITS
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 EXAMPLES = json.loads((ASSETS / "examples.json").read_text(encoding="utf-8"))
@@ -50,24 +52,37 @@ def chart(elem_id: str) -> gr.HTML:
     return gr.HTML("", elem_id=elem_id, elem_classes=["chart"], js_on_load=CHART_JS % json.dumps(elem_id))
 
 
-class PlotlyScript:
+def number(elem_id: str, limit: str, value: int, label: str, **kwargs) -> gr.Number:
+    """A whole number, bounded in the browser as the server bounds it (`LIMITS[limit]`)."""
+    low, high = LIMITS[limit]
+    return gr.Number(value, label=label, precision=0, minimum=low, maximum=high, elem_id=elem_id, **kwargs)
+
+
+def slider(elem_id: str, limit: str, value: int, label: str, **kwargs) -> gr.Slider:
+    """A slider of whole numbers, bounded as the server bounds them (`LIMITS[limit]`)."""
+    low, high = LIMITS[limit]
+    return gr.Slider(low, high, value=value, step=1, label=label, elem_id=elem_id, **kwargs)
+
+
+def radio(elem_id: str, labels: dict[str, str], value: str, label: str) -> gr.Radio:
+    """One of a table's keys, each shown by its label."""
+    return gr.Radio([(shown, key) for key, shown in labels.items()], value=value, label=label, elem_id=elem_id)
+
+
+def plotly_route() -> Route:
     """`GET explorer/plotly-VERSION.js`: plotly.js, gzipped once, for browsers that accept it."""
 
-    @functools.cached_property
-    def plain(self) -> bytes:
-        return PLOTLY_JS.read_bytes()
+    @functools.cache
+    def made(zipped: bool) -> bytes:
+        plain = PLOTLY_JS.read_bytes()
+        return gzip.compress(plain, compresslevel=9, mtime=0) if zipped else plain
 
-    @functools.cached_property
-    def zipped(self) -> bytes:
-        return gzip.compress(self.plain, compresslevel=9, mtime=0)
+    async def script(request: Request) -> Response:
+        zipped = "gzip" in request.headers.get("accept-encoding", "")
+        body = await anyio.to_thread.run_sync(made, zipped)  # made once
+        headers = {"Cache-Control": "public, max-age=31536000, immutable", "Vary": "Accept-Encoding"}
+        if zipped:
+            headers["Content-Encoding"] = "gzip"
+        return Response(body, media_type="text/javascript", headers=headers)
 
-    def route(self) -> Route:
-        async def script(request: Request) -> Response:
-            zipped = "gzip" in request.headers.get("accept-encoding", "")
-            body = await anyio.to_thread.run_sync(lambda: self.zipped if zipped else self.plain)  # made once
-            headers = {"Cache-Control": "public, max-age=31536000, immutable", "Vary": "Accept-Encoding"}
-            if zipped:
-                headers["Content-Encoding"] = "gzip"
-            return Response(body, media_type="text/javascript", headers=headers)
-
-        return Route(f"/{PLOTLY_PATH}", script, methods=["GET"])
+    return Route(f"/{PLOTLY_PATH}", script, methods=["GET"])

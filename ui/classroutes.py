@@ -59,23 +59,18 @@ class Streams:
         self.lessons: dict[str, Lesson] = {}  # the newest lesson heard of each class with a stream here
         self.streams: dict[str, int] = {}  # class id -> its streams here
         self.open: dict[str, object] = {}  # page key -> its stream's token: a page's newer stream replaces its older
-        classroom.listen(lambda lesson: self._soon(self._keep, lesson))  # on the store's thread
-        classroom.hear(lambda class_id: self._soon(self._wake, class_id))
+        classroom.hear(self._soon)  # on the store's and the writer's threads
 
-    def _keep(self, lesson: Lesson) -> None:
-        old = self.lessons.get(lesson.id)
-        if lesson.id in self.streams and (old is None or lesson.version >= old.version):  # (>=: a later end)
-            self.lessons[lesson.id] = lesson
-        self._wake(lesson.id)
-
-    def _soon(self, work, *args) -> None:
-        """`work(*args)` in the streams' event loop; nothing once it closed (the server is stopping)."""
+    def _soon(self, class_id: str | None, lesson: Lesson | None) -> None:
+        """`_wake` in the streams' event loop; nothing once it closed (the server is stopping)."""
         if self.loop is not None:
             with contextlib.suppress(RuntimeError):
-                self.loop.call_soon_threadsafe(work, *args)
+                self.loop.call_soon_threadsafe(self._wake, class_id, lesson)
 
-    def _wake(self, class_id: str | None) -> None:
-        """Wake the streams of the class (None: of every class)."""
+    def _wake(self, class_id: str | None, lesson: Lesson | None = None) -> None:
+        """Wake the streams of the class (None: of every class), keeping `lesson` if it is the newest."""
+        if lesson is not None and lesson.id in self.streams and lesson.version >= self.lessons[lesson.id].version:
+            self.lessons[lesson.id] = lesson  # (>=: a later end)
         for each in list(self.changed) if class_id is None else [class_id]:
             event = self.changed.get(each)
             if event is not None:
@@ -105,8 +100,6 @@ class Streams:
         self.changed.setdefault(class_id, asyncio.Event())
         if class_id not in self.lessons or self.lessons[class_id].version < lesson.version:
             self.lessons[class_id] = lesson
-        if leading:
-            self.classroom.connect(key, member, lesson)
         sent, counts, counted = None, (0, 0), -COUNTS_SECONDS
         try:
             while self.open.get(key) is token:
@@ -122,8 +115,8 @@ class Streams:
                         message["ended"] = "This page no longer leads the class."
                 else:
                     message.update(following=member.following, shown=member.shown,
-                                   own=list(self.classroom.own(key, class_id)))
-                message["poll"] = self.classroom.round(class_id).message(leading)  # the round, as this page hears it
+                                   own=list(self.classroom.rounds.own(key, class_id)))
+                message["poll"] = self.classroom.rounds.round(class_id).message(leading)  # as this page hears it
                 if message != sent:
                     yield {"data": orjson.dumps(message).decode()}
                     sent = message
@@ -170,12 +163,11 @@ class ClassRoutes:
                 tab, channel = self.live.channel_of(sent["key"])
                 answer = await handler(request, tab, channel, sent)
             except Busy as busy:  # past the address's share of the server: the account's sentence
-                return answer_of({"error": str(busy)}, busy.refusal.status, {"Retry-After": str(busy.refusal.retry)})
+                return answer_of({"error": str(busy)}, busy.status, {"Retry-After": str(busy.retry)})
             except Reconnecting as error:  # nobody's fault: the page says so, and tries again
                 return answer_of({"error": str(error), "reconnecting": True})
             except Refused as error:  # a sentence, with the status that says what kind
-                status = {Forbidden: 403, Gone: 404, Full: 429}.get(type(error), 400)
-                return answer_of({"error": str(error)}, status)
+                return answer_of({"error": str(error)}, {Forbidden: 403, Gone: 404, Full: 429}.get(type(error), 400))
             except Exception:  # a fault (a bug): logged here, a plain sentence there
                 LOG.exception("class call %s failed", name)
                 return answer_of({"error": "The class call failed on the server; the page tries again."}, 500)
@@ -227,18 +219,16 @@ class ClassRoutes:
         return {"ended": lesson.ended}
 
     async def stream(self, request: Request, tab, channel, sent: dict) -> Response:
-        member = tab.member
-        if isinstance(member, Leader) and member.class_id == sent.get("class"):
+        before = tab.member
+        leads = isinstance(before, Leader) and before.class_id == sent.get("class")
+        member = before if leads else await anyio.to_thread.run_sync(self.classroom.join, tab, sent.get("class"))
+        try:  # connected before the answer begins: a class with no seat left says so with a 429
             lesson = await anyio.to_thread.run_sync(self.classroom.lesson, member.class_id)
-        else:
-            before = member
-            member = await anyio.to_thread.run_sync(self.classroom.join, tab, sent.get("class"))
-            try:  # the seat, taken before the answer begins: a class that is full says so with a 429
-                lesson = await anyio.to_thread.run_sync(self.classroom.lesson, member.class_id)
-                await anyio.to_thread.run_sync(self.classroom.connect, sent["key"], member, lesson)
-            except Refused:  # refused: the page is as it was
+            await anyio.to_thread.run_sync(self.classroom.connect, sent["key"], member, lesson)
+        except Refused:
+            if not leads:  # refused: the page is as it was
                 tab.member = before
-                raise
+            raise
         token = self.streams.opening(tab, sent["key"])
         # the page is let go when its stream ends, or when the answer ends before the stream began
         return EventSourceResponse(self.streams.stream(tab, sent["key"], lesson, member, token), ping=KEEPALIVE,
@@ -278,7 +268,7 @@ class ClassRoutes:
             if not isinstance(member, Leader):
                 raise Forbidden("Only the page that leads the class can download its answers.")
             self.classroom.check(member.class_id, sent.get("secret"))
-            round_ = self.classroom.round(member.class_id)
+            round_ = self.classroom.rounds.round(member.class_id)
             return {"csv": csv_of(round_), "poll": round_.message(True)}
         return await self._turn(request, tab, channel, work)
 

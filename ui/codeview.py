@@ -13,7 +13,6 @@ import json
 
 import gradio as gr
 
-from core.view.options import VIEWS
 from ui import ondemand
 from ui.api import CODE_PATH, FILE_NAME
 
@@ -23,11 +22,20 @@ INTRO = (
     f"and run `python {FILE_NAME}` for the plot, `--json` for each group's points as this page plots them. Any "
     f"link's script: `{CODE_PATH.lstrip('/')}?` and the link's query."
 )
-# the buttons read the code box's value in the browser; "Copied" says it was done (a live region reads it out)
-COPY_JS = """
-async (code) => {
-  code = code.endsWith('\\n') ? code : code + '\\n';  // the box keeps no final line break; a file ends with one
-  try {
+
+
+def with_code(action: str, said: str) -> str:
+    """A button's script: `action` with the code box's value as `code`, ended by a line break as a
+    file is (the box keeps none), then `said` in the live region, which reads it out."""
+    return f"""async (code) => {{
+  code = code.endsWith('\\n') ? code : code + '\\n';
+{action}
+  const status = document.querySelector('#code-status');
+  if (status) status.textContent = {said};
+}}"""
+
+
+COPY_JS = with_code("""  try {
     await navigator.clipboard.writeText(code);
   } catch (error) {  // no clipboard permission (an http page): select a copy and copy that
     const area = Object.assign(document.createElement('textarea'), {value: code});
@@ -35,41 +43,27 @@ async (code) => {
     area.select();
     document.execCommand('copy');
     area.remove();
-  }
-  const status = document.querySelector('#code-status');
-  if (status) status.textContent = 'Copied the script.';
-}
-"""
+  }""", "'Copied the script.'")
 # a file made in the browser from the code box's value, named as the route names it
-DOWNLOAD_JS = f"(code) => {{ const name = {json.dumps(FILE_NAME)};" + """
-  code = code.endsWith('\\n') ? code : code + '\\n';
-  const link = document.createElement('a');
-  link.href = URL.createObjectURL(new Blob([code], {type: 'text/x-python'}));
-  link.download = name;
+DOWNLOAD_JS = with_code(f"""  const link = document.createElement('a');
+  link.href = URL.createObjectURL(new Blob([code], {{type: 'text/x-python'}}));
+  link.download = {json.dumps(FILE_NAME)};
   document.body.appendChild(link);
   link.click();
   link.remove();
-  setTimeout(() => URL.revokeObjectURL(link.href), 1000);
-  const status = document.querySelector('#code-status');
-  if (status) status.textContent = `Downloaded the script as ${name}.`;
-}
-"""
+  setTimeout(() => URL.revokeObjectURL(link.href), 1000);""", json.dumps(f"Downloaded the script as {FILE_NAME}."))
 
 
 def layout(page) -> None:
-    with gr.Tab(VIEWS["code"], id="code", elem_id="tab-code") as page.view_tabs["code"], \
-            ondemand.content(page, page.view_tabs["code"], "shown", "code"):
+    with ondemand.tab(page, "shown", "code"):
         ondemand.unnamed(gr.Markdown(INTRO))
         with gr.Row():
-            page.code_copy = gr.Button("Copy", size="sm", elem_id="code-copy", scale=0, min_width=90)
-            page.code_download = gr.Button("Download .py", size="sm", elem_id="code-download", scale=0,
-                                           min_width=140)
+            copy = ondemand.unnamed(gr.Button("Copy", size="sm", elem_id="code-copy", scale=0, min_width=90))
+            download = ondemand.unnamed(gr.Button("Download .py", size="sm", elem_id="code-download", scale=0,
+                                                  min_width=140))
             ondemand.unnamed(gr.HTML('<p id="code-status" role="status" aria-live="polite"></p>', padding=False))
         # plain (`language=None`), as the side views' code (ui/sideviews.py): in the theme's text colour
         page.code = gr.Code(language=None, interactive=False, show_label=False, elem_id="code-view", lines=20,
                             max_lines=40, buttons=[])
-
-
-def wire(page) -> None:
-    page.browser(page.code_copy.click, COPY_JS, page.code)
-    page.browser(page.code_download.click, DOWNLOAD_JS, page.code)
+        page.browser(copy.click, COPY_JS, page.code)
+        page.browser(download.click, DOWNLOAD_JS, page.code)

@@ -15,7 +15,6 @@ holds no bytes in memory.
 
 from __future__ import annotations
 
-import contextlib
 import html
 import os
 import secrets
@@ -57,49 +56,36 @@ class Downloads:
         self._offered: dict[str, Offered] = {}
         self._lock = threading.Lock()
 
-    def folder(self) -> Path:
-        """A new folder for one export's files."""
-        path = ROOT / "exports" / secrets.token_hex(8)
-        path.mkdir(parents=True)
-        return path
-
     def offer(self, owner: object, folder: Path, paths: Iterable[str | Path]) -> list[tuple[str, str]]:
         """Links to `paths` (in `folder`) for `owner`, as (file name, link relative to the page);
         `owner`'s older links are revoked and every expired export's folder deleted."""
         now = self.clock()
+        issued = {secrets.token_urlsafe(24): Offered(folder, Path(path), owner, now + LIFETIME) for path in paths}
         with self._lock:
             kept = {token: offered for token, offered in self._offered.items()
                     if offered.owner != owner and offered.until > now}
             gone = {each.folder for each in self._offered.values()} - {each.folder for each in kept.values()}
-            self._offered = kept
-            links = []
-            for path in map(Path, paths):
-                token = secrets.token_urlsafe(24)
-                self._offered[token] = Offered(folder, path, owner, now + LIFETIME)
-                links.append((path.name, f"explorer/file/{token}"))
+            self._offered = {**kept, **issued}
         for each in gone - {folder}:
             shutil.rmtree(each, ignore_errors=True)
-        return links
-
-    def __len__(self) -> int:
-        return len(self._offered)
-
-    def path_of(self, token: str) -> Path | None:
-        """The file a token names, while its link lasts."""
-        with self._lock:
-            offered = self._offered.get(token)
-        if offered is None or offered.until <= self.clock() or not offered.path.is_file():
-            return None
-        return offered.path
+        return [(offered.path.name, f"explorer/file/{token}") for token, offered in issued.items()]
 
     def route(self) -> Route:
         async def download(request: Request) -> Response:
-            path = self.path_of(request.path_params["token"])
-            if path is None:
+            with self._lock:
+                offered = self._offered.get(request.path_params["token"])
+            if offered is None or offered.until <= self.clock() or not offered.path.is_file():
                 return PlainTextResponse(GONE, status_code=404)
-            return FileResponse(path, filename=path.name, headers={"Cache-Control": "no-store"})
+            return FileResponse(offered.path, filename=offered.path.name, headers={"Cache-Control": "no-store"})
 
         return Route("/explorer/file/{token}", download, methods=["GET"])
+
+
+def new_folder(kind: str) -> Path:
+    """A new folder of this process's for one export's or one upload's files (`kind`: "exports", "uploads")."""
+    path = ROOT / kind / secrets.token_hex(8)
+    path.mkdir(parents=True)
+    return path
 
 
 def links_html(links: Iterable[tuple[str, str]]) -> str:
@@ -119,44 +105,36 @@ def file_name(sent: str) -> str:
     return name if len(name) <= MAX_NAME else name[:MAX_NAME // 2] + name[-(MAX_NAME // 2):]
 
 
-class Uploads:
+def upload_route(live, take: Callable, limit: int) -> Route:
     """`POST explorer/upload`: the body is the file; `X-Explorer-Key` names the page and
     `X-File-Name` the file (URL-encoded). `take(tab, path)` reads it for the page's tab and
     answers what the page writes (ui/tablespanel.py); the file is deleted once it returns."""
+    larger = f"A table file is at most {limit / 2**20:,.0f} MB; this one is larger."
 
-    def __init__(self, live, take: Callable, limit: int) -> None:
-        self.live, self.take, self.limit = live, take, limit
-
-    def route(self) -> Route:
-        async def upload(request: Request) -> Response:
-            try:
-                return await self.live.guarded(lambda: self.received(request))
-            except ClientDisconnect:
-                return Response(status_code=499)  # the page left mid-file: nobody reads an answer (its file is gone)
-
-        return Route("/explorer/upload", upload, methods=["POST"])
-
-    async def received(self, request: Request) -> dict:
+    async def received(request: Request) -> dict:
         """The file streamed to disk, then taken in, in the page's turn of heavy work; deleted either way."""
-        tab, channel = self.live.channel_of(request.headers.get("x-explorer-key"))
+        tab, channel = live.channel_of(request.headers.get("x-explorer-key"))
         declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > self.limit:  # refused before a byte of it is read
-            raise Refused(f"A table file is at most {self.limit / 2**20:,.0f} MB; this one is larger.")
-        name = file_name(request.headers.get("x-file-name", ""))
-        folder = ROOT / "uploads" / secrets.token_hex(8)
-        folder.mkdir(parents=True)
-        path, size = folder / name, 0
+        if declared.isdigit() and int(declared) > limit:  # refused before a byte of it is read
+            raise Refused(larger)
+        folder = new_folder("uploads")
+        path, size = folder / file_name(request.headers.get("x-file-name", "")), 0
         try:
             with path.open("wb") as file:
                 async for chunk in request.stream():
                     size += len(chunk)
-                    if size > self.limit:
-                        raise Refused(f"A table file is at most {self.limit / 2**20:,.0f} MB; this one is larger.")
+                    if size > limit:
+                        raise Refused(larger)
                     file.write(chunk)
-            def take() -> dict:
-                return {"values": self.live.values(channel, self.take(tab, path))}
-
-            return await self.live.turn(tab, channel, take, visitor_of_request(request), work_of(size), "work")
+            return await live.turn(tab, channel, lambda: {"values": live.values(channel, take(tab, path))},
+                                   visitor_of_request(request), work_of(size), "work")
         finally:
-            with contextlib.suppress(OSError):
-                shutil.rmtree(folder)
+            shutil.rmtree(folder, ignore_errors=True)
+
+    async def upload(request: Request) -> Response:
+        try:
+            return await live.guarded(lambda: received(request))
+        except ClientDisconnect:
+            return Response(status_code=499)  # the page left mid-file: nobody reads an answer (its file is gone)
+
+    return Route("/explorer/upload", upload, methods=["POST"])

@@ -21,10 +21,10 @@ from collections.abc import Iterator
 
 import gradio as gr
 
+from core.view.options import PANELS, VIEWS
 from core.view.state import View
 
 VISIBLE = json.dumps({"__type__": "update", "visible": True})
-_LATER: dict[int, list] = {}  # id(page) -> [(opener, shown, field, key)]: what each opener shows
 _UNNAMED: list[gr.Component] = []  # static components of the content being built (`unnamed`)
 
 
@@ -32,10 +32,8 @@ _UNNAMED: list[gr.Component] = []  # static components of the content being buil
 def content(page, opener, field: str | None = None, key: str | None = None) -> Iterator[gr.Column]:
     """The content of `opener` (a tab: the view's `field`, "panel" or "shown", set to `key` when
     it opens; or an accordion), in a column drawn when it first opens unless the page opens with
-    it showing."""
-    shown = (field == "panel" and key == View().panel) or (field == "shown" and key == View().shown)
-    if field is None:
-        shown = opener.open is True
+    it showing; the opener's event shows it, and a tab's tells the view which tab opened."""
+    shown = opener.open is True if field is None else getattr(View(), field) == key
     before, unnamed = set(map(id, components_of(page))), len(_UNNAMED)
     with gr.Column(visible=shown) as column:
         yield column
@@ -44,7 +42,22 @@ def content(page, opener, field: str | None = None, key: str | None = None) -> I
     later = [] if shown else [column, *(component for component in built if component.visible is True)]
     for component in later:
         component.visible = False
-    _LATER.setdefault(id(page), []).append((opener, later, field, key))
+    shows = f"Array({len(later)}).fill({VISIBLE})"
+    if field is None:
+        page.browser(opener.expand, f"() => {shows}", outputs=later)
+    else:
+        told = json.dumps({field: key})
+        page.browser(opener.select, f"() => {{ window.embeddingExplorer.tabOpened({told}); return {shows}; }}",
+                     outputs=later)
+
+
+@contextlib.contextmanager
+def tab(page, field: str, key: str) -> Iterator[gr.Tab]:
+    """The tab `key` of the control column (`field` "panel": `PANELS`, kept in `page.panel_tabs`) or
+    of the main one ("shown": `VIEWS`, in `page.view_tabs`), its content a `content` of it."""
+    labels, tabs = (PANELS, page.panel_tabs) if field == "panel" else (VIEWS, page.view_tabs)
+    with gr.Tab(labels[key], id=key, elem_id=f"tab-{key}") as tabs[key], content(page, tabs[key], field, key):
+        yield tabs[key]
 
 
 def unnamed(component: gr.Component) -> gr.Component:
@@ -65,17 +78,3 @@ def components_of(page) -> list[gr.Component]:
                   if isinstance(each, gr.Component)]
     return found
 
-
-def defer(page) -> None:
-    """Wire each opener recorded by `content`: its column and components shown, the view told which tab opened."""
-    for opener, later, field, key in _LATER.pop(id(page), []):
-        shown = f"Array({len(later)}).fill({VISIBLE})"
-        if field is None:
-            page.browser(opener.expand, f"() => {shown}", outputs=later)
-        else:
-            told = json.dumps({field: key})
-            page.browser(opener.select, f"() => {{ window.embeddingExplorer.tabOpened({told}); return {shown}; }}",
-                         outputs=later)
-
-
-__all__ = ["content", "defer", "unnamed"]

@@ -1,7 +1,7 @@
 """The whole page: its panels laid out, its widgets wired to the page's route, and how it launches.
 
-Each panel module has a `layout(page)` and a `wire(page)`; view fields' widgets are wired here, from
-their declarations, to the page's route (`ui.route`), its only way in and out.
+Each panel module has a `layout(page)`, and a `wire(page)` if it answers work on the page's route
+(`ui.route`), its only way in and out; view fields' widgets are wired here, from their declarations.
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ from starlette.requests import ClientDisconnect
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from core.drawing.captions import markdown
-from core.tables.uploads import UploadLimits
-from core.view.options import PARTS, VIEWS
+from core.view.options import PARTS
 from core.view.state import FIELDS, View
 from ui import (
     admission,
@@ -32,8 +31,8 @@ from ui import (
     trainpanel,
     viewpanel,
 )
-from ui.assets import ASSETS, PlotlyScript, head
-from ui.files import Uploads
+from ui.assets import ASSETS, head, plotly_route
+from ui.files import upload_route
 from ui.route import OFFLOAD, Live, left_mid_body
 
 INTRO = """\
@@ -65,8 +64,8 @@ class Page:
     # the page (build_demo)
     controls: gr.Tabs  # the control column's tabs: Tour, View, Tables, Train
     views: gr.Tabs  # the main column's tabs: the plane and the side views
-    plane_tab: gr.Tab
-    panel_tabs: dict[str, gr.Tab]  # the control tabs by PANELS key, each added by its panel
+    panel_tabs: dict[str, gr.Tab]  # the control tabs by PANELS key (ui.ondemand.tab adds each)
+    view_tabs: dict[str, gr.Tab]  # the main column's tabs by VIEWS key: the plane, the side views, the code
     live: Live  # the page's route (ui/route.py)
     # ui/plane.py: the sentences, the main plot, the selected token, the search
     sentence_a: gr.Textbox
@@ -85,10 +84,7 @@ class Page:
     regex: gr.Checkbox
     search_info: gr.Markdown
     search_hits: gr.Dataframe
-    examples: gr.HTML
-    table: gr.HTML
     # ui/sideviews.py: positions, LayerNorm, similarity, the two documents
-    view_tabs: dict[str, gr.Tab]  # the side views' tabs by VIEWS key
     positions_plot: gr.HTML
     repeated: gr.Dataframe
     layernorm_plot: gr.HTML
@@ -108,12 +104,8 @@ class Page:
     lookup_output: gr.Code
     # ui/codeview.py: the view as a script
     code: gr.Code
-    code_copy: gr.Button
-    code_download: gr.Button
-    # ui/tourpanel.py: the tour, a class's box and the address bar
-    tour_buttons: gr.HTML  # ← Previous and Next → (#tour-previous, #tour-next), the page's own
+    # ui/tourpanel.py: the tour and the address bar
     tour_text: gr.HTML
-    class_box: gr.HTML
     address: gr.HTML
     # ui/viewpanel.py: what to draw, in which plane; the link and exports
     groups: gr.CheckboxGroup
@@ -123,21 +115,16 @@ class Page:
     three_d: gr.Checkbox
     basis: gr.Radio
     background: gr.Number
-    refit_button: gr.Button
     variance: gr.HTML
     background_json: gr.HTML
     presenter: gr.Checkbox
     answers: gr.Checkbox  # a class's words in the plane (View.answers)
-    share_button: gr.Button
-    png_button: gr.Button
-    export_button: gr.Button
     share_link: gr.Textbox
     share_notes: gr.Markdown
     export_links: gr.HTML
     downloads: object  # ui.files.Downloads: the page's links to its exports
     # ui/tablespanel.py: the tables and the random tables' settings
     source: gr.Radio
-    upload: gr.HTML
     positions: gr.Radio
     tables_info: gr.Markdown
     random_panel: gr.Accordion
@@ -147,18 +134,15 @@ class Page:
     maxlen: gr.Slider
     n_segments: gr.Slider
     seed: gr.Number
-    listing: gr.Button
     # ui/trainpanel.py: freezes and training
     freezes: dict[str, gr.Checkbox]  # by PARTS name
     params: gr.Markdown
     corpus: gr.Radio
     steps: gr.Number
-    train_button: gr.Button
-    reset_button: gr.Button
-    trained: gr.Markdown
+    trained: gr.HTML  # written by the page's script (ui.assets.written_by_page)
     losses: gr.HTML
-    # made once the page is laid out (`laid_out`): lists, so a change reads them without running code
-    written: list  # the outputs the page's script writes itself (each registered its setter); the rest are gradio's
+    # made once the page is laid out (`laid_out`), so a change reads them without running code
+    written: frozenset  # the outputs the page's script writes itself (each registered its setter); gradio's the rest
     detail_outputs: list  # the side views' outputs and the Code tab's: drawn while open, emptied when not
 
     __slots__ = tuple(__annotations__)
@@ -170,16 +154,21 @@ class Page:
     def laid_out(self) -> None:
         """Name the lists of outputs, once every panel has added its components."""
         charts = [self.positions_plot, self.layernorm_plot, self.similarity_plot, self.listing_plot, self.losses]
-        self.written = [self.plot, self.info, self.variance, self.notice, self.address, self.export_links,
-                        self.background_json, self.tour_text, self.trained, *charts]
+        self.written = frozenset({self.plot, self.info, self.variance, self.notice, self.address, self.export_links,
+                                  self.background_json, self.tour_text, self.trained, *charts})
         self.detail_outputs = [self.positions_plot, self.repeated, self.layernorm_plot, self.layernorm_info,
                                self.similarity_plot, self.code]
 
     @staticmethod
     def browser(triggers, js: str, inputs=None, outputs=None) -> None:
         """An event (or several) that runs in the browser alone (`js`): no server function, no API endpoint."""
-        triggers = triggers if isinstance(triggers, list) else [triggers]
         gr.on(triggers, None, inputs, outputs, js=js, api_visibility="private", queue=False, show_progress="hidden")
+
+    def button(self, label: str, js: str, inputs=None, *, elem_id: str, size: str = "sm", **kwargs) -> None:
+        """A button whose press runs `js` in the browser alone, wired where it is made: nothing else
+        names it (in a tab's content it is `ondemand.unnamed`)."""
+        button = ondemand.unnamed(gr.Button(label, elem_id=elem_id, size=size, **kwargs))
+        self.browser(button.click, js, inputs)
 
 
 def wire(page: Page) -> None:
@@ -196,9 +185,8 @@ def wire(page: Page) -> None:
 
 def hand_over(page: Page) -> None:
     """A browser-only event whose outputs are the gradio widgets an answer writes (explorer.js `handOver`)."""
-    written = set(page.written)
     widgets = [component for component in page.live.by_id.values()
-               if component not in written and not isinstance(component, gr.Button | gr.HTML | gr.Tab)]
+               if component not in page.written and not isinstance(component, gr.Button | gr.HTML | gr.Tab)]
     ids = json.dumps([widget.elem_id for widget in widgets])
     page.browser(page.plot.input, f"() => window.embeddingExplorer.handOver({ids})", outputs=widgets)
 
@@ -227,16 +215,14 @@ def build_demo() -> gr.Blocks:
                 for panel in (tourpanel, viewpanel, tablespanel, trainpanel):
                     panel.layout(page)
             with gr.Column(scale=3, elem_id="main-column"), gr.Tabs(selected="plane", elem_id="views") as page.views:
-                with gr.Tab(VIEWS["plane"], id="plane", elem_id="tab-plane") as page.plane_tab, \
-                        ondemand.content(page, page.plane_tab, "shown", "plane"):
+                with ondemand.tab(page, "shown", "plane"):
                     plane.layout(page)
                 sideviews.layout(page)
                 codeview.layout(page)
         page.laid_out()
         wire(page)
-        for panel in (plane, codeview, viewpanel, tablespanel, trainpanel):
+        for panel in (plane, viewpanel, trainpanel):
             panel.wire(page)
-        ondemand.defer(page)  # a tab's components are drawn when it is first opened
         hand_over(page)
         api.declare(page)
     # the API's calls take turns in the app's lines (ui/admission.py); gradio's queue only bounds them
@@ -248,10 +234,9 @@ def build_demo() -> gr.Blocks:
 def launch_options(demo: gr.Blocks) -> dict:
     """What `launch` is given (by app.py and the tests alike): the page's own routes and middleware."""
     page: Page = demo.explorer
-    classes = classroutes.ClassRoutes(page)
-    routes = [page.live.route(), *classes.routes(), api.route(page.live), page.downloads.route(),
-              Uploads(page.live, lambda tab, path: tablespanel.take_upload(page, tab, path),
-                      UploadLimits().max_bytes).route(), PlotlyScript().route()]
+    routes = [page.live.route(), *classroutes.ClassRoutes(page).routes(), api.route(page.live), page.downloads.route(),
+              upload_route(page.live, lambda tab, path: tablespanel.take_upload(page, tab, path),
+                           tablespanel.UPLOAD_LIMITS.max_bytes), plotly_route()]
     # the client's address behind trusted proxies (uvicorn's own reading of X-Forwarded-For):
     # FORWARDED_ALLOW_IPS names them (a Space's proxy reaches the app from private addresses)
     trusted = os.environ.get("FORWARDED_ALLOW_IPS") or (

@@ -11,9 +11,9 @@ import html
 import gradio as gr
 
 from core.plane.pipeline import TABLE_HEADERS
-from core.view.options import LIMITS, MAX_SEARCH, MAX_TEXT
+from core.view.options import MAX_SEARCH, MAX_TEXT
 from ui import ondemand, render
-from ui.assets import EXAMPLES, written_by_page
+from ui.assets import EXAMPLES, slider, written_by_page
 from ui.route import only_true
 
 NEIGHBOUR_HEADERS = ["#", "token", "cosine"]
@@ -58,9 +58,7 @@ def layout(page) -> None:
             page.token = gr.Dropdown([("none", render.NO_TOKEN)], value=render.NO_TOKEN,
                                      label="Token (or click a point)", elem_id="selected-token", scale=2,
                                      allow_custom_value=True)
-            low, high = LIMITS["k"]
-            page.k = gr.Slider(low, high, value=10, step=1, label="Neighbours (0: none)", elem_id="neighbour-k",
-                               scale=1)
+            page.k = slider("neighbour-k", "k", 10, "Neighbours (0: none)", scale=1)
             page.flip = gr.Button("Flip its segment (A ↔ B)", elem_id="flip-button", size="sm", scale=1)
         with gr.Row():
             page.near_token = gr.Dataframe(headers=NEIGHBOUR_HEADERS, label="Nearest by token vector (the table's row)",
@@ -77,9 +75,9 @@ def layout(page) -> None:
         page.search_info = gr.Markdown(elem_id="search-info")
         page.search_hits = gr.Dataframe(headers=["entry", "id"], label="Found (crosses in the plot)",
                                         interactive=False, elem_id="search-hits", max_height=200)
-    page.examples = gr.HTML(examples_html(), elem_id="examples", js_on_load=EXAMPLES_JS)
+    ondemand.unnamed(gr.HTML(examples_html(), elem_id="examples", js_on_load=EXAMPLES_JS))
     # drawn by the page's script from the plot's own token columns (core.drawing.wire.token_columns)
-    page.table = gr.HTML(TOKEN_TABLE, elem_id="token-table")
+    ondemand.unnamed(gr.HTML(TOKEN_TABLE, elem_id="token-table"))
 
 
 def wire(page) -> None:

@@ -6,6 +6,7 @@ Text from a user or a link is shown as plain text (escaped for Markdown and HTML
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import html
 import json
@@ -99,11 +100,8 @@ _ALSO = {"tokenizer": "vocab_size", "positions": "frozen"}
 
 def widgets_of(page, names: Iterable[str]) -> list:
     """The components that show these view fields (a field's widget may be several: the freezes)."""
-    found = []
-    for name in _shown(names):
-        widget = getattr(page, FIELDS[name].widget)
-        found += list(widget.values()) if isinstance(widget, dict) else [widget]
-    return found
+    widgets = [getattr(page, FIELDS[name].widget) for name in _shown(names)]
+    return [each for widget in widgets for each in (widget.values() if isinstance(widget, dict) else [widget])]
 
 
 def outputs(page, step: Change, *, asked: Iterable[str] = (), whole: bool = False, notes: Iterable[str] = (),
@@ -164,10 +162,8 @@ TYPED = frozenset(name for name, declared in FIELDS.items() if declared.typed)
 def address(view: View, push: bool, key: str | None = None) -> str:
     """What `#address` puts in the address bar: the view's query (None past MAX_QUERY), pushed or not."""
     query, _ = to_query(view)
-    sent = {"query": query if len(query) <= MAX_QUERY else None, "push": push}
-    if key is not None:
-        sent["key"] = key
-    return json.dumps(sent)
+    keyed = {} if key is None else {"key": key}
+    return json.dumps({"query": query if len(query) <= MAX_QUERY else None, "push": push, **keyed})
 
 
 REVISION = -1  # the revision a shared plane's figure is written with, replaced by each tab's own
@@ -178,9 +174,7 @@ def plane(page, view: View, session: Session, tokens: tuple[str, ...] | None = N
     """The main plot (with the token table), its summary, neighbours, search and variance bar: drawn
     once for the tabs on shared tables, each tab's `revision` written in. `holds`: a training's figure,
     whose axes the page keeps (`hold_key`); `typed`: a keystroke's plane, drawn without the cache."""
-    def draw() -> dict:
-        return _plane(page, view, session, tokens, REVISION, answers)
-
+    draw = functools.partial(_plane, page, view, session, tokens, answers)
     out = draw() if typed else shared("plane", view, session, tokens, draw, also=answers)
     sent = f'"revision":{revision}' + (',"holdFrom":true' if holds else "")
     out[page.plot] = out[page.plot].replace(f'"revision":{REVISION}', sent, 1)
@@ -198,24 +192,20 @@ def hold_key(view: View) -> str:
     return hashlib.sha256(repr([getattr(view, name) for name in HOLDING]).encode()).hexdigest()[:16]
 
 
-def _plane(page, view: View, session: Session, tokens: tuple[str, ...] | None, revision: int,
-           answers: Answers | None = None) -> dict:
+def _plane(page, view: View, session: Session, tokens: tuple[str, ...] | None, answers: Answers | None) -> dict:
     result = explore_view(view, session, tokens, answers)
-    found, searched = _search(view, session, result), []
+    found = _search(view, session, result)
     spec = embedding_spec(result.scene, labels=view.labels, arrows=view.arrows, shift=view.shift,
                           presenter=view.presenter, narrow=view.narrow, compact=True,
                           named=tour.step(view.step).named if view.step else (),
                           layer=None if found is None else found.trace)
-    if found is not None:
-        searched = [[hit.word, hit.id] for hit in found.hits]
     near = result.neighbours or {}
     listed = [[[i, *pair] for i, pair in enumerate(near.get(kind, ()), 1)] for kind in ("token", "output")]
-    projection = result.projection
-    spectrum = [] if projection is None else projection.spectrum_
-    if projection is not None and len(spectrum) == 0:
-        spectrum = projection.explained_variance_ratio_  # a long input: its axes only
+    projection, spectrum = result.projection, []
+    if projection is not None:  # a long input has no spectrum: its axes' variance only
+        spectrum = projection.spectrum_ if len(projection.spectrum_) else projection.explained_variance_ratio_
     title = f"Explained variance · {BASES[session.basis].split(' (')[0]}"
-    spec["layout"]["meta"]["revision"] = revision
+    spec["layout"]["meta"]["revision"] = REVISION
     if view.dims == 2:
         spec["layout"]["meta"]["hold"] = hold_key(view)
     return {
@@ -224,7 +214,7 @@ def _plane(page, view: View, session: Session, tokens: tuple[str, ...] | None, r
         page.near_token: listed[0],
         page.near_output: listed[1],
         page.variance: variance_bars(spectrum, shown=view.dims, title=title),
-        page.search_hits: searched,
+        page.search_hits: [] if found is None else [[hit.word, hit.id] for hit in found.hits],
         page.search_info: search_text(found),
     }
 
@@ -235,7 +225,7 @@ def answers_of(member, view: View) -> Answers | None:
         return None
     if isinstance(member, Follower) and not member.following and lesson_of(view) != member.lesson:
         return None  # exploring on its own (a page being shown the lesson again follows once it shows it)
-    round_ = member.classroom.round(member.class_id)
+    round_ = member.classroom.rounds.round(member.class_id)
     return Answers(round_.drawn(), round_.undrawn()) if round_.drawn() else None
 
 
@@ -284,9 +274,8 @@ def background_json(view: View, session: Session) -> str:
 def table_panels(page, session: Session) -> dict:
     """The tables' description, the random-settings panel's visibility and the parameter line."""
     source, config = session.source, session.model.config
-    positions = POSITIONS[session.positions].split(" (")[0]
-    if session.positions == "learned":
-        positions = f"the source's own: {source.own_positions}"
+    positions = (f"the source's own: {source.own_positions}" if session.positions == "learned"
+                 else POSITIONS[session.positions].split(" (")[0])
     lines = [
         f"**{plain(source.label)}** · tokens: {config.vocab_size:,} × {config.d_model}, positions: "
         f"{config.maxlen:,} ({plain(positions)}), segments: {config.n_segments}, "
@@ -329,9 +318,7 @@ def lookup(page, view: View) -> dict:
         f" The rows are random: the average |cosine| between different words is {walk.mean_abs_cosine:.2f}, "
         f"about what unrelated directions in {walk.dim} dimensions give ({walk.chance_abs_cosine:.2f})."
     )
-    grad = (
-        f"With `requires_grad = {walk.requires_grad}`, one gradient step changed rows: **{changed}**"
-        + (" (the weight's `.grad` stayed `None`)." if walk.grad_is_none else ".")
-    )
+    stayed = " (the weight's `.grad` stayed `None`)" if walk.grad_is_none else ""
+    grad = f"With `requires_grad = {walk.requires_grad}`, one gradient step changed rows: **{changed}**{stayed}."
     return {page.lookup_vocab: rows, page.lookup_code: walk.code, page.lookup_output: walk.printout,
             page.lookup_info: f"The sentence becomes ids **{list(walk.ids)}**.{cosine}\n\n{grad}"}

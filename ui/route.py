@@ -17,6 +17,7 @@ is dropped before anything is computed for it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import logging
@@ -46,7 +47,7 @@ from core.view.fields import TABLES
 from core.view.options import MAX_TEXT, Refused
 from core.view.state import FIELDS, View
 from ui import render
-from ui.admission import UNKNOWN, VISITORS, Busy, Gone, Turns, unless_gone, visitor_of_request, work_of
+from ui.admission import UNKNOWN, VISITORS, Busy, Turns, unless_gone, visitor_of_request, work_of
 from ui.assets import EXAMPLES
 
 PATH = "/explorer/live"
@@ -71,20 +72,12 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True)
-class Shown:
-    """What an action shows: its view, and notes (what a link could not have)."""
-
-    view: View
-    notes: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
 class Action:
-    """A change the server computes from the page's value: `show(view, value)`; `tables`: what
-    becomes of the session's tables; `lane`: "tables" when it may build them; `whole`: it shows a
-    whole view (every widget written, as a link)."""
+    """A change the server computes from the page's value: `show(view, value)`, the view it shows with
+    notes of what it could not have, as a link's; `tables`: what becomes of the session's tables; `lane`:
+    "tables" when it may build them; `whole`: it shows a whole view (every widget written, as a link)."""
 
-    show: Callable[[View, object], Shown]
+    show: Callable[[View, object], share.Link]
     tables: Callable[[Session], Session] | None = None
     lane: str = "keys"
     whole: bool = False
@@ -104,31 +97,31 @@ def only_true(name: str) -> Callable[[object], None]:
     return check
 
 
-def _moved(view: View, value: object) -> Shown:
-    return Shown(tour.moved(view, _number(value, "move", -len(tour.STEPS), len(tour.STEPS), not_zero=True)))
+def _moved(view: View, value: object) -> share.Link:
+    return share.Link(tour.moved(view, _number(value, "move", -len(tour.STEPS), len(tour.STEPS), not_zero=True)))
 
 
-def _example(view: View, value: object) -> Shown:
+def _example(view: View, value: object) -> share.Link:
     a, b = EXAMPLES[_number(value, "example", 0, len(EXAMPLES) - 1)]
-    return Shown(view.with_(sentence_a=a, sentence_b=b))
+    return share.Link(view.with_(sentence_a=a, sentence_b=b))
 
 
-def _back(view: View, value: object) -> Shown:
+def _back(view: View, value: object) -> share.Link:
     if isinstance(value, str) and len(value) > MAX_ADDRESS * 16:
         raise Refused(f"back is the page's own address, at most {MAX_ADDRESS * 16:,} characters; this one has "
                       f"{len(value):,}.")
     link = share.from_address(value)
-    return Shown(link.view.seen_as(view), link.notes)
+    return share.Link(link.view.seen_as(view), link.notes)
 
 
-def _flip(view: View, value: object) -> Shown:
+def _flip(view: View, value: object) -> share.Link:
     if not isinstance(value, bool):  # false: a second press that cancels the first (the page merges them)
         raise Refused(f"flip is true or false, not {value!r}.")
-    return Shown(view.flipped() if value else view)
+    return share.Link(view.flipped() if value else view)
 
 
-def _checked(check: Callable[[object], None], show: Callable[[View], View]) -> Callable[[View, object], Shown]:
-    return lambda view, value: (check(value), Shown(show(view)))[1]
+def _checked(check: Callable[[object], None], show: Callable[[View], View]) -> Callable[[View, object], share.Link]:
+    return lambda view, value: (check(value), share.Link(show(view)))[1]
 
 
 ACTIONS = {
@@ -140,7 +133,7 @@ ACTIONS = {
     "reset": Action(_checked(only_true("reset"), lambda view: view), tables=lambda session: session.reset(),
                     lane="tables"),
     # a class's answers changed (the version its stream said): the plane is drawn again if its words did
-    "poll": Action(lambda view, value: Shown(view)),
+    "poll": Action(lambda view, value: share.Link(view)),
 }
 
 
@@ -170,14 +163,12 @@ class Live:
         self.channels: weakref.WeakKeyDictionary[Tab, Channel] = weakref.WeakKeyDictionary()
         self.calls, self.seconds = 0, 0.0  # calls computed and their seconds (for benchmarks)
 
-    def work(self, name: str, handler: Callable, check: Callable[[object], None] | None = None) -> None:
+    def work(self, name: str, handler: Callable, check: Callable[[object], None]) -> None:
         """Answer `{name: value}` with `handler(tab, value)` -> {component: value} (or values by
         element id, as `apply` answers them), after the call's other changes. `check(value)`
         raises `Refused` for a value the work does not take, before anything is changed (a
         press: `only_true(name)`)."""
-        self.works[name] = handler
-        if check is not None:
-            self.checks[name] = check
+        self.works[name], self.checks[name] = handler, check
 
     def stream(self, name: str, handler: Callable) -> None:
         """Answer `{name: value}` as it goes: `handler(tab, value)` is an async iterator of
@@ -187,18 +178,9 @@ class Live:
     @functools.cached_property
     def by_id(self) -> dict:
         """The page's components by element id (they are fixed once the page is built)."""
-        found = {}
-        for name in type(self.page).__slots__:
-            value = getattr(self.page, name, None)
-            for each in value.values() if isinstance(value, dict) else [value]:
-                if getattr(each, "elem_id", None):
-                    found[each.elem_id] = each
-        return found
-
-    @functools.cached_property
-    def written(self) -> frozenset:
-        """The outputs the page's script writes itself (it has their setters); gradio's widgets take the rest."""
-        return frozenset(self.page.written)
+        slots = [getattr(self.page, name, None) for name in type(self.page).__slots__]
+        found = [each for value in slots for each in (value.values() if isinstance(value, dict) else [value])]
+        return {each.elem_id: each for each in found if getattr(each, "elem_id", None)}
 
     # --- the route ------------------------------------------------------------------------------
 
@@ -209,14 +191,7 @@ class Live:
                 body += chunk
                 if len(body) > MAX_BODY:
                     return answer_of({"error": f"An update is at most {MAX_BODY:,} bytes; this one is larger."}, 413)
-            try:
-                sent = orjson.loads(body)
-            except orjson.JSONDecodeError as error:
-                sent = Malformed(str(error))
-            try:
-                return await unless_gone(request, lambda: self.answer(sent, request))
-            except Gone:
-                return Response(status_code=499)  # nobody reads it: nothing was computed for it
+            return await unless_gone(request, lambda: self.guarded(lambda: self.answer(body, request)))
 
         return Route(PATH, endpoint, methods=["POST"])
 
@@ -226,27 +201,26 @@ class Live:
         try:
             answer = await call()
         except Busy as busy:
-            return answer_of({"error": str(busy)}, busy.refusal.status, {"Retry-After": str(busy.refusal.retry)})
+            return answer_of({"error": str(busy)}, busy.status, {"Retry-After": str(busy.retry)})
         except Refused as error:
             return answer_of({"error": str(error)})
         return answer if isinstance(answer, Response) else answer_of(answer)
 
-    async def answer(self, sent: object, request: Request | None = None) -> Response:
-        """The answer to one call: the values the page writes, or a sentence saying why not."""
-        return await self.guarded(lambda: self.answered(sent, request))
-
-    async def answered(self, sent: object, request: Request | None) -> dict | Response:
-        address = visitor_of_request(request) if request is not None else UNKNOWN
-        if isinstance(sent, dict) and "open" in sent and "key" not in sent:
-            return await self.opened(sent["open"], address, request)
-        key, change = read(sent)
-        tab, channel = self.channel_of(key)
-        streamed = change.keys() & self.streams.keys()
-        if streamed:
+    async def answer(self, body: bytes, request: Request | None = None) -> dict | Response:
+        """The answer to one call: the values the page writes (a refusal raised, said by `guarded`)."""
+        sent = read(body)
+        address = visitor_of_request(request)  # UNKNOWN without a request
+        if "open" in sent and "key" not in sent:
+            return await self.opened(sent["open"], address)
+        tab, channel = self.channel_of(sent.get("key"))
+        change = sent.get("change")
+        if not isinstance(change, dict) or not change:
+            raise Refused("An update's change is a JSON object naming what changed; reload the page.")
+        streamed = next(iter(change.keys() & self.streams.keys()), None)
+        if streamed is not None:
             if len(change) > 1:
-                raise Refused(f"{streamed.pop()} is sent alone, with nothing else in the update.")
-            name = streamed.pop()
-            return EventSourceResponse(self.events(channel, self.streams[name](tab, change[name])), ping=15,
+                raise Refused(f"{streamed} is sent alone, with nothing else in the update.")
+            return EventSourceResponse(self.events(channel, self.streams[streamed](tab, change[streamed])), ping=15,
                                        send_timeout=VISITORS.send_seconds, headers={"Cache-Control": "no-store"})
         return await self.changed(tab, channel, change, address, work_of(len(orjson.dumps(change))))
 
@@ -257,22 +231,21 @@ class Live:
         if len(acted) > 1 and "poll" in acted:  # the class's words are drawn with whatever else the call shows
             acted.remove("poll")
         works = [name for name in change if name in self.works]
-        unknown = set(change) - set(fields) - set(acted) - set(works)
+        unknown = set(change) - set(fields) - ACTIONS.keys() - set(works)
         if unknown or len(acted) > 1:
             named = f"{sorted(unknown)[0]!r} is none of them" if unknown else "two actions were sent together"
             raise Refused(f"An update names some of the view's settings, at most one action ({', '.join(ACTIONS)}) "
                           f"or the page's work ({', '.join(sorted({*self.works, *self.streams}))}); {named}.")
         for name in works:  # a refused work changes nothing: checked before the fields are applied
-            self.checks.get(name, lambda value: None)(change[name])
+            self.checks[name](change[name])
         action = ACTIONS[acted[0]] if acted else None
-        value = change.get(acted[0]) if acted else None
         notes: list[str] = []
 
         def view_change(view: View) -> View:
             view = view.with_(**fields)
             if action is None:
                 return view
-            shown = action.show(view, value)
+            shown = action.show(view, change[acted[0]])
             notes[:] = shown.notes
             return shown.view
 
@@ -298,16 +271,15 @@ class Live:
         if channel.waiting is not None:  # the page's keystroke call still waiting takes this change too
             channel.waiting.update(fields)
             return {"merged": True}
-        channel.waiting = waiting = dict(fields)
+        channel.waiting = fields
 
         def begin() -> None:  # its turn came: what it computes is what it holds now
-            if channel.waiting is waiting:
+            if channel.waiting is fields:
                 channel.waiting = None
-            fields.update(waiting)
 
         try:
             return await self.turn(tab, channel, compute, address, work, lane, begin=begin,
-                                   quick=lambda: self.quick(tab, channel, waiting))
+                                   quick=lambda: self.quick(tab, channel, fields))
         finally:
             begin()  # refused, or skipped for a newer call: nothing more joins it
 
@@ -363,14 +335,13 @@ class Live:
 
     # --- one change, applied ----------------------------------------------------------------------
 
-    def apply(self, tab: Tab, channel: Channel, change: Callable[[View], View], *, tables=None, whole: bool = False,
-              asked: tuple[str, ...] = (), notes: list[str] | tuple[str, ...] = ()) -> dict:
-        """Apply `change` to the tab's view and return what the page must write, by element id; a
-        refusal changes nothing and says why (`refused`)."""
+    def apply(self, tab: Tab, channel: Channel, change: Callable[[View], View], **given) -> dict:
+        """Apply `change` to the tab's view and return what the page must write, by element id (`applied`,
+        given its options); a refusal changes nothing and says why (`refused`)."""
         try:
-            return self.applied(tab, channel, change, tables=tables, whole=whole, asked=asked, notes=notes)
+            return self.applied(tab, channel, change, **given)
         except Refused as error:
-            return self.refused(tab, channel, asked, error)
+            return self.refused(tab, channel, given.get("asked", ()), error)
 
     def applied(self, tab: Tab, channel: Channel, change: Callable[[View], View], *, tables=None,
                 whole: bool = False, asked: tuple[str, ...] = (), notes: list[str] | tuple[str, ...] = (),
@@ -380,8 +351,6 @@ class Live:
         page = self.page
 
         def compute(step) -> dict:
-            for widget in render.widgets_of(page, asked):  # they show what the user set, not what was sent
-                channel.sent.pop(widget.elem_id, None)
             answers = render.answers_of(tab.member, step.view)
             out = render.outputs(page, step, asked=asked, whole=whole, notes=notes, listed=channel.listed, key=key,
                                  answers=answers, answered=answers != channel.answers)
@@ -389,43 +358,38 @@ class Live:
             picker = out.get(page.token)
             if isinstance(picker, dict) and "choices" in picker:
                 channel.listed = len(picker["choices"]) > 1  # more than "none"
-            return self.values(channel, out)
+            return self.values(channel, out, asked)
 
-        return tab.apply(change, compute, tables=tables, whole=whole)[1]
+        return tab.apply(change, compute, tables=tables, whole=whole)
 
     def refused(self, tab: Tab, channel: Channel, asked: tuple[str, ...], error: Refused) -> dict:
         """The one place a refusal becomes what the page shows: the sentence in the notice, and the
         widgets the person set put back to what the view holds. Nothing else changes."""
         with tab.lock:
-            for widget in render.widgets_of(self.page, asked):
-                channel.sent.pop(widget.elem_id, None)
             return self.values(channel, {**render.fields(self.page, tab.view, asked),
-                                         self.page.notice: render.notice((str(error),))})
+                                         self.page.notice: render.notice((str(error),))}, asked)
 
-    def values(self, channel: Channel, out: dict) -> dict:
+    def values(self, channel: Channel, out: dict, asked: tuple[str, ...] = ()) -> dict:
         """`{component: value}` as the page reads it, by element id: a value the page's script
         writes as it is; one for a gradio widget as gradio's browser code takes it, and only when
         the widget does not hold it already (each update makes gradio rebuild its component: a
         class's lesson sets the freezes, the tabs and the picker each time). A digest of each
         is kept, never the value: a tab holds no copy of what it was sent."""
+        for widget in render.widgets_of(self.page, asked):  # they show what the person set, not what was sent
+            channel.sent.pop(widget.elem_id, None)
         values = {}
         for component, value in out.items():
             if isinstance(component, str):  # by element id already (`apply`'s answer, inside a work's)
                 values[component] = value
-                continue
-            elem_id = component.elem_id
-            if component in self.written:
+            elif component in self.page.written:  # the page's script has its setter: gradio's widgets take the rest
                 if isinstance(value, str):
-                    values[elem_id] = value
-                continue
-            if isinstance(value, dict) and value == {"__type__": "update"}:  # gr.skip(): left as it is
-                continue
-            value = for_browser(component, value)
-            mark = digest(value)
-            if mark is not None and channel.sent.get(elem_id) == mark:
-                continue
-            channel.sent[elem_id] = mark
-            values[elem_id] = value
+                    values[component.elem_id] = value
+            elif not (isinstance(value, dict) and value == {"__type__": "update"}):  # gr.skip(): left as it is
+                value = for_browser(component, value)
+                mark = digest(value)
+                if mark is None or channel.sent.get(component.elem_id) != mark:
+                    channel.sent[component.elem_id] = mark
+                    values[component.elem_id] = value
         return values
 
     def built_first(self, tab: Tab, change: Callable[[View], View]) -> None:
@@ -443,41 +407,34 @@ class Live:
 
     # --- a page opening ------------------------------------------------------------------------
 
-    async def opened(self, sent: object, address: str, request: Request | None) -> dict:
+    async def opened(self, sent: object, address: str) -> dict:
         """A page opening: a new tab named by a new key (in the tables' lane: a link may build
-        tables), showing the view its address's query describes on its screen. `previous`: the key
-        this browser tab had before a reload, whose tab is let go at once."""
+        tables), showing the view its address's query describes on its screen, whole and untrained.
+        `previous`: the key this browser tab had before a reload, whose tab is let go at once."""
         if not isinstance(sent, dict) or not isinstance(sent.get("query", ""), str):
             raise Refused("A page opening carries its address's query as text; reload the page.")
         previous = sent.get("previous")
         if isinstance(previous, str) and 0 < len(previous) <= MAX_KEY:
             TABS.end(previous)
         key = secrets.token_urlsafe(24)
-        host = getattr(getattr(request, "client", None), "host", None)
-        tab = TABS.get(key, fresh=True, address=host)
+        tab = TABS.get(key, fresh=True, address=None if address == UNKNOWN else address)
         channel = self.channels[tab] = Channel(key)
         try:
             link = share.from_address(sent.get("query", ""))
         except Refused as error:
             link = share.Link(View(), (str(error),))
-        on = View(narrow=sent.get("narrow") is True)
 
-        def compute() -> dict:
-            values = self.show_link(tab, channel, link, on, key)
-            return {"values": {elem_id: value for elem_id, value in values.items()
-                               if not as_built(self.by_id.get(elem_id), value)}}
-
-        return await self.turn(tab, channel, compute, address, 1.0, "tables")
-
-    def show_link(self, tab: Tab, channel: Channel, link: share.Link, on: View, key: str | None = None) -> dict:
-        """The link's view, whole and untrained, on the page's screen; the default view with a note
-        saying why when it cannot be had."""
         def show(view: View, notes: tuple[str, ...]) -> dict:
             self.built_first(tab, lambda _: view)
             return self.applied(tab, channel, lambda _: view, tables=lambda session: session.restart(), whole=True,
                                 notes=notes, key=key)
 
-        return link_shown(link, on, show)
+        def compute() -> dict:
+            values = link_shown(link, View(narrow=sent.get("narrow") is True), show)
+            return {"values": {elem_id: value for elem_id, value in values.items()
+                               if not as_built(self.by_id.get(elem_id), value)}}
+
+        return await self.turn(tab, channel, compute, address, 1.0, "tables")
 
     def channel_of(self, key: object) -> tuple[Tab, Channel]:
         """The tab and channel a page's key names (`Refused` for any other key)."""
@@ -493,12 +450,10 @@ class Live:
     async def events(self, channel: Channel, steps: AsyncIterator[dict]) -> AsyncIterator[dict]:
         """A streamed answer's events, `{"values": …}` a step, until its steps end or the page goes
         (then the response is cancelled, and the steps with it: their work stops)."""
-        try:
+        async with contextlib.aclosing(steps):
             async for out in steps:
                 yield {"data": orjson.dumps({"values": self.values(channel, out)},
                                             option=orjson.OPT_SERIALIZE_NUMPY).decode()}
-        finally:
-            await steps.aclose()
 
 
 def link_shown(link: share.Link, on: View, show: Callable[[View, tuple[str, ...]], T]) -> T:
@@ -510,32 +465,19 @@ def link_shown(link: share.Link, on: View, show: Callable[[View, tuple[str, ...]
         return show(on, (*link.notes, f"The link's view could not be opened ({error}); showing the default view."))
 
 
-class Malformed(str):
-    """A body that is not JSON, and why, as the parser said."""
-
-
-def read(sent: object) -> tuple[str, dict]:
-    """The page's key and its change, checked as far as their shapes go; each value is checked
-    where it is used (a field by its kind, an action by its own check)."""
-    if isinstance(sent, Malformed):
-        raise Refused(f"This update is not valid JSON ({sent}). An update is a JSON object of the page's key and its "
-                      "change, in UTF-8, without NaN or Infinity; if the page sent it, reload the page.")
+def read(body: bytes) -> dict:
+    """The update a body holds, checked as a JSON object; its key is checked by `Live.channel_of`, and
+    each value where it is used (a field by its kind, an action by its own check)."""
+    try:
+        sent = orjson.loads(body)
+    except orjson.JSONDecodeError as error:
+        raise Refused(f"This update is not valid JSON ({error}). An update is a JSON object of the page's key and its "
+                      "change, in UTF-8, without NaN or Infinity; if the page sent it, reload the page.") from None
     if not isinstance(sent, dict):
-        raise Refused(f"An update is a JSON object of the page's key and its change, not {json_kind(sent)}; if the "
-                      "page sent it, reload the page.")
-    key, change = sent.get("key"), sent.get("change")
-    if not isinstance(key, str) or not 0 < len(key) <= MAX_KEY:
-        raise Refused(f"This update carries no page key (the text of at most {MAX_KEY} characters the page is given "
-                      "when it opens); reload the page.")
-    if not isinstance(change, dict) or not change:
-        raise Refused("An update's change is a JSON object naming what changed; reload the page.")
-    return key, change
-
-
-def json_kind(value: object) -> str:
-    """What JSON calls a value of this type."""
-    kinds = {list: "an array", str: "text", bool: "true or false", type(None): "null"}
-    return kinds.get(type(value), "a number")
+        kind = {list: "an array", str: "text", bool: "true or false", type(None): "null"}.get(type(sent), "a number")
+        raise Refused(f"An update is a JSON object of the page's key and its change, not {kind}; if the page sent it, "
+                      "reload the page.")
+    return sent
 
 
 async def left_mid_body(request: Request, _: ClientDisconnect) -> Response:

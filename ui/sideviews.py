@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import gradio as gr
 
-from core.view.options import LIMITS, MAX_TEXT, VIEWS
+from core.view.options import MAX_TEXT
 from core.view.state import DOCUMENT_SENTENCE
 from ui import ondemand
-from ui.assets import chart
+from ui.assets import chart, number
 
 
 def layout(page) -> None:
-    with gr.Tab(VIEWS["positions"], id="positions", elem_id="tab-positions") as page.view_tabs["positions"], \
-            ondemand.content(page, page.view_tabs["positions"], "shown", "positions"):
+    with ondemand.tab(page, "shown", "positions"):
         ondemand.unnamed(gr.Markdown(
             "Position vectors 0, 1, 2, … joined in order, each table in its own PCA plane: this table's positions "
             "beside fixed sinusoidal ones. Below, a word that occurs twice: the cosine of its two **output** "
@@ -27,25 +26,20 @@ def layout(page) -> None:
         page.repeated = gr.Dataframe(headers=["token", "positions", "cosine of outputs"], interactive=False,
                                      label="Same word, different positions", elem_id="repeated-table",
                                      max_height=240)
-    with gr.Tab(VIEWS["layernorm"], id="layernorm", elem_id="tab-layernorm") as page.view_tabs["layernorm"], \
-            ondemand.content(page, page.view_tabs["layernorm"], "shown", "layernorm"):
+    with ondemand.tab(page, "shown", "layernorm"):
         page.layernorm_plot = chart("layernorm-plot")
         page.layernorm_info = gr.Markdown(elem_id="layernorm-info")
-    with gr.Tab(VIEWS["similarity"], id="similarity", elem_id="tab-similarity") as page.view_tabs["similarity"], \
-            ondemand.content(page, page.view_tabs["similarity"], "shown", "similarity"):
+    with ondemand.tab(page, "shown", "similarity"):
         ondemand.unnamed(gr.Markdown("Cosine similarity of every pair of **output** vectors: what the next layer "
                                      "starts from."))
         page.similarity_plot = chart("similarity-plot")
-    with gr.Tab(VIEWS["listing"], id="listing", elem_id="tab-listing") as page.view_tabs["listing"], \
-            ondemand.content(page, page.view_tabs["listing"], "shown", "listing"):
+    with ondemand.tab(page, "shown", "listing"):
         ondemand.unnamed(gr.Markdown(
             "The first document's test, run exactly: `Embedding(vocab_size=10, d_model=2, maxlen=512, "
             "n_segments=2)` on a batch of 2 sequences of 3 random ids and segments."
         ))
         with gr.Row():
-            low, high = LIMITS["seed"]
-            page.listing_seed = gr.Number(0, label="Seed", precision=0, minimum=low, maximum=high,
-                                       elem_id="listing-seed")
+            page.listing_seed = number("listing-seed", "seed", 0, "Seed")
             page.listing_bug = gr.Checkbox(False, label="Reproduce the listing's position bug: positions = "
                                         "tok_embed(pos)", elem_id="listing-bug")
         # code without highlighting (`language=None`): the highlighter's pale hues are 2:1 to 4:1 on white,
@@ -55,15 +49,12 @@ def layout(page) -> None:
                                       interactive=False, elem_classes=["icon-toolbar"])
         page.listing_facts = gr.Markdown(elem_id="listing-facts")
         page.listing_plot = chart("listing-plot")
-    with gr.Tab(VIEWS["lookup"], id="lookup", elem_id="tab-lookup") as page.view_tabs["lookup"], \
-            ondemand.content(page, page.view_tabs["lookup"], "shown", "lookup"):
+    with ondemand.tab(page, "shown", "lookup"):
         ondemand.unnamed(gr.Markdown("The second document, *nn.Embedding is a lookup table*, step by step."))
         with gr.Row():
             page.lookup_sentence = gr.Textbox(DOCUMENT_SENTENCE, label="Sentence", scale=3, elem_id="lookup-sentence",
                                               max_length=MAX_TEXT)
-            low, high = LIMITS["lookup_dim"]
-            page.lookup_dim = gr.Number(3, label="Width", precision=0, minimum=low, maximum=high,
-                                     elem_id="lookup-dim", scale=1)
+            page.lookup_dim = number("lookup-dim", "lookup_dim", 3, "Width", scale=1)
             page.lookup_grad = gr.Checkbox(True, label="weight.requires_grad", elem_id="lookup-grad", scale=1)
         page.lookup_info = gr.Markdown(elem_id="lookup-info")
         page.lookup_vocab = gr.Dataframe(headers=["word", "count", "id"], interactive=False,

@@ -1,7 +1,7 @@
 """The Tables panel: which tables — random, BERT's, GloVe's, an uploaded file — and their positions.
 
 An upload is the page's own file input (no gradio upload component): the page posts the file to
-`explorer/upload` (`ui.files.Uploads`), which hands it to `take_upload` here.
+`explorer/upload` (`ui.files.upload_route`), which hands it to `take_upload` here.
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ import gradio as gr
 
 from core.process.memory import BUDGET
 from core.tables.uploads import UploadLimits, read_upload, reading_bytes
-from core.view.options import LIMITS, PANELS, POSITIONS, SOURCES, TOKENIZERS, Refused
+from core.view.options import POSITIONS, SOURCES, TOKENIZERS, Refused
 from core.view.state import Settings
 from ui import ondemand
+from ui.assets import number, radio, slider
 from ui.route import JOBS
 
 UPLOAD_LIMITS = UploadLimits()
@@ -45,29 +46,21 @@ element.addEventListener('drop', (event) => {
 
 def layout(page) -> None:
     defaults = Settings()
-    with gr.Tab(PANELS["tables"], id="tables", elem_id="tab-tables") as page.panel_tabs["tables"], \
-            ondemand.content(page, page.panel_tabs["tables"], "panel", "tables"):
-        page.source = gr.Radio([(label, key) for key, label in SOURCES.items()], value="random",
-                               label="Table source", elem_id="table-source")
-        page.upload = gr.HTML(UPLOAD, elem_id="upload-table", js_on_load=UPLOAD_JS)
-        page.positions = gr.Radio([(label, key) for key, label in POSITIONS.items()], value="learned",
-                                  label="Position table", elem_id="positions")
+    with ondemand.tab(page, "panel", "tables"):
+        page.source = radio("table-source", SOURCES, "random", "Table source")
+        ondemand.unnamed(gr.HTML(UPLOAD, elem_id="upload-table", js_on_load=UPLOAD_JS))
+        page.positions = radio("positions", POSITIONS, "learned", "Position table")
         page.tables_info = gr.Markdown(elem_id="tables-info")
         with gr.Accordion("Random table settings", open=True, elem_id="random-panel") as page.random_panel:
-            page.tokenizer = gr.Radio([(label, key) for key, label in TOKENIZERS.items()], value=defaults.tokenizer,
-                                      label="Tokenizer", elem_id="tokenizer")
-            page.vocab_size = _number("vocab_size", "Vocabulary size (words)", defaults, visible=False,
-                                      info="Most frequent words kept; the rest become [UNK].")
-            page.d_model = _slider("d_model", "d_model (vector width)", defaults)
-            page.maxlen = _slider("maxlen", "maxlen (positions)", defaults)
-            page.n_segments = _slider("n_segments", "Segments", defaults)
-            page.seed = _number("seed", "Seed", defaults)
-            page.listing = gr.Button("The listing's layer: vocab 10, d_model 2", elem_id="listing-defaults",
-                                     size="sm")
-
-
-def wire(page) -> None:
-    page.browser(page.listing.click, "() => window.embeddingExplorer.set({listing: true})")
+            page.tokenizer = radio("tokenizer", TOKENIZERS, defaults.tokenizer, "Tokenizer")
+            page.vocab_size = number("vocab-size", "vocab_size", defaults.vocab_size, "Vocabulary size (words)",
+                                     visible=False, info="Most frequent words kept; the rest become [UNK].")
+            page.d_model = slider("d-model", "d_model", defaults.d_model, "d_model (vector width)")
+            page.maxlen = slider("maxlen", "maxlen", defaults.maxlen, "maxlen (positions)")
+            page.n_segments = slider("n-segments", "n_segments", defaults.n_segments, "Segments")
+            page.seed = number("seed", "seed", defaults.seed, "Seed")
+            page.button("The listing's layer: vocab 10, d_model 2",
+                        "() => window.embeddingExplorer.set({listing: true})", elem_id="listing-defaults")
 
 
 def take_upload(page, tab, path) -> dict:
@@ -86,14 +79,4 @@ def take_upload(page, tab, path) -> dict:
     except (Refused, ValueError) as error:
         return page.live.refused(tab, channel, ("source",), Refused(str(error)))
 
-
-def _slider(name: str, label: str, defaults: Settings) -> gr.Slider:
-    low, high = LIMITS[name]
-    return gr.Slider(low, high, value=getattr(defaults, name), step=1, label=label, elem_id=name.replace("_", "-"))
-
-
-def _number(name: str, label: str, defaults: Settings, **extra) -> gr.Number:
-    low, high = LIMITS[name]
-    return gr.Number(getattr(defaults, name), label=label, precision=0, minimum=low, maximum=high,
-                     elem_id=name.replace("_", "-"), **extra)
 

@@ -21,7 +21,6 @@ import gradio as gr
 
 from core.drawing.captions import tour_text
 from core.serving.poll import PROMPTS
-from core.view.options import PANELS
 from ui import ondemand
 from ui.assets import written_by_page
 
@@ -55,15 +54,14 @@ window.addEventListener('popstate', () => {
 
 
 def layout(page) -> None:
-    with gr.Tab(PANELS["tour"], id="tour", elem_id="tab-tour") as page.panel_tabs["tour"], \
-            ondemand.content(page, page.panel_tabs["tour"], "panel", "tour"):
+    with ondemand.tab(page, "panel", "tour"):
         # the buttons above the text: a step's text is longer or shorter than the last one's, and
         # a presenter's pointer must find Next where it was
-        page.tour_buttons = gr.HTML(TOUR_BUTTONS, elem_id="tour-buttons", container=False, padding=False,
-                                    js_on_load=TOUR_BUTTONS_JS)
+        ondemand.unnamed(gr.HTML(TOUR_BUTTONS, elem_id="tour-buttons", container=False, padding=False,
+                                 js_on_load=TOUR_BUTTONS_JS))
         page.tour_text = written_by_page("tour-text", value=tour_text(None), elem_classes=["prose"])
         # a class (assets/classroom.js writes the box); a lesson's values come as a keystroke's do
-        page.class_box = gr.HTML("", elem_id="class-box", html_template=CLASS_HOST, js_on_load=CLASS_JS)
+        ondemand.unnamed(gr.HTML("", elem_id="class-box", html_template=CLASS_HOST, js_on_load=CLASS_JS))
 
 
 CLASS_JS = "window.embeddingExplorerClass.attach(element.querySelector('.class-host'));"

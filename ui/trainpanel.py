@@ -22,9 +22,9 @@ from core.process.offload import OffloadError
 from core.serving.jobs import Cancelled, Job
 from core.tables.session import Session
 from core.view import options
-from core.view.options import CORPORA, LIMITS, PANELS, PARTS, Refused
+from core.view.options import CORPORA, LIMITS, PARTS, Refused
 from ui import ondemand, render
-from ui.assets import chart, written_by_page
+from ui.assets import chart, number, radio, written_by_page
 from ui.route import JOBS, OFFLOAD
 
 LIVE_SECONDS = 0.4  # the least time between two redraws while training
@@ -34,22 +34,19 @@ FAULT = "Training failed on the server because of a fault, which its log keeps; 
 
 
 def layout(page) -> None:
-    with gr.Tab(PANELS["train"], id="train", elem_id="tab-train") as page.panel_tabs["train"], \
-            ondemand.content(page, page.panel_tabs["train"], "panel", "train"):
+    with ondemand.tab(page, "panel", "train"):
         ondemand.unnamed(gr.Markdown("**Freeze** a table to keep it out of training:"))
         for row in (PARTS[:2], PARTS[2:]):  # two by two: the labels fit
             with gr.Row():
                 for part in row:
                     page.freezes[part] = gr.Checkbox(False, label=part, elem_id=f"freeze-{part}")
         page.params = gr.Markdown(elem_id="param-status")
-        page.corpus = gr.Radio([(label, key) for key, label in CORPORA.items()], value="builtin", label="Train on",
-                               elem_id="corpus")
+        page.corpus = radio("corpus", CORPORA, "builtin", "Train on")
         with gr.Row():
-            low, high = LIMITS["steps"]
-            page.steps = gr.Number(100, label="Steps", precision=0, minimum=low, maximum=high, elem_id="train-steps",
-                                   min_width=90)
-            page.train_button = gr.Button("Train", variant="primary", elem_id="train-button")
-        page.reset_button = gr.Button("Reset tables", elem_id="reset-button", size="sm")
+            page.steps = number("train-steps", "steps", 100, "Steps", min_width=90)
+            page.button("Train", "(steps, corpus) => window.embeddingExplorer.train({steps, corpus})",
+                        [page.steps, page.corpus], elem_id="train-button", variant="primary", size="lg")
+        page.button("Reset tables", "() => window.embeddingExplorer.set({reset: true})", elem_id="reset-button")
         # written by the page's script as each step's event comes, not handed to gradio: a busy
         # page would fold the steps' lines into the last
         page.trained = written_by_page("train-summary", elem_classes=["prose"])
@@ -57,20 +54,14 @@ def layout(page) -> None:
 
 
 def wire(page) -> None:
-    page.browser(page.train_button.click, "(steps, corpus) => window.embeddingExplorer.train({steps, corpus})",
-                 [page.steps, page.corpus])
-    page.browser(page.reset_button.click, "() => window.embeddingExplorer.set({reset: true})")
-    page.live.stream("train", lambda tab, sent: train(page, tab, *trained_as(sent)))
+    page.live.stream("train", lambda tab, sent: train(page, tab, sent))
 
 
-def trained_as(sent: object) -> tuple[object, object]:
-    """The steps and corpus of the page's `{train: {steps, corpus}}` (each checked by `train`)."""
-    return (sent.get("steps"), sent.get("corpus")) if isinstance(sent, dict) else (None, None)
-
-
-async def train(page, tab, steps, corpus):
-    """A few gradient steps on the tab's tables, the loss curve drawn as they go."""
-    low, high = LIMITS["steps"]
+async def train(page, tab, sent):
+    """A few gradient steps on the tab's tables, the loss curve drawn as they go: the page's
+    `{train: {steps, corpus}}`, each checked here."""
+    steps, corpus = (sent.get("steps"), sent.get("corpus")) if isinstance(sent, dict) else (None, None)
+    high = LIMITS["steps"][1]
     told = ()
     try:
         if isinstance(steps, int | float) and not isinstance(steps, bool) and steps > high:

@@ -13,17 +13,16 @@ from core.drawing.export import export_view
 from core.plane.basis import vocabulary_basis
 from core.plane.pipeline import fit_sentence_basis
 from core.process.offload import OffloadError
-from core.view.options import BASES, COMPONENTS, LIMITS, PANELS, Refused
+from core.view.options import BASES, COMPONENTS, LIMITS, Refused
 from core.view.share import to_query
 from ui import ondemand, render
-from ui.assets import written_by_page
-from ui.files import Downloads, links_html
-from ui.route import JOBS, OFFLOAD, only_true
+from ui.assets import number, radio, written_by_page
+from ui.files import Downloads, links_html, new_folder
+from ui.route import JOBS, MAX_ADDRESS, OFFLOAD, only_true
 
 
 def layout(page) -> None:
-    with gr.Tab(PANELS["view"], id="view", elem_id="tab-view") as page.panel_tabs["view"], \
-            ondemand.content(page, page.panel_tabs["view"], "panel", "view"):
+    with ondemand.tab(page, "panel", "view"):
         page.groups = gr.CheckboxGroup(list(COMPONENTS), value=list(COMPONENTS), label="Groups to plot",
                                        elem_id="groups")
         page.labels = gr.Checkbox(True, label="Show labels", info="where they fit; hover any point",
@@ -34,14 +33,12 @@ def layout(page) -> None:
                                  info="the vector seg[1] − seg[0] that segment B adds to each sum")
         page.three_d = gr.Checkbox(False, label="3-D: PC1–PC3, rotatable", elem_id="three-d",
                                    info="a linear projection in one more dimension; drag to turn it")
-        page.basis = gr.Radio([(label, key) for key, label in BASES.items()], value="sentence",
-                              label="Plane (PCA basis)", elem_id="basis")
+        page.basis = radio("basis", BASES, "sentence", "Plane (PCA basis)")
         with gr.Row():
-            low, high = LIMITS["background"]
-            page.background = gr.Number(0, label=f"Vocabulary words behind (0 = none, up to {high:,})", precision=0,
-                                        minimum=low, maximum=high, elem_id="background-size", scale=2,
-                                        info="most frequent first; needs the vocabulary or frozen plane")
-            page.refit_button = gr.Button("Refit", elem_id="refit-button", size="sm", scale=1)
+            page.background = number("background-size", "background", 0, f"Vocabulary words behind (0 = none, up to "
+                                     f"{LIMITS['background'][1]:,})", scale=2,
+                                     info="most frequent first; needs the vocabulary or frozen plane")
+            page.button("Refit", "() => window.embeddingExplorer.set({refit: true})", elem_id="refit-button", scale=1)
         page.variance = written_by_page("variance-bars")
         # the vocabulary behind the tokens: one trace's JSON, which the page's script merges into every
         # redraw of the plane as it comes, whether this tab has opened or not (assets/explorer.js setOutput)
@@ -50,9 +47,12 @@ def layout(page) -> None:
         page.answers = gr.Checkbox(True, label="Class answers", elem_id="show-answers",
                                    info="in a class: the words students sent, where the table puts them")
         with gr.Row():
-            page.share_button = gr.Button("Link to this view", elem_id="share-button", size="sm")
-            page.png_button = gr.Button("PNG", elem_id="export-png", size="sm")
-            page.export_button = gr.Button("CSV, vectors, HTML", elem_id="export-button", size="sm")
+            # the page's link is made of its own address (which only it knows behind a proxy) and the view's query
+            page.button("Link to this view", "() => window.embeddingExplorer.set({link: location.origin + "
+                        "location.pathname})", elem_id="share-button")
+            page.button("PNG", "() => window.embeddingExplorer.downloadPNG()", elem_id="export-png")
+            page.button("CSV, vectors, HTML", "() => window.embeddingExplorer.set({export: true})",
+                        elem_id="export-button")
         page.share_link = gr.Textbox(label="Link", elem_id="share-link", buttons=["copy"], interactive=False,
                                      elem_classes=["icon-toolbar"])
         page.share_notes = gr.Markdown(elem_id="share-notes")
@@ -61,13 +61,7 @@ def layout(page) -> None:
 
 
 def wire(page) -> None:
-    on = page.browser
-    on(page.presenter.change, "(on) => window.embeddingExplorer.presenter(on)", page.presenter)
-    on(page.refit_button.click, "() => window.embeddingExplorer.set({refit: true})")
-    # the page's link is made of its own address (which only it knows behind a proxy) and the view's query
-    on(page.share_button.click, "() => window.embeddingExplorer.set({link: location.origin + location.pathname})")
-    on(page.png_button.click, "() => window.embeddingExplorer.downloadPNG()")
-    on(page.export_button.click, "() => window.embeddingExplorer.set({export: true})")
+    page.browser(page.presenter.change, "(on) => window.embeddingExplorer.presenter(on)", page.presenter)
     page.live.work("refit", lambda tab, _: refit(page, tab), check=only_true("refit"))
     page.live.work("link", lambda tab, address: share(page, tab, address), check=page_address)
     page.live.work("export", lambda tab, _: export(page, tab), check=only_true("export"))
@@ -98,13 +92,12 @@ def refit(page, tab) -> dict:
 
 def page_address(address: object) -> None:
     """`Refused` unless `address` can be the page's own address, which a link is made of."""
-    if not isinstance(address, str) or len(address) > 2048:
-        raise Refused("link is the page's own address, at most 2,048 characters.")
+    if not isinstance(address, str) or len(address) > MAX_ADDRESS:
+        raise Refused(f"link is the page's own address, at most {MAX_ADDRESS:,} characters.")
 
 
-def share(page, tab, address: object) -> dict:
-    """The whole link to what the tab shows (the page's own `address`, the view's query), and what it cannot carry."""
-    page_address(address)
+def share(page, tab, address: str) -> dict:
+    """The link to what the tab shows (the page's own `address`, checked by `page_address`) and what it cannot carry."""
     query, notes = to_query(tab.view)
     return {page.share_link: address + (f"?{query}" if query else ""),
             page.share_notes: "\n\n".join(f"ℹ️ {plain(n)}" for n in notes)}
@@ -113,7 +106,7 @@ def share(page, tab, address: object) -> dict:
 def export(page, tab) -> dict:
     """The current view as files, written in the heavy pool: coordinates (CSV), raw vectors
     (safetensors), the figure (HTML); answered as links, or the sentence saying why not."""
-    view, session, folder = tab.view, tab.session, page.downloads.folder()
+    view, session, folder = tab.view, tab.session, new_folder("exports")
     try:
         files = JOBS.run(tab, "exporting", lambda: OFFLOAD.call(export_view, folder, view, session))
     except (Refused, OffloadError) as error:

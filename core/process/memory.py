@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections import Counter
+from collections import ChainMap, Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
@@ -43,9 +43,8 @@ def private(modules: Iterable[nn.Module | None], words: Iterable[object] = ()) -
         for tensor in (*module.parameters(), *module.buffers()):
             storage = tensor.untyped_storage()
             held[storage.data_ptr()] = storage.nbytes()
-    for tokenizer in words:
-        if tokenizer is not None:
-            held[id(tokenizer)] = WORD_BYTES * len(getattr(tokenizer, "vocab", ()))
+    held.update((id(tokenizer), WORD_BYTES * len(getattr(tokenizer, "vocab", ()))) for tokenizer in words
+                if tokenizer is not None)
     return held
 
 
@@ -97,10 +96,8 @@ class Budget:
 
     def _holders(self) -> tuple[list[tuple[object, Holding]], Holding]:
         tabs = [(tab, self._own(holding)) for tab, holding in self.tabs()]
-        every: Holding = {}
-        for holding in (*(h for _, h in tabs), *(self._own(kept()) for kept, _ in self._caches)):
-            every.update(holding)
-        return tabs, every
+        caches = [self._own(kept()) for kept, _ in self._caches]
+        return tabs, dict(ChainMap(*(holding for _, holding in tabs), *caches))
 
     def _own(self, holding: Holding) -> Holding:
         return {address: size for address, size in holding.items() if address not in self._base}
@@ -114,11 +111,8 @@ class Budget:
         mine = [(other, self._own(h)) for other, h in self.tabs()
                 if other is not tab and getattr(other, "client", None) == client]
 
-        def size() -> int:
-            held = dict(self._own(holding))
-            for _, other in mine:
-                held.update(other)
-            return sum(held.values())
+        def size() -> int:  # each storage once, however many of the tabs hold it
+            return sum(ChainMap(self._own(holding), *(other for _, other in mine)).values())
 
         for index, (other, _) in enumerate(mine):  # least recently used first
             if size() <= share:
@@ -142,8 +136,7 @@ class Budget:
     @contextmanager
     def reserve(self, nbytes: int, what: str) -> Iterator[None]:
         """Room for a new table of `nbytes` while it is built (parking tabs for it), or `Refused`."""
-        if nbytes > self.tab_limit:
-            self.check_tab({-1: nbytes})
+        self.check_tab({-1: nbytes})
         with self._lock:
             tabs, every = self._holders()
             short = self.held((tabs, every)) + self._reserved + nbytes - self.admits
@@ -167,14 +160,13 @@ class Budget:
         for _, clear in self._caches:
             clear()
         holders = Counter(address for _, holding in tabs for address in holding)
-        needed -= sum(every.values()) - sum(size for address, size in every.items() if address in holders)
-        freed = 0
+        needed -= sum(size for address, size in every.items() if address not in holders)  # the caches' alone
         for tab, holding in tabs:
-            if freed >= needed:
+            if needed <= 0:
                 break
             alone = sum(size for address, size in holding.items() if holders[address] == 1)
             if alone and self.park(tab):
-                freed += alone
+                needed -= alone
                 holders.subtract(holding.keys())
 
 

@@ -56,11 +56,6 @@ REDUCERS = {torch.Tensor: reduce_tensor, nn.Parameter: reduce_tensor, torch.Unty
             torch.TypedStorage: reduce_typed_storage, WordPieceTokenizer: _by_recipe, WordLevelTokenizer: _by_recipe}
 
 
-def share(module: nn.Module) -> nn.Module:
-    """`module`'s tables moved into shared memory (before another thread reads them); returns `module`."""
-    return module.share_memory()
-
-
 def shared_empty(count: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """`count` uninitialised numbers (1-D) in shared memory, made there: nothing is moved later."""
     return torch.empty(0, dtype=dtype).set_(torch.UntypedStorage._new_shared(count * dtype.itemsize))
@@ -120,8 +115,7 @@ class Offload:
         with self._start_lock:
             if self._pool is None:
                 _more_files()
-                context = get_context("loky")
-                self._messages = context.SimpleQueue(reducers=REDUCERS)  # (call id, args, kwargs) of progress
+                self._messages = get_context("loky").SimpleQueue(reducers=REDUCERS)  # progress: (call id, args, kwargs)
                 self._stopping = torch.zeros(1, dtype=torch.int64).share_memory_()  # the id of the call to stop
                 self._pool = ProcessPoolExecutor(1, job_reducers=REDUCERS, result_reducers=REDUCERS,
                                                  initializer=_started, initargs=(self.nice, self._messages))

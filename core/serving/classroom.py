@@ -9,7 +9,6 @@ connected, and `GRACE_SECONDS` after the last one left.
 
 from __future__ import annotations
 
-import functools
 import hmac
 import os
 import re
@@ -35,7 +34,6 @@ from core.serving.classstore import (
     RedisStore,
     digest,
     lesson_of,
-    store_from_environment,
 )
 from core.serving.classwriter import Writer
 from core.serving.poll import MAX_MODERATED, Round, checked_flag, checked_prompt, checked_word
@@ -118,25 +116,19 @@ class Classroom:
 
     def __init__(self, store: RedisStore | None = None, *, beat: float = BEAT_SECONDS,
                  retry: float = RETRY_SECONDS, ticks: Callable[[], float] = time.monotonic) -> None:
-        self.store = store if store is not None else store_from_environment()
-        self.writer = Writer(self.store.ping, beat=beat, retry=retry, ticks=ticks, on_beat=self.beat,
-                             on_away=lambda: self.tell(None), on_back=lambda: self.outage.back())
-        self.seats, self.outage, self.rounds = Seats(self.store, self.writer, self.tell), Outage(self), Rounds(self)
+        # the Redis that EXPLORER_CLASS_STORE names, or this process's own fakeredis server
+        self.store = store if store is not None else RedisStore(os.environ.get("EXPLORER_CLASS_STORE", "").strip())
+        self.writer = Writer(self, beat=beat, retry=retry, ticks=ticks)
+        self.seats, self.outage, self.rounds = Seats(self), Outage(self), Rounds(self)
         self._led: dict[str, Led] = {}  # class id -> the class as its lecturer pages here hold it
         self._lock, self._beating = threading.Lock(), threading.Lock()
-        self._told: list[Callable[[str | None], None]] = []  # told a class whose state changed (None: every class)
-        self._lessons: list[Callable[[Lesson], None]] = []  # told every lesson heard
-        self.store.listen_rounds(self.rounds.heard)
-        self.store.listen(self.heard, lost=self.writer.lost)
+        self._told: list[Callable[[str | None, Lesson | None], None]] = []  # `hear`'s listeners
+        self.store.listen(self.heard, self.rounds.heard, self.writer.lost)
 
     @property
     def clock(self) -> Callable[[], float]:
         """The wall clock a class's times are on (the store's)."""
         return self.store.clock
-
-    @property
-    def away(self) -> bool:
-        return self.writer.away
 
     def reach(self, call: Callable, *args, refusal: str | None = RECONNECTING):
         """`call(*args)` on the store; while it is away, refused with `refusal` (None: answered None)."""
@@ -183,27 +175,24 @@ class Classroom:
             raise Gone(lesson.ended if lesson else NO_CLASS)
         return lesson
 
-    def check(self, class_id: object, secret: object) -> Lesson:
-        """The class, when `secret` is its lecturer's; raises `Forbidden` otherwise."""
-        return self._checked(class_id, secret)[0]
-
-    def _checked(self, class_id: object, secret: object) -> tuple[Lesson, tuple[str, str]]:
+    def check(self, class_id: object, secret: object) -> tuple[Lesson, str, str]:
+        """The class, its secret's digest and the address that started it, if `secret` is its lecturer's."""
         lesson = self.lesson(class_id)
         kept, address = self.reach(self.store.owner, lesson.id) or ("", "")
         if not isinstance(secret, str) or not SECRET.fullmatch(secret) or not hmac.compare_digest(
                 digest(secret), kept):
             raise Forbidden(NOT_LECTURER)
-        return lesson, (kept, address)
+        return lesson, kept, address
 
     def _class_led(self, tab, secret: object) -> str:
         """The class `tab` leads, when `secret` is its lecturer's; raises `Forbidden` otherwise."""
         if not isinstance(tab.member, Leader):
             raise Forbidden(NOT_LECTURER)
-        return self.check(tab.member.class_id, secret).id
+        return self.check(tab.member.class_id, secret)[0].id
 
     def lead(self, class_id: object, secret: object) -> tuple[Leader, Lesson]:
         """A leader for a page that opened the lecturer's link (its member once it shows the lesson)."""
-        lesson, (kept, address) = self._checked(class_id, secret)
+        lesson, kept, address = self.check(class_id, secret)
         leader = Leader(self, lesson.id, kept, address)
         self._hold(leader, lesson, left=self.clock())
         self.rounds.seed(lesson.id)
@@ -317,17 +306,14 @@ class Classroom:
         """Whether what this process knows of the class waits for the store (away, or just back)."""
         return self.writer.away or class_id in self.outage.unsure
 
-    def hear(self, listener: Callable[[str | None], None]) -> None:
-        """`listener(class_id)` is told when a class changed (None: every class's connection)."""
+    def hear(self, listener: Callable[[str | None, Lesson | None], None]) -> None:
+        """`listener(class_id, lesson)` is told when a class changed (None: every class's connection),
+        with every lesson this process hears of (from the store, or read again)."""
         self._told.append(listener)
 
-    def listen(self, listener: Callable[[Lesson], None]) -> None:
-        """`listener` hears every lesson this process hears of (from the store, or read again)."""
-        self._lessons.append(listener)
-
-    def tell(self, class_id: str | None) -> None:
+    def tell(self, class_id: str | None, lesson: Lesson | None = None) -> None:
         for listener in list(self._told):
-            listener(class_id)
+            listener(class_id, lesson)
 
     def heard(self, lesson: Lesson) -> None:
         """A lesson was heard: published by any process, restored, or read again."""
@@ -340,15 +326,7 @@ class Classroom:
         self.outage.unsure.pop(lesson.id, None)  # its class is sure now
         if lesson.ended:  # a round ends with its class
             self.rounds.drop(lesson.id)
-        for listener in list(self._lessons):
-            listener(lesson)
-        self.tell(lesson.id)
-
-    def round(self, class_id: object) -> Round:
-        return self.rounds.round(class_id)
-
-    def own(self, key: object, class_id: object) -> tuple[str, ...]:
-        return self.rounds.own(key, class_id)
+        self.tell(lesson.id, lesson)
 
     def lecture(self, op: str, tab, secret: object, text: object = None, flag: object = False) -> Round:
         """The lecturer's change `op` to the round (`LECTURES`), its text and flag checked first."""
@@ -356,29 +334,11 @@ class Classroom:
         text, flag = check(text) if check else "", checked_flag(flag, name) if name else False
         return self.rounds.change(self._class_led(tab, secret), op, text, flag, MAX_MODERATED)
 
-    ask = functools.partialmethod(lecture, "ask")  # (tab, secret, prompt, review=False)
-    close_round = functools.partialmethod(lecture, "close")  # (tab, secret)
-    clear_round = functools.partialmethod(lecture, "clear")
-    moderate = functools.partialmethod(lecture, "hide")  # (tab, secret, word, hidden)
-    approve = functools.partialmethod(lecture, "approve")  # (tab, secret, word, approved)
-
-    def review(self, tab, secret: object, on: object) -> Round:
-        return self.lecture("review", tab, secret, flag=on)
-
     def answer(self, tab, key: object, address: object, word: object,
                round_number: object) -> tuple[Round, tuple[str, ...]]:
         if not isinstance(tab.member, Follower):
             raise Refused(NOT_FOLLOWING)
         return self.rounds.answer(tab.member.class_id, key, address, word, round_number)
-
-    def flush(self) -> None:
-        """Do now, on this thread, the writer's work that is due (a test's writer turn)."""
-        self.writer.flush()
-
-    def replay(self) -> None:
-        """Write again, now, the answers acknowledged here in every class's round."""
-        for class_id in self.rounds.classes():
-            self.rounds.replay(class_id)
 
     def beat(self) -> None:
         """Every `beat` seconds: move on the end of classes led here, let go of those left past their

@@ -79,8 +79,7 @@ class Rounds:
             return self.round(class_id), sent
         if len(sent) >= WORDS_PER_STUDENT:
             raise Refused(ENOUGH)
-        status, words, wait = self.room.reach(self.room.store.answer, class_id, key, address, word, number,
-                                              WORDS_PER_STUDENT, MAX_ANSWERS)
+        status, words, wait = self.room.reach(self.room.store.answer, class_id, key, address, word, number)
         if status in ("soon", "rate"):
             raise Full(too_soon(wait) if status == "soon" else too_many(wait))
         if status != "ok":
@@ -119,7 +118,7 @@ class Rounds:
 
     def announce(self, class_id: str) -> None:
         self.announced[class_id] = self.room.writer.ticks()  # when it began: a change meanwhile waits its turn
-        self.heard(class_id, self.room.store.announce_round(class_id))
+        self.heard(class_id, self.room.store.poll(class_id, announce=True))
 
     def heard(self, class_id: str, round: Round | None) -> None:  # noqa: A002
         """A round heard of: kept if newer and the class has pages or answers here; its streams woken."""
@@ -162,8 +161,7 @@ class Rounds:
         status = "other"
         if known is not None and known.number:
             number, pages = journal if journal is not None else (known.number, {})
-            status = room.store.replay(class_id, number, dict(pages), WORDS_PER_STUDENT, MAX_ANSWERS, known,
-                                       restore=room.leads(class_id))
+            status = room.store.replay(class_id, number, dict(pages), known, restore=room.leads(class_id))
         if status == "missing" or (status == "gone" and class_id in room.outage.unsure):
             self.replay_soon(class_id, at=room.writer.ticks() + room.writer.retry_seconds)
         elif status == "gone":  # over, or forgotten by a store that restarted unheard of

@@ -8,17 +8,15 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Callable
 
-from core.serving.classstore import Full, RedisStore
-from core.serving.classwriter import Writer
+from core.serving.classstore import Full
 
 
 class Seats:
-    """The pages here by class (each a `Follower`), read and written under one lock."""
+    """The pages of one `Classroom` (`room`) here, by class (each a `Follower`), read and written under one lock."""
 
-    def __init__(self, store: RedisStore, writer: Writer, tell: Callable[[str | None], None]) -> None:
-        self.store, self.writer, self.tell = store, writer, tell
+    def __init__(self, room) -> None:
+        self.room = room
         self.process = uuid.uuid4().hex  # this process's name in every class's counts
         self.pages: dict[str, dict[str, object]] = {}  # class id -> page key -> its follower, connected here
         self._lock = threading.Lock()
@@ -31,12 +29,13 @@ class Seats:
             with self._lock:
                 seated = self.pages.get(class_id, {})
                 pages = {**seated, key: member}
-            if not self.store.set_presence(class_id, self.process, len(pages), sum(p.following for p in pages.values()),
-                                           None if key in seated else limit):
+            if not self.room.store.set_presence(class_id, self.process, len(pages),
+                                                sum(p.following for p in pages.values()),
+                                                None if key in seated else limit):
                 raise Full(f"This class has {limit:,} pages following it, as many as one class may have.")
             with self._lock:
                 self.pages.setdefault(class_id, {})[key] = member
-        self.tell(class_id)
+        self.room.tell(class_id)
 
     def leave(self, key: str, member) -> None:
         """The page's stream closed (a page whose newer stream replaced it keeps its seat)."""
@@ -51,15 +50,15 @@ class Seats:
 
     def changed(self, class_id: str) -> None:
         """The class's pages here changed: the writer writes their count; the streams hear it now."""
-        self.writer.soon(("count", class_id), lambda: self.write(class_id))
-        self.tell(class_id)
+        self.room.writer.soon(("count", class_id), lambda: self.write(class_id))
+        self.room.tell(class_id)
 
     def write(self, class_id: str) -> None:
         with self._counting:
             with self._lock:
                 pages = list(self.pages.get(class_id, {}).values())
-            self.store.set_presence(class_id, self.process, len(pages), sum(page.following for page in pages))
-        self.tell(class_id)
+            self.room.store.set_presence(class_id, self.process, len(pages), sum(page.following for page in pages))
+        self.room.tell(class_id)
 
     def classes(self) -> set[str]:
         with self._lock:

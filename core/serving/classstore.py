@@ -19,7 +19,7 @@ from urllib.parse import parse_qs
 
 import redis
 
-from core.serving.poll import ADDRESS_ANSWERS, ANSWER_BURST, ANSWER_SECONDS, Round
+from core.serving.poll import ADDRESS_ANSWERS, ANSWER_BURST, ANSWER_SECONDS, MAX_ANSWERS, WORDS_PER_STUDENT, Round
 from core.view.options import Refused
 from core.view.share import from_query, to_query
 from core.view.state import View
@@ -104,7 +104,7 @@ def _lesson(class_id: str, record: dict, now: float | None = None) -> Lesson:
 
 
 def _round(found: list) -> Round:
-    """A round as `RedisStore._ROUND`'s `snapshot()` reads it."""
+    """A round as `RedisStore._CHANGE` answers it."""
     fields, counts, hidden, approved, students = found
     poll = _fields(fields)
     return Round(int(poll["number"]), poll["prompt"], poll["open"] == "1", poll["review"] == "1",
@@ -169,17 +169,9 @@ class RedisStore:
     # the class's round: KEYS[1] the class, then `_poll_keys`; ARGV[1] the time. Each script checks the
     # class runs, and gives every key it writes the class's time to live
     _ROUND = """
-    local function running()
-        local class = redis.call('HMGET', KEYS[1], 'ended', 'ends')
-        return class[2] and class[1] == '' and tonumber(class[2]) > tonumber(ARGV[1])
-    end
     local function live()
         local ttl = redis.call('PTTL', KEYS[1])
         if ttl > 0 then for i = 2, #KEYS do redis.call('PEXPIRE', KEYS[i], ttl) end end
-    end
-    local function snapshot()
-        return {redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3]), redis.call('SMEMBERS', KEYS[5]),
-                redis.call('SMEMBERS', KEYS[6]), redis.call('HLEN', KEYS[4])}
     end
     local function keep(key, sent, word)
         if sent == '' then sent = word else sent = sent .. ' ' .. word end
@@ -194,7 +186,8 @@ class RedisStore:
         for word in string.gmatch(sent, '%S+') do words[#words + 1] = word; words[word] = true end
         return words
     end
-    if not running() then return 'gone' end
+    local class = redis.call('HMGET', KEYS[1], 'ended', 'ends')
+    if not class[2] or class[1] ~= '' or tonumber(class[2]) <= tonumber(ARGV[1]) then return 'gone' end
     """
 
     # ARGV: time, op ('read' changes nothing), text, flag ('1'/'0'), how many words may be hidden (and approved)
@@ -224,17 +217,16 @@ class RedisStore:
         local set = op == 'hide' and KEYS[5] or KEYS[6]
         if flag == '0' then
             changed = redis.call('SREM', set, text) == 1
-        elseif redis.call('SISMEMBER', set, text) == 1 then
-            changed = false
-        elseif redis.call('SCARD', set) >= tonumber(ARGV[5]) then
+        elseif redis.call('SISMEMBER', set, text) == 0 and redis.call('SCARD', set) >= tonumber(ARGV[5]) then
             return 'many'
         else
-            redis.call('SADD', set, text)
+            changed = redis.call('SADD', set, text) == 1
         end
     end
     if changed then redis.call('HINCRBY', KEYS[2], 'version', 1) end
     live()
-    return snapshot()
+    return {redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3]), redis.call('SMEMBERS', KEYS[5]),
+            redis.call('SMEMBERS', KEYS[6]), redis.call('HLEN', KEYS[4])}
     """
 
     # ARGV: time, round number, page key, word, words a page may send, answers a round takes, answers a
@@ -303,24 +295,24 @@ class RedisStore:
     return 'done'
     """
 
-    # this process's count of a class's pages; with a limit (ARGV[6]), only when every process's
-    # fresh counts stay within it: a seat, taken in one step against every other process's joins
+    # every process's fresh count of a class's pages, {connected, following}, with this process's
+    # (ARGV[1]; none: only read) written; with a limit (ARGV[6]), only when the counts stay within it
+    # (false otherwise): a seat, taken in one step against every other process's joins
     _PRESENCE = """
-    local now, fresh = tonumber(ARGV[4]), tonumber(ARGV[5])
-    if ARGV[6] ~= '' then
-        local others = 0
-        local counts = redis.call('HGETALL', KEYS[1])
-        for i = 1, #counts, 2 do
-            local connected, _, seen = string.match(counts[i + 1], '^(%d+) (%d+) (%S+)$')
-            if counts[i] ~= ARGV[1] and connected and now - tonumber(seen) < fresh then
-                others = others + tonumber(connected)
-            end
+    local now, fresh, connected, following = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[2]), tonumber(ARGV[3])
+    local counts = redis.call('HGETALL', KEYS[1])
+    for i = 1, #counts, 2 do
+        local pages, followers, seen = string.match(counts[i + 1], '^(%d+) (%d+) (%S+)$')
+        if counts[i] ~= ARGV[1] and pages and now - tonumber(seen) < fresh then
+            connected, following = connected + tonumber(pages), following + tonumber(followers)
         end
-        if others + tonumber(ARGV[2]) > tonumber(ARGV[6]) then return 0 end
     end
-    redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4])
-    redis.call('EXPIRE', KEYS[1], math.ceil(fresh) * 4)
-    return 1
+    if ARGV[6] ~= '' and connected > tonumber(ARGV[6]) then return false end
+    if ARGV[1] ~= '' then
+        redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4])
+        redis.call('EXPIRE', KEYS[1], math.ceil(fresh) * 4)
+    end
+    return {connected, following}
     """
 
     def __init__(self, url: str = "", clock: Callable[[], float] = time.time, server=None) -> None:
@@ -340,9 +332,7 @@ class RedisStore:
         self._put, self._publish, self._change, self._answer, self._replay, self._presence = (
             self.redis.register_script(source) for source in (self._PUT, self._PUBLISH, self._CHANGE, self._ANSWER,
                                                               self._REPLAY, self._PRESENCE))
-        self._listeners: list[Callable[[Lesson], None]] = []
-        self._round_listeners: list[Callable[[str, Round], None]] = []
-        self._lost: list[Callable[[], None]] = []
+        self._listeners: list[tuple[Callable, Callable, Callable]] = []  # each `listen`'s (lessons, rounds, lost)
         self._thread: threading.Thread | None = None
         self._subscribed = threading.Event()
         self._closed = threading.Event()
@@ -412,9 +402,11 @@ class RedisStore:
         self._announce(lesson)  # a new lesson, or only a later end: every process's pages keep both
         return lesson
 
-    def poll(self, class_id: str) -> Round | None:
-        """The class's round as kept; None when there is none (never asked, lost, or the class is over)."""
+    def poll(self, class_id: str, announce: bool = False) -> Round | None:
+        """The class's round as kept, sent to every process to `announce` it; None if none (never asked, lost, over)."""
         found = self._change(keys=self._poll_keys(class_id), args=[self.clock(), "read", "", 0, 0])
+        if announce and isinstance(found, list):
+            self.redis.publish(self.ROUNDS, json.dumps([class_id, found]))
         return _round(found) if isinstance(found, list) else None
 
     def change_round(self, class_id: str, op: str, text: str, flag: bool, limit: int) -> Round | str:
@@ -423,19 +415,20 @@ class RedisStore:
         found = self._change(keys=self._poll_keys(class_id), args=[self.clock(), op, text, int(flag), limit])
         return found if isinstance(found, str) else _round(found)
 
-    def answer(self, class_id: str, key: str, address: str, word: str, number: int, per_page: int,
-               limit: int) -> tuple[str, tuple[str, ...], float]:
+    def answer(self, class_id: str, key: str, address: str, word: str,
+               number: int) -> tuple[str, tuple[str, ...], float]:
         """Page `key`'s answer `word` to round `number`: (status, the page's words this round, seconds
         to wait). Status "ok" (kept, once), or why not: "gone", "missing" (no round), "closed", "other"
         (another round), "enough", "full", "soon" (the page's rate) or "rate" (the network's)."""
         found = self._answer(
             keys=[*self._poll_keys(class_id), f"explorer:answers:{address}", f"explorer:page-answers:{key}"],
-            args=[self.clock(), number, key, word, per_page, limit, ADDRESS_ANSWERS, ANSWER_BURST, 1 / ANSWER_SECONDS])
+            args=[self.clock(), number, key, word, WORDS_PER_STUDENT, MAX_ANSWERS, ADDRESS_ANSWERS, ANSWER_BURST,
+                  1 / ANSWER_SECONDS])
         status, sent, *wait = ("gone", "") if found == "gone" else found
         return status, tuple(sent.split()), float(wait[0]) if wait else 0.0
 
-    def replay(self, class_id: str, number: int, pages: Mapping[str, tuple[str, ...]], per_page: int, limit: int,
-               heard: Round, restore: bool = False) -> str:
+    def replay(self, class_id: str, number: int, pages: Mapping[str, tuple[str, ...]], heard: Round,
+               restore: bool = False) -> str:
         """The answers acknowledged in round `number` written again (each once), the version moved past
         `heard`'s: "done", "same" (nothing lost), "restored" (`restore`: `heard` put back first, the
         store having no round), or "gone", "missing", "other" (another round)."""
@@ -443,15 +436,8 @@ class RedisStore:
         header = [heard.number, heard.prompt, int(heard.open), int(heard.review), text(sorted(heard.hidden)),
                   text(sorted(heard.approved))] if restore else []
         return self._replay(keys=self._poll_keys(class_id), args=[
-            self.clock(), number, heard.version, text({k: list(w) for k, w in pages.items()}), per_page, limit,
-            *header])
-
-    def announce_round(self, class_id: str) -> Round | None:
-        """The class's round read, and sent to every process."""
-        found = self.poll(class_id)
-        if found is not None:
-            self.redis.publish(self.ROUNDS, json.dumps({"id": class_id, **asdict(found)}, default=sorted))
-        return found
+            self.clock(), number, heard.version, text({k: list(w) for k, w in pages.items()}), WORDS_PER_STUDENT,
+            MAX_ANSWERS, *header])
 
     def _announce(self, lesson: Lesson) -> None:
         self.redis.publish(self.CHANNEL, json.dumps(asdict(lesson)))
@@ -464,27 +450,21 @@ class RedisStore:
                                          "" if limit is None else limit]))
 
     def presence(self, class_id: str) -> tuple[int, int]:
-        now, connected, following = self.clock(), 0, 0
-        for value in self.redis.hgetall(f"explorer:presence:{class_id}").values():
-            c, f, seen = value.split()
-            if now - float(seen) < PRESENCE_SECONDS:
-                connected, following = connected + int(c), following + int(f)
+        """Every process's fresh count of the class's pages: (connected, following)."""
+        connected, following = self._presence(keys=[f"explorer:presence:{class_id}"],
+                                              args=["", 0, 0, self.clock(), PRESENCE_SECONDS, ""])
         return connected, following
 
-    def listen(self, listener: Callable[[Lesson], None], lost: Callable[[], None] | None = None) -> None:
-        """`listener` hears every lesson published from now on, `lost` when the subscription was cut
-        (returns once subscribed, so nothing after it is missed; after 10 s when Redis is away)."""
-        self._listeners.append(listener)
-        if lost is not None:
-            self._lost.append(lost)
+    def listen(self, lessons: Callable[[Lesson], None], rounds: Callable[[str, Round], None] = lambda *_: None,
+               lost: Callable[[], None] = lambda: None) -> None:
+        """`lessons` hears every lesson published from now on, `rounds(class_id, round)` every round any
+        process announces, `lost` when the subscription was cut (returns once subscribed, so nothing
+        after it is missed; after 10 s when Redis is away)."""
+        self._listeners.append((lessons, rounds, lost))
         if self._thread is None:
             self._thread = threading.Thread(target=self._listen, name="class-lessons", daemon=True)
             self._thread.start()
         self._subscribed.wait(10)
-
-    def listen_rounds(self, listener: Callable[[str, Round], None]) -> None:
-        """`listener(class_id, round)` hears every round any process announces (`listen` subscribes)."""
-        self._round_listeners.append(listener)
 
     def _listen(self) -> None:
         """Polls the subscription (a blocking read would time out on a quiet channel); a lost one is
@@ -492,41 +472,34 @@ class RedisStore:
         while not self._closed.is_set():
             pubsub = self.redis.pubsub()
             try:
-                pubsub.subscribe(self.CHANNEL, self.ROUNDS)
-                while not self._closed.is_set():
+                pubsub.subscribe(**{self.CHANNEL: self._heard_lesson, self.ROUNDS: self._heard_round})
+                while not self._closed.is_set():  # each message goes to its channel's handler, from within
                     message = pubsub.get_message(timeout=1.0)
-                    if message is None or message["type"] not in ("subscribe", "message"):
-                        continue
-                    if message["type"] == "subscribe":
+                    if message is not None and message["type"] == "subscribe":
                         self._subscribed.set()  # one SUBSCRIBE: both channels are subscribed by its first answer
-                        continue
-                    sent = json.loads(message["data"])  # only this module publishes on its channels
-                    if message["channel"] == self.ROUNDS:
-                        class_id = sent.pop("id")
-                        found = Round(**{**sent, "hidden": frozenset(sent["hidden"]),
-                                         "approved": frozenset(sent["approved"])})
-                        for round_listener in list(self._round_listeners):
-                            round_listener(class_id, found)
-                    else:
-                        for listener in list(self._listeners):
-                            listener(Lesson(**sent))
             except Exception as error:
                 if self._closed.is_set():  # closed under it (`close`)
                     return
                 if not isinstance(error, Away):  # a fault: logged, and the listening goes on
                     LOG.exception("listening to the class lessons failed")
                 self._subscribed.clear()
-                for lost in list(self._lost):
+                for _, _, lost in list(self._listeners):
                     lost()
                 self._closed.wait(RETRY_SECONDS / 4)
             finally:
                 pubsub.close()
 
+    def _heard_lesson(self, message: dict) -> None:
+        lesson = Lesson(**json.loads(message["data"]))  # only this module publishes on its channels
+        for lessons, _, _ in list(self._listeners):
+            lessons(lesson)
+
+    def _heard_round(self, message: dict) -> None:
+        class_id, snapshot = json.loads(message["data"])  # as `poll` read it
+        found = _round(snapshot)
+        for _, rounds, _ in list(self._listeners):
+            rounds(class_id, found)
+
     def close(self) -> None:
         self._closed.set()  # the listener stops within a second
         self.redis.close()
-
-
-def store_from_environment() -> RedisStore:
-    """The Redis that ``EXPLORER_CLASS_STORE`` names, or this process's own fakeredis server."""
-    return RedisStore(os.environ.get("EXPLORER_CLASS_STORE", "").strip())

@@ -1,7 +1,7 @@
 """A class's writer: one thread a process for the store work a page's change leaves behind, so no
 page's change waits on the store. A job still to run is replaced by a newer one of its key, so a
 burst of changes publishes the newest lesson; a job that finds the store away is kept until it is back
-(`on_away`, then `on_back` before the jobs kept); `on_beat` runs every `beat` seconds.
+(every page told at once, then `Outage.back` before the jobs kept); `Classroom.beat` runs every `beat` seconds.
 """
 
 from __future__ import annotations
@@ -20,10 +20,8 @@ Job = Callable[[], None]
 class Writer:
     """The thread (started on its first job) and its jobs: key -> (when due, on `ticks`; the job)."""
 
-    def __init__(self, ping: Job, *, beat: float, retry: float, ticks: Callable[[], float], on_beat: Job,
-                 on_away: Job, on_back: Job) -> None:
-        self.ping, self.beat_seconds, self.retry_seconds, self.ticks = ping, beat, retry, ticks
-        self.on_beat, self.on_away, self.on_back = on_beat, on_away, on_back
+    def __init__(self, room, *, beat: float, retry: float, ticks: Callable[[], float]) -> None:
+        self.room, self.beat_seconds, self.retry_seconds, self.ticks = room, beat, retry, ticks  # its `Classroom`
         self.away = False  # the store could not be reached at the last try
         self._jobs: dict[Hashable, tuple[float, Job]] = {}
         self._wake = threading.Condition()
@@ -44,7 +42,7 @@ class Writer:
             self.away = True
             self._stir()
         LOG.warning("the class store cannot be reached; trying again every %g s", self.retry_seconds)
-        self.on_away()
+        self.room.tell(None)
 
     def _stir(self) -> None:
         if self._thread is None:
@@ -88,15 +86,15 @@ class Writer:
                     return
             try:
                 if self.away:
-                    self.ping()
-                    self.on_back()  # what to do again is scheduled before any page hears the store is back
+                    self.room.store.ping()
+                    self.room.outage.back()  # what to do again is scheduled before any page hears the store is back
                     with self._wake:
                         self.away = False
                     LOG.warning("the class store answers again")
                     continue
                 self.flush()
                 if self.ticks() >= beat_at:
-                    self.on_beat()
+                    self.room.beat()
                     beat_at = self.ticks() + self.beat_seconds
             except Away:
                 self.lost()

@@ -1,6 +1,8 @@
 """Heavy work shared fairly between tabs: a thread pool's line, one job per tab, bounded.
 
 A job that would wait too long is refused at once; one whose page has gone stops; identical work runs once.
+No job is ever in a reference cycle: a future's result is a visitor's tables, and a cycle would keep
+them until the garbage collector's next full pass, past the memory budget that let them go.
 """
 
 from __future__ import annotations
@@ -93,8 +95,8 @@ class Jobs:
         job, deadline = own.shared, self.clock() + 2 * self.wait
         try:
             while not concurrent.futures.wait([job.future], 0.25).done:
-                late = self.clock() >= deadline
-                if job.started is None and (job.cancelled or late) and job.future.cancel():
+                if job.started is None and (job.cancelled or self.clock() >= deadline) and job.future.cancel():
+                    self._done(job)
                     raise Cancelled(name) if job.cancelled else Refused(
                         f"The server was busy with other visitors' jobs for {2 * self.wait:g} s, so {name} did not "
                         "start; try again in a minute.")
@@ -112,6 +114,7 @@ class Jobs:
                 tab.job = None
             with self._lock:
                 self._forget_old()
+            del own, job  # a raised error's frames hold no job: job -> future -> error -> frame -> job
 
     def _enter(self, tab: Tab, name: str, job: Job, key: object, work: Callable[[], T]) -> None:
         """The tab takes the job (or follows an identical one), or `Refused` if it has one or the line is too long."""
@@ -136,14 +139,17 @@ class Jobs:
                                       "here); try again in a minute.")
                     self._pending.add(job)
                     job.future = self._pool.submit(contextvars.copy_context().run, self._work, job, work)
-                    job.future.add_done_callback(lambda _: self._done(job))
                     if key is not None:
                         self._shared[key] = job
             tab.job = name
 
     def _work(self, job: Job, work: Callable[[], T]) -> T:
         job.started = self.clock()
-        return work()
+        try:
+            return work()
+        finally:
+            self._done(job)  # here, not in a done-callback: a callback naming the job is a cycle through it
+            del job
 
     def _done(self, job: Job) -> None:
         with self._lock:

@@ -132,9 +132,8 @@ NO_ROUND = Round(0, "", False, False, {}, frozenset(), frozenset(), 0, 0, 0)
 _FORMULA = ("=", "+", "-", "@", "\t", "\r")
 
 
-def _cell(value: object) -> str:
-    text = str(value)
-    return "'" + text if text.startswith(_FORMULA) else text  # a spreadsheet reads it as text, not a formula
+def _cell(word: str) -> str:  # a count and a flag never start a formula, a word might
+    return "'" + word if word.startswith(_FORMULA) else word  # a spreadsheet reads it as text, not a formula
 
 
 def csv_of(round: Round) -> str:  # noqa: A002 - the interface's name
@@ -143,8 +142,7 @@ def csv_of(round: Round) -> str:  # noqa: A002 - the interface's name
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(["word", "count", "hidden", "approved"])
     for word, count in round._tally:
-        writer.writerow([_cell(word), _cell(count), _cell(str(word in round.hidden).lower()),
-                         _cell(str(word in round.approved).lower())])
+        writer.writerow([_cell(word), count, str(word in round.hidden).lower(), str(word in round.approved).lower()])
     return out.getvalue()
 
 

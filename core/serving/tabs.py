@@ -58,14 +58,11 @@ def follow(old: tuple[str, ...], new: tuple[str, ...], view: View) -> tuple[View
     """The selected and flipped tokens, moved where they went in `new` (aligned as `diff` does), or let go."""
     if view.token is None and not view.flips:
         return view, ()
-    if old == new:  # nothing moved: only what is past the end is let go
-        token = view.token if view.token is None or view.token < len(new) else None
-        notes = () if token == view.token else (
-            f"Token {view.token} is past the end of the sentences (0 to {len(new) - 1}), so it was let go.",)
-        return view.with_(token=token, flips=frozenset(i for i in view.flips if i < len(new))), notes
-    moved: dict[int, int] = {}
-    for block in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_matching_blocks():
-        moved.update({block.a + i: block.b + i for i in range(block.size)})
+    if old == new:  # nothing moved: no alignment to compute
+        moved = {i: i for i in range(len(new))}
+    else:
+        blocks = difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_matching_blocks()
+        moved = {block.a + i: block.b + i for block in blocks for i in range(block.size)}
     notes = []
     token = view.token
     if token is not None and token < len(old):
@@ -88,10 +85,9 @@ def follow(old: tuple[str, ...], new: tuple[str, ...], view: View) -> tuple[View
 
 def holding(session: Session) -> dict[int, int]:
     """The tables a session holds, as `core.process.memory.Budget` counts them."""
-    models = {id(m): m for m in (session.base.model, session.source.model, session.trained,
-                                  None if session.uploaded is None else session.uploaded.model)}
-    words = () if session.uploaded is None else (session.uploaded.tokenizer,)
-    return private(models.values(), words)
+    uploaded = session.uploaded  # each storage counted once, however many of these share it
+    models = (session.base.model, session.source.model, session.trained, None if uploaded is None else uploaded.model)
+    return private(models, () if uploaded is None else (uploaded.tokenizer,))
 
 
 @dataclass(frozen=True)
@@ -173,16 +169,11 @@ class Tab:
         finally:
             self.lock.release()
 
-    def apply(
-        self,
-        change: Callable[[View], View],
-        compute: Callable[[Change], T],
-        *,
-        tables: Callable[[Session], Session] | None = None,
-        whole: bool = False,
-    ) -> tuple[Change, T]:
-        """Change the view, compute what the page shows, then swap the new state in (nothing if anything raises).
-        `tables(session)` changes the tables beyond the view (an upload, a training, a reset)."""
+    def apply(self, change: Callable[[View], View], compute: Callable[[Change], T], *,
+              tables: Callable[[Session], Session] | None = None, whole: bool = False) -> T:
+        """Change the view, compute what the page shows, then swap the new state in (nothing if anything raises);
+        returns what `compute(step)` made. `tables(session)` changes the tables beyond the view (an upload, a
+        training, a reset)."""
         with self.lock:
             view = change(self.view)
             if self.job is not None and (tables is not None or view.tables() != self.view.tables()):
@@ -196,12 +187,12 @@ class Tab:
                 BUDGET.check_client(self, held)
             tokens = session.encode(view.sentence_a, view.sentence_b).tokens
             view, notes = follow(() if whole else self.tokens, tokens, view)
-            step = Change(self.view, view, self.session, session, tokens, notes, self.tokens, self.revision + 1)
+            step = Change(self.view, view, current, session, tokens, notes, self.tokens, self.revision + 1)
             out = compute(step)
             self.view, self.session, self.tokens, self.revision = view, session, tokens, step.revision
             if self.member is not None:
                 self.member.changed(view)
-            return step, out
+            return out
 
 
 class Tabs:
@@ -221,32 +212,25 @@ class Tabs:
             budget.park = Tab.park
 
     def get(self, key: str | None, *, fresh: bool = False, address: str | None = None) -> Tab:
-        """The tab, touched as used; a new one for a new key (or when `fresh`) if `address` may open
-        one now; `Expired` for a forgotten one (its page must reload, not be drawn with other tables)."""
+        """The tab, touched as used (`kept`); a new one for a new key (or when `fresh`) if `address` may
+        open one now; `Expired` for a forgotten one (its page must reload, not be drawn with other tables)."""
         if not isinstance(key, str) or not 0 < len(key) <= 128:
             raise Refused("This request carries no valid session; reload the page.")
         now = self.clock()
         with self._lock:
             self._sweep(now)
-            tab = None if fresh else self._lives.get(key)
-            if tab is not None:
-                self._lives.move_to_end(key)
-                tab.used = now
-                return tab
-            if key in self._ended and not fresh:
-                raise Expired(self._ended[key])
+            known = not fresh and (key in self._lives or key in self._ended)
+        if known:
+            return self.kept(key)
         self.new_tabs.take(address)
-        # outside the store's lock: the memory budget reads the store
-        new = Tab(client=network_of(address) if address else None)
+        tab = Tab(client=network_of(address) if address else None)  # outside the lock: the budget reads the store
         with self._lock:
-            tab = None if fresh else self._lives.get(key)
-            if tab is None:
-                self._ended.pop(key, None)
-                tab = self._lives[key] = new
+            self._ended.pop(key, None)
+            self._lives[key] = tab
             self._lives.move_to_end(key)
             tab.used = now
             self._sweep(now)  # a new tab may have taken the store past its limit
-            return tab
+        return tab
 
     def kept(self, key: str) -> Tab:
         """The tab kept by this name, touched as used; `Expired` when it is not (never a new tab)."""
@@ -312,9 +296,8 @@ class NewTabs:
             tokens = min(float(self.burst), tokens + (now - when) / self.refill)
             if tokens < 1:
                 self._buckets[client] = (tokens, now)
-                wait = (1 - tokens) * self.refill
                 raise Refused(f"Too many new pages from your address ({self.burst} at once, then one every "
-                              f"{self.refill:g} s): try again in {max(1, round(wait))} s.")
+                              f"{self.refill:g} s): try again in {max(1, round((1 - tokens) * self.refill))} s.")
             self._buckets[client] = (tokens - 1, now)  # past `remember`, the longest quiet go: they would be full
 
 

@@ -101,7 +101,7 @@ def identity_norm(width: int, eps: float = 1e-5) -> nn.LayerNorm:
 
 def _shared(model: BertEmbedding) -> BertEmbedding:
     """`model` read-only, its tables in shared memory: built, not yet seen by another thread."""
-    return offload.share(model.eval().requires_grad_(False))
+    return model.eval().requires_grad_(False).share_memory()
 
 
 class ByteBoundedCache:

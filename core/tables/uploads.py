@@ -171,7 +171,7 @@ def read_upload(path: str | Path, limits: UploadLimits = UploadLimits()) -> Uplo
         return UploadedTable("token", fmt, None, table, words, (*notes, *more), upload.digest(), upload.path.name)
     embedding, more = _bert_layer(found, limits)
     del found  # the file's tensors: the layer holds its own copies, now moved one by one
-    offload.share(embedding)  # into shared memory, which the heavy-work process maps (core.process.offload)
+    embedding.share_memory()  # into shared memory, which the heavy-work process maps (core.process.offload)
     return UploadedTable("bert", fmt, embedding, None, None, (*notes, *more), upload.digest(), upload.path.name)
 
 
