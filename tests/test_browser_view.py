@@ -15,6 +15,7 @@ import pytest
 
 from core.tables.presets import wordpiece
 from tests.browser import COORDINATES, ERROR_BADGES, PLOT, link_of, point_on_screen, rows, settle, wait_for_text
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.browser
 
@@ -133,7 +134,9 @@ def test_f5_keeps_the_view_and_back_and_forward_step_through_the_visit(open_page
     for _ in range(5):
         page.go_forward()
         settle(page)
-    assert _shown(page) == changed
+    # the last step's answer may land after the page went quiet on a saturated machine: what is
+    # asserted is what the page comes to show, never a step it skips
+    assert eventually(lambda: _shown(page) == changed, 30), _shown(page)
     assert page.errors == [] and page.evaluate(ERROR_BADGES) == 0
 
 

@@ -129,7 +129,8 @@ def test_train_answers_the_losses_and_which_tables_learned(api):
 @pytest.mark.parametrize(("call", "says"), [
     (lambda api: api.predict(5, api_name="/view"), "query is a link's query string (text), not int."),
     (lambda api: api.predict(["a=x"], api_name="/code"), "query is a link's query string (text), not list."),
-    (lambda api: api.predict("a=" + "x" * 40_000, api_name="/view"), "at most 32,000 characters of a link"),
+    (lambda api: api.predict("a=" + "x" * 40_000, api_name="/view"),
+     "query is at most 32,000 characters, as a link is; this one has 40,002."),
     (lambda api: api.predict("a=x", 10**9, "builtin", api_name="/train"),
      "steps is 1,000,000,000; allowed values are 1 to 2,000."),
     (lambda api: api.predict("a=x", "many", "builtin", api_name="/train"),

@@ -123,6 +123,8 @@ def _link(query: object) -> share.Link:
     """The link a call's query string opens (text, as the address bar holds it after "?")."""
     if not isinstance(query, str):
         raise Refused(f"query is a link's query string (text), not {type(query).__name__}.")
+    if len(query) > MAX_QUERY:  # said for a caller: the page's own sentence speaks of the view it keeps
+        raise Refused(f"query is at most {MAX_QUERY:,} characters, as a link is; this one has {len(query):,}.")
     return share.from_address(query.lstrip("?"))
 
 
