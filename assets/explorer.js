@@ -345,7 +345,9 @@
   }
   // server-sent events from a POST (the page's route's streams: a training's curve, a class's
   // stream, assets/classroom.js): `heard(message)` for each event's JSON data, until the stream ends
-  // or `signal` aborts it. Returns the response (its status and type say whether it streamed)
+  // or `signal` aborts it. Returns the response (its status and type say whether it streamed).
+  // Each message is painted before the next is heard: on a busy page several arrive in one read,
+  // and the newest value of each output would win unseen (a training's steps 20 and 40, say)
   async function events(path, body, heard, signal) {
     const response = await fetch(new URL(path, document.baseURI), {
       method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body), signal,
@@ -361,12 +363,20 @@
       text = done ? "" : blocks.pop();
       for (const block of blocks) {
         const data = block.split("\n").filter((line) => line.startsWith("data:")).map((line) => line.slice(5).trim());
-        if (data.length) heard(JSON.parse(data.join("\n")));
+        if (!data.length) continue;
+        heard(JSON.parse(data.join("\n")));
+        await painted();
       }
       if (done) break;
     }
     return response;
   }
+  // once what an answer wrote waits no longer (`afterPlot`: the task after the next frame's paint),
+  // or a moment in a hidden page, whose frames stop
+  const painted = () => new Promise((done) => {
+    const late = setTimeout(done, 300);
+    requestAnimationFrame(() => setTimeout(() => { clearTimeout(late); done(); }, 0));
+  });
   // work answered as it goes (a training's curve): each event applied as it comes. A press while its
   // work runs is let go; the work stops when the page goes (the server sees it leave)
   const streaming = new Set();

@@ -93,6 +93,7 @@ def test_students_follow_the_lecturers_next_and_one_who_wandered_comes_back(open
     wanderer.locator("#sentence-a textarea").fill("my own words about a violin")
     wanderer.wait_for_function(f"() => ({BANNER})().includes('Exploring on your own')", timeout=60_000)
     counts(lecturer, 3, 2)
+    settle(wanderer)  # the banner changes as the page sends the words; the plot comes after
     own = wanderer.evaluate(COORDINATES)
 
     lecturer.locator("#tour-next").click()

@@ -359,6 +359,7 @@ def test_a_class_follows_its_lecturer_across_workers_through_redis(class_server,
         wanderer.locator("#sentence-a textarea").fill("my own words about a violin")
         wanderer.wait_for_function(f"() => ({BANNER})().includes('Exploring on your own')", timeout=60_000)
         counts(lecturer, 3, 2)
+        settle(wanderer)  # the banner changes as the page sends the words; the plot comes after
         own = wanderer.evaluate(COORDINATES)
         lecturer.locator("#tour-next").click()
         lecturer.wait_for_function("() => location.search.includes('step=1')", timeout=60_000)
