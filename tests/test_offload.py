@@ -233,6 +233,32 @@ def test_closing_ends_the_process():
     assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
 
 
+@pytest.mark.parametrize("ended_by", ["SIGTERM", "SIGKILL"])
+def test_the_process_ends_with_its_server_however_the_server_went(ended_by):
+    """A server stopped by SIGTERM (a Space or supervisord restarting it) or killed outright: before,
+    its idle pool process waited for its next call forever, an orphan holding its memory."""
+    import signal
+
+    script = ("from core.process.offload import Offload\n"
+              "worker = Offload()\nworker.start()\nprint(worker.pid, flush=True)\n"
+              "import time\ntime.sleep(600)\n")
+    server = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    child = None
+    try:
+        child = psutil.Process(int(server.stdout.readline()))
+        assert child.ppid() == server.pid
+        server.send_signal(getattr(signal, ended_by))
+        server.wait(timeout=60)
+        try:
+            child.wait(timeout=60)
+        except psutil.TimeoutExpired:
+            pytest.fail(f"the pool's process outlived its server ({ended_by}) by a minute")
+    finally:
+        server.kill()
+        if child is not None and child.is_running():
+            child.kill()
+
+
 def test_the_process_is_warm_before_its_first_job_a_training_imports_nothing_more():
     """`warm` runs what a first training runs, so the class's first Train does not wait for
     torch's imports (seconds, the first time a layer is built on the meta device)."""

@@ -172,14 +172,23 @@ class Offload:
 
 
 def _started(nice: int, messages: Any) -> None:
-    """The process's start: niced, one thread, then `warm()`."""
+    """The process's start: niced, one thread, watching its server (`_orphaned`), then `warm()`."""
     global _MESSAGES
+    threading.Thread(target=_orphaned, args=(os.getppid(),), name="server-watch", daemon=True).start()
     os.nice(nice)
     _more_files()
     torch.set_num_threads(1)
     threadpool_limits(1)  # numpy's and scikit-learn's BLAS
     _MESSAGES = messages
     warm()
+
+
+def _orphaned(server: int) -> None:
+    """Ends this process once the server that started it is gone, however it went (SIGTERM, SIGKILL):
+    an idle loky worker waits for its next call forever, holding its tables' memory."""
+    while os.getppid() == server:
+        time.sleep(1)
+    os._exit(0)
 
 
 def _run(call: int, stopping: torch.Tensor, function: Callable[..., Any], args: tuple, reports: bool,
