@@ -112,18 +112,10 @@ def start_class_server(run_dir, store: str = "") -> Running:
 
 
 @pytest.fixture(scope="module")
-def class_redis():
-    """The class server's Redis, which a test may stop and start again (empty)."""
-    from tests.conftest import RedisServer
-
-    server = RedisServer().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def class_server(tmp_path_factory, haproxy, class_redis):
-    server = start_class_server(tmp_path_factory.mktemp("class"), class_redis.url)
+def class_server(tmp_path_factory, haproxy):
+    """`make class` as a lecturer runs it, with a Redis of its own under supervisord, once for the
+    module (two workers' cold starts are a minute of this machine): the test that stops it comes last."""
+    server = start_class_server(tmp_path_factory.mktemp("class"))
     yield server
     server.stop()
 
@@ -418,7 +410,7 @@ def until(page, condition: str, arg, shown: str) -> None:
 
 
 @pytest.mark.browser
-def test_a_class_survives_its_redis_stopping_and_starting_again_empty(class_server, class_redis, browser):
+def test_a_class_survives_its_redis_stopping_and_starting_again_empty(class_server, browser):
     """Redis stops under a lecture on two workers, and starts again empty. Meanwhile no route
     answers a 5xx, every page says the class is reconnecting, the lecturer's Next and a student's
     typing change their own pages, and no stream is cut; once it is back, the class is restored
@@ -458,7 +450,7 @@ def test_a_class_survives_its_redis_stopping_and_starting_again_empty(class_serv
         answered(lecturer, 2, 2)
         opened_streams = {index: streams.get(index, 0) for index in range(len(opened))}
 
-        class_redis.stop()
+        supervisor(class_server).stopProcess("redis")
         for _, page in opened:
             page.wait_for_function(RECONNECTING, timeout=60_000)
         lecturer.locator("#tour-next").click()  # the lecturer's own page moves on
@@ -466,7 +458,7 @@ def test_a_class_survives_its_redis_stopping_and_starting_again_empty(class_serv
         typist.locator("#sentence-a textarea").fill("a student types while the store is away")
         typist.wait_for_function(f"() => ({PLOT_STRINGS})().includes('away')", timeout=60_000)
 
-        class_redis.start()  # empty
+        supervisor(class_server).startProcess("redis")  # empty: it keeps nothing on disk
         back = time.monotonic()
         lecturer.locator("#tour-next").click()  # the next Next, at once
         lecturer.wait_for_function("() => location.search.includes('step=2')", timeout=60_000)
@@ -491,21 +483,20 @@ def test_a_class_survives_its_redis_stopping_and_starting_again_empty(class_serv
             "a class stream was cut, and opened again"
         assert errors == []
     finally:
-        if class_redis.process is None or class_redis.process.poll() is not None:
-            class_redis.start()  # for the tests after this one
+        if supervisor(class_server).getProcessInfo("redis")["statename"] != "RUNNING":
+            supervisor(class_server).startProcess("redis")  # for the tests after this one
         for context, _ in opened:
             context.close()
 
 
-def test_a_worker_and_redis_that_die_start_again_and_sigterm_stops_everything(tmp_path, haproxy):
-    """`make class` as a lecturer runs it, with a Redis of its own: a worker killed (SIGKILL) starts
-    again and its visitors' cookie reaches it again; Redis killed starts again, empty, on the port the
-    workers were given; SIGTERM stops supervisord, HAProxy, every worker and Redis."""
+def test_a_worker_and_redis_that_die_start_again_and_sigterm_stops_everything(class_server):
+    """A worker killed (SIGKILL) starts again and its visitors' cookie reaches it again; Redis killed
+    starts again, empty, on the port the workers were given; SIGTERM stops supervisord, HAProxy,
+    every worker and Redis, and the workers' heavy-work processes. The module's last test on the
+    class server: it stops it."""
     import psutil
     import redis
 
-    # a server of its own: stopping the module's would fail whichever tests run after this one
-    class_server = start_class_server(tmp_path)
     try:
         programs = {p["name"]: p for p in supervisor(class_server).getAllProcessInfo()}
         assert {"haproxy", "redis"} <= set(programs) and sum(n.startswith("worker-") for n in programs) == 2
