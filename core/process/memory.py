@@ -72,14 +72,6 @@ class Budget:
         """What answers waiting to be read may hold, every visitor's together (ui/admission.py)."""
         return self.limit // ANSWERS
 
-    @classmethod
-    def from_environment(cls) -> Budget:
-        def mib(name: str, default: int) -> int:
-            value = os.environ.get(name, "")
-            return int(value) * MIB if value.strip().isdigit() and int(value) > 0 else default
-
-        return cls(mib("EXPLORER_TABLE_MEMORY_MIB", PROCESS_BYTES), mib("EXPLORER_TAB_MEMORY_MIB", TAB_BYTES))
-
     def shared(self, module: nn.Module) -> nn.Module:
         """Mark a preset's tables (BERT's, GloVe's) as the process's base; returns `module`."""
         self._base.update(private([module]))
@@ -170,4 +162,9 @@ class Budget:
                 holders.subtract(holding.keys())
 
 
-BUDGET = Budget.from_environment()
+def _mib(name: str, default: int) -> int:
+    value = os.environ.get(name, "")
+    return int(value) * MIB if value.strip().isdigit() and int(value) > 0 else default
+
+
+BUDGET = Budget(_mib("EXPLORER_TABLE_MEMORY_MIB", PROCESS_BYTES), _mib("EXPLORER_TAB_MEMORY_MIB", TAB_BYTES))
