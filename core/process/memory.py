@@ -36,13 +36,9 @@ Holding = dict[int, int]  # a storage's address -> its bytes
 
 def private(modules: Iterable[nn.Module | None], words: Iterable[object] = ()) -> Holding:
     """The storages `modules` hold (address -> bytes), and an estimate for uploads' vocabularies (`words`)."""
-    held: Holding = {}
-    for module in modules:
-        if module is None:
-            continue
-        for tensor in (*module.parameters(), *module.buffers()):
-            storage = tensor.untyped_storage()
-            held[storage.data_ptr()] = storage.nbytes()
+    storages = [tensor.untyped_storage() for module in modules if module is not None
+                for tensor in (*module.parameters(), *module.buffers())]
+    held: Holding = {storage.data_ptr(): storage.nbytes() for storage in storages}
     held.update((id(tokenizer), WORD_BYTES * len(getattr(tokenizer, "vocab", ()))) for tokenizer in words
                 if tokenizer is not None)
     return held
