@@ -267,10 +267,6 @@ TOO_LONG = HTMLResponse(
     f"<a href='./'>Open the explorer</a> and make the link again with its button.</p>", status_code=414)
 
 
-class Unread(Exception):
-    """An answer's reader took nothing of it for the account's `send_seconds`."""
-
-
 class Outbox:
     """ASGI middleware: a large answer goes a `PIECE` at a time, counted until sent, and is dropped when its
     reader takes nothing for `send_seconds` (a page that never reads cannot grow the write buffers)."""
@@ -293,12 +289,9 @@ class Outbox:
                 for at in range(0, len(body), PIECE):
                     piece = {"type": "http.response.body", "body": body[at:at + PIECE],
                              "more_body": message.get("more_body", False) or at + PIECE < len(body)}
-                    try:
-                        await asyncio.wait_for(send(piece), self.visitors.send_seconds)
-                    except TimeoutError:
-                        raise Unread from None
+                    await asyncio.wait_for(send(piece), self.visitors.send_seconds)
 
         try:
             await self.app(scope, receive, in_pieces)
-        except* (Unread, OSError):  # unread, or its client left: the connection is closed with the answer incomplete
+        except* OSError:  # unread (a TimeoutError), or its client left: the connection is closed, the answer incomplete
             pass
