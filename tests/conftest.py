@@ -60,7 +60,9 @@ def no_shared_results():
     changes how a view is drawn draws it anew."""
     route = sys.modules.get("ui.route")
     if route is not None:
-        route.JOBS.forget()
+        with route.JOBS._lock:  # the finished ones (jobs in line or running are still shared)
+            for key in [key for key, job in route.JOBS._shared.items() if job.future.done()]:
+                del route.JOBS._shared[key]
     shared = sys.modules.get("core.drawing.shared")
     if shared is not None:
         shared.forget()

@@ -1,6 +1,6 @@
 """The page's route's lanes (`ui.route.Live.lanes`, each a `ui.admission.Turns`) as a test holds them.
 
-A flood is scaled down, not sent: a lane is held (every slot taken, `Turns.held`, in the server's
+A flood is scaled down, not sent: a lane is held (every slot taken, `all_taken`, in the server's
 own loop) while a few calls join it, so they wait and none starts; the test reads the line, then
 lets it go. Calls are sent as the page sends them, from an address given in X-Forwarded-For,
 which the launched app trusts from its loopback peer as from a proxy.
@@ -37,6 +37,17 @@ def server_loop() -> asyncio.AbstractEventLoop:
     return loops[0]
 
 
+@contextlib.asynccontextmanager
+async def all_taken(turns):
+    """Every slot of `turns` (a `ui.admission.Turns`) taken for the block, in its loop: calls join and wait."""
+    turns.running += turns.slots
+    try:
+        yield
+    finally:
+        turns.running -= turns.slots
+        turns._grant()
+
+
 @contextlib.contextmanager
 def held(turns):
     """`turns` held for the block: every slot taken in the server's loop, so calls join and wait.
@@ -45,7 +56,7 @@ def held(turns):
     holding, let_go = threading.Event(), asyncio.Event()
 
     async def hold() -> None:
-        async with turns.held():
+        async with all_taken(turns):
             holding.set()
             await let_go.wait()
 

@@ -360,6 +360,7 @@ def test_the_route_s_calls_wait_in_a_line_the_process_s_account_reads():
     from starlette.requests import Request
 
     import ui.route
+    from tests.lanes import all_taken
 
     visitors = Visitors(address_work=2)
     with pytest.MonkeyPatch.context() as patched:  # the page's route, its lines in an account of the test's own
@@ -372,7 +373,7 @@ def test_the_route_s_calls_wait_in_a_line_the_process_s_account_reads():
                         "headers": [], "client": (host, 1)})
 
     async def flooded():
-        async with live.lanes["work"].held():  # every turn taken: the first call waits
+        async with all_taken(live.lanes["work"]):  # every turn taken: the first call waits
             first = asyncio.ensure_future(answer(request("10.0.0.1")))
             await asyncio.sleep(0)
             waiting = visitors.calls()

@@ -52,7 +52,7 @@ def settle(tab, **settings) -> None:
 def test_a_table_many_tabs_hold_is_counted_once(budget):
     store = Tabs(budget=budget)
     for name in ("a", "b", "c"):
-        settle(store.get(name), **big(1))
+        settle(store.open(name), **big(1))
     presets.random_source.cache_clear()  # only the tabs hold it now
     tabs = 3 * memory.TAB_STATE_BYTES  # what each tab holds beside its tables
     assert budget.held() - tabs == pytest.approx(Settings(**big(1)).table_bytes, rel=0.01)
@@ -60,22 +60,22 @@ def test_a_table_many_tabs_hold_is_counted_once(budget):
 
 def test_identical_settings_share_one_table_after_the_cache_let_it_go(budget):
     store = Tabs(budget=budget)
-    settle(store.get("a"), **big(1))
+    settle(store.open("a"), **big(1))
     presets.random_source.cache_clear()
-    settle(store.get("b"), **big(1))
-    assert store.get("a").session.source.model is store.get("b").session.source.model
+    settle(store.open("b"), **big(1))
+    assert store.kept("a").session.source.model is store.kept("b").session.source.model
 
 
 def test_past_the_budget_the_longest_unused_tab_is_parked_and_rebuilt_exactly(budget):
     clock = Clock()
     store = Tabs(budget=budget, clock=clock)
-    first = store.get("first")
+    first = store.open("first")
     settle(first, **big(1))
     first.apply(lambda view: view.with_(sentence_a="the quick brown fox", token=2), lambda step: None)
     before = first.session.fingerprint(), first.view, first.session.model.tok_embed.weight.clone()
     for seed in (2, 3, 4):  # three more layers of 8 MiB, in a budget of 20: room is made
         clock.now += 1
-        settle(store.get(f"tab-{seed}"), **big(seed))
+        settle(store.open(f"tab-{seed}"), **big(seed))
     assert budget.held() <= budget.limit
     assert first._parked is not None  # the longest unused let its tables go
     clock.now += 1
@@ -85,12 +85,12 @@ def test_past_the_budget_the_longest_unused_tab_is_parked_and_rebuilt_exactly(bu
 
 def test_a_tab_that_cannot_be_rebuilt_is_never_parked_and_a_new_table_is_refused(budget):
     store = Tabs(budget=budget)
-    keepers = [store.get(f"keeper-{seed}") for seed in (1, 2)]
+    keepers = [store.open(f"keeper-{seed}") for seed in (1, 2)]
     for seed, keeper in enumerate(keepers, start=1):
         settle(keeper, **big(seed))
         trained = keeper.session.trained_on(*_tiny_training())
         keeper.apply(lambda view: view, lambda step: None, tables=lambda session, trained=trained: trained)
-    other = store.get("other")
+    other = store.open("other")
     before = other.session.fingerprint(), other.view
     with pytest.raises(Refused, match=r"own tables \(20 MiB.*has no room for these random tables.*smaller settings"):
         settle(other, **big(3))  # 8 + 8 + 8 MiB, and the trained tabs cannot be parked
@@ -100,7 +100,7 @@ def test_a_tab_that_cannot_be_rebuilt_is_never_parked_and_a_new_table_is_refused
 
 def test_one_tab_cannot_hold_more_than_its_share(budget):
     store = Tabs(budget=budget)
-    tab = store.get("greedy")
+    tab = store.open("greedy")
     before = tab.session.fingerprint()
     with pytest.raises(Refused, match=r"would take 119 MiB .* more than the 12 MiB a page may hold"):
         settle(tab, **{**big(1), "tokenizer": "wordpiece"})
@@ -109,7 +109,7 @@ def test_one_tab_cannot_hold_more_than_its_share(budget):
 
 def test_a_parked_tab_whose_tables_cannot_come_back_says_so_and_keeps_its_view(budget):
     store = Tabs(budget=budget)
-    parked = store.get("parked")
+    parked = store.open("parked")
     settle(parked, **big(1))
     view = parked.view
     assert parked.park()
@@ -128,7 +128,7 @@ def test_uploads_of_the_same_file_share_one_table(tmp_path, budget):
     store = Tabs(budget=budget)
     sources = []
     for name in ("a", "b", "c"):
-        tab = store.get(name)
+        tab = store.open(name)
         table = read_upload(path)
         tab.apply(lambda view: view.with_(source="upload"), lambda step: None,
                    tables=lambda session, table=table: session.with_upload(table))
@@ -161,23 +161,23 @@ def test_an_ipv6_network_counts_as_one_address():
 
 def test_a_store_asked_for_too_many_new_tabs_keeps_the_ones_it_has():
     store = Tabs(new_tabs=5, refill=60.0, clock=Clock())
-    student = store.get("student", address="192.0.2.10")
+    student = store.open("student", address="192.0.2.10")
     for i in range(5):
-        store.get(f"stranger-{i}", address="203.0.113.7")
+        store.open(f"stranger-{i}", address="203.0.113.7")
     with pytest.raises(Refused, match="Too many new pages"):
-        store.get("stranger-99", address="203.0.113.7")
+        store.open("stranger-99", address="203.0.113.7")
     for i in range(5):  # the stranger's existing tabs go on being served
-        store.get(f"stranger-{i}", address="203.0.113.7")
-    assert store.get("student", address="192.0.2.10") is student and len(store) == 6
+        store.kept(f"stranger-{i}")
+    assert store.kept("student") is student and len(store._lives) == 6
 
 
 def test_a_tab_pushed_out_for_room_is_told_so_not_that_it_was_unused():
     store = Tabs(limit=2, clock=Clock())
-    store.get("one")
-    store.get("two")
-    store.get("three")  # "one" is the longest unused: let go for room
+    store.open("one")
+    store.open("two")
+    store.open("three")  # "one" is the longest unused: let go for room
     with pytest.raises(Expired) as refused:
-        store.get("one")
+        store.kept("one")
     assert str(refused.value) == PUSHED_OUT.format(limit=2)
     assert "unused for over an hour" not in str(refused.value) and "address keeps the view" in str(refused.value)
 
@@ -193,7 +193,7 @@ def test_the_tabs_of_one_address_hold_at_most_their_share(budget):
     (here 5 MiB of 20), while another address's tab still gets its table."""
     store = Tabs(budget=budget)
     small = {"tokenizer": "word", "vocab_size": 1000, "d_model": 1024, "maxlen": 64}  # about 4.2 MiB
-    greedy = [store.get(f"greedy-{i}", address="203.0.113.7") for i in range(2)]
+    greedy = [store.open(f"greedy-{i}", address="203.0.113.7") for i in range(2)]
     settle(greedy[0], **small, seed=1)
     trained = greedy[0].session.trained_on(*_tiny_training())  # a training cannot be rebuilt: never parked
     greedy[0].apply(lambda view: view, lambda step: None, tables=lambda session: trained)
@@ -202,13 +202,13 @@ def test_the_tabs_of_one_address_hold_at_most_their_share(budget):
                                       r"may \(5 MiB\)"):
         settle(greedy[1], **small, seed=2)
     assert greedy[1].session.fingerprint() == before
-    settle(store.get("student", address="198.51.100.20"), **small, seed=3)  # another address: its own share
+    settle(store.open("student", address="198.51.100.20"), **small, seed=3)  # another address: its own share
 
 
 def test_an_address_s_own_unused_tabs_make_room_for_its_new_one(budget):
     store = Tabs(budget=budget)
     small = {"tokenizer": "word", "vocab_size": 1000, "d_model": 1024, "maxlen": 64}
-    old, new = (store.get(name, address="192.0.2.5") for name in ("old", "new"))
+    old, new = (store.open(name, address="192.0.2.5") for name in ("old", "new"))
     settle(old, **small, seed=1)
     settle(new, **small, seed=2)  # 8 MiB over a 5 MiB share: the address's older tab is parked
     assert old._parked is not None and new.session.settings.seed == 2

@@ -133,7 +133,7 @@ def test_what_a_call_copies_and_what_a_training_holds_are_reserved_in_the_memory
     small = Offload(budget=Budget(limit=2 * MIB))
     with pytest.raises(Refused, match="heavy work's copy of its tables"):
         small.call(count_to, 1, rows)
-    assert small.pid is None  # refused before the process was even started
+    assert small._pool is None  # refused before the process was even started
     assert crossing_bytes((Session.create(SMALL).with_upload(uploaded(tmp_path)).model,)) == 0
     session = Session.create(source="bert")
     monkeypatch.setattr(core.tables.session, "BUDGET", Budget(limit=MIB))
@@ -174,11 +174,11 @@ def test_a_refusal_there_is_the_same_refusal_here(offload):
 
 def test_the_process_runs_niced_and_a_dead_one_is_replaced(offload):
     offload.start()
-    child = psutil.Process(offload.pid)
+    child = psutil.Process(offload.call(os.getpid))
     assert child.nice() >= os.nice(0) + 10 and child.ppid() == os.getpid()
     with pytest.raises(OffloadError, match="ended before it finished"):
         offload.call(exit_now)
-    assert offload.call(count_to, 3) == 3 and offload.pid != child.pid
+    assert offload.call(count_to, 3) == 3 and offload.call(os.getpid) != child.pid
 
 
 def test_work_that_ignores_its_stop_is_ended(offload, monkeypatch):
@@ -199,14 +199,14 @@ def test_work_the_process_cannot_import_is_refused_plainly(offload, monkeypatch)
 
 def test_an_abandoned_call_is_stopped_and_the_next_one_runs_at_once(offload):
     """A caller that leaves mid-call asks its work to stop: the process is kept, not killed."""
-    pid = offload.pid
+    pid = offload.call(os.getpid)
 
     def fails(step: int) -> None:
         raise KeyError("a progress callback's own bug")
 
     with pytest.raises(KeyError):
         offload.call(count_to, 100_000, progress=fails, stop=lambda: False)
-    assert offload.call(count_to, 1) == 1 and offload.pid == pid
+    assert offload.call(count_to, 1) == 1 and offload.call(os.getpid) == pid
 
 
 def test_the_process_has_one_torch_thread_and_may_open_as_many_files_as_allowed(offload):
@@ -228,7 +228,7 @@ def test_the_process_imports_neither_the_page_nor_gradio(offload):
 def test_closing_ends_the_process():
     worker = Offload()
     worker.start()
-    child = psutil.Process(worker.pid)
+    child = psutil.Process(worker.call(os.getpid))
     worker.close()
     assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
 

@@ -493,7 +493,7 @@ def test_a_training_computes_in_the_niced_heavy_work_process(live):
     from ui.route import OFFLOAD
 
     live.train(5, "builtin")  # the process is up and has imported what training needs
-    child = psutil.Process(OFFLOAD.pid)
+    child = psutil.Process(OFFLOAD.call(os.getpid))
     assert child.ppid() == os.getpid() and child.nice() >= os.nice(0) + 10
     before = sum(child.cpu_times()[:2])
     out, _ = live.train(400, "builtin")
@@ -508,7 +508,7 @@ def test_a_heavy_work_process_that_dies_fails_its_job_plainly_and_is_replaced(li
 
     live.train(5, "builtin")
     before = live.fingerprint()
-    child = psutil.Process(OFFLOAD.pid)
+    child = psutil.Process(OFFLOAD.call(os.getpid))
     idle = sum(child.cpu_times()[:2])
     training = Training(live, 2_000)
     deadline = time.monotonic() + 60
@@ -521,7 +521,7 @@ def test_a_heavy_work_process_that_dies_fails_its_job_plainly_and_is_replaced(li
     assert live.fingerprint() == before
     out, _ = live.train(5, "builtin")  # a new process takes the next job
     assert out.value("train-summary").startswith("Trained 5 steps in ")
-    assert OFFLOAD.pid != child.pid
+    assert OFFLOAD.call(os.getpid) != child.pid
 
 
 def test_a_slow_search_in_the_view_is_scanned_once_not_on_every_keystroke(live, monkeypatch):
@@ -675,7 +675,7 @@ def test_a_stranger_opening_many_tabs_cannot_push_a_student_out(app_url, monkeyp
     answers = [httpx.post(f"{app_url}explorer/live", json={"open": {"query": f"a=stranger+{i}"}}, timeout=30,
                           headers={"X-Forwarded-For": STRANGER}).json() for i in range(50)]
     refused = [a for a in answers if "Too many new pages from your address" in a.get("error", "")]
-    assert len(refused) == 40 and len(store) == 11
+    assert len(refused) == 40 and len(store._lives) == 11
     out = student.send(sentence_a="my own view", sentence_b="still here")
     assert "error" not in out and out.written("embed-plot")
 

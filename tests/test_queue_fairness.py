@@ -26,7 +26,7 @@ import pytest
 
 from core.view.options import MAX_TEXT
 from tests.appapi import Page, outputs
-from tests.lanes import WAIT, held, lane, post, tabs_waiting, until
+from tests.lanes import WAIT, all_taken, held, lane, post, tabs_waiting, until
 
 STRANGER = "203.0.113.7"  # documentation addresses, forwarded as a proxy would
 STUDENT = "198.51.100.20"
@@ -64,9 +64,9 @@ def test_a_students_table_change_goes_ahead_of_a_flood_from_another_address(app_
     with ThreadPoolExecutor(9) as pool, held(turns) as release:
         flood = [pool.submit(post, app_url, page.key, {"seed": 100 + i, "sentence_a": BIG[:-10], "sentence_b": BIG},
                              STRANGER) for i, page in enumerate(pages)]
-        until(lambda: len(turns) == 8, "the flood's eight calls waiting")
+        until(lambda: len(turns.waiting()) == 8, "the flood's eight calls waiting")
         mine = pool.submit(post, app_url, student.key, {"seed": 7}, STUDENT)
-        until(lambda: len(turns) == 9, "the student's call waiting")
+        until(lambda: len(turns.waiting()) == 9, "the student's call waiting")
         assert tabs_waiting(turns).index(student.key) == 0  # first come, first served: 8
         release()
         out = outputs(mine.result(WAIT).json()["values"])
@@ -85,9 +85,9 @@ def test_an_api_caller_waits_for_at_most_one_call_of_an_address_that_sent_severa
     try:
         with held(turns) as release:
             jobs = [client.submit(f"a=stranger+{i}", api_name="/view") for i, client in enumerate(strangers)]
-            until(lambda: len(turns) == 3, "the stranger's three calls waiting")
+            until(lambda: len(turns.waiting()) == 3, "the stranger's three calls waiting")
             mine = student.submit("a=the+student", api_name="/view")
-            until(lambda: len(turns) == 4, "the student's call waiting")
+            until(lambda: len(turns.waiting()) == 4, "the student's call waiting")
             assert [call.address for call in turns.waiting()].index(STUDENT) <= 1
             release()
             answer = mine.result(WAIT)
@@ -110,17 +110,17 @@ def test_behind_one_address_a_short_change_passes_a_strangers_long_calls_but_nev
         for i, page in enumerate(pages):
             pool.submit(post, app_url, page.key, {"seed": 200 + i, "sentence_a": BIG[:-10], "sentence_b": BIG},
                         STRANGER)
-        until(lambda: len(turns) == 3, "the stranger's three long calls waiting")
+        until(lambda: len(turns.waiting()) == 3, "the stranger's three long calls waiting")
         pool.submit(post, app_url, classmate.key, {"seed": 3}, STRANGER)
-        until(lambda: len(turns) == 4, "the classmate's call waiting")
+        until(lambda: len(turns.waiting()) == 4, "the classmate's call waiting")
         assert tabs_waiting(turns).index(classmate.key) == 0  # first come, first served: 3
         pool.submit(post, app_url, mine.key, {"seed": 4, "sentence_a": BIG[:-1], "sentence_b": BIG}, STRANGER)
-        until(lambda: len(turns) == 5, "a page's own long call waiting")
+        until(lambda: len(turns.waiting()) == 5, "a page's own long call waiting")
         pool.submit(post, app_url, mine.key, {"seed": 5}, STRANGER)
-        until(lambda: len(turns) == 6, "the same page's short call waiting")
+        until(lambda: len(turns.waiting()) == 6, "the same page's short call waiting")
         order = tabs_waiting(turns)
         assert order[-2:] == [mine.key, mine.key]  # its own long call is not passed
-    until(lambda: len(turns) == 0, "every call answered")
+    until(lambda: len(turns.waiting()) == 0, "every call answered")
 
 
 def test_past_its_share_an_address_is_refused_at_once_with_a_sentence(app_url, admission):
@@ -131,14 +131,14 @@ def test_past_its_share_an_address_is_refused_at_once_with_a_sentence(app_url, a
     with ThreadPoolExecutor(6) as pool, held(turns):
         for page in pages[:4]:
             pool.submit(post, app_url, page.key, {"sentence_a": PAIR[0]}, STRANGER)
-        until(lambda: len(turns) == 4, "the stranger's four calls waiting")
+        until(lambda: len(turns.waiting()) == 4, "the stranger's four calls waiting")
         refused = post(app_url, pages[4].key, {"sentence_a": PAIR[0]}, STRANGER)
         assert refused.status_code == 429
         sentence = refused.json()["error"]
         assert "Your address already has" in sentence and "Try again in a few seconds" in sentence
         assert refused.headers.get("retry-after") == "5"
         pool.submit(post, app_url, student.key, {"sentence_a": PAIR[0]}, STUDENT)  # another visitor is not refused
-        until(lambda: len(turns) == 5, "the student's call waiting")
+        until(lambda: len(turns.waiting()) == 5, "the student's call waiting")
     assert pages[4].tab.view.sentence_a != PAIR[0]  # the refused call changed nothing
 
 
@@ -149,11 +149,11 @@ def test_long_text_counts_for_more_of_an_addresss_share(app_url, admission):
     turns = lane("keys")
     with ThreadPoolExecutor(3) as pool, held(turns):
         pool.submit(post, app_url, first.key, {"sentence_a": BIG[:-1], "sentence_b": BIG}, STRANGER)
-        until(lambda: len(turns) == 1, "the first long call waiting")
+        until(lambda: len(turns.waiting()) == 1, "the first long call waiting")
         refused = post(app_url, second.key, {"sentence_a": BIG[:-2], "sentence_b": BIG}, STRANGER)
         assert refused.status_code == 429  # 21 + 21 > 30
         pool.submit(post, app_url, third.key, {"sentence_a": PAIR[0]}, STRANGER)  # 21 + 1 fits
-        until(lambda: len(turns) == 2, "the short call waiting")
+        until(lambda: len(turns.waiting()) == 2, "the short call waiting")
 
 
 def test_one_page_may_have_only_a_few_calls_waiting(app_url, admission):
@@ -162,11 +162,11 @@ def test_one_page_may_have_only_a_few_calls_waiting(app_url, admission):
     with ThreadPoolExecutor(admission.per_tab) as pool, held(turns):
         for seed in range(admission.per_tab):
             pool.submit(post, app_url, page.key, {"seed": 300 + seed}, STUDENT)
-            until(lambda n=seed: len(turns) == n + 1, "the page's calls waiting")
+            until(lambda n=seed: len(turns.waiting()) == n + 1, "the page's calls waiting")
         refused = post(app_url, page.key, {"seed": 399}, STUDENT)
         assert refused.status_code == 429
         assert "This page already has 4 calls waiting" in refused.json()["error"]
-    until(lambda: len(turns) == 0, "every call answered")
+    until(lambda: len(turns.waiting()) == 0, "every call answered")
     assert page.tab.view.seed != 399  # the refused call changed nothing
 
 
@@ -181,14 +181,14 @@ def test_past_the_whole_lines_bound_only_an_address_holding_its_share_is_refused
     with ThreadPoolExecutor(4) as pool, held(turns):
         for page in pages[:3]:
             pool.submit(post, app_url, page.key, {"sentence_a": PAIR[0]}, STRANGER)
-        until(lambda: len(turns) == 3, "the stranger's three calls waiting")
+        until(lambda: len(turns.waiting()) == 3, "the stranger's three calls waiting")
         refused = post(app_url, pages[3].key, {"sentence_a": PAIR[0]}, STRANGER)
         assert refused.status_code == 503 and "Try again in a minute" in refused.json()["error"]
         api = httpx.post(f"{app_url}gradio_api/call/view", headers={"X-Forwarded-For": STRANGER},
                          json={"data": ["a=x"]}, timeout=WAIT)
         assert api.status_code == 503 and "calls waiting from its visitors" in api.json()["detail"]
         pool.submit(post, app_url, student.key, {"sentence_a": PAIR[0]}, STUDENT)  # another visitor: taken
-        until(lambda: len(turns) == 4, "the student's call waiting")
+        until(lambda: len(turns.waiting()) == 4, "the student's call waiting")
 
 
 def test_a_pages_keystrokes_join_its_call_still_waiting_and_its_work_is_never_merged(app_url, admission):
@@ -199,9 +199,9 @@ def test_a_pages_keystrokes_join_its_call_still_waiting_and_its_work_is_never_me
     turns = lane("keys")
     with ThreadPoolExecutor(1) as pool, held(turns):
         older = pool.submit(post, app_url, page.key, {"sentence_a": "the older sentence"}, STUDENT)
-        until(lambda: len(turns) == 1, "the older call waiting")
+        until(lambda: len(turns.waiting()) == 1, "the older call waiting")
         assert post(app_url, page.key, {"sentence_a": "the newer sentence"}, STUDENT).json() == {"merged": True}
-        assert len(turns) == 1
+        assert len(turns.waiting()) == 1
     plot = outputs(older.result(WAIT).json()["values"])["embed-plot"]["plot"]
     assert "newer" in plot and "older" not in plot
 
@@ -210,7 +210,7 @@ def test_a_pages_keystrokes_join_its_call_still_waiting_and_its_work_is_never_me
         links = []
         for asked, host in enumerate(("http://one.example/", "http://two.example/"), 1):
             links.append(pool.submit(post, app_url, page.key, {"link": host}, STUDENT))
-            until(lambda asked=asked: len(work) == asked, "the links asked for")
+            until(lambda asked=asked: len(work.waiting()) == asked, "the links asked for")
     for host, link in zip(("http://one.example/", "http://two.example/"), links, strict=True):
         assert outputs(link.result(WAIT).json()["values"]).value("share-link").startswith(f"{host}?")
 
@@ -227,10 +227,10 @@ def test_a_call_whose_page_went_away_while_it_waited_is_dropped_and_the_line_goe
             leaving.sendall(b"POST /explorer/live HTTP/1.1\r\nHost: %s\r\nX-Forwarded-For: %s\r\nContent-Type: "
                             b"application/json\r\nContent-Length: %d\r\n\r\n%s"
                             % (where.netloc.encode(), STRANGER.encode(), len(body), body))
-            until(lambda: len(turns) == 1, "the call waiting")
-        until(lambda: len(turns) == 0, "the call of the page that went away dropped")
+            until(lambda: len(turns.waiting()) == 1, "the call waiting")
+        until(lambda: len(turns.waiting()) == 0, "the call of the page that went away dropped")
         mine = pool.submit(post, app_url, student.key, {"sentence_a": "served"}, STUDENT)
-        until(lambda: len(turns) == 1, "the student's call waiting")
+        until(lambda: len(turns.waiting()) == 1, "the student's call waiting")
     assert "values" in mine.result(WAIT).json()
     assert gone.tab.view.sentence_a != "never computed"
 
@@ -301,7 +301,7 @@ def test_a_spoofed_forwarded_entry_cannot_claim_a_new_address_for_a_flood(app_ur
     answers = [httpx.post(f"{app_url}explorer/live", json={"open": {"query": ""}}, timeout=WAIT,
                           headers={"X-Forwarded-For": f"192.0.2.{i}, {STRANGER}"}).json() for i in range(6)]
     opened = [answer for answer in answers if "values" in answer]
-    assert len(opened) == 3 and len(store) == 3
+    assert len(opened) == 3 and len(store._lives) == 3
     assert all("Too many new pages from your address" in answer["error"] for answer in answers if "error" in answer)
     keys = [json.loads(answer["values"]["address"])["key"] for answer in opened]
     assert {store.kept(key).client for key in keys} == {STRANGER}
@@ -312,7 +312,7 @@ def test_a_spoofed_forwarded_entry_cannot_claim_a_new_address_for_a_flood(app_ur
     with ThreadPoolExecutor(3) as pool, held(turns):
         for i, key in enumerate(keys):
             pool.submit(post, app_url, key, {"sentence_a": PAIR[0]}, f"192.0.2.{50 + i}, {STRANGER}")
-        until(lambda: len(turns) == 3, "the stranger's calls waiting")
+        until(lambda: len(turns.waiting()) == 3, "the stranger's calls waiting")
         assert {call.address for call in turns.waiting()} == {STRANGER}
 
 
@@ -336,14 +336,14 @@ def test_once_the_line_has_emptied_an_address_that_sent_before_is_not_behind_a_n
         for i in range(3):  # the student's earlier updates, each taken in turn
             async with line.taken(line.enter(STUDENT, f"earlier {i}", 1.0)):
                 pass
-        assert not len(line)
-        async with line.held():
+        assert not line.waiting()
+        async with all_taken(line):
             line.enter(STRANGER, "flood", 21.0)
             line.enter(STUDENT, "update", 1.0)
             assert [call.tab for call in line.waiting()] == ["update", "flood"]
 
         busy = Turns(Visitors())  # while the line is not empty, an address's recent calls still count
-        async with busy.held():
+        async with all_taken(busy):
             busy.enter(CLASSMATE, "classmate", 1.0)
             for i in range(3):
                 busy.enter(STUDENT, f"student {i}", 1.0)
@@ -362,7 +362,7 @@ def test_behind_one_address_a_short_call_passes_only_other_pages_heavier_calls()
     line = Turns(Visitors())
 
     async def calls():
-        async with line.held():
+        async with all_taken(line):
             for name in ("long 1", "long 2", "long 3"):
                 line.enter(STRANGER, name, 21.0)
             line.enter(STRANGER, "short", 1.0)
@@ -390,13 +390,13 @@ def test_every_api_call_waiting_is_in_the_account_so_one_address_cannot_fill_gra
     try:
         with held(turns) as release:
             flood = [stranger.submit(f"a=call+{i}", api_name="/view") for i in range(24)]
-            until(lambda: len(turns) == 24, "the stranger's 24 calls waiting in the app's line")
+            until(lambda: len(turns.waiting()) == 24, "the stranger's 24 calls waiting in the app's line")
             with pytest.raises(httpx.HTTPStatusError) as refused:  # at the door, before gradio reads it
                 stranger.predict("a=one+more", api_name="/view")
             assert refused.value.response.status_code == 429
             assert "Your address already has 24 units of work waiting" in refused.value.response.json()["detail"]
             mine = student.submit("a=the+student", api_name="/view")
-            until(lambda: len(turns) == 25, "the student's call waiting")
+            until(lambda: len(turns.waiting()) == 25, "the student's call waiting")
             release()
             answer = mine.result(WAIT)
             for job in flood:

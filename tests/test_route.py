@@ -23,6 +23,7 @@ import pytest
 from core.tables.presets import wordpiece
 from core.view.options import MAX_TEXT
 from tests.appapi import Page, outputs, run_async, tokens
+from tests.lanes import all_taken
 
 STRANGER, STUDENT = "203.0.113.7", "198.51.100.20"  # documentation addresses
 KING = "a=The%20king%20spoke.&b="  # the page the tests open: sentence A "The king spoke.", no sentence B
@@ -83,7 +84,7 @@ async def answer_of(live, page: Page, change: dict, address: str | None = None) 
 
 
 async def until_waiting(turns, count: int) -> None:
-    while len(turns) < count:
+    while len(turns.waiting()) < count:
         await asyncio.sleep(0.01)
 
 
@@ -271,7 +272,7 @@ def test_past_its_address_s_share_a_call_is_refused_at_once_and_another_address_
     keys = live.lanes["keys"]
 
     async def calls():
-        async with keys.held():  # every turn taken: calls wait
+        async with all_taken(keys):  # every turn taken: calls wait
             waits = asyncio.create_task(answer_of(live, opened, {"sentence_a": "first"}, STRANGER))
             await until_waiting(keys, 1)
             refused = await answer_of(live, other, {"sentence_a": "late"}, STRANGER)
@@ -297,7 +298,7 @@ def test_a_page_with_its_share_of_calls_waiting_is_refused_with_when_to_try_agai
     keys = live.lanes["keys"]
 
     async def calls():
-        async with keys.held():
+        async with all_taken(keys):
             waiting = []
             for number in range(3):  # examples: actions, never merged
                 waiting.append(asyncio.create_task(answer_of(live, opened, {"example": number})))
@@ -320,7 +321,7 @@ def test_a_change_made_while_the_tab_s_call_waits_rides_on_that_call(opened):
     keys = live.lanes["keys"]
 
     async def calls():
-        async with keys.held():  # every turn taken: the first call waits
+        async with all_taken(keys):  # every turn taken: the first call waits
             first = asyncio.create_task(answer_of(live, opened, {"sentence_a": "a queen"}))
             await until_waiting(keys, 1)
             # answered at once: neither waits for a turn (a bound, not a time: failing, not hanging, if one did)
@@ -374,7 +375,7 @@ def test_a_tour_step_or_an_example_is_never_merged_and_the_older_call_waiting_gi
     keys = live.lanes["keys"]
 
     async def calls():
-        async with keys.held():  # every turn taken: both calls wait
+        async with all_taken(keys):  # every turn taken: both calls wait
             typed = asyncio.create_task(answer_of(live, opened, {"sentence_a": "typed"}))
             example = asyncio.create_task(answer_of(live, opened, {"example": 1}))
             await until_waiting(keys, 2)

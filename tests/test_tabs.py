@@ -31,36 +31,38 @@ def clock() -> Clock:
 
 def test_a_tab_used_within_the_idle_time_survives_however_old_its_last_change(clock):
     lives = Tabs(idle=60, clock=clock)
-    tab = lives.get("used")
+    tab = lives.open("used")
     tab.apply(lambda view: view.with_(k=3), lambda step: None)  # its last change, at the start
-    for _ in range(10):  # ten minutes of looking (each event is a use), never changing anything
+    for minute in range(10):  # ten minutes of looking (each event is a use), never changing anything
         clock.now += 59
-        assert lives.get("used") is tab
+        assert lives.kept("used") is tab
+        lives.open(f"other-{minute}")  # a page opening sweeps: the tab in use stays
     assert clock.now - 1000 > 9 * 60
-    assert tab.view.k == 3
+    assert lives.kept("used") is tab and tab.view.k == 3
 
 
 def test_a_tab_unused_past_the_idle_time_is_forgotten_and_its_next_event_is_refused(clock):
     lives = Tabs(idle=60, clock=clock)
-    forgotten = lives.get("forgotten")
+    forgotten = lives.open("forgotten")
     forgotten.apply(lambda view: view.with_(k=3), lambda step: None)
-    kept = lives.get("kept")
+    kept = lives.open("kept")
     clock.now += 40
-    assert lives.get("kept") is kept
+    assert lives.kept("kept") is kept
     clock.now += 40  # "forgotten" unused for 80 s, "kept" for 40 s
-    assert lives.get("kept") is kept  # any event sweeps: the idle tab goes now
-    assert len(lives) == 1
+    lives.open("new")  # a page opening sweeps: the idle tab goes now
+    assert lives.kept("kept") is kept
+    assert set(lives._lives) == {"kept", "new"}
     with pytest.raises(Expired, match="unused for over an hour and its session has ended: reload the page"):
-        lives.get("forgotten")
+        lives.kept("forgotten")
     assert issubclass(Expired, Refused)  # an event turns it into a notice, like any refusal
     # a reloaded page (a fresh tab for that hash) starts again from a fresh view
-    assert lives.get("forgotten", fresh=True).view == View()
+    assert lives.open("forgotten").view == View()
 
 
 def test_a_new_tab_is_not_an_expired_one(clock):
     lives = Tabs(idle=60, clock=clock)
     clock.now += 10_000
-    assert lives.get("new").view == View()
+    assert lives.open("new").view == View()
 
 
 def test_moving_the_hand_clock_leaves_the_launched_app_serving(app_url, clock):
@@ -70,28 +72,28 @@ def test_moving_the_hand_clock_leaves_the_launched_app_serving(app_url, clock):
     from tests.appapi import Page
 
     lives = Tabs(idle=60, clock=clock)
-    lives.get("tab")
+    lives.open("tab")
     clock.now += 10**9
-    assert lives.get("other").view == View()
+    assert lives.open("other").view == View()
     out = Page(app_url).send(sentence_a="the clock moved", sentence_b="")
     assert "embed-plot" in out, "the app did not answer after the hand clock moved"
 
 
 @pytest.mark.parametrize("key", [None, "", "x" * 129, 7])
 def test_a_request_without_a_valid_session_is_refused(key):
-    with pytest.raises(Refused, match="no valid session"):
-        Tabs().get(key)
+    with pytest.raises(Refused, match="reload the page"):
+        Tabs().kept(key)
 
 
 def test_too_many_tabs_forget_the_longest_unused_first(clock):
     lives = Tabs(idle=60, limit=2, clock=clock)
-    first, _ = lives.get("first"), lives.get("second")
+    first, _ = lives.open("first"), lives.open("second")
     clock.now += 1
-    assert lives.get("first") is first
-    lives.get("third")  # the sweep runs before a new tab is added, so the next event makes room
+    assert lives.kept("first") is first
+    lives.open("third")
     with pytest.raises(Expired):
-        lives.get("second")
-    assert len(lives) == 2
+        lives.kept("second")
+    assert list(lives._lives) == ["first", "third"]
 
 
 # --- one tab's changes ---
@@ -207,12 +209,17 @@ def test_a_job_whose_line_is_too_long_is_refused_at_once_with_the_expected_wait(
     assert jobs.run(tab, "exporting", lambda: "ran") == "ran"
 
 
+def waiting(jobs: Jobs) -> list[Job]:
+    """The jobs asked for and not started."""
+    return [job for job in list(jobs._pending) if job.started is None]
+
+
 def test_a_job_that_still_has_not_started_leaves_the_line(clock):
     jobs = Jobs(workers=1, wait=30, clock=clock)
     release, holder = _hold_the_slot(jobs)
     tab, outcome = Tab(), {}
     asker = _ask(jobs, tab, "exporting", lambda: "ran", outcome)
-    while not jobs._line:  # in line behind the holder
+    while not waiting(jobs):  # in line behind the holder
         time.sleep(0.01)
     clock.now += 61  # past twice the wait
     asker.join(10)
@@ -230,7 +237,7 @@ def test_jobs_start_in_the_order_they_were_asked_for():
     order, outcome, askers = [], {}, []
     for name in ("first", "second", "third", "fourth"):
         askers.append(_ask(jobs, Tab(), name, lambda name=name: order.append(name), outcome))
-        while len(jobs._line) < len(askers):
+        while len(waiting(jobs)) < len(askers):
             time.sleep(0.01)
     release.set()
     for asker in (holder, *askers):
@@ -250,9 +257,9 @@ def test_identical_work_runs_once_and_every_page_gets_its_result():
 
     askers = [_ask(jobs, tab, "training", work, outcome_i, key="same tables") for tab, outcome_i in
               zip(tabs, [outcome.setdefault(i, {}) for i in range(5)], strict=True)]
-    while len(jobs._line) < 1 or sum(tab.job is not None for tab in tabs) < 5:
+    while len(waiting(jobs)) < 1 or sum(tab.job is not None for tab in tabs) < 5:
         time.sleep(0.01)
-    assert len(jobs._line) == 1  # one job in line for the five pages
+    assert len(waiting(jobs)) == 1  # one job in line for the five pages
     release.set()
     for asker in (holder, *askers):
         asker.join(10)
@@ -351,7 +358,7 @@ def test_a_training_stops_at_the_time_limit_and_keeps_its_steps(clock):
         clock.now += 30  # each report (every 5 steps of 100) takes half a minute on this clock
 
     trained = Session.create(SMALL).trained_on(Corpus.builtin(), TrainConfig(steps=100), progress, job.stop)
-    assert job.timed_out
+    assert job.stop() and not job.cancelled  # past its time, still wanted
     # 30 s after step 5, 60 s after step 10 (not yet past the limit), 90 s after step 15: it stops there
     assert trained.training.steps == 15 == len(trained.training.losses)
     assert trained.training.purity_after is not None

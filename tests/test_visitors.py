@@ -24,7 +24,7 @@ import pytest
 from core.view.options import MAX_TEXT
 from core.view.state import SETTINGS_FIELDS
 from tests.appapi import Page
-from tests.lanes import WAIT, held, lane, post, until
+from tests.lanes import WAIT, all_taken, held, lane, post, until
 from ui.admission import Busy, Turns, Visitors
 
 
@@ -95,7 +95,7 @@ def test_turns_go_round_the_addresses_weighted_by_work_and_a_refused_call_never_
             async with turns.taken(turns.enter(address, name, work)):
                 order.append(name)
 
-        async with turns.held():
+        async with all_taken(turns):
             tasks = [asyncio.create_task(call(STRANGER, f"flood {i}", 21.0)) for i in range(4)]
             await asyncio.sleep(0)
             tasks.append(asyncio.create_task(call(STUDENT, "key 1", 1.0)))
@@ -104,7 +104,7 @@ def test_turns_go_round_the_addresses_weighted_by_work_and_a_refused_call_never_
                 turns.enter(STRANGER, "flood 5", 21.0)
             tasks.append(asyncio.create_task(call(STUDENT, "key 2", 1.0)))
             await asyncio.sleep(0)
-            assert len(turns) == 6
+            assert len(turns.waiting()) == 6
         await asyncio.gather(*tasks)
 
     in_a_loop_of_its_own(calls())
@@ -145,15 +145,15 @@ def test_a_call_whose_caller_went_away_while_it_waited_leaves_the_line():
             async with turns.taken(turns.enter(STRANGER, name, 1.0)):
                 served.append(name)
 
-        async with turns.held():
+        async with all_taken(turns):
             gone = asyncio.create_task(call("gone"))
             await asyncio.sleep(0)
             kept = asyncio.create_task(call("kept"))
             await asyncio.sleep(0)
-            assert len(turns) == 2
+            assert len(turns.waiting()) == 2
             gone.cancel()
             await asyncio.sleep(0)
-            assert len(turns) == 1 and [call.tab for call in account.calls()] == ["kept"]
+            assert len(turns.waiting()) == 1 and [call.tab for call in account.calls()] == ["kept"]
         await kept
 
     in_a_loop_of_its_own(calls())
@@ -190,9 +190,9 @@ def test_on_the_page_s_route_a_student_s_keystroke_goes_ahead_of_a_flood_from_an
     with ThreadPoolExecutor(6) as pool, held(turns) as release:
         calls = [pool.submit(send, page, {"sentence_a": f"{i} {BIG[:-10]}", "sentence_b": BIG}, STRANGER,
                              f"flood {i}") for i, page in enumerate(flood)]
-        until(lambda: len(turns) == 5, "the flood's five calls waiting")
+        until(lambda: len(turns.waiting()) == 5, "the flood's five calls waiting")
         calls.append(pool.submit(send, student, {"sentence_a": "the student types"}, STUDENT, "student"))
-        until(lambda: len(turns) == 6, "the student's call waiting")
+        until(lambda: len(turns.waiting()) == 6, "the student's call waiting")
         release()
         for call in calls:
             call.result(WAIT)
@@ -227,15 +227,15 @@ def test_an_answer_nobody_reads_is_counted_its_address_waits_and_it_is_let_go(ap
     student = tab_of(app_url, STUDENT)
     unread = unread_request(app_url, big.key, {"shown": "similarity", "sentence_a": BIG, "sentence_b": BIG}, STRANGER)
     try:
-        until(lambda: VISITORS.unread(STRANGER) > 16 * 2**20, "the similarity view on its way, unread")
+        until(lambda: VISITORS._unread[STRANGER] > 16 * 2**20, "the similarity view on its way, unread")
         monkeypatch.setattr(VISITORS, "send_seconds", 0.3)  # from now: the reader has taken nothing for a while
         with ThreadPoolExecutor(1) as pool:
             waits = pool.submit(post, app_url, other.key, {"sentence_a": "the same address"}, STRANGER)
-            until(lambda: len(turns) == 1 or waits.done(), "the stranger's next call waiting")
+            until(lambda: len(turns.waiting()) == 1 or waits.done(), "the stranger's next call waiting")
             assert not waits.done()
             assert "values" in post(app_url, student.key, {"sentence_a": "another address"}, STUDENT).json()
             assert "values" in waits.result(WAIT).json()  # once the unread answer was let go
-        assert VISITORS.unread(STRANGER) == 0
+        assert VISITORS._unread[STRANGER] == 0
         unread.settimeout(WAIT)
         while unread.recv(2**16):  # the server closed the connection, the answer incomplete
             pass
@@ -255,7 +255,7 @@ def test_past_its_address_s_share_a_call_to_the_page_s_route_is_refused_before_i
     waiting = tab_of(app_url, STRANGER)
     with ThreadPoolExecutor(1) as pool, held(turns) as release:
         first = pool.submit(post, app_url, waiting.key, {"sentence_a": "a short update"}, STRANGER)
-        until(lambda: len(turns) == 1, "the stranger's first call waiting")
+        until(lambda: len(turns.waiting()) == 1, "the stranger's first call waiting")
         where = urlsplit(app_url)
         with socket.create_connection((where.hostname, where.port), timeout=WAIT) as bodiless:
             bodiless.sendall(b"POST /explorer/live HTTP/1.1\r\nHost: %s\r\nX-Forwarded-For: %s\r\nContent-Type: "
@@ -278,7 +278,7 @@ def test_the_door_stands_in_front_of_the_public_api_too(app_url, monkeypatch):
     waiting = tab_of(app_url, STRANGER)
     with ThreadPoolExecutor(1) as pool, held(turns):
         pool.submit(post, app_url, waiting.key, {"sentence_a": "a short update"}, STRANGER)
-        until(lambda: len(turns) == 1, "the stranger's call waiting")
+        until(lambda: len(turns.waiting()) == 1, "the stranger's call waiting")
         where = urlsplit(app_url)
         with socket.create_connection((where.hostname, where.port), timeout=WAIT) as bodiless:
             bodiless.sendall(b"POST /gradio_api/call/view HTTP/1.1\r\nHost: %s\r\nX-Forwarded-For: %s\r\n"

@@ -38,14 +38,11 @@ class Busy(Exception):
         self.status, self.sentence, self.retry = status, sentence, retry
 
 
-def visitor_of(host: object) -> str:
-    """The visitor a client host counts as in every bound: its address, IPv6 by its /64; `UNKNOWN` when not told."""
-    return network_of(host) if isinstance(host, str) and host else UNKNOWN
-
-
 def visitor_of_request(request) -> str:
-    """The visitor a request (starlette's or gradio's) comes from."""
-    return visitor_of(getattr(getattr(request, "client", None), "host", None))
+    """The visitor a request (starlette's or gradio's) counts as in every bound: its client's address, IPv6 by
+    its /64; `UNKNOWN` when not told."""
+    host = getattr(getattr(request, "client", None), "host", None)
+    return network_of(host) if isinstance(host, str) and host else UNKNOWN
 
 
 def work_of(size: int) -> float:
@@ -87,11 +84,6 @@ class Visitors:
                              f"takes at once, and {len(mine):,} of them come from your address, its share, so "
                              "this one was not taken. Try again in a minute.", 30)
         return None
-
-    def unread(self, address: str | None = None) -> int:
-        """Bytes of answers made for `address`'s pages and not yet read (None: everyone's)."""
-        with self._lock:
-            return self._unread[address] if address is not None else sum(self._unread.values())
 
     def may_answer(self, address: str) -> bool:
         """Whether a call of `address` may be computed now: its and everyone's unread answers fit their shares."""
@@ -151,9 +143,6 @@ class Turns:
     def waiting(self) -> list[Turn]:
         return list(self._line)
 
-    def __len__(self) -> int:
-        return len(self._line)
-
     def enter(self, address: str, tab: str | None, work: float) -> Turn:
         """Join the line, or `Busy`. A call takes the turns of its address's latest calls from other pages
         `PASS` times heavier (not left behind a classmate's long calls); a page's own keep their order."""
@@ -195,23 +184,14 @@ class Turns:
         finally:
             self._release()
 
-    @contextlib.asynccontextmanager
-    async def held(self) -> AsyncIterator[None]:
-        """Every slot taken for the block (tests make calls wait with it)."""
-        self.running += self.slots
-        try:
-            yield
-        finally:
-            self._release(self.slots)
-
     def grant_soon(self) -> None:
         """Look at the line again from the server's loop (answers were read: from any thread)."""
         if self.loop is not None:
             with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits any more
                 self.loop.call_soon_threadsafe(self._grant)
 
-    def _release(self, slots: int = 1) -> None:
-        self.running -= slots
+    def _release(self) -> None:
+        self.running -= 1
         self._grant()
 
     def _look_again(self) -> None:
@@ -287,10 +267,6 @@ TOO_LONG = HTMLResponse(
     f"<a href='./'>Open the explorer</a> and make the link again with its button.</p>", status_code=414)
 
 
-class Unread(Exception):
-    """An answer's reader took nothing of it for the account's `send_seconds`."""
-
-
 class Outbox:
     """ASGI middleware: a large answer goes a `PIECE` at a time, counted until sent, and is dropped when its
     reader takes nothing for `send_seconds` (a page that never reads cannot grow the write buffers)."""
@@ -313,12 +289,9 @@ class Outbox:
                 for at in range(0, len(body), PIECE):
                     piece = {"type": "http.response.body", "body": body[at:at + PIECE],
                              "more_body": message.get("more_body", False) or at + PIECE < len(body)}
-                    try:
-                        await asyncio.wait_for(send(piece), self.visitors.send_seconds)
-                    except TimeoutError:
-                        raise Unread from None
+                    await asyncio.wait_for(send(piece), self.visitors.send_seconds)
 
         try:
             await self.app(scope, receive, in_pieces)
-        except* (Unread, OSError):  # unread, or its client left: the connection is closed with the answer incomplete
+        except* OSError:  # unread (a TimeoutError), or its client left: the connection is closed, the answer incomplete
             pass

@@ -154,10 +154,9 @@ class ClassRoutes:
             if body is None or len(body) > MAX_BODY:
                 return answer_of({"error": f"A class call is at most {MAX_BODY:,} bytes; this one is larger."}, 413)
             try:
-                try:
+                sent = None  # not JSON: no key, said as such (not the parser's words)
+                with contextlib.suppress(orjson.JSONDecodeError):
                     sent = orjson.loads(body)
-                except orjson.JSONDecodeError:  # not JSON: no key, said as such (not the parser's words)
-                    sent = None
                 if not isinstance(sent, dict) or not isinstance(sent.get("key"), str):
                     raise Refused("This request carries no valid page key; reload the page.")
                 tab, channel = self.live.channel_of(sent["key"])

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import FileResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
@@ -131,10 +131,7 @@ def upload_route(live, take: Callable, limit: int) -> Route:
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
-    async def upload(request: Request) -> Response:
-        try:
-            return await live.guarded(lambda: received(request))
-        except ClientDisconnect:
-            return Response(status_code=499)  # the page left mid-file: nobody reads an answer (its file is gone)
+    async def upload(request: Request) -> Response:  # a page that left mid-file: `ui.route.left_mid_body`'s 499
+        return await live.guarded(lambda: received(request))
 
     return Route("/explorer/upload", upload, methods=["POST"])

@@ -173,10 +173,8 @@ class Page:
 
 def wire(page: Page) -> None:
     """Every view field's widget sends its value over the page's route when the person sets it."""
-    for name, declared in FIELDS.items():
-        if declared.widget is None or name in NOT_WIRED:
-            continue
-        widget = getattr(page, declared.widget)
+    for name in [name for name, declared in FIELDS.items() if declared.widget is not None and name not in NOT_WIRED]:
+        widget = getattr(page, FIELDS[name].widget)
         boxes = list(widget.values()) if isinstance(widget, dict) else [widget]
         value = SENT_AS.get(name, "value")
         js = f"(...values) => {{ const value = values[0]; window.embeddingExplorer.set({{{name}: {value}}}); }}"

@@ -59,11 +59,9 @@ def _shown(names: Iterable[str]) -> set[str]:
 
 def fields(page, view: View, names: Iterable[str], tokens: tuple[str, ...] = ()) -> dict:
     """The widgets of these view fields set to the view's values (`tokens`: the picker's list)."""
-    names, out = _shown(names), {}
-    for name, declared in FIELDS.items():
-        if name not in names:
-            continue
-        widget = getattr(page, declared.widget)
+    shown, out = _shown(names), {}
+    for name in (name for name in FIELDS if name in shown):  # in the declarations' order
+        widget = getattr(page, FIELDS[name].widget)
         if name in _WRITERS:
             out.update(_WRITERS[name](widget, view, tokens))
         else:

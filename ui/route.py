@@ -417,7 +417,7 @@ class Live:
         if isinstance(previous, str) and 0 < len(previous) <= MAX_KEY:
             TABS.end(previous)
         key = secrets.token_urlsafe(24)
-        tab = TABS.get(key, fresh=True, address=None if address == UNKNOWN else address)
+        tab = TABS.open(key, None if address == UNKNOWN else address)
         channel = self.channels[tab] = Channel(key)
         try:
             link = share.from_address(sent.get("query", ""))

@@ -36,13 +36,9 @@ Holding = dict[int, int]  # a storage's address -> its bytes
 
 def private(modules: Iterable[nn.Module | None], words: Iterable[object] = ()) -> Holding:
     """The storages `modules` hold (address -> bytes), and an estimate for uploads' vocabularies (`words`)."""
-    held: Holding = {}
-    for module in modules:
-        if module is None:
-            continue
-        for tensor in (*module.parameters(), *module.buffers()):
-            storage = tensor.untyped_storage()
-            held[storage.data_ptr()] = storage.nbytes()
+    storages = [tensor.untyped_storage() for module in modules if module is not None
+                for tensor in (*module.parameters(), *module.buffers())]
+    held: Holding = {storage.data_ptr(): storage.nbytes() for storage in storages}
     held.update((id(tokenizer), WORD_BYTES * len(getattr(tokenizer, "vocab", ()))) for tokenizer in words
                 if tokenizer is not None)
     return held
@@ -71,14 +67,6 @@ class Budget:
     def answer_limit(self) -> int:
         """What answers waiting to be read may hold, every visitor's together (ui/admission.py)."""
         return self.limit // ANSWERS
-
-    @classmethod
-    def from_environment(cls) -> Budget:
-        def mib(name: str, default: int) -> int:
-            value = os.environ.get(name, "")
-            return int(value) * MIB if value.strip().isdigit() and int(value) > 0 else default
-
-        return cls(mib("EXPLORER_TABLE_MEMORY_MIB", PROCESS_BYTES), mib("EXPLORER_TAB_MEMORY_MIB", TAB_BYTES))
 
     def shared(self, module: nn.Module) -> nn.Module:
         """Mark a preset's tables (BERT's, GloVe's) as the process's base; returns `module`."""
@@ -170,4 +158,9 @@ class Budget:
                 holders.subtract(holding.keys())
 
 
-BUDGET = Budget.from_environment()
+def _mib(name: str, default: int) -> int:
+    value = os.environ.get(name, "")
+    return int(value) * MIB if value.strip().isdigit() and int(value) > 0 else default
+
+
+BUDGET = Budget(_mib("EXPLORER_TABLE_MEMORY_MIB", PROCESS_BYTES), _mib("EXPLORER_TAB_MEMORY_MIB", TAB_BYTES))

@@ -106,7 +106,6 @@ class Offload:
     def __init__(self, nice: int = NICE, budget: Budget | None = None) -> None:
         self.nice, self.budget = nice, budget  # what a call copies there is reserved first (`crossing_bytes`)
         self._pool: ProcessPoolExecutor | None = None
-        self._pid: concurrent.futures.Future | None = None  # the process's id, once it has started
         self._ids = itertools.count(1)  # what an abandoned call still reports is not read as the next one's
         self._call_lock, self._start_lock = threading.Lock(), threading.Lock()
 
@@ -119,12 +118,6 @@ class Offload:
                 self._stopping = torch.zeros(1, dtype=torch.int64).share_memory_()  # the id of the call to stop
                 self._pool = ProcessPoolExecutor(1, job_reducers=REDUCERS, result_reducers=REDUCERS,
                                                  initializer=_started, initargs=(self.nice, self._messages))
-                self._pid = self._pool.submit(os.getpid)
-
-    @property
-    def pid(self) -> int | None:
-        """The process's id (None before it starts)."""
-        return self._pid.result(timeout=300) if self._pid is not None else None
 
     def call(self, function: Callable[..., Any], *args: Any,
              progress: Callable[..., None] | None = None, stop: Callable[[], bool] | None = None) -> Any:
@@ -163,7 +156,7 @@ class Offload:
 
     def close(self, kill: bool = False) -> None:
         """End the process (a running call is waited for, unless `kill`)."""
-        pool, self._pool, self._pid = self._pool, None, None
+        pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True, kill_workers=kill)
 

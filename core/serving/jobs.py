@@ -60,12 +60,8 @@ class Job:
     def cancelled(self) -> bool:
         return self._wanted <= 0
 
-    @property
-    def timed_out(self) -> bool:
-        return self.started is not None and self.clock() - self.started > self.seconds
-
     def stop(self) -> bool:
-        return self.cancelled or self.timed_out
+        return self.cancelled or (self.started is not None and self.clock() - self.started > self.seconds)
 
 
 class Jobs:
@@ -133,7 +129,7 @@ class Jobs:
                 else:
                     ahead = len(self._pending)
                     expected = ahead * self._mean / self.workers
-                    if len(self._line) >= self.queue or expected > self.wait:
+                    if sum(job.started is None for job in self._pending) >= self.queue or expected > self.wait:
                         raise Refused(f"The server has {ahead:,} job{'s' * (ahead != 1)} ahead of {name} (about "
                                       f"{expected:,.0f} s of work, more than the {self.wait:g} s a job may wait "
                                       "here); try again in a minute.")
@@ -157,17 +153,6 @@ class Jobs:
             job.ended = self.clock()
             if job.started is not None:
                 self._mean = 0.8 * self._mean + 0.2 * (job.ended - job.started)
-
-    @property
-    def _line(self) -> list[Job]:
-        """The jobs asked for and not started."""
-        return [job for job in list(self._pending) if job.started is None]
-
-    def forget(self) -> None:
-        """Drop the results kept for sharing (jobs in line or running are still shared)."""
-        with self._lock:
-            for key in [key for key, job in self._shared.items() if job.future.done()]:
-                del self._shared[key]
 
     def _forget_old(self) -> None:
         """Drop the finished jobs kept past `kept` seconds, and all but the newest `remember`."""

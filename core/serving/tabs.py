@@ -211,25 +211,17 @@ class Tabs:
             budget.tabs = self._holdings
             budget.park = Tab.park
 
-    def get(self, key: str | None, *, fresh: bool = False, address: str | None = None) -> Tab:
-        """The tab, touched as used (`kept`); a new one for a new key (or when `fresh`) if `address` may
-        open one now; `Expired` for a forgotten one (its page must reload, not be drawn with other tables)."""
-        if not isinstance(key, str) or not 0 < len(key) <= 128:
-            raise Refused("This request carries no valid session; reload the page.")
-        now = self.clock()
-        with self._lock:
-            self._sweep(now)
-            known = not fresh and (key in self._lives or key in self._ended)
-        if known:
-            return self.kept(key)
+    def open(self, key: str, address: str | None = None) -> Tab:
+        """A new tab by this name (a page's new key), if `address` may open one now; the tabs past the
+        idle time or the store's limit are forgotten (their pages' next calls are `Expired`)."""
         self.new_tabs.take(address)
         tab = Tab(client=network_of(address) if address else None)  # outside the lock: the budget reads the store
         with self._lock:
             self._ended.pop(key, None)
             self._lives[key] = tab
             self._lives.move_to_end(key)
-            tab.used = now
-            self._sweep(now)  # a new tab may have taken the store past its limit
+            tab.used = self.clock()
+            self._sweep(tab.used)
         return tab
 
     def kept(self, key: str) -> Tab:
@@ -247,9 +239,6 @@ class Tabs:
         with self._lock:
             if self._lives.pop(key, None) is not None:
                 self._ended[key] = ENDED
-
-    def __len__(self) -> int:
-        return len(self._lives)
 
     def _holdings(self) -> list[tuple[Tab, dict[int, int]]]:
         """Every tab with what its tables hold, least recently used first (for the budget)."""
