@@ -239,8 +239,8 @@ def test_the_process_ends_with_its_server_however_the_server_went(ended_by):
     its idle pool process waited for its next call forever, an orphan holding its memory."""
     import signal
 
-    script = ("from core.process.offload import Offload\n"
-              "worker = Offload()\nworker.start()\nprint(worker.pid, flush=True)\n"
+    script = ("import os\nfrom core.process.offload import Offload\n"
+              "print(Offload().call(os.getpid), flush=True)\n"
               "import time\ntime.sleep(600)\n")
     server = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     child = None
