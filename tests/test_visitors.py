@@ -228,7 +228,9 @@ def test_an_answer_nobody_reads_is_counted_its_address_waits_and_it_is_let_go(ap
     unread = unread_request(app_url, big.key, {"shown": "similarity", "sentence_a": BIG, "sentence_b": BIG}, STRANGER)
     try:
         until(lambda: VISITORS._unread[STRANGER] > 16 * 2**20, "the similarity view on its way, unread")
-        monkeypatch.setattr(VISITORS, "send_seconds", 0.3)  # from now: the reader has taken nothing for a while
+        # from now: the reader has taken nothing for a while (long enough for the next call to be seen
+        # waiting on a busy machine: at 0.3 s it was once let go before the test looked)
+        monkeypatch.setattr(VISITORS, "send_seconds", 3.0)
         with ThreadPoolExecutor(1) as pool:
             waits = pool.submit(post, app_url, other.key, {"sentence_a": "the same address"}, STRANGER)
             until(lambda: len(turns.waiting()) == 1 or waits.done(), "the stranger's next call waiting")
