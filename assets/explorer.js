@@ -346,8 +346,8 @@
   // server-sent events from a POST (the page's route's streams: a training's curve, a class's
   // stream, assets/classroom.js): `heard(message)` for each event's JSON data, until the stream ends
   // or `signal` aborts it. Returns the response (its status and type say whether it streamed).
-  // Each message is painted before the next is heard: on a busy page several arrive in one read,
-  // and the newest value of each output would win unseen (a training's steps 20 and 40, say)
+  // Each message is written before the next is heard (`painted`): on a busy page several arrive in
+  // one read, and the newest value of each output would win unseen (a training's steps 20 and 40)
   async function events(path, body, heard, signal) {
     const response = await fetch(new URL(path, document.baseURI), {
       method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body), signal,
@@ -371,12 +371,10 @@
     }
     return response;
   }
-  // once what an answer wrote waits no longer (`afterPlot`: the task after the next frame's paint),
-  // or a moment in a hidden page, whose frames stop
-  const painted = () => new Promise((done) => {
-    const late = setTimeout(done, 300);
-    requestAnimationFrame(() => setTimeout(() => { clearTimeout(late); done(); }, 0));
-  });
+  // once what the answers so far wrote is on the page (`writeWaiting`, after the frame that paints
+  // their plot): at once when nothing waits
+  const painted = () => (waiting.frame || waiting.timer
+    ? new Promise((done) => waiting.written.push(done)) : Promise.resolve());
   // work answered as it goes (a training's curve): each event applied as it comes. A press while its
   // work runs is let go; the work stops when the page goes (the server sees it leave)
   const streaming = new Set();
@@ -441,7 +439,7 @@
   // wait with its held plot. The newest value of each output wins; an answer without a plot, or an
   // error, writes what waits at once. (A page whose frames stop, hidden, writes it a moment later
   // all the same.)
-  const waiting = { values: {}, table: null, frame: 0, timer: 0 };
+  const waiting = { values: {}, table: null, frame: 0, timer: 0, written: [] };
   function afterPlot() {
     if (waiting.frame || waiting.timer) return; // a write is on its way already
     waiting.timer = setTimeout(writeWaiting, 250);
@@ -454,8 +452,8 @@
   function writeWaiting() {
     cancelAnimationFrame(waiting.frame);
     clearTimeout(waiting.timer);
-    const { values, table } = waiting;
-    Object.assign(waiting, { values: {}, table: null, frame: 0, timer: 0 });
+    const { values, table, written } = waiting;
+    Object.assign(waiting, { values: {}, table: null, frame: 0, timer: 0, written: [] });
     if (table) drawTable(table);
     let handed = false;
     for (const [id, value] of Object.entries(values)) {
@@ -468,6 +466,7 @@
       }
     }
     if (handed && handOver) handOver();
+    written.forEach((done) => done());
   }
   // the hand-over event's script (ui/page.py `hand_over`): its outputs' element ids, in the order
   // gradio lists them, and their values; gradio leaves an output whose value is undefined as it is
