@@ -75,14 +75,22 @@ def rows(table_id: str) -> str:
             ".map(r => r.getAttribute('aria-rowindex'))).size - 1")
 
 
-def open_at(browser, app_url: str, query: str = "", viewport=(1400, 1000), contexts: list | None = None,
-            wait: bool = True):
-    """A fresh browser context (its own session) at the app with this query; waits for the plot
-    (or, with `wait=False`, only starts loading: call `ready` before reading it)."""
+def new_context(browser, viewport=(1400, 1000)):
+    """A browser context whose pages count what they wait for (`COUNT_REQUESTS`) and take downloads."""
     context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]}, accept_downloads=True)
-    if contexts is not None:
-        contexts.append(context)
     context.add_init_script(COUNT_REQUESTS)
+    return context
+
+
+def open_at(browser, app_url: str, query: str = "", viewport=(1400, 1000), contexts: list | None = None,
+            wait: bool = True, context=None):
+    """A page at the app with this query, in a fresh browser context (a browser of its own) or as a
+    new tab of `context`; waits for the plot (or, with `wait=False`, only starts loading: call
+    `ready` before reading it)."""
+    if context is None:
+        context = new_context(browser, viewport)
+        if contexts is not None:
+            contexts.append(context)
     page = context.new_page()
     page.errors = []
     page.on("pageerror", lambda error: page.errors.append(str(error)))
