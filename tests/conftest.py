@@ -131,8 +131,9 @@ def browsers(browser):
     """One browser context a viewport, kept for the worker's run: `open_page` opens each page as a
     new tab of one, as a student opens a link in the browser they already use. Each tab is a
     visitor of its own to the app (its key is kept in the tab's sessionStorage; the app sets no
-    cookie), and the context's cache keeps gradio's scripts and plotly.js between tabs, so a page
-    opens in about 5.6 CPU-seconds of this machine instead of 7.7 in a context of its own."""
+    cookie), and the context's cache keeps gradio's scripts and plotly.js between tabs: a page opens
+    in 5.6–5.7 CPU-seconds of this machine instead of 6.1–7.7 in a context of its own
+    (`python -m bench.idle_page`, and the same with the tests' own script and wait)."""
     from tests.browser import new_context
 
     contexts: dict = {}  # a viewport (width, height) -> its context
