@@ -117,15 +117,6 @@ def browser():
         browser.close()
 
 
-@pytest.fixture()
-def page(browser, app_url):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    page.goto(app_url)
-    yield page
-    context.close()
-
-
 @pytest.fixture(scope="session")
 def browsers(browser):
     """One browser context a viewport, kept for the worker's run: `open_page` opens each page as a
@@ -164,6 +155,12 @@ def open_page(browser, browsers, app_url):
     for page in pages:
         page.context.clear_permissions()  # what a test granted its tab (the clipboard) goes with it
         page.close()
+
+
+@pytest.fixture()
+def page(open_page):
+    """The app's default page, drawn: a new tab of the kept browser, as `open_page` opens it."""
+    return open_page()
 
 
 class RedisServer:

@@ -221,6 +221,10 @@ def test_an_answer_nobody_reads_is_counted_its_address_waits_and_it_is_let_go(ap
     from ui.admission import VISITORS
 
     monkeypatch.setattr(VISITORS, "answer_bytes", 16 * 2**20)  # less than one similarity view of 2,048 tokens
+    # an answer is let go once its reader took nothing for this long (20 s by default): long enough for the
+    # next call to be seen waiting on a busy machine (at 0.3 s it was once let go before the test looked); set
+    # before the answer starts, as the wait for each piece reads it when that piece is sent
+    monkeypatch.setattr(VISITORS, "send_seconds", 4.0)
     turns = lane("keys")
     big = tab_of(app_url, STRANGER, VIEW_2048)
     other = tab_of(app_url, STRANGER)
@@ -228,9 +232,6 @@ def test_an_answer_nobody_reads_is_counted_its_address_waits_and_it_is_let_go(ap
     unread = unread_request(app_url, big.key, {"shown": "similarity", "sentence_a": BIG, "sentence_b": BIG}, STRANGER)
     try:
         until(lambda: VISITORS._unread[STRANGER] > 16 * 2**20, "the similarity view on its way, unread")
-        # from now: the reader has taken nothing for a while (long enough for the next call to be seen
-        # waiting on a busy machine: at 0.3 s it was once let go before the test looked)
-        monkeypatch.setattr(VISITORS, "send_seconds", 3.0)
         with ThreadPoolExecutor(1) as pool:
             waits = pool.submit(post, app_url, other.key, {"sentence_a": "the same address"}, STRANGER)
             until(lambda: len(turns.waiting()) == 1 or waits.done(), "the stranger's next call waiting")
