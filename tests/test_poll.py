@@ -528,8 +528,9 @@ def test_100_students_answering_at_once_on_threads_are_all_counted(stores, clock
 
 @pytest.fixture()
 def rooms(own_redis, clock):
-    """Two processes' classrooms on a Redis the test stops and starts again, trying it every 50 ms."""
-    made = [Classroom(RedisStore(own_redis.url, clock), retry=0.05) for _ in range(2)]
+    """Two processes' classrooms on a Redis the test stops and starts again, trying it every 50 ms and
+    beating every second (a process writes its answers again at its beat: 10 s in a class)."""
+    made = [Classroom(RedisStore(own_redis.url, clock), retry=0.05, beat=1.0) for _ in range(2)]
     yield own_redis, made
     for room in made:
         room.close()
