@@ -134,13 +134,13 @@ def main(only: tuple[str, ...] = ()) -> None:
 
     import app
     from tests.browser import open_at, settle
-    from tests.conftest import CHROMIUM, CHROMIUM_ARGS, free_port
+    from tests.conftest import free_port, launch_chromium
 
     app.demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
                     **app.LAUNCH_OPTIONS)
     url = app.demo.local_url
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM or "/usr/bin/chromium", args=CHROMIUM_ARGS)
+        browser = launch_chromium(playwright)
 
         def shot(name: str, query: str, viewport=(1440, 1000), full=False, then=None):
             if only and name not in only:

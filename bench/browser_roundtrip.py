@@ -29,7 +29,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 # the browser and flags the page tests use: headless, and off the network
-from tests.conftest import CHROMIUM, CHROMIUM_ARGS
+from tests.conftest import CHROMIUM, launch_chromium
 
 SIZES = (16, 128)  # the page's default pair (its first example), and a 128-token pair
 KEYS = "sqxzjkvwy"  # characters to type: each must change the token list (checked below)
@@ -335,7 +335,7 @@ def in_page(demo, helpers: str, each):
                 **launch_options(demo))
     try:
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            browser = launch_chromium(playwright)
             try:
                 page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
                 page.goto(demo.local_url)

@@ -19,7 +19,7 @@ import sys
 from contextlib import ExitStack
 
 from bench.appserver import launched, launched_app
-from tests.conftest import CHROMIUM, CHROMIUM_ARGS
+from tests.conftest import CHROMIUM, launch_chromium
 
 MINIMAL = """
 import gradio as gr
@@ -100,7 +100,7 @@ def measure(repeats: int = 3) -> dict:
         minimal_url, _ = stack.enter_context(launched([sys.executable, "-c", MINIMAL], "the minimal page"))
         same_url, _ = stack.enter_context(launched([sys.executable, "-c", SAME_TYPES], "the same types' page"))
         playwright = stack.enter_context(sync_playwright())
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = launch_chromium(playwright)
         stack.callback(browser.close)
         for _ in range(repeats):
             for name, url in (("minimal", minimal_url), ("same types", same_url), ("app", app_url)):

@@ -24,7 +24,7 @@ import psutil
 
 from bench.appserver import launched, launched_app, tree_seconds
 from bench.first_load import DRAWN, MINIMAL
-from tests.conftest import CHROMIUM, CHROMIUM_ARGS
+from tests.conftest import CHROMIUM, launch_chromium
 
 PAGES = 3
 IDLE_SECONDS = 20.0
@@ -89,7 +89,7 @@ def measure(repeats: int = 2) -> dict:
         servers = {"app": stack.enter_context(launched_app()),
                    "minimal": stack.enter_context(launched([sys.executable, "-c", MINIMAL], "the minimal page"))}
         playwright = stack.enter_context(sync_playwright())
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = launch_chromium(playwright)
         stack.callback(browser.close)
         for _ in range(repeats):
             for name, (url, server) in servers.items():

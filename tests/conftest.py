@@ -27,6 +27,25 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--disable-dev-shm-usage",
 ]
+# the address bar's two popups: pages of Chromium's own UI that each new window loads in a renderer
+# of its own beside the page's, though a headless window has no address bar to show them. Without
+# them a page opens in 0.4-0.5 fewer CPU-seconds of this machine (of 3.2-3.4)
+UNSEEN_FEATURES = ("WebUIOmniboxPopup", "WebUIOmniboxAimPopup")
+
+
+def launch_chromium(playwright):
+    """Chromium with CHROMIUM_ARGS and without UNSEEN_FEATURES. Chromium reads only the last
+    --disable-features it is given, and Playwright gives one of its own: the features that one
+    names are read off a first launch (the browser says its command line to automation) and
+    given again with these."""
+    probe = playwright.chromium.launch(executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, "--enable-automation"])
+    try:
+        line = probe.new_browser_cdp_session().send("Browser.getBrowserCommandLine")["arguments"]
+    finally:
+        probe.close()
+    theirs = [arg.split("=", 1)[1] for arg in line if arg.startswith("--disable-features=")][-1:]
+    features = ",".join([*theirs, *UNSEEN_FEATURES])
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, f"--disable-features={features}"])
 
 
 def free_port() -> int:
@@ -112,7 +131,7 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = launch_chromium(playwright)
         yield browser
         browser.close()
 
