@@ -187,3 +187,22 @@ def test_bert_position_zero_is_left_out_and_named_on_the_plot():
 def test_a_table_without_outliers_keeps_every_position(session):
     figure = positions_detail(session, "the cat sat", "on the mat").figure
     assert not any(a["text"].startswith("Left out") for a in figure["layout"]["annotations"])
+
+
+def test_each_position_table_is_named_for_what_it_is_in_the_title_and_the_tables_line():
+    """GloVe has no position table: its own is random, and neither the Positions view's title nor
+    the line under the plot may call it learned. A trained random layer no longer means nothing."""
+    from core.drawing.captions import tables_line
+    from core.model.training import Corpus, TrainConfig
+
+    glove = Session.create(source="glove")
+    names = [trace["name"] for trace in positions_detail(glove, "the king", "").figure["data"]]
+    assert names[0] == "this table (random, GloVe has none)" and not any("learned" in name for name in names)
+    assert Session.create(source="bert").positions_name == "learned"
+    assert replace(glove, positions="sinusoidal").positions_name == "sinusoidal"
+
+    untrained = Session.create(replace(LISTING_SETTINGS, seed=5))
+    trained = untrained.trained_on(Corpus.builtin(), TrainConfig(steps=2))
+    assert "mean nothing yet" in tables_line(untrained)
+    assert "mean nothing" not in tables_line(trained) and "trained here" in tables_line(trained)
+    assert tables_line(replace(glove, trained=trained.trained)).endswith("Trained here since.")

@@ -33,7 +33,7 @@ from core.serving.tabs import Change
 from core.tables.session import Session
 from core.view import tour
 from core.view.fields import BACKGROUND, DETAIL, LISTING, LOOKUP, PLANE, TABLES
-from core.view.options import BASES, DETAILS, MAX_QUERY, PARTS, POSITIONS
+from core.view.options import BASES, DETAILS, MAX_QUERY, PARTS
 from core.view.share import to_query
 from core.view.state import FIELDS, View
 
@@ -272,8 +272,8 @@ def background_json(view: View, session: Session) -> str:
 def table_panels(page, session: Session) -> dict:
     """The tables' description, the random-settings panel's visibility and the parameter line."""
     source, config = session.source, session.model.config
-    positions = (f"the source's own: {source.own_positions}" if session.positions == "learned"
-                 else POSITIONS[session.positions].split(" (")[0])
+    positions = (f"the source's own: {session.positions_name}" if session.positions == "learned"
+                 else session.positions_name)
     lines = [
         f"**{plain(source.label)}** · tokens: {config.vocab_size:,} × {config.d_model}, positions: "
         f"{config.maxlen:,} ({plain(positions)}), segments: {config.n_segments}, "

@@ -90,10 +90,19 @@ TABLES_SAID = {
 }
 
 
+# the same after a training here: a trained random layer's vectors no longer mean nothing
+TRAINED_SAID = {
+    "random": "<strong>A seeded random layer, trained here</strong>: its vectors hold what this training taught "
+              "them, from a small corpus (Tables → BERT for pretrained ones).",
+}
+
+
 def tables_line(session: Session) -> str:
     """What the plotted tables are, and whether they were trained here."""
-    said = TABLES_SAID[session.base.key]
-    return said + (" Trained here since." if session.trained is not None else "")
+    key = session.base.key
+    if session.trained is None:
+        return TABLES_SAID[key]
+    return TRAINED_SAID.get(key) or TABLES_SAID[key] + " Trained here since."
 
 
 @functools.cache  # eight texts, made once each

@@ -17,7 +17,7 @@ from core.drawing.charts import collapse_figure, layernorm_figure, positions_fig
 from core.model.measures import RepeatedToken, cosine_matrix, layernorm_stats, repeated_tokens
 from core.model.projection import PCAProjection
 from core.plane.pipeline import explore
-from core.tables.presets import POSITIONS, sinusoidal_table
+from core.tables.presets import sinusoidal_table
 from core.tables.session import Session
 
 PATH_POSITIONS = 64  # positions drawn at least: a path needs a few dozen steps to show its shape
@@ -60,7 +60,7 @@ def positions_detail(
     config = session.model.config
     n = min(config.maxlen, max(len(result.encoding), PATH_POSITIONS))
     tables = {
-        f"this table ({POSITIONS[session.positions].split(' (')[0]})": session.model.pos_embed.weight[:n],
+        f"this table ({session.positions_name})": session.model.pos_embed.weight[:n],
         "sinusoidal": sinusoidal_table(n, config.d_model).weight,
     }
     paths, explained, indices, notes = {}, {}, {}, {}

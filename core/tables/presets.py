@@ -48,8 +48,8 @@ class Source:
     tokenizer: WordPieceTokenizer | WordLevelTokenizer | None
     vocabulary: str  # how typed text becomes ids, in a few words for the page
     notes: tuple[str, ...] = ()  # what the user should know about these tables
-    # what the source's own position table is, for the summary ("learned" positions are these)
-    own_positions: str = "its own, trainable"
+    # what the source's own position table is, in a few words ("learned" positions are these): its title
+    own_positions: str = "learned"
     holds: object = field(default=None, repr=False, compare=False)  # what it shares with others: an upload's tables
     # an upload's: the file and the tables it came over, as a script reads them again (core.drawing.code.Upload)
     origin: object = field(default=None, repr=False, compare=False)
@@ -257,7 +257,7 @@ def _glove_source() -> Source:
     notes += ("GloVe has word vectors only: its position and segment tables are random, at GloVe's scale.",)
     return _registered(Source("glove", BUDGET.shared(_shared(model)), WordLevelTokenizer(words),
                               "GloVe's 400,000 words", notes,
-                              own_positions="random at GloVe's scale: GloVe has none"))
+                              own_positions="random, GloVe has none"))
 
 
 def _with_special_rows(vectors: torch.Tensor, seed: int, upload: UploadedTable | None = None
@@ -359,7 +359,7 @@ def upload_source(upload: UploadedTable, current: Source, seed: int) -> Source:
             random_table(current.model.config.n_segments, width, std, seed + 2),
             identity_norm(width),
         )
-        own = "random: the file has none"
+        own = "random, the file has none"
         notes.append(
             f"The file's vectors have {width} dimensions and the current tables "
             f"{current.model.config.d_model}, so new random position and segment tables were made at {width}."

@@ -71,6 +71,12 @@ class Session:
         return (self.base.key, self.settings, self.positions)
 
     @property
+    def positions_name(self) -> str:
+        """What the position table is, in a few words, for the Positions view's title and the tables'
+        line: a chosen kind by its name, the source's own by what it is (GloVe's is random: it has none)."""
+        return self.base.own_positions if self.positions == "learned" else POSITIONS[self.positions].split(" (")[0]
+
+    @property
     def fixed(self) -> frozenset[str]:
         """Parts training leaves alone: the frozen ones, and sinusoidal positions, which are fixed."""
         return self.frozen | ({"position"} if self.positions == "sinusoidal" else set())

@@ -30,7 +30,7 @@ SOURCES = MappingProxyType({
 # a link cannot carry an uploaded file, so "upload" is not a source a link may name
 SHAREABLE_SOURCES = tuple(key for key in SOURCES if key != "upload")
 POSITIONS = MappingProxyType({
-    "learned": "learned (the source's own table)",
+    "learned": "the source's own (learned; random where it has none, as GloVe)",
     "random": "random N(0, σ) (drawn from its own seed)",
     "sinusoidal": "sinusoidal (fixed, never trained)",
 })
