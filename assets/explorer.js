@@ -124,6 +124,20 @@
   const setters = { "background-data": (json) => window.embeddingExplorer.setBackground(json) };
   const pending = {}; // a value for an output whose setter is not there yet (its tab not opened)
   const mainPlot = () => (host && host.data ? host : null);
+  // a plot drawn while its box was hidden (the plane behind the LayerNorm tab, a chart in a tab not
+  // open) or before the box grew (presenter mode, a phone's plot leaving the tour) keeps the size it
+  // was drawn at: plotly sizes itself on a window resize only. Every plot's box is watched, and a
+  // plot whose box, shown, is not the size it was drawn at is drawn again at the box's size, the
+  // plane through `plot` (a training's held axes keep their scale and place: `heldLayout`)
+  const boxes = new ResizeObserver((entries) => {
+    for (const { target, contentRect } of entries) {
+      const full = target._fullLayout;
+      if (!plotly || !full || !contentRect.width || !contentRect.height) continue;
+      if (Math.abs(full.width - contentRect.width) > 1 || Math.abs(full.height - contentRect.height) > 1) {
+        if (target === host) plot(); else plotly.Plots.resize(target);
+      }
+    }
+  });
   const keys = () => window.embeddingExplorerKeys; // assets/plotkeys.js
 
   // the background goes first, so it is drawn behind the tokens (it is SVG: core/drawing/figures.py
@@ -506,6 +520,7 @@
       host = document.createElement("div");
       host.className = "chart-host";
       element.appendChild(host);
+      boxes.observe(host);
     }
     let figure;
     try { figure = JSON.parse(json); } catch (error) { return; }
@@ -558,7 +573,9 @@
   window.embeddingExplorer = {
     // #embed-plot's script: the div to draw in, and how to fire its hand-over event
     attach(element, fireHandOver) {
+      if (host) boxes.unobserve(host);
       host = element;
+      boxes.observe(host);
       handOver = fireHandOver;
       keys().attach(element);
       if (!opened) open();
@@ -610,12 +627,7 @@
     },
     setBackground,
     presenter(on) {
-      document.body.classList.toggle("presenter", Boolean(on));
-      // the plot's box grows with the class; plotly sizes itself only on a window resize
-      requestAnimationFrame(() => {
-        const gd = mainPlot();
-        if (gd && plotly && plotly.Plots) plotly.Plots.resize(gd);
-      });
+      document.body.classList.toggle("presenter", Boolean(on));  // the plots' boxes grow with it (`boxes`)
       return [];
     },
     // the plot as it is on screen, at three times its pixels: the layout's own width and

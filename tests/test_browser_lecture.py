@@ -43,6 +43,9 @@ GROUP_SPANS = f"""() => {{
 # the font size of every written label, in CSS pixels
 LABEL_SIZES = f"""() => [...{PLOT}.querySelectorAll('svg.label-layer .labels text')]
     .filter(t => t.getBoundingClientRect().width > 0).map(t => parseFloat(getComputedStyle(t).fontSize))"""
+# the main figure as drawn: its size less its box's (0, 0 when it fills it), and its axes' ranges
+DRAWN = f"""() => {{ const gd = {PLOT}, L = gd._fullLayout, box = gd.getBoundingClientRect();
+    return {{off: [L.width - box.width, L.height - box.height], x: L.xaxis.range, y: L.yaxis.range}}; }}"""
 
 
 def _must_label(step) -> set[str]:
@@ -106,6 +109,15 @@ def test_a_lecture_every_tour_step_is_readable(open_page, viewport, presenter):
         assert len(places) == 1, f"step {number}: Next moved, to {places}"  # a presenter's pointer stays on it
         if step.view.shown != "plane":
             continue
+        # drawn at its box's size, also when Next came from a tab that hid the plane (step 5's LayerNorm)
+        drawn = page.evaluate(DRAWN)
+        assert max(map(abs, drawn["off"])) <= 4, f"step {number}: the figure is {drawn['off']} px off its box"
+        if number == 6:  # the lecture's key slide, as its link draws it
+            linked = open_page(f"{'presenter=1&' if presenter else ''}step=6", viewport).evaluate(DRAWN)
+            for axis in ("x", "y"):
+                span = linked[axis][1] - linked[axis][0]
+                assert all(abs(a - b) <= 0.02 * span for a, b in zip(drawn[axis], linked[axis], strict=True)), \
+                    f"step 6 by Next: {axis} {drawn[axis]}, by its link {linked[axis]}"
         _assert_the_step_reads(page, number, step)
         assert _legend_under_the_tool_bar(page) == [], f"step {number}: the tool bar covers the legend"
         for group, (width, height) in page.evaluate(GROUP_SPANS).items():
@@ -275,11 +287,14 @@ def test_a_default_training_is_watched_as_it_goes_and_frozen_points_stay_still_o
                 summary: (document.querySelector('#train-summary') || {{}}).innerText || '',
                 token: at('token'), position: at('position')}};
     }}"""
-    before = page.evaluate(drawn)
     page.get_by_role("tab", name="Train").click()
     assert page.locator("#train-steps input").input_value() == "100"
     assert "frozen: position" in page.locator("#param-status").inner_text()
     page.locator("#loss-plot").wait_for(state="attached")  # the tab's controls are drawn as it opens
+    # on a phone the plot's box grows as the tour's text goes: the plot is drawn again to fill it
+    page.wait_for_function(f"() => Math.max(...({DRAWN})().off.map(Math.abs)) <= 4")
+    settle(page)
+    before = page.evaluate(drawn)
     # every state the page renders, recorded in the page at each change of its DOM (several
     # updates landing in one frame on a busy machine are each seen) and at each animation frame:
     # a sample from here, one round trip at a time, can miss one
