@@ -122,6 +122,7 @@
     const markers = new Boxes();
     const stacks = new Map();
     const points = new Map(); // trace name -> {at(i) -> [x, y] | null, reach(i), area, index}
+    let outside = 0; // drawn points past their axes (a training's held axes keep the scale they had)
     for (const trace of gd._fullData) {
       if (trace.visible !== true || !/^scatter(gl)?$/.test(trace.type) || !trace.x) continue;
       const xa = axisOf(layout, trace.xaxis, "x"), ya = axisOf(layout, trace.yaxis, "y");
@@ -146,11 +147,12 @@
       for (let i = 0; i < trace.x.length; i += 1) {
         const r = reach(i), p = r > 0 && at(i);
         if (!p) continue;
+        if (p[0] < area[0] - 0.5 || p[0] > area[2] + 0.5 || p[1] < area[1] - 0.5 || p[1] > area[3] + 0.5) outside += 1;
         markers.add([p[0] - r, p[1] - r, p[0] + r, p[1] + r]);
         stacks.set(spot(p), Math.max(r, stacks.get(spot(p)) || 0));
       }
     }
-    return { markers, points, stacks };
+    return { markers, points, stacks, outside };
   }
 
   // the plot's notes (its annotations, placed on the paper) in the figure's pixels, as plotly
@@ -222,7 +224,7 @@
   // each wanted label's place, in the order they get room: [{trace, point, text, colour, box,
   // baseline, leader}], and how many points wanted one
   function place(gd, labels) {
-    const { markers, points, stacks } = scan(gd);
+    const { markers, points, stacks, outside } = scan(gd);
     const written = new Boxes();
     const leaders = [];
     for (const box of notes(gd)) written.add(box);
@@ -278,7 +280,7 @@
       placed.push({ trace: name, point, text, colour: labels.colours[name], box, baseline: box[1] + m.ascent,
         leader, at: p, reach: r, must });
     }
-    return { placed, wanted: queue.length };
+    return { placed, wanted: queue.length, outside };
   }
 
   // the layer: an SVG of the page's own between plotly's plot and its notes, legend and hover
@@ -312,7 +314,7 @@
     const labels = gd.__labels;
     const layer = gd._fullLayout && layerOf(gd);
     if (!layer) return;
-    const { placed, wanted } = labels ? place(gd, labels) : { placed: [], wanted: 0 };
+    const { placed, wanted, outside } = labels ? place(gd, labels) : { placed: [], wanted: 0, outside: scan(gd).outside };
     gd.__placed = placed;
     set(layer, "width", gd._fullLayout.width);
     set(layer, "height", gd._fullLayout.height);
@@ -338,10 +340,12 @@
       set(lines[i], "y2", b[1].toFixed(1));
       set(lines[i], "stroke", label.colour);
     });
-    // how many of the points that want a label have one (the hover names the rest), in the
-    // figure's bottom-left corner, under the plot
+    // how many of the points that want a label have one (the hover names the rest), and how many
+    // points lie past the axes, in the figure's bottom-left corner, under the plot
     const count = layer.querySelector(".labelled-count");
-    count.textContent = placed.length < wanted ? `${placed.length} of ${wanted} labelled` : "";
+    count.textContent = [placed.length < wanted ? `${placed.length} of ${wanted} labelled` : "",
+      outside ? `${outside} point${outside > 1 ? "s" : ""} past the axes (double-click shows all)` : ""]
+      .filter(Boolean).join(" · ");
     set(count, "x", 4);
     set(count, "y", (gd._fullLayout.height - 4).toFixed(1));
     set(count, "font-size", Math.max(10, (labels ? labels.size : 10) - 1));

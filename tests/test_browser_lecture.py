@@ -43,6 +43,16 @@ GROUP_SPANS = f"""() => {{
 # the font size of every written label, in CSS pixels
 LABEL_SIZES = f"""() => [...{PLOT}.querySelectorAll('svg.label-layer .labels text')]
     .filter(t => t.getBoundingClientRect().width > 0).map(t => parseFloat(getComputedStyle(t).fontSize))"""
+# how many drawn markers of the view (not the vocabulary behind it; a line's unmarked bends are
+# not points) lie past their axes' ranges
+PAST_THE_AXES = f"""() => {{ const L = {PLOT}._fullLayout;
+    const inside = (v, axis) => v >= Math.min(...L[axis].range) && v <= Math.max(...L[axis].range);
+    return {PLOT}._fullData.filter(t => t.visible === true && t.name !== 'vocabulary' && t.legendgroup !== 'category'
+            && (t.mode || '').includes('markers') && t.x)
+        .reduce((n, t) => n + Array.from(t.x).filter((x, i) => x !== null && t.y[i] !== null
+            && (typeof t.marker.size === 'number' ? t.marker.size : t.marker.size[i]) > 0
+            && !(inside(x, t.xaxis.replace('x', 'xaxis')) && inside(t.y[i], t.yaxis.replace('y', 'yaxis')))
+        ).length, 0); }}"""
 # the main figure as drawn: its size less its box's (0, 0 when it fills it), and its axes' ranges
 DRAWN = f"""() => {{ const gd = {PLOT}, L = gd._fullLayout, box = gd.getBoundingClientRect();
     return {{off: [L.width - box.width, L.height - box.height], x: L.xaxis.range, y: L.yaxis.range}}; }}"""
@@ -323,6 +333,10 @@ def test_a_default_training_is_watched_as_it_goes_and_frozen_points_stay_still_o
     settle(page)
     after = page.evaluate(drawn)
     assert "before training" in page.locator("#embed-info").inner_text()
+    # the held axes keep their scale: a point the training took past them is counted under the plot
+    past, note = page.evaluate(PAST_THE_AXES), page.locator("#embed-plot .labelled-count").text_content()
+    said = f"{past} point{'s' if past > 1 else ''} past the axes"
+    assert (said in note) if past else "past" not in note, (past, note)
     assert after["token"] != before["token"]
 
     def moved(state) -> float:
