@@ -65,7 +65,10 @@ def test_the_figure_draws_them_where_the_core_puts_them(bert):
     assert trace["marker"]["size"][0] > trace["marker"]["size"][1]  # two answers: a larger marker
     assert {"class · sum", "class · output"} <= set(drawn)
     labels = embedding_spec(scene, compact=True)["layout"]["meta"]["labels"]
-    assert labels["texts"]["class"][:2] == ["queen ×2", "prince ×1"] and "class" in labels["order"]
+    assert labels["texts"]["class"][:2] == ["queen ×2", "prince ×1"]
+    # the class's words get room first and each is written with its count, however far: on a
+    # projector at step 6, "queen ×2" lost its spot to the step's star "queen" on the same point
+    assert labels["order"][0] == "class" and labels["must"]["class"] == [0, 1, 2]
 
 
 def test_only_the_shown_groups_get_a_class_trace(bert):

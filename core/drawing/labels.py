@@ -25,6 +25,7 @@ from core.plane.scene import Scene, segment_name
 LABEL_PRIORITY = ("segment", "token", "output", "sum", "position")
 TOKEN_GROUPS = ("token", "sum", "output")  # a point of these is labelled with its token
 SPELLED = 2  # the distinct names a shared point's label spells out; the rest are counted
+MUST_ANSWERS = 10  # a class's most given words, each labelled with its count wherever that takes it
 escape = functools.partial(html.escape, quote=False)  # as plotly's hover text and the columns' tokens are
 
 
@@ -65,10 +66,10 @@ def wanted(scene: Scene, order: np.ndarray, groups: Sequence[str], piles: Mappin
            answers: Mapping[str, Sequence[str]] | None = None) -> dict:
     """The figure's labels for the page to place (``layout.meta.labels``).
 
-    Order: the words a tour step's text names and the selected token first (`must`: placed
-    however far from their point they must go), then the segment rows' letters, the selected
-    token's neighbours (its stars), the search's entries, and every group's points in
-    `LABEL_PRIORITY`. A figure the page receives (compact) leaves the texts of the token groups
+    Order: a class's answers, then the words a tour step's text names and the selected token
+    (`must`: placed however far from their point they must go), then the segment rows' letters,
+    the selected token's neighbours (its stars), the search's entries, and every group's points
+    in `LABEL_PRIORITY`. A figure the page receives (compact) leaves the texts of the token groups
     out: the page reads them from the tokens it has (`core.drawing.wire`'s columns), by the
     same rule (`filled`).
 
@@ -78,8 +79,10 @@ def wanted(scene: Scene, order: np.ndarray, groups: Sequence[str], piles: Mappin
         trace (its ``text`` the entries' names, escaped for plotly).
     named: words (and positions) a tour step's text names; with the selected token they `must`
         be written, wherever that takes them.
-    answers: a class's traces and their points' labels ("queen ×7", escaped), by trace name: after
-        the search's entries, before the groups' tokens.
+    answers: a class's traces and their points' labels ("queen ×7", escaped, the most given first),
+        by trace name: the room goes to them first, and the `MUST_ANSWERS` most given must be
+        written (a projector that dropped "queen ×2" for the step's star "queen" on the same spot
+        hid the round's answer from the room).
 
     Returns ``{"size": px, "order": [trace, …], "colours": {trace: colour}, "texts": {trace:
     [str, …]}, "must": {trace: [point, …]}}``: the traces whose points want a label, in the order
@@ -119,8 +122,10 @@ def wanted(scene: Scene, order: np.ndarray, groups: Sequence[str], piles: Mappin
     searched = [] if layer is None else [layer["name"]]
     answers = answers or {}
     texts.update(answers)
+    for trace, said in answers.items():
+        must[trace] = list(range(min(len(said), MUST_ANSWERS)))
     first = [group for group in ranked if group == "segment"]
-    order_of = [*first, *stars.values(), *searched, *answers, *(group for group in ranked if group != "segment")]
+    order_of = [*answers, *first, *stars.values(), *searched, *(group for group in ranked if group != "segment")]
     return {"size": size, "order": order_of, "colours": {trace: colours[trace] for trace in order_of},
             "texts": texts, "must": must}
 
