@@ -338,8 +338,16 @@
   async function sendWord() {
     const input = document.getElementById("poll-answer");
     if (!input || !poll) return;
+    const before = own.length;
     const answer = await pollCall("answer", { word: input.value, round: poll.round });
-    if (!answer.error) input.value = "";
+    if (answer.error) return;
+    input.value = "";
+    // a word this page sent already is taken again without a change (a retry must not count twice):
+    // the student is told, not left wondering where it went
+    if (Array.isArray(answer.own) && answer.own.length === before) {
+      pollSaid = "You sent that word already: each word counts once. Try another.";
+      render();
+    }
   }
 
   async function downloadCsv() {

@@ -130,6 +130,10 @@ def test_a_lecturer_asks_three_students_answer_and_the_plane_shows_them(open_pag
                                timeout=60_000)
     assert follower.locator("#poll-student b").count() == 0
     assert follower.locator("#poll-own").text_content() == "You sent: queen (2 left)"
+    send(follower, "QUEEN")  # the same word again: counted once, and the student is told so
+    follower.wait_for_function("() => document.getElementById('poll-said').textContent.includes('already')",
+                               timeout=60_000)
+    assert follower.locator("#poll-own").text_content() == "You sent: queen (2 left)"
 
     lecturer.locator("#poll-prompt").fill("<i>Which</i> word & why?")
     lecturer.locator("#poll-ask").click()
