@@ -293,8 +293,9 @@
       .filter((t, i, all) => all.findIndex((u) => u.name === t.name) === i); // each word once: its first token
   }
 
-  // the class's words in the description: each with its count and the sentence's token drawn nearest it,
-  // in the first group they are placed in ("queen (2 answers, drawn nearest king)")
+  // the class's words in the description: each with its count and the sentence's word drawn nearest it
+  // (a token with a letter or a digit: "drawn nearest ." says nothing to a listener), in the first group
+  // they are placed in ("queen (2 answers, drawn nearest king)")
   function classWords() {
     for (const [group, name] of Object.entries(CLASS)) {
       const trace = host._fullData.find((t) => t.name === name);
@@ -305,7 +306,8 @@
         const here = coordinates(trace, i);
         let nearest = null;
         for (const token of plane.tokens) {
-          const found = MARKERS.includes(token.name) ? null : pointOf(token.position, group);
+          const found = MARKERS.includes(token.name) || !/[\p{L}\p{N}]/u.test(token.name) ? null
+            : pointOf(token.position, group);
           if (!found || found[0].xaxis !== trace.xaxis) continue;
           const apart = distance(here, coordinates(...found));
           if (!nearest || apart < nearest[0]) nearest = [apart, token.name];

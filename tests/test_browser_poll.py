@@ -65,7 +65,8 @@ def send(page, word: str, *, tap: bool = False) -> None:
 
 def core_points(class_id: str, drawn: tuple) -> tuple[np.ndarray, list[str]]:
     """Where the core places these words in the lecturer's plane (its tab's view and tables), and
-    for each the sentence's word whose token point is nearest it there (markers left out)."""
+    for each the sentence's word whose token point is nearest it there (markers and punctuation
+    left out: a listener hears a word)."""
     from core.plane.classwords import Answers
     from core.plane.pipeline import explore_view
     from core.serving.classroom import Leader
@@ -75,7 +76,8 @@ def core_points(class_id: str, drawn: tuple) -> tuple[np.ndarray, list[str]]:
                and tab.member.class_id == class_id)
     scene = explore_view(tab.view, tab.session, answers=Answers(drawn)).scene
     points = scene.answers.points["token"]
-    words = [i for i, special in enumerate(scene.special_mask) if not special]
+    words = [i for i, special in enumerate(scene.special_mask)
+             if not special and any(c.isalnum() for c in scene.tokens[i])]
     apart = np.linalg.norm(points[:, None, :] - scene.points["token"][words][None, :, :], axis=-1)
     return points, [scene.tokens[words[i]] for i in apart.argmin(axis=1)]
 
