@@ -141,6 +141,10 @@ def test_a_lecture_every_tour_step_is_readable(open_page, viewport, presenter):
     if presenter:
         height = page.evaluate(f"() => {PLOT}.getBoundingClientRect().height")
         assert height >= 0.6 * viewport[1], f"the plot is {height:.0f} px tall on a {viewport[1]} px screen"
+        # the tabs a lecturer clicks are read from the room too, not left at 14 px beside 21 px text
+        sizes = page.evaluate("() => [...document.querySelectorAll('[role=tab]')].filter(t => t.offsetWidth)"
+                              ".map(t => parseFloat(getComputedStyle(t).fontSize))")
+        assert sizes and min(sizes) >= 18, sizes
     assert page.errors == []
 
 
