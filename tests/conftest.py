@@ -29,7 +29,8 @@ CHROMIUM_ARGS = [
 ]
 # the address bar's two popups: pages of Chromium's own UI that each new window loads in a renderer
 # of its own beside the page's, though a headless window has no address bar to show them. Without
-# them a page opens in 0.4-0.5 fewer CPU-seconds of this machine (of 3.2-3.4)
+# them a page opens in 2.4-2.6 CPU-seconds of this machine instead of 3.2-3.6 (three paired rounds
+# of six pages as tabs, whole-machine CPU, 7 Dec 2026)
 UNSEEN_FEATURES = ("WebUIOmniboxPopup", "WebUIOmniboxAimPopup")
 
 
@@ -142,8 +143,9 @@ def browsers(browser):
     new tab of one, as a student opens a link in the browser they already use. Each tab is a
     visitor of its own to the app (its key is kept in the tab's sessionStorage; the app sets no
     cookie), and the context's cache keeps gradio's scripts and plotly.js between tabs: a page opens
-    in 5.6–5.7 CPU-seconds of this machine instead of 6.1–7.7 in a context of its own
-    (`python -m bench.idle_page`, and the same with the tests' own script and wait)."""
+    in 2.4–2.6 CPU-seconds of this machine instead of 2.6–2.8 in a context of its own, with
+    `launch_chromium`'s flags (the same probe as UNSEEN_FEATURES'; `python -m bench.idle_page`
+    compares the two against a minimal gradio page)."""
     from tests.browser import new_context
 
     contexts: dict = {}  # a viewport (width, height) -> its context
