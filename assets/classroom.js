@@ -75,18 +75,25 @@
     if (answer && !answer.error && window.embeddingExplorer) window.embeddingExplorer.receive(answer);
   }
   // a phone that follows puts each new step on screen as its own Next would: the step's buttons at
-  // the top, its text and its plot under them (another tab's lesson: the plot at the top). Once
+  // the top, its text and its plot under them. The plot goes to the top instead when the lecturer
+  // leaves the Tour tab (Train: the phone's plot is then above the panel, and the points move) or
+  // a round is open (the banner takes the screen's last lines, where the plot would be). Once
   // gradio has shown the lesson: its tour text names the step
   let scrolledTo = null;
-  function showStep(step) {
-    if (!step || step === scrolledTo || !matchMedia("(max-width: 600px)").matches) return;
-    scrolledTo = step;
+  const phone = () => matchMedia("(max-width: 600px)").matches;
+  const plotToTop = () => document.getElementById("embed-plot").scrollIntoView({ block: "start" });
+  async function showStep(step) {
+    if (!step || !phone()) return;
+    await window.embeddingExplorer.painted();  // the lesson's tab and text are on the page
+    const tour = Boolean(document.querySelector("#main-row.on-tour"));  // the Tour tab is open (assets/explorer.js)
+    const place = `${step} ${tour}`;
+    if (place === scrolledTo) return;
+    scrolledTo = place;
     const text = document.querySelector("#tour-text");
     const ready = () => text && text.innerText.includes(`Step ${step} of`);
     const go = () => {
-      const tour = document.querySelector("#main-row.on-tour");  // the Tour tab is open (assets/explorer.js)
-      const target = document.querySelector(tour ? "#tour-buttons .tour-buttons" : "#embed-plot");
-      if (target) target.scrollIntoView({ block: "start" });
+      if (!tour || document.getElementById("poll-student")) plotToTop();
+      else document.querySelector("#tour-buttons .tour-buttons").scrollIntoView({ block: "start" });
     };
     if (ready()) { go(); return; }
     const watcher = new MutationObserver(() => {
@@ -326,6 +333,7 @@
         + '<button id="poll-send" class="class-button" type="submit">Send</button></form>'
         + '<p id="poll-said" aria-live="polite"></p><p id="poll-own"></p>';
       element.appendChild(part);
+      if (phone()) plotToTop();  // the words are chosen from the plot, above the banner
     }
     text(document.getElementById("poll-question"), poll.prompt); // as text: a prompt is never markup
     const left = Math.max(0, PER_STUDENT - own.length);

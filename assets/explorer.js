@@ -139,6 +139,14 @@
     }
   });
   const keys = () => window.embeddingExplorerKeys; // assets/plotkeys.js
+  // presenter mode keeps its control column where the row opens on the page (assets/style.css):
+  // that place, measured again whenever the page's size changes (the sentences' row may grow)
+  const columnPlace = new ResizeObserver(() => {
+    const row = document.getElementById("main-row");
+    if (!row) return;
+    const top = `${Math.max(0, Math.round(row.getBoundingClientRect().top + scrollY))}px`;
+    if (document.body.style.getPropertyValue("--column-top") !== top) document.body.style.setProperty("--column-top", top);
+  });
 
   // the background goes first, so it is drawn behind the tokens (it is SVG: core/drawing/figures.py
   // background_trace); a stale copy is replaced
@@ -526,6 +534,12 @@
     try { figure = JSON.parse(json); } catch (error) { return; }
     if (Plotly) await Plotly.react(host, figure.data, { ...figure.layout, autosize: true },
       { responsive: true, displaylogo: false, ...(figure.config || {}) });
+    // a chart drawn in the presenter's control column (a training's loss curve, as it grows) is
+    // kept in its view, beside the plot: the column scrolls on its own there (assets/style.css).
+    // Once the text written with it is laid out
+    if (document.body.classList.contains("presenter") && element.closest("#control-column")) {
+      requestAnimationFrame(() => element.scrollIntoView({ block: "nearest" }));
+    }
   }
 
   // a keystroke in a sentence box goes straight to the server (a value gradio sets, from a
@@ -609,11 +623,19 @@
     },
     // Train pressed (ui/trainpanel.py): {steps, corpus}, its curve streamed as it goes
     train(change) {
-      stream("train", change);
+      // a phone's plot is above the Train button, off the screen: the points that move are put
+      // on it, and kept there once the training's last figure is written (the curve and the
+      // summary are below, a scroll away)
+      const toPlot = () => {
+        if (matchMedia("(max-width: 600px)").matches) document.getElementById("embed-plot").scrollIntoView({ block: "start" });
+      };
+      toPlot();
+      stream("train", change).then(painted).then(toPlot);
       return [];
     },
     upload,
     events,
+    painted,
     chart,
     // an output this script writes (ui/assets.py written_by_page, chart): its setter, given a value
     // that came before it was there
@@ -628,6 +650,7 @@
     setBackground,
     presenter(on) {
       document.body.classList.toggle("presenter", Boolean(on));  // the plots' boxes grow with it (`boxes`)
+      if (on) columnPlace.observe(document.body); else columnPlace.disconnect();
       return [];
     },
     // the plot as it is on screen, at three times its pixels: the layout's own width and

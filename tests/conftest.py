@@ -184,6 +184,31 @@ def page(open_page):
     return open_page()
 
 
+def phone(browser, app_url: str, query: str, contexts: list):
+    """A phone's page (390 × 844, touch), opened at the class link."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True,
+                                  device_scale_factor=2)
+    contexts.append(context)
+    from tests.browser import COUNT_REQUESTS, ready
+
+    context.add_init_script(COUNT_REQUESTS)
+    page = context.new_page()
+    page.errors = []
+    page.on("pageerror", lambda error: page.errors.append(str(error)))
+    page.goto(f"{app_url}?{query}")
+    ready(page)
+    return page
+
+
+@pytest.fixture()
+def phones(browser, app_url):
+    """Phones' pages (390 × 844, touch), each in a context of its own, opened at a query."""
+    contexts: list = []
+    yield lambda query: phone(browser, app_url, query, contexts)
+    for context in contexts:
+        context.close()
+
+
 class RedisServer:
     """A redis-server of a test's own on a free loopback port, keeping nothing on disk: stopped and
     started again (empty, on the same port) as a class server's Redis is when it restarts."""

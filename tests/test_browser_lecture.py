@@ -13,14 +13,17 @@ import io
 import json
 import math
 import os
+import re
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 from PIL import Image
 
 from core.view.tour import STEPS
 from tests.browser import LABELS, PLOT, label_faults, open_accordion, overlap, settle
+from tests.test_browser_class import classes_end, counts, start_class  # noqa: F401 (its fixture)
+from tests.test_browser_poll import HAS, send
 from tests.test_tour import named_in
 
 pytestmark = pytest.mark.browser
@@ -98,10 +101,47 @@ def _in_view(page, selector: str) -> bool:
         and box["x"] >= 0 and box["x"] + box["width"] <= size["width"]
 
 
-@pytest.mark.parametrize("viewport, presenter", [((1920, 1080), True), ((1440, 900), False)],
-                         ids=["presenter-1920x1080", "1440x900"])
-def test_a_lecture_every_tour_step_is_readable(open_page, viewport, presenter):
-    page = open_page("presenter=1" if presenter else "", viewport)
+def _assert_the_plane_reads(page, number: int, step) -> None:
+    """A tour step's plane as the room sees it: drawn at its box's size (also when Next came from
+    a tab that hid it, step 5's LayerNorm), its labels readable and every named word labelled, every
+    drawn point inside the axes or counted in the plot's corner note, the legend clear of the tool
+    bar, no group a blob, the vocabulary behind the tokens."""
+    drawn = page.evaluate(DRAWN)
+    assert max(map(abs, drawn["off"])) <= 4, f"step {number}: the figure is {drawn['off']} px off its box"
+    _assert_the_step_reads(page, number, step)
+    assert _past_the_axes_said(page), f"step {number}: points past the axes that no note counts"
+    assert _legend_under_the_tool_bar(page) == [], f"step {number}: the tool bar covers the legend"
+    for group, (width, height) in page.evaluate(GROUP_SPANS).items():
+        assert max(width, height) >= 0.1, f"step {number}: the {group} points are a blob ({width:.2f}×{height:.2f})"
+    names = page.evaluate(f"() => {PLOT}.data.map(t => [t.name, t.type])")
+    if any(name == "vocabulary" for name, _ in names):
+        order = [name for name, _ in names]
+        kinds = dict(names)
+        assert order.index("vocabulary") < order.index("token"), "the background must be drawn first"
+        assert kinds["vocabulary"] == kinds["token"], "WebGL draws over SVG: both must share a renderer"
+
+
+def _past_the_axes_said(page) -> bool:
+    """Whether the plot's corner note counts exactly the drawn points past the axes (and says
+    nothing of them when there are none)."""
+    past = page.evaluate(PAST_THE_AXES)
+    note = page.locator("#embed-plot .labelled-count").text_content() or ""
+    said = re.search(r"(\d+) points? past the axes", note)
+    return (int(said.group(1)) if said else 0) == past
+
+
+def _axes_within(drawn: dict, other: dict, share: float = 0.02) -> list[str]:
+    """The axes of `drawn` that differ from `other`'s by more than `share` of their span."""
+    return [axis for axis in ("x", "y")
+            if not all(abs(a - b) <= share * (other[axis][1] - other[axis][0])
+                       for a, b in zip(drawn[axis], other[axis], strict=True))]
+
+
+def test_a_lecture_every_tour_step_is_readable(open_page):
+    """At 1440×900, without presenter mode (the lecture driven on a projector, with a class, is
+    `test_a_lecturer_drives_the_lecture_with_a_laptop_and_a_phone_following`)."""
+    viewport = (1440, 900)
+    page = open_page("", viewport)
     # a first visit opens on the tour, its text and Next in view beside the plot
     assert page.get_by_role("tab", name="Tour").get_attribute("aria-selected") == "true"
     assert _in_view(page, "#tour-next") and _in_view(page, "#tour-text")
@@ -116,36 +156,139 @@ def test_a_lecture_every_tour_step_is_readable(open_page, viewport, presenter):
             assert _in_view(page, selector), f"step {number}: {selector} is out of view"
         box = page.locator("#tour-next").bounding_box()
         places.add((round(box["x"]), round(box["y"])))
-        assert len(places) == 1, f"step {number}: Next moved, to {places}"  # a presenter's pointer stays on it
+        assert len(places) == 1, f"step {number}: Next moved, to {places}"  # a pointer stays on it
+        if step.view.shown == "plane":
+            _assert_the_plane_reads(page, number, step)
+            if number == 6:  # the lecture's key slide, as its link draws it
+                linked = open_page("step=6", viewport).evaluate(DRAWN)
+                assert _axes_within(page.evaluate(DRAWN), linked) == [], "step 6 by Next differs from its link"
+    assert page.errors == []
+
+
+def _on_one_screen(page, *selectors: str, plot: bool = True) -> list[str]:
+    """Of the plot (unless a side view is shown) and these elements, those not wholly on the
+    screen, or under the class banner."""
+    size = page.viewport_size
+    banner = page.locator("#class-banner").bounding_box() if page.locator("#class-banner").count() else None
+    faults = []
+    for selector in ("#embed-plot .js-plotly-plot", *selectors)[0 if plot else 1:]:
+        box = page.locator(selector).first.bounding_box()
+        if box is None or box["y"] < 0 or box["y"] + box["height"] > size["height"] + 1 \
+                or box["x"] < 0 or box["x"] + box["width"] > size["width"] + 1:
+            faults.append(f"{selector} is off the screen: {box}")
+        elif banner and overlap([box["x"], box["y"], box["x"] + box["width"], box["y"] + box["height"]],
+                                [banner["x"], banner["y"], banner["x"] + banner["width"],
+                                 banner["y"] + banner["height"]]) > 0:
+            faults.append(f"the class banner covers {selector}")
+    return faults
+
+
+def _class_labelled(page) -> list[str]:
+    """The class's answers (as the class trace names them, "queen ×2") that no label writes."""
+    answers = page.evaluate(f"""() => {{ const t = {PLOT}.data.find(t => t.name === 'class');
+        return t ? Array.from(t.hovertext).map(h => h.split('<br>')[0]) : []; }}""")
+    written = {label["text"] for label in page.evaluate(LABELS)}
+    return [answer for answer in answers if answer not in written]
+
+
+def test_a_lecturer_drives_the_lecture_with_a_laptop_and_a_phone_following(open_page, phones):
+    """The lecture as a lecturer gives it, on a 1920×1080 projector in presenter mode: a class
+    started on step 1, a laptop and a phone following, every step reached by Next, a round of
+    answers on step 6, Train on step 7, and back by Previous. At every step the room sees the
+    figure fill its box (step 6 as its link draws it), every named word and every class answer
+    labelled with its count, every point inside the axes or counted in a note, and the step's
+    controls (Next, *Ask the class*, the loss curve) on one screen with the plot, none under the
+    class banner; the phone keeps its plot in view, clear of its banner, through the round and
+    the training. Before, step 6 by Next was drawn at a stale size, "queen ×2" went unlabelled,
+    a trained point left the plot unsaid, *Ask the class* and the loss curve were below the fold,
+    and the phone's plot was scrolled 1,085 px away after Train."""
+    viewport = (1920, 1080)
+    lecturer = open_page("presenter=1", viewport)
+    assert lecturer.get_by_role("tab", name="Tour").get_attribute("aria-selected") == "true"
+    class_id = parse_qs(urlsplit(start_class(lecturer)).query)["class"][0]
+    laptop = open_page(f"class={class_id}", (1440, 900))
+    phone = phones(f"class={class_id}")
+    counts(lecturer, 2, 2)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    places, step6 = set(), None
+    for number, step in enumerate(STEPS, 1):
+        _next(lecturer, number)
+        for follower in (laptop, phone):
+            follower.wait_for_function(
+                f"() => document.querySelector('#tour-text').innerText.includes('Step {number} of')", timeout=60_000)
+        lecturer.screenshot(path=str(ARTIFACTS / f"lecture-1920x1080-step{number}.png"))
+        assert _on_one_screen(lecturer, "#tour-next", "#tour-previous", "#tour-text",
+                              plot=step.view.shown == "plane") == [], f"step {number}"
+        box = lecturer.locator("#tour-next").bounding_box()
+        places.add((round(box["x"]), round(box["y"])))
+        assert len(places) == 1, f"step {number}: Next moved, to {places}"  # the presenter's pointer stays on it
         if step.view.shown != "plane":
             continue
-        # drawn at its box's size, also when Next came from a tab that hid the plane (step 5's LayerNorm)
-        drawn = page.evaluate(DRAWN)
-        assert max(map(abs, drawn["off"])) <= 4, f"step {number}: the figure is {drawn['off']} px off its box"
-        if number == 6:  # the lecture's key slide, as its link draws it
-            linked = open_page(f"{'presenter=1&' if presenter else ''}step=6", viewport).evaluate(DRAWN)
-            for axis in ("x", "y"):
-                span = linked[axis][1] - linked[axis][0]
-                assert all(abs(a - b) <= 0.02 * span for a, b in zip(drawn[axis], linked[axis], strict=True)), \
-                    f"step 6 by Next: {axis} {drawn[axis]}, by its link {linked[axis]}"
-        _assert_the_step_reads(page, number, step)
-        assert _legend_under_the_tool_bar(page) == [], f"step {number}: the tool bar covers the legend"
-        for group, (width, height) in page.evaluate(GROUP_SPANS).items():
-            assert max(width, height) >= 0.1, f"step {number}: the {group} points are a blob ({width:.2f}×{height:.2f})"
-        names = page.evaluate(f"() => {PLOT}.data.map(t => [t.name, t.type])")
-        if any(name == "vocabulary" for name, _ in names):
-            order = [name for name, _ in names]
-            kinds = dict(names)
-            assert order.index("vocabulary") < order.index("token"), "the background must be drawn first"
-            assert kinds["vocabulary"] == kinds["token"], "WebGL draws over SVG: both must share a renderer"
-    if presenter:
-        height = page.evaluate(f"() => {PLOT}.getBoundingClientRect().height")
-        assert height >= 0.6 * viewport[1], f"the plot is {height:.0f} px tall on a {viewport[1]} px screen"
-        # the tabs a lecturer clicks are read from the room too, not left at 14 px beside 21 px text
-        sizes = page.evaluate("() => [...document.querySelectorAll('[role=tab]')].filter(t => t.offsetWidth)"
+        _assert_the_plane_reads(lecturer, number, step)
+        if number != 6:
+            continue
+        linked = open_page("presenter=1&step=6", viewport).evaluate(DRAWN)
+        assert _axes_within(lecturer.evaluate(DRAWN), linked) == [], "step 6 by Next differs from its link"
+        # a round: asked from the column beside the plot, which stays on the screen the room sees
+        lecturer.locator("#poll-prompt").fill("A word next to king?")
+        lecturer.locator("#poll-ask").scroll_into_view_if_needed()
+        assert _on_one_screen(lecturer, "#poll-ask", "#poll-prompt") == [], "asking the class"
+        lecturer.locator("#poll-ask").click()
+        for follower in (laptop, phone):
+            follower.wait_for_function("() => (document.getElementById('poll-question') || {}).textContent"
+                                       " === 'A word next to king?'", timeout=60_000)
+        send(laptop, "queen")
+        send(phone, "queen", tap=True)
+        phone.wait_for_function("() => document.getElementById('poll-own').textContent.includes('queen')",
+                                timeout=60_000)
+        send(phone, "prince", tap=True)
+        for page in (lecturer, laptop, phone):
+            page.wait_for_function(HAS, arg=["queen ×2", "prince ×1"], timeout=60_000)
+            settle(page)
+        assert _on_one_screen(lecturer, "#poll-ask", "#poll-status") == [], "the round's answers"
+        for page in (lecturer, laptop, phone):
+            assert _class_labelled(page) == [], f"{page.viewport_size}: class answers unlabelled"
+        _assert_the_plane_reads(lecturer, number, step)
+        assert _on_one_screen(phone) == [], "the phone's plot during the round"
+        step6 = lecturer.evaluate(DRAWN)
+        lecturer.screenshot(path=str(ARTIFACTS / "lecture-1920x1080-step6-round.png"))
+        phone.screenshot(path=str(ARTIFACTS / "lecture-phone-step6-round.png"))
+
+    # step 7: Train, watched by the room and by the phone
+    lecturer.get_by_role("tab", name="Train").click()
+    settle(lecturer)
+    lecturer.locator("#train-button").click()
+    lecturer.wait_for_function(
+        "() => (document.querySelector('#train-summary') || {}).innerText?.startsWith('Trained')", timeout=120_000)
+    lecturer.wait_for_function("() => document.querySelector('#loss-plot .js-plotly-plot')", timeout=60_000)
+    settle(lecturer)
+    # the phone follows the lecturer to the Train panel (its training is the lecturer's alone)
+    phone.wait_for_function("() => document.querySelector('#main-row:not(.on-tour)')", timeout=60_000)
+    settle(phone)
+    lecturer.screenshot(path=str(ARTIFACTS / "lecture-1920x1080-trained.png"))
+    phone.screenshot(path=str(ARTIFACTS / "lecture-phone-trained.png"))
+    assert _on_one_screen(lecturer, "#loss-plot .js-plotly-plot", "#train-summary") == [], "after Train"
+    assert _past_the_axes_said(lecturer), "after Train: points past the axes that no note counts"
+    assert _class_labelled(lecturer) == [], "after Train: class answers unlabelled"
+    assert _on_one_screen(phone) == [], "the phone's plot after Train"
+
+    # and back by Previous: step 6 as it was drawn with the class's answers
+    lecturer.get_by_role("tab", name="Tour").click()
+    lecturer.locator("#tour-previous").click()
+    lecturer.wait_for_function("() => document.querySelector('#tour-text').innerText.includes('Step 6 of')",
+                               timeout=60_000)
+    settle(lecturer)
+    assert _axes_within(lecturer.evaluate(DRAWN), step6) == [], "step 6 by Previous differs from step 6 by Next"
+    _assert_the_plane_reads(lecturer, 6, STEPS[5])
+
+    height = lecturer.evaluate(f"() => {PLOT}.getBoundingClientRect().height")
+    assert height >= 0.6 * viewport[1], f"the plot is {height:.0f} px tall on a {viewport[1]} px screen"
+    # the tabs a lecturer clicks are read from the room too, not left at 14 px beside 21 px text
+    sizes = lecturer.evaluate("() => [...document.querySelectorAll('[role=tab]')].filter(t => t.offsetWidth)"
                               ".map(t => parseFloat(getComputedStyle(t).fontSize))")
-        assert sizes and min(sizes) >= 18, sizes
-    assert page.errors == []
+    assert sizes and min(sizes) >= 18, sizes
+    for page in (lecturer, laptop, phone):
+        assert page.errors == []
 
 
 def _legend_under_the_tool_bar(page) -> list[str]:
@@ -338,10 +481,11 @@ def test_a_default_training_is_watched_as_it_goes_and_frozen_points_stay_still_o
     after = page.evaluate(drawn)
     assert "before training" in page.locator("#embed-info").inner_text()
     # the held axes keep their scale: a point the training took past them is counted under the plot
-    past, note = page.evaluate(PAST_THE_AXES), page.locator("#embed-plot .labelled-count").text_content()
-    said = f"{past} point{'s' if past > 1 else ''} past the axes"
-    assert (said in note) if past else "past" not in note, (past, note)
+    assert _past_the_axes_said(page), "points past the axes that no note counts"
     assert after["token"] != before["token"]
+    # the points that moved were watched: on a phone, Train (under the plot) put the plot on the screen
+    if viewport[0] < 600:
+        assert _on_one_screen(page) == [], "the plot after Train"
 
     def moved(state) -> float:
         return max(abs(a - b) for now, then in zip(state["position"], before["position"], strict=True)

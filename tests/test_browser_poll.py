@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 import numpy as np
 import pytest
 
-from tests.browser import COUNT_REQUESTS, PLOT, ready
+from tests.browser import PLOT
 from tests.test_browser_class import STARTED, classes_end, counts, start_class  # noqa: F401 (its fixture)
 
 pytestmark = pytest.mark.browser
@@ -31,28 +31,6 @@ HAS = f"""(words) => {{
     const hover = trace ? Array.from(trace.hovertext).map(h => h.split('<br>')[0]) : [];
     return JSON.stringify(hover) === JSON.stringify(words);
 }}"""
-
-
-def phone(browser, app_url: str, query: str, contexts: list):
-    """A phone's page (390 × 844, touch), opened at the class link."""
-    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True,
-                                  device_scale_factor=2)
-    contexts.append(context)
-    context.add_init_script(COUNT_REQUESTS)
-    page = context.new_page()
-    page.errors = []
-    page.on("pageerror", lambda error: page.errors.append(str(error)))
-    page.goto(f"{app_url}?{query}")
-    ready(page)
-    return page
-
-
-@pytest.fixture()
-def phones(browser, app_url):
-    contexts: list = []
-    yield lambda query: phone(browser, app_url, query, contexts)
-    for context in contexts:
-        context.close()
 
 
 def send(page, word: str, *, tap: bool = False) -> None:

@@ -78,12 +78,14 @@ TOUR_BUTTONS = ('<div class="tour-buttons"><button id="tour-previous" type="butt
                 '</button><button id="tour-next" type="button" class="tour-button primary">Next →</button></div>')
 # a press moves the tour over the page's route (`move`). On a phone the step's
 # buttons and text sit above its plot (assets/style.css): a step starts with them at the top of
-# the screen, so its text and its plot are seen together
+# the screen, so its text and its plot are seen together. In presenter mode the control column
+# scrolls on its own (to the class's controls): a step starts with its text at the column's top
 TOUR_BUTTONS_JS = """
 element.addEventListener('click', (event) => {
   const button = event.target.closest && event.target.closest('#tour-previous, #tour-next');
   if (!button) return;
   window.embeddingExplorer.set({move: button.id === 'tour-next' ? 1 : -1});
   if (matchMedia('(max-width: 600px)').matches) button.parentElement.scrollIntoView({block: 'start'});
+  else document.getElementById('control-column').scrollTop = 0;
 });
 """
