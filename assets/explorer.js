@@ -322,17 +322,21 @@
   // two calls are on their way (one computing, one waiting); what is made meanwhile is merged
   // into the next. A tour step, an example pair or Back goes alone, after the calls before it
   // each the server's to compute, alone: a view it makes, or work (a refit, the link, an export, the token list)
-  const ALONE = ["move", "example", "back", "flip", "listing", "reset", "refit", "link", "export", "picker"];
+  const ALONE = ["move", "go", "example", "back", "flip", "listing", "reset", "refit", "link", "export", "picker"];
   const plain = (change) => !ALONE.some((name) => name in change);
   let calls = 0;
   let alone = false;  // the call on its way is a tour step or an example pair
   let queued = null;
   function send(change) {
-    // presses of Next and Previous made while one is in flight add up: none is lost; two presses
-    // of Flip cancel
+    // presses of Next and Previous made while one is in flight add up: none is lost; a step chosen
+    // in the picker replaces them, and those pressed after it count from it; two presses of Flip cancel
     const move = queued && "move" in queued && "move" in change ? { move: queued.move + change.move } : {};
     const flip = queued && "flip" in queued && "flip" in change ? { flip: queued.flip !== change.flip } : {};
-    queued = { ...(queued || {}), ...change, ...move, ...flip };
+    if (queued && "go" in change) delete queued.move;
+    const go = queued && "go" in queued && "move" in change
+      ? { go: Math.min(Math.max(queued.go + change.move, 1), window.EMBEDDING_EXPLORER_STEPS) } : {};
+    queued = { ...(queued || {}), ...change, ...move, ...flip, ...go };
+    if ("go" in go) delete queued.move;
     flush();
   }
   async function flush() {
@@ -481,6 +485,7 @@
     }
     if (handed && handOver) handOver();
     written.forEach((done) => done());
+    document.dispatchEvent(new CustomEvent("explorer:written")); // the tour's picker follows (assets/tour.js)
   }
   // the hand-over event's script (ui/page.py `hand_over`): its outputs' element ids, in the order
   // gradio lists them, and their values; gradio leaves an output whose value is undefined as it is

@@ -1,6 +1,6 @@
 """The lecture hall in a real Chromium: every tour step readable at 1920×1080 in presenter mode
-and at 1440×900, a phone, the keyboard alone, the PNG, search, 3-D, the listing's layer, a
-live loss curve, and the legend's choices kept while typing.
+and at 1440×900, the step picker from the keyboard, a phone, the keyboard alone, the PNG, search,
+3-D, the listing's layer, a live loss curve, and the legend's choices kept while typing.
 
 What the page shows is read from the plot's own data and the DOM's boxes, never from pixels;
 screenshots of each tour step go to $TEST_ARTIFACTS (default /tmp/embedding-explorer-artifacts)
@@ -20,7 +20,7 @@ import pytest
 from PIL import Image
 
 from core.view.tour import STEPS
-from tests.browser import LABELS, PLOT, label_faults, open_accordion, overlap, settle
+from tests.browser import COORDINATES, LABELS, PLOT, label_faults, open_accordion, overlap, settle
 from tests.test_tour import named_in
 
 pytestmark = pytest.mark.browser
@@ -102,28 +102,32 @@ def _in_view(page, selector: str) -> bool:
                          ids=["presenter-1920x1080", "1440x900"])
 def test_a_lecture_every_tour_step_is_readable(open_page, viewport, presenter):
     page = open_page("presenter=1" if presenter else "", viewport)
+    assert page.locator("#tour-step").input_value() == ""  # off the tour: the picker's neutral entry
     # a first visit opens on the tour, its text and Next in view beside the plot
     assert page.get_by_role("tab", name="Tour").get_attribute("aria-selected") == "true"
     assert _in_view(page, "#tour-next") and _in_view(page, "#tour-text")
     assert 0 <= page.locator("#embed-plot").bounding_box()["y"] < viewport[1] / 2
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    places = set()
+    places, drawn_by_next = set(), {}
     for number, step in enumerate(STEPS, 1):
         _next(page, number)
         page.screenshot(path=str(ARTIFACTS / f"tour-{viewport[0]}x{viewport[1]}-step{number}.png"))
         # the step's text and its buttons are on screen, not scrolled away
-        for selector in ("#tour-next", "#tour-previous", "#tour-text"):
+        for selector in ("#tour-next", "#tour-previous", "#tour-step", "#tour-text"):
             assert _in_view(page, selector), f"step {number}: {selector} is out of view"
+        assert page.locator("#tour-step").input_value() == str(number), f"step {number}: the picker shows another"
         box = page.locator("#tour-next").bounding_box()
         places.add((round(box["x"]), round(box["y"])))
         assert len(places) == 1, f"step {number}: Next moved, to {places}"  # a presenter's pointer stays on it
         if step.view.shown != "plane":
             continue
+        drawn_by_next[number] = page.evaluate(COORDINATES)
         # drawn at its box's size, also when Next came from a tab that hid the plane (step 5's LayerNorm)
         drawn = page.evaluate(DRAWN)
         assert max(map(abs, drawn["off"])) <= 4, f"step {number}: the figure is {drawn['off']} px off its box"
         if number == 6:  # the lecture's key slide, as its link draws it
-            linked = open_page(f"{'presenter=1&' if presenter else ''}step=6", viewport).evaluate(DRAWN)
+            by_link = open_page(f"{'presenter=1&' if presenter else ''}step=6", viewport)
+            linked = by_link.evaluate(DRAWN)
             for axis in ("x", "y"):
                 span = linked[axis][1] - linked[axis][0]
                 assert all(abs(a - b) <= 0.02 * span for a, b in zip(drawn[axis], linked[axis], strict=True)), \
@@ -138,6 +142,25 @@ def test_a_lecture_every_tour_step_is_readable(open_page, viewport, presenter):
             kinds = dict(names)
             assert order.index("vocabulary") < order.index("token"), "the background must be drawn first"
             assert kinds["vocabulary"] == kinds["token"], "WebGL draws over SVG: both must share a renderer"
+    # the picker, from the keyboard (Tab from Previous, then a step's number): the step as Next drew it,
+    # in the text, the plot and the address bar; Next where it was; Back goes to the step before
+    page.locator("#tour-previous").focus()
+    page.keyboard.press("Tab")
+    assert page.evaluate("() => document.activeElement.id") == "tour-step"
+    page.keyboard.press("3")
+    page.wait_for_function("() => document.querySelector('#tour-text').innerText.includes('Step 3 of 7')",
+                           timeout=60_000)
+    settle(page)
+    assert page.evaluate(COORDINATES) == drawn_by_next[3]
+    assert "step=3" in page.url and page.locator("#tour-step").input_value() == "3"
+    box = page.locator("#tour-next").bounding_box()
+    assert {(round(box["x"]), round(box["y"]))} == places, "Next moved after a jump"
+    _assert_one_row_of_targets(page)
+    page.go_back()
+    page.wait_for_function(f"() => document.querySelector('#tour-text').innerText.includes('Step {len(STEPS)} of')",
+                           timeout=60_000)
+    settle(page)
+    assert page.locator("#tour-step").input_value() == str(len(STEPS)) and f"step={len(STEPS)}" in page.url
     if presenter:
         height = page.evaluate(f"() => {PLOT}.getBoundingClientRect().height")
         assert height >= 0.6 * viewport[1], f"the plot is {height:.0f} px tall on a {viewport[1]} px screen"
@@ -146,6 +169,16 @@ def test_a_lecture_every_tour_step_is_readable(open_page, viewport, presenter):
                               ".map(t => parseFloat(getComputedStyle(t).fontSize))")
         assert sizes and min(sizes) >= 18, sizes
     assert page.errors == []
+
+
+def _assert_one_row_of_targets(page) -> None:
+    """Previous, the step picker and Next side by side on one line, inside the screen, each a
+    target of 24 px or more (WCAG 2.2's target size)."""
+    boxes = [page.locator(selector).bounding_box() for selector in ("#tour-previous", "#tour-step", "#tour-next")]
+    assert all(box["width"] >= 24 and box["height"] >= 24 for box in boxes), boxes
+    assert max(box["y"] for box in boxes) - min(box["y"] for box in boxes) <= 2, boxes
+    assert boxes[0]["x"] + boxes[0]["width"] <= boxes[1]["x"] and boxes[1]["x"] + boxes[1]["width"] <= boxes[2]["x"]
+    assert boxes[2]["x"] + boxes[2]["width"] <= page.viewport_size["width"], boxes
 
 
 def _legend_under_the_tool_bar(page) -> list[str]:
@@ -396,6 +429,8 @@ def test_on_a_phone_each_step_s_text_and_its_plot_are_on_one_screen(browser, app
         for number, step in enumerate(STEPS, 1):
             _next(page, number, tap=True)
             assert _in_view(page, "#tour-next") and _in_view(page, "#tour-text"), f"step {number}"
+            assert page.locator("#tour-step").input_value() == str(number), f"step {number}: the picker"
+            _assert_one_row_of_targets(page)  # Previous, the picker and Next fit a phone's line
             # a thumb finds Next where it was: at the top of the screen (a short page, the side
             # view's step 5, scrolls a few pixels less far)
             box = page.locator("#tour-next").bounding_box()
