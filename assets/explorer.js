@@ -651,6 +651,26 @@
         { format: "png", scale: 3, width, height, filename: "embedding" });
       return [];
     },
+    // the plot the page shows (the plane, or the main tab's chart that hides it) as plotly's SVG, at
+    // the size it has on screen (where the page placed its labels: they go in as its notes, as in
+    // downloadPNG), its WebGL traces drawn as SVG ones so that every marker is a vector: a slide's
+    // plot (assets/slide.js), which scales it to its place
+    async plotSVG() {
+      const Plotly = await plotlyReady;
+      const seen = (gd) => Boolean(gd && gd.data && gd.getClientRects().length);
+      const main = mainPlot();
+      const gd = seen(main) ? main
+        : [...document.querySelectorAll("#main-column .chart .js-plotly-plot")].find(seen) || main;
+      if (!gd || !Plotly) return null;
+      const full = gd._fullLayout || {}, box = gd.getBoundingClientRect();
+      const width = Math.round(full.width || box.width), height = Math.round(full.height || box.height);
+      const annotations = [...(gd.layout.annotations || []),
+        ...(gd === main ? window.embeddingLabels.annotations(gd) : [])];
+      const data = gd.data.map((trace) => (trace.type === "scattergl" ? { ...trace, type: "scatter" } : trace));
+      const svg = await Plotly.toImage({ data, layout: { ...gd.layout, annotations, width, height },
+        config: gd._context }, { format: "svg", width, height, imageDataOnly: true });
+      return { svg, width, height };
+    },
     hasBackground: () => background !== null,
     // a student's own words in a class's round, ringed on the class trace
     mark(words) {

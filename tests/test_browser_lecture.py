@@ -1,8 +1,10 @@
 """The lecture hall in a real Chromium: every tour step readable at 1920×1080 in presenter mode
-and at 1440×900, the step picker from the keyboard, a phone, the keyboard alone, the PNG, search,
-3-D, the listing's layer, a live loss curve, and the legend's choices kept while typing.
+and at 1440×900, the step picker from the keyboard, a step's slide opened offline, a phone, the
+keyboard alone, the PNG, search, 3-D, the listing's layer, a live loss curve, and the legend's
+choices kept while typing.
 
-What the page shows is read from the plot's own data and the DOM's boxes, never from pixels;
+What the page shows is read from the plot's own data and the DOM's boxes, never from pixels (a
+downloaded PNG's are read);
 screenshots of each tour step go to $TEST_ARTIFACTS (default /tmp/embedding-explorer-artifacts)
 for a person to look at.
 """
@@ -100,9 +102,10 @@ def _in_view(page, selector: str) -> bool:
 
 @pytest.mark.parametrize("viewport, presenter", [((1920, 1080), True), ((1440, 900), False)],
                          ids=["presenter-1920x1080", "1440x900"])
-def test_a_lecture_every_tour_step_is_readable(open_page, viewport, presenter):
+def test_a_lecture_every_tour_step_is_readable(open_page, browser, viewport, presenter, tmp_path):
     page = open_page("presenter=1" if presenter else "", viewport)
     assert page.locator("#tour-step").input_value() == ""  # off the tour: the picker's neutral entry
+    assert not page.locator("#tour-slide-buttons").is_visible()
     # a first visit opens on the tour, its text and Next in view beside the plot
     assert page.get_by_role("tab", name="Tour").get_attribute("aria-selected") == "true"
     assert _in_view(page, "#tour-next") and _in_view(page, "#tour-text")
@@ -132,6 +135,8 @@ def test_a_lecture_every_tour_step_is_readable(open_page, viewport, presenter):
                 span = linked[axis][1] - linked[axis][0]
                 assert all(abs(a - b) <= 0.02 * span for a, b in zip(drawn[axis], linked[axis], strict=True)), \
                     f"step 6 by Next: {axis} {drawn[axis]}, by its link {linked[axis]}"
+            if presenter:  # the key slide, downloaded for a lecture's slides
+                _assert_the_step_s_slide_opens_offline(by_link, browser, tmp_path, STEPS[5])
         _assert_the_step_reads(page, number, step)
         assert _legend_under_the_tool_bar(page) == [], f"step {number}: the tool bar covers the legend"
         for group, (width, height) in page.evaluate(GROUP_SPANS).items():
@@ -179,6 +184,51 @@ def _assert_one_row_of_targets(page) -> None:
     assert max(box["y"] for box in boxes) - min(box["y"] for box in boxes) <= 2, boxes
     assert boxes[0]["x"] + boxes[0]["width"] <= boxes[1]["x"] and boxes[1]["x"] + boxes[1]["width"] <= boxes[2]["x"]
     assert boxes[2]["x"] + boxes[2]["width"] <= page.viewport_size["width"], boxes
+
+
+# the slide's layout (assets/slide.js): the text column and the plot, in the slide's pixels
+SLIDE = (1920, 1080)
+SLIDE_TEXT, SLIDE_PLOT = (64, 220, 664, 700), (712, 220, 1856, 1040)
+
+
+def _assert_the_step_s_slide_opens_offline(page, browser, folder: Path, step) -> None:
+    """The step's slide, downloaded as SVG and PNG from its Tour panel: the SVG, opened in a browser
+    that reaches no network, draws the step's title and the plot's markers and points nowhere outside
+    itself; the PNG is the slide's 16:9 size, with ink in its text column and in its plot."""
+    import re
+
+    files = {}
+    for kind in ("svg", "png"):
+        with page.expect_download(timeout=60_000) as download:
+            page.locator(f"#slide-{kind}").click()
+        name = download.value.suggested_filename
+        assert name == f"step-6-random-vs-pretrained.{kind}", name
+        files[kind] = folder / name
+        download.value.save_as(files[kind])
+    svg = files["svg"].read_text(encoding="utf-8")
+    outside = re.sub(r'xmlns(:\w+)?="http://www\.w3\.org/[^"]*"', "", svg)
+    assert not re.search(r"https?:", outside), re.findall(r".{40}https?:.{40}", outside)[:3]
+    context = browser.new_context(viewport={"width": SLIDE[0], "height": SLIDE[1]})
+    asked = []
+    context.route("**/*", lambda route: (asked.append(route.request.url), route.abort()))
+    try:
+        offline = context.new_page()
+        offline.set_content(f"<!doctype html><body style='margin:0'>{svg}</body>")
+        texts = offline.evaluate("() => [...document.querySelectorAll('svg text')].map(t => t.textContent)")
+        assert step.title in texts and "Step 6 of 7" in texts
+        markers = offline.evaluate("() => [...document.querySelectorAll('svg .scatterlayer .point')]"
+                                   ".filter(p => p.getBoundingClientRect().width > 0).length")
+        assert markers >= 2000, f"{markers} markers drawn: the plot's points (and the vocabulary behind them)"
+        assert asked == [], f"the slide asked the network for {asked}"
+    finally:
+        context.close()
+    image = Image.open(files["png"]).convert("RGB")
+    assert image.size == SLIDE
+    background = image.getpixel((4, 4))
+    for left, top, right, bottom in (SLIDE_TEXT, SLIDE_PLOT):
+        region = image.crop((left, top, right, bottom))
+        inked = sum(count for count, colour in region.getcolors(1 << 24) if colour != background)
+        assert inked >= 0.01 * region.width * region.height, f"the slide's region {left, top, right, bottom} is blank"
 
 
 def _legend_under_the_tool_bar(page) -> list[str]:

@@ -60,9 +60,12 @@ def layout(page) -> None:
         # a presenter's pointer must find Next where it was
         ondemand.unnamed(gr.HTML(TOUR_BUTTONS, elem_id="tour-buttons", container=False, padding=False,
                                  js_on_load=TOUR_BUTTONS_JS))
-        # the picker follows the step its text names (assets/tour.js)
+        # the picker and the slide buttons follow the step its text names (assets/tour.js)
         page.tour_text = written_by_page("tour-text", value=tour_text(None), elem_classes=["prose"],
                                          then="window.embeddingTour.text(value);")
+        # a step as a slide, under its text: hidden off the tour (assets/slide.js)
+        ondemand.unnamed(gr.HTML(TOUR_SLIDE, elem_id="tour-slide", container=False, padding=False,
+                                 js_on_load=TOUR_SLIDE_JS))
         # a class (assets/classroom.js writes the box); a lesson's values come as a keystroke's do
         ondemand.unnamed(gr.HTML("", elem_id="class-box", html_template=CLASS_HOST, js_on_load=CLASS_JS))
 
@@ -87,6 +90,9 @@ TOUR_BUTTONS = (
     + "".join(f'<option value="{number}">{number}. {html.escape(step.title)}</option>'
               for number, step in enumerate(tour.STEPS, 1))
     + '</select><button id="tour-next" type="button" class="tour-button primary">Next →</button></div>')
+TOUR_SLIDE = ('<p id="tour-slide-buttons" class="tour-slide" hidden>Download this step as a slide: '
+              '<button id="slide-png" type="button" class="slide-button">PNG</button> · '
+              '<button id="slide-svg" type="button" class="slide-button">SVG</button></p>')
 # a press moves the tour over the page's route (`move`). On a phone the step's
 # buttons and text sit above its plot (assets/style.css): a step starts with them at the top of
 # the screen, so its text and its plot are seen together
@@ -101,4 +107,11 @@ element.addEventListener('change', () => {  // a step picked: on a phone, on scr
   if (matchMedia('(max-width: 600px)').matches) element.querySelector('.tour-buttons').scrollIntoView({block: 'start'});
 });
 window.embeddingTour.attach(element);
+"""
+TOUR_SLIDE_JS = """
+element.addEventListener('click', (event) => {
+  const button = event.target.closest && event.target.closest('#slide-png, #slide-svg');
+  if (button) window.embeddingSlide.download(button.id === 'slide-png' ? 'png' : 'svg');
+});
+window.embeddingTour.attachSlide();
 """
