@@ -15,6 +15,7 @@ import io
 import json
 import math
 import os
+import re
 from pathlib import Path
 from urllib.parse import quote
 
@@ -195,8 +196,6 @@ def _assert_the_step_s_slide_opens_offline(page, browser, folder: Path, step) ->
     """The step's slide, downloaded as SVG and PNG from its Tour panel: the SVG, opened in a browser
     that reaches no network, draws the step's title and the plot's markers and points nowhere outside
     itself; the PNG is the slide's 16:9 size, with ink in its text column and in its plot."""
-    import re
-
     files = {}
     for kind in ("svg", "png"):
         with page.expect_download(timeout=60_000) as download:
