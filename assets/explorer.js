@@ -330,17 +330,21 @@
   // two calls are on their way (one computing, one waiting); what is made meanwhile is merged
   // into the next. A tour step, an example pair or Back goes alone, after the calls before it
   // each the server's to compute, alone: a view it makes, or work (a refit, the link, an export, the token list)
-  const ALONE = ["move", "example", "back", "flip", "listing", "reset", "refit", "link", "export", "picker"];
+  const ALONE = ["move", "go", "example", "back", "flip", "listing", "reset", "refit", "link", "export", "picker"];
   const plain = (change) => !ALONE.some((name) => name in change);
   let calls = 0;
   let alone = false;  // the call on its way is a tour step or an example pair
   let queued = null;
   function send(change) {
-    // presses of Next and Previous made while one is in flight add up: none is lost; two presses
-    // of Flip cancel
+    // presses of Next and Previous made while one is in flight add up: none is lost; a step chosen
+    // in the picker replaces them, and those pressed after it count from it; two presses of Flip cancel
     const move = queued && "move" in queued && "move" in change ? { move: queued.move + change.move } : {};
     const flip = queued && "flip" in queued && "flip" in change ? { flip: queued.flip !== change.flip } : {};
-    queued = { ...(queued || {}), ...change, ...move, ...flip };
+    if (queued && "go" in change) delete queued.move;
+    const go = queued && "go" in queued && "move" in change
+      ? { go: Math.min(Math.max(queued.go + change.move, 1), window.EMBEDDING_EXPLORER_STEPS) } : {};
+    queued = { ...(queued || {}), ...change, ...move, ...flip, ...go };
+    if ("go" in go) delete queued.move;
     flush();
   }
   async function flush() {
@@ -489,6 +493,7 @@
     }
     if (handed && handOver) handOver();
     written.forEach((done) => done());
+    document.dispatchEvent(new CustomEvent("explorer:written")); // the tour's picker follows (assets/tour.js)
   }
   // the hand-over event's script (ui/page.py `hand_over`): its outputs' element ids, in the order
   // gradio lists them, and their values; gradio leaves an output whose value is undefined as it is
@@ -668,6 +673,26 @@
       plotly.downloadImage({ data: gd.data, layout, config: gd._context },
         { format: "png", scale: 3, width, height, filename: "embedding" });
       return [];
+    },
+    // the plot the page shows (the plane, or the main tab's chart that hides it) as plotly's SVG, at
+    // the size it has on screen (where the page placed its labels: they go in as its notes, as in
+    // downloadPNG), its WebGL traces drawn as SVG ones so that every marker is a vector: a slide's
+    // plot (assets/slide.js), which scales it to its place
+    async plotSVG() {
+      const Plotly = await plotlyReady;
+      const seen = (gd) => Boolean(gd && gd.data && gd.getClientRects().length);
+      const main = mainPlot();
+      const gd = seen(main) ? main
+        : [...document.querySelectorAll("#main-column .chart .js-plotly-plot")].find(seen) || main;
+      if (!gd || !Plotly) return null;
+      const full = gd._fullLayout || {}, box = gd.getBoundingClientRect();
+      const width = Math.round(full.width || box.width), height = Math.round(full.height || box.height);
+      const annotations = [...(gd.layout.annotations || []),
+        ...(gd === main ? window.embeddingLabels.annotations(gd) : [])];
+      const data = gd.data.map((trace) => (trace.type === "scattergl" ? { ...trace, type: "scatter" } : trace));
+      const svg = await Plotly.toImage({ data, layout: { ...gd.layout, annotations, width, height },
+        config: gd._context }, { format: "svg", width, height, imageDataOnly: true });
+      return { svg, width, height };
     },
     hasBackground: () => background !== null,
     // a student's own words in a class's round, ringed on the class trace

@@ -2,7 +2,8 @@
 ui/classroutes.py, assets/classroom.js).
 
 The lecture as it happens: the lecturer starts a class from the Tour panel and hands out the
-student link; three students open it; one wanders off by typing; the lecturer presses Next.
+student link; three students open it; one wanders off by typing; the lecturer presses Next, then
+jumps to a step with the step picker.
 The two who follow show what the lecturer's page shows, point for point; the one who wandered
 keeps their own view until they press "Follow the lecturer again". The lecturer's page counts
 them all along. The same through the class server (two workers and Redis) is in
@@ -109,6 +110,18 @@ def test_students_follow_the_lecturers_next_and_one_who_wandered_comes_back(open
     assert wanderer.evaluate(COORDINATES) == own  # left as the student made it
     assert "violin" in wanderer.locator("#sentence-a textarea").input_value()
     wanderer.wait_for_function(f"() => ({BANNER})().includes('The lecturer is on step 1')", timeout=60_000)
+
+    # a jump in the step picker, from the keyboard, is followed as Next is
+    lecturer.locator("#tour-step").focus()
+    lecturer.keyboard.press("4")
+    wait_for_text(lecturer, "#tour-text", "Step 4 of", timeout=60_000)
+    settle(lecturer)
+    assert "step=4" in lecturer.url
+    for student in (follower, other):
+        shows_the_same(student, lecturer)
+        student.wait_for_function(f"() => ({BANNER})().includes('step 4')", timeout=60_000)
+        wait_for_text(student, "#tour-text", "Step 4 of", timeout=60_000)
+        assert "step=4" in student.url and student.locator("#tour-step").input_value() == "4"
 
     wanderer.locator("#class-follow").click()
     shows_the_same(wanderer, lecturer)

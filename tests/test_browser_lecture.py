@@ -21,7 +21,7 @@ import pytest
 from PIL import Image
 
 from core.view.tour import STEPS
-from tests.browser import LABELS, PLOT, label_faults, open_accordion, overlap, settle
+from tests.browser import COORDINATES, LABELS, PLOT, label_faults, open_accordion, overlap, settle
 from tests.test_browser_class import classes_end, counts, start_class  # noqa: F401 (its fixture)
 from tests.test_browser_poll import HAS, send
 from tests.test_tour import named_in
@@ -139,29 +139,53 @@ def _axes_within(drawn: dict, other: dict, share: float = 0.02) -> list[str]:
 
 def test_a_lecture_every_tour_step_is_readable(open_page):
     """At 1440×900, without presenter mode (the lecture driven on a projector, with a class, is
-    `test_a_lecturer_drives_the_lecture_with_a_laptop_and_a_phone_following`)."""
+    `test_a_lecturer_drives_the_lecture_with_a_laptop_and_a_phone_following`); then the step
+    picker, from the keyboard."""
     viewport = (1440, 900)
     page = open_page("", viewport)
+    assert page.locator("#tour-step").input_value() == ""  # off the tour: the picker's neutral entry
+    assert not page.locator("#tour-slide-buttons").is_visible()
     # a first visit opens on the tour, its text and Next in view beside the plot
     assert page.get_by_role("tab", name="Tour").get_attribute("aria-selected") == "true"
     assert _in_view(page, "#tour-next") and _in_view(page, "#tour-text")
     assert 0 <= page.locator("#embed-plot").bounding_box()["y"] < viewport[1] / 2
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    places = set()
+    places, drawn_by_next = set(), {}
     for number, step in enumerate(STEPS, 1):
         _next(page, number)
         page.screenshot(path=str(ARTIFACTS / f"tour-{viewport[0]}x{viewport[1]}-step{number}.png"))
         # the step's text and its buttons are on screen, not scrolled away
-        for selector in ("#tour-next", "#tour-previous", "#tour-text"):
+        for selector in ("#tour-next", "#tour-previous", "#tour-step", "#tour-text"):
             assert _in_view(page, selector), f"step {number}: {selector} is out of view"
+        assert page.locator("#tour-step").input_value() == str(number), f"step {number}: the picker shows another"
         box = page.locator("#tour-next").bounding_box()
         places.add((round(box["x"]), round(box["y"])))
         assert len(places) == 1, f"step {number}: Next moved, to {places}"  # a pointer stays on it
         if step.view.shown == "plane":
+            drawn_by_next[number] = page.evaluate(COORDINATES)
             _assert_the_plane_reads(page, number, step)
             if number == 6:  # the lecture's key slide, as its link draws it
                 linked = open_page("step=6", viewport).evaluate(DRAWN)
                 assert _axes_within(page.evaluate(DRAWN), linked) == [], "step 6 by Next differs from its link"
+    # the picker, from the keyboard (Tab from Previous, then a step's number): the step as Next drew it,
+    # in the text, the plot and the address bar; Next where it was; Back goes to the step before
+    page.locator("#tour-previous").focus()
+    page.keyboard.press("Tab")
+    assert page.evaluate("() => document.activeElement.id") == "tour-step"
+    page.keyboard.press("3")
+    page.wait_for_function("() => document.querySelector('#tour-text').innerText.includes('Step 3 of 7')",
+                           timeout=60_000)
+    settle(page)
+    assert page.evaluate(COORDINATES) == drawn_by_next[3]
+    assert "step=3" in page.url and page.locator("#tour-step").input_value() == "3"
+    box = page.locator("#tour-next").bounding_box()
+    assert {(round(box["x"]), round(box["y"]))} == places, "Next moved after a jump"
+    _assert_one_row_of_targets(page)
+    page.go_back()
+    page.wait_for_function(f"() => document.querySelector('#tour-text').innerText.includes('Step {len(STEPS)} of')",
+                           timeout=60_000)
+    settle(page)
+    assert page.locator("#tour-step").input_value() == str(len(STEPS)) and f"step={len(STEPS)}" in page.url
     assert page.errors == []
 
 
@@ -191,7 +215,7 @@ def _class_labelled(page) -> list[str]:
     return [answer for answer in answers if answer not in written]
 
 
-def test_a_lecturer_drives_the_lecture_with_a_laptop_and_a_phone_following(open_page, phones):
+def test_a_lecturer_drives_the_lecture_with_a_laptop_and_a_phone_following(open_page, phones, browser, tmp_path):
     """The lecture as a lecturer gives it, on a 1920×1080 projector in presenter mode: a class
     started on step 1, a laptop and a phone following, every step reached by Next, a round of
     answers on step 6, Train on step 7, and back by Previous. At every step the room sees the
@@ -227,8 +251,9 @@ def test_a_lecturer_drives_the_lecture_with_a_laptop_and_a_phone_following(open_
         _assert_the_plane_reads(lecturer, number, step)
         if number != 6:
             continue
-        linked = open_page("presenter=1&step=6", viewport).evaluate(DRAWN)
-        assert _axes_within(lecturer.evaluate(DRAWN), linked) == [], "step 6 by Next differs from its link"
+        by_link = open_page("presenter=1&step=6", viewport)
+        assert _axes_within(lecturer.evaluate(DRAWN), by_link.evaluate(DRAWN)) == [], "step 6 by Next ≠ its link"
+        _assert_the_step_s_slide_opens_offline(by_link, browser, tmp_path, step)  # the key slide, for the slides
         # a round: asked from the column beside the plot, which stays on the screen the room sees
         lecturer.locator("#poll-prompt").fill("A word next to king?")
         lecturer.locator("#poll-ask").scroll_into_view_if_needed()
@@ -289,6 +314,59 @@ def test_a_lecturer_drives_the_lecture_with_a_laptop_and_a_phone_following(open_
     assert sizes and min(sizes) >= 18, sizes
     for page in (lecturer, laptop, phone):
         assert page.errors == []
+
+
+def _assert_one_row_of_targets(page) -> None:
+    """Previous, the step picker and Next side by side on one line, inside the screen, each a
+    target of 24 px or more (WCAG 2.2's target size)."""
+    boxes = [page.locator(selector).bounding_box() for selector in ("#tour-previous", "#tour-step", "#tour-next")]
+    assert all(box["width"] >= 24 and box["height"] >= 24 for box in boxes), boxes
+    assert max(box["y"] for box in boxes) - min(box["y"] for box in boxes) <= 2, boxes
+    assert boxes[0]["x"] + boxes[0]["width"] <= boxes[1]["x"] and boxes[1]["x"] + boxes[1]["width"] <= boxes[2]["x"]
+    assert boxes[2]["x"] + boxes[2]["width"] <= page.viewport_size["width"], boxes
+
+
+# the slide's layout (assets/slide.js): the text column and the plot, in the slide's pixels
+SLIDE = (1920, 1080)
+SLIDE_TEXT, SLIDE_PLOT = (64, 220, 664, 700), (712, 220, 1856, 1040)
+
+
+def _assert_the_step_s_slide_opens_offline(page, browser, folder: Path, step) -> None:
+    """The step's slide, downloaded as SVG and PNG from its Tour panel: the SVG, opened in a browser
+    that reaches no network, draws the step's title and the plot's markers and points nowhere outside
+    itself; the PNG is the slide's 16:9 size, with ink in its text column and in its plot."""
+    files = {}
+    for kind in ("svg", "png"):
+        with page.expect_download(timeout=60_000) as download:
+            page.locator(f"#slide-{kind}").click()
+        name = download.value.suggested_filename
+        assert name == f"step-6-random-vs-pretrained.{kind}", name
+        files[kind] = folder / name
+        download.value.save_as(files[kind])
+    svg = files["svg"].read_text(encoding="utf-8")
+    outside = re.sub(r'xmlns(:\w+)?="http://www\.w3\.org/[^"]*"', "", svg)
+    assert not re.search(r"https?:", outside), re.findall(r".{40}https?:.{40}", outside)[:3]
+    context = browser.new_context(viewport={"width": SLIDE[0], "height": SLIDE[1]})
+    asked = []
+    context.route("**/*", lambda route: (asked.append(route.request.url), route.abort()))
+    try:
+        offline = context.new_page()
+        offline.set_content(f"<!doctype html><body style='margin:0'>{svg}</body>")
+        texts = offline.evaluate("() => [...document.querySelectorAll('svg text')].map(t => t.textContent)")
+        assert step.title in texts and "Step 6 of 7" in texts
+        markers = offline.evaluate("() => [...document.querySelectorAll('svg .scatterlayer .point')]"
+                                   ".filter(p => p.getBoundingClientRect().width > 0).length")
+        assert markers >= 2000, f"{markers} markers drawn: the plot's points (and the vocabulary behind them)"
+        assert asked == [], f"the slide asked the network for {asked}"
+    finally:
+        context.close()
+    image = Image.open(files["png"]).convert("RGB")
+    assert image.size == SLIDE
+    background = image.getpixel((4, 4))
+    for left, top, right, bottom in (SLIDE_TEXT, SLIDE_PLOT):
+        region = image.crop((left, top, right, bottom))
+        inked = sum(count for count, colour in region.getcolors(1 << 24) if colour != background)
+        assert inked >= 0.01 * region.width * region.height, f"the slide's region {left, top, right, bottom} is blank"
 
 
 def _legend_under_the_tool_bar(page) -> list[str]:

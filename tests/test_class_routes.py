@@ -218,6 +218,14 @@ def test_a_student_joins_is_shown_the_lesson_and_hears_the_lecturers_next_change
     assert call(app_url, "follow", {"key": student.key}).status_code == 200
     assert lesson_of(student.tab.view) == lesson_of(lecturer.tab.view.with_(presenter=False, narrow=False))
     assert student.tab.view.step == 1
+    # a jump with the step picker is a lesson as Next's is
+    lecturer.send(go=6)
+    assert lecturer.tab.view.step == 6
+    news = stream.until(lambda m: m["version"] > 2)
+    assert news["step"] == 6 and news["following"] is True
+    assert call(app_url, "follow", {"key": student.key}).status_code == 200
+    assert student.tab.view == lecturer.tab.view.with_(presenter=False, narrow=False).seen_as(student.tab.view)
+    assert student.tab.view.step == 6
 
 
 def test_a_students_own_change_stops_following_and_the_lecturer_sees_the_count_drop(app_url, pages, started,

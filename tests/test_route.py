@@ -210,6 +210,16 @@ def test_a_guessed_key_reaches_no_tab(app_url, opened):
     ({"move": 1000}, "move is a whole number from -7 to 7, other than 0, not 1000."),
     ({"move": 1.0}, "move is a whole number from -7 to 7, other than 0, not 1.0."),
     ({"move": True}, "move is a whole number from -7 to 7, other than 0, not True."),
+    # the step picker: a whole step, 1 to 7, and nothing else
+    ({"go": 0}, "go is a whole number from 1 to 7, not 0."),
+    ({"go": 8}, "go is a whole number from 1 to 7, not 8."),
+    ({"go": -1}, "go is a whole number from 1 to 7, not -1."),
+    ({"go": 3.0}, "go is a whole number from 1 to 7, not 3.0."),
+    ({"go": "3"}, "go is a whole number from 1 to 7, not '3'."),
+    ({"go": True}, "go is a whole number from 1 to 7, not True."),
+    ({"go": None}, "go is a whole number from 1 to 7, not None."),
+    ({"go": 10**30}, "go is a whole number from 1 to 7"),
+    ({"go": 2, "move": 1}, "two actions were sent together"),
     ({"back": 5}, "The page's address could not be read"),
 ])
 def test_a_hostile_change_is_refused_with_a_sentence_and_changes_nothing(opened, change, says):
@@ -523,6 +533,25 @@ def test_next_and_previous_move_the_tour_and_restart_the_tables(opened):
     assert opened.tab.view.step == 3
     opened.send(move=-7)  # never before the first step
     assert opened.tab.view.step == 1
+
+
+def test_the_step_picker_lands_on_exactly_the_view_its_link_opens(app_url, opened):
+    """`go: N` from anywhere (a trained table, sentences of one's own, another step) shows what
+    ``?step=N`` opens: the same view, untrained tables, the same plot and text; Next goes on from there."""
+    from core.view import tour
+
+    opened.train(3)
+    opened.send(sentence_b="my own words")
+    for number in (6, 2, 7, 1):
+        out = opened.send(go=number)
+        linked = Page(app_url, f"step={number}")
+        assert opened.tab.view == linked.tab.view == tour.STEPS[number - 1].view
+        assert opened.tab.session.training is None and opened.tab.session.tables() == linked.tab.session.tables()
+        assert out["tour-text"] == linked.opened["tour-text"] and f"Step {number} of 7" in out["tour-text"]
+        assert json.loads(out["embed-plot"]["plot"])["data"] == json.loads(linked.opened["embed-plot"]["plot"])["data"]
+        assert json.loads(out["address"])["query"] == f"step={number}"
+    opened.send(move=1)
+    assert opened.tab.view.step == 2
 
 
 def test_flip_and_the_listing_s_layer_are_actions_the_route_computes(opened):

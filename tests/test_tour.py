@@ -10,7 +10,7 @@ from core.tables.presets import wordpiece
 from core.view.options import PANELS, TOUR_STEPS, VIEWS, Refused
 from core.view.share import Link, from_query, to_query
 from core.view.state import View
-from core.view.tour import STEPS, TourStep, step
+from core.view.tour import STEPS, TourStep, moved, step, went
 
 TITLES = (
     "Tokens and segments",
@@ -94,6 +94,19 @@ def test_the_message_quotes_the_number():
     with pytest.raises(Refused, match=r"^tour step 9 does not exist; steps are 1 to 7\.$"):
         step(9)
     assert step(3.0) is STEPS[2]  # number boxes send floats
+
+
+def test_a_jump_and_a_move_land_on_the_step_s_own_view():
+    """The picker's jump and Next/Previous share one landing: the step's view on the page's
+    screen, presenter mode kept, whatever the page showed before."""
+    wandered = View(sentence_a="my own words", source="bert", presenter=True, narrow=True)
+    for number, tour_step in enumerate(STEPS, 1):
+        landed = went(wandered, number)
+        assert landed == tour_step.view.with_(presenter=True).seen_as(wandered)
+        assert landed.step == number and landed.presenter and landed.sentence_a == tour_step.view.sentence_a
+        assert went(View(), number) == tour_step.view  # what ?step=N opens
+        assert moved(View(step=number), 1) == went(View(), min(number + 1, len(STEPS)))
+    assert moved(View(), 1) == went(View(), 1) and moved(View(), -3) == went(View(), 1)
 
 
 def test_a_step_must_carry_its_number_and_keep_the_tour_open():

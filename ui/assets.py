@@ -21,13 +21,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from core.view.options import LIMITS
+from core.view.options import LIMITS, TOUR_STEPS
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 EXAMPLES = json.loads((ASSETS / "examples.json").read_text(encoding="utf-8"))
 PLOTLY_JS = Path(plotly.__path__[0]) / "package_data" / "plotly.min.js"
 PLOTLY_PATH = f"explorer/plotly-{plotly.__version__}.js"  # relative to the page: its version names it, for caching
-SCRIPTS = ("labels.js", "explorer.js", "classroom.js", "plotkeys.js")
+SCRIPTS = ("labels.js", "explorer.js", "classroom.js", "plotkeys.js", "tour.js", "slide.js")
 
 # the script of an output the page writes (a gr.HTML): it gives the page's script its setter, which
 # sets the component's value as gradio would and runs `then`
@@ -39,7 +39,8 @@ CHART_JS = "window.embeddingExplorer.output(%s, (value) => window.embeddingExplo
 def head() -> str:
     """The page's scripts, in the page's <head>."""
     scripts = "\n".join((ASSETS / name).read_text(encoding="utf-8") for name in SCRIPTS)
-    return f"<script>window.EMBEDDING_EXPLORER_PLOTLY = {json.dumps(PLOTLY_PATH)};\n{scripts}</script>"
+    return (f"<script>window.EMBEDDING_EXPLORER_PLOTLY = {json.dumps(PLOTLY_PATH)};\n"
+            f"window.EMBEDDING_EXPLORER_STEPS = {TOUR_STEPS};\n{scripts}</script>")
 
 
 def written_by_page(elem_id: str, script: str = "", then: str = "", value: str = "", **kwargs) -> gr.HTML:

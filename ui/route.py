@@ -101,6 +101,10 @@ def _moved(view: View, value: object) -> share.Link:
     return share.Link(tour.moved(view, _number(value, "move", -len(tour.STEPS), len(tour.STEPS), not_zero=True)))
 
 
+def _went(view: View, value: object) -> share.Link:
+    return share.Link(tour.went(view, _number(value, "go", 1, len(tour.STEPS))))
+
+
 def _example(view: View, value: object) -> share.Link:
     a, b = EXAMPLES[_number(value, "example", 0, len(EXAMPLES) - 1)]
     return share.Link(view.with_(sentence_a=a, sentence_b=b))
@@ -126,6 +130,7 @@ def _checked(check: Callable[[object], None], show: Callable[[View], View]) -> C
 
 ACTIONS = {
     "move": Action(_moved, tables=lambda session: session.restart(), whole=True),  # the tour's Next or Previous
+    "go": Action(_went, tables=lambda session: session.restart(), whole=True),  # the step picker: step N, as Next lands
     "back": Action(_back, lane="tables", whole=True),  # Back or Forward landed on this address of the visit
     "example": Action(_example),  # an example pair clicked: its place in EXAMPLES
     "flip": Action(_flip),

@@ -1,9 +1,9 @@
 """The Tour panel, the page opened from a link, and the address bar: each is a whole `View`.
 
 A tour step and a link are the same thing to the page (a step is a view; ``?step=N`` is that
-view): the route shows both whole (`ui.route.ACTIONS`' `move`, a page's opening), the tables
-start untrained, every widget is written, and anything the link asked for but could not have is
-named in the notice, as plain text.
+view): the route shows both whole (`ui.route.ACTIONS`' `move` and the step picker's `go`, a page's
+opening), the tables start untrained, every widget is written, and anything the link asked for but
+could not have is named in the notice, as plain text.
 
 The address bar is the view too. Every change writes the view's query string into
 `#address` (`ui.render.address`), whose script puts it in the address bar: a new history
@@ -21,6 +21,7 @@ import gradio as gr
 
 from core.drawing.captions import tour_text
 from core.serving.poll import PROMPTS
+from core.view import tour
 from ui import ondemand
 from ui.assets import written_by_page
 
@@ -59,7 +60,12 @@ def layout(page) -> None:
         # a presenter's pointer must find Next where it was
         ondemand.unnamed(gr.HTML(TOUR_BUTTONS, elem_id="tour-buttons", container=False, padding=False,
                                  js_on_load=TOUR_BUTTONS_JS))
-        page.tour_text = written_by_page("tour-text", value=tour_text(None), elem_classes=["prose"])
+        # the picker and the slide buttons follow the step its text names (assets/tour.js)
+        page.tour_text = written_by_page("tour-text", value=tour_text(None), elem_classes=["prose"],
+                                         then="window.embeddingTour.text(value);")
+        # a step as a slide, under its text: hidden off the tour (assets/slide.js)
+        ondemand.unnamed(gr.HTML(TOUR_SLIDE, elem_id="tour-slide", container=False, padding=False,
+                                 js_on_load=TOUR_SLIDE_JS))
         # a class (assets/classroom.js writes the box); a lesson's values come as a keystroke's do
         ondemand.unnamed(gr.HTML("", elem_id="class-box", html_template=CLASS_HOST, js_on_load=CLASS_JS))
 
@@ -74,18 +80,41 @@ def layout_address(page) -> None:
     page.address = written_by_page("address", ADDRESS_JS, then="follow();", elem_classes=["offscreen"])
 
 
-TOUR_BUTTONS = ('<div class="tour-buttons"><button id="tour-previous" type="button" class="tour-button">← Previous'
-                '</button><button id="tour-next" type="button" class="tour-button primary">Next →</button></div>')
+# ← Previous, the step picker, Next →: the picker lists every step by its number and title, and shows
+# the step on screen (a neutral first entry off the tour); typing a step's number picks it
+TOUR_BUTTONS = (
+    '<div class="tour-buttons"><button id="tour-previous" type="button" class="tour-button">← Previous</button>'
+    '<label for="tour-step" class="offscreen">Go to step</label>'
+    '<select id="tour-step" class="tour-picker">'
+    '<option value="" disabled selected>Go to step…</option>'
+    + "".join(f'<option value="{number}">{number}. {html.escape(step.title)}</option>'
+              for number, step in enumerate(tour.STEPS, 1))
+    + '</select><button id="tour-next" type="button" class="tour-button primary">Next →</button></div>')
+TOUR_SLIDE = ('<p id="tour-slide-buttons" class="tour-slide" hidden>Download this step as a slide: '
+              '<button id="slide-png" type="button" class="slide-button">PNG</button> · '
+              '<button id="slide-svg" type="button" class="slide-button">SVG</button></p>')
 # a press moves the tour over the page's route (`move`). On a phone the step's
 # buttons and text sit above its plot (assets/style.css): a step starts with them at the top of
 # the screen, so its text and its plot are seen together. In presenter mode the control column
 # scrolls on its own (to the class's controls): a step starts with its text at the column's top
 TOUR_BUTTONS_JS = """
+const toStep = () => {
+  if (matchMedia('(max-width: 600px)').matches) element.querySelector('.tour-buttons').scrollIntoView({block: 'start'});
+  else document.getElementById('control-column').scrollTop = 0;
+};
 element.addEventListener('click', (event) => {
   const button = event.target.closest && event.target.closest('#tour-previous, #tour-next');
   if (!button) return;
   window.embeddingExplorer.set({move: button.id === 'tour-next' ? 1 : -1});
-  if (matchMedia('(max-width: 600px)').matches) button.parentElement.scrollIntoView({block: 'start'});
-  else document.getElementById('control-column').scrollTop = 0;
+  toStep();
 });
+element.addEventListener('change', toStep);  // a step picked (assets/tour.js sends it): shown as Next shows one
+window.embeddingTour.attach(element);
+"""
+TOUR_SLIDE_JS = """
+element.addEventListener('click', (event) => {
+  const button = event.target.closest && event.target.closest('#slide-png, #slide-svg');
+  if (button) window.embeddingSlide.download(button.id === 'slide-png' ? 'png' : 'svg');
+});
+window.embeddingTour.attachSlide();
 """

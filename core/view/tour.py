@@ -134,12 +134,17 @@ def step(n: object) -> TourStep:
     return STEPS[n - 1]
 
 
+def went(view: View, number: int) -> View:
+    """Step `number` of the tour (a checked one, 1..len(STEPS)), as its link ``?step=N`` shows it, on
+    `view`'s screen. Presenter mode, how the room sees the page, stays as it is: it is not part of a
+    lesson. The one way to land on a step: Next, Previous and the step picker all come here."""
+    return STEPS[number - 1].view.with_(presenter=view.presenter).seen_as(view)
+
+
 def moved(view: View, move: int) -> View:
     """The step `move` steps after (before, if negative) the one `view` shows, kept within the
-    tour; from outside the tour, Next starts it. Shown on `view`'s screen, and presenter mode,
-    how the room sees the page, stays as it is: it is not part of a lesson."""
-    number = min(max((view.step or 0) + move, 1), len(STEPS))
-    return STEPS[number - 1].view.with_(presenter=view.presenter).seen_as(view)
+    tour; from outside the tour, Next starts it (`went`)."""
+    return went(view, min(max((view.step or 0) + move, 1), len(STEPS)))
 
 
 if len(STEPS) != TOUR_STEPS:  # links are checked against TOUR_STEPS before this module is read
