@@ -136,10 +136,10 @@ def step(n: object) -> TourStep:
 
 def moved(view: View, move: int) -> View:
     """The step `move` steps after (before, if negative) the one `view` shows, kept within the
-    tour; from outside the tour, Next starts it. Shown on `view`'s screen, and presenter mode,
-    how the room sees the page, stays as it is: it is not part of a lesson."""
+    tour; from outside the tour, Next starts it. Shown on `view`'s screen, and presenter mode and the
+    theme, how the room sees the page, stay as they are: they are not part of a lesson."""
     number = min(max((view.step or 0) + move, 1), len(STEPS))
-    return STEPS[number - 1].view.with_(presenter=view.presenter).seen_as(view)
+    return STEPS[number - 1].view.in_room_of(view).seen_as(view)
 
 
 if len(STEPS) != TOUR_STEPS:  # links are checked against TOUR_STEPS before this module is read
