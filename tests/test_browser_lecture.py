@@ -184,6 +184,10 @@ def test_the_projector_theme_opens_dark_with_every_label_at_aa_and_its_control_s
     assert len(look["labels"]) >= 10 and look["legend"], "the step's plot writes its words and its legend"
     assert _low_contrast(look) == []
     assert look["tabs"] and min(look["tabs"]) >= 18, look["tabs"]  # presenter mode's size, implied
+    # the plot as tall as the screen leaves it, axes and all in view (gradio's scoped copy of its laptop
+    # height once held it at its 680 px floor)
+    assert _in_view(page, "#embed-plot .plane-host")
+    assert page.locator("#embed-plot .plane-host").bounding_box()["height"] >= 0.65 * 1080
     page.get_by_role("tab", name="View").click()
     page.locator("#theme").get_by_label("Light").check()
     settle(page)
