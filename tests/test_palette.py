@@ -1,9 +1,10 @@
 """The themes' palettes: the projector's every text colour reads at 4.5:1 against its plot (WCAG AA),
-computed from the colours themselves, and a figure is drawn in the palette it is given."""
+computed from the colours themselves, and a figure or a side chart is drawn in the palette it is given."""
 
 import numpy as np
 import pytest
 
+from core.drawing.charts import collapse_figure, positions_figure, similarity_figure
 from core.drawing.figures import COLOURS, TEMPLATE, embedding_spec
 from core.drawing.palette import LIGHT, PALETTES, PROJECTOR, contrast, luminance, rgb
 from core.plane.scene import GROUPS, Scene
@@ -41,7 +42,10 @@ def _texts(palette):
     """Every colour the plane writes text in: the groups' (their labels and legend), a class's words,
     the template's ink (ticks, titles, legend), the notes and the labels' count."""
     return {**{f"group {g}": c for g, c in palette.colours.items()}, "class": palette.class_ink, "ink": palette.ink,
-            "note": palette.note_ink, "title": palette.title_ink, "count": palette.label_count}
+            "note": palette.note_ink, "title": palette.title_ink, "count": palette.label_count,
+            # the side charts': γ's line, their notes, their rules, the positions path's numbers
+            "strong": palette.strong, "chart ink": palette.chart_ink, "rule": palette.rule,
+            "last position": palette.position_scale[-1][1]}
 
 
 @pytest.mark.parametrize("name", list(_texts(PROJECTOR)))
@@ -80,3 +84,17 @@ def test_a_figure_is_drawn_in_its_palette(palette):
     # the page's labels take the theme's halo and count: the light figure says nothing of them, as before
     assert spec["layout"]["meta"].get("ink") == (None if palette is LIGHT else
                                                  {"halo": PROJECTOR.label_halo, "count": PROJECTOR.label_count})
+
+
+@pytest.mark.parametrize("palette", list(PALETTES.values()), ids=list(PALETTES))
+def test_the_side_charts_are_drawn_in_their_palette(palette):
+    rng = np.random.default_rng(2)
+    tokens = ["a", "b", "c"]
+    charts = [similarity_figure(tokens, np.eye(3), palette=palette),
+              positions_figure({"learned": rng.standard_normal((5, 2))}, palette=palette),
+              collapse_figure(rng.standard_normal((3, 2)), rng.standard_normal((3, 2)), tokens, palette=palette)]
+    assert all(chart["layout"]["template"] is palette.template for chart in charts)
+    ends = next(trace for trace in charts[1]["data"] if trace["name"].endswith("ends"))
+    assert ends["textfont"]["color"] == palette.position_scale[-1][1]
+    drawn = {trace["name"]: trace["marker"]["color"] for trace in charts[2]["data"] if trace.get("marker")}
+    assert (drawn["before (sum)"], drawn["after (output)"]) == (palette.colours["sum"], palette.colours["output"])

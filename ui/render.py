@@ -246,13 +246,15 @@ def _detail(page, view: View, session: Session, tokens: tuple[str, ...] | None) 
     a, b = view.sentence_a, view.sentence_b
     flipped = flipped_tokens(view, session, tokens)
     if view.shown == "positions":
-        found = positions_detail(session, a, b, flipped, presenter=view.presenting)
+        found = positions_detail(session, a, b, flipped, presenter=view.presenting, palette=palette(view.theme))
         rows = [[r.token, f"{r.positions[0]} and {r.positions[1]}", round(r.cosine, 3)] for r in found.repeated]
         return {page.positions_plot: figure_json(found.figure), page.repeated: rows}
     if view.shown == "layernorm":
-        found = layernorm_detail(session, a, b, flipped, presenter=view.presenting, narrow=view.narrow)
+        found = layernorm_detail(session, a, b, flipped, presenter=view.presenting, narrow=view.narrow,
+                                 palette=palette(view.theme))
         return {page.layernorm_plot: figure_json(found.figure), page.layernorm_info: found.summary}
-    return {page.similarity_plot: figure_json(similarity_detail(session, a, b, flipped, presenter=view.presenting))}
+    return {page.similarity_plot: figure_json(similarity_detail(session, a, b, flipped, presenter=view.presenting,
+                                                                palette=palette(view.theme)))}
 
 
 def background_json(view: View, session: Session) -> str:

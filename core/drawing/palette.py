@@ -51,6 +51,13 @@ class Palette:
     class_ink: str  # their outline and labels
     label_halo: str = "#fff"  # the outline round each label the page writes (assets/labels.js)
     label_count: str = "#666"  # "12 of 30 labelled", under the plot
+    # the side charts (core/drawing/charts.py)
+    strong: str = "#000000"  # LayerNorm's γ: the one line in no group's colour but the ink's
+    chart_ink: str = "#444444"  # a chart's notes, and the collapse's two targets
+    rule: str = "#666666"  # a chart's reference lines (std 1, the collapse's diagonal)
+    # light to dark orange (the position group's hue) on a light plot, dark to light on a dark one: the
+    # path's direction reads without a legend, and its last position's number in the strongest
+    position_scale: tuple = ((0.0, "#FDD0A2"), (0.5, "#F16913"), (1.0, "#7F2704"))
 
 
 # Okabe–Ito: distinguishable with every common form of colour blindness
@@ -90,6 +97,8 @@ PROJECTOR = Palette(
     title_ink="#e0e0e0", ring="#f2f2f2",
     class_fill="rgba(240,228,66,0.55)", class_ink="#F0E442",
     label_halo=_PROJECTOR_GROUND, label_count="#c8c8c8",
+    strong="#f2f5fa", chart_ink="#e0e0e0", rule="#aaaaaa",
+    position_scale=((0.0, "#7F2704"), (0.5, "#F16913"), (1.0, "#FDD0A2")),
 )
 
 PALETTES = MappingProxyType({palette.name: palette for palette in (LIGHT, PROJECTOR)})
