@@ -37,6 +37,7 @@ class Palette:
     """Every colour a figure of the page is drawn in (sizes are the audience's: figures.py `_Scale`)."""
 
     name: str  # its key in THEMES (core.view.options)
+    plotly: str  # the plotly template it starts from (a script of the view names it: core/drawing/code.py)
     background: str  # the plot's and the figure's ground, #rrggbb: what every text is measured against
     ink: str  # the figure's own text (ticks, axis titles, legend): the template's font colour
     colours: Mapping[str, str]  # a colour per group of the plane (token, position, segment, sum, output)
@@ -70,7 +71,8 @@ _LIGHT_GROUPS = {
 }
 _LIGHT_TEMPLATE = _template("plotly_white")
 LIGHT = Palette(
-    name="light", background="#ffffff", ink="#2a3f5f", colours=_LIGHT_GROUPS, template=_LIGHT_TEMPLATE,
+    name="light", plotly="plotly_white", background="#ffffff", ink="#2a3f5f", colours=_LIGHT_GROUPS,
+    template=_LIGHT_TEMPLATE,
     template_3d=_template_3d(_LIGHT_TEMPLATE, "plotly_white"),
     note_fill="rgba(255,255,255,0.8)", note_ink="#666", message_fill="rgba(255,255,255,0.85)",
     title_ink="#444", ring="#222",
@@ -91,7 +93,7 @@ _PROJECTOR_GROUPS = {
 }
 _PROJECTOR_TEMPLATE = _template("plotly_dark", paper_bgcolor=_PROJECTOR_GROUND, plot_bgcolor=_PROJECTOR_GROUND)
 PROJECTOR = Palette(
-    name="projector", background=_PROJECTOR_GROUND, ink="#f2f5fa", colours=_PROJECTOR_GROUPS,
+    name="projector", plotly="plotly_dark", background=_PROJECTOR_GROUND, ink="#f2f5fa", colours=_PROJECTOR_GROUPS,
     template=_PROJECTOR_TEMPLATE, template_3d=_template_3d(_PROJECTOR_TEMPLATE, "plotly_dark"),
     note_fill="rgba(17,17,17,0.8)", note_ink="#c8c8c8", message_fill="rgba(17,17,17,0.85)",
     title_ink="#e0e0e0", ring="#f2f2f2",
