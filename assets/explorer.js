@@ -167,7 +167,8 @@
     const sizes = at(words.marker.size);
     return [...data, { type: words.type, name: "your words", x: at(words.x), y: at(words.y),
       ...(words.z ? { z: at(words.z) } : {}), xaxis: words.xaxis, yaxis: words.yaxis, mode: "markers",
-      hoverinfo: "skip", marker: { symbol: "circle-open", size: sizes.map((size) => size + 12), color: "#1a1a1a",
+      hoverinfo: "skip", marker: { symbol: "circle-open", size: sizes.map((size) => size + 12),
+        color: (host && host.__ink && host.__ink.ring) || "#1a1a1a",  // the theme's ring (figures.py meta.ink)
         line: { width: 3 } } }];
   }
 

@@ -4,7 +4,7 @@ computed from the colours themselves, and a figure or a side chart is drawn in t
 import numpy as np
 import pytest
 
-from core.drawing.charts import collapse_figure, positions_figure, similarity_figure
+from core.drawing.charts import LOSS_LAYOUT, collapse_figure, loss_spec, positions_figure, similarity_figure
 from core.drawing.figures import COLOURS, TEMPLATE, embedding_spec
 from core.drawing.palette import LIGHT, PALETTES, PROJECTOR, contrast, luminance, rgb
 from core.plane.scene import GROUPS, Scene
@@ -83,7 +83,8 @@ def test_a_figure_is_drawn_in_its_palette(palette):
     assert {name: labels["colours"][name] for name in GROUPS} == palette.colours
     # the page's labels take the theme's halo and count: the light figure says nothing of them, as before
     assert spec["layout"]["meta"].get("ink") == (None if palette is LIGHT else
-                                                 {"halo": PROJECTOR.label_halo, "count": PROJECTOR.label_count})
+                                                 {"halo": PROJECTOR.label_halo, "count": PROJECTOR.label_count,
+                                                  "ring": PROJECTOR.ring})
 
 
 @pytest.mark.parametrize("palette", list(PALETTES.values()), ids=list(PALETTES))
@@ -92,9 +93,12 @@ def test_the_side_charts_are_drawn_in_their_palette(palette):
     tokens = ["a", "b", "c"]
     charts = [similarity_figure(tokens, np.eye(3), palette=palette),
               positions_figure({"learned": rng.standard_normal((5, 2))}, palette=palette),
-              collapse_figure(rng.standard_normal((3, 2)), rng.standard_normal((3, 2)), tokens, palette=palette)]
+              collapse_figure(rng.standard_normal((3, 2)), rng.standard_normal((3, 2)), tokens, palette=palette),
+              loss_spec([2.0, 1.0], steps=5, palette=palette)]
     assert all(chart["layout"]["template"] is palette.template for chart in charts)
     ends = next(trace for trace in charts[1]["data"] if trace["name"].endswith("ends"))
     assert ends["textfont"]["color"] == palette.position_scale[-1][1]
     drawn = {trace["name"]: trace["marker"]["color"] for trace in charts[2]["data"] if trace.get("marker")}
     assert (drawn["before (sum)"], drawn["after (output)"]) == (palette.colours["sum"], palette.colours["output"])
+    assert charts[3]["data"][0]["line"]["color"] == palette.colours["token"]
+    assert (loss_spec([1.0], palette=palette)["layout"] is LOSS_LAYOUT) == (palette is LIGHT)  # the light one shared

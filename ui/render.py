@@ -139,8 +139,8 @@ def outputs(page, step: Change, *, asked: Iterable[str] = (), whole: bool = Fals
         out[page.background_json] = background_json(view, session)
     if tables:
         out.update(table_panels(page, session))
-    if whole or step.old_session.training is not session.training:
-        out.update(training(page, session))
+    if whole or step.old_session.training is not session.training or "theme" in changed:
+        out.update(training(page, session, view.theme))
     if view.shown == "listing" and (whole or LISTING in redrawn):
         out.update(listing(page, view))
     if view.shown == "lookup" and (whole or LOOKUP in redrawn):
@@ -290,12 +290,13 @@ def table_panels(page, session: Session) -> dict:
     }
 
 
-def training(page, session: Session) -> dict:
-    """The loss curve and summary of the session's training, or nothing when untrained."""
+def training(page, session: Session, theme: str) -> dict:
+    """The loss curve and summary of the session's training, or nothing when untrained; in `theme`'s colours."""
     result = session.training
     if result is None:
         return {page.losses: "", page.trained: ""}
-    return {page.losses: figure_json(loss_spec(result.losses)), page.trained: training_summary(session)}
+    return {page.losses: figure_json(loss_spec(result.losses, palette=palette(theme))),
+            page.trained: training_summary(session)}
 
 
 def listing(page, view: View) -> dict:

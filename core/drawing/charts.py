@@ -420,17 +420,18 @@ LOSS_LAYOUT = {"template": LIGHT.template, "height": 240, "margin": {"l": 50, "r
                "xaxis": {"title": {"text": "step"}}, "yaxis": {"title": {"text": "cross-entropy"}}}
 
 
-def loss_spec(losses: Sequence[float], steps: int | None = None) -> dict:
+def loss_spec(losses: Sequence[float], steps: int | None = None, palette: Palette = LIGHT) -> dict:
     """Training loss per step as a figure dict: cheap enough to send after every reported step.
 
     steps: the run's total number of steps, if known: the x axis then spans the whole run
     from the first update, so the curve grows along a still axis instead of rescaling.
+    palette: the view's theme's (the light one's layout is LOSS_LAYOUT, shared by every curve).
     """
     y = np.asarray(losses, dtype=np.float32).ravel()
     trace = {"type": "scatter", "x": np.arange(1, len(y) + 1, dtype=np.int32), "y": y, "mode": "lines",
-             "name": "loss", "line": {"color": LIGHT.colours["token"], "width": 2},
+             "name": "loss", "line": {"color": palette.colours["token"], "width": 2},
              "hovertemplate": "step %{x}: loss %{y:.3f}<extra></extra>"}
-    layout = LOSS_LAYOUT
+    layout = LOSS_LAYOUT if palette is LIGHT else {**LOSS_LAYOUT, "template": palette.template}
     if steps is not None and steps > 0:
-        layout = {**LOSS_LAYOUT, "xaxis": {**LOSS_LAYOUT["xaxis"], "range": [0, max(int(steps), len(y)) + 1]}}
+        layout = {**layout, "xaxis": {**LOSS_LAYOUT["xaxis"], "range": [0, max(int(steps), len(y)) + 1]}}
     return {"data": [trace], "layout": layout}

@@ -217,7 +217,7 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, s
                                 stars=stars, layer=layer, compact=shared is not None,
                                 answers=_class_labels(scene.answers))
     if palette is not LIGHT:  # the page's labels: their halo and count in the theme's colours (assets/labels.js)
-        meta["ink"] = {"halo": palette.label_halo, "count": palette.label_count}
+        meta["ink"] = {"halo": palette.label_halo, "count": palette.label_count, "ring": palette.ring}
     if meta:
         layout["meta"] = meta
     if split:
