@@ -15,7 +15,7 @@
 //    puts it back into each group's trace, and the token table is drawn from the same columns;
 //  - the vocabulary background: thousands of faint points sent once per basis and merged
 //    into every redraw of the main plot, so a keystroke never sends them again;
-//  - presenter mode's large type across the whole page;
+//  - presenter mode's large type across the whole page, and the projector theme's dark page;
 //  - PNG export at three times the screen's resolution.
 // A class (following the lecturer's page) is assets/classroom.js; the plots by keyboard and screen
 // reader, assets/plotkeys.js (told where the plane is and of each figure drawn: `keys`).
@@ -175,8 +175,22 @@
     const sizes = at(words.marker.size);
     return [...data, { type: words.type, name: "your words", x: at(words.x), y: at(words.y),
       ...(words.z ? { z: at(words.z) } : {}), xaxis: words.xaxis, yaxis: words.yaxis, mode: "markers",
-      hoverinfo: "skip", marker: { symbol: "circle-open", size: sizes.map((size) => size + 12), color: "#1a1a1a",
+      hoverinfo: "skip", marker: { symbol: "circle-open", size: sizes.map((size) => size + 12),
+        color: (host && host.__ink && host.__ink.ring) || "#1a1a1a",  // the theme's ring (figures.py meta.ink)
         line: { width: 3 } } }];
+  }
+
+  // how the room reads the page: presenter mode's type, and the projector theme, which implies it and
+  // darkens the page with gradio's own dark theme (body.dark); back in the light theme, the page is as
+  // gradio opened it (dark on a system that asks for dark)
+  const room = { presenter: false, projector: false, dark: null };
+  function dressRoom() {
+    const body = document.body;
+    if (room.dark === null) room.dark = body.classList.contains("dark");
+    body.classList.toggle("presenter", room.presenter || room.projector);  // the plots' boxes grow with it (`boxes`)
+    body.classList.toggle("projector", room.projector);
+    body.classList.toggle("dark", room.projector || room.dark);
+    if (room.presenter || room.projector) columnPlace.observe(body); else columnPlace.disconnect();
   }
 
   const select = (position) => send({ token: position });
@@ -311,6 +325,7 @@
     // the labels are placed (assets/labels.js) once plotly has drawn the figure they belong to
     const labels = window.embeddingLabels;
     labels.use(host, shown.labels);
+    host.__ink = (shown.meta && shown.meta.ink) || null;  // the theme's colours for the labels' layer
     host.dataset.plotted = shown.revision; // the revision being drawn, and (below) the one drawn whole
     const data = withHidden(withBackground(withOwn(shown.data)));
     await Plotly.react(host, data, await heldLayout(data, shown.layout, shown.config), shown.config);
@@ -654,8 +669,15 @@
     },
     setBackground,
     presenter(on) {
-      document.body.classList.toggle("presenter", Boolean(on));  // the plots' boxes grow with it (`boxes`)
-      if (on) columnPlace.observe(document.body); else columnPlace.disconnect();
+      room.presenter = Boolean(on);
+      dressRoom();
+      return [];
+    },
+    // the view's theme (ui/viewpanel.py): "projector" is gradio's dark page at presenter mode's size
+    // (the plots are drawn dark on the server, core/drawing/palette.py)
+    theme(theme) {
+      room.projector = theme === "projector";
+      dressRoom();
       return [];
     },
     // the plot as it is on screen, at three times its pixels: the layout's own width and

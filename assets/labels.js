@@ -316,6 +316,11 @@
     if (!layer) return;
     const { placed, wanted, outside } = labels ? place(gd, labels) : { placed: [], wanted: 0, outside: scan(gd).outside };
     gd.__placed = placed;
+    // the labels' halo is the plot's ground, their count in the theme's grey (the figure's meta.ink, which
+    // the page's script hands over as gd.__ink: the projector theme's; the light theme's are white and grey)
+    const ink = gd.__ink || { halo: "#fff", count: "#666" };
+    set(layer.querySelector(".labels"), "stroke", ink.halo);
+    set(layer.querySelector(".labelled-count"), "fill", ink.count);
     set(layer, "width", gd._fullLayout.width);
     set(layer, "height", gd._fullLayout.height);
     layer.style.visibility = "";

@@ -1,5 +1,6 @@
 """The page for every student, in a real Chromium: axe-core's WCAG 2.2 A/AA rules over the page's
-views at a laptop's and a phone's size, over every tour step in presenter mode and over a class's
+views at a laptop's and a phone's size, over every tour step in presenter mode and in the projector
+theme, and over a class's
 banners; the plane and a side chart explored by keyboard alone, their live region and the plane's
 text alternative read as a screen reader reads them; a focus ring on every Tab stop at 3:1 or
 more against what surrounds it; no animated transition for who asks for none; 200% zoom.
@@ -67,8 +68,10 @@ def test_axe_finds_nothing_in_the_page_s_views(open_page, viewport):
     assert found == dict.fromkeys(found, [])
 
 
-def test_axe_finds_nothing_on_any_tour_step_in_presenter_mode_run_by_keyboard(open_page):
-    """The tour with the keyboard alone: Tab to Next, then Enter for each step, the focus kept on Next."""
+def test_axe_finds_nothing_on_any_tour_step_in_presenter_mode_and_in_the_projector_theme(open_page):
+    """The tour with the keyboard alone: Tab to Next, then Enter for each step, the focus kept on Next;
+    then the View tab's theme set to the projector's (its controls checked in the dark), and the tour
+    walked back with Previous, every step checked again: one page, both themes."""
     page = open_page("presenter=1", (1920, 1080))
     page.locator("#sentence-b textarea").focus()
     tab_to(page, "e.id === 'tour-next'", 8)
@@ -80,6 +83,22 @@ def test_axe_finds_nothing_on_any_tour_step_in_presenter_mode_run_by_keyboard(op
         settle(page)
         assert page.evaluate(ACTIVE) == "tour-next"
         found[number] = violations(page)
+    page.get_by_role("tab", name="View").click()
+    page.locator("#theme").get_by_label("Projector", exact=False).check()
+    settle(page)
+    assert page.evaluate("() => document.body.matches('.dark.projector')")
+    assert "theme=projector" in page.evaluate("() => location.search")
+    found["projector: View tab"] = violations(page)
+    page.get_by_role("tab", name="Tour").click()
+    settle(page)
+    found[f"projector: {len(STEPS)}"] = violations(page)
+    for number in range(len(STEPS) - 1, 0, -1):
+        page.locator("#tour-previous").click()
+        page.wait_for_function(
+            f"() => document.querySelector('#tour-text').innerText.includes('Step {number} of')", timeout=60_000)
+        settle(page)
+        found[f"projector: {number}"] = violations(page)
+    assert page.evaluate("() => document.body.matches('.dark.projector')"), "a tour step keeps the room's theme"
     assert found == dict.fromkeys(found, [])
 
 

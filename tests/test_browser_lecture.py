@@ -20,6 +20,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 import pytest
 from PIL import Image
 
+from core.drawing.palette import contrast, luminance, rgb
 from core.view.tour import STEPS
 from tests.browser import COORDINATES, LABELS, PLOT, label_faults, open_accordion, overlap, settle
 from tests.test_browser_class import classes_end, counts, start_class  # noqa: F401 (its fixture)
@@ -367,6 +368,58 @@ def _assert_the_step_s_slide_opens_offline(page, browser, folder: Path, step) ->
         region = image.crop((left, top, right, bottom))
         inked = sum(count for count, colour in region.getcolors(1 << 24) if colour != background)
         assert inked >= 0.01 * region.width * region.height, f"the slide's region {left, top, right, bottom} is blank"
+
+
+# the projector theme as the page draws it: the plot's ground, the colour of every label the page wrote
+# and of every legend entry, the labels' count, the page's own ground and the tabs' type
+THEME_LOOK = f"""() => {{
+    const gd = {PLOT}, seen = (e) => e.getBoundingClientRect().width > 0;
+    const ground = (e) => {{ for (; e; e = e.parentElement) {{ const c = getComputedStyle(e).backgroundColor;
+        if (c !== 'rgba(0, 0, 0, 0)' && c !== 'transparent') return c; }} return 'rgb(255, 255, 255)'; }};
+    const ink = (selector) => [...gd.querySelectorAll(selector)].filter(seen)
+        .map(t => [t.textContent, getComputedStyle(t).fill]);
+    return {{plot: gd._fullLayout.plot_bgcolor, paper: gd._fullLayout.paper_bgcolor,
+        labels: ink('svg.label-layer .labels text'), legend: ink('.legend text.legendtext'),
+        count: ink('svg.label-layer .labelled-count'), page: ground(document.querySelector('#main-row')),
+        tabs: [...document.querySelectorAll('[role=tab]')].filter(t => t.offsetWidth)
+            .map(t => parseFloat(getComputedStyle(t).fontSize)),
+        query: location.search, dark: document.body.classList.contains('dark')}};
+}}"""
+
+
+def _low_contrast(look: dict) -> list[str]:
+    """The written labels, legend entries and labels' count under WCAG AA's 4.5:1 against the plot."""
+    return [f"{text!r} {colour}: {contrast(colour, look['plot']):.2f}:1"
+            for text, colour in look["labels"] + look["legend"] + look["count"] if contrast(colour, look["plot"]) < 4.5]
+
+
+def test_the_projector_theme_opens_dark_with_every_label_at_aa_and_its_control_switches_it(open_page):
+    """A link with theme=projector opens dark, plot included, at presenter size, every label and legend
+    entry at 4.5:1 or more against the plot (WCAG contrast computed from the colours the page drew);
+    the View tab's control switches it, and the address bar follows."""
+    page = open_page("theme=projector&step=6", (1920, 1080))
+    look = page.evaluate(THEME_LOOK)
+    assert look["dark"] and look["query"] == "?step=6&theme=projector"
+    assert luminance(look["plot"]) < 0.02 and rgb(look["paper"]) == rgb(look["plot"]), look["plot"]
+    assert luminance(look["page"]) < 0.02, f"the page's ground is {look['page']}"
+    assert len(look["labels"]) >= 10 and look["legend"], "the step's plot writes its words and its legend"
+    assert _low_contrast(look) == []
+    assert look["tabs"] and min(look["tabs"]) >= 18, look["tabs"]  # presenter mode's size, implied
+    # the plot as tall as the screen leaves it, axes and all in view (gradio's scoped copy of its laptop
+    # height once held it at its 680 px floor)
+    assert _in_view(page, "#embed-plot .plane-host")
+    assert page.locator("#embed-plot .plane-host").bounding_box()["height"] >= 0.65 * 1080
+    page.get_by_role("tab", name="View").click()
+    page.locator("#theme").get_by_label("Light").check()
+    settle(page)
+    light = page.evaluate(THEME_LOOK)
+    assert not light["dark"] and "theme" not in light["query"] and luminance(light["plot"]) > 0.9
+    assert max(light["tabs"]) < 18, "back in the light theme, without presenter mode, the type is a laptop's"
+    page.locator("#theme").get_by_label("Projector", exact=False).check()
+    settle(page)
+    again = page.evaluate(THEME_LOOK)
+    assert again["dark"] and "theme=projector" in again["query"] and _low_contrast(again) == []
+    assert page.errors == []
 
 
 def _legend_under_the_tool_bar(page) -> list[str]:

@@ -333,7 +333,7 @@ def recipes():
         view = View(source=source, tokenizer=tokenizer, positions=positions, basis=basis, dims=dims, d_model=width,
                     groups=tuple(g for g in COMPONENTS if g in groups), token=n % 4 or None, k=n % 3 * 5,
                     background=n % 2 * 300, flips=frozenset({n % 5}), frozen=frozenset(PARTS[:n % 3]),
-                    n_segments=1 + n % 2, sentence_a=HOSTILE)
+                    n_segments=1 + n % 2, sentence_a=HOSTILE, theme=("light", "projector")[n // 2 % 2])
         frozen = (None, code.Fitted("x", "y", COMPONENTS[:2]), code.Kept((0.5,) * width, ((1.0,) * width,) * 2))[n % 3]
         found.append(code.Recipe(view, code.Drawn(bool(n % 2), (("segment", 20), ("position", 5))[:n % 3]),
                                  runs[:n % 3], frozen, bool(n % 4 == 1), uploads[n % len(uploads)]
@@ -349,6 +349,18 @@ def test_every_kind_of_script_compiles_and_passes_ruff(tmp_path):
     lint = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--config", "pyproject.toml",
                            str(tmp_path)], capture_output=True, text=True)
     assert lint.returncode == 0, lint.stdout[-3000:]
+
+
+def test_a_projector_view_s_script_draws_in_the_projector_s_colours():
+    """The Code tab's script of the projector theme draws as the page does: a dark ground, each group in
+    its colour (the palette's, core/drawing/palette.py); a light view's says nothing of colours."""
+    from core.drawing.palette import PROJECTOR
+    from core.view.state import View
+
+    dark, light = (code.script(code.Recipe(View(theme=theme))) for theme in ("projector", "light"))
+    assert f'template="plotly_dark", paper_bgcolor="{PROJECTOR.background}"' in dark
+    assert f"colours = {dict(PROJECTOR.colours)!r}" in dark
+    assert "colours" not in light and "plotly_dark" not in light
 
 
 def test_the_route_s_calls_wait_in_a_line_the_process_s_account_reads():

@@ -19,6 +19,7 @@ from core.view.options import (
     PARTS,
     POSITIONS,
     SHAREABLE_SOURCES,
+    THEMES,
     TOKENIZERS,
     VIEWS,
 )
@@ -68,6 +69,7 @@ FIELDS = {
     "panel": st.sampled_from(list(PANELS)),
     "step": st.none() | whole("step"),
     "presenter": st.booleans(),
+    "theme": st.sampled_from(list(THEMES)),
     "listing_seed": whole("seed"),
     "listing_bug": st.booleans(),
     "lookup_sentence": texts.filter(lambda text: text.strip()),  # a View refuses an empty one

@@ -239,7 +239,7 @@ class ClassRoutes:
         `after(lesson, shown)`, `shown` being whether the tab took it (a view can be refused)."""
 
         def showing(shown: Lesson):
-            return lambda view: lesson_view(shown.query).with_(presenter=view.presenter).seen_as(view)
+            return lambda view: lesson_view(shown.query).in_room_of(view).seen_as(view)
 
         def work() -> dict:
             shown = self.classroom.newest(lesson)

@@ -118,6 +118,7 @@ class Page:
     variance: gr.HTML
     background_json: gr.HTML
     presenter: gr.Checkbox
+    theme: gr.Radio  # View.theme: light, or the projector's dark page
     answers: gr.Checkbox  # a class's words in the plane (View.answers)
     share_link: gr.Textbox
     share_notes: gr.Markdown

@@ -19,6 +19,7 @@ from core.drawing.charts import collapse_figure, loss_spec, variance_bars
 from core.drawing.code import recipe, script
 from core.drawing.details import layernorm_detail, positions_detail, similarity_detail
 from core.drawing.figures import background_trace, embedding_spec
+from core.drawing.palette import palette
 from core.drawing.shared import shared
 from core.drawing.wire import figure_json, trace_json
 from core.model.listing import run_listing
@@ -138,8 +139,8 @@ def outputs(page, step: Change, *, asked: Iterable[str] = (), whole: bool = Fals
         out[page.background_json] = background_json(view, session)
     if tables:
         out.update(table_panels(page, session))
-    if whole or step.old_session.training is not session.training:
-        out.update(training(page, session))
+    if whole or step.old_session.training is not session.training or "theme" in changed:
+        out.update(training(page, session, view.theme))
     if view.shown == "listing" and (whole or LISTING in redrawn):
         out.update(listing(page, view))
     if view.shown == "lookup" and (whole or LOOKUP in redrawn):
@@ -194,7 +195,7 @@ def _plane(page, view: View, session: Session, tokens: tuple[str, ...] | None, a
     result = explore_view(view, session, tokens, answers)
     found = _search(view, session, result)
     spec = embedding_spec(result.scene, labels=view.labels, arrows=view.arrows, shift=view.shift,
-                          presenter=view.presenter, narrow=view.narrow, compact=True,
+                          presenter=view.presenting, narrow=view.narrow, compact=True, palette=palette(view.theme),
                           named=tour.step(view.step).named if view.step else (),
                           layer=None if found is None else found.trace)
     near = result.neighbours or {}
@@ -245,13 +246,15 @@ def _detail(page, view: View, session: Session, tokens: tuple[str, ...] | None) 
     a, b = view.sentence_a, view.sentence_b
     flipped = flipped_tokens(view, session, tokens)
     if view.shown == "positions":
-        found = positions_detail(session, a, b, flipped, presenter=view.presenter)
+        found = positions_detail(session, a, b, flipped, presenter=view.presenting, palette=palette(view.theme))
         rows = [[r.token, f"{r.positions[0]} and {r.positions[1]}", round(r.cosine, 3)] for r in found.repeated]
         return {page.positions_plot: figure_json(found.figure), page.repeated: rows}
     if view.shown == "layernorm":
-        found = layernorm_detail(session, a, b, flipped, presenter=view.presenter, narrow=view.narrow)
+        found = layernorm_detail(session, a, b, flipped, presenter=view.presenting, narrow=view.narrow,
+                                 palette=palette(view.theme))
         return {page.layernorm_plot: figure_json(found.figure), page.layernorm_info: found.summary}
-    return {page.similarity_plot: figure_json(similarity_detail(session, a, b, flipped, presenter=view.presenter))}
+    return {page.similarity_plot: figure_json(similarity_detail(session, a, b, flipped, presenter=view.presenting,
+                                                                palette=palette(view.theme)))}
 
 
 def background_json(view: View, session: Session) -> str:
@@ -287,12 +290,13 @@ def table_panels(page, session: Session) -> dict:
     }
 
 
-def training(page, session: Session) -> dict:
-    """The loss curve and summary of the session's training, or nothing when untrained."""
+def training(page, session: Session, theme: str) -> dict:
+    """The loss curve and summary of the session's training, or nothing when untrained; in `theme`'s colours."""
     result = session.training
     if result is None:
         return {page.losses: "", page.trained: ""}
-    return {page.losses: figure_json(loss_spec(result.losses)), page.trained: training_summary(session)}
+    return {page.losses: figure_json(loss_spec(result.losses, palette=palette(theme))),
+            page.trained: training_summary(session)}
 
 
 def listing(page, view: View) -> dict:

@@ -16,6 +16,7 @@ import anyio
 import gradio as gr
 
 from core.drawing.charts import loss_spec
+from core.drawing.palette import Palette, palette
 from core.drawing.wire import figure_json
 from core.model.training import Corpus, TrainConfig
 from core.process.offload import OffloadError
@@ -119,7 +120,7 @@ async def train(page, tab, sent):
     drawn = False  # whether a snapshot's plot was drawn
     try:
         yield {page.trained: f"Training {steps:,} steps…", page.notice: render.notice(told)}
-        async with contextlib.aclosing(_as_it_goes(page, finished, job, steps)) as snapshots:
+        async with contextlib.aclosing(_as_it_goes(page, finished, job, steps, palette(view.theme))) as snapshots:
             async for out, frame in snapshots:
                 if "error" in done:
                     break
@@ -157,7 +158,7 @@ def _adopted(page, tab, trained: Session, steps: int, job: Job, drawn: bool) -> 
     out = page.live.apply(tab, page.live.channels[tab], lambda view: view, notes=notes,
                           tables=lambda current: current.adopt_training(trained))
     if page.plot.elem_id not in out:  # set aside (the tables changed meanwhile): their own summary, curve and plot
-        out = {**render.training(page, tab.session), **_restored(page, tab, drawn), **out}
+        out = {**render.training(page, tab.session, tab.view.theme), **_restored(page, tab, drawn), **out}
     return out
 
 
@@ -181,8 +182,9 @@ def _restored(page, tab, drawn: bool) -> dict:
         return _plot(page, tab, tab.view, tab.session)[0]
 
 
-async def _as_it_goes(page, finished: asyncio.Event, job: Job, steps: int):
-    """(the loss curve and summary, a snapshot or None) every LIVE_SECONDS until `finished`, each snapshot shown."""
+async def _as_it_goes(page, finished: asyncio.Event, job: Job, steps: int, colours: Palette):
+    """(the loss curve and summary, a snapshot or None) every LIVE_SECONDS until `finished`, each snapshot
+    shown; the curve in the palette of the view's theme (`colours`)."""
     drawn_at, drawn_step, shown = time.monotonic(), 0, 0
     while True:
         running = not finished.is_set()
@@ -195,7 +197,7 @@ async def _as_it_goes(page, finished: asyncio.Event, job: Job, steps: int):
             if frame is not None or (running and step != drawn_step):
                 drawn_at, drawn_step = time.monotonic(), step
                 # the whole run's x axis from the first curve: it grows along a still axis
-                curve = figure_json(loss_spec(losses, steps))
+                curve = figure_json(loss_spec(losses, steps, colours))
                 yield {page.losses: curve, page.trained: f"Training… step {step} of {steps}."}, frame
                 continue
         if not running and shown >= len(frames):
@@ -213,4 +215,4 @@ async def _as_it_goes(page, finished: asyncio.Event, job: Job, steps: int):
 
 def _refused(page, tab, error: Exception) -> dict:
     """The refusal said, and the summary and curve back to what the tab's tables have learned."""
-    return {**render.training(page, tab.session), page.notice: render.notice((str(error),))}
+    return {**render.training(page, tab.session, tab.view.theme), page.notice: render.notice((str(error),))}

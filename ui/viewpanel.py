@@ -1,4 +1,4 @@
-"""The View panel: what to draw, in which plane, for whom; and sharing or exporting it.
+"""The View panel: what to draw, in which plane, for whom (presenter mode, the theme); sharing or exporting it.
 
 Its settings are view fields (the page sends each widget's value: `ui.page.wire`); its work —
 a refit, a link, the exports — is answered on the page's route (`ui.route.Live.work`).
@@ -13,7 +13,7 @@ from core.drawing.export import export_view
 from core.plane.basis import vocabulary_basis
 from core.plane.pipeline import fit_sentence_basis
 from core.process.offload import OffloadError
-from core.view.options import BASES, COMPONENTS, LIMITS, Refused
+from core.view.options import BASES, COMPONENTS, LIMITS, THEMES, Refused
 from core.view.share import to_query
 from ui import ondemand, render
 from ui.assets import number, radio, written_by_page
@@ -44,6 +44,7 @@ def layout(page) -> None:
         # redraw of the plane as it comes, whether this tab has opened or not (assets/explorer.js setOutput)
         page.background_json = gr.HTML("", elem_id="background-data", elem_classes=["offscreen"])
         page.presenter = gr.Checkbox(False, label="Presenter mode: large type for a projector", elem_id="presenter")
+        page.theme = radio("theme", THEMES, "light", "Theme")  # the projector's implies presenter mode's type
         page.answers = gr.Checkbox(True, label="Class answers", elem_id="show-answers",
                                    info="in a class: the words students sent, where the table puts them")
         with gr.Row():
@@ -62,6 +63,7 @@ def layout(page) -> None:
 
 def wire(page) -> None:
     page.browser(page.presenter.change, "(on) => window.embeddingExplorer.presenter(on)", page.presenter)
+    page.browser(page.theme.change, "(theme) => window.embeddingExplorer.theme(theme)", page.theme)
     page.live.work("refit", lambda tab, _: refit(page, tab), check=only_true("refit"))
     page.live.work("link", lambda tab, address: share(page, tab, address), check=page_address)
     page.live.work("export", lambda tab, _: export(page, tab), check=only_true("export"))

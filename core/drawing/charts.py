@@ -9,7 +9,8 @@ labels, so every token a user typed is HTML-escaped before it is shown.
 The variance bar, redrawn on every keystroke, is plain HTML instead (``variance_bars``).
 
 Each figure function takes ``presenter=True`` for a lecture hall: larger fonts, thicker lines and
-markers, taller figures, so the back row can read them off a projector.
+markers, taller figures, so the back row can read them off a projector; and the view's ``palette``
+(core/drawing/palette.py), dark in the projector theme.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from plotly.colors import diverging
 
-from core.drawing.figures import COLOURS, TEMPLATE
+from core.drawing.palette import LIGHT, Palette
 from core.model.measures import LayerNormStats
 
 VARIANCE_BARS = 10  # components shown at most: past ten the bars are too thin to read
@@ -36,13 +37,12 @@ NARROW_WIDTH, NARROW_TICK = 280, 16
 HOVER_TEXT_MAX = 128  # tokens up to which each heatmap cell gets its own "a · b" hover text (L² strings)
 
 FAINT = "rgba(120,120,120,0.45)"
-GAMMA, BETA = "#000000", "#56B4E9"  # Okabe–Ito black and sky blue: neither is a vector group's colour
+BETA = "#56B4E9"  # Okabe–Ito sky blue: not a group's colour in the light theme, and beside γ in the ink's
 # ColorBrewer's RdBu turned round: −1 dark blue, 0 near-white, +1 dark red. Spelled out,
 # because the name "RdBu" in a figure means plotly.js's own scale, which runs the other way
 # (blue low, red high) and has a grey middle, so 0 would not read as "unrelated"
 SIMILARITY_SCALE = [[i / 10, colour] for i, colour in enumerate(reversed(diverging.RdBu))]
-# light to dark orange (the position group's hue): the path's direction reads without a legend
-POSITION_SCALE = [[0.0, "#FDD0A2"], [0.5, "#F16913"], [1.0, "#7F2704"]]
+POSITION_SCALE = [list(stop) for stop in LIGHT.position_scale]  # the light theme's (Palette.position_scale)
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,8 @@ def variance_bars(ratios: Sequence[float], shown: int = 2, title: str = "Explain
 SIMILARITY_MIN_PX, SIMILARITY_MAX_PX = 480, 900
 
 
-def similarity_figure(tokens: Sequence[str], matrix: np.ndarray, *, presenter: bool = False) -> dict:
+def similarity_figure(tokens: Sequence[str], matrix: np.ndarray, *, presenter: bool = False,
+                      palette: Palette = LIGHT) -> dict:
     """An (L, L) cosine matrix as a heatmap, tokens along both axes, first token at the top.
 
     Colours: ColorBrewer's RdBu reversed (``SIMILARITY_SCALE``), so +1 is red, 0 white,
@@ -126,7 +127,7 @@ def similarity_figure(tokens: Sequence[str], matrix: np.ndarray, *, presenter: b
     # a cell per pair big enough to read its colour from the back of a room: the chart grows
     # with the sentence, from 480 px up to 900
     height = min(SIMILARITY_MAX_PX, max(SIMILARITY_MIN_PX, 160 + 24 * length))
-    layout = _layout(style, height, "Cosine similarity", margin={"l": 80, "r": 10, "t": 40, "b": 80})
+    layout = _layout(style, palette, height, "Cosine similarity", margin={"l": 80, "r": 10, "t": 40, "b": 80})
     if not length:
         layout.update(xaxis={"visible": False}, yaxis={"visible": False},
                       annotations=[_note("no tokens yet", style)])
@@ -161,7 +162,7 @@ def similarity_figure(tokens: Sequence[str], matrix: np.ndarray, *, presenter: b
 
 def positions_figure(paths: Mapping[str, np.ndarray], explained: Mapping[str, Sequence[float]] | None = None, *,
                      presenter: bool = False, indices: Mapping[str, Sequence[int]] | None = None,
-                     notes: Mapping[str, str] | None = None) -> dict:
+                     notes: Mapping[str, str] | None = None, palette: Palette = LIGHT) -> dict:
     """Position vectors 0…N−1 of one or more tables, each in its own plane, joined in order.
 
     One subplot per entry of ``paths`` (e.g. {"learned": (N, 2), "sinusoidal": (N, 2)}),
@@ -178,7 +179,7 @@ def positions_figure(paths: Mapping[str, np.ndarray], explained: Mapping[str, Se
     explained = explained or {}
     indices, notes = indices or {}, notes or {}
     checked = {name: _points(points, f"paths[{name!r}]") for name, points in paths.items()}
-    layout = _layout(style, 320, None, margin={"l": 40, "r": 10, "t": 40, "b": 30}, showlegend=False)
+    layout = _layout(style, palette, 320, None, margin={"l": 40, "r": 10, "t": 40, "b": 30}, showlegend=False)
     if not checked:
         layout.update(xaxis={"visible": False}, yaxis={"visible": False},
                       annotations=[_note("no positions yet", style)])
@@ -204,7 +205,7 @@ def positions_figure(paths: Mapping[str, np.ndarray], explained: Mapping[str, Se
             "yaxis": f"y{suffix}",
             "mode": "lines+markers",
             "line": {"color": FAINT, "width": style.line},
-            "marker": {"color": order, "colorscale": POSITION_SCALE, "cmin": 0,
+            "marker": {"color": order, "colorscale": [list(stop) for stop in palette.position_scale], "cmin": 0,
                        "cmax": max(int(order.max()) if count else 0, 1),
                        "size": style.marker},
             "customdata": order,
@@ -221,7 +222,7 @@ def positions_figure(paths: Mapping[str, np.ndarray], explained: Mapping[str, Se
             "mode": "text",
             "text": [str(order[end]) for end in ends],
             "textposition": "top center",
-            "textfont": {"size": style.font, "color": POSITION_SCALE[-1][1]},
+            "textfont": {"size": style.font, "color": palette.position_scale[-1][1]},
             "hoverinfo": "skip",
         })
         layout[f"xaxis{suffix}"] = {"domain": domain, "anchor": f"y{suffix}", "zeroline": False,
@@ -234,14 +235,14 @@ def positions_figure(paths: Mapping[str, np.ndarray], explained: Mapping[str, Se
         if notes.get(name):
             annotations.append({"text": _wrap(_escape(notes[name]), 48), "xref": "paper", "yref": "paper",
                                 "x": domain[0], "y": 0.0, "xanchor": "left", "yanchor": "bottom", "align": "left",
-                                "showarrow": False, "bgcolor": "rgba(255,255,255,0.8)",
-                                "font": {"size": style.font - 1, "color": "#444444"}})
+                                "showarrow": False, "bgcolor": palette.note_fill,
+                                "font": {"size": style.font - 1, "color": palette.chart_ink}})
     layout["annotations"] = annotations
     return {"data": data, "layout": layout}
 
 
 def layernorm_figure(stats: LayerNormStats, tokens: Sequence[str], *, presenter: bool = False,
-                     narrow: bool = False) -> dict:
+                     narrow: bool = False, palette: Palette = LIGHT) -> dict:
     """What LayerNorm did: each token's std before and after (left), and its γ and β (right).
 
     Before, the stds differ from token to token; after, they are all about the same,
@@ -264,13 +265,13 @@ def layernorm_figure(stats: LayerNormStats, tokens: Sequence[str], *, presenter:
     line_mode = "lines+markers" if len(dims) <= 64 else "lines"
     data = [
         {"type": "bar", "name": "std before", "x": index, "y": np.asarray(stats.std_before, dtype=np.float32),
-         "marker": {"color": COLOURS["sum"]}, "hovertext": escaped,
+         "marker": {"color": palette.colours["sum"]}, "hovertext": escaped,
          "hovertemplate": "%{hovertext}: std %{y:.3f}<extra>before</extra>"},
         {"type": "bar", "name": "std after", "x": index, "y": np.asarray(stats.std_after, dtype=np.float32),
-         "marker": {"color": COLOURS["output"]}, "hovertext": escaped,
+         "marker": {"color": palette.colours["output"]}, "hovertext": escaped,
          "hovertemplate": "%{hovertext}: std %{y:.3f}<extra>after</extra>"},
         {"type": "scatter", "name": "γ (scale)", "x": dims, "y": np.asarray(stats.gamma, dtype=np.float32),
-         "xaxis": "x2", "yaxis": "y2", "mode": line_mode, "line": {"color": GAMMA, "width": style.line},
+         "xaxis": "x2", "yaxis": "y2", "mode": line_mode, "line": {"color": palette.strong, "width": style.line},
          "marker": {"size": style.marker - 2}, "hovertemplate": "dimension %{x}: γ %{y:.3f}<extra></extra>"},
         {"type": "scatter", "name": "β (shift)", "x": dims, "y": np.asarray(stats.beta, dtype=np.float32),
          "xaxis": "x2", "yaxis": "y2", "mode": line_mode, "line": {"color": BETA, "width": style.line},
@@ -278,11 +279,12 @@ def layernorm_figure(stats: LayerNormStats, tokens: Sequence[str], *, presenter:
     ]
     if narrow:  # stacked: the bars on top, γ and β under them, a token label every NARROW_TICK px
         # (and plotly's tool bar down the right margin, off the legend)
-        layout = _layout(style, 520, None, margin={"l": 50, "r": 34, "t": 60, "b": 50}, modebar={"orientation": "v"})
+        layout = _layout(style, palette, 520, None, margin={"l": 50, "r": 34, "t": 60, "b": 50},
+                         modebar={"orientation": "v"})
         ticks = _token_ticks(escaped, most=NARROW_WIDTH // NARROW_TICK)
         panels = {"xaxis": [0.0, 1.0], "yaxis": [0.5, 1.0], "xaxis2": [0.0, 1.0], "yaxis2": [0.0, 0.2]}
     else:
-        layout = _layout(style, 280, None, margin={"l": 50, "r": 10, "t": 60, "b": 70})
+        layout = _layout(style, palette, 280, None, margin={"l": 50, "r": 10, "t": 60, "b": 70})
         ticks = _token_ticks(escaped)
         panels = {"xaxis": [0.0, 0.55], "yaxis": [0.0, 1.0], "xaxis2": [0.65, 1.0], "yaxis2": [0.0, 1.0]}
     layout.update(
@@ -295,13 +297,14 @@ def layernorm_figure(stats: LayerNormStats, tokens: Sequence[str], *, presenter:
         legend={"orientation": "h", "x": 0, "xanchor": "left", "y": 1.12 if not narrow else 1.02, "yanchor": "bottom"},
         # std 1: where LayerNorm puts every vector before γ and β
         shapes=[{"type": "line", "xref": "x domain", "x0": 0, "x1": 1, "yref": "y", "y0": 1, "y1": 1,
-                 "line": {"color": "#666666", "width": 1, "dash": "dot"}}],
+                 "line": {"color": palette.rule, "width": 1, "dash": "dot"}}],
     )
     return {"data": data, "layout": layout}
 
 
 def collapse_figure(before: np.ndarray, after: np.ndarray, tokens: Sequence[str],
-                    title: str = "LayerNorm with d_model = 2", *, presenter: bool = False) -> dict:
+                    title: str = "LayerNorm with d_model = 2", *, presenter: bool = False,
+                    palette: Palette = LIGHT) -> dict:
     """The first listing's puzzle drawn exactly: why every output is (1, −1) or (−1, 1).
 
     With two dimensions no projection is needed. LayerNorm subtracts each vector's mean,
@@ -326,22 +329,23 @@ def collapse_figure(before: np.ndarray, after: np.ndarray, tokens: Sequence[str]
          "mode": "lines", "line": {"color": FAINT, "width": style.line}, "hoverinfo": "skip", "showlegend": False},
         {"type": "scatter", "name": "x + y = 0", "x": np.array([-reach, reach], dtype=np.float32),
          "y": np.array([reach, -reach], dtype=np.float32), "mode": "lines",
-         "line": {"color": "#666666", "width": style.line, "dash": "dash"}, "hoverinfo": "skip"},
+         "line": {"color": palette.rule, "width": style.line, "dash": "dash"}, "hoverinfo": "skip"},
         {"type": "scatter", "name": "(1, −1) and (−1, 1)", "x": np.array([1, -1], dtype=np.float32),
          "y": np.array([-1, 1], dtype=np.float32), "mode": "markers+text", "text": ["(1, −1)", "(−1, 1)"],
-         "textposition": ["bottom right", "top left"], "textfont": {"size": style.font - 1, "color": "#444444"},
-         "marker": {"symbol": "circle-open", "size": style.marker * 2.2, "color": "#444444",
+         "textposition": ["bottom right", "top left"], "textfont": {"size": style.font - 1, "color": palette.chart_ink},
+         "marker": {"symbol": "circle-open", "size": style.marker * 2.2, "color": palette.chart_ink,
                     "line": {"width": style.line}},
          "hoverinfo": "skip"},
         {"type": "scatter", "name": "before (sum)", "x": before[:, 0], "y": before[:, 1], "mode": "markers+text",
-         "marker": {"color": COLOURS["sum"], "size": style.marker}, "text": escaped, "textposition": "top center",
-         "textfont": {"size": style.font - 1, "color": COLOURS["sum"]}, "hovertext": escaped,
+         "marker": {"color": palette.colours["sum"], "size": style.marker}, "text": escaped,
+         "textposition": "top center", "textfont": {"size": style.font - 1, "color": palette.colours["sum"]},
+         "hovertext": escaped,
          "hovertemplate": "%{hovertext}<br>sum (%{x:.3f}, %{y:.3f})<extra></extra>"},
         {"type": "scatter", "name": "after (output)", "x": after[:, 0], "y": after[:, 1], "mode": "markers",
-         "marker": {"color": COLOURS["output"], "size": style.marker * 1.3}, "hovertext": escaped,
+         "marker": {"color": palette.colours["output"], "size": style.marker * 1.3}, "hovertext": escaped,
          "hovertemplate": "%{hovertext}<br>output (%{x:.3f}, %{y:.3f})<extra></extra>"},
     ]
-    layout = _layout(style, 420, title, margin={"l": 50, "r": 10, "t": 40, "b": 50})
+    layout = _layout(style, palette, 420, title, margin={"l": 50, "r": 10, "t": 40, "b": 50})
     layout.update(
         # constrain: keep the range and shrink the plot area to a square, rather than
         # widening the x range to fill a wide plot
@@ -354,9 +358,9 @@ def collapse_figure(before: np.ndarray, after: np.ndarray, tokens: Sequence[str]
     return {"data": data, "layout": layout}
 
 
-def _layout(style: _Style, height: int, title: str | None, **rest) -> dict:
-    """The layout every chart starts from: the shared 2-D template, sized for the audience."""
-    layout = {"template": TEMPLATE, "height": round(height * style.scale), "font": {"size": style.font}}
+def _layout(style: _Style, palette: Palette, height: int, title: str | None, **rest) -> dict:
+    """The layout every chart starts from: the theme's 2-D template, sized for the audience."""
+    layout = {"template": palette.template, "height": round(height * style.scale), "font": {"size": style.font}}
     if title is not None:
         layout["title"] = {"text": title, "font": {"size": style.font + 1}, "x": 0, "xanchor": "left"}
     layout.update(rest)
@@ -411,22 +415,23 @@ def _plane_title(name: str, ratios: Sequence[float] | None) -> str:
     return f"{title} · {label} {sum(float(r) for r in axes):.0%}"
 
 
-LOSS_LAYOUT = {"template": TEMPLATE, "height": 240, "margin": {"l": 50, "r": 10, "t": 30, "b": 40},
+LOSS_LAYOUT = {"template": LIGHT.template, "height": 240, "margin": {"l": 50, "r": 10, "t": 30, "b": 40},
                "title": {"text": "Training loss", "font": {"size": 13}}, "uirevision": "loss",
                "xaxis": {"title": {"text": "step"}}, "yaxis": {"title": {"text": "cross-entropy"}}}
 
 
-def loss_spec(losses: Sequence[float], steps: int | None = None) -> dict:
+def loss_spec(losses: Sequence[float], steps: int | None = None, palette: Palette = LIGHT) -> dict:
     """Training loss per step as a figure dict: cheap enough to send after every reported step.
 
     steps: the run's total number of steps, if known: the x axis then spans the whole run
     from the first update, so the curve grows along a still axis instead of rescaling.
+    palette: the view's theme's (the light one's layout is LOSS_LAYOUT, shared by every curve).
     """
     y = np.asarray(losses, dtype=np.float32).ravel()
     trace = {"type": "scatter", "x": np.arange(1, len(y) + 1, dtype=np.int32), "y": y, "mode": "lines",
-             "name": "loss", "line": {"color": COLOURS["token"], "width": 2},
+             "name": "loss", "line": {"color": palette.colours["token"], "width": 2},
              "hovertemplate": "step %{x}: loss %{y:.3f}<extra></extra>"}
-    layout = LOSS_LAYOUT
+    layout = LOSS_LAYOUT if palette is LIGHT else {**LOSS_LAYOUT, "template": palette.template}
     if steps is not None and steps > 0:
-        layout = {**LOSS_LAYOUT, "xaxis": {**LOSS_LAYOUT["xaxis"], "range": [0, max(int(steps), len(y)) + 1]}}
+        layout = {**layout, "xaxis": {**LOSS_LAYOUT["xaxis"], "range": [0, max(int(steps), len(y)) + 1]}}
     return {"data": [trace], "layout": layout}

@@ -755,6 +755,8 @@ class _Script:
         if self.behind:
             lines += [f'figure.update_traces(selector={{"name": "{BACKGROUND}"}}, mode="markers",  # faint, behind',
                       '                     marker={"size": 3, "color": "rgba(110, 110, 110, 0.3)"})']
+        if self.view.theme != "light":
+            lines += self.theme()
         self.need("import sys", "import json")
         return [*lines,
                 "if \"--json\" in sys.argv:  # each group's points, in token order, as the page plots them",
@@ -762,6 +764,19 @@ class _Script:
                 "else:",
                 "    figure.show()"]
 
+
+    def theme(self) -> list[str]:
+        """The view's theme as the page draws it: its plot's ground and each group's colour."""
+        from core.drawing.palette import palette
+
+        colours = palette(self.view.theme)
+        return [f"# the {self.view.theme} theme, as the page draws it: the plot's ground and each group's colour",
+                f'figure.update_layout(template="{colours.plotly}", paper_bgcolor="{colours.background}", '
+                f'plot_bgcolor="{colours.background}")',
+                f"colours = {dict(colours.colours)!r}",
+                "for trace in figure.data:  # the points and their names",
+                "    if trace.name in colours:",
+                "        trace.update(marker_color=colours[trace.name], textfont_color=colours[trace.name])"]
 
 # BERT's checkpoint names (after "embeddings.") of each table, as core.model.checkpoints maps them
 _BERT_NAMES = (("tok_embed.weight", "word_embeddings.weight"), ("pos_embed.weight", "position_embeddings.weight"),

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.drawing.charts import collapse_figure, layernorm_figure, positions_figure, similarity_figure
+from core.drawing.palette import LIGHT, Palette
 from core.model.measures import RepeatedToken, cosine_matrix, layernorm_stats, repeated_tokens
 from core.model.projection import PCAProjection
 from core.plane.pipeline import explore
@@ -48,7 +49,8 @@ class LayerNormDetail:
 
 
 def positions_detail(
-    session: Session, a: str, b: str, flipped: Mapping[int, str] | None = None, *, presenter: bool = False
+    session: Session, a: str, b: str, flipped: Mapping[int, str] | None = None, *, presenter: bool = False,
+    palette: Palette = LIGHT,
 ) -> PositionsDetail:
     """This table's position vectors as a path in order, beside fixed sinusoidal ones.
 
@@ -73,7 +75,7 @@ def positions_detail(
         indices[name], notes[name] = kept, note
     skip = result.encoding.special_mask
     repeated = repeated_tokens(result.encoding.tokens, result.vectors["output"], skip=skip)
-    figure = positions_figure(paths, explained, presenter=presenter, indices=indices, notes=notes)
+    figure = positions_figure(paths, explained, presenter=presenter, indices=indices, notes=notes, palette=palette)
     return PositionsDetail(figure, repeated, result.encoding.tokens)
 
 
@@ -95,7 +97,7 @@ def _without_outliers(rows: np.ndarray) -> tuple[np.ndarray, str]:
 
 def layernorm_detail(
     session: Session, a: str, b: str, flipped: Mapping[int, str] | None = None, *, presenter: bool = False,
-    narrow: bool = False,
+    narrow: bool = False, palette: Palette = LIGHT,
 ) -> LayerNormDetail:
     """What LayerNorm did to each token; with d_model = 2, the collapse to two points. `narrow`:
     drawn for a phone's screen."""
@@ -105,17 +107,18 @@ def layernorm_detail(
     stats = layernorm_stats(summed, output, norm.weight.detach().numpy(), norm.bias.detach().numpy())
     summary = f"Per token, across its {summed.shape[1]} dimensions — {stats.describe()}."
     if summed.shape[1] == 2:
-        figure = collapse_figure(summed, output, tokens, presenter=presenter)
+        figure = collapse_figure(summed, output, tokens, presenter=presenter, palette=palette)
         summary += "\n\n" + COLLAPSE
     else:
-        figure = layernorm_figure(stats, tokens, presenter=presenter, narrow=narrow)
+        figure = layernorm_figure(stats, tokens, presenter=presenter, narrow=narrow, palette=palette)
     return LayerNormDetail(figure, summary)
 
 
 def similarity_detail(
-    session: Session, a: str, b: str, flipped: Mapping[int, str] | None = None, *, presenter: bool = False
+    session: Session, a: str, b: str, flipped: Mapping[int, str] | None = None, *, presenter: bool = False,
+    palette: Palette = LIGHT,
 ) -> dict:
     """Cosine similarity of every pair of output vectors, token × token."""
     result = explore(session, a, b, groups=[], flipped=flipped)
     matrix = cosine_matrix(np.asarray(result.vectors["output"]))
-    return similarity_figure(result.encoding.tokens, matrix, presenter=presenter)
+    return similarity_figure(result.encoding.tokens, matrix, presenter=presenter, palette=palette)

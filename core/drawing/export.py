@@ -155,10 +155,11 @@ def export_view(folder: Path, view: View, session: Session) -> list[str]:
     """The three files of `view` (a `core.view.state.View`) on `session`'s tables, in `folder`, which
     is emptied first: a tab's next export replaces its last."""
     from core.drawing.figures import embedding_spec
+    from core.drawing.palette import palette
     from core.plane.pipeline import explore_view  # torch: only for this call, the writers above need none
 
     result = explore_view(view, session)
     spec = embedding_spec(result.scene, labels=view.labels, arrows=view.arrows, shift=view.shift,
-                          presenter=view.presenter)
+                          presenter=view.presenting, palette=palette(view.theme))
     shutil.rmtree(folder, ignore_errors=True)
     return [str(path) for path in export_files(folder, result.scene, result.vectors, spec)]

@@ -22,20 +22,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import plotly.graph_objects as go
-import plotly.io as pio
 
 from core.drawing.labels import LABEL_PRIORITY, wanted
+from core.drawing.palette import LIGHT, Palette
 from core.drawing.wire import pile_names, token_columns
 from core.plane.scene import CONTINUATION, GROUPS, SPECIAL, WORD, Scene, segment_name, symbols
 
-# Okabe–Ito: distinguishable with every common form of colour blindness
-COLOURS = {
-    "token": "#0072B2",     # blue
-    "position": "#E69F00",  # orange
-    "segment": "#009E73",   # bluish green
-    "sum": "#D55E00",       # vermillion
-    "output": "#CC79A7",    # reddish purple
-}
+# the light theme's group colours (Okabe–Ito); a figure takes its palette's (core/drawing/palette.py)
+COLOURS = LIGHT.colours
 
 SYMBOL_NOTE = "◆ [CLS] / [SEP]    ○ ## word piece"
 # the plot's type, and its labels': Arial, or a face with its widths (Liberation Sans on Linux,
@@ -50,17 +44,12 @@ SELECTED = "selected token"
 BACKGROUND = "vocabulary"
 # a class's answers (core/plane/classwords.py): one trace per group they are placed in
 CLASS_TRACES = {"token": "class", "sum": "class · sum", "output": "class · output"}
-CLASS_FILL = "rgba(86,180,233,0.55)"  # Okabe–Ito's sky blue, the one colour the groups leave free
-CLASS_INK = "#00406b"  # its outline and labels: dark enough to read on white (WCAG AA)
+CLASS_FILL = LIGHT.class_fill  # the light theme's; each palette has its own
+CLASS_INK = LIGHT.class_ink  # its outline and labels
 CLASS_LARGEST = 4  # a word's marker grows with its count (area ∝ count) to this many times its base size
 
-# plotly_white's look for a 2-D scatter plot only: the full template also styles
-# heatmaps, maps, 3-D scenes, …, which would add kilobytes to every update and, since
-# plotly walks it when serialising, most of a small figure's build time
-TEMPLATE = {"layout": {key: value for key, value in
-                       pio.templates["plotly_white"].layout.to_plotly_json().items()
-                       if key in ("font", "hovermode", "hoverlabel", "paper_bgcolor",
-                                  "plot_bgcolor", "xaxis", "yaxis")}}
+# plotly_white's look for a 2-D scatter plot only (core/drawing/palette.py `_template` says why)
+TEMPLATE = LIGHT.template
 
 
 def embedding_figure(scene: Scene, **options) -> go.Figure:
@@ -117,7 +106,8 @@ CATEGORY = "category: {}"
 def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, shift: bool = False,
                    presenter: bool = False, webgl_above: int = 1500, uirevision: str = "embed",
                    panels: str = "auto", magnify: bool = True, compact: bool = False,
-                   named: Collection[str] = (), narrow: bool = False, layer: dict | None = None) -> dict:
+                   named: Collection[str] = (), narrow: bool = False, layer: dict | None = None,
+                   palette: Palette = LIGHT) -> dict:
     """The embedding layer's vectors in the PCA plane, one coloured trace per group.
 
     labels: ask the page to write each point's name beside it, where it fits
@@ -132,6 +122,7 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, s
     shift: draw the shift each segment row adds, as an arrow ending on each shifted sum,
         and state its length in the full space.
     presenter: large fonts and thick markers, readable from the back of a lecture hall.
+    palette: the colours of the view's theme (`core.drawing.palette`): light, or the projector's dark.
     narrow: drawn on a phone: labels in larger type.
     layer: a trace drawn over the token panel (the search's crosses, `core.plane.search`, its names in
         ``text``): with labels on, its names are written with the others, the first one always.
@@ -153,7 +144,8 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, s
     if panels not in PANELS:
         raise ValueError(f"panels is {panels!r}; choose one of {', '.join(PANELS)}")
     if scene.dims == 3:
-        spec = _spec_3d(scene, labels=labels, arrows=arrows, shift=shift, presenter=presenter, uirevision=uirevision)
+        spec = _spec_3d(scene, labels=labels, arrows=arrows, shift=shift, presenter=presenter, uirevision=uirevision,
+                        palette=palette)
         if layer is not None:
             spec["data"].append(layer)
         if compact:  # its traces stay whole (a 3-D view is asked for, not typed into): the table's columns only
@@ -171,25 +163,26 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, s
 
     data = _category_halos(scene, groups, points, panel, columns, scale) if scene.categories else []
     shared = token_columns(scene, columns.order) if compact else None
-    data += [_segment_trace(group, scene, points[group], columns, webgl=webgl, scale=scale, axes=_AXES[panel[group]])
+    data += [_segment_trace(group, scene, points[group], columns, webgl=webgl, scale=scale, axes=_AXES[panel[group]],
+                            palette=palette)
              if group == "segment" else
              _group_trace(group, scene, points[group], columns, webgl=webgl, scale=scale, axes=_AXES[panel[group]],
-                          shared=shared, piles=piles[group])
+                          shared=shared, piles=piles[group], palette=palette)
              for group in groups]
     if scene.previous is not None and groups:
         data += _movement(scene, groups, panel, factors)
     if arrows and {"token", "position", "segment", "sum"} <= set(groups):
         data.append(_addition_path(scene, scale, to_output="output" in groups and not split))
     if shift and scene.shift_from is not None and "sum" in groups:
-        data += _segment_shift(scene, scale)
+        data += _segment_shift(scene, scale, palette)
     if scene.neighbourhood is not None:
-        data += _neighbourhood(scene, groups, scale, panel)
+        data += _neighbourhood(scene, groups, scale, panel, palette)
     if scene.answers is not None:
-        data += _class_traces(scene.answers, scale, panel)
+        data += _class_traces(scene.answers, scale, panel, palette)
 
     titles = _axis_titles(scene)
     layout = {
-        "template": TEMPLATE,
+        "template": palette.template,
         "font": {"size": scale.font, "family": FONT_FAMILY},
         "uirevision": uirevision,
         "autosize": True,  # no fixed height: the page's CSS gives the plot its size
@@ -208,7 +201,7 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, s
         "modebar": {"orientation": "v"},
         "margin": {"l": 50, "r": MODEBAR_PX, "t": 40, "b": 50},
         "annotations": _annotations(scene, scale, shift=shift and "sum" in groups,
-                                    split=split, factors=factors, groups=groups),
+                                    split=split, factors=factors, groups=groups, palette=palette),
     }
     if layer is not None:  # over everything; its names are labels (the page writes them)
         data.append({key: value for key, value in layer.items() if key not in ("text", "textposition", "textfont")}
@@ -217,12 +210,14 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, s
     if labels:
         stars = {kind: NEIGHBOURS[kind] for kind, _, _ in _neighbours(scene.neighbourhood, groups)} \
             if scene.neighbourhood is not None else {}
-        colours = {**COLOURS, **{trace: COLOURS[kind] for kind, trace in stars.items()},
+        colours = {**palette.colours, **{trace: palette.colours[kind] for kind, trace in stars.items()},
                    **({} if layer is None else {layer["name"]: layer["marker"]["color"]}),
-                   **dict.fromkeys(CLASS_TRACES.values(), CLASS_INK)}
+                   **dict.fromkeys(CLASS_TRACES.values(), palette.class_ink)}
         meta["labels"] = wanted(scene, columns.order, groups, piles, size=scale.text, colours=colours, named=named,
                                 stars=stars, layer=layer, compact=shared is not None,
                                 answers=_class_labels(scene.answers))
+    if palette is not LIGHT:  # the page's labels: their halo and count in the theme's colours (assets/labels.js)
+        meta["ink"] = {"halo": palette.label_halo, "count": palette.label_count, "ring": palette.ring}
     if meta:
         layout["meta"] = meta
     if split:
@@ -366,7 +361,7 @@ def _coincident(points: np.ndarray, names: list[str], positions: Sequence[int]) 
 
 def _group_trace(group: str, scene: Scene, points: np.ndarray, columns: _TokenColumns, *, webgl: bool,
                  scale: _Scale, axes: Mapping[str, str], shared: dict | None = None, marker: dict | None = None,
-                 piles: list[list[int]] | None = None) -> dict:
+                 piles: list[list[int]] | None = None, palette: Palette = LIGHT) -> dict:
     """One group's points: colour by group, shape by kind of token, hover by token.
 
     `piles`: its coinciding points (`_piles` of the points in drawing order, computed here if not
@@ -378,15 +373,16 @@ def _group_trace(group: str, scene: Scene, points: np.ndarray, columns: _TokenCo
     if shared is not None:
         if piles:
             shared["piles"][group] = piles
-        return _points_trace(group, drawn, webgl=webgl, axes=axes,
-                             marker={"size": scale.marker, "line": {"color": COLOURS[group], "width": scale.line}},
+        return _points_trace(group, drawn, webgl=webgl, axes=axes, colour=palette.colours[group],
+                             marker={"size": scale.marker, "line": {"color": palette.colours[group],
+                                                                    "width": scale.line}},
                              meta={"columns": group}, hovertemplate=template)
     customdata = columns.customdata.copy()
     customdata[:, 3] = np.asarray(scene.norms[group])[columns.order]
     marker = marker or {"symbol": columns.symbol, "size": scale.marker,
-                        "line": {"color": COLOURS[group], "width": scale.line}}
+                        "line": {"color": palette.colours[group], "width": scale.line}}
     return _points_trace(
-        group, drawn, webgl=webgl, axes=axes, text=columns.text.get(group),
+        group, drawn, webgl=webgl, axes=axes, text=columns.text.get(group), colour=palette.colours[group],
         marker=marker, hovertext=pile_names(columns.hovertext, customdata[:, 1].astype(int).tolist(), piles),
         customdata=customdata, hovertemplate=template,
     )
@@ -402,7 +398,7 @@ def _token_hover(group: str, exact: bool) -> str:
 
 
 def _segment_trace(group: str, scene: Scene, points: np.ndarray, columns: _TokenColumns, *, webgl: bool,
-                   scale: _Scale, axes: Mapping[str, str], size: int | None = None) -> dict:
+                   scale: _Scale, axes: Mapping[str, str], size: int | None = None, palette: Palette = LIGHT) -> dict:
     """One point per segment row, not one per token: all of a segment's tokens share its row,
     so drawing each of them would stack hundreds of markers on two spots, send them with every
     keystroke, and hover only the top one. Hovering a segment's point says how many tokens use it."""
@@ -411,7 +407,7 @@ def _segment_trace(group: str, scene: Scene, points: np.ndarray, columns: _Token
     norms = np.asarray(scene.norms[group])[columns.order][first]
     vector = "<br>vector (%{x:.3f}, %{y:.3f})" if scene.exact else ""
     return _points_trace(
-        group, np.asarray(points)[columns.order][first], webgl=webgl, axes=axes,
+        group, np.asarray(points)[columns.order][first], webgl=webgl, axes=axes, colour=palette.colours[group],
         marker={"symbol": "square", "size": (scale.marker if size is None else size) + 2},
         hovertext=[segment_name(int(row)) for row in rows],
         customdata=np.column_stack([rows, count, norms]).astype(np.float32),
@@ -423,7 +419,7 @@ def _segment_trace(group: str, scene: Scene, points: np.ndarray, columns: _Token
 
 
 def _points_trace(group: str, points: np.ndarray, *, webgl: bool, marker: dict, axes: Mapping[str, str],
-                  text: list[str] | None = None, **hover) -> dict:
+                  colour: str, text: list[str] | None = None, **hover) -> dict:
     """A group's trace: its colour and its points as float32. Points of three coordinates make
     the PC1–PC3 view's trace (scatter3d), whose labels plotly writes (`text`)."""
     points = np.asarray(points, dtype=np.float32)
@@ -434,7 +430,7 @@ def _points_trace(group: str, points: np.ndarray, *, webgl: bool, marker: dict, 
         **{axis: points[:, i] for i, axis in enumerate("xyz"[:points.shape[1]])},
         **axes,
         "mode": "markers",
-        "marker": {"color": COLOURS[group], **marker},
+        "marker": {"color": colour, **marker},
         **hover,
     }
     if text is not None:
@@ -520,7 +516,7 @@ def _shift_lines(scene: Scene) -> tuple[np.ndarray, np.ndarray] | None:
     return scene.shift_from[rows], np.asarray(scene.points["sum"], dtype=np.float32)[rows]
 
 
-def _segment_shift(scene: Scene, scale: _Scale) -> list[dict]:
+def _segment_shift(scene: Scene, scale: _Scale, palette: Palette) -> list[dict]:
     """An arrow from where each shifted sum would be with its reference segment to where it is.
 
     Segment B adds one and the same vector, seg[1] − seg[0], to every one of its tokens;
@@ -536,8 +532,8 @@ def _segment_shift(scene: Scene, scale: _Scale) -> list[dict]:
         "legendgroup": SEGMENT_SHIFT,
         **_polylines(list(lines)),
         "mode": "lines+markers",
-        "line": {"color": COLOURS["segment"], "width": scale.line + 1, "dash": "dot"},
-        "marker": {"symbol": "arrow", "angleref": "previous", "size": heads, "color": COLOURS["segment"]},
+        "line": {"color": palette.colours["segment"], "width": scale.line + 1, "dash": "dot"},
+        "marker": {"symbol": "arrow", "angleref": "previous", "size": heads, "color": palette.colours["segment"]},
         "hoverinfo": "skip",
     }
     if scene.segment_shift is not None:
@@ -546,7 +542,8 @@ def _segment_shift(scene: Scene, scale: _Scale) -> list[dict]:
     return [trace]
 
 
-def _neighbourhood(scene: Scene, groups: list[str], scale: _Scale, panel: Mapping[str, int]) -> list[dict]:
+def _neighbourhood(scene: Scene, groups: list[str], scale: _Scale, panel: Mapping[str, int],
+                   palette: Palette) -> list[dict]:
     """The selected token ringed, and its nearest vocabulary entries as stars (their names are
     labels: `core.drawing.labels.wanted`; hover names them all)."""
     near = scene.neighbourhood
@@ -561,7 +558,7 @@ def _neighbourhood(scene: Scene, groups: list[str], scale: _Scale, panel: Mappin
             **_AXES[panel[kind]],
             "mode": "markers",
             "marker": {"symbol": "star", "size": scale.marker + 2, "color": "white",
-                       "line": {"color": COLOURS[kind], "width": scale.line + 1}},
+                       "line": {"color": palette.colours[kind], "width": scale.line + 1}},
             **hover,
         })
     for number in sorted({panel[g] for g in groups if g in RINGED}):
@@ -575,7 +572,7 @@ def _neighbourhood(scene: Scene, groups: list[str], scale: _Scale, panel: Mappin
             "y": points[:, 1],
             **_AXES[number],
             "mode": "markers",
-            "marker": {"symbol": "circle-open", "size": scale.marker * 3, "color": "#222",
+            "marker": {"symbol": "circle-open", "size": scale.marker * 3, "color": palette.ring,
                        "line": {"width": scale.line + 1}},
             "hoverinfo": "skip",
         })
@@ -612,7 +609,7 @@ def _class_labels(answers) -> dict[str, list[str]]:
     return {CLASS_TRACES[group]: names for group in answers.points}
 
 
-def _class_traces(answers, scale: _Scale, panel: Mapping[str, int]) -> list[dict]:
+def _class_traces(answers, scale: _Scale, panel: Mapping[str, int], palette: Palette) -> list[dict]:
     """A class's words: one trace per group they are placed in, each marker's area growing with
     its count. The words' own names are their labels and hover; the page rings a student's own."""
     if not answers.words:
@@ -624,8 +621,9 @@ def _class_traces(answers, scale: _Scale, panel: Mapping[str, int]) -> list[dict
     for group, points in answers.points.items():
         points = np.asarray(points, dtype=np.float32)
         name = CLASS_TRACES[group]
-        marker = {"size": sizes.astype(np.float32), "color": CLASS_FILL,
-                  "line": {"color": CLASS_INK if group == "token" else COLOURS[group], "width": scale.line + 1}}
+        marker = {"size": sizes.astype(np.float32), "color": palette.class_fill,
+                  "line": {"color": palette.class_ink if group == "token" else palette.colours[group],
+                           "width": scale.line + 1}}
         trace = {"type": "scatter3d" if points.shape[1] == 3 else "scatter", "name": name, "legendgroup": name,
                  **{axis: points[:, i] for i, axis in enumerate("xyz"[:points.shape[1]])},
                  "mode": "markers", "marker": marker, "customdata": list(answers.words), "hovertext": hover,
@@ -633,7 +631,7 @@ def _class_traces(answers, scale: _Scale, panel: Mapping[str, int]) -> list[dict
         if points.shape[1] == 3:  # plotly writes a 3-D view's labels
             marker["size"] = (sizes * 0.75).astype(np.float32)
             trace.update(mode="markers+text", text=class_names(answers), textfont={"size": scale.text,
-                                                                                    "color": CLASS_INK})
+                                                                                    "color": palette.class_ink})
         else:
             trace.update(_AXES[panel.get(group, 1)])
         traces.append(trace)
@@ -730,7 +728,7 @@ def _wrapped(text: str, width: int = NOTE_CHARS) -> str:
 
 def _annotations(scene: Scene, scale: _Scale = NORMAL, *, shift: bool = False,
                  split: bool = False, factors: Mapping[str, tuple[int, np.ndarray]] | None = None,
-                 groups: Sequence[str] = ()) -> list[dict]:
+                 groups: Sequence[str] = (), palette: Palette = LIGHT) -> list[dict]:
     """The key to the marker shapes, what is drawn at which scale,
     and the projection's message, if any. Lines are short enough for a phone's plot."""
     notes = []
@@ -743,7 +741,7 @@ def _annotations(scene: Scene, scale: _Scale = NORMAL, *, shift: bool = False,
     if scene.points and key:
         notes.append({"text": "<br>".join(key), "xref": "paper", "yref": "paper", "x": 1,
                       "y": 0, "xanchor": "right", "yanchor": "bottom", "showarrow": False, "align": "right",
-                      "bgcolor": "rgba(255,255,255,0.8)", "font": {"size": scale.font - 1, "color": "#666"}})
+                      "bgcolor": palette.note_fill, "font": {"size": scale.font - 1, "color": palette.note_ink}})
     factors = factors or {}
     magnified = [f"{group} ×{factors[group][0]}" for group in MAGNIFIABLE if group in factors]
     for number, domain in ((1, (0.0, (1 - PANEL_GAP) / 2)), (2, ((1 + PANEL_GAP) / 2, 1.0))) if split else (
@@ -754,12 +752,12 @@ def _annotations(scene: Scene, scale: _Scale = NORMAL, *, shift: bool = False,
         if lines:
             notes.append({"text": "<br>".join(lines), "xref": "paper", "yref": "paper", "x": domain[0], "y": 1,
                           "xanchor": "left", "yanchor": "top", "showarrow": False, "align": "left",
-                          "bgcolor": "rgba(255,255,255,0.8)", "font": {"size": scale.font - 1, "color": "#444"}})
+                          "bgcolor": palette.note_fill, "font": {"size": scale.font - 1, "color": palette.title_ink}})
     if scene.message:
         notes.append({"text": _wrapped(html.escape(scene.message, quote=False), 60), "xref": "paper",
                       "yref": "paper", "x": 0, "y": 1 if not notes or notes[-1]["y"] != 1 else 0.86,
                       "xanchor": "left", "yanchor": "top",
-                      "showarrow": False, "align": "left", "bgcolor": "rgba(255,255,255,0.85)",
+                      "showarrow": False, "align": "left", "bgcolor": palette.message_fill,
                       "font": {"size": scale.font + 1}})
     return notes
 
@@ -768,10 +766,11 @@ def _annotations(scene: Scene, scale: _Scale = NORMAL, *, shift: bool = False,
 
 SYMBOLS_3D = {WORD: "circle", SPECIAL: "diamond", CONTINUATION: "circle-open"}
 LABELS_3D = 64  # tokens up to which the 3-D view writes labels: they cannot be kept apart while it turns
-TEMPLATE_3D = {"layout": {**TEMPLATE["layout"], "scene": pio.templates["plotly_white"].layout.scene.to_plotly_json()}}
+TEMPLATE_3D = LIGHT.template_3d
 
 
-def _spec_3d(scene: Scene, *, labels: bool, arrows: bool, shift: bool, presenter: bool, uirevision: str) -> dict:
+def _spec_3d(scene: Scene, *, labels: bool, arrows: bool, shift: bool, presenter: bool, uirevision: str,
+             palette: Palette = LIGHT) -> dict:
     """The scene's three principal components in a rotatable scene: the same traces as the
     plane's (the builders above take three coordinates), with cones for arrow heads."""
     groups = [group for group in GROUPS if group in scene.points]
@@ -786,13 +785,13 @@ def _spec_3d(scene: Scene, *, labels: bool, arrows: bool, shift: bool, presenter
     for group in groups:
         if group == "segment":
             trace = _segment_trace(group, scene, scene.points[group], columns, webgl=False, scale=scale, axes={},
-                                   size=size)
+                                   size=size, palette=palette)
             if labels:
                 trace.update(mode="markers+text", text=trace["hovertext"])
         else:
             trace = _group_trace(group, scene, scene.points[group], columns, webgl=False, scale=scale, axes={},
-                                 marker={"symbol": symbols_3d, "size": size})
-        trace["textfont"] = {"size": scale.text, "color": COLOURS[group]}
+                                 marker={"symbol": symbols_3d, "size": size}, palette=palette)
+        trace["textfont"] = {"size": scale.text, "color": palette.colours[group]}
         data.append(trace)
     extent = _extent(np.concatenate([scene.points[g] for g in groups])) if groups else 0.0
     if scene.previous is not None and groups:
@@ -810,26 +809,27 @@ def _spec_3d(scene: Scene, *, labels: bool, arrows: bool, shift: bool, presenter
     if lines is not None:
         data.append({"type": "scatter3d", "name": SEGMENT_SHIFT, "legendgroup": SEGMENT_SHIFT,
                      **_polylines(list(lines)), "mode": "lines",
-                     "line": {"color": COLOURS["segment"], "width": scale.line * 3, "dash": "dot"},
+                     "line": {"color": palette.colours["segment"], "width": scale.line * 3, "dash": "dot"},
                      "hoverinfo": "skip"})
-        data.append(_cones(SEGMENT_SHIFT, [lines[0]], [lines[1]], COLOURS["segment"], extent))
+        data.append(_cones(SEGMENT_SHIFT, [lines[0]], [lines[1]], palette.colours["segment"], extent))
     near = scene.neighbourhood
     if near is not None:
         for kind, points, hover in _neighbours(near, groups):
             data.append(_trace_3d(NEIGHBOURS[kind], points, marker={"symbol": "diamond-open", "size": size + 2,
-                                                                     "color": COLOURS[kind]},
+                                                                     "color": palette.colours[kind]},
                                   mode="markers+text", text=hover["hovertext"],
-                                  textfont={"size": scale.text, "color": COLOURS[kind]}, **hover))
+                                  textfont={"size": scale.text, "color": palette.colours[kind]}, **hover))
     if scene.answers is not None:
-        data += _class_traces(scene.answers, scale, {})
+        data += _class_traces(scene.answers, scale, {}, palette)
     rings = [g for g in groups if g in RINGED]
     if scene.picked is not None and rings:
         data.append(_trace_3d(SELECTED, _rings(scene, rings, scene.picked),
-                              marker={"symbol": "circle-open", "size": size * 3, "color": "#222"}, hoverinfo="skip"))
+                              marker={"symbol": "circle-open", "size": size * 3, "color": palette.ring},
+                              hoverinfo="skip"))
     titles = _axis_titles(scene)
     axes = {name: {"title": {"text": title}} for name, title in zip(("xaxis", "yaxis", "zaxis"), titles, strict=True)}
     return {"data": data, "layout": {
-        "template": TEMPLATE_3D,
+        "template": palette.template_3d,
         "font": {"size": scale.font, "family": FONT_FAMILY},
         "uirevision": uirevision,
         "autosize": True,
@@ -838,7 +838,7 @@ def _spec_3d(scene: Scene, *, labels: bool, arrows: bool, shift: bool, presenter
         "legend": {"orientation": "h", "x": 0, "xanchor": "left", "y": 1.02, "yanchor": "bottom",
                    "font": {"size": scale.font}},
         "margin": {"l": 0, "r": 0, "t": 40, "b": 0},
-        "annotations": _annotations(scene, scale, shift=shift and "sum" in groups),
+        "annotations": _annotations(scene, scale, shift=shift and "sum" in groups, palette=palette),
     }}
 
 

@@ -54,6 +54,9 @@ VIEWS = MappingProxyType({
 DETAILS = ("positions", "layernorm", "similarity")  # side views drawn from the typed sentences
 # the control column's tabs
 PANELS = MappingProxyType({"tour": "Tour", "view": "View", "tables": "Tables", "train": "Train"})
+# how the page is drawn: the light page, or a dark one for a projector (core/drawing/palette.py), its
+# plot dark too and its type at presenter size
+THEMES = MappingProxyType({"light": "Light", "projector": "Projector: dark, high-contrast colours, large type"})
 
 TOUR_STEPS = 7  # core.view.tour.STEPS has this many (a test checks they agree)
 

@@ -3,7 +3,7 @@
 Everything a person can set on the page is a field here — the sentences, the table source
 and every random-table setting, the position table, the groups and toggles, the plane and
 its background, the freezes, the selected token, the flipped segments, the open tabs, the
-tour step, presenter mode, and the inputs of the two documents' walk-throughs. The page is
+tour step, presenter mode, the theme, and the inputs of the two documents' walk-throughs. The page is
 rendered from a `View`; a link is a `View` written as a query string (`core.view.share`); a tour
 step is a `View` (`core.view.tour`); the server keeps one per browser tab (`core.serving.tabs`). Nothing
 else holds a copy, so a link, a tour step and the page cannot disagree.
@@ -44,6 +44,7 @@ from core.view.options import (
     PARTS,
     POSITIONS,
     SOURCES,
+    THEMES,
     TOKENIZERS,
     VIEWS,
     Refused,
@@ -147,6 +148,8 @@ class View:
     # the tour step shown, 1-based (None outside the tour): the plot labels the words its text names
     step: int | None = declare(None, Whole(optional=True), link="step", widget="tour_text", redraws={PLANE})
     presenter: bool = declare(False, Flag(), link="presenter", widget="presenter", redraws={PLANE})  # large type
+    # "projector": a dark page and plot in high-contrast colours, at presenter mode's size (`presenting`)
+    theme: str = declare("light", Choice(THEMES), link="theme", widget="theme", redraws={PLANE, DETAIL})
     # the page's own screen: a phone's narrow plot gets larger labels, and its LayerNorm chart is
     # stacked. Each page says its own (assets/explorer.js), so no link carries it (SCREEN)
     narrow: bool = declare(False, Flag(), link=None, widget=None, redraws={PLANE, DETAIL})
@@ -182,6 +185,16 @@ class View:
         """What decides the tables: views that agree on this share one session's tables."""
         return (self.source, self.settings, self.positions)
 
+    @property
+    def presenting(self) -> bool:
+        """Drawn at presenter size: presenter mode, or the projector theme, which implies it."""
+        return self.presenter or self.theme == "projector"
+
+    def in_room_of(self, other: View) -> View:
+        """This view as `other`'s room sees it (`ROOM`): a tour step or a class's lesson changes what
+        is shown, never how the lecture hall reads it."""
+        return replace(self, **{name: getattr(other, name) for name in ROOM})
+
     def seen_as(self, other: View) -> View:
         """This view on `other`'s screen: a link or a tour step replaces what the page shows,
         never the screen it is shown on."""
@@ -207,3 +220,5 @@ class View:
 FIELDS = declarations(View)  # name -> its declaration (core.view.fields.Field), in field order
 _FIELDS = tuple(f.name for f in fields(View))  # every field, declared or not (tests/test_fields.py checks)
 SCREEN = tuple(name for name, declared in FIELDS.items() if declared.link is None)  # the screen's: never in a link
+# how a lecture hall reads the page: in a link, but no part of a lesson or a tour step
+ROOM = ("presenter", "theme")

@@ -136,9 +136,9 @@ def step(n: object) -> TourStep:
 
 def went(view: View, number: int) -> View:
     """Step `number` of the tour (a checked one, 1..len(STEPS)), as its link ``?step=N`` shows it, on
-    `view`'s screen. Presenter mode, how the room sees the page, stays as it is: it is not part of a
-    lesson. The one way to land on a step: Next, Previous and the step picker all come here."""
-    return STEPS[number - 1].view.with_(presenter=view.presenter).seen_as(view)
+    `view`'s screen. Presenter mode and the theme, how the room sees the page, stay as they are: they
+    are not part of a lesson. The one way to land on a step: Next, Previous and the picker come here."""
+    return STEPS[number - 1].view.in_room_of(view).seen_as(view)
 
 
 def moved(view: View, move: int) -> View:
