@@ -16,7 +16,7 @@ import gradio as gr
 
 from core.drawing.captions import parameter_status, plain, search_text, summary, tour_text, training_summary
 from core.drawing.charts import collapse_figure, loss_spec, variance_bars
-from core.drawing.code import recipe, script
+from core.drawing.code import reads_corpus, recipe, script
 from core.drawing.details import layernorm_detail, positions_detail, similarity_detail
 from core.drawing.figures import background_trace, embedding_spec
 from core.drawing.shared import shared
@@ -145,7 +145,9 @@ def outputs(page, step: Change, *, asked: Iterable[str] = (), whole: bool = Fals
     if view.shown == "lookup" and (whole or LOOKUP in redrawn):
         out.update(lookup(page, view))
     if view.shown == "code" and (whole or tables or changed):  # a script of everything the tab holds
-        out[page.code] = script(recipe(view, session))
+        made = recipe(view, session)
+        out[page.code] = script(made)
+        out[page.code_corpus] = gr.update(visible=reads_corpus(made))  # its file offered beside the script's
     if whole or changed or notes or step.notes:  # an echo of what the page already shows keeps the notice
         out[page.notice] = notice((*notes, *step.notes))
     if whole or changed:
