@@ -420,3 +420,27 @@ def test_on_a_phone_each_step_s_text_and_its_plot_are_on_one_screen(browser, app
                                timeout=30_000)
     finally:
         context.close()
+
+
+# a chart's written notes (its annotations but the panels' titles) and what they must leave clear: its
+# markers, its text marks and its tick labels, as boxes (left, top, right, bottom)
+NOTES_AND_MARKS = """(chart) => { const gd = document.querySelector(chart + ' .js-plotly-plot');
+    const box = (e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+    return {notes: [...gd.querySelectorAll('.annotation')].filter(a => a.textContent.startsWith('Left out')).map(box),
+            marks: [...gd.querySelectorAll('.scatterlayer .point, .scatterlayer .textpoint, .xtick text, .ytick text')]
+                .map(box).filter(r => r[2] > r[0])}; }"""
+
+
+@pytest.mark.parametrize("viewport, query", [((390, 844), ""), ((1920, 1080), "&presenter=1")],
+                         ids=["phone-390x844", "presenter-1920x1080"])
+def test_the_positions_note_covers_no_point_and_no_tick(open_page, viewport, query):
+    """BERT's Positions view leaves position 0 out and says so under the learned panel: that note
+    was drawn over the path's first points."""
+    page = open_page(f"source=bert&view=positions{query}", viewport)
+    page.wait_for_function(f"() => ({NOTES_AND_MARKS})('#positions-plot').notes.length > 0", timeout=60_000)
+    settle(page)
+    drawn = page.evaluate(NOTES_AND_MARKS, "#positions-plot")
+    assert len(drawn["notes"]) == 1 and len(drawn["marks"]) > 60, drawn
+    covered = [mark for mark in drawn["marks"] if overlap(drawn["notes"][0], mark) > 0]
+    assert covered == [], f"the note {drawn['notes'][0]} covers {covered}"
+    assert page.errors == []

@@ -36,6 +36,7 @@ NARROW_WIDTH, NARROW_TICK = 280, 16
 HOVER_TEXT_MAX = 128  # tokens up to which each heatmap cell gets its own "a · b" hover text (L² strings)
 
 FAINT = "rgba(120,120,120,0.45)"
+NOTE_LINE = 1.3  # a line of plotly's text, in font sizes (its LINE_SPACING)
 GAMMA, BETA = "#000000", "#56B4E9"  # Okabe–Ito black and sky blue: neither is a vector group's colour
 # ColorBrewer's RdBu turned round: −1 dark blue, 0 near-white, +1 dark red. Spelled out,
 # because the name "RdBu" in a figure means plotly.js's own scale, which runs the other way
@@ -186,7 +187,7 @@ def positions_figure(paths: Mapping[str, np.ndarray], explained: Mapping[str, Se
 
     gap = 0.08
     width = (1 - gap * (len(checked) - 1)) / len(checked)
-    data, annotations = [], []
+    data, annotations, lines = [], [], 0  # lines: the longest note's
     for number, (name, points) in enumerate(checked.items(), 1):
         suffix = "" if number == 1 else str(number)
         left = (number - 1) * (width + gap)
@@ -232,12 +233,24 @@ def positions_figure(paths: Mapping[str, np.ndarray], explained: Mapping[str, Se
                             "x": (domain[0] + domain[1]) / 2, "y": 1.0, "xanchor": "center", "yanchor": "bottom",
                             "showarrow": False, "font": {"size": style.font + 1}})
         if notes.get(name):
-            annotations.append({"text": _wrap(_escape(notes[name]), 48), "xref": "paper", "yref": "paper",
-                                "x": domain[0], "y": 0.0, "xanchor": "left", "yanchor": "bottom", "align": "left",
-                                "showarrow": False, "bgcolor": "rgba(255,255,255,0.8)",
+            # under the panel's tick labels, in a margin made for it: over the plot it covered the path's points
+            text = _wrap(_escape(notes[name]), 48)
+            lines = max(lines, text.count("<br>") + 1)
+            annotations.append({"text": text, "xref": "paper", "yref": "paper",
+                                "x": domain[0], "y": 0.0, "xanchor": "left", "yanchor": "top", "align": "left",
+                                "yshift": -_ticks_height(style), "showarrow": False,
                                 "font": {"size": style.font - 1, "color": "#444444"}})
     layout["annotations"] = annotations
+    if lines:  # the plot keeps its height; the figure grows by the note's
+        below = _ticks_height(style) + math.ceil(lines * NOTE_LINE * (style.font - 1)) + 8
+        layout["height"] += below - layout["margin"]["b"]
+        layout["margin"] = {**layout["margin"], "b": below}
     return {"data": data, "layout": layout}
+
+
+def _ticks_height(style: _Style) -> int:
+    """The pixels under a panel its x tick labels take: plotly's tick length and gap, and a line of type."""
+    return math.ceil(NOTE_LINE * style.font) + 8
 
 
 def layernorm_figure(stats: LayerNormStats, tokens: Sequence[str], *, presenter: bool = False,

@@ -88,9 +88,9 @@ def _without_outliers(rows: np.ndarray) -> tuple[np.ndarray, str]:
         return kept, ""
     named = ", ".join(f"{i} (length {norms[i]:.2f})" for i in outliers[:5])
     more = f" and {len(outliers) - 5} more" if len(outliers) > 5 else ""
-    word = "position" if len(outliers) == 1 else "positions"
+    word, them = ("position", "it") if len(outliers) == 1 else ("positions", "them")
     return kept, (f"Left out: {word} {named}{more}, over {OUTLIER_RATIO:g}× the typical length "
-                  f"{typical:.2f}; with it the others would flatten into one line.")
+                  f"{typical:.2f}; with {them} the others would flatten into one line.")
 
 
 def layernorm_detail(
