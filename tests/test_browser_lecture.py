@@ -145,7 +145,31 @@ def test_a_lecture_every_tour_step_is_readable(open_page, viewport, presenter):
         sizes = page.evaluate("() => [...document.querySelectorAll('[role=tab]')].filter(t => t.offsetWidth)"
                               ".map(t => parseFloat(getComputedStyle(t).fontSize))")
         assert sizes and min(sizes) >= 18, sizes
+    page.get_by_role("tab", name="Tables").click()
+    page.locator("#upload-table .upload-zone").wait_for(state="visible")
+    assert _upload_faults(page) == []
     assert page.errors == []
+
+
+# the upload's zone and its parts (ui/tablespanel.py UPLOAD) as drawn: boxes and whether their text is cut
+UPLOAD_PARTS = """() => { const zone = document.querySelector('#upload-table .upload-zone');
+    const box = (e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+    return {zone: box(zone), parts: ['.upload-label', '#upload-file', '.upload-hint'].map(s => {
+        const e = zone.querySelector(s);
+        return [s, box(e), e.scrollWidth > e.clientWidth || e.scrollHeight > e.clientHeight + 1]; })}; }"""
+
+
+def _upload_faults(page) -> list[str]:
+    """What is wrong with the upload as drawn: a part over another, out of its zone, or its text cut
+    (gradio's own upload once had its label over "Drop File Here" and "Click to Upload" cut)."""
+    drawn = page.evaluate(UPLOAD_PARTS)
+    zone, parts = drawn["zone"], drawn["parts"]
+    faults = [f"{name} is cut" for name, _, cut in parts if cut]
+    faults += [f"{name} is out of the zone" for name, box, _ in parts
+               if not (zone[0] <= box[0] and box[2] <= zone[2] and zone[1] <= box[1] and box[3] <= zone[3])]
+    faults += [f"{a} covers {b}" for i, (a, one, _) in enumerate(parts) for b, other, _ in parts[i + 1:]
+               if overlap(one, other) > 0]
+    return faults
 
 
 def _legend_under_the_tool_bar(page) -> list[str]:
