@@ -79,11 +79,37 @@ def _next(page, number: int, *, tap: bool = False) -> None:
     settle(page)
 
 
+# the count under the plot ("15 of 23 labelled", assets/labels.js) and what it must leave clear: the
+# axes' titles and tick labels, each [text, box]; and the figure's box
+COUNT_AND_AXES = f"""() => {{ const gd = {PLOT}, AXES_TEXT = ['.g-xtitle', '.g-ytitle', '.g-x2title', '.g-y2title',
+        '.xtick', '.ytick', '.x2tick', '.y2tick'].map(s => s + ' text').join(', ');
+    const box = (e) => {{ const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; }};
+    const count = gd.querySelector('.labelled-count');
+    return {{count: [count.textContent, box(count)], figure: box(gd),
+             axes: [...gd.querySelectorAll(AXES_TEXT)].filter(t => t.textContent).map(t => [t.textContent, box(t)])}};
+}}"""
+
+
+def _count_faults(page) -> list[str]:
+    """What is wrong with the count of labels as drawn: over an axis's title or tick label, or past
+    the figure's edge. On a phone it was drawn over the x axis's title."""
+    drawn = page.evaluate(COUNT_AND_AXES)
+    (text, count), figure = drawn["count"], drawn["figure"]
+    if not text:
+        return []
+    faults = [f"{text!r} over {name!r}" for name, other in drawn["axes"] if overlap(count, other) > 0]
+    if count[0] < figure[0] or count[3] > figure[3] + 1:
+        faults.append(f"{text!r} at {count}, past the figure's edge {figure}")
+    return faults
+
+
 def _assert_the_step_reads(page, number: int, step) -> None:
     """A tour step's plot as drawn, read from the page's DOM: no label's box over a tenth of a
     marker (its own included), over another label or cut by the plot's edge; every word its text
-    names labelled; stars only where its text names nearest neighbours."""
+    names labelled; stars only where its text names nearest neighbours; the count of labels clear
+    of the axes' titles and ticks."""
     assert label_faults(page) == [], f"step {number}: labels where they must not be"
+    assert _count_faults(page) == [], f"step {number}: the count of labels"
     written = {name for label in page.evaluate(LABELS) for name in named_in(label["text"])}
     missing = _must_label(step) - written
     assert not missing, f"step {number}: the text names {sorted(missing)}, which the plot does not label"

@@ -16,6 +16,7 @@ places them where its drawn plot has room (assets/labels.js).
 from __future__ import annotations
 
 import html
+import math
 import textwrap
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -94,6 +95,7 @@ def background_trace(points: np.ndarray, labels: Sequence[str]) -> dict:
 
 
 MODEBAR_PX = 34  # the right margin, which holds plotly's tool bar (a column of 26 px buttons)
+BOTTOM_PX = 50  # the bottom margin at least
 PANELS = ("auto", "one", "split")
 # the output gets a panel of its own when its points and the parts' differ in extent by more
 # than this factor (BERT: the outputs spread about 8× wider than the rest, which then blur
@@ -206,7 +208,7 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, s
         # plotly's tool bar stands on the right, in a margin of its own: across the top it covered the
         # legend's last entry
         "modebar": {"orientation": "v"},
-        "margin": {"l": 50, "r": MODEBAR_PX, "t": 40, "b": 50},
+        "margin": {"l": 50, "r": MODEBAR_PX, "t": 40, "b": bottom_margin(scale)},
         "annotations": _annotations(scene, scale, shift=shift and "sum" in groups,
                                     split=split, factors=factors, groups=groups),
     }
@@ -314,6 +316,15 @@ class _Scale:
     text: int  # a label's type, in pixels
     font: int
     line: float
+
+
+def bottom_margin(scale: _Scale) -> int:
+    """The plot's bottom margin: its x axis's tick labels and title (a line of type each and plotly's
+    gaps, 2.6 type sizes and 12 px as drawn in Chromium), then a row under the title for the page's
+    count of labels ("15 of 23 labelled", assets/labels.js, in type a pixel under a label's and at
+    least 10 px). Beside the title, the count covered it on a phone, whose long title leaves no room
+    on its row; plotly grows a margin to fit the axis (automargin), never for a row of the page's own."""
+    return max(BOTTOM_PX, math.ceil(2.6 * scale.font) + 12 + max(10, scale.text - 1) + 6)
 
 
 NORMAL = _Scale(marker=8, text=10, font=12, line=1)
