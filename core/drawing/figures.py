@@ -25,7 +25,7 @@ import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from core.drawing.labels import LABEL_PRIORITY, wanted
+from core.drawing.labels import LABEL_PRIORITY, legible, wanted
 from core.drawing.wire import pile_names, token_columns
 from core.plane.scene import CONTINUATION, GROUPS, SPECIAL, WORD, Scene, segment_name, symbols
 
@@ -597,9 +597,9 @@ RINGED = ("token", "output")  # the groups whose selected point is ringed: those
 
 
 def class_names(answers) -> list[str]:
-    """Each drawn word as its label and its hover begin: "queen ×7" (escaped: plotly reads markup)."""
-    return [html.escape(f"{word} ×{count}", quote=False) for word, count in zip(answers.words, answers.counts,
-                                                                                  strict=True)]
+    """Each drawn word as its label and its hover begin: "queen ×7", “?” ×2 (escaped: plotly reads markup)."""
+    return [f"{legible(html.escape(word, quote=False))} ×{count}" for word, count in zip(answers.words, answers.counts,
+                                                                                          strict=True)]
 
 
 def class_hover(answers) -> list[str]:
@@ -791,7 +791,7 @@ def _spec_3d(scene: Scene, *, labels: bool, arrows: bool, shift: bool, presenter
     size = round(scale.marker * 0.75)
     if labels and len(scene.tokens) <= LABELS_3D:  # one group named: labels cannot be kept apart while it turns
         named = next((g for g in LABEL_PRIORITY if g in groups and g != "segment"), None)
-        columns = replace(columns, text={named: columns.hovertext} if named else {})
+        columns = replace(columns, text={named: list(map(legible, columns.hovertext))} if named else {})
     symbols_3d = [SYMBOLS_3D[shape] for shape in columns.symbol]
     data = []
     for group in groups:
@@ -829,7 +829,7 @@ def _spec_3d(scene: Scene, *, labels: bool, arrows: bool, shift: bool, presenter
         for kind, points, hover in _neighbours(near, groups):
             data.append(_trace_3d(NEIGHBOURS[kind], points, marker={"symbol": "diamond-open", "size": size + 2,
                                                                      "color": COLOURS[kind]},
-                                  mode="markers+text", text=hover["hovertext"],
+                                  mode="markers+text", text=list(map(legible, hover["hovertext"])),
                                   textfont={"size": scale.text, "color": COLOURS[kind]}, **hover))
     if scene.answers is not None:
         data += _class_traces(scene.answers, scale, {})
