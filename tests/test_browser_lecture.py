@@ -476,7 +476,9 @@ def test_on_a_phone_each_step_s_text_and_its_plot_are_on_one_screen(browser, app
 # markers, its text marks and its tick labels, as boxes (left, top, right, bottom)
 NOTES_AND_MARKS = """(chart) => { const gd = document.querySelector(chart + ' .js-plotly-plot');
     const box = (e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
-    return {notes: [...gd.querySelectorAll('.annotation')].filter(a => a.textContent.startsWith('Left out')).map(box),
+    const notes = [...gd.querySelectorAll('.annotation')];
+    return {notes: notes.filter(a => a.textContent.startsWith('Left out')).map(box),
+            titles: notes.filter(a => !a.textContent.startsWith('Left out')).map(box),
             marks: [...gd.querySelectorAll('.scatterlayer .point, .scatterlayer .textpoint, .xtick text, .ytick text')]
                 .map(box).filter(r => r[2] > r[0])}; }"""
 
@@ -485,7 +487,8 @@ NOTES_AND_MARKS = """(chart) => { const gd = document.querySelector(chart + ' .j
                          ids=["phone-390x844", "presenter-1920x1080"])
 def test_the_positions_note_covers_no_point_and_no_tick(open_page, viewport, query):
     """BERT's Positions view leaves position 0 out and says so under the learned panel: that note
-    was drawn over the path's first points."""
+    was drawn over the path's first points. The panels' titles stand apart (on a phone they ran
+    into each other)."""
     page = open_page(f"source=bert&view=positions{query}", viewport)
     page.wait_for_function(f"() => ({NOTES_AND_MARKS})('#positions-plot').notes.length > 0", timeout=60_000)
     settle(page)
@@ -493,4 +496,6 @@ def test_the_positions_note_covers_no_point_and_no_tick(open_page, viewport, que
     assert len(drawn["notes"]) == 1 and len(drawn["marks"]) > 60, drawn
     covered = [mark for mark in drawn["marks"] if overlap(drawn["notes"][0], mark) > 0]
     assert covered == [], f"the note {drawn['notes'][0]} covers {covered}"
+    (left, right) = drawn["titles"]
+    assert overlap(left, right) == 0 and left[0] >= 0 and right[2] <= viewport[0], drawn["titles"]
     assert page.errors == []

@@ -373,6 +373,18 @@ def test_a_positions_note_is_under_its_panel_in_room_made_for_it(presenter):
     assert plot_height == plain["height"] - plain["margin"]["t"] - plain["margin"]["b"]
 
 
+def test_on_a_phone_the_positions_titles_take_two_lines_and_the_plot_keeps_its_height():
+    from core.drawing.charts import positions_figure
+
+    points = np.arange(8, dtype=np.float32).reshape(4, 2)
+    paths, explained = {"this table (learned)": points, "sinusoidal": points}, {"sinusoidal": [0.3, 0.08]}
+    wide = positions_figure(paths, explained)["layout"]
+    narrow = positions_figure(paths, explained, narrow=True)["layout"]
+    assert [note["text"] for note in narrow["annotations"]] == ["this table (learned)", "sinusoidal<br>PC1+PC2 38%"]
+    assert narrow["margin"]["t"] > wide["margin"]["t"]
+    assert narrow["height"] - narrow["margin"]["t"] == wide["height"] - wide["margin"]["t"]
+
+
 def test_the_similarity_heatmap_grows_with_the_sentence_to_be_read_from_a_room():
     from core.drawing.charts import SIMILARITY_MAX_PX, SIMILARITY_MIN_PX, similarity_figure
 

@@ -247,7 +247,7 @@ def _detail(page, view: View, session: Session, tokens: tuple[str, ...] | None) 
     a, b = view.sentence_a, view.sentence_b
     flipped = flipped_tokens(view, session, tokens)
     if view.shown == "positions":
-        found = positions_detail(session, a, b, flipped, presenter=view.presenter)
+        found = positions_detail(session, a, b, flipped, presenter=view.presenter, narrow=view.narrow)
         rows = [[r.token, f"{r.positions[0]} and {r.positions[1]}", round(r.cosine, 3)] for r in found.repeated]
         return {page.positions_plot: figure_json(found.figure), page.repeated: rows}
     if view.shown == "layernorm":

@@ -162,7 +162,7 @@ def similarity_figure(tokens: Sequence[str], matrix: np.ndarray, *, presenter: b
 
 def positions_figure(paths: Mapping[str, np.ndarray], explained: Mapping[str, Sequence[float]] | None = None, *,
                      presenter: bool = False, indices: Mapping[str, Sequence[int]] | None = None,
-                     notes: Mapping[str, str] | None = None) -> dict:
+                     notes: Mapping[str, str] | None = None, narrow: bool = False) -> dict:
     """Position vectors 0…N−1 of one or more tables, each in its own plane, joined in order.
 
     One subplot per entry of ``paths`` (e.g. {"learned": (N, 2), "sinusoidal": (N, 2)}),
@@ -174,6 +174,7 @@ def positions_figure(paths: Mapping[str, np.ndarray], explained: Mapping[str, Se
     indices: the position each row of a path stands for, when some were left out (an
     outlier such as BERT's position 0); default 0…N−1. notes: a sentence per panel written
     under its title, e.g. what was left out and why: the plot says so, not only the page.
+    narrow: drawn for a phone's screen, each title on two lines (on one, the two ran into each other).
     """
     style = _STYLES[bool(presenter)]
     explained = explained or {}
@@ -229,7 +230,8 @@ def positions_figure(paths: Mapping[str, np.ndarray], explained: Mapping[str, Se
                                     "constrain": "domain"}
         layout[f"yaxis{suffix}"] = {"anchor": f"x{suffix}", "scaleanchor": f"x{suffix}", "scaleratio": 1,
                                     "zeroline": False, "constrain": "domain"}
-        annotations.append({"text": _plane_title(name, explained.get(name)), "xref": "paper", "yref": "paper",
+        annotations.append({"text": _plane_title(name, explained.get(name), "<br>" if narrow else " · "),
+                            "xref": "paper", "yref": "paper",
                             "x": (domain[0] + domain[1]) / 2, "y": 1.0, "xanchor": "center", "yanchor": "bottom",
                             "showarrow": False, "font": {"size": style.font + 1}})
         if notes.get(name):
@@ -241,6 +243,10 @@ def positions_figure(paths: Mapping[str, np.ndarray], explained: Mapping[str, Se
                                 "yshift": -_ticks_height(style), "showarrow": False,
                                 "font": {"size": style.font - 1, "color": "#444444"}})
     layout["annotations"] = annotations
+    if narrow:  # a second line for the titles, the plot keeping its height
+        title_line = math.ceil(NOTE_LINE * (style.font + 1))
+        layout["height"] += title_line
+        layout["margin"] = {**layout["margin"], "t": layout["margin"]["t"] + title_line}
     if lines:  # the plot keeps its height; the figure grows by the note's
         below = _ticks_height(style) + math.ceil(lines * NOTE_LINE * (style.font - 1)) + 8
         layout["height"] += below - layout["margin"]["b"]
@@ -414,14 +420,14 @@ def _points(points: np.ndarray, name: str) -> np.ndarray:
     return points
 
 
-def _plane_title(name: str, ratios: Sequence[float] | None) -> str:
-    """'learned · PC1+PC2 41%': which table, and how much of its spread the plane shows."""
+def _plane_title(name: str, ratios: Sequence[float] | None, between: str = " · ") -> str:
+    """'learned · PC1+PC2 41%': which table, and how much of its spread the plane shows (`between` them)."""
     title = _escape(name)
     if ratios is None or not len(ratios):
         return title
     axes = list(ratios)[:2]
     label = "+".join(f"PC{i}" for i in range(1, len(axes) + 1))
-    return f"{title} · {label} {sum(float(r) for r in axes):.0%}"
+    return f"{title}{between}{label} {sum(float(r) for r in axes):.0%}"
 
 
 LOSS_LAYOUT = {"template": TEMPLATE, "height": 240, "margin": {"l": 50, "r": 10, "t": 30, "b": 40},

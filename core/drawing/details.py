@@ -48,13 +48,14 @@ class LayerNormDetail:
 
 
 def positions_detail(
-    session: Session, a: str, b: str, flipped: Mapping[int, str] | None = None, *, presenter: bool = False
+    session: Session, a: str, b: str, flipped: Mapping[int, str] | None = None, *, presenter: bool = False,
+    narrow: bool = False,
 ) -> PositionsDetail:
     """This table's position vectors as a path in order, beside fixed sinusoidal ones.
 
     Both paths cover at least PATH_POSITIONS positions (or the table's length), each in its
     own PCA plane, because the shape of the path is the lesson: learned positions drift
-    smoothly, sinusoidal ones circle; random ones jump.
+    smoothly, sinusoidal ones circle; random ones jump. `narrow`: drawn for a phone's screen.
     """
     result = explore(session, a, b, groups=[], flipped=flipped)
     config = session.model.config
@@ -73,7 +74,7 @@ def positions_detail(
         indices[name], notes[name] = kept, note
     skip = result.encoding.special_mask
     repeated = repeated_tokens(result.encoding.tokens, result.vectors["output"], skip=skip)
-    figure = positions_figure(paths, explained, presenter=presenter, indices=indices, notes=notes)
+    figure = positions_figure(paths, explained, presenter=presenter, indices=indices, notes=notes, narrow=narrow)
     return PositionsDetail(figure, repeated, result.encoding.tokens)
 
 
