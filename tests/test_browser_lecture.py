@@ -83,11 +83,37 @@ def _next(page, number: int, *, tap: bool = False) -> None:
     settle(page)
 
 
+# the count under the plot ("15 of 23 labelled", assets/labels.js) and what it must leave clear: the
+# axes' titles and tick labels, each [text, box]; and the figure's box
+COUNT_AND_AXES = f"""() => {{ const gd = {PLOT}, AXES_TEXT = ['.g-xtitle', '.g-ytitle', '.g-x2title', '.g-y2title',
+        '.xtick', '.ytick', '.x2tick', '.y2tick'].map(s => s + ' text').join(', ');
+    const box = (e) => {{ const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; }};
+    const count = gd.querySelector('.labelled-count');
+    return {{count: [count.textContent, box(count)], figure: box(gd),
+             axes: [...gd.querySelectorAll(AXES_TEXT)].filter(t => t.textContent).map(t => [t.textContent, box(t)])}};
+}}"""
+
+
+def _count_faults(page) -> list[str]:
+    """What is wrong with the count of labels as drawn: over an axis's title or tick label, or past
+    the figure's edge. On a phone it was drawn over the x axis's title."""
+    drawn = page.evaluate(COUNT_AND_AXES)
+    (text, count), figure = drawn["count"], drawn["figure"]
+    if not text:
+        return []
+    faults = [f"{text!r} over {name!r}" for name, other in drawn["axes"] if overlap(count, other) > 0]
+    if count[0] < figure[0] or count[3] > figure[3] + 1:
+        faults.append(f"{text!r} at {count}, past the figure's edge {figure}")
+    return faults
+
+
 def _assert_the_step_reads(page, number: int, step) -> None:
     """A tour step's plot as drawn, read from the page's DOM: no label's box over a tenth of a
     marker (its own included), over another label or cut by the plot's edge; every word its text
-    names labelled; stars only where its text names nearest neighbours."""
+    names labelled; stars only where its text names nearest neighbours; the count of labels clear
+    of the axes' titles and ticks."""
     assert label_faults(page) == [], f"step {number}: labels where they must not be"
+    assert _count_faults(page) == [], f"step {number}: the count of labels"
     written = {name for label in page.evaluate(LABELS) for name in named_in(label["text"])}
     missing = _must_label(step) - written
     assert not missing, f"step {number}: the text names {sorted(missing)}, which the plot does not label"
@@ -187,6 +213,9 @@ def test_a_lecture_every_tour_step_is_readable(open_page):
                            timeout=60_000)
     settle(page)
     assert page.locator("#tour-step").input_value() == str(len(STEPS)) and f"step={len(STEPS)}" in page.url
+    page.get_by_role("tab", name="Tables").click()
+    page.locator("#upload-table .upload-zone").wait_for(state="visible")
+    assert _upload_faults(page) == []
     assert page.errors == []
 
 
@@ -313,6 +342,9 @@ def test_a_lecturer_drives_the_lecture_with_a_laptop_and_a_phone_following(open_
     sizes = lecturer.evaluate("() => [...document.querySelectorAll('[role=tab]')].filter(t => t.offsetWidth)"
                               ".map(t => parseFloat(getComputedStyle(t).fontSize))")
     assert sizes and min(sizes) >= 18, sizes
+    lecturer.get_by_role("tab", name="Tables").click()
+    lecturer.locator("#upload-table .upload-zone").wait_for(state="visible")
+    assert _upload_faults(lecturer) == []
     for page in (lecturer, laptop, phone):
         assert page.errors == []
 
@@ -420,6 +452,27 @@ def test_the_projector_theme_opens_dark_with_every_label_at_aa_and_its_control_s
     again = page.evaluate(THEME_LOOK)
     assert again["dark"] and "theme=projector" in again["query"] and _low_contrast(again) == []
     assert page.errors == []
+
+
+# the upload's zone and its parts (ui/tablespanel.py UPLOAD) as drawn: boxes and whether their text is cut
+UPLOAD_PARTS = """() => { const zone = document.querySelector('#upload-table .upload-zone');
+    const box = (e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+    return {zone: box(zone), parts: ['.upload-label', '#upload-file', '.upload-hint'].map(s => {
+        const e = zone.querySelector(s);
+        return [s, box(e), e.scrollWidth > e.clientWidth || e.scrollHeight > e.clientHeight + 1]; })}; }"""
+
+
+def _upload_faults(page) -> list[str]:
+    """What is wrong with the upload as drawn: a part over another, out of its zone, or its text cut
+    (gradio's own upload once had its label over "Drop File Here" and "Click to Upload" cut)."""
+    drawn = page.evaluate(UPLOAD_PARTS)
+    zone, parts = drawn["zone"], drawn["parts"]
+    faults = [f"{name} is cut" for name, _, cut in parts if cut]
+    faults += [f"{name} is out of the zone" for name, box, _ in parts
+               if not (zone[0] <= box[0] and box[2] <= zone[2] and zone[1] <= box[1] and box[3] <= zone[3])]
+    faults += [f"{a} covers {b}" for i, (a, one, _) in enumerate(parts) for b, other, _ in parts[i + 1:]
+               if overlap(one, other) > 0]
+    return faults
 
 
 def _legend_under_the_tool_bar(page) -> list[str]:
@@ -695,3 +748,32 @@ def test_on_a_phone_each_step_s_text_and_its_plot_are_on_one_screen(browser, app
                                timeout=30_000)
     finally:
         context.close()
+
+
+# a chart's written notes (its annotations but the panels' titles) and what they must leave clear: its
+# markers, its text marks and its tick labels, as boxes (left, top, right, bottom)
+NOTES_AND_MARKS = """(chart) => { const gd = document.querySelector(chart + ' .js-plotly-plot');
+    const box = (e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+    const notes = [...gd.querySelectorAll('.annotation')];
+    return {notes: notes.filter(a => a.textContent.startsWith('Left out')).map(box),
+            titles: notes.filter(a => !a.textContent.startsWith('Left out')).map(box),
+            marks: [...gd.querySelectorAll('.scatterlayer .point, .scatterlayer .textpoint, .xtick text, .ytick text')]
+                .map(box).filter(r => r[2] > r[0])}; }"""
+
+
+@pytest.mark.parametrize("viewport, query", [((390, 844), ""), ((1920, 1080), "&presenter=1")],
+                         ids=["phone-390x844", "presenter-1920x1080"])
+def test_the_positions_note_covers_no_point_and_no_tick(open_page, viewport, query):
+    """BERT's Positions view leaves position 0 out and says so under the learned panel: that note
+    was drawn over the path's first points. The panels' titles stand apart (on a phone they ran
+    into each other)."""
+    page = open_page(f"source=bert&view=positions{query}", viewport)
+    page.wait_for_function(f"() => ({NOTES_AND_MARKS})('#positions-plot').notes.length > 0", timeout=60_000)
+    settle(page)
+    drawn = page.evaluate(NOTES_AND_MARKS, "#positions-plot")
+    assert len(drawn["notes"]) == 1 and len(drawn["marks"]) > 60, drawn
+    covered = [mark for mark in drawn["marks"] if overlap(drawn["notes"][0], mark) > 0]
+    assert covered == [], f"the note {drawn['notes'][0]} covers {covered}"
+    (left, right) = drawn["titles"]
+    assert overlap(left, right) == 0 and left[0] >= 0 and right[2] <= viewport[0], drawn["titles"]
+    assert page.errors == []

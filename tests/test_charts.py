@@ -352,6 +352,39 @@ def test_positions_figure_draws_the_given_indices_and_a_note():
         positions_figure({"learned": points}, indices={"learned": [1, 2]})
 
 
+@pytest.mark.parametrize("presenter", [False, True])
+def test_a_positions_note_is_under_its_panel_in_room_made_for_it(presenter):
+    """Over the plot, the note covered the path's first points: it hangs from the panel's bottom,
+    under its tick labels, and the figure grows by what it takes, so the plot keeps its height."""
+    from core.drawing.charts import NOTE_LINE, positions_figure
+
+    points = np.arange(8, dtype=np.float32).reshape(4, 2)
+    plain = positions_figure({"learned": points, "sinusoidal": points}, presenter=presenter)["layout"]
+    long = "Left out: position 0 (length 2.36), over 3× the typical length 0.43; the others would flatten."
+    layout = positions_figure({"learned": points, "sinusoidal": points}, presenter=presenter,
+                              notes={"learned": long})["layout"]
+    note = next(a for a in layout["annotations"] if a["text"].startswith("Left out"))
+    font = layout["font"]["size"]
+    assert (note["yref"], note["y"], note["yanchor"]) == ("paper", 0.0, "top")  # hung from the plot's bottom
+    assert -note["yshift"] >= NOTE_LINE * font + 4  # below the tick labels
+    lines = note["text"].count("<br>") + 1
+    assert lines >= 2 and layout["margin"]["b"] >= -note["yshift"] + lines * NOTE_LINE * note["font"]["size"]
+    plot_height = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
+    assert plot_height == plain["height"] - plain["margin"]["t"] - plain["margin"]["b"]
+
+
+def test_on_a_phone_the_positions_titles_take_two_lines_and_the_plot_keeps_its_height():
+    from core.drawing.charts import positions_figure
+
+    points = np.arange(8, dtype=np.float32).reshape(4, 2)
+    paths, explained = {"this table (learned)": points, "sinusoidal": points}, {"sinusoidal": [0.3, 0.08]}
+    wide = positions_figure(paths, explained)["layout"]
+    narrow = positions_figure(paths, explained, narrow=True)["layout"]
+    assert [note["text"] for note in narrow["annotations"]] == ["this table (learned)", "sinusoidal<br>PC1+PC2 38%"]
+    assert narrow["margin"]["t"] > wide["margin"]["t"]
+    assert narrow["height"] - narrow["margin"]["t"] == wide["height"] - wide["margin"]["t"]
+
+
 def test_the_similarity_heatmap_grows_with_the_sentence_to_be_read_from_a_room():
     from core.drawing.charts import SIMILARITY_MAX_PX, SIMILARITY_MIN_PX, similarity_figure
 

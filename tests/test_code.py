@@ -32,6 +32,7 @@ from scripts import run_all
 
 import app
 from core.drawing import code
+from core.model.training import Corpus
 from core.view.options import COMPONENTS, PARTS
 from core.view.share import PARAMETERS
 from ui import api
@@ -180,16 +181,20 @@ def shown_page(live: Page) -> dict[str, np.ndarray]:
     return plotted(json.loads(live.shown["embed-plot"]["plot"]), live.shown.get("background-data") or "")
 
 
-def test_a_trained_tabs_script_trains_as_the_page_did(live):
+def test_a_trained_tabs_script_trains_as_the_page_did(live, app_url):
     """The Code tab of a tab whose tables were trained: its script runs every press of Train, on its
-    corpus, with the freezes of that moment, and lands on the points the page shows after them."""
+    corpus, with the freezes of that moment, and lands on the points the page shows after them. The
+    built-in corpus is a file beside the script, which the tab offers once the script reads it (the
+    route's `corpus.txt`, the file the page trained on); without it the script says which file is missing."""
     texts, pages = [], []
     # tour step 7, trained as its text asks (the built-in corpus, positions frozen), then more on the tab's
     # own sentences with the segments frozen too
     for _ in range(7):
         live.send(move=1)
     live.send(shown="code")
+    assert live.shown["code-corpus-box"]["visible"] is False  # an untrained view's script reads no file
     live.train(60, "builtin")
+    assert live.shown["code-corpus-box"]["visible"] is True
     texts.append(live.shown.value("code-view"))
     pages.append(shown_page(live))
     live.freeze(False, True, True, False)
@@ -204,9 +209,16 @@ def test_a_trained_tabs_script_trains_as_the_page_did(live):
     live.train(30, "builtin")
     texts.append(live.shown.value("code-view"))
     pages.append(shown_page(live))
-    assert "steps=60, fixed={'position'})" in texts[0] and "CORPUS = [" in texts[0]
+    assert "steps=60, fixed={'position'})" in texts[0] and "CORPUS = [line for line in corpus_file" in texts[0]
     assert "steps=40, fixed={'position', 'segment'})" in texts[1] and "SENTENCES = [" in texts[1]
-    results = run_all(texts)
+    assert max(len(text.splitlines()) for text in texts) <= 200  # the corpus's 600 sentences are not in it
+    with urllib.request.urlopen(f"{app_url.rstrip('/')}{api.CORPUS_PATH}", timeout=60) as answer:
+        assert answer.headers["Content-Disposition"] == f'attachment; filename="{code.CORPUS_FILE}"'
+        corpus = answer.read().decode("utf-8")
+    assert tuple(line for line in corpus.splitlines() if line.strip()) == Corpus.builtin().sentences
+    missing = run_all(texts[:1])[0]
+    assert "points" not in missing and f"{code.CORPUS_FILE} is missing" in missing["error"], missing
+    results = run_all(texts, beside={code.CORPUS_FILE: corpus})
     limits = (TRAINED["random"], TRAINED["random"], TRAINED["bert"])
     worst = [compare(got, page, limit, f"training {n + 1}")
              for n, (got, page, limit) in enumerate(zip(results, pages, limits, strict=True))]

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from core.drawing.figures import embedding_spec
-from core.drawing.labels import group_texts, pile_label
+from core.drawing.labels import group_texts, legible, pile_label
 from core.drawing.wire import expand, figure_json
 from core.plane.scene import Neighbourhood
 from core.plane.search import SEARCH
@@ -31,6 +31,35 @@ def test_a_shared_point_gets_one_label_naming_its_tokens(names, label):
 def test_a_pile_is_labelled_on_its_first_point_only():
     assert group_texts(["a", "b", "a", "c"], [[0, 2]]) == ["a ×2", "b", "", "c"]
     assert group_texts(["x", "y"], []) == ["x", "y"]
+
+
+@pytest.mark.parametrize(("name", "label"), [
+    (".", "“.”"), (",", "“,”"), ("?!", "“?!”"), ("$", "“$”"), ("&amp;", "“&amp;”"), ("&lt;", "“&lt;”"),
+    ("the", "the"), ("[SEP]", "[SEP]"), ("##s", "##s"), ("a.", "a."), ("3", "3"), ("&amp;lt;", "&amp;lt;"), ("", ""),
+])
+def test_a_token_of_punctuation_alone_is_quoted_where_a_label_names_it(name, label):
+    """". ×2" read "×2" from the back of a room: a full stop (any token of punctuation or symbols
+    alone, escaped as labels are sent) is quoted; a word, a marker, a number or a piece is not."""
+    assert legible(name) == label
+
+
+def test_a_pile_of_full_stops_reads_as_a_quoted_stop_and_its_count():
+    assert pile_label([".", "."]) == "“.” ×2"
+    assert pile_label(["the", ".", ".", ",", "cat"]) == "the, “.” ×2 +2"
+    assert group_texts([".", "the", ".", ","], [[0, 2]]) == ["“.” ×2", "the", "", "“,”"]
+
+
+def test_the_plot_quotes_a_full_stop_and_its_hover_names_it_as_typed():
+    scene = make_scene(tokens=("[CLS]", "it", "ended", ".", "[SEP]"))
+    spec = embedding_spec(scene)
+    written = labels_of(scene)["texts"]["token"]  # in drawing order
+    assert "“.”" in written and "." not in written
+    token = next(trace for trace in spec["data"] if trace["name"] == "token")
+    assert "." in token["hovertext"] and "“.”" not in token["hovertext"]
+    turned = replace(scene, points={group: np.column_stack([xy, xy[:, :1]]) for group, xy in scene.points.items()},
+                     origin=np.append(scene.origin, 0.0), explained=(*scene.explained, 0.0))  # PC1 to PC3
+    three = next(trace for trace in embedding_spec(turned)["data"] if trace.get("name") == "token")
+    assert "“.”" in three["text"]
 
 
 def labels_of(scene, **options) -> dict:

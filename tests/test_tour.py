@@ -117,8 +117,8 @@ def test_a_step_must_carry_its_number_and_keep_the_tour_open():
 
 
 def named_in(label: str) -> set[str]:
-    """The tokens a written label names: "the ×2, cat +3" names the and cat."""
-    return {re.sub(r" (×\d+|\+\d+)$", "", part) for part in label.split(", ")} - {""}
+    """The tokens a written label names: "the ×2, cat +3" names the and cat; “.” ×2 names "."."""
+    return {re.sub(r"^“(.+)”$", r"\1", re.sub(r" (×\d+|\+\d+)$", "", part)) for part in label.split(", ")} - {""}
 
 
 @pytest.mark.parametrize("scale", [{}, {"presenter": True}, {"narrow": True}], ids=["laptop", "presenter", "phone"])

@@ -4,6 +4,7 @@ the page would show. `gradio_client` and the page's "Use via API" list them with
     view(query)                  each group's plotted points, the tokens, the neighbours, the notes
     train(query, steps, corpus)  the same after a few steps of training, and the loss per step
     code(query)                  the view as a runnable Python script (also GET explorer/code?QUERY)
+                                 (a trained tab's script reads GET explorer/corpus.txt, saved beside it)
     tour()                       the guided tour's steps: title, text and the query that opens each
 
 `query` is a link's query string, what the address bar holds after "?" (`core.view.share`): it
@@ -23,7 +24,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from core.drawing.captions import text_of
-from core.drawing.code import recipe, script
+from core.drawing.code import CORPUS_FILE, recipe, script
 from core.drawing.figures import NEIGHBOURS
 from core.drawing.wire import expand, plotted_points, table_rows
 from core.model.training import Corpus, TrainConfig
@@ -33,6 +34,7 @@ from core.view.options import CORPORA, LIMITS, MAX_QUERY, Refused, choice, whole
 from core.view.state import View
 from ui import render
 from ui.admission import Busy, visitor_of_request, work_of
+from ui.assets import ASSETS
 from ui.route import JOBS, OFFLOAD, Live, link_shown
 
 # gradio hands every API call on at once (an async wait, no thread), so each waits in the app's
@@ -41,6 +43,7 @@ from ui.route import JOBS, OFFLOAD, Live, link_shown
 CONCURRENT = None
 QUEUED = 256  # API calls gradio holds at most before it hands them on; past it a call is refused at once
 CODE_PATH, FILE_NAME = "/explorer/code", "embedding_view.py"
+CORPUS_PATH = f"/explorer/{CORPUS_FILE}"
 
 
 def opened(live: Live, link: share.Link) -> tuple[Tab, tuple[str, ...]]:
@@ -169,3 +172,14 @@ def route(live: Live) -> Route:
 
     return Route(CODE_PATH, code, methods=["GET"])
 
+
+def corpus_route() -> Route:
+    """`GET explorer/corpus.txt`: the built-in corpus, as a file to save beside a script trained on it
+    (the file the app trains on, so the script's training reads what the page's read)."""
+    body = (ASSETS / "corpus.txt").read_bytes()
+
+    async def corpus(request: Request) -> Response:
+        return Response(body, media_type="text/plain; charset=utf-8",
+                        headers={"Content-Disposition": f'attachment; filename="{CORPUS_FILE}"'})
+
+    return Route(CORPUS_PATH, corpus, methods=["GET"])

@@ -104,6 +104,7 @@ class Page:
     lookup_output: gr.Code
     # ui/codeview.py: the view as a script
     code: gr.Code
+    code_corpus: gr.Column  # the corpus's download, shown when the script reads the built-in corpus from its own file
     # ui/tourpanel.py: the tour and the address bar
     tour_text: gr.HTML
     address: gr.HTML
@@ -233,7 +234,8 @@ def build_demo() -> gr.Blocks:
 def launch_options(demo: gr.Blocks) -> dict:
     """What `launch` is given (by app.py and the tests alike): the page's own routes and middleware."""
     page: Page = demo.explorer
-    routes = [page.live.route(), *classroutes.ClassRoutes(page).routes(), api.route(page.live), page.downloads.route(),
+    routes = [page.live.route(), *classroutes.ClassRoutes(page).routes(), api.route(page.live), api.corpus_route(),
+              page.downloads.route(),
               upload_route(page.live, lambda tab, path: tablespanel.take_upload(page, tab, path),
                            tablespanel.UPLOAD_LIMITS.max_bytes), plotly_route()]
     # the client's address behind trusted proxies (uvicorn's own reading of X-Forwarded-For):

@@ -16,7 +16,7 @@ import gradio as gr
 
 from core.drawing.captions import parameter_status, plain, search_text, summary, tour_text, training_summary
 from core.drawing.charts import collapse_figure, loss_spec, variance_bars
-from core.drawing.code import recipe, script
+from core.drawing.code import reads_corpus, recipe, script
 from core.drawing.details import layernorm_detail, positions_detail, similarity_detail
 from core.drawing.figures import background_trace, embedding_spec
 from core.drawing.palette import palette
@@ -146,7 +146,9 @@ def outputs(page, step: Change, *, asked: Iterable[str] = (), whole: bool = Fals
     if view.shown == "lookup" and (whole or LOOKUP in redrawn):
         out.update(lookup(page, view))
     if view.shown == "code" and (whole or tables or changed):  # a script of everything the tab holds
-        out[page.code] = script(recipe(view, session))
+        made = recipe(view, session)
+        out[page.code] = script(made)
+        out[page.code_corpus] = gr.update(visible=reads_corpus(made))  # its file offered beside the script's
     if whole or changed or notes or step.notes:  # an echo of what the page already shows keeps the notice
         out[page.notice] = notice((*notes, *step.notes))
     if whole or changed:
@@ -246,7 +248,8 @@ def _detail(page, view: View, session: Session, tokens: tuple[str, ...] | None) 
     a, b = view.sentence_a, view.sentence_b
     flipped = flipped_tokens(view, session, tokens)
     if view.shown == "positions":
-        found = positions_detail(session, a, b, flipped, presenter=view.presenting, palette=palette(view.theme))
+        found = positions_detail(session, a, b, flipped, presenter=view.presenting, palette=palette(view.theme),
+                                 narrow=view.narrow)
         rows = [[r.token, f"{r.positions[0]} and {r.positions[1]}", round(r.cosine, 3)] for r in found.repeated]
         return {page.positions_plot: figure_json(found.figure), page.repeated: rows}
     if view.shown == "layernorm":

@@ -37,6 +37,7 @@ NARROW_WIDTH, NARROW_TICK = 280, 16
 HOVER_TEXT_MAX = 128  # tokens up to which each heatmap cell gets its own "a · b" hover text (L² strings)
 
 FAINT = "rgba(120,120,120,0.45)"
+NOTE_LINE = 1.3  # a line of plotly's text, in font sizes (its LINE_SPACING)
 BETA = "#56B4E9"  # Okabe–Ito sky blue: not a group's colour in the light theme, and beside γ in the ink's
 # ColorBrewer's RdBu turned round: −1 dark blue, 0 near-white, +1 dark red. Spelled out,
 # because the name "RdBu" in a figure means plotly.js's own scale, which runs the other way
@@ -162,7 +163,8 @@ def similarity_figure(tokens: Sequence[str], matrix: np.ndarray, *, presenter: b
 
 def positions_figure(paths: Mapping[str, np.ndarray], explained: Mapping[str, Sequence[float]] | None = None, *,
                      presenter: bool = False, indices: Mapping[str, Sequence[int]] | None = None,
-                     notes: Mapping[str, str] | None = None, palette: Palette = LIGHT) -> dict:
+                     notes: Mapping[str, str] | None = None, palette: Palette = LIGHT,
+                     narrow: bool = False) -> dict:
     """Position vectors 0…N−1 of one or more tables, each in its own plane, joined in order.
 
     One subplot per entry of ``paths`` (e.g. {"learned": (N, 2), "sinusoidal": (N, 2)}),
@@ -174,6 +176,7 @@ def positions_figure(paths: Mapping[str, np.ndarray], explained: Mapping[str, Se
     indices: the position each row of a path stands for, when some were left out (an
     outlier such as BERT's position 0); default 0…N−1. notes: a sentence per panel written
     under its title, e.g. what was left out and why: the plot says so, not only the page.
+    narrow: drawn for a phone's screen, each title on two lines (on one, the two ran into each other).
     """
     style = _STYLES[bool(presenter)]
     explained = explained or {}
@@ -187,7 +190,7 @@ def positions_figure(paths: Mapping[str, np.ndarray], explained: Mapping[str, Se
 
     gap = 0.08
     width = (1 - gap * (len(checked) - 1)) / len(checked)
-    data, annotations = [], []
+    data, annotations, lines = [], [], 0  # lines: the longest note's
     for number, (name, points) in enumerate(checked.items(), 1):
         suffix = "" if number == 1 else str(number)
         left = (number - 1) * (width + gap)
@@ -229,16 +232,33 @@ def positions_figure(paths: Mapping[str, np.ndarray], explained: Mapping[str, Se
                                     "constrain": "domain"}
         layout[f"yaxis{suffix}"] = {"anchor": f"x{suffix}", "scaleanchor": f"x{suffix}", "scaleratio": 1,
                                     "zeroline": False, "constrain": "domain"}
-        annotations.append({"text": _plane_title(name, explained.get(name)), "xref": "paper", "yref": "paper",
+        annotations.append({"text": _plane_title(name, explained.get(name), "<br>" if narrow else " · "),
+                            "xref": "paper", "yref": "paper",
                             "x": (domain[0] + domain[1]) / 2, "y": 1.0, "xanchor": "center", "yanchor": "bottom",
                             "showarrow": False, "font": {"size": style.font + 1}})
         if notes.get(name):
-            annotations.append({"text": _wrap(_escape(notes[name]), 48), "xref": "paper", "yref": "paper",
-                                "x": domain[0], "y": 0.0, "xanchor": "left", "yanchor": "bottom", "align": "left",
-                                "showarrow": False, "bgcolor": palette.note_fill,
+            # under the panel's tick labels, in a margin made for it: over the plot it covered the path's points
+            text = _wrap(_escape(notes[name]), 48)
+            lines = max(lines, text.count("<br>") + 1)
+            annotations.append({"text": text, "xref": "paper", "yref": "paper",
+                                "x": domain[0], "y": 0.0, "xanchor": "left", "yanchor": "top", "align": "left",
+                                "yshift": -_ticks_height(style), "showarrow": False,
                                 "font": {"size": style.font - 1, "color": palette.chart_ink}})
     layout["annotations"] = annotations
+    if narrow:  # a second line for the titles, the plot keeping its height
+        title_line = math.ceil(NOTE_LINE * (style.font + 1))
+        layout["height"] += title_line
+        layout["margin"] = {**layout["margin"], "t": layout["margin"]["t"] + title_line}
+    if lines:  # the plot keeps its height; the figure grows by the note's
+        below = _ticks_height(style) + math.ceil(lines * NOTE_LINE * (style.font - 1)) + 8
+        layout["height"] += below - layout["margin"]["b"]
+        layout["margin"] = {**layout["margin"], "b": below}
     return {"data": data, "layout": layout}
+
+
+def _ticks_height(style: _Style) -> int:
+    """The pixels under a panel its x tick labels take: plotly's tick length and gap, and a line of type."""
+    return math.ceil(NOTE_LINE * style.font) + 8
 
 
 def layernorm_figure(stats: LayerNormStats, tokens: Sequence[str], *, presenter: bool = False,
@@ -405,14 +425,14 @@ def _points(points: np.ndarray, name: str) -> np.ndarray:
     return points
 
 
-def _plane_title(name: str, ratios: Sequence[float] | None) -> str:
-    """'learned · PC1+PC2 41%': which table, and how much of its spread the plane shows."""
+def _plane_title(name: str, ratios: Sequence[float] | None, between: str = " · ") -> str:
+    """'learned · PC1+PC2 41%': which table, and how much of its spread the plane shows (`between` them)."""
     title = _escape(name)
     if ratios is None or not len(ratios):
         return title
     axes = list(ratios)[:2]
     label = "+".join(f"PC{i}" for i in range(1, len(axes) + 1))
-    return f"{title} · {label} {sum(float(r) for r in axes):.0%}"
+    return f"{title}{between}{label} {sum(float(r) for r in axes):.0%}"
 
 
 LOSS_LAYOUT = {"template": LIGHT.template, "height": 240, "margin": {"l": 50, "r": 10, "t": 30, "b": 40},

@@ -32,6 +32,7 @@ LINE = 116  # characters a line of a script holds at most (the project's ruff al
 ATTRIBUTES = dict(zip(PARTS, ("tok_embed", "pos_embed", "seg_embed", "norm"), strict=True))
 NEAREST = {"token": "nearest by token vector", "output": "nearest by output vector"}  # core.drawing.figures' traces
 BACKGROUND = "vocabulary"  # core.drawing.figures' name of the vocabulary behind the tokens
+CORPUS_FILE = "corpus.txt"  # the built-in corpus a trained view's script reads, beside it (assets/corpus.txt)
 COUNT_LINE = r'rb"\s*\d+[ \t]+\d+\s*"'  # core.tables.uploads: a word2vec file's first line counts its rows
 
 
@@ -101,8 +102,14 @@ def recipe(view: View, session: Session, notes: Iterable[str] = ()) -> Recipe:
 
 
 def script(recipe: Recipe) -> str:
-    """The script for `recipe`'s view: a runnable, self-contained Python module, as text."""
+    """The script for `recipe`'s view: a runnable Python module, as text, that needs no file of the app's
+    but `CORPUS_FILE` beside it when it trains on the built-in corpus (`reads_corpus`)."""
     return _Script(recipe).text()
+
+
+def reads_corpus(recipe: Recipe) -> bool:
+    """Whether `recipe`'s script reads the built-in corpus from `CORPUS_FILE` beside it (a training on it)."""
+    return any(run.builtin for run in recipe.runs)
 
 
 # ------------------------------------------------------------------ literals and comments
@@ -256,7 +263,8 @@ class _Script:
         return lines
 
     def _corpora(self) -> list[str]:
-        """The corpora the trainings read, once each."""
+        """The corpora the trainings read, once each: A and B as written, the built-in corpus from its
+        file beside the script (600 sentences would bury the script's own lines)."""
         lines = []
         for run in self.runs:
             if run.sentences in self.corpora:
@@ -264,9 +272,23 @@ class _Script:
             own = sum(name.startswith("SENTENCES") for name in self.corpora.values())  # pressed on A and B before
             name = "CORPUS" if run.builtin else f"SENTENCES_{own + 1}" if own else "SENTENCES"
             self.corpora[run.sentences] = name
-            lines += _strings(name, run.sentences, "the built-in corpus: six categories of related words" if run.builtin
-                              else "sentences A and B when Train was pressed")
+            lines += self._builtin() if run.builtin else _strings(name, run.sentences,
+                                                                  "sentences A and B when Train was pressed")
         return lines
+
+    def _builtin(self) -> list[str]:
+        """`CORPUS`, read from `CORPUS_FILE` beside the script; its absence said in a sentence."""
+        self.need("from pathlib import Path", "import sys")
+        return [f"# the built-in corpus: six categories of related words, a sentence a line, in {CORPUS_FILE} beside "
+                "this script",
+                f'# (the Code tab\'s "Download {CORPUS_FILE}"); in a notebook, beside the notebook',
+                f'corpus_file = Path(__file__).with_name("{CORPUS_FILE}") if "__file__" in globals() else '
+                f'Path("{CORPUS_FILE}")',
+                "if not corpus_file.exists():",
+                '    sys.exit(f"{corpus_file} is missing: this script trains on the built-in corpus, which the '
+                'Code tab downloads as "',
+                f'             "{CORPUS_FILE}; put it beside the script.")',
+                'CORPUS = [line for line in corpus_file.read_text(encoding="utf-8").splitlines() if line.strip()]']
 
     # ---- the tokenizer
 
@@ -507,13 +529,13 @@ class _Script:
     def training(self) -> list[str]:
         """The presses of Train behind the tables, as the page's training runs them (`core.model.training`)."""
         self.need("import copy", "from torch.nn import functional as F")
-        lines = ["# training, as the Train button runs it: each word of a pair of consecutive sentences is "
+        corpora = self._corpora() if self.words != "counter" else []  # a Counter's vocabulary has read them
+        lines = [*corpora, *([""] if corpora else []),
+                 "# training, as the Train button runs it: each word of a pair of consecutive sentences is "
                  "predicted from the",
                  "# mean of the LayerNorm outputs around it (2 each side), the token table as the output layer "
                  "(the corpus's",
                  "# rows only); Adam with lr 0.1, 32 pairs a step drawn from seed 0; a frozen part is left as it is"]
-        if self.words != "counter":
-            lines += self._corpora()
         if self.layer.segments > 1:
             self.need("from itertools import zip_longest")
             pairs = ['    pairs = zip_longest(sentences[0::2], sentences[1::2], fillvalue="")  # consecutive '

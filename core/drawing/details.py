@@ -51,12 +51,13 @@ class LayerNormDetail:
 def positions_detail(
     session: Session, a: str, b: str, flipped: Mapping[int, str] | None = None, *, presenter: bool = False,
     palette: Palette = LIGHT,
+    narrow: bool = False,
 ) -> PositionsDetail:
     """This table's position vectors as a path in order, beside fixed sinusoidal ones.
 
     Both paths cover at least PATH_POSITIONS positions (or the table's length), each in its
     own PCA plane, because the shape of the path is the lesson: learned positions drift
-    smoothly, sinusoidal ones circle; random ones jump.
+    smoothly, sinusoidal ones circle; random ones jump. `narrow`: drawn for a phone's screen.
     """
     result = explore(session, a, b, groups=[], flipped=flipped)
     config = session.model.config
@@ -75,7 +76,8 @@ def positions_detail(
         indices[name], notes[name] = kept, note
     skip = result.encoding.special_mask
     repeated = repeated_tokens(result.encoding.tokens, result.vectors["output"], skip=skip)
-    figure = positions_figure(paths, explained, presenter=presenter, indices=indices, notes=notes, palette=palette)
+    figure = positions_figure(paths, explained, presenter=presenter, indices=indices, notes=notes, palette=palette,
+                              narrow=narrow)
     return PositionsDetail(figure, repeated, result.encoding.tokens)
 
 
@@ -90,9 +92,9 @@ def _without_outliers(rows: np.ndarray) -> tuple[np.ndarray, str]:
         return kept, ""
     named = ", ".join(f"{i} (length {norms[i]:.2f})" for i in outliers[:5])
     more = f" and {len(outliers) - 5} more" if len(outliers) > 5 else ""
-    word = "position" if len(outliers) == 1 else "positions"
+    word, them = ("position", "it") if len(outliers) == 1 else ("positions", "them")
     return kept, (f"Left out: {word} {named}{more}, over {OUTLIER_RATIO:g}× the typical length "
-                  f"{typical:.2f}; with it the others would flatten into one line.")
+                  f"{typical:.2f}; with {them} the others would flatten into one line.")
 
 
 def layernorm_detail(

@@ -16,6 +16,7 @@ places them where its drawn plot has room (assets/labels.js).
 from __future__ import annotations
 
 import html
+import math
 import textwrap
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -23,7 +24,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import plotly.graph_objects as go
 
-from core.drawing.labels import LABEL_PRIORITY, wanted
+from core.drawing.labels import LABEL_PRIORITY, legible, wanted
 from core.drawing.palette import LIGHT, Palette
 from core.drawing.wire import pile_names, token_columns
 from core.plane.scene import CONTINUATION, GROUPS, SPECIAL, WORD, Scene, segment_name, symbols
@@ -83,6 +84,7 @@ def background_trace(points: np.ndarray, labels: Sequence[str]) -> dict:
 
 
 MODEBAR_PX = 34  # the right margin, which holds plotly's tool bar (a column of 26 px buttons)
+BOTTOM_PX = 50  # the bottom margin at least
 PANELS = ("auto", "one", "split")
 # the output gets a panel of its own when its points and the parts' differ in extent by more
 # than this factor (BERT: the outputs spread about 8× wider than the rest, which then blur
@@ -199,7 +201,7 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, s
         # plotly's tool bar stands on the right, in a margin of its own: across the top it covered the
         # legend's last entry
         "modebar": {"orientation": "v"},
-        "margin": {"l": 50, "r": MODEBAR_PX, "t": 40, "b": 50},
+        "margin": {"l": 50, "r": MODEBAR_PX, "t": 40, "b": bottom_margin(scale)},
         "annotations": _annotations(scene, scale, shift=shift and "sum" in groups,
                                     split=split, factors=factors, groups=groups, palette=palette),
     }
@@ -309,6 +311,15 @@ class _Scale:
     text: int  # a label's type, in pixels
     font: int
     line: float
+
+
+def bottom_margin(scale: _Scale) -> int:
+    """The plot's bottom margin: its x axis's tick labels and title (a line of type each and plotly's
+    gaps, 2.6 type sizes and 12 px as drawn in Chromium), then a row under the title for the page's
+    count of labels ("15 of 23 labelled", assets/labels.js, in type a pixel under a label's and at
+    least 10 px). Beside the title, the count covered it on a phone, whose long title leaves no room
+    on its row; plotly grows a margin to fit the axis (automargin), never for a row of the page's own."""
+    return max(BOTTOM_PX, math.ceil(2.6 * scale.font) + 12 + max(10, scale.text - 1) + 6)
 
 
 NORMAL = _Scale(marker=8, text=10, font=12, line=1)
@@ -583,9 +594,9 @@ RINGED = ("token", "output")  # the groups whose selected point is ringed: those
 
 
 def class_names(answers) -> list[str]:
-    """Each drawn word as its label and its hover begin: "queen ×7" (escaped: plotly reads markup)."""
-    return [html.escape(f"{word} ×{count}", quote=False) for word, count in zip(answers.words, answers.counts,
-                                                                                  strict=True)]
+    """Each drawn word as its label and its hover begin: "queen ×7", “?” ×2 (escaped: plotly reads markup)."""
+    return [f"{legible(html.escape(word, quote=False))} ×{count}" for word, count in zip(answers.words, answers.counts,
+                                                                                          strict=True)]
 
 
 def class_hover(answers) -> list[str]:
@@ -779,7 +790,7 @@ def _spec_3d(scene: Scene, *, labels: bool, arrows: bool, shift: bool, presenter
     size = round(scale.marker * 0.75)
     if labels and len(scene.tokens) <= LABELS_3D:  # one group named: labels cannot be kept apart while it turns
         named = next((g for g in LABEL_PRIORITY if g in groups and g != "segment"), None)
-        columns = replace(columns, text={named: columns.hovertext} if named else {})
+        columns = replace(columns, text={named: list(map(legible, columns.hovertext))} if named else {})
     symbols_3d = [SYMBOLS_3D[shape] for shape in columns.symbol]
     data = []
     for group in groups:
@@ -817,7 +828,7 @@ def _spec_3d(scene: Scene, *, labels: bool, arrows: bool, shift: bool, presenter
         for kind, points, hover in _neighbours(near, groups):
             data.append(_trace_3d(NEIGHBOURS[kind], points, marker={"symbol": "diamond-open", "size": size + 2,
                                                                      "color": palette.colours[kind]},
-                                  mode="markers+text", text=hover["hovertext"],
+                                  mode="markers+text", text=list(map(legible, hover["hovertext"])),
                                   textfont={"size": scale.text, "color": palette.colours[kind]}, **hover))
     if scene.answers is not None:
         data += _class_traces(scene.answers, scale, {}, palette)

@@ -6,13 +6,15 @@ wanted and which come first (`wanted`), and the page's script (assets/labels.js)
 beside their points with the drawn boxes in hand: none over a marker (its own included),
 another label, a note or the plot's edge; a label that must move away from a crowded point is
 joined to it by a leader line; what finds no room is left to the hover. Points that coincide
-within a group are one point with one label naming them all (`pile_label`: "[SEP] ×2").
+within a group are one point with one label naming them all (`pile_label`: "[SEP] ×2"). A token
+of punctuation alone is quoted where a label names it (`legible`: “.” ×2), its hover left as typed.
 """
 
 from __future__ import annotations
 
 import functools
 import html
+import unicodedata
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 
@@ -29,12 +31,20 @@ MUST_ANSWERS = 10  # a class's most given words, each labelled with its count wh
 escape = functools.partial(html.escape, quote=False)  # as plotly's hover text and the columns' tokens are
 
 
+def legible(name: str) -> str:
+    """A token as a label on the plot names it: one of punctuation or symbols alone quoted, “.”, for
+    a full stop with its count read ". ×2", and from the back of a room "×2". `name` may come
+    HTML-escaped ("&amp;"), as labels are sent. assets/labels.js `legible` is its twin."""
+    bare = html.unescape(name)
+    return f"“{name}”" if bare and all(unicodedata.category(c)[0] in "PS" for c in bare) else name
+
+
 def pile_label(names: Sequence[str]) -> str:
-    """One label for the tokens that share a point: "the", "[SEP] ×2", "i ×2, am +3".
+    """One label for the tokens that share a point: "the", "[SEP] ×2", "i ×2, am +3", “.” ×2.
 
     assets/labels.js `pileLabel` is its twin (tests/test_wire_format.py checks they agree)."""
     counts = Counter(names)
-    parts = [f"{name} ×{count}" if count > 1 else name for name, count in counts.items()]
+    parts = [f"{legible(name)} ×{count}" if count > 1 else legible(name) for name, count in counts.items()]
     if len(parts) <= SPELLED + 1:
         return ", ".join(parts)
     spelled = sum(list(counts.values())[:SPELLED])
@@ -50,9 +60,9 @@ def point_names(group: str, tokens: Sequence[str], positions: Sequence[int], ord
 
 
 def group_texts(names: Sequence[str], piles: Sequence[Sequence[int]]) -> list[str]:
-    """Each point's label in a group's trace: its name, or for a pile of coinciding points one
-    label on its first point (`pile_label`) and none on the others."""
-    texts = list(names)
+    """Each point's label in a group's trace: its name (`legible`), or for a pile of coinciding
+    points one label on its first point (`pile_label`) and none on the others."""
+    texts = [legible(name) for name in names]
     for pile in piles:
         texts[pile[0]] = pile_label([names[i] for i in pile])
         for i in pile[1:]:
@@ -110,13 +120,13 @@ def wanted(scene: Scene, order: np.ndarray, groups: Sequence[str], piles: Mappin
     stars = stars or {}
     near = scene.neighbourhood
     for kind, trace in stars.items():
-        texts[trace] = [escape(name) for name in near.labels[kind]]
+        texts[trace] = [legible(escape(name)) for name in near.labels[kind]]
         chosen = [j for j, name in enumerate(near.labels[kind]) if name in named]
         if chosen:
             must[trace] = chosen
     if layer is not None:  # its names come escaped, as plotly's hover reads them
         name = layer["name"]
-        texts[name] = list(layer["text"])
+        texts[name] = [legible(text) for text in layer["text"]]
         # the word searched for, and any the step names
         must[name] = [j for j, text in enumerate(layer["text"]) if j == 0 or html.unescape(text) in named]
     searched = [] if layer is None else [layer["name"]]
