@@ -10,7 +10,11 @@
   const WIDTH = 1920, HEIGHT = 1080, MARGIN = 64, GAP = 48, COLUMN = 600; // px of the slide
   const TOP = 220; // the text column and the plot start under the title
   const SANS = "Helvetica, Arial, sans-serif", MONO = "Menlo, Consolas, 'DejaVu Sans Mono', monospace";
-  const INK = "#1f2937", SUBDUED = "#4b5563";
+  // the slide's ground and type: the light theme's, or the projector theme's dark ones, so the plot
+  // (drawn in the page's theme) sits on its own ground
+  const LOOKS = { light: { ground: "#ffffff", ink: "#1f2937", subdued: "#4b5563" },
+    projector: { ground: "#111111", ink: "#f2f5fa", subdued: "#c8c8c8" } };
+  let look = LOOKS.light;
   const FACES = { plain: [SANS, "normal", "normal"], italic: [SANS, "italic", "normal"],
     bold: [SANS, "normal", "bold"], code: [MONO, "normal", "normal"] };
 
@@ -99,7 +103,7 @@
           + `${style !== "normal" ? ` font-style="${style}"` : ""}${weight !== "normal" ? ` font-weight="${weight}"` : ""}`
           + `>${escapeXml(piece.text)}</tspan>`;
       }).join("");
-      const out = `<text y="${y.toFixed(1)}" font-size="${size}" fill="${INK}" xml:space="preserve">${spans}</text>`;
+      const out = `<text y="${y.toFixed(1)}" font-size="${size}" fill="${look.ink}" xml:space="preserve">${spans}</text>`;
       y += height;
       return out;
     }).join("\n");
@@ -108,6 +112,7 @@
   // the slide's SVG, and the file name it is saved under (without its extension)
   async function compose() {
     const step = read(window.embeddingTour.html);
+    look = document.body.classList.contains("projector") ? LOOKS.projector : LOOKS.light;
     // the plot as framed on screen, scaled to fit its place (its type grows with it)
     const plotWidth = WIDTH - MARGIN * 2 - COLUMN - GAP, plotHeight = HEIGHT - TOP - MARGIN / 2;
     const plotted = await window.embeddingExplorer.plotSVG();
@@ -134,11 +139,11 @@
     const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${HEIGHT}" `
       + `viewBox="0 0 ${WIDTH} ${HEIGHT}">\n`
       + `<title>${escapeXml([step.number, step.title].filter(Boolean).join(": "))}</title>\n`
-      + `<rect width="${WIDTH}" height="${HEIGHT}" fill="#ffffff"/>\n`
-      + `<text x="${MARGIN}" y="${MARGIN + 28}" font-family="${escapeXml(SANS)}" font-size="28" fill="${SUBDUED}">`
+      + `<rect width="${WIDTH}" height="${HEIGHT}" fill="${look.ground}"/>\n`
+      + `<text x="${MARGIN}" y="${MARGIN + 28}" font-family="${escapeXml(SANS)}" font-size="28" fill="${look.subdued}">`
       + `${escapeXml(step.number)}</text>\n`
       + `<text x="${MARGIN}" y="${MARGIN + 28 + 16 + titleSize}" font-family="${escapeXml(SANS)}" `
-      + `font-size="${titleSize}" font-weight="bold" fill="${INK}">${escapeXml(step.title)}</text>\n`
+      + `font-size="${titleSize}" font-weight="bold" fill="${look.ink}">${escapeXml(step.title)}</text>\n`
       + `<g class="slide-text">\n${textLines(lines, size, MARGIN, TOP)}\n</g>\n${plot}\n</svg>\n`;
     const slug = step.title.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "") || "tour";
     const number = (/\d+/.exec(step.number) || [""])[0];

@@ -287,7 +287,7 @@ def test_a_lecturer_drives_the_lecture_with_a_laptop_and_a_phone_following(open_
         # a round: asked from the column beside the plot, which stays on the screen the room sees
         lecturer.locator("#poll-prompt").fill("A word next to king?")
         lecturer.locator("#poll-ask").scroll_into_view_if_needed()
-        assert _on_one_screen(lecturer, "#poll-ask", "#poll-prompt") == [], "asking the class"
+        assert _on_one_screen(lecturer, "#poll-ask", "#poll-prompt", "#poll-review") == [], "asking the class"
         lecturer.locator("#poll-ask").click()
         for follower in (laptop, phone):
             follower.wait_for_function("() => (document.getElementById('poll-question') || {}).textContent"
@@ -441,6 +441,13 @@ def test_the_projector_theme_opens_dark_with_every_label_at_aa_and_its_control_s
     # height once held it at its 680 px floor)
     assert _in_view(page, "#embed-plot .plane-host")
     assert page.locator("#embed-plot .plane-host").bounding_box()["height"] >= 0.65 * 1080
+    # its slide: the dark plot on the slide's dark ground, the step's title in light type
+    with page.expect_download(timeout=60_000) as download:
+        page.locator("#slide-svg").click()
+    slide = Path(download.value.path()).read_text(encoding="utf-8")
+    ground = re.search(r'<rect width="1920" height="1080" fill="(#\w+)"', slide).group(1)
+    title = re.search(r'font-weight="bold" fill="(#\w+)">Random vs pretrained<', slide).group(1)
+    assert luminance(ground) < 0.02 and contrast(title, ground) >= 4.5, (ground, title)
     page.get_by_role("tab", name="View").click()
     page.locator("#theme").get_by_label("Light").check()
     settle(page)
