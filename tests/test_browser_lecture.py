@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 from urllib.parse import parse_qs, quote, urlsplit
 
+import numpy as np
 import pytest
 from PIL import Image
 
@@ -24,7 +25,7 @@ from core.drawing.palette import contrast, luminance, rgb
 from core.view.tour import STEPS
 from tests.browser import COORDINATES, LABELS, PLOT, label_faults, open_accordion, overlap, settle
 from tests.test_browser_class import classes_end, counts, start_class  # noqa: F401 (its fixture)
-from tests.test_browser_poll import HAS, send
+from tests.test_browser_poll import CLASS_TRACE, HAS, core_points, send
 from tests.test_tour import named_in
 
 pytestmark = pytest.mark.browser
@@ -253,9 +254,12 @@ def test_a_lecturer_drives_the_lecture_with_a_laptop_and_a_phone_following(open_
     labelled with its count, every point inside the axes or counted in a note, and the step's
     controls (Next, *Ask the class*, the loss curve) on one screen with the plot, none under the
     class banner; the phone keeps its plot in view, clear of its banner, through the round and
-    the training. Before, step 6 by Next was drawn at a stale size, "queen ×2" went unlabelled,
-    a trained point left the plot unsaid, *Ask the class* and the loss curve were below the fold,
-    and the phone's plot was scrolled 1,085 px away after Train."""
+    the training. The round is checked as the class lives it: the words where the core places them
+    and as a screen reader hears them, a word of markup refused as text, a word sent twice counted
+    once, Hide taking a word off every plot, a prompt of markup shown as text. Before, step 6 by
+    Next was drawn at a stale size, "queen ×2" went unlabelled, a trained point left the plot
+    unsaid, *Ask the class* and the loss curve were below the fold, and the phone's plot was
+    scrolled 1,085 px away after Train."""
     viewport = (1920, 1080)
     lecturer = open_page("presenter=1", viewport)
     assert lecturer.get_by_role("tab", name="Tour").get_attribute("aria-selected") == "true"
@@ -305,6 +309,30 @@ def test_a_lecturer_drives_the_lecture_with_a_laptop_and_a_phone_following(open_
             assert _class_labelled(page) == [], f"{page.viewport_size}: class answers unlabelled"
         _assert_the_plane_reads(lecturer, number, step)
         assert _on_one_screen(phone) == [], "the phone's plot during the round"
+        # where the core places the words in the lecturer's plane, and what a screen reader hears of
+        # them: each word, its count and the sentence's word drawn nearest it
+        drawn = lecturer.evaluate(CLASS_TRACE)
+        expected, nearest = core_points(class_id, (("queen", 2), ("prince", 1)))
+        np.testing.assert_allclose(np.column_stack([drawn["x"], drawn["y"]]), expected, rtol=1e-5, atol=1e-5)
+        said = ("The class's words, in the token group, the most given first: "
+                f"queen (2 answers, drawn nearest {nearest[0]}) and prince (1 answer, drawn nearest {nearest[1]}).")
+        lecturer.wait_for_function("(said) => document.querySelector('#plot-description').textContent.includes(said)",
+                                   arg=said, timeout=60_000)
+        laptop.wait_for_function(f"() => ({PLOT}).data.some(t => t.name === 'your words')", timeout=60_000)
+        # a word of markup is refused with a sentence shown as text; a word sent twice counts once, and
+        # the student is told so
+        send(laptop, "<b>x</b>")
+        laptop.wait_for_function("() => document.getElementById('poll-said').textContent.length > 2", timeout=60_000)
+        assert laptop.locator("#poll-student b").count() == 0
+        send(laptop, "QUEEN")
+        laptop.wait_for_function("() => document.getElementById('poll-said').textContent.includes('already')",
+                                 timeout=60_000)
+        assert laptop.locator("#poll-own").text_content() == "You sent: queen (2 left)"
+        # Hide takes a word off the lecturer's plot and every follower's
+        lecturer.locator('[data-poll-hide="prince"]').click()
+        for page in (lecturer, laptop, phone):
+            page.wait_for_function(HAS, arg=["queen ×2"], timeout=60_000)
+            settle(page)
         step6 = lecturer.evaluate(DRAWN)
         lecturer.screenshot(path=str(ARTIFACTS / "lecture-1920x1080-step6-round.png"))
         phone.screenshot(path=str(ARTIFACTS / "lecture-phone-step6-round.png"))
@@ -342,6 +370,13 @@ def test_a_lecturer_drives_the_lecture_with_a_laptop_and_a_phone_following(open_
     sizes = lecturer.evaluate("() => [...document.querySelectorAll('[role=tab]')].filter(t => t.offsetWidth)"
                               ".map(t => parseFloat(getComputedStyle(t).fontSize))")
     assert sizes and min(sizes) >= 18, sizes
+    # a new round, its prompt of markup shown as text: no words yet
+    lecturer.locator("#poll-prompt").fill("<i>Which</i> word & why?")
+    lecturer.locator("#poll-ask").click()
+    phone.wait_for_function("() => (document.getElementById('poll-question') || {}).textContent === "
+                            "'<i>Which</i> word & why?'", timeout=60_000)
+    assert phone.locator("#poll-student i").count() == 0
+    lecturer.wait_for_function(HAS, arg=[], timeout=60_000)
     lecturer.get_by_role("tab", name="Tables").click()
     lecturer.locator("#upload-table .upload-zone").wait_for(state="visible")
     assert _upload_faults(lecturer) == []
