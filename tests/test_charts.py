@@ -20,7 +20,7 @@ from core.drawing.charts import (
     similarity_figure,
     variance_bars,
 )
-from core.drawing.figures import COLOURS, TEMPLATE
+from core.drawing.palette import LIGHT
 from core.drawing.wire import figure_json
 from core.model.measures import cosine_matrix, layernorm_stats
 
@@ -33,7 +33,7 @@ TOKENS = ["[CLS]", "the", MARKUP, "the", "tom & jerry", "[SEP]"]
 def checked(spec: dict) -> dict:
     """The spec is real plotly (it validates) and serialises; returns the JSON plotly.js receives."""
     assert set(spec) <= {"data", "layout", "config"}
-    assert spec["layout"]["template"] is TEMPLATE
+    assert spec["layout"]["template"] is LIGHT.template
     go.Figure({"data": spec["data"], "layout": spec["layout"]})  # validates every property name and value
     return json.loads(figure_json(spec))
 
@@ -237,7 +237,7 @@ def test_layernorm_figure_shows_std_per_token_and_gamma_beta_per_dimension(stats
     np.testing.assert_array_equal(before["x"], np.arange(len(TOKENS)))
     np.testing.assert_array_equal(before["y"], stats.std_before)
     np.testing.assert_allclose(after["y"], stats.std_after)
-    assert (before["marker"]["color"], after["marker"]["color"]) == (COLOURS["sum"], COLOURS["output"])
+    assert (before["marker"]["color"], after["marker"]["color"]) == (LIGHT.colours["sum"], LIGHT.colours["output"])
     assert (gamma["xaxis"], gamma["yaxis"], beta["xaxis"]) == ("x2", "y2", "x2")
     assert len(gamma["x"]) == len(beta["y"]) == 12
     np.testing.assert_array_equal(gamma["y"], stats.gamma)
@@ -263,8 +263,8 @@ def test_collapse_figure_draws_the_exact_two_dimensional_picture(collapse_points
     traces = {t["name"]: t for t in spec["data"]}
     np.testing.assert_allclose(traces["before (sum)"]["x"], before[:, 0])
     np.testing.assert_allclose(traces["after (output)"]["y"], after[:, 1])
-    assert traces["before (sum)"]["marker"]["color"] == COLOURS["sum"]
-    assert traces["after (output)"]["marker"]["color"] == COLOURS["output"]
+    assert traces["before (sum)"]["marker"]["color"] == LIGHT.colours["sum"]
+    assert traces["after (output)"]["marker"]["color"] == LIGHT.colours["output"]
     # the outputs really are (1, −1) or (−1, 1): the figure shows the listing's ±1
     np.testing.assert_allclose(np.abs(after), 1, atol=1e-3)
     marks = traces["(1, −1) and (−1, 1)"]

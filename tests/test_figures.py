@@ -13,7 +13,8 @@ import plotly.io as pio
 import pytest
 
 from core.drawing.charts import loss_spec
-from core.drawing.figures import ADDITION_PATH, COLOURS, MOVEMENT, embedding_figure, embedding_spec
+from core.drawing.figures import ADDITION_PATH, MOVEMENT, embedding_figure, embedding_spec
+from core.drawing.palette import LIGHT
 from core.drawing.wire import figure_json
 from core.model.projection import PCAProjection
 from core.plane.scene import GROUPS, Scene
@@ -74,8 +75,8 @@ def test_one_trace_per_group_in_display_order():
     traces = group_traces(figure)
     assert [trace.name for trace in traces] == list(GROUPS)
     assert [trace.legendgroup for trace in traces] == list(GROUPS)
-    assert [trace.marker.color for trace in traces] == [COLOURS[g] for g in GROUPS]
-    assert len(set(COLOURS.values())) == len(GROUPS)
+    assert [trace.marker.color for trace in traces] == [LIGHT.colours[g] for g in GROUPS]
+    assert len(set(LIGHT.colours.values())) == len(GROUPS)
     assert all(len(trace.x) == len(trace.y) == len(TOKENS) for trace in token_traces(figure))
 
 

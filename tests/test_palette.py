@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from core.drawing.charts import LOSS_LAYOUT, collapse_figure, loss_spec, positions_figure, similarity_figure
-from core.drawing.figures import COLOURS, TEMPLATE, embedding_spec
+from core.drawing.figures import embedding_spec
 from core.drawing.palette import LIGHT, PALETTES, PROJECTOR, contrast, luminance, rgb
 from core.plane.scene import GROUPS, Scene
 from core.view.options import THEMES
@@ -60,7 +60,9 @@ def test_the_projector_keeps_each_group_its_own_colour():
 
 
 def test_the_light_palette_is_the_figures_own():
-    assert LIGHT.colours is COLOURS and LIGHT.template is TEMPLATE
+    spec = embedding_spec(_scene())  # drawn without a palette: the light theme's
+    assert spec["layout"]["template"] is LIGHT.template
+    assert {t["name"]: t["marker"]["color"] for t in spec["data"] if t["name"] in GROUPS} == dict(LIGHT.colours)
 
 
 def _scene() -> Scene:

@@ -43,7 +43,6 @@ BETA = "#56B4E9"  # Okabe–Ito sky blue: not a group's colour in the light them
 # because the name "RdBu" in a figure means plotly.js's own scale, which runs the other way
 # (blue low, red high) and has a grey middle, so 0 would not read as "unrelated"
 SIMILARITY_SCALE = [[i / 10, colour] for i, colour in enumerate(reversed(diverging.RdBu))]
-POSITION_SCALE = [list(stop) for stop in LIGHT.position_scale]  # the light theme's (Palette.position_scale)
 
 
 @dataclass(frozen=True)

@@ -29,9 +29,6 @@ from core.drawing.palette import LIGHT, Palette
 from core.drawing.wire import pile_names, token_columns
 from core.plane.scene import CONTINUATION, GROUPS, SPECIAL, WORD, Scene, segment_name, symbols
 
-# the light theme's group colours (Okabe–Ito); a figure takes its palette's (core/drawing/palette.py)
-COLOURS = LIGHT.colours
-
 SYMBOL_NOTE = "◆ [CLS] / [SEP]    ○ ## word piece"
 # the plot's type, and its labels': Arial, or a face with its widths (Liberation Sans on Linux,
 # Helvetica on a Mac), the same on every screen of a class
@@ -45,12 +42,7 @@ SELECTED = "selected token"
 BACKGROUND = "vocabulary"
 # a class's answers (core/plane/classwords.py): one trace per group they are placed in
 CLASS_TRACES = {"token": "class", "sum": "class · sum", "output": "class · output"}
-CLASS_FILL = LIGHT.class_fill  # the light theme's; each palette has its own
-CLASS_INK = LIGHT.class_ink  # its outline and labels
 CLASS_LARGEST = 4  # a word's marker grows with its count (area ∝ count) to this many times its base size
-
-# plotly_white's look for a 2-D scatter plot only (core/drawing/palette.py `_template` says why)
-TEMPLATE = LIGHT.template
 
 
 def embedding_figure(scene: Scene, **options) -> go.Figure:
@@ -777,7 +769,6 @@ def _annotations(scene: Scene, scale: _Scale = NORMAL, *, shift: bool = False,
 
 SYMBOLS_3D = {WORD: "circle", SPECIAL: "diamond", CONTINUATION: "circle-open"}
 LABELS_3D = 64  # tokens up to which the 3-D view writes labels: they cannot be kept apart while it turns
-TEMPLATE_3D = LIGHT.template_3d
 
 
 def _spec_3d(scene: Scene, *, labels: bool, arrows: bool, shift: bool, presenter: bool, uirevision: str,
