@@ -353,13 +353,16 @@
   function send(change) {
     // presses of Next and Previous made while one is in flight add up: none is lost; a step chosen
     // in the picker replaces them, and those pressed after it count from it; two presses of Flip cancel
-    const move = queued && "move" in queued && "move" in change ? { move: queued.move + change.move } : {};
-    const flip = queued && "flip" in queued && "flip" in change ? { flip: queued.flip !== change.flip } : {};
-    if (queued && "go" in change) delete queued.move;
-    const go = queued && "go" in queued && "move" in change
-      ? { go: Math.min(Math.max(queued.go + change.move, 1), window.EMBEDDING_EXPLORER_STEPS) } : {};
-    queued = { ...(queued || {}), ...change, ...move, ...flip, ...go };
-    if ("go" in go) delete queued.move;
+    const before = queued || {};
+    const next = { ...before, ...change };
+    if ("move" in change && "move" in before) next.move = before.move + change.move;
+    if ("flip" in change && "flip" in before) next.flip = before.flip !== change.flip;
+    if ("go" in change) delete next.move;
+    else if ("move" in change && "go" in before) {
+      next.go = Math.min(Math.max(before.go + change.move, 1), window.EMBEDDING_EXPLORER_STEPS);
+      delete next.move;
+    }
+    queued = next;
     flush();
   }
   async function flush() {

@@ -352,7 +352,7 @@
     });
     // how many of the points that want a label have one (the hover names the rest), and how many
     // points lie past the axes, in the figure's bottom-left corner: under the x axis's title, in a
-    // row the figure's bottom margin keeps for it (core/drawing/figures.py count_row)
+    // row the figure's bottom margin keeps for it (core/drawing/figures.py bottom_margin)
     const count = layer.querySelector(".labelled-count");
     count.textContent = [placed.length < wanted ? `${placed.length} of ${wanted} labelled` : "",
       outside ? `${outside} point${outside > 1 ? "s" : ""} past the axes (double-click shows all)` : ""]

@@ -1,10 +1,11 @@
-// The Tour panel's step picker and slide buttons (ui/tourpanel.py), kept to the step the page
-// shows. Their one source is the step's text as the server writes it into #tour-text ("Step N of 7:
-// …", core/drawing/captions.py tour_text): Next, Previous, the picker, a link, Back and Forward and
-// a class's lesson all reach the page as that text, so none of them has to tell the picker, and the
-// picker never shows a step the text does not. Off the tour the picker shows its neutral first
-// entry and the slide buttons hide. A jump the server refused leaves the text as it was: the next
-// answer written puts the picker back (`explorer:written`, assets/explorer.js).
+// The Tour panel's buttons, step picker and slide buttons (ui/tourpanel.py): what a press does, and
+// the picker and the slide buttons kept to the step the page shows. Their one source is the step's
+// text as the server writes it into #tour-text ("Step N of 7: …", core/drawing/captions.py
+// tour_text): Next, Previous, the picker, a link, Back and Forward and a class's lesson all reach the
+// page as that text, so none of them has to tell the picker, and the picker never shows a step the
+// text does not. Off the tour the picker shows its neutral first entry and the slide buttons hide.
+// A jump the server refused leaves the text as it was: the next answer written puts the picker back
+// (`explorer:written`, assets/explorer.js).
 (() => {
   let step = null; // the step #tour-text shows, or null off the tour
   let text = ""; // its HTML, as the server wrote it (assets/slide.js reads the title and text from it)
@@ -26,20 +27,36 @@
       step = found ? Number(found[1]) : null;
       sync();
     },
-    // the tour's buttons (ui/tourpanel.py TOUR_BUTTONS): a step chosen in the picker is shown over
-    // the page's route (`go`), as Next shows the next one
+    // the tour's buttons (ui/tourpanel.py TOUR_BUTTONS): Next and Previous move the tour over the
+    // page's route (`move`), a step chosen in the picker goes to it (`go`). On a phone the step's
+    // buttons and text sit above its plot (assets/style.css): a step starts with them at the top of
+    // the screen, so its text and its plot are seen together. In presenter mode the control column
+    // scrolls on its own (to the class's controls): a step starts with its text at the column's top
     attach(element) {
+      const toStep = () => {
+        if (matchMedia("(max-width: 600px)").matches) element.querySelector(".tour-buttons").scrollIntoView({ block: "start" });
+        else document.getElementById("control-column").scrollTop = 0;
+      };
+      element.addEventListener("click", (event) => {
+        const button = event.target.closest && event.target.closest("#tour-previous, #tour-next");
+        if (!button) return;
+        window.embeddingExplorer.set({ move: button.id === "tour-next" ? 1 : -1 });
+        toStep();
+      });
       const picker = element.querySelector("#tour-step");
-      if (picker) {
-        picker.addEventListener("change", () => {
-          const chosen = Number(picker.value);
-          if (Number.isInteger(chosen) && chosen >= 1) window.embeddingExplorer.set({ go: chosen });
-        });
-      }
+      picker.addEventListener("change", () => {
+        const chosen = Number(picker.value);
+        if (Number.isInteger(chosen) && chosen >= 1) window.embeddingExplorer.set({ go: chosen });
+        toStep();
+      });
       sync();
     },
-    // the slide buttons (ui/tourpanel.py TOUR_SLIDE)
-    attachSlide() {
+    // the slide buttons (ui/tourpanel.py TOUR_SLIDE): the step as a slide (assets/slide.js)
+    attachSlide(element) {
+      element.addEventListener("click", (event) => {
+        const button = event.target.closest && event.target.closest("#slide-png, #slide-svg");
+        if (button) window.embeddingSlide.download(button.id === "slide-png" ? "png" : "svg");
+      });
       sync();
     },
     get html() {

@@ -93,28 +93,7 @@ TOUR_BUTTONS = (
 TOUR_SLIDE = ('<p id="tour-slide-buttons" class="tour-slide" hidden>Download this step as a slide: '
               '<button id="slide-png" type="button" class="slide-button">PNG</button> · '
               '<button id="slide-svg" type="button" class="slide-button">SVG</button></p>')
-# a press moves the tour over the page's route (`move`). On a phone the step's
-# buttons and text sit above its plot (assets/style.css): a step starts with them at the top of
-# the screen, so its text and its plot are seen together. In presenter mode the control column
-# scrolls on its own (to the class's controls): a step starts with its text at the column's top
-TOUR_BUTTONS_JS = """
-const toStep = () => {
-  if (matchMedia('(max-width: 600px)').matches) element.querySelector('.tour-buttons').scrollIntoView({block: 'start'});
-  else document.getElementById('control-column').scrollTop = 0;
-};
-element.addEventListener('click', (event) => {
-  const button = event.target.closest && event.target.closest('#tour-previous, #tour-next');
-  if (!button) return;
-  window.embeddingExplorer.set({move: button.id === 'tour-next' ? 1 : -1});
-  toStep();
-});
-element.addEventListener('change', toStep);  // a step picked (assets/tour.js sends it): shown as Next shows one
-window.embeddingTour.attach(element);
-"""
-TOUR_SLIDE_JS = """
-element.addEventListener('click', (event) => {
-  const button = event.target.closest && event.target.closest('#slide-png, #slide-svg');
-  if (button) window.embeddingSlide.download(button.id === 'slide-png' ? 'png' : 'svg');
-});
-window.embeddingTour.attachSlide();
-"""
+# what the buttons, the picker and the slide buttons do is assets/tour.js's
+TOUR_BUTTONS_JS = "window.embeddingTour.attach(element);"
+TOUR_SLIDE_JS = "window.embeddingTour.attachSlide(element);"
+

@@ -64,12 +64,12 @@ class Lesson:
                 "reconnecting": RECONNECTING if reconnecting and not ended else ""}
 
 
+_FRESH = View()  # a fresh page, in the room a lesson is written for
+
+
 def lesson_of(view: View) -> str:
     """The lesson a view teaches: its link, without the room and the screen it is shown on."""
     return to_query(view.in_room_of(_FRESH).with_(narrow=False))[0]
-
-
-_FRESH = View()  # a fresh page, in the room a lesson is written for
 
 
 @functools.lru_cache(maxsize=256)
