@@ -20,6 +20,10 @@
 // The address keeps `class=ID` beside the view's query (ui/tourpanel.py ADDRESS_JS asks `param`).
 (() => {
   const LEAD = "embedding-explorer-lead:"; // sessionStorage: class id -> the lecturer's secret
+  // localStorage: class id -> this browser's seat in it, shared by its tabs and kept through reloads: a
+  // student is one seat (one share of the class's turns, one round's words), however many pages it opens
+  const SEAT = "embedding-explorer-seat:";
+  const seatOf = (id) => { try { return localStorage.getItem(SEAT + id); } catch (error) { return null; } };
   const ID = /^[A-Za-z0-9_-]{16}$/;
   const RETRY_MS = 2000; // a dropped stream, or a call answered "reconnecting", is made again after this
   const url = (path) => new URL(`explorer/class/${path}`, document.baseURI);
@@ -128,8 +132,8 @@
     let retry = true;
     try {
       // the class's events, read as the page's route's streams are (assets/explorer.js `events`)
-      const response = await window.embeddingExplorer.events(`explorer/class/stream`, { key, class: classId },
-        heard, controller.signal);
+      const response = await window.embeddingExplorer.events(`explorer/class/stream`,
+        { key, class: classId, seat: seatOf(classId) || undefined }, heard, controller.signal);
       if (!response.ok || !(response.headers.get("Content-Type") || "").includes("event-stream")) {
         const answer = await response.json().catch(() => ({}));
         said({ ...answer, error: answer.error || `The class could not be joined (${response.status}).` });
@@ -144,6 +148,9 @@
   }
 
   function heard(message) {
+    if (message.seat && message.seat !== seatOf(message.class)) {
+      try { localStorage.setItem(SEAT + message.class, message.seat); } catch (error) { /* private mode: a seat a tab */ }
+    }
     state = message;
     problem = "";
     reconnecting = message.reconnecting || "";
@@ -422,8 +429,12 @@
     } else if (!state) {
       html = `<span id="class-status">⚠️ ${escapeHtml(problem)}</span>`;
     } else if (state.role === "lecturer") {
+      // a student's tabs share a seat: pages past the students are extra tabs, said so the lecturer knows
+      const students = state.students || 0;
+      const extra = state.connected > students ? ` (${state.connected - students} more pages than students)` : "";
       html = `<span id="class-status">Class: <b id="class-connected">${state.connected}</b> connected, `
-        + `<b id="class-following">${state.following}</b> following</span>`;
+        + `<b id="class-following">${state.following}</b> following, `
+        + `<b id="class-students">${students}</b> ${students === 1 ? "student" : "students"}${extra}</span>`;
     } else if (state.following) {
       html = `<span id="class-status">Following the lecturer (<span id="class-step">${
         escapeHtml(step(state))}</span>)</span>`;

@@ -43,6 +43,9 @@ SETTLE = 1.0  # seconds of quiet after a press has reached everyone (and before 
 OPENING = 8  # pages opening at once (their first call on the page's route)
 WORDS = ("river", "garden", "castle", "violin", "tractor", "mountain", "umbrella", "candle", "island", "bridge")
 SENTENCE = "the {w} sat quietly on the old mat while a small dog slept by the door"
+# the students' one network address (a school's NAT), and the lecturer's; documentation addresses
+SCHOOL, LECTURER = "203.0.113.7", "198.51.100.9"
+RELOADS = 30  # students who press F5 once the presses are done
 
 
 def now() -> float:
@@ -72,11 +75,15 @@ class Page:
     page's route (`move`), as its button sends it.
     """
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, address: str | None = None) -> None:
         limits = httpx.Limits(max_connections=6, max_keepalive_connections=6)  # a browser's per host
-        self.http = httpx.AsyncClient(base_url=url, timeout=httpx.Timeout(CALL_TIMEOUT, connect=30), limits=limits)
+        # `address`: the client's, forwarded as the app's trusted proxy would (uvicorn trusts loopback's)
+        headers = {"X-Forwarded-For": address} if address else None
+        self.http = httpx.AsyncClient(base_url=url, timeout=httpx.Timeout(CALL_TIMEOUT, connect=30), limits=limits,
+                                      headers=headers)
         self.key: str | None = None
         self.class_id: str | None = None
+        self.seat: str | None = None  # the browser's seat in the class, as its localStorage keeps it
         self.last: dict = {}  # the stream's last message
         self.heard: dict[int, float] = {}  # version -> when the stream first said it
         self.followed: dict[int, float] = {}  # version a follow was asked for -> when its answer (the whole view) came
@@ -97,9 +104,20 @@ class Page:
     def error(self, where: str, error: object) -> None:
         self.errors.append(f"{where}: {error!r}"[:240])
 
-    async def open(self) -> None:
-        answer = await self.http.post(ROUTE, json=opening())
+    async def open(self, query: str = "") -> None:
+        answer = await self.http.post(ROUTE, json=opening(query))
         self.key = key_of(answer.raise_for_status().json())
+
+    async def reload(self) -> None:
+        """F5 on the class's link: the page opens again with the key it had (let go, its place taken),
+        and its stream opens again with the browser's seat."""
+        if self.stream is not None:
+            self.stream.cancel()
+            await asyncio.gather(self.stream, return_exceptions=True)
+        sent = {"open": {**opening(f"class={self.class_id}")["open"], "previous": self.key}}
+        self.key = key_of((await self.http.post(ROUTE, json=sent)).json())
+        self.streaming.clear()
+        self.listen(self.class_id)
 
     async def move(self, step: int) -> dict:
         """The tour's Next (1) or Previous (−1), as its buttons send it: one call of the page's route."""
@@ -131,7 +149,7 @@ class Page:
         self.stream = self.spawn(self._listen())
 
     async def _listen(self) -> None:
-        body = {"key": self.key, "class": self.class_id}
+        body = {"key": self.key, "class": self.class_id, **({"seat": self.seat} if self.seat else {})}
         timeout = httpx.Timeout(CALL_TIMEOUT, connect=30, read=120)  # an idle stream says a blank line every 15 s
         try:
             async with self.http.stream("POST", "explorer/class/stream", json=body, timeout=timeout) as response:
@@ -149,6 +167,7 @@ class Page:
     def hear(self, message: dict) -> None:
         version = int(message.get("version") or 0)
         self.heard.setdefault(version, now())
+        self.seat = message.get("seat") or self.seat
         self.last = message
         self.streaming.set()
         if (message.get("role") == "student" and message.get("following") and version > message.get("shown", 0)
@@ -252,10 +271,11 @@ class Window:
 
 
 class Lecture:
-    def __init__(self, url: str, process: psutil.Process, students: int) -> None:
+    def __init__(self, url: str, process: psutil.Process, students: int, addresses: int = 1) -> None:
         self.url, self.process = url, process
-        self.lecturer = Page(url)
-        self.students = [Page(url) for _ in range(students)]
+        self.lecturer = Page(url, LECTURER)
+        self.students = [Page(url, SCHOOL if addresses == 1 else f"198.18.{i // 250}.{i % 250 + 1}")
+                         for i in range(students)]
         self.step = 0
 
     @property
@@ -267,10 +287,27 @@ class Lecture:
 
         async def opened(page: Page) -> None:
             async with gate:
-                await page.open()
+                await page.open(f"class={self.lecturer.class_id}")  # the student link, as the lecturer gave it
 
-        await asyncio.gather(*(opened(page) for page in self.pages))
+        await self.lecturer.open()
         await self.lecturer.start()
+        await asyncio.gather(*(opened(page) for page in self.students))
+
+    async def reload(self, pages: list[Page]) -> int:
+        """F5 on each of `pages` (OPENING at once); the number whose stream then says the class again."""
+        gate = asyncio.Semaphore(OPENING)
+
+        async def reloaded(page: Page) -> bool:
+            async with gate:
+                try:
+                    await page.reload()
+                except (CallFailed, httpx.HTTPError, ValueError) as error:
+                    page.error("reload", error)
+                    return False
+            return await self.until(lambda: page.streaming.is_set() or bool(page.errors), CALL_TIMEOUT) \
+                and page.streaming.is_set()
+
+        return sum(await asyncio.gather(*(reloaded(page) for page in pages)))
 
     async def window(self, name: str, seconds: float, streams: int) -> Window:
         await asyncio.sleep(SETTLE)
@@ -340,8 +377,8 @@ class Lecture:
 
 
 async def run(url: str, process: psutil.Process, students: int, typing: int, presses: int, window: float,
-              say: Callable[[str], None]) -> dict:
-    lecture = Lecture(url, process, students)
+              say: Callable[[str], None], addresses: int = 1) -> dict:
+    lecture = Lecture(url, process, students, addresses)
     windows: list[Window] = []
     found_presses: list[Press] = []
     typed: list[float] = []
@@ -391,6 +428,9 @@ async def run(url: str, process: psutil.Process, students: int, typing: int, pre
         say(f"  typing: {presses} presses")
         stopped = sum(not p.last.get("following", True) for p in typists)
         strays = sum(not p.last.get("following", True) for p in followers)
+        reloads = min(RELOADS, len(followers))
+        reloaded = await lecture.reload(followers[:reloads])
+        say(f"  reloads: {reloaded} of {reloads} served")
     finally:
         errors = [e for page in lecture.pages for e in page.errors]
         sizes = [b for page in lecture.students for b in page.answer_bytes]
@@ -398,11 +438,12 @@ async def run(url: str, process: psutil.Process, students: int, typing: int, pre
     return {"students": students, "typing": typing, "presses": presses, "window": window,
             "cores": os.cpu_count() or 1, "windows": windows, "runs": found_presses, "typed": typed,
             "typists_stopped": stopped, "followers_stopped": strays, "errors": errors,
+            "addresses": addresses, "reloads": reloads, "reloaded": reloaded,
             "answer_bytes": statistics.median(sizes) if sizes else 0}
 
 
 def measure(students: int = 100, typing: int = 30, presses: int = 5, window: float = 20.0,
-            say: Callable[[str], None] = lambda line: print(line, flush=True)) -> dict:
+            say: Callable[[str], None] = lambda line: print(line, flush=True), addresses: int = 1) -> dict:
     """The whole measure on a launched app (bench/appserver.py): returns every window and press.
 
     The lecturer's page starts a class (POST explorer/class/start), then:
@@ -436,7 +477,7 @@ def measure(students: int = 100, typing: int = 30, presses: int = 5, window: flo
     if not 0 <= typing < students:
         raise SystemExit(f"--typing must be between 0 and --students − 1, not {typing}")
     with launched_app() as (url, process):
-        found = asyncio.run(run(url, process, students, typing, presses, window, say))
+        found = asyncio.run(run(url, process, students, typing, presses, window, say, addresses))
     return summarise(found)
 
 
@@ -515,7 +556,8 @@ def report(found: dict) -> list[tuple[str, tuple[str, ...], list[tuple[str, ...]
         (f"class Next, all presses pooled; ratio: reached p95 / echo's heard p95; typing: {KEYS_PER_SECOND:g} keys/s "
          f"each; the typists' key-to-answer p50 {spread(typed)[0]}, p95 {spread(typed)[1]} ({len(typed)} keys); "
          f"{found['typists_stopped']} of {found['typing']} typists stopped following, "
-         f"{found['followers_stopped']} of the others did; a follow answer: "
+         f"{found['followers_stopped']} of the others did; F5 on the class link: {found['reloaded']} of "
+         f"{found['reloads']} pages served again; a follow answer: "
          f"{found['answer_bytes'] / 1024:.0f} KB (median)",
          ("scenario", "followers × presses", "lecturer p50", "heard p95", "reached p50", "p95", "max",
           f"≤ {WITHIN:g} s", "missed", "p95 / echo"),
@@ -531,13 +573,17 @@ def main() -> int:
     parser.add_argument("--presses", type=int, default=None, help="presses per scenario (5; 3 with --quick)")
     parser.add_argument("--window", type=float, default=None, help="seconds per idle window (20; 8 with --quick)")
     parser.add_argument("--quick", action="store_true", help="shorter windows and fewer presses")
+    parser.add_argument("--addresses", type=int, default=1,
+                        help="the students' client addresses: 1, one school's NAT (default); more, one a student")
     args = parser.parse_args()
     presses = args.presses or (3 if args.quick else 5)
     window = args.window or (8.0 if args.quick else 20.0)
-    print(f"python -m bench.class_follow: {args.students} students ({args.typing} of them typing in the last "
-          f"scenario), {presses} presses per scenario, {window:g} s idle windows; {os.cpu_count()} CPUs", flush=True)
+    where = "one network address" if args.addresses == 1 else "an address each"
+    print(f"python -m bench.class_follow: {args.students} students from {where} ({args.typing} of them typing in the "
+          f"last scenario), {presses} presses per scenario, {window:g} s idle windows; {os.cpu_count()} CPUs",
+          flush=True)
     try:
-        found = measure(args.students, args.typing, presses, window)
+        found = measure(args.students, args.typing, presses, window, addresses=args.addresses)
     except (RuntimeError, CallFailed, httpx.HTTPError) as error:
         print(f"the measure could not run: {error}", file=sys.stderr)
         return 1

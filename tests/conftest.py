@@ -13,6 +13,7 @@ import pytest
 
 # the suite is one client opening thousands of tabs; tests/test_public_space.py checks the limit itself
 os.environ.setdefault("EXPLORER_NEW_TABS", "1000000")
+os.environ.setdefault("EXPLORER_CLASS_STARTS", "1000000")
 
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None)
 # flags that keep headless chromium off the network and quiet on a machine without one

@@ -18,6 +18,7 @@ import secrets
 import socket
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -188,7 +189,7 @@ def test_start_answers_the_class_and_its_secret_and_the_lecturers_stream_counts_
     assert first.pop("poll") == {"round": 0, "prompt": "", "open": False, "version": 0, "drawn": [], "review": False,
                                  "answers": 0, "students": 0, "words": []}  # no question asked yet
     assert first == {"class": answer["class"], "role": "lecturer", "version": 1, "step": None, "ended": "",
-                     "reconnecting": "", "connected": 0, "following": 0}
+                     "reconnecting": "", "connected": 0, "following": 0, "students": 0}
 
 
 def test_a_student_joins_is_shown_the_lesson_and_hears_the_lecturers_next_change(app_url, pages, started, opened):
@@ -284,7 +285,7 @@ def test_a_page_that_opens_its_stream_again_is_still_counted(pages, started, ope
     # the older's goodbye is written on a thread of its own: give it a few seconds to drop the page
     # (a bounded look for what must not happen; no time is asserted)
     assert not eventually(lambda: student.key not in CLASSROOM.seats.pages.get(class_id, {}), timeout=5)
-    assert CLASSROOM.store.presence(class_id) == (1, 1)
+    assert CLASSROOM.store.presence(class_id) == (1, 1, 1)
 
 
 # --- who may change the class ------------------------------------------------------------------------
@@ -389,6 +390,32 @@ def test_past_the_classes_of_the_server_a_start_is_refused_429_with_a_sentence(a
     assert refused.json() == {"error": "This server runs at most 0 classes at once, and that many are running; "
                                        "try again later."}
     assert page.tab.member is None
+
+
+def test_a_loop_of_starts_is_refused_past_its_networks_share_and_never_starts_a_thread_a_call(app_url, pages, started,
+                                                                                             monkeypatch):
+    """A page that starts a class ends the one it led: a loop of starts would churn classes under
+    every other bound. A network starts its share, then is refused with a sentence (each refusal
+    held, so a loop is answered no faster than it may start); the tour's planes are drawn by one
+    thread at most, however many classes start at once."""
+    from core.serving.tabs import Buckets
+    from ui.classroutes import CLASSROOM
+
+    monkeypatch.setattr(CLASSROOM, "starts", Buckets(2, 600.0))
+    page = pages()
+    for _ in range(2):
+        started(page, "203.0.113.50")
+    with ThreadPoolExecutor(8) as pool:
+        refused = list(pool.map(lambda _: call(app_url, "start", {"key": page.key}, address="203.0.113.50"),
+                                range(8)))
+    assert {response.status_code for response in refused} == {429}
+    assert refused[0].json() == {"error": "At most 2 classes can be started at once from one network address, then "
+                                          "one every 600 s: try again in 600 s."}
+    assert isinstance(page.tab.member, Leader) and page.tab.member.class_id == started.classes[-1]
+    others = [pages() for _ in range(6)]  # other networks start theirs, six at once
+    with ThreadPoolExecutor(6) as pool:
+        list(pool.map(lambda i: started(others[i], f"198.51.100.{60 + i}"), range(6)))
+    assert len([thread for thread in threading.enumerate() if thread.name == "class-warm"]) <= 1
 
 
 def test_past_the_pages_of_one_class_a_student_is_refused_with_a_sentence(app_url, pages, started, opened,

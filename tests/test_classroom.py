@@ -245,7 +245,7 @@ def test_a_leading_tabs_change_publishes_a_new_lesson_that_listeners_hear(room, 
     store = stores()
     heard = hearing(stores())  # for Redis another process's store: it hears through pub/sub
     told: list[str] = []
-    room.hear(lambda class_id, lesson: told.append(class_id))
+    room.hear(lambda class_id, lesson, member: told.append(class_id))
     lecturer = tab()
     lesson, _ = room.start(lecturer, "10.0.0.6")
     assert not heard_of(heard, lesson.id)  # a class's start is no news: its page has the lesson
@@ -399,13 +399,13 @@ def test_a_student_follows_until_its_view_leaves_the_lesson_but_not_for_its_own_
     show(room, member, student, newest)
     assert lesson_of(student.view) == newest.query and student.view.sentence_a == "Today: positions."
     assert (member.following, member.shown) == (True, 2)
-    assert eventually(lambda: store.presence(lesson.id) == (1, 1))
+    assert eventually(lambda: store.presence(lesson.id) == (1, 1, 1))
     change(student, presenter=True)  # the student's screen, not the view: still following
     change(student, narrow=True)
     assert member.following
     change(student, k=7)  # the student's own change
     assert not member.following and member.shown == 2
-    assert eventually(lambda: store.presence(lesson.id) == (1, 0))
+    assert eventually(lambda: store.presence(lesson.id) == (1, 0, 1))
     # a newer lesson does not pull the student back; asking to follow again does
     change(lecturer, sentence_a="Next: segments.")
     assert eventually(lambda: room.lesson(lesson.id).version == 3)
@@ -413,7 +413,7 @@ def test_a_student_follows_until_its_view_leaves_the_lesson_but_not_for_its_own_
     assert not member.following and student.view.sentence_a == "Today: positions."
     show(room, member, student, newer)
     assert (member.following, member.shown) == (True, 3) and student.view.presenter  # its screen kept
-    assert eventually(lambda: store.presence(lesson.id) == (1, 1))
+    assert eventually(lambda: store.presence(lesson.id) == (1, 1, 1))
 
 
 def test_a_tab_that_refuses_the_lesson_does_not_follow(room, store):
@@ -424,7 +424,7 @@ def test_a_tab_that_refuses_the_lesson_does_not_follow(room, store):
     room.expect(member, lesson)
     room.shown(member, lesson, False)  # the memory budget, or a training, refused the view
     assert (member.following, member.shown) == (False, 0)
-    assert eventually(lambda: store.presence(lesson.id) == (1, 0))
+    assert eventually(lambda: store.presence(lesson.id) == (1, 0, 1))
 
 
 # --- who is there: counts across processes -----------------------------------------------------------
@@ -439,22 +439,22 @@ def test_counts_of_connected_and_following_pages_add_up_across_processes(stores,
     for student, member, room in zip(students, members, (one, one, two), strict=True):
         room.connect(key_of(student), member, lesson)  # a seat is written as it is taken
     for room in (one, two):
-        assert room.store.presence(lesson.id) == (3, 3)
+        assert room.store.presence(lesson.id) == (3, 3, 3)
     for member, student, room in zip(members, students, (one, one, two), strict=True):
         show(room, member, student, room.lesson(lesson.id))
     change(students[2], k=5)  # the student on the second process leaves the lesson
-    assert eventually(lambda: one.store.presence(lesson.id) == (3, 2))
+    assert eventually(lambda: one.store.presence(lesson.id) == (3, 2, 3))
     one.disconnect(key_of(students[0]), members[0])
-    assert eventually(lambda: two.store.presence(lesson.id) == (2, 1))
+    assert eventually(lambda: two.store.presence(lesson.id) == (2, 1, 2))
     one.disconnect(key_of(students[0]), Follower(one, lesson.id))  # a stale page's goodbye removes nobody
-    assert two.store.presence(lesson.id) == (2, 1)
+    assert two.store.presence(lesson.id) == (2, 1, 2)
     # a process's counts are forgotten when it stops writing them (it died), kept while it writes
     clock.now += PRESENCE_SECONDS + 1
-    assert one.store.presence(lesson.id) == (0, 0)
+    assert one.store.presence(lesson.id) == (0, 0, 0)
     one.beat()
-    assert two.store.presence(lesson.id) == (1, 1)
+    assert two.store.presence(lesson.id) == (1, 1, 1)
     two.beat()
-    assert one.store.presence(lesson.id) == (2, 1)
+    assert one.store.presence(lesson.id) == (2, 1, 2)
 
 
 def test_a_count_written_while_a_page_leaves_never_outlives_the_page(store):
@@ -472,9 +472,9 @@ def test_a_count_written_while_a_page_leaves_never_outlives_the_page(store):
     room.disconnect(key_of(student), member)  # the page leaves meanwhile, on another thread
     held.release.set()
     beat.join(WAIT)
-    assert eventually(lambda: store.presence(lesson.id) == (0, 0))  # no page is there, and none is counted
+    assert eventually(lambda: store.presence(lesson.id) == (0, 0, 0))  # no page is there, and none is counted
     room.beat()
-    assert store.presence(lesson.id) == (0, 0)
+    assert store.presence(lesson.id) == (0, 0, 0)
 
 
 # --- bounds ------------------------------------------------------------------------------------------
@@ -715,7 +715,7 @@ def test_while_the_store_is_away_calls_say_so_changes_wait_and_the_class_comes_b
     two.connect(key_of(student), member, lesson)
     show(two, member, student, lesson)
     heard = []
-    two.hear(lambda class_id, lesson: heard.append(lesson))  # None: no lesson, only a change
+    two.hear(lambda class_id, lesson, member: heard.append(lesson))  # None: no lesson, only a change
     redis_server.stop()
     for call, sentence in ((lambda: one.start(tab(), "10.0.3.2"), CANNOT_START),
                            (lambda: one.lesson(lesson.id), RECONNECTING),
@@ -736,7 +736,7 @@ def test_while_the_store_is_away_calls_say_so_changes_wait_and_the_class_comes_b
     assert one.store.owner(lesson.id) == (hashlib.sha256(secret.encode()).hexdigest(), "10.0.3.1")
     assert eventually(lambda: not one.reconnecting(lesson.id) and not two.reconnecting(lesson.id))
     assert eventually(lambda: any(lsn.query == restored.query for lsn in heard_of(heard, lesson.id)))
-    assert eventually(lambda: two.store.presence(lesson.id) == (1, 0))  # the student's page counted again
+    assert eventually(lambda: two.store.presence(lesson.id) == (1, 0, 1))  # the student's page counted again
     change(lecturer, sentence_a="The next lesson, after the store came back.")
     newest = lesson_of(lecturer.view)
     assert eventually(lambda: any(lsn.query == newest for lsn in heard_of(heard, lesson.id)))
@@ -751,7 +751,7 @@ def test_a_class_no_lecturers_page_restores_ends_for_its_students_after_the_grac
     member = two.join(student, lesson.id)
     two.connect(key_of(student), member, lesson)
     heard = []
-    two.hear(lambda class_id, lesson: heard.append(lesson))  # None: no lesson, only a change
+    two.hear(lambda class_id, lesson, member: heard.append(lesson))  # None: no lesson, only a change
     redis_server.stop()
     assert eventually(lambda: two.reconnecting(lesson.id))
     clock.now += GRACE_SECONDS + 1  # the class's own page is long gone: nobody will bring it back

@@ -171,6 +171,32 @@ def test_a_store_asked_for_too_many_new_tabs_keeps_the_ones_it_has():
     assert store.kept("student") is student and len(store._lives) == 6
 
 
+def test_a_reload_takes_its_tabs_place_and_a_class_link_admits_as_many_pages_as_the_class_seats():
+    store = Tabs(new_tabs=3, refill=600.0, clock=Clock())
+    store.new_tabs.room_burst = 5
+    keys = [f"school-{i}" for i in range(3)]
+    for key in keys:
+        store.open(key, address="203.0.113.7")
+    with pytest.raises(Refused, match="Too many new pages from your address"):
+        store.open("school-new", address="203.0.113.7")
+    for n in range(30):  # thirty F5s: each new key takes the place of the one its browser tab had
+        store.open(f"reload-{n}", address="203.0.113.7", replaces=keys[n % 3])
+        keys[n % 3] = f"reload-{n}"
+    with pytest.raises(Expired):
+        store.kept("school-0")  # the replaced tab is let go
+    store.open("stranger", address="198.51.100.1")
+    with pytest.raises(Refused, match="from your address"):  # another network's tab is let go, not replaced
+        store.open("taken", "203.0.113.7", replaces="stranger")
+    with pytest.raises(Expired):
+        store.kept("stranger")
+    for i in range(5):  # a running class's link: pages of its own, as many as the class seats
+        store.open(f"class-{i}", address="203.0.113.7", room="class-one")
+    with pytest.raises(Refused, match=r"Too many new pages from this class's link \(5 at once"):
+        store.open("class-5", address="203.0.113.7", room="class-one")
+    store.open("other-class", address="203.0.113.7", room="class-two")  # each class its own
+    assert len(store._lives) == 3 + 5 + 1
+
+
 def test_a_tab_pushed_out_for_room_is_told_so_not_that_it_was_unused():
     store = Tabs(limit=2, clock=Clock())
     store.open("one")

@@ -189,7 +189,7 @@ def test_the_lecturer_asks_closes_and_clears_a_round(room):
         1, "Type a word you would put next to king.", True, False, 1)
     assert kept(room, class_id) == asked == room.rounds.round(class_id)
     (student,) = students(room, class_id, 1)
-    room.answer(student, "page-1", "10.9.1.1", "queen", 1)
+    room.answer(student, "queen", 1)
     closed_ = room.lecture("close", lecturer, secret)
     assert (closed_.open, dict(closed_.counts), closed_.number) == (False, {"queen": 1}, 1)  # words stay drawn
     assert room.lecture("close", lecturer, secret).version == closed_.version  # closed already: no change
@@ -229,8 +229,8 @@ def test_hiding_and_approving_words_before_or_after_they_are_answered(room):
     hidden = room.lecture("hide", lecturer, secret, "Rude", True)  # before anyone sent it: as a word is counted
     assert hidden.hidden == {"rude"}
     pages = students(room, class_id, 3)
-    for index, (student, word) in enumerate(zip(pages, ("queen", "rude", "prince"), strict=True)):
-        room.answer(student, f"page-{index}", "10.9.2.1", word, 1)
+    for student, word in zip(pages, ("queen", "rude", "prince"), strict=True):
+        room.answer(student, word, 1)
     now = kept(room, class_id)
     assert dict(now.counts) == {"queen": 1, "rude": 1, "prince": 1}
     assert now.drawn() == (("prince", 1), ("queen", 1))
@@ -266,17 +266,17 @@ def test_a_student_answers_up_to_three_words_and_the_same_word_twice_counts_once
     lecturer, class_id, secret = lecture(room)
     room.lecture("ask", lecturer, secret, "Type a word.")
     one, two = students(room, class_id, 2)
-    assert room.answer(one, "page-1", "10.9.3.1", "Queen", 1)[1] == ("queen",)
-    assert room.answer(one, "page-1", "10.9.3.1", "queen", 1)[1] == ("queen",)  # again: no refusal, no count
-    assert room.answer(two, "page-2", "10.9.3.1", "queen", 1)[1] == ("queen",)  # another page: counted
-    room.answer(one, "page-1", "10.9.3.1", "prince", 1)
-    assert room.answer(one, "page-1", "10.9.3.1", "king", 1)[1] == ("queen", "prince", "king")
-    assert room.rounds.own("page-1", class_id) == ("queen", "prince", "king")
-    assert room.rounds.own("page-3", class_id) == ()
+    assert room.answer(one, "Queen", 1)[1] == ("queen",)
+    assert room.answer(one, "queen", 1)[1] == ("queen",)  # again: no refusal, no count
+    assert room.answer(two, "queen", 1)[1] == ("queen",)  # another page: counted
+    room.answer(one, "prince", 1)
+    assert room.answer(one, "king", 1)[1] == ("queen", "prince", "king")
+    assert room.rounds.own(one.member.seat, class_id) == ("queen", "prince", "king")
+    assert room.rounds.own(two.member.seat, class_id) == ("queen",) and room.rounds.own("no-seat", class_id) == ()
     before = kept(room, class_id)
     clock.now += 10
     with pytest.raises(Refused) as refused:
-        room.answer(one, "page-1", "10.9.3.1", "crown", 1)
+        room.answer(one, "crown", 1)
     assert str(refused.value) == ENOUGH
     assert kept(room, class_id) == before
     assert dict(before.counts) == {"queen": 2, "prince": 1, "king": 1}
@@ -288,8 +288,8 @@ def test_the_store_keeps_a_pages_word_once_and_three_words_at_most(store, clock)
     lecturer, class_id, secret = lecture(room)
     room.lecture("ask", lecturer, secret, "Type a word.")
     for word in ("a", "a", "b", "c"):
-        assert store.answer(class_id, "page-1", "10.9.3.9", word, 1)[0] == "ok"
-    assert store.answer(class_id, "page-1", "10.9.3.9", "d", 1) == ("enough", ("a", "b", "c"), 0.0)
+        assert store.answer(class_id, "seat-1", word, 1)[0] == "ok"
+    assert store.answer(class_id, "seat-1", "d", 1) == ("enough", ("a", "b", "c"), 0.0)
     assert dict(kept(room, class_id).counts) == {"a": 1, "b": 1, "c": 1}
 
 
@@ -297,23 +297,23 @@ def test_an_answer_is_refused_outside_an_open_round_of_the_number_it_names(room)
     lecturer, class_id, secret = lecture(room)
     (student,) = students(room, class_id, 1)
     with pytest.raises(Refused) as refused:
-        room.answer(student, "page-1", "10.9.4.1", "queen", 1)
+        room.answer(student, "queen", 1)
     assert str(refused.value) == NOT_OPEN  # nothing asked yet
     room.lecture("ask", lecturer, secret, "Type a word.")
     room.lecture("ask", lecturer, secret, "Type another word.")
     with pytest.raises(Refused) as refused:
-        room.answer(student, "page-1", "10.9.4.1", "queen", 1)  # the first question, asked over
+        room.answer(student, "queen", 1)  # the first question, asked over
     assert str(refused.value) == OTHER_ROUND
     room.lecture("close", lecturer, secret)
     with pytest.raises(Refused) as refused:
-        room.answer(student, "page-1", "10.9.4.1", "queen", 2)
+        room.answer(student, "queen", 2)
     assert str(refused.value) == NOT_OPEN
-    assert dict(kept(room, class_id).counts) == {} and room.rounds.own("page-1", class_id) == ()
+    assert dict(kept(room, class_id).counts) == {} and room.rounds.own(student.member.seat, class_id) == ()
     with pytest.raises(Refused) as refused:
-        room.answer(tab(), "page-2", "10.9.4.1", "queen", 2)  # a page in no class
+        room.answer(tab(), "queen", 2)  # a page in no class
     assert str(refused.value) == NOT_FOLLOWING
     with pytest.raises(Refused):
-        room.answer(lecturer, "page-3", "10.9.4.1", "queen", 2)  # the lecturer's page leads, it does not answer
+        room.answer(lecturer, "queen", 2)  # the lecturer's page leads, it does not answer
 
 
 def test_a_round_takes_at_most_max_answers(room, clock):
@@ -321,17 +321,17 @@ def test_a_round_takes_at_most_max_answers(room, clock):
     room.lecture("ask", lecturer, secret, "Type a word.")
     pages = students(room, class_id, MAX_ANSWERS // 3 + 1)
     taken = 0
-    for index, student in enumerate(pages):
+    for student in pages:
         for word in ("one", "two", "three"):
             if taken == MAX_ANSWERS:
                 break
-            room.answer(student, f"page-{index}", f"10.9.5.{index % 250}", word, 1)
+            room.answer(student, word, 1)
             taken += 1
         clock.now += 0.2  # no network sends more than it may
     assert kept(room, class_id).answers == MAX_ANSWERS
     before = kept(room, class_id)
     with pytest.raises(Refused) as refused:
-        room.answer(pages[-1], f"page-{len(pages) - 1}", "10.9.6.1", "four", 1)
+        room.answer(pages[-1], "four", 1)
     assert str(refused.value) == ROUND_FULL
     assert kept(room, class_id) == before
 
@@ -341,41 +341,57 @@ def test_a_page_sends_at_most_one_answer_a_second_after_a_burst_of_three(room, c
     room.lecture("ask", lecturer, secret, "Type a word.")
     (student,) = students(room, class_id, 1)
     for word in ("one", "two", "three"):  # a burst: a round's words at once
-        room.answer(student, "page-1", "10.9.7.1", word, 1)
+        room.answer(student, word, 1)
     round_ = room.lecture("ask", lecturer, secret, "Type another word.")
     with pytest.raises(Full) as refused:
-        room.answer(student, "page-1", "10.9.7.1", "four", round_.number)
+        room.answer(student, "four", round_.number)
     assert str(refused.value) == "One word a second, please: send the next in 1 second."
     assert kept(room, class_id).answers == 0
     clock.now += poll.ANSWER_SECONDS
-    assert room.answer(student, "page-1", "10.9.7.1", "four", round_.number)[1] == ("four",)
+    assert room.answer(student, "four", round_.number)[1] == ("four",)
     with pytest.raises(Full):
-        room.answer(student, "page-1", "10.9.7.1", "five", round_.number)
+        room.answer(student, "five", round_.number)
 
 
-def test_a_network_sends_at_most_300_answers_a_minute_whichever_process_takes_them(stores, clock):
+def test_a_students_tabs_share_one_seat_and_its_three_words_whichever_process_takes_them(stores, clock):
     one, two = Classroom(stores()), Classroom(stores())  # two processes of one server, for Redis
     lecturer, class_id, secret = lecture(one)
     one.lecture("ask", lecturer, secret, "Type a word.")
-    pages = [(room, tab()) for room in (one, two) for _ in range(poll.ADDRESS_ANSWERS // 6)] + [(two, tab())]
-    for room, student in pages:
-        room.join(student, class_id)
-    for index, (room, student) in enumerate(pages[:-1]):  # a school of 100 behind one address: 3 words each
-        for word in ("one", "two", "three"):
-            room.answer(student, f"page-{index}", "203.0.113.0/24", word, 1)
-    last_room, last = pages[-1]
-    with pytest.raises(Full) as refused:
-        last_room.answer(last, "page-last", "203.0.113.0/24", "one", 1)
-    assert str(refused.value) == ("This network has sent 300 answers in the last minute, as many as one network may; "
-                                  "try again in 1 second.")
-    assert last_room.rounds.own("page-last", class_id) == () and kept(one, class_id).answers == poll.ADDRESS_ANSWERS
-    assert last_room.answer(last, "page-last", "198.51.100.0/24", "one", 1)  # another network is not held up
-    clock.now += 60 / poll.ADDRESS_ANSWERS
-    assert one.answer(pages[0][1], "page-0", "203.0.113.0/24", "one", 1)  # sent already: no answer, none spent
-    assert last_room.answer(last, "page-last", "203.0.113.0/24", "two", 1)[1] == ("one", "two")
-    with pytest.raises(Full):
-        last_room.answer(last, "page-last", "203.0.113.0/24", "three", 1)
-    assert kept(one, class_id).answers == poll.ADDRESS_ANSWERS + 2
+    first = tab()
+    seat = one.join(first, class_id).token  # the seat its stream's messages give the page to keep
+    tabs = [first] + [tab() for _ in range(149)]  # one student's 150 tabs from the class link, on both processes
+    for index, each in enumerate(tabs[1:]):
+        assert (one, two)[index % 2].join(each, class_id, seat).seat == first.member.seat
+    refusals = []
+    for index, each in enumerate(tabs):
+        for word in ("one", "two", "three", "four"):
+            try:
+                (one, two)[index % 2].answer(each, word, 1)
+            except Refused as error:
+                refusals.append(str(error))
+            clock.now += 0.01
+    assert refusals == [ENOUGH] * len(tabs)  # each tab's fourth word: the student's three were sent
+    assert kept(one, class_id).counts == {"one": 1, "two": 1, "three": 1}  # the student's three words, once each
+    assert kept(one, class_id).students == 1
+    classmates = students(two, class_id, 5)  # behind the same school address: none held up by the one
+    for index, student in enumerate(classmates):
+        assert two.answer(student, ("queen", "prince")[index % 2], 1)[1] == (("queen", "prince")[index % 2],)
+    assert kept(one, class_id).students == 6 and kept(one, class_id).answers == 8
+
+
+def test_a_seat_is_the_class_s_own_and_cannot_be_made_up(room):
+    _, class_id, _ = lecture(room)
+    _, other_class, _ = lecture(room)
+    student = tab()
+    token = room.join(student, class_id).token
+    seat, signature = token.split(".")
+    forged = [f"{seat}.{'A' * len(signature)}", f"{'B' * len(seat)}.{signature}", token + "x", token.upper(),
+              room.join(tab(), other_class).token, 7, None, {"seat": token}]
+    for given in forged:  # each a seat of its own: a made-up or another class's seat sits in none
+        assert room.join(tab(), class_id, given).seat not in (seat, "")
+    again = tab()
+    assert room.join(again, class_id, token).seat == seat  # the browser's other tab, or a reload: the same seat
+    assert room.join(again, class_id, room.join(tab(), class_id).token).seat == seat  # a page keeps its seat
 
 
 @pytest.mark.parametrize("value", HOSTILE, ids=lambda v: repr(v)[:20])
@@ -383,7 +399,7 @@ def test_any_json_value_in_any_argument_is_a_sentence_and_changes_nothing(room, 
     lecturer, class_id, secret = lecture(room)
     room.lecture("ask", lecturer, secret, "Type a word.")
     (student,) = students(room, class_id, 1)
-    room.answer(student, "page-1", "10.9.8.1", "queen", 1)
+    room.answer(student, "queen", 1)
     text = isinstance(value, str) and 1 <= len(value) <= 200
     calls = [  # (the call, whether `value` is a valid argument there)
         (lambda: room.lecture("ask", lecturer, value, "A prompt."), False),
@@ -397,13 +413,11 @@ def test_any_json_value_in_any_argument_is_a_sentence_and_changes_nothing(room, 
         (lambda: room.lecture("approve", lecturer, secret, value, True), False),
         (lambda: room.lecture("approve", lecturer, secret, "queen", value), value is True),
         (lambda: room.lecture("review", lecturer, secret, None, value), value is True),
-        (lambda: room.answer(student, value, "10.9.8.1", "prince", room.rounds.round(class_id).number), text),
-        (lambda: room.answer(student, "page-1", value, "king", room.rounds.round(class_id).number), text),
-        (lambda: room.answer(student, "page-1", "10.9.8.1", value, room.rounds.round(class_id).number), False),
-        (lambda: room.answer(student, "page-1", "10.9.8.1", "crown", value), False),
+        (lambda: room.answer(student, value, room.rounds.round(class_id).number), False),
+        (lambda: room.answer(student, "crown", value), False),
     ]
     for index, (call, valid) in enumerate(calls):
-        before, own = kept(room, class_id), room.rounds.own("page-1", class_id)
+        before, own = kept(room, class_id), room.rounds.own(student.member.seat, class_id)
         try:
             call()
         except Refused as error:
@@ -412,7 +426,7 @@ def test_any_json_value_in_any_argument_is_a_sentence_and_changes_nothing(room, 
             assert sentence.endswith((".", "!")) and len(sentence) < 300 and "\u0000" not in sentence
             assert "<" not in sentence and "=1+1" not in sentence  # never echoed
             assert kept(room, class_id) == before, f"call {index} changed"
-            assert room.rounds.own("page-1", class_id) == own, f"call {index} changed"
+            assert room.rounds.own(student.member.seat, class_id) == own, f"call {index} changed"
         else:
             assert valid, f"call {index} took {value!r}"
     assert room.rounds.round(7) == NO_ROUND and room.rounds.round(["x"]) == NO_ROUND
@@ -427,12 +441,13 @@ def test_a_round_ends_with_its_class(room, store):
     room.lecture("ask", lecturer, secret, "Type a word.")
     (student,) = students(room, class_id, 1)
     room.connect(key_of(student), student.member, room.lesson(class_id))
-    room.answer(student, "page-1", "10.9.9.1", "queen", 1)
+    room.answer(student, "queen", 1)
     room.end(lecturer, secret)
     assert store.poll(class_id) is None
-    assert eventually(lambda: room.rounds.round(class_id) == NO_ROUND and room.rounds.own("page-1", class_id) == ())
+    seat = student.member.seat
+    assert eventually(lambda: room.rounds.round(class_id) == NO_ROUND and room.rounds.own(seat, class_id) == ())
     with pytest.raises(Gone, match=ENDED):
-        room.answer(student, "page-1", "10.9.9.1", "prince", 1)
+        room.answer(student, "prince", 1)
     assert not store.redis.keys(f"explorer:poll:{class_id}*")
 
 
@@ -442,7 +457,7 @@ def test_a_rounds_keys_live_as_long_as_its_class(stores, clock):
     lecturer, class_id, secret = lecture(room)
     room.lecture("ask", lecturer, secret, "Type a word.")
     (student,) = students(room, class_id, 1)
-    room.answer(student, "page-1", "10.9.10.1", "queen", 1)
+    room.answer(student, "queen", 1)
     room.lecture("hide", lecturer, secret, "rude", True)
     keys = store._poll_keys(class_id)
     ttl = store.redis.pttl(keys[0])
@@ -456,14 +471,14 @@ def test_every_process_hears_a_round_and_its_streams_wake(stores):
     one, two = Classroom(stores()), Classroom(stores())
     lecturer, class_id, secret = lecture(one)
     told: list[str | None] = []
-    two.hear(lambda class_id, lesson: told.append(class_id))
+    two.hear(lambda class_id, lesson, member: told.append(class_id))
     student = tab()
     two.join(student, class_id)
     two.connect(key_of(student), student.member, two.lesson(class_id))
     asked = one.lecture("ask", lecturer, secret, "Type a word.")
     assert eventually(lambda: two.rounds.round(class_id).prompt == "Type a word.")
     assert class_id in told
-    two.answer(student, "page-1", "10.9.11.1", "queen", asked.number)
+    two.answer(student, "queen", asked.number)
     assert eventually(lambda: dict(one.rounds.round(class_id).counts) == {"queen": 1})
     hidden = one.lecture("hide", lecturer, secret, "queen", True)
     assert eventually(lambda: two.rounds.round(class_id).hidden == {"queen"})
@@ -483,8 +498,8 @@ def test_a_burst_of_answers_is_announced_at_most_once_a_second_and_the_last_alwa
     room.lecture("ask", lecturer, secret, "Type a word.")
     assert eventually(lambda: len(heard) == 1)  # the first change goes out at once
     pages = students(room, class_id, 20)
-    for index, student in enumerate(pages):
-        room.answer(student, f"page-{index}", "10.9.12.1", "queen", 1)
+    for student in pages:
+        room.answer(student, "queen", 1)
         room.writer.flush()  # the writer's turn after each answer, its clock standing still
     assert len(heard) <= 2
     ticks.now += POLL_SECONDS
@@ -506,7 +521,7 @@ def test_100_students_answering_at_once_on_threads_are_all_counted(stores, clock
         room, student = pages[index]
         try:
             for word in words[: 1 + index % 3]:
-                room.answer(student, f"page-{index}", f"10.10.{index}.1", word, 1)
+                room.answer(student, word, 1)
         except BaseException as error:  # noqa: BLE001 - reported below
             errors.append(error)
 
@@ -552,15 +567,15 @@ def test_a_redis_outage_loses_no_acknowledged_answer_nor_the_rounds_moderation(r
         room.join(student, class_id)
         room.connect(key_of(student), student.member, room.lesson(class_id))
         for word in ("queen", "rude", f"word{index}")[: index + 1]:
-            room.answer(student, f"page-{index}", "10.11.0.1", word, 2)
+            room.answer(student, word, 2)
     acknowledged = one.store.poll(class_id)
     assert dict(acknowledged.counts) == {"queen": 3, "rude": 2, "word2": 1}
 
     redis_server.stop()
     with pytest.raises(Reconnecting) as refused:
-        two.answer(pages[1][1], "page-1", "10.11.0.1", "late", 2)
+        two.answer(pages[1][1], "late", 2)
     assert str(refused.value) == RECONNECTING
-    assert two.rounds.own("page-1", class_id) == ("queen", "rude")
+    assert two.rounds.own(pages[1][1].member.seat, class_id) == ("queen", "rude")
     redis_server.start()  # empty
     assert eventually(lambda: one.store.poll(class_id) is not None
                       and dict(one.store.poll(class_id).counts) == dict(acknowledged.counts))
@@ -572,9 +587,9 @@ def test_a_redis_outage_loses_no_acknowledged_answer_nor_the_rounds_moderation(r
     assert eventually(lambda: one.rounds.round(class_id) == two.rounds.round(class_id) == one.store.poll(class_id))
     assert restored.version > acknowledged.version
     with pytest.raises(Refused, match=ENOUGH):
-        two.answer(pages[2][1], "page-2", "10.11.0.1", "late", 2)  # its three words are its three again
+        two.answer(pages[2][1], "late", 2)  # its three words are its three again
     clock.now += 5
-    assert two.answer(pages[1][1], "page-1", "10.11.0.1", "late", 2)[1] == ("queen", "rude", "late")  # it goes on
+    assert two.answer(pages[1][1], "late", 2)[1] == ("queen", "rude", "late")  # it goes on
     assert dict(one.store.poll(class_id).counts) == {"queen": 3, "rude": 2, "word2": 1, "late": 1}
 
 
@@ -603,16 +618,16 @@ def test_a_redis_emptied_under_running_processes_loses_no_acknowledged_answer(ro
     here, there = tab(), tab()
     one.join(here, class_id)
     two.join(there, class_id)
-    one.answer(here, "page-here", "10.12.0.1", "queen", 1)
-    two.answer(there, "page-there", "10.12.0.2", "prince", 1)
+    one.answer(here, "queen", 1)
+    two.answer(there, "prince", 1)
     one.store.redis.flushall()
     with pytest.raises(Reconnecting):
-        two.answer(there, "page-there", "10.12.0.2", "crown", 1)
+        two.answer(there, "crown", 1)
     one.beat()  # its lecturer's page is there: the class is put back, and the round with it
     assert eventually(lambda: one.store.poll(class_id) is not None
                       and dict(one.store.poll(class_id).counts) == {"queen": 1, "prince": 1})
     assert one.store.poll(class_id).hidden == {"rude"}
-    assert two.answer(there, "page-there", "10.12.0.2", "crown", 1)[1] == ("prince", "crown")
+    assert two.answer(there, "crown", 1)[1] == ("prince", "crown")
 
 
 def test_an_answer_sent_before_its_process_wrote_its_answers_again_keeps_the_earlier_ones(rooms, clock):
@@ -625,12 +640,12 @@ def test_an_answer_sent_before_its_process_wrote_its_answers_again_keeps_the_ear
     one.lecture("ask", lecturer, secret, "Type a word.")
     there = tab()
     two.join(there, class_id)
-    two.answer(there, "page-there", "10.12.0.2", "prince", 1)
+    two.answer(there, "prince", 1)
     replay, two.rounds.replay = two.rounds.replay, lambda class_id: None  # its answers not written again yet
     one.store.redis.flushall()
     one.beat()  # the lecturer's process puts the class and its round back
     assert eventually(lambda: one.store.poll(class_id) is not None)
-    assert two.answer(there, "page-there", "10.12.0.2", "crown", 1)[1] == ("prince", "crown")
+    assert two.answer(there, "crown", 1)[1] == ("prince", "crown")
     two.rounds.replay = replay
     for known in two.rounds.classes():  # every round it knows of, its answers written again
         two.rounds.replay(known)

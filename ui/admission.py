@@ -1,7 +1,9 @@
-"""Every visitor's share of the server: one account per client address, one door in front of every route.
+"""Every visitor's share of the server: one account per visitor, one door in front of every route.
 
-Calls wait in lines served in fair turns across addresses (`Turns`), bounded by one account
+Calls wait in lines served in fair turns across visitors (`Turns`), bounded by one account
 (`Visitors`); `Door` refuses what no bound lets in before a route reads it; `Outbox` sends large answers.
+A visitor is a client address, or, inside a class, a student's seat (`unit_of`): a lecture hall
+behind one school address is served as its students, not as one stranger.
 """
 
 from __future__ import annotations
@@ -45,6 +47,12 @@ def visitor_of_request(request) -> str:
     return network_of(host) if isinstance(host, str) and host else UNKNOWN
 
 
+def unit_of(address: str, seat: str | None) -> str:
+    """The visitor a call counts as in the turns and the account: its address, or its seat in a class
+    (named within its address, so a seat is never another address's)."""
+    return f"{address} seat {seat}" if seat else address
+
+
 def work_of(size: int) -> float:
     """A call's work in short updates: 1, plus 1 per `WORK_BYTES` of its body (known before reading it)."""
     return 1 + size / WORK_BYTES
@@ -67,19 +75,19 @@ class Visitors:
         """Every call waiting now, on every line."""
         return [call for line in self.lines for call in line.waiting()]
 
-    def refusal(self, address: str, work: float, tab: str | None = None) -> Busy | None:
-        """Why a call of `work` from `address` and `tab` (None: not known yet) may not wait; None if it may."""
+    def refusal(self, unit: str, work: float, tab: str | None = None) -> Busy | None:
+        """Why a call of `work` from visitor `unit` and `tab` (None: not known yet) may not wait; None if it may."""
         waiting = self.calls()
         if tab is not None and sum(call.tab == tab for call in waiting) >= self.per_tab:
             return Busy(429, f"This page already has {self.per_tab} calls waiting for the server, so this one "
                              "was not taken. Wait for their answers, then try again.", 5)
-        mine = [call for call in waiting if call.address == address]
+        mine = [call for call in waiting if call.unit == unit]
         held = sum(call.work for call in mine)
         if held > 0 and held + work > self.address_work:
             return Busy(429, f"Your address already has {held:,.0f} units of work waiting for the server (a short "
                              "update is 1, long text counts more), the most one address may have at once, so this "
                              "call was not taken. Try again in a few seconds.", 5)
-        if len(waiting) >= self.waiting and len(mine) >= self.waiting / len({c.address for c in waiting} | {address}):
+        if len(waiting) >= self.waiting and len(mine) >= self.waiting / len({c.unit for c in waiting} | {unit}):
             return Busy(503, f"The server has {len(waiting):,} calls waiting from its visitors, as many as it "
                              f"takes at once, and {len(mine):,} of them come from your address, its share, so "
                              "this one was not taken. Try again in a minute.", 30)
@@ -110,9 +118,10 @@ VISITORS = Visitors()  # the process's one account, shared by every door
 
 @dataclass(eq=False)
 class Turn:
-    """One call's place in a line."""
+    """One call's place in a line: its visitor's (`unit`) turn; its `address` reads the answers."""
 
     address: str
+    unit: str
     tab: str | None
     work: float
     start: float  # it finishes at its start plus its work
@@ -126,14 +135,15 @@ def _place(turn: Turn) -> tuple[float, float, int]:
 
 class Turns:
     """A line served `slots` at a time in start-time fair turns (a call starts at ``max(clock, its address's
-    last finish)``), in the event loop; an address with its share of answers unread is passed over."""
+    last finish)``), in the event loop, a visitor (`unit_of`) a share; an address with its share of
+    answers unread is passed over."""
 
     PASS = 2.0  # how much heavier another page's call of the same address must be for a call to pass it
 
     def __init__(self, visitors: Visitors = VISITORS, slots: int = 1) -> None:
         self.visitors, self.slots = visitors, slots
         self.clock, self.running = 0.0, 0
-        self.finish: dict[str, float] = {}  # address -> the finish of its latest call
+        self.finish: dict[str, float] = {}  # visitor -> the finish of its latest call
         self._line: list[Turn] = []
         self._order = itertools.count()
         self._again: asyncio.TimerHandle | None = None
@@ -143,17 +153,19 @@ class Turns:
     def waiting(self) -> list[Turn]:
         return list(self._line)
 
-    def enter(self, address: str, tab: str | None, work: float) -> Turn:
-        """Join the line, or `Busy`. A call takes the turns of its address's latest calls from other pages
-        `PASS` times heavier (not left behind a classmate's long calls); a page's own keep their order."""
-        refusal = self.visitors.refusal(address, work, tab)
+    def enter(self, address: str, tab: str | None, work: float, unit: str | None = None) -> Turn:
+        """Join the line as visitor `unit` (None: `address`), or `Busy`. A call takes the turns of its
+        visitor's latest calls from other pages `PASS` times heavier (not left behind a classmate's long
+        calls); a page's own keep their order."""
+        unit = unit or address
+        refusal = self.visitors.refusal(unit, work, tab)
         if refusal is not None:
             raise refusal
         self.loop = asyncio.get_running_loop()
-        start = max(self.clock, self.finish.get(address, self.clock))
-        self.finish[address] = start + work
-        passed = []  # the address's latest waiting calls this one goes ahead of, latest first
-        for waiting in reversed([turn for turn in self._line if turn.address == address]):
+        start = max(self.clock, self.finish.get(unit, self.clock))
+        self.finish[unit] = start + work
+        passed = []  # the visitor's latest waiting calls this one goes ahead of, latest first
+        for waiting in reversed([turn for turn in self._line if turn.unit == unit]):
             if tab is None or waiting.tab in (None, tab) or waiting.work < self.PASS * work:
                 break
             passed.append(waiting)
@@ -163,7 +175,7 @@ class Turns:
                 self._line.remove(waiting)
                 waiting.start += work
                 bisect.insort(self._line, waiting, key=_place)
-        turn = Turn(address, tab, work, start, next(self._order), self.loop.create_future())
+        turn = Turn(address, unit, tab, work, start, next(self._order), self.loop.create_future())
         bisect.insort(self._line, turn, key=_place)
         self._grant()
         return turn
@@ -213,7 +225,7 @@ class Turns:
             if not self._line:  # an empty line starts afresh
                 self.finish.clear()
             elif len(self.finish) > 4 * len(self._line) + 64:
-                self.finish = {address: f for address, f in self.finish.items() if f > self.clock}
+                self.finish = {unit: f for unit, f in self.finish.items() if f > self.clock}
             turn.granted.set_result(None)
 
 

@@ -18,6 +18,7 @@ import contextlib
 import functools
 import logging
 import threading
+import urllib.parse
 
 import anyio
 import orjson
@@ -41,6 +42,7 @@ PREFIX = "/explorer/class"
 MAX_BODY = 1024  # bytes: a key, a class id, a secret, a word or a prompt
 KEEPALIVE = 15.0  # seconds between keep-alive comments on an idle stream
 COUNTS_SECONDS = 1.0  # how often a lecturer's stream reads how many pages follow
+HOLD_SECONDS = 1.0  # a call refused for its own rate is answered after its wait, at most this long
 # the round's changes only its lecturer makes: route -> the body's text and flag (`Classroom.lecture` checks them)
 LECTURES = {"ask": ("prompt", "review"), "close": (None, None), "clear": (None, None), "hide": ("word", "on"),
             "approve": ("word", "on"), "review": (None, "on")}
@@ -50,32 +52,34 @@ CLASSROOM = Classroom()
 
 
 class Streams:
-    """The class streams this process serves (no thread each), woken when their class changes."""
+    """The class streams this process serves (no thread each), each woken when its news changes: a
+    class's lesson or round wakes every stream of it; one page's news (it followed, it stopped),
+    only its own and its lecturers' (the counts), so a class of hundreds costs each follow one wake."""
 
     def __init__(self, classroom: Classroom) -> None:
         self.classroom = classroom
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.changed: dict[str, asyncio.Event] = {}  # class id -> set when it changes (then replaced)
+        # class id -> page key -> (its member, the event that wakes its stream)
+        self.waiting: dict[str, dict[str, tuple[object, asyncio.Event]]] = {}
         self.lessons: dict[str, Lesson] = {}  # the newest lesson heard of each class with a stream here
-        self.streams: dict[str, int] = {}  # class id -> its streams here
         self.open: dict[str, object] = {}  # page key -> its stream's token: a page's newer stream replaces its older
         classroom.hear(self._soon)  # on the store's and the writer's threads
 
-    def _soon(self, class_id: str | None, lesson: Lesson | None) -> None:
+    def _soon(self, class_id: str | None, lesson: Lesson | None, member: object = None) -> None:
         """`_wake` in the streams' event loop; nothing once it closed (the server is stopping)."""
         if self.loop is not None:
             with contextlib.suppress(RuntimeError):
-                self.loop.call_soon_threadsafe(self._wake, class_id, lesson)
+                self.loop.call_soon_threadsafe(self._wake, class_id, lesson, member)
 
-    def _wake(self, class_id: str | None, lesson: Lesson | None = None) -> None:
-        """Wake the streams of the class (None: of every class), keeping `lesson` if it is the newest."""
-        if lesson is not None and lesson.id in self.streams and lesson.version >= self.lessons[lesson.id].version:
+    def _wake(self, class_id: str | None, lesson: Lesson | None = None, member: object = None) -> None:
+        """Wake the streams of the class (None: of every class), keeping `lesson` if it is the newest;
+        with `member`, only its page's and the lecturers' (`LECTURERS`: the lecturers')."""
+        if lesson is not None and lesson.id in self.waiting and lesson.version >= self.lessons[lesson.id].version:
             self.lessons[lesson.id] = lesson  # (>=: a later end)
-        for each in list(self.changed) if class_id is None else [class_id]:
-            event = self.changed.get(each)
-            if event is not None:
-                self.changed[each] = asyncio.Event()  # the waiters hold the old one, which is set
-                event.set()
+        for streams in list(self.waiting.values()) if class_id is None else [self.waiting.get(class_id, {})]:
+            for shown, event in list(streams.values()):
+                if member is None or shown is member or isinstance(shown, Leader):
+                    event.set()
 
     def opening(self, tab, key: str) -> object:
         """The token of the page's stream about to open: its older stream ends, the page stays connected."""
@@ -83,7 +87,9 @@ class Streams:
         token = self.open[key] = object()
         member = tab.member
         if member is not None:
-            self._wake(member.class_id)
+            _, older = self.waiting.get(member.class_id, {}).get(key, (None, None))
+            if older is not None:
+                older.set()
         return token
 
     def release(self, key: str, token: object, member) -> None:
@@ -96,13 +102,14 @@ class Streams:
         """The page's messages, one event per change, until the class ends or the page goes (the
         response is cancelled then, and this with it, so the counts are right within a second)."""
         class_id, leading = lesson.id, isinstance(member, Leader)
-        self.streams[class_id] = self.streams.get(class_id, 0) + 1
-        self.changed.setdefault(class_id, asyncio.Event())
+        woken = asyncio.Event()
+        self.waiting.setdefault(class_id, {})[key] = (member, woken)  # an older stream of the page's was told
         if class_id not in self.lessons or self.lessons[class_id].version < lesson.version:
             self.lessons[class_id] = lesson
-        sent, counts, counted = None, (0, 0), -COUNTS_SECONDS
+        sent, counts, counted = None, (0, 0, 0), -COUNTS_SECONDS
         try:
             while self.open.get(key) is token:
+                woken.clear()  # what wakes it from here on is news to the message made next
                 if leading and self.loop.time() - counted >= COUNTS_SECONDS:
                     counts = await anyio.to_thread.run_sync(self.classroom.presence, class_id) or counts
                     counted = self.loop.time()
@@ -110,12 +117,12 @@ class Streams:
                            **self.lessons[class_id].message(self.classroom.clock(),
                                                             self.classroom.reconnecting(class_id))}
                 if leading:
-                    message.update(connected=counts[0], following=counts[1])
+                    message.update(connected=counts[0], following=counts[1], students=counts[2])
                     if tab.member is not member and not message["ended"]:  # ended here, or another class began
                         message["ended"] = "This page no longer leads the class."
-                else:
-                    message.update(following=member.following, shown=member.shown,
-                                   own=list(self.classroom.rounds.own(key, class_id)))
+                else:  # its seat, which the page keeps for its browser's other tabs and reloads
+                    message.update(following=member.following, shown=member.shown, seat=member.token,
+                                   own=list(self.classroom.rounds.own(member.seat, class_id)))
                 message["poll"] = self.classroom.rounds.round(class_id).message(leading)  # as this page hears it
                 if message != sent:
                     yield {"data": orjson.dumps(message).decode()}
@@ -123,13 +130,15 @@ class Streams:
                 if message["ended"]:
                     return
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.changed[class_id].wait(), COUNTS_SECONDS if leading else KEEPALIVE)
+                    await asyncio.wait_for(woken.wait(), COUNTS_SECONDS if leading else KEEPALIVE)
         finally:  # also when the response is cancelled (the page went): so nothing here awaits
             self.release(key, token, member)
-            self.streams[class_id] -= 1
-            if not self.streams[class_id]:
-                for held in (self.streams, self.changed, self.lessons):
-                    held.pop(class_id, None)
+            streams = self.waiting.get(class_id, {})
+            if streams.get(key, (None, None))[1] is woken:
+                del streams[key]
+            if not streams:
+                self.waiting.pop(class_id, None)
+                self.lessons.pop(class_id, None)
 
 
 class ClassRoutes:
@@ -139,6 +148,18 @@ class ClassRoutes:
         self.page, self.live = page, page.live
         self.classroom = classroom
         self.streams = Streams(classroom)
+        self._warming = threading.Lock()  # held while a class's start draws the tour's planes (`warm`)
+        self.live.room_of = self.room_of
+
+    def room_of(self, query: str) -> str | None:
+        """The running class a page's address names (`class=ID`), which admits the pages of its link."""
+        named = urllib.parse.parse_qs(query).get("class", [None])[0]
+        if named is None:
+            return None
+        try:
+            return self.classroom.lesson(named).id
+        except Refused:  # over, unknown, or its store away: the page opens as any page does
+            return None
 
     def routes(self) -> list[Route]:
         handlers = {name: getattr(self, name) for name in ("start", "lead", "follow", "end", "stream")}
@@ -174,28 +195,38 @@ class ClassRoutes:
 
         return endpoint
 
-    async def _turn(self, request: Request, tab, channel, work, lane: str = "work") -> dict:
-        """`work()` in the page's turn (`Busy` past its address's share)."""
+    async def _turn(self, request: Request, tab, channel, work, lane: str = "class") -> dict:
+        """`work()` in the page's turn on the class's lane (`Busy` past its visitor's share)."""
         return await self.live.turn(tab, channel, work, visitor_of_request(request), 1.0, lane)
 
     async def start(self, request: Request, tab, channel, sent: dict) -> dict:
         address = visitor_of_request(request)
+        wait = self.classroom.start_wait(address)
+        if wait:  # a loop of starts is answered no faster than it may start: its refusals cost next to nothing
+            await asyncio.sleep(min(wait, HOLD_SECONDS))
+            raise self.classroom.too_many_starts(wait)
         lesson, secret = await self._turn(request, tab, channel, lambda: self.classroom.start(tab, address))
-        threading.Thread(target=self.warm, name="class-warm", daemon=True).start()
+        if self._warming.acquire(blocking=False):  # one thread at most, however many classes start
+            threading.Thread(target=self.warm, name="class-warm", daemon=True).start()
         return {"class": lesson.id, "secret": secret, "step": lesson.step}
 
     def warm(self) -> None:
         """Draw every tour step's plane once when a class starts (a class is the tour's audience): its
-        first lesson on BERT's tables would otherwise load them while a hundred pages wait."""
+        first lesson on BERT's tables would otherwise load them while a hundred pages wait. Each plane
+        drawn once is kept (`core.drawing.shared`), so a later class's warming costs little."""
         from core.serving.tabs import session_for
         from core.tables.session import Session
 
-        for step in tour.STEPS:
-            with contextlib.suppress(Refused):
-                render.plane(self.page, step.view, session_for(step.view, Session.create()))
+        try:
+            for step in tour.STEPS:
+                with contextlib.suppress(Refused):
+                    render.plane(self.page, step.view, session_for(step.view, Session.create()))
+        finally:
+            self._warming.release()
 
     async def lead(self, request: Request, tab, channel, sent: dict) -> dict:
-        leader, lesson = await anyio.to_thread.run_sync(self.classroom.lead, sent.get("class"), sent.get("secret"))
+        leader, lesson = await self._turn(request, tab, channel,
+                                          lambda: self.classroom.lead(sent.get("class"), sent.get("secret")))
         before = tab.member
 
         def detach(_lesson: Lesson) -> None:  # showing this class's lesson is no change of the class led before
@@ -207,7 +238,7 @@ class ClassRoutes:
         return {**await self._show(request, tab, channel, lesson, detach, led), "class": lesson.id}
 
     async def follow(self, request: Request, tab, channel, sent: dict) -> dict:
-        member, lesson = await anyio.to_thread.run_sync(self.classroom.follow, tab)
+        member, lesson = await self._turn(request, tab, channel, lambda: self.classroom.follow(tab))
         if member.following and member.shown >= lesson.version:  # shown already: a page asking twice
             return {"values": {}, "version": member.shown}
         return await self._show(request, tab, channel, lesson, lambda shown: self.classroom.expect(member, shown),
@@ -220,14 +251,19 @@ class ClassRoutes:
     async def stream(self, request: Request, tab, channel, sent: dict) -> Response:
         before = tab.member
         leads = isinstance(before, Leader) and before.class_id == sent.get("class")
-        member = before if leads else await anyio.to_thread.run_sync(self.classroom.join, tab, sent.get("class"))
-        try:  # connected before the answer begins: a class with no seat left says so with a 429
-            lesson = await anyio.to_thread.run_sync(self.classroom.lesson, member.class_id)
-            await anyio.to_thread.run_sync(self.classroom.connect, sent["key"], member, lesson)
-        except Refused:
-            if not leads:  # refused: the page is as it was
-                tab.member = before
-            raise
+
+        def joined():  # connected before the answer begins: a class with no place left says so with a 429
+            member = before if leads else self.classroom.join(tab, sent.get("class"), sent.get("seat"))
+            try:
+                lesson = self.classroom.lesson(member.class_id)
+                self.classroom.connect(sent["key"], member, lesson)
+            except Refused:
+                if not leads:  # refused: the page is as it was
+                    tab.member = before
+                raise
+            return member, lesson
+
+        member, lesson = await self._turn(request, tab, channel, joined)
         token = self.streams.opening(tab, sent["key"])
         # the page is let go when its stream ends, or when the answer ends before the stream began
         return EventSourceResponse(self.streams.stream(tab, sent["key"], lesson, member, token), ping=KEEPALIVE,
@@ -275,10 +311,9 @@ class ClassRoutes:
         number = sent.get("round")
         if isinstance(number, bool) or not isinstance(number, int):
             raise Refused("round is the number of the round answered, a whole number.")
-        address = visitor_of_request(request)
 
         def work() -> dict:
-            round_, own = self.classroom.answer(tab, sent["key"], address, sent.get("word"), number)
+            round_, own = self.classroom.answer(tab, sent.get("word"), number)
             return {"poll": round_.message(False), "own": list(own)}
         return await self._turn(request, tab, channel, work)
 

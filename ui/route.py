@@ -47,7 +47,7 @@ from core.view.fields import TABLES
 from core.view.options import MAX_TEXT, Refused
 from core.view.state import FIELDS, View
 from ui import render
-from ui.admission import UNKNOWN, VISITORS, Busy, Turns, unless_gone, visitor_of_request, work_of
+from ui.admission import UNKNOWN, VISITORS, Busy, Turns, unit_of, unless_gone, visitor_of_request, work_of
 from ui.assets import EXAMPLES
 
 PATH = "/explorer/live"
@@ -160,13 +160,18 @@ class Live:
 
     def __init__(self, page) -> None:
         self.page = page
-        self.lanes = {"keys": Turns(VISITORS, 1), "tables": Turns(VISITORS, 2), "work": Turns(VISITORS, 16)}
+        # a class's own calls (start, lead, join, a round's) on a lane of few threads: a flood of them from one
+        # page waits its turns there, never a thread a call beside the keystrokes (`ui.classroutes`)
+        self.lanes = {"keys": Turns(VISITORS, 1), "tables": Turns(VISITORS, 2), "work": Turns(VISITORS, 16),
+                      "class": Turns(VISITORS, 2)}
         self._threads: dict[str, anyio.CapacityLimiter] = {}  # a lane's threads, made in the server's loop
         self.works: dict[str, Callable] = {}  # the page's work by name: (tab, value) -> {component: value}
         self.streams: dict[str, Callable] = {}  # work answered as it goes: (tab, value) -> async iterator of those
         self.checks: dict[str, Callable[[object], None]] = {}  # a work's check of its value, by name
         self.channels: weakref.WeakKeyDictionary[Tab, Channel] = weakref.WeakKeyDictionary()
         self.calls, self.seconds = 0, 0.0  # calls computed and their seconds (for benchmarks)
+        # the running class whose link a page's query names, which admits its pages (`ui.classroutes`)
+        self.room_of: Callable[[str], str | None] = lambda query: None
 
     def work(self, name: str, handler: Callable, check: Callable[[object], None]) -> None:
         """Answer `{name: value}` with `handler(tab, value)` -> {component: value} (or values by
@@ -310,7 +315,8 @@ class Live:
         turns = self.lanes[lane]
         threads = self._threads.get(lane) or self._threads.setdefault(lane, anyio.CapacityLimiter(turns.slots))
         address = address if address != UNKNOWN or tab is None else (tab.client or UNKNOWN)
-        turn = turns.enter(address, channel.key if channel else None, work)
+        seat = getattr(tab.member, "seat", None) if tab is not None else None  # a student's, in a class
+        turn = turns.enter(address, channel.key if channel else None, work, unit_of(address, seat))
         skippable = lane == "keys" and channel is not None
         if skippable:
             channel.latest += 1
@@ -419,27 +425,28 @@ class Live:
         if not isinstance(sent, dict) or not isinstance(sent.get("query", ""), str):
             raise Refused("A page opening carries its address's query as text; reload the page.")
         previous = sent.get("previous")
-        if isinstance(previous, str) and 0 < len(previous) <= MAX_KEY:
-            TABS.end(previous)
-        key = secrets.token_urlsafe(24)
-        tab = TABS.open(key, None if address == UNKNOWN else address)
-        channel = self.channels[tab] = Channel(key)
-        try:
-            link = share.from_address(sent.get("query", ""))
-        except Refused as error:
-            link = share.Link(View(), (str(error),))
+        previous = previous if isinstance(previous, str) and 0 < len(previous) <= MAX_KEY else None
+        query = sent.get("query", "")
 
-        def show(view: View, notes: tuple[str, ...]) -> dict:
-            self.built_first(tab, lambda _: view)
-            return self.applied(tab, channel, lambda _: view, tables=lambda session: session.restart(), whole=True,
-                                notes=notes, key=key)
+        def compute() -> dict:  # in the turn, on a thread: a class's link is checked in its store
+            key = secrets.token_urlsafe(24)
+            tab = TABS.open(key, None if address == UNKNOWN else address, replaces=previous, room=self.room_of(query))
+            channel = self.channels[tab] = Channel(key)
+            try:
+                link = share.from_address(query)
+            except Refused as error:
+                link = share.Link(View(), (str(error),))
 
-        def compute() -> dict:
+            def show(view: View, notes: tuple[str, ...]) -> dict:
+                self.built_first(tab, lambda _: view)
+                return self.applied(tab, channel, lambda _: view, tables=lambda session: session.restart(),
+                                    whole=True, notes=notes, key=key)
+
             values = link_shown(link, View(narrow=sent.get("narrow") is True), show)
             return {"values": {elem_id: value for elem_id, value in values.items()
                                if not as_built(self.by_id.get(elem_id), value)}}
 
-        return await self.turn(tab, channel, compute, address, 1.0, "tables")
+        return await self.turn(None, None, compute, address, 1.0, "tables")
 
     def channel_of(self, key: object) -> tuple[Tab, Channel]:
         """The tab and channel a page's key names (`Refused` for any other key)."""

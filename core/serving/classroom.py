@@ -9,7 +9,10 @@ connected, and `GRACE_SECONDS` after the last one left.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import hmac
+import math
 import os
 import re
 import secrets
@@ -28,6 +31,7 @@ from core.serving.classstore import (
     RECONNECTING,
     RETRY_SECONDS,
     Away,
+    Full,
     Gone,
     Lesson,
     Reconnecting,
@@ -37,16 +41,20 @@ from core.serving.classstore import (
 )
 from core.serving.classwriter import Writer
 from core.serving.poll import MAX_MODERATED, Round, checked_flag, checked_prompt, checked_word
-from core.view.options import Refused
+from core.serving.tabs import Buckets
+from core.view.options import MAX_FOLLOWERS, Refused
 from core.view.state import View
 
 MAX_CLASSES = int(os.environ.get("EXPLORER_MAX_CLASSES", "200"))  # classes running at once, on every process
 CLASSES_PER_ADDRESS = 3  # classes one client address may run at once
-MAX_FOLLOWERS = int(os.environ.get("EXPLORER_CLASS_FOLLOWERS", "500"))  # pages in one class
+# classes one network may start at once, then one every START_SECONDS: a page that starts a class ends
+# the one it led, so without it a loop of starts would churn classes under every other bound
+CLASS_STARTS, START_SECONDS = int(os.environ.get("EXPLORER_CLASS_STARTS", "6")), 10.0  # (the tests': one client)
 PUBLISH_SECONDS = 0.2  # a class's lessons go out at most this often: at most 5 a second
 BEAT_SECONDS = 10.0  # how often a process says its lecturer pages are there and writes its counts again
 ID = re.compile(r"[A-Za-z0-9_-]{16}")  # secrets.token_urlsafe(12)
 SECRET = re.compile(r"[A-Za-z0-9_-]{32}")  # secrets.token_urlsafe(24)
+SEAT = re.compile(r"([A-Za-z0-9_-]{16})\.[A-Za-z0-9_-]{22}")  # a seat's id, then its signature (`seat_token`)
 
 ENDED = "The lecturer ended the class."
 ANOTHER = "The lecturer started another class."
@@ -56,7 +64,7 @@ CANNOT_START = "No class can start just now: the store that keeps classes cannot
 LECTURES = {"ask": (checked_prompt, "Review first"), "close": (None, None), "clear": (None, None),
             "hide": (checked_word, "Hidden"), "approve": (checked_word, "Approved"), "review": (None, "Review first")}
 NOT_FOLLOWING = "This page is not in a class: open the class link the lecturer gave to answer."
-__all__ = ["Classroom", "Follower", "Forbidden", "Gone", "Leader", "Reconnecting"]
+__all__ = ["Classroom", "seat_token", "Follower", "Forbidden", "Gone", "Leader", "Reconnecting"]
 
 
 @dataclass(eq=False)
@@ -74,10 +82,13 @@ class Leader:
 
 @dataclass(eq=False)
 class Follower:
-    """A student's tab in a class: following until its view leaves the lesson it was shown."""
+    """A student's tab in a class: following until its view leaves the lesson it was shown. Its
+    `seat` is the student: every tab of one browser holds the same (`Classroom.join`)."""
 
     classroom: Classroom
     class_id: str
+    seat: str = ""  # the seat's id: the unit of the class's turns and of a round's words
+    token: str = ""  # the seat as its pages keep it: its id, signed for this class
     following: bool = True
     shown: int = 0  # the version of the lesson last shown to the tab
     lesson: str | None = None  # that lesson's query, as `lesson_of` writes it
@@ -85,7 +96,14 @@ class Follower:
     def changed(self, view: View) -> None:
         if self.following and self.lesson is not None and lesson_of(view) != self.lesson:
             self.following = False
-            self.classroom.seats.changed(self.class_id)
+            self.classroom.seats.changed(self.class_id, self)
+
+
+def seat_token(kept: str, class_id: str, seat: str) -> str:
+    """Seat `seat` of the class as its pages keep it, signed with the class's secret's digest (which
+    never leaves the server): a page cannot make up seats, and one class's seat is no other's."""
+    mac = hmac.new(kept.encode(), f"seat:{class_id}:{seat}".encode(), hashlib.sha256).digest()
+    return f"{seat}.{base64.urlsafe_b64encode(mac).decode()[:22]}"
 
 
 @dataclass(eq=False)
@@ -123,6 +141,7 @@ class Classroom:
         self._led: dict[str, Led] = {}  # class id -> the class as its lecturer pages here hold it
         self._lock, self._beating = threading.Lock(), threading.Lock()
         self._told: list[Callable[[str | None, Lesson | None], None]] = []  # `hear`'s listeners
+        self.starts = Buckets(CLASS_STARTS, START_SECONDS, ticks)  # by network
         self.store.listen(self.heard, self.rounds.heard, self.writer.lost)
 
     @property
@@ -139,6 +158,14 @@ class Classroom:
             if refusal is None:
                 return None
             raise Reconnecting(refusal) from None
+
+    def start_wait(self, address: str) -> float:
+        """Seconds until `address` may start a class (0: now, and its start is counted)."""
+        return self.starts.take(address)
+
+    def too_many_starts(self, wait: float) -> Full:
+        return Full(f"At most {self.starts.burst} classes can be started at once from one network address, then one "
+                    f"every {self.starts.refill:g} s: try again in {max(1, math.ceil(wait))} s.")
 
     def start(self, tab, address: str) -> tuple[Lesson, str]:
         """A new class led by `tab`, its lesson that tab's view; returns it and the secret."""
@@ -207,13 +234,24 @@ class Classroom:
             raise Gone(NO_CLASS)
         return ended
 
-    def join(self, tab, class_id: object) -> Follower:
-        """`tab` follows the class; its seat is taken when its stream connects (`connect`)."""
+    def join(self, tab, class_id: object, seat: object = None) -> Follower:
+        """`tab` follows the class; its page is counted when its stream connects (`connect`).
+
+        A student is a seat, not a page: a page that brings its browser's seat (`seat`, a token
+        this class signed) sits in it, so a student's tabs and reloads share one share of the
+        class's turns and one round's words; any other page is given a new seat. A page keeps
+        the seat it joined with, so one page mints one seat a class, and a network opens no
+        more pages of a class than the class seats (`core.serving.tabs.NewTabs`)."""
         lesson, member = self.lesson(class_id), tab.member
         if isinstance(member, Leader) and member.class_id == lesson.id:
             raise Refused("This page leads the class.")
         if not (isinstance(member, Follower) and member.class_id == lesson.id):
-            tab.member = Follower(self, lesson.id)
+            kept = (self.reach(self.store.owner, lesson.id) or ("",))[0]
+            given = SEAT.fullmatch(seat) if isinstance(seat, str) else None
+            if given is None or not hmac.compare_digest(seat_token(kept, lesson.id, given[1]), seat):
+                given = None
+            sid = given[1] if given else secrets.token_urlsafe(12)
+            tab.member = Follower(self, lesson.id, sid, seat_token(kept, lesson.id, sid))
         return tab.member
 
     def follow(self, tab) -> tuple[Follower, Lesson]:
@@ -236,9 +274,9 @@ class Classroom:
         was = member.following
         member.following, member.shown = took, lesson.version if took else member.shown
         if was != took:
-            self.seats.changed(member.class_id)
-        else:
-            self.tell(member.class_id)
+            self.seats.changed(member.class_id, member)
+        else:  # its own stream says so (a page's follow is no news to its classmates)
+            self.tell(member.class_id, member=member)
 
     def teach(self, leader: Leader, view: View) -> None:
         """A leading tab's view changed: the writer publishes it at most once per PUBLISH_SECONDS."""
@@ -298,22 +336,24 @@ class Classroom:
                 if not led.pages:
                     led.left = self.clock()
 
-    def presence(self, class_id: str) -> tuple[int, int] | None:
-        """The class's pages connected and following, on every process; None while the store is away."""
+    def presence(self, class_id: str) -> tuple[int, int, int] | None:
+        """The class's pages connected and following, and the students they are, on every process; None
+        while the store is away."""
         return self.reach(self.store.presence, class_id, refusal=None)
 
     def reconnecting(self, class_id: str) -> bool:
         """Whether what this process knows of the class waits for the store (away, or just back)."""
         return self.writer.away or class_id in self.outage.unsure
 
-    def hear(self, listener: Callable[[str | None, Lesson | None], None]) -> None:
-        """`listener(class_id, lesson)` is told when a class changed (None: every class's connection),
-        with every lesson this process hears of (from the store, or read again)."""
+    def hear(self, listener: Callable[[str | None, Lesson | None, object], None]) -> None:
+        """`listener(class_id, lesson, member)` is told when a class changed (None: every class's
+        connection), with every lesson this process hears of (from the store, or read again); when
+        the change is one page's and its lecturers' news only, `member` names it (`LECTURERS`: none)."""
         self._told.append(listener)
 
-    def tell(self, class_id: str | None, lesson: Lesson | None = None) -> None:
+    def tell(self, class_id: str | None, lesson: Lesson | None = None, member: object = None) -> None:
         for listener in list(self._told):
-            listener(class_id, lesson)
+            listener(class_id, lesson, member)
 
     def heard(self, lesson: Lesson) -> None:
         """A lesson was heard: published by any process, restored, or read again."""
@@ -334,11 +374,11 @@ class Classroom:
         text, flag = check(text) if check else "", checked_flag(flag, name) if name else False
         return self.rounds.change(self._class_led(tab, secret), op, text, flag, MAX_MODERATED)
 
-    def answer(self, tab, key: object, address: object, word: object,
-               round_number: object) -> tuple[Round, tuple[str, ...]]:
+    def answer(self, tab, word: object, round_number: object) -> tuple[Round, tuple[str, ...]]:
+        """A following tab's word, counted for its seat: a student's tabs share their words."""
         if not isinstance(tab.member, Follower):
             raise Refused(NOT_FOLLOWING)
-        return self.rounds.answer(tab.member.class_id, key, address, word, round_number)
+        return self.rounds.answer(tab.member.class_id, tab.member.seat, word, round_number)
 
     def beat(self) -> None:
         """Every `beat` seconds: move on the end of classes led here, let go of those left past their

@@ -19,7 +19,6 @@ from core.serving.poll import (
     Round,
     checked_number,
     checked_word,
-    too_many,
     too_soon,
 )
 from core.view.options import Refused
@@ -30,10 +29,10 @@ POLL_SECONDS = 1.0  # a class's round is announced at most this often by each pr
 NOT_ASKED = "No question has been asked in this round: ask the class first."
 NOT_OPEN = "No question is open for answers just now: wait for the lecturer to ask one."
 OTHER_ROUND = "That question is over: the lecturer has asked another. Answer the one shown now."
-ENOUGH = f"You have sent {WORDS_PER_STUDENT} words for this question, as many as one page may."
+ENOUGH = f"You have sent {WORDS_PER_STUDENT} words for this question, as many as one student may."
 ROUND_FULL = f"This question has {MAX_ANSWERS:,} answers, as many as one question takes."
 MODERATED = f"At most {MAX_MODERATED:,} words of a round can be hidden, and as many approved."
-NO_KEY = "This request carries no valid page key; reload the page."
+NO_SEAT = "This page has no seat in the class; reload the page."
 
 
 class Rounds:
@@ -42,7 +41,7 @@ class Rounds:
     def __init__(self, room) -> None:
         self.room = room
         self.rounds: dict[str, Round] = {}  # the newest round heard of each class with pages here
-        # the answers acknowledged here in each class's current round: class id -> (round, page key -> its words)
+        # the answers acknowledged here in each class's current round: class id -> (round, seat -> its words)
         self.journal: dict[str, tuple[int, dict[str, tuple[str, ...]]]] = {}
         self.announced: dict[str, float] = {}  # when (the writer's ticks) each class's round was last announced
         self._lock = threading.Lock()
@@ -51,10 +50,10 @@ class Rounds:
         """The newest round of the class this process knows (no store call)."""
         return self.rounds.get(class_id, NO_ROUND) if isinstance(class_id, str) else NO_ROUND
 
-    def own(self, key: object, class_id: object) -> tuple[str, ...]:
-        """The words page `key` sent in the class's current round (as this process acknowledged them)."""
-        number, pages = self.journal.get(class_id, (0, {})) if isinstance(class_id, str) else (0, {})
-        return pages.get(key, ()) if isinstance(key, str) and number >= self.round(class_id).number else ()
+    def own(self, seat: object, class_id: object) -> tuple[str, ...]:
+        """The words seat `seat` sent in the class's current round (as this process acknowledged them)."""
+        number, seats = self.journal.get(class_id, (0, {})) if isinstance(class_id, str) else (0, {})
+        return seats.get(seat, ()) if isinstance(seat, str) and number >= self.round(class_id).number else ()
 
     def change(self, class_id: str, op: str, text: str, flag: bool, limit: int) -> Round:
         changed = self.room.reach(self.room.store.change_round, class_id, op, text, flag, limit)
@@ -66,22 +65,22 @@ class Rounds:
         self.changed(class_id, changed)
         return changed
 
-    def answer(self, class_id: str, key: object, address: object, word: object,
+    def answer(self, class_id: str, seat: object, word: object,
                round_number: object) -> tuple[Round, tuple[str, ...]]:
-        """A following page's answer: the round and the page's words this round, once the store has
-        it; else `Refused` with a sentence, nothing kept and no rate spent."""
-        if not all(isinstance(given, str) and 1 <= len(given) <= 200 for given in (key, address)):
-            raise Refused(NO_KEY)  # both the routes' own: a page's key, a visitor's network
+        """A student's answer, from any page in its seat: the round and the seat's words this round,
+        once the store has it; else `Refused` with a sentence, nothing kept and no rate spent."""
+        if not (isinstance(seat, str) and 1 <= len(seat) <= 200):
+            raise Refused(NO_SEAT)  # the classroom's own: a follower's seat
         word, number = checked_word(word), checked_number(round_number)
-        noted, pages = self.journal.get(class_id, (0, {}))
-        sent = pages.get(key, ()) if noted == number else ()
+        noted, seats = self.journal.get(class_id, (0, {}))
+        sent = seats.get(seat, ()) if noted == number else ()
         if word in sent:
             return self.round(class_id), sent
         if len(sent) >= WORDS_PER_STUDENT:
             raise Refused(ENOUGH)
-        status, words, wait = self.room.reach(self.room.store.answer, class_id, key, address, word, number)
-        if status in ("soon", "rate"):
-            raise Full(too_soon(wait) if status == "soon" else too_many(wait))
+        status, words, wait = self.room.reach(self.room.store.answer, class_id, seat, word, number)
+        if status == "soon":
+            raise Full(too_soon(wait))
         if status != "ok":
             self._refuse(class_id, number, status)
         with self._lock:
@@ -90,8 +89,8 @@ class Rounds:
                 journal = self.journal[class_id] = (number, {})
             # a store emptied before this process wrote its answers again knows only this word:
             # the page's earlier words stay acknowledged here, and `replay` writes them back
-            noted = journal[1].get(key, ())
-            words = journal[1][key] = noted + tuple(w for w in words if w not in noted)
+            noted = journal[1].get(seat, ())
+            words = journal[1][seat] = noted + tuple(w for w in words if w not in noted)
         self.changed(class_id)
         return self.round(class_id), words
 

@@ -1,4 +1,4 @@
-"""A class's seats: the students' pages connected to it here, and every process's count of them.
+"""A class's places: the students' pages connected to it here, and every process's count of them.
 
 A page takes a seat in one step against every process's pages (`RedisStore.set_presence`); each
 process writes its count again every beat, and one that stopped is forgotten after `PRESENCE_SECONDS`.
@@ -10,6 +10,15 @@ import threading
 import uuid
 
 from core.serving.classstore import Full
+
+# `Classroom.tell`'s member for news of the lecturers' streams only (the counts): a class of hundreds is not woken
+LECTURERS = object()
+
+
+def counts(pages) -> tuple[int, int, int]:
+    """Pages connected, following, and the students (seats) they are."""
+    pages = list(pages)
+    return len(pages), sum(page.following for page in pages), len({page.seat for page in pages})
 
 
 class Seats:
@@ -29,13 +38,12 @@ class Seats:
             with self._lock:
                 seated = self.pages.get(class_id, {})
                 pages = {**seated, key: member}
-            if not self.room.store.set_presence(class_id, self.process, len(pages),
-                                                sum(p.following for p in pages.values()),
-                                                None if key in seated else limit):
+            if not self.room.store.set_presence(class_id, self.process, *counts(pages.values()),
+                                                limit=None if key in seated else limit):
                 raise Full(f"This class has {limit:,} pages following it, as many as one class may have.")
             with self._lock:
                 self.pages.setdefault(class_id, {})[key] = member
-        self.room.tell(class_id)
+        self.room.tell(class_id, member=member)
 
     def leave(self, key: str, member) -> None:
         """The page's stream closed (a page whose newer stream replaced it keeps its seat)."""
@@ -48,17 +56,18 @@ class Seats:
                 self.pages.pop(member.class_id, None)
         self.changed(member.class_id)
 
-    def changed(self, class_id: str) -> None:
-        """The class's pages here changed: the writer writes their count; the streams hear it now."""
+    def changed(self, class_id: str, member: object = None) -> None:
+        """The class's pages here changed (`member`'s, when given): the writer writes their count; the
+        lecturers' streams, and the page's own, hear it now."""
         self.room.writer.soon(("count", class_id), lambda: self.write(class_id))
-        self.room.tell(class_id)
+        self.room.tell(class_id, member=member or LECTURERS)
 
     def write(self, class_id: str) -> None:
         with self._counting:
             with self._lock:
                 pages = list(self.pages.get(class_id, {}).values())
-            self.room.store.set_presence(class_id, self.process, len(pages), sum(page.following for page in pages))
-        self.room.tell(class_id)
+            self.room.store.set_presence(class_id, self.process, *counts(pages))
+        self.room.tell(class_id, member=LECTURERS)
 
     def classes(self) -> set[str]:
         with self._lock:

@@ -19,7 +19,7 @@ from urllib.parse import parse_qs
 
 import redis
 
-from core.serving.poll import ADDRESS_ANSWERS, ANSWER_BURST, ANSWER_SECONDS, MAX_ANSWERS, WORDS_PER_STUDENT, Round
+from core.serving.poll import ANSWER_BURST, ANSWER_SECONDS, MAX_ANSWERS, WORDS_PER_STUDENT, Round
 from core.view.options import Refused
 from core.view.share import from_query, to_query
 from core.view.state import View
@@ -232,18 +232,13 @@ class RedisStore:
             redis.call('SMEMBERS', KEYS[6]), redis.call('HLEN', KEYS[4])}
     """
 
-    # ARGV: time, round number, page key, word, words a page may send, answers a round takes, answers a
-    # network may send a minute, a page's burst, a page's answers a second; KEYS[7] the network's
-    # bucket, shared by every class, KEYS[8] the page's: each (tokens, when), taken only when both have one
+    # ARGV: time, round number, seat, word, words a seat may send, answers a round takes, a seat's burst,
+    # its answers a second; KEYS[7] the seat's bucket (tokens, when), taken only when it has one
     _ANSWER = _ROUND + """
     local function tokens(bucket, size, per_second)
         local kept = redis.call('HMGET', bucket, 'tokens', 'at')
         local since = math.max(0, tonumber(ARGV[1]) - tonumber(kept[2] or ARGV[1]))
         return math.min(size, tonumber(kept[1] or size) + since * per_second)
-    end
-    local function take(bucket, left, size, per_second)
-        redis.call('HSET', bucket, 'tokens', tostring(left - 1), 'at', ARGV[1])
-        redis.call('EXPIRE', bucket, math.ceil(size / per_second) + 1)  -- full again by then: as good as gone
     end
     local poll = redis.call('HMGET', KEYS[2], 'number', 'open', 'answers')
     if not poll[1] then return {'missing', ''} end
@@ -254,14 +249,13 @@ class RedisStore:
     if words[ARGV[4]] then return {'ok', sent} end
     if #words >= tonumber(ARGV[5]) then return {'enough', sent} end
     if tonumber(poll[3]) >= tonumber(ARGV[6]) then return {'full', sent} end
-    local size, burst, rate = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
-    local network, page = tokens(KEYS[7], size, size / 60), tokens(KEYS[8], burst, rate)
-    if page < 1 then return {'soon', sent, tostring((1 - page) / rate)} end
-    if network < 1 then return {'rate', sent, tostring((1 - network) * 60 / size)} end
+    local burst, rate = tonumber(ARGV[7]), tonumber(ARGV[8])
+    local left = tokens(KEYS[7], burst, rate)
+    if left < 1 then return {'soon', sent, tostring((1 - left) / rate)} end
     sent = keep(ARGV[3], sent, ARGV[4])
     live()
-    take(KEYS[7], network, size, size / 60)
-    take(KEYS[8], page, burst, rate)
+    redis.call('HSET', KEYS[7], 'tokens', tostring(left - 1), 'at', ARGV[1])
+    redis.call('EXPIRE', KEYS[7], math.ceil(burst / rate) + 1)  -- full again by then: as good as gone
     return {'ok', sent}
     """
 
@@ -303,19 +297,21 @@ class RedisStore:
     # (false otherwise): a seat, taken in one step against every other process's joins
     _PRESENCE = """
     local now, fresh, connected, following = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[2]), tonumber(ARGV[3])
+    local students = tonumber(ARGV[7])
     local counts = redis.call('HGETALL', KEYS[1])
     for i = 1, #counts, 2 do
-        local pages, followers, seen = string.match(counts[i + 1], '^(%d+) (%d+) (%S+)$')
+        local pages, followers, seats, seen = string.match(counts[i + 1], '^(%d+) (%d+) (%d+) (%S+)$')
         if counts[i] ~= ARGV[1] and pages and now - tonumber(seen) < fresh then
             connected, following = connected + tonumber(pages), following + tonumber(followers)
+            students = students + tonumber(seats)
         end
     end
     if ARGV[6] ~= '' and connected > tonumber(ARGV[6]) then return false end
     if ARGV[1] ~= '' then
-        redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4])
+        redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[7] .. ' ' .. ARGV[4])
         redis.call('EXPIRE', KEYS[1], math.ceil(fresh) * 4)
     end
-    return {connected, following}
+    return {connected, following, students}
     """
 
     def __init__(self, url: str = "", clock: Callable[[], float] = time.time, server=None) -> None:
@@ -418,15 +414,13 @@ class RedisStore:
         found = self._change(keys=self._poll_keys(class_id), args=[self.clock(), op, text, int(flag), limit])
         return found if isinstance(found, str) else _round(found)
 
-    def answer(self, class_id: str, key: str, address: str, word: str,
-               number: int) -> tuple[str, tuple[str, ...], float]:
-        """Page `key`'s answer `word` to round `number`: (status, the page's words this round, seconds
+    def answer(self, class_id: str, seat: str, word: str, number: int) -> tuple[str, tuple[str, ...], float]:
+        """Seat `seat`'s answer `word` to round `number`: (status, the seat's words this round, seconds
         to wait). Status "ok" (kept, once), or why not: "gone", "missing" (no round), "closed", "other"
-        (another round), "enough", "full", "soon" (the page's rate) or "rate" (the network's)."""
+        (another round), "enough", "full" or "soon" (the seat's rate)."""
         found = self._answer(
-            keys=[*self._poll_keys(class_id), f"explorer:answers:{address}", f"explorer:page-answers:{key}"],
-            args=[self.clock(), number, key, word, WORDS_PER_STUDENT, MAX_ANSWERS, ADDRESS_ANSWERS, ANSWER_BURST,
-                  1 / ANSWER_SECONDS])
+            keys=[*self._poll_keys(class_id), f"explorer:seat-answers:{class_id}:{seat}"],
+            args=[self.clock(), number, seat, word, WORDS_PER_STUDENT, MAX_ANSWERS, ANSWER_BURST, 1 / ANSWER_SECONDS])
         status, sent, *wait = ("gone", "") if found == "gone" else found
         return status, tuple(sent.split()), float(wait[0]) if wait else 0.0
 
@@ -445,18 +439,20 @@ class RedisStore:
     def _announce(self, lesson: Lesson) -> None:
         self.redis.publish(self.CHANNEL, json.dumps(asdict(lesson)))
 
-    def set_presence(self, class_id: str, process: str, connected: int, following: int,
+    def set_presence(self, class_id: str, process: str, connected: int, following: int, students: int,
                      limit: int | None = None) -> bool:
-        """Write this process's count of the class's pages; with a `limit`, only within it (a seat)."""
+        """Write this process's count of the class's pages, and of the students (seats) they are; with a
+        `limit`, only within it (a page taking its place)."""
         return bool(self._presence(keys=[f"explorer:presence:{class_id}"],
                                    args=[process, connected, following, self.clock(), PRESENCE_SECONDS,
-                                         "" if limit is None else limit]))
+                                         "" if limit is None else limit, students]))
 
-    def presence(self, class_id: str) -> tuple[int, int]:
-        """Every process's fresh count of the class's pages: (connected, following)."""
-        connected, following = self._presence(keys=[f"explorer:presence:{class_id}"],
-                                              args=["", 0, 0, self.clock(), PRESENCE_SECONDS, ""])
-        return connected, following
+    def presence(self, class_id: str) -> tuple[int, int, int]:
+        """Every process's fresh count of the class's pages and students: (connected, following,
+        students). A student whose pages are on two processes counts on each."""
+        connected, following, students = self._presence(keys=[f"explorer:presence:{class_id}"],
+                                                        args=["", 0, 0, self.clock(), PRESENCE_SECONDS, "", 0])
+        return connected, following, students
 
     def listen(self, lessons: Callable[[Lesson], None], rounds: Callable[[str, Round], None] = lambda *_: None,
                lost: Callable[[], None] = lambda: None) -> None:

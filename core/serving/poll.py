@@ -23,9 +23,9 @@ WORDS_PER_STUDENT = 3  # a round
 MAX_ANSWERS = 1_000  # a round; past it an answer is refused with a sentence
 MAX_DRAWN = 200  # distinct words drawn (the most frequent); the rest counted
 MAX_MODERATED = MAX_ANSWERS  # words a round may have hidden, and approved (each)
-ANSWER_SECONDS = 1.0  # a page sends at most one answer this often ...
+# a student (a seat, whatever number of pages it has open) sends at most one answer this often ...
+ANSWER_SECONDS = 1.0
 ANSWER_BURST = 3  # ... after a burst of this many (a round's words at once)
-ADDRESS_ANSWERS = 300  # answers a minute from one network address (a school: 100 students x 3 words)
 
 PROMPTS: tuple[str, ...] = (
     "Type a word you would put next to king.",
@@ -148,11 +148,6 @@ def csv_of(round: Round) -> str:  # noqa: A002 - the interface's name
 
 def too_soon(wait: float) -> str:
     return f"One word a second, please: send the next in {_seconds(wait)}."
-
-
-def too_many(wait: float) -> str:
-    return (f"This network has sent {ADDRESS_ANSWERS} answers in the last minute, as many as one network may; "
-            f"try again in {_seconds(wait)}.")
 
 
 def _seconds(wait: float) -> str:

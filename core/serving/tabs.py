@@ -20,7 +20,7 @@ from cachetools import FIFOCache, LRUCache
 from core.plane.pipeline import fit_sentence_basis
 from core.process.memory import BUDGET, Budget, private
 from core.tables.session import Session
-from core.view.options import COMPONENTS, Refused
+from core.view.options import COMPONENTS, MAX_FOLLOWERS, Refused
 from core.view.state import View
 
 T = TypeVar("T")
@@ -211,11 +211,21 @@ class Tabs:
             budget.tabs = self._holdings
             budget.park = Tab.park
 
-    def open(self, key: str, address: str | None = None) -> Tab:
+    def open(self, key: str, address: str | None = None, replaces: str | None = None, room: str | None = None) -> Tab:
         """A new tab by this name (a page's new key), if `address` may open one now; the tabs past the
-        idle time or the store's limit are forgotten (their pages' next calls are `Expired`)."""
-        self.new_tabs.take(address)
-        tab = Tab(client=network_of(address) if address else None)  # outside the lock: the budget reads the store
+        idle time or the store's limit are forgotten (their pages' next calls are `Expired`).
+
+        `replaces`: the key the browser tab had before a reload. Its tab is let go, and when it was
+        the same network's, the new one takes its place instead of a new tab's (an F5 never runs
+        out). `room`: a running class whose link the page opened, which admits its own pages."""
+        client = network_of(address) if address else None
+        with self._lock:
+            replaced = self._lives.pop(replaces, None) if isinstance(replaces, str) else None
+            if replaced is not None:
+                self._ended[replaces] = ENDED
+        if replaced is None or replaced.client != client:
+            self.new_tabs.take(address, room)
+        tab = Tab(client=client)  # outside the lock: the budget reads the store
         with self._lock:
             self._ended.pop(key, None)
             self._lives[key] = tab
@@ -264,30 +274,54 @@ PUSHED_OUT = ("The server keeps {limit:,} pages at most and had to let this one 
               "made again.")
 
 
-class NewTabs:
-    """How many new tabs each client may open: `burst` at once (more than a class behind one school
-    address opens), then one every `refill` seconds; the `remember` clients seen last are kept."""
+class Buckets:
+    """A token bucket per name: `burst` at once, then one every `refill` seconds; the `remember` names
+    seen last are kept (one forgotten was quiet long enough to be full again)."""
 
-    def __init__(self, burst: int = NEW_TABS, refill: float = NEW_TAB_SECONDS,
-                 clock: Callable[[], float] = time.monotonic, remember: int = 10_000) -> None:
-        self.burst, self.refill, self.clock, self.remember = burst, refill, clock, remember
-        self._buckets: LRUCache[str, tuple[float, float]] = LRUCache(remember)  # client -> (tokens, when)
+    def __init__(self, burst: int, refill: float, clock: Callable[[], float] = time.monotonic,
+                 remember: int = 10_000) -> None:
+        self.burst, self.refill, self.clock = burst, refill, clock
+        self._buckets: LRUCache[object, tuple[float, float]] = LRUCache(remember)  # name -> (tokens, when)
         self._lock = threading.Lock()
 
-    def take(self, address: str | None) -> None:
-        """Count one new tab for `address` (None: not counted), or `Refused` saying when the next may come."""
+    def take(self, name: object, burst: int | None = None) -> float:
+        """Take one for `name` (from a bucket of `burst`, if given): 0, or the seconds until one is there."""
+        burst = self.burst if burst is None else burst
+        now = self.clock()
+        with self._lock:
+            tokens, when = self._buckets.get(name, (float(burst), now))
+            tokens = min(float(burst), tokens + (now - when) / self.refill)
+            if tokens < 1:
+                self._buckets[name] = (tokens, now)
+                return (1 - tokens) * self.refill
+            self._buckets[name] = (tokens - 1, now)
+            return 0.0
+
+
+class NewTabs(Buckets):
+    """How many new tabs each client may open: `burst` at once, then one every `refill` seconds. A
+    running class's link admits its own: a network may open `room_burst` pages of one class (as many
+    as a class seats), so a lecture hall behind one school address all gets in, and a stranger still
+    opens no more of them than the class would seat."""
+
+    def __init__(self, burst: int = NEW_TABS, refill: float = NEW_TAB_SECONDS,
+                 clock: Callable[[], float] = time.monotonic, remember: int = 10_000,
+                 room_burst: int = MAX_FOLLOWERS) -> None:
+        super().__init__(burst, refill, clock, remember)
+        self.room_burst = room_burst
+
+    def take(self, address: str | None, room: str | None = None) -> None:
+        """Count one new tab for `address` (None: not counted), in the class `room`'s own bucket when
+        given, or `Refused` saying when the next may come."""
         if not address:
             return
         client = network_of(address)
-        now = self.clock()
-        with self._lock:
-            tokens, when = self._buckets.get(client, (float(self.burst), now))
-            tokens = min(float(self.burst), tokens + (now - when) / self.refill)
-            if tokens < 1:
-                self._buckets[client] = (tokens, now)
-                raise Refused(f"Too many new pages from your address ({self.burst} at once, then one every "
-                              f"{self.refill:g} s): try again in {max(1, round((1 - tokens) * self.refill))} s.")
-            self._buckets[client] = (tokens - 1, now)  # past `remember`, the longest quiet go: they would be full
+        burst = self.room_burst if room else self.burst
+        wait = super().take((client, room) if room else client, burst)
+        if wait:
+            where = "this class's link" if room else "your address"
+            raise Refused(f"Too many new pages from {where} ({burst} at once, then one every {self.refill:g} s): "
+                          f"try again in {max(1, round(wait))} s.")
 
 
 def network_of(address: str) -> str:

@@ -9,6 +9,7 @@ and the view description can be read and tested on their own.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,6 +121,8 @@ WAITING_CALLS = 1_000
 # with two short updates waiting, fits with room; a flood of long calls gets a dozen places
 ADDRESS_WORK = 300
 TAB_CALLS = 4  # calls waiting from one page (its live updates replace each other besides)
+# pages one class seats, and so the pages one network may open from a running class's link
+MAX_FOLLOWERS = int(os.environ.get("EXPLORER_CLASS_FOLLOWERS", "500"))
 # answers one address's pages have not yet read, beyond which its next call waits: a similarity
 # view of 2,048 tokens is about 31 MiB, a keystroke's answer at 512 tokens about 80 KB
 ANSWER_BYTES = 64 * 2**20
