@@ -1,0 +1,195 @@
+"""The encoder: parity with Hugging Face's BertModel and the checked mapping."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import save_file
+from transformers import BertConfig, BertModel
+
+from core.model.checkpoints import (
+    bert_state_to_embedding,
+    bert_state_to_encoder,
+    encoder_config,
+    load_bert_encoder,
+)
+from core.model.embedding import BertEmbedding
+from core.model.encoder import EncoderConfig, encode
+
+# a BERT small enough to build in milliseconds, with more than one layer and more than one head
+TINY = {
+    "vocab_size": 50,
+    "hidden_size": 16,
+    "max_position_embeddings": 16,
+    "type_vocab_size": 2,
+    "layer_norm_eps": 1e-12,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "intermediate_size": 32,
+}
+
+
+@pytest.fixture(scope="module")
+def tiny() -> BertModel:
+    torch.manual_seed(0)
+    model = BertModel(BertConfig(**TINY, attn_implementation="eager")).eval()
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if "LayerNorm" in name or name.endswith("bias"):
+                # HF starts LayerNorm at (1, 0) and biases at 0, which would hide a swapped weight
+                # and bias, or norm1 swapped with norm2
+                parameter.normal_()
+    return model
+
+
+@pytest.fixture()
+def tiny_state(tiny: BertModel) -> dict[str, torch.Tensor]:
+    return {key: value.clone() for key, value in tiny.state_dict().items()}
+
+
+def hugging_face(model: BertModel, x: torch.Tensor, seg: torch.Tensor, mask: torch.Tensor | None = None):
+    with torch.no_grad():
+        return model(input_ids=x, token_type_ids=seg, attention_mask=mask,
+                     output_hidden_states=True, output_attentions=True)
+
+
+def assert_close(ours: tuple[torch.Tensor, ...], theirs: tuple[torch.Tensor, ...], atol: float = 1e-5) -> None:
+    assert len(ours) == len(theirs)
+    for k, (a, b) in enumerate(zip(ours, theirs, strict=True)):
+        assert a.shape == b.shape, k
+        assert (a - b).abs().max().item() <= atol, f"hidden state or attention {k} differs by {(a - b).abs().max()}"
+
+
+def test_tiny_random_bert_through_the_mapping_matches_hugging_face(tiny: BertModel,
+                                                                   tiny_state: dict[str, torch.Tensor]) -> None:
+    embedding = bert_state_to_embedding(tiny_state)
+    encoder = bert_state_to_encoder(tiny_state, encoder_config(tiny.config.to_dict()))
+    assert encoder.config == EncoderConfig(n_layers=2, d_model=16, n_heads=4, d_ff=32, eps=1e-12)
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randint(0, 50, (1, 11), generator=generator)
+    seg = (torch.arange(11) >= 5).long().unsqueeze(0)  # two segments: A is 5 tokens, B is 6
+    theirs = hugging_face(tiny, x, seg)
+    ours = encode(embedding, encoder, x, seg, per_head=True)
+    assert len(ours.hidden_states) == 3 and len(ours.attentions) == 2
+    assert_close(ours.hidden_states, theirs.hidden_states)
+    assert_close(ours.attentions, theirs.attentions)
+    # what the page shows: the mean over heads, each row a distribution over the tokens
+    mean = encode(embedding, encoder, x, seg).attentions
+    assert_close(mean, tuple(a.mean(dim=1) for a in theirs.attentions))
+    assert all(torch.allclose(a.sum(dim=-1), torch.ones(1, 11)) for a in mean)
+
+
+def test_padding_mask_matches_hugging_face(tiny: BertModel, tiny_state: dict[str, torch.Tensor]) -> None:
+    embedding = bert_state_to_embedding(tiny_state)
+    encoder = bert_state_to_encoder(tiny_state, encoder_config(tiny.config.to_dict()))
+    x = torch.tensor([[1, 7, 8, 9, 2, 10, 11, 2], [1, 12, 2, 13, 2, 0, 0, 0]])
+    seg = torch.tensor([[0, 0, 0, 0, 0, 1, 1, 1], [0, 0, 0, 1, 1, 1, 1, 1]])
+    mask = torch.tensor([[1] * 8, [1] * 5 + [0] * 3])
+    theirs = hugging_face(tiny, x, seg, mask)
+    ours = encode(embedding, encoder, x, seg, mask, per_head=True)
+    assert_close(ours.hidden_states, theirs.hidden_states)
+    assert_close(ours.attentions, theirs.attentions)
+    assert all((a[1, :, :, 5:] == 0).all() for a in ours.attentions)  # no weight on padding
+    # the unpadded sequence alone gives its real tokens the same vectors
+    alone = encode(embedding, encoder, x[1:, :5], seg[1:, :5])
+    assert_close(alone.hidden_states, tuple(h[1:, :5] for h in ours.hidden_states))
+
+
+# (keys to replace in the tiny model's state, None to delete), and the message that must come back
+BAD_STATES = {
+    "wrong shape": (
+        {"encoder.layer.1.intermediate.dense.weight": torch.ones(16, 32)},
+        "encoder.layer.1.intermediate.dense.weight has shape (16, 32) but the model expects (32, 16).",
+    ),
+    "missing key": (
+        {"encoder.layer.1.attention.output.LayerNorm.bias": None},
+        "encoder.layer.1.attention.output.LayerNorm.bias is missing from the checkpoint",
+    ),
+    "unknown key in a layer": (
+        {"encoder.layer.0.attention.self.distance_embedding.weight": torch.ones(31, 4)},
+        "encoder.layer.0.attention.self.distance_embedding.weight is not part of a BERT encoder layer",
+    ),
+    "a layer too many": (
+        {"encoder.layer.2.output.dense.bias": torch.ones(16)},
+        "encoder.layer.2.output.dense.bias belongs to layer 2, but the encoder has 2 layers (0 to 1).",
+    ),
+    "same weight twice": (
+        {"bert.encoder.layer.0.output.dense.bias": torch.ones(16)},
+        "encoder.layer.0.output.dense.bias and bert.encoder.layer.0.output.dense.bias are the same weight",
+    ),
+    "integers": (
+        {"encoder.layer.0.attention.self.key.bias": torch.ones(16, dtype=torch.long)},
+        "encoder.layer.0.attention.self.key.bias holds torch.int64 values; encoder weights hold floating-point",
+    ),
+    "nan": (
+        {"encoder.layer.0.attention.self.value.weight": torch.full((16, 16), float("nan"))},
+        "row 0 of encoder.layer.0.attention.self.value.weight contains NaN",
+    ),
+}
+
+
+@pytest.mark.parametrize(("changes", "message"), BAD_STATES.values(), ids=BAD_STATES.keys())
+def test_bad_state_is_refused_with_a_message_naming_the_key(
+    tiny: BertModel, tiny_state: dict[str, torch.Tensor], changes: dict[str, torch.Tensor | None], message: str
+) -> None:
+    for key, value in changes.items():
+        if value is None:
+            del tiny_state[key]
+        else:
+            tiny_state[key] = value
+    with pytest.raises(ValueError, match=re.escape(message)):
+        bert_state_to_encoder(tiny_state, encoder_config(tiny.config.to_dict()))
+
+
+def test_pretraining_names_and_legacy_layer_norm_names_load(tiny: BertModel,
+                                                            tiny_state: dict[str, torch.Tensor]) -> None:
+    renamed = {}
+    for key, value in tiny_state.items():
+        key = key.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta")
+        renamed[f"bert.{key}"] = value
+    encoder = bert_state_to_encoder(renamed, encoder_config(tiny.config.to_dict()))
+    assert torch.equal(encoder.layers[1].norm2.bias, tiny_state["encoder.layer.1.output.LayerNorm.bias"])
+    assert torch.equal(encoder.layers[0].attn.w_q.weight, tiny_state["encoder.layer.0.attention.self.query.weight"])
+    # its own copy: changing the caller's tensor leaves the encoder as it was
+    tiny_state["encoder.layer.0.attention.self.query.weight"].zero_()
+    assert encoder.layers[0].attn.w_q.weight.abs().sum() > 0
+
+
+def test_a_saved_folder_loads_from_safetensors_and_never_from_a_pickle(tiny: BertModel, tmp_path: Path) -> None:
+    tiny.save_pretrained(tmp_path)
+    encoder = load_bert_encoder(tmp_path)
+    assert not encoder.training and encoder.config.n_heads == 4
+    assert torch.equal(encoder.layers[1].ffn.w_2.weight, tiny.encoder.layer[1].output.dense.weight)
+
+    (tmp_path / "model.safetensors").unlink()
+    torch.save(tiny.state_dict(), tmp_path / "pytorch_model.bin")
+    with pytest.raises(ValueError, match=re.escape("has no model.safetensors; the encoder's weights are read "
+                                                   "from safetensors only, never from a pickle.")):
+        load_bert_encoder(tmp_path)
+
+
+@pytest.mark.parametrize(("setting", "message"), [
+    ({"hidden_act": "gelu_new"}, "config.json's hidden_act is 'gelu_new'; this encoder implements BERT's 'gelu' only."),
+    ({"position_embedding_type": "relative_key"}, "config.json's position_embedding_type is 'relative_key'"),
+    ({"num_attention_heads": 3}, "d_model 16 does not split into 3 heads"),
+])
+def test_a_config_this_encoder_would_compute_wrongly_is_refused(
+    tiny: BertModel, tmp_path: Path, setting: dict, message: str
+) -> None:
+    save_file({key: value.contiguous() for key, value in tiny.state_dict().items()}, tmp_path / "model.safetensors")
+    (tmp_path / "config.json").write_text(json.dumps(tiny.config.to_dict() | setting))
+    with pytest.raises(ValueError, match=re.escape(message)):
+        load_bert_encoder(tmp_path)
+
+
+def test_wrong_widths_and_masks_are_sentences(tiny: BertModel, tiny_state: dict[str, torch.Tensor]) -> None:
+    encoder = bert_state_to_encoder(tiny_state, encoder_config(tiny.config.to_dict()))
+    with pytest.raises(ValueError, match=re.escape("the embedding layer's vectors have width 8 but the "
+                                                   "encoder reads width 16")):
+        encode(BertEmbedding(vocab_size=50, d_model=8), encoder, torch.tensor([[1, 2]]), torch.tensor([[0, 0]]))
+    with pytest.raises(ValueError, match=re.escape("the mask has shape (1, 3) but the input has (1, 2)")):
+        encoder(torch.zeros(1, 2, 16), torch.ones(1, 3))
