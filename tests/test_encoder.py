@@ -1,9 +1,12 @@
-"""The encoder: parity with Hugging Face's BertModel and the checked mapping."""
+"""The encoder: parity with Hugging Face's BertModel, the checked mapping, the shared loader, and
+what the layers do to "bank"."""
 
 from __future__ import annotations
 
 import json
 import re
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -11,14 +14,20 @@ import torch
 from safetensors.torch import save_file
 from transformers import BertConfig, BertModel
 
+from core.model import checkpoints
 from core.model.checkpoints import (
+    bert_encoder,
+    bert_preset,
     bert_state_to_embedding,
     bert_state_to_encoder,
     encoder_config,
     load_bert_encoder,
+    minilm_dir,
 )
 from core.model.embedding import BertEmbedding
-from core.model.encoder import EncoderConfig, encode
+from core.model.encoder import Encoder, EncoderConfig, encode
+from core.model.tokenizer import WordPieceTokenizer
+from core.tables.presets import bert_source
 
 # a BERT small enough to build in milliseconds, with more than one layer and more than one head
 TINY = {
@@ -31,6 +40,10 @@ TINY = {
     "num_attention_heads": 4,
     "intermediate_size": 32,
 }
+RIVER, MONEY = "the bank of the river", "money in the bank"
+# two sentences long enough that the pair is cut to 128 tokens, the benchmark's size
+LONG_A = "a student types a sentence and the explorer shows how each word moves through the layers " * 6
+LONG_B = "the lecturer follows the path of the word bank from the river to the money in the vault " * 6
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +62,22 @@ def tiny() -> BertModel:
 @pytest.fixture()
 def tiny_state(tiny: BertModel) -> dict[str, torch.Tensor]:
     return {key: value.clone() for key, value in tiny.state_dict().items()}
+
+
+@pytest.fixture(scope="module")
+def wordpiece() -> WordPieceTokenizer:
+    return WordPieceTokenizer()
+
+
+@pytest.fixture(scope="module")
+def minilm() -> BertModel:
+    """Transformers' own model of the installed checkpoint, as it loads by default (sdpa attention)."""
+    return BertModel.from_pretrained(str(minilm_dir()), local_files_only=True).eval()
+
+
+def ids(wordpiece: WordPieceTokenizer, a: str, b: str = "", maxlen: int = 512) -> tuple[torch.Tensor, torch.Tensor]:
+    encoding = wordpiece.encode(a, b, maxlen=maxlen)
+    return torch.tensor([encoding.ids]), torch.tensor([encoding.segment_ids])  # (1, L) each
 
 
 def hugging_face(model: BertModel, x: torch.Tensor, seg: torch.Tensor, mask: torch.Tensor | None = None):
@@ -97,6 +126,110 @@ def test_padding_mask_matches_hugging_face(tiny: BertModel, tiny_state: dict[str
     # the unpadded sequence alone gives its real tokens the same vectors
     alone = encode(embedding, encoder, x[1:, :5], seg[1:, :5])
     assert_close(alone.hidden_states, tuple(h[1:, :5] for h in ours.hidden_states))
+
+
+def test_installed_checkpoint_matches_hugging_face_within_1e_5(minilm: BertModel,
+                                                               wordpiece: WordPieceTokenizer) -> None:
+    for a, b, length in ((RIVER, MONEY, 12), (LONG_A, LONG_B, 128)):
+        x, seg = ids(wordpiece, a, b, maxlen=128)
+        assert x.shape == (1, length) and seg.unique().tolist() == [0, 1]
+        ours = encode(bert_preset(), bert_encoder(), x, seg)
+        assert len(ours.hidden_states) == 7
+        assert_close(ours.hidden_states, hugging_face(minilm, x, seg).hidden_states)
+
+
+def test_installed_checkpoint_matches_eager_attention_bit_for_bit(wordpiece: WordPieceTokenizer) -> None:
+    """Against the same arithmetic (eager attention, not the fused kernel), not one bit differs:
+    the same order of operations, the same eps, exact GELU, a float32 softmax."""
+    eager = BertModel.from_pretrained(str(minilm_dir()), local_files_only=True, attn_implementation="eager").eval()
+    x, seg = ids(wordpiece, LONG_A, LONG_B, maxlen=128)
+    theirs = hugging_face(eager, x, seg)
+    ours = encode(bert_preset(), bert_encoder(), x, seg, per_head=True)
+    assert all(torch.equal(a, b) for a, b in zip(ours.hidden_states, theirs.hidden_states, strict=True))
+    assert all(torch.equal(a, b) for a, b in zip(ours.attentions, theirs.attentions, strict=True))
+
+
+def test_hidden_state_0_is_the_page_s_embedding_output(minilm: BertModel, wordpiece: WordPieceTokenizer) -> None:
+    """Layer 0 is today's page: the app's BERT tables (the shared source every session reads)."""
+    source = bert_source()
+    encoding = source.tokenizer.encode(RIVER, MONEY)
+    x, seg = torch.tensor([encoding.ids]), torch.tensor([encoding.segment_ids])
+    with torch.no_grad():
+        page = source.model.components(x, seg)["output"]  # (1, L, 384)
+    ours = encode(source.model, bert_encoder(), x, seg)
+    assert torch.equal(ours.hidden_states[0], page)
+    assert torch.equal(ours.hidden_states[0], hugging_face(minilm, x, seg).hidden_states[0])
+
+
+def cosines(wordpiece: WordPieceTokenizer, a: str, b: str, together: bool) -> list[float]:
+    """The cosine of the two "bank"s at each depth: the sentences as one pair, or each alone."""
+    if together:
+        x, seg = ids(wordpiece, a, b)
+        first, second = (x[0] == wordpiece.token_to_id("bank")).nonzero()[:, 0].tolist()
+        states = [(h[0, first], h[0, second]) for h in encode(bert_preset(), bert_encoder(), x, seg).hidden_states]
+    else:
+        (xa, sa), (xb, sb) = ids(wordpiece, a), ids(wordpiece, b)
+        at = [int((x[0] == wordpiece.token_to_id("bank")).nonzero()[0]) for x in (xa, xb)]
+        alone = [encode(bert_preset(), bert_encoder(), x, s).hidden_states for x, s in ((xa, sa), (xb, sb))]
+        states = [(ha[0, at[0]], hb[0, at[1]]) for ha, hb in zip(*alone, strict=True)]
+    return [torch.cosine_similarity(u, v, dim=0).item() for u, v in states]
+
+
+def test_bank_by_the_river_and_bank_for_money_drift_apart(wordpiece: WordPieceTokenizer) -> None:
+    """The issue's claim, each sentence read alone: the layers move the two senses apart."""
+    cos = cosines(wordpiece, RIVER, MONEY, together=False)
+    assert cos[0] - cos[6] > 0.1
+    assert cos[0] == pytest.approx(0.966, abs=1e-3) and cos[6] == pytest.approx(0.853, abs=1e-3)
+
+
+def test_in_one_pair_the_two_banks_draw_together(wordpiece: WordPieceTokenizer) -> None:
+    """Read as one pair ([CLS] river [SEP] money [SEP], as the page reads A and B), each "bank"
+    attends to both sentences' context, and the two end closer at layer 6 than at layer 0.
+    (transformers gives the same numbers: it is the model, not this module.)"""
+    cos = cosines(wordpiece, RIVER, MONEY, together=True)
+    assert cos[0] == pytest.approx(0.931, abs=1e-3) and cos[6] == pytest.approx(0.953, abs=1e-3)
+    assert cos[6] > cos[0]
+
+
+def test_shared_encoder_is_minilm_loaded_once_and_frozen() -> None:
+    encoder = bert_encoder()
+    assert encoder.config == EncoderConfig(n_layers=6, d_model=384, n_heads=12, d_ff=1536, eps=1e-12)
+    assert not encoder.training
+    assert all(not p.requires_grad and p.dtype == torch.float32 for p in encoder.parameters())
+    assert sum(p.numel() for p in encoder.parameters()) == 6 * 1_774_464  # every weight of six layers
+    assert bert_encoder() is encoder
+
+
+@pytest.fixture()
+def no_encoder_yet():
+    checkpoints._load_encoder.cache_clear()
+    yield
+    checkpoints._load_encoder.cache_clear()  # drop what the test cached; the next caller loads the real one
+
+
+def test_many_first_calls_at_once_read_the_checkpoint_once(no_encoder_yet: None,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    loads = []
+
+    def slow_load(folder: Path) -> Encoder:
+        loads.append(folder)
+        time.sleep(0.2)  # long enough for every other caller to arrive while this one reads
+        return Encoder(EncoderConfig(n_layers=1, d_model=4, n_heads=2, d_ff=8))
+
+    monkeypatch.setattr(checkpoints, "load_bert_encoder", slow_load)
+    ready, results = threading.Barrier(8), []
+
+    def open_session() -> None:
+        ready.wait()
+        results.append(bert_encoder())
+
+    threads = [threading.Thread(target=open_session) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(loads) == 1
+    assert all(result is results[0] for result in results) and len(results) == 8
 
 
 # (keys to replace in the tiny model's state, None to delete), and the message that must come back

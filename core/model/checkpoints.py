@@ -300,6 +300,25 @@ def bert_state_to_encoder(state: Mapping[str, torch.Tensor], config: EncoderConf
     return module.eval()
 
 
+_ENCODER_LOCK = threading.Lock()
+
+
+def bert_encoder() -> Encoder:
+    """MiniLM's six encoder layers (12 heads, width 384), shared by every session.
+
+    Read once per process and never changed: in eval mode, its parameters not requiring grad.
+    It pairs with `bert_preset` (the same checkpoint's embedding layer).
+    """
+    # without the lock, two sessions opening at once would both read the checkpoint
+    with _ENCODER_LOCK:
+        return _load_encoder()
+
+
+@functools.cache
+def _load_encoder() -> Encoder:
+    return load_bert_encoder(minilm_dir()).requires_grad_(False)
+
+
 def _encoder_name(key: str) -> tuple[int, str] | None:
     """(layer, the key's name inside that layer), or None for keys outside the encoder.
 
