@@ -18,9 +18,6 @@ import argparse
 import gc
 import os
 import random
-import statistics
-import time
-from collections.abc import Callable
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # transformers' "Loading weights" bar
@@ -29,6 +26,7 @@ import psutil
 import torch
 from threadpoolctl import threadpool_limits
 
+from bench.vocabulary_basis import medians
 from core.model.checkpoints import bert_encoder, bert_preset, minilm_dir
 from core.model.encoder import encode
 from core.model.tokenizer import WordPieceTokenizer
@@ -42,22 +40,6 @@ SENTENCE_B = "the lecturer follows the path of the word bank from the river to t
 
 def rss_mb() -> float:
     return psutil.Process().memory_info().rss / 1e6
-
-
-def medians(calls: dict[str, Callable[[], object]], runs: int) -> dict[str, float]:
-    """Median seconds of each call, interleaved in a shuffled order so load spikes hit all alike."""
-    for call in calls.values():  # warm up: lazy imports, allocator, kernels' first use
-        call()
-        call()
-    times: dict[str, list[float]] = {name: [] for name in calls}
-    order = list(calls)
-    for _ in range(runs):
-        random.shuffle(order)
-        for name in order:
-            start = time.perf_counter()
-            calls[name]()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def measure(runs: int = 30) -> dict:
@@ -92,14 +74,11 @@ def measure(runs: int = 30) -> dict:
         with torch.inference_mode():
             return eager(input_ids=x, token_type_ids=seg, output_hidden_states=True, output_attentions=True)
 
-    seconds = medians(
-        {
-            "ours": lambda: encode(embedding, encoder, x, seg),
-            "sdpa": transformers_sdpa,
-            "eager": transformers_eager,
-        },
-        runs,
-    )
+    calls = {"ours": lambda: encode(embedding, encoder, x, seg), "sdpa": transformers_sdpa, "eager": transformers_eager}
+    for call in calls.values():  # warm up: the allocator, each kernel's first use
+        call()
+        call()
+    seconds = medians(calls, runs)
     ours = encode(embedding, encoder, x, seg).hidden_states
     difference = max((a - b).abs().max().item() for a, b in zip(ours, transformers_sdpa().hidden_states, strict=True))
     return {

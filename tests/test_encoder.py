@@ -3,10 +3,12 @@ what the layers do to "bank"."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -200,15 +202,7 @@ def test_shared_encoder_is_minilm_loaded_once_and_frozen() -> None:
     assert bert_encoder() is encoder
 
 
-@pytest.fixture()
-def no_encoder_yet():
-    checkpoints._load_encoder.cache_clear()
-    yield
-    checkpoints._load_encoder.cache_clear()  # drop what the test cached; the next caller loads the real one
-
-
-def test_many_first_calls_at_once_read_the_checkpoint_once(no_encoder_yet: None,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_many_first_calls_at_once_read_the_checkpoint_once(monkeypatch: pytest.MonkeyPatch) -> None:
     loads = []
 
     def slow_load(folder: Path) -> Encoder:
@@ -217,65 +211,51 @@ def test_many_first_calls_at_once_read_the_checkpoint_once(no_encoder_yet: None,
         return Encoder(EncoderConfig(n_layers=1, d_model=4, n_heads=2, d_ff=8))
 
     monkeypatch.setattr(checkpoints, "load_bert_encoder", slow_load)
-    ready, results = threading.Barrier(8), []
+    # the loader's own code with an empty cache, as in a new process (the real cache is kept for later tests)
+    monkeypatch.setattr(checkpoints, "_load_encoder", functools.cache(checkpoints._load_encoder.__wrapped__))
+    ready = threading.Barrier(8)  # eight tabs opening at the same moment
 
-    def open_session() -> None:
+    def open_tab(_: int) -> Encoder:
         ready.wait()
-        results.append(bert_encoder())
+        return bert_encoder()
 
-    threads = [threading.Thread(target=open_session) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(open_tab, range(8)))
     assert len(loads) == 1
-    assert all(result is results[0] for result in results) and len(results) == 8
+    assert all(result is results[0] for result in results) and isinstance(results[0], Encoder)
 
 
-# (keys to replace in the tiny model's state, None to delete), and the message that must come back
-BAD_STATES = {
-    "wrong shape": (
-        {"encoder.layer.1.intermediate.dense.weight": torch.ones(16, 32)},
-        "encoder.layer.1.intermediate.dense.weight has shape (16, 32) but the model expects (32, 16).",
-    ),
-    "missing key": (
-        {"encoder.layer.1.attention.output.LayerNorm.bias": None},
-        "encoder.layer.1.attention.output.LayerNorm.bias is missing from the checkpoint",
-    ),
-    "unknown key in a layer": (
-        {"encoder.layer.0.attention.self.distance_embedding.weight": torch.ones(31, 4)},
-        "encoder.layer.0.attention.self.distance_embedding.weight is not part of a BERT encoder layer",
-    ),
-    "a layer too many": (
-        {"encoder.layer.2.output.dense.bias": torch.ones(16)},
-        "encoder.layer.2.output.dense.bias belongs to layer 2, but the encoder has 2 layers (0 to 1).",
-    ),
-    "same weight twice": (
-        {"bert.encoder.layer.0.output.dense.bias": torch.ones(16)},
-        "encoder.layer.0.output.dense.bias and bert.encoder.layer.0.output.dense.bias are the same weight",
-    ),
-    "integers": (
-        {"encoder.layer.0.attention.self.key.bias": torch.ones(16, dtype=torch.long)},
-        "encoder.layer.0.attention.self.key.bias holds torch.int64 values; encoder weights hold floating-point",
-    ),
-    "nan": (
-        {"encoder.layer.0.attention.self.value.weight": torch.full((16, 16), float("nan"))},
-        "row 0 of encoder.layer.0.attention.self.value.weight contains NaN",
-    ),
-}
+# one weight of the tiny model's state replaced (None: deleted), and the message that must come back
+BAD_WEIGHTS = [
+    pytest.param("encoder.layer.1.intermediate.dense.weight", torch.ones(16, 32),
+                 "encoder.layer.1.intermediate.dense.weight has shape (16, 32) but the model expects (32, 16).",
+                 id="wrong shape"),
+    pytest.param("encoder.layer.1.attention.output.LayerNorm.bias", None,
+                 "encoder.layer.1.attention.output.LayerNorm.bias is missing from the checkpoint", id="missing"),
+    pytest.param("encoder.layer.0.attention.self.distance_embedding.weight", torch.ones(31, 4),
+                 "encoder.layer.0.attention.self.distance_embedding.weight is not part of a BERT encoder layer",
+                 id="unknown key in a layer"),
+    pytest.param("encoder.layer.2.output.dense.bias", torch.ones(16),
+                 "encoder.layer.2.output.dense.bias belongs to layer 2, but the encoder has 2 layers (0 to 1).",
+                 id="a layer too many"),
+    pytest.param("bert.encoder.layer.0.output.dense.bias", torch.ones(16),
+                 "encoder.layer.0.output.dense.bias and bert.encoder.layer.0.output.dense.bias are the same weight",
+                 id="same weight twice"),
+    pytest.param("encoder.layer.0.attention.self.key.bias", torch.ones(16, dtype=torch.long),
+                 "encoder.layer.0.attention.self.key.bias holds torch.int64 values; encoder weights hold floating",
+                 id="integers"),
+    pytest.param("encoder.layer.0.attention.self.value.weight", torch.full((16, 16), float("nan")),
+                 "row 0 of encoder.layer.0.attention.self.value.weight contains NaN", id="nan"),
+]
 
 
-@pytest.mark.parametrize(("changes", "message"), BAD_STATES.values(), ids=BAD_STATES.keys())
+@pytest.mark.parametrize(("key", "value", "message"), BAD_WEIGHTS)
 def test_bad_state_is_refused_with_a_message_naming_the_key(
-    tiny: BertModel, tiny_state: dict[str, torch.Tensor], changes: dict[str, torch.Tensor | None], message: str
+    tiny: BertModel, tiny_state: dict[str, torch.Tensor], key: str, value: torch.Tensor | None, message: str
 ) -> None:
-    for key, value in changes.items():
-        if value is None:
-            del tiny_state[key]
-        else:
-            tiny_state[key] = value
+    state = {name: tensor for name, tensor in (tiny_state | {key: value}).items() if tensor is not None}
     with pytest.raises(ValueError, match=re.escape(message)):
-        bert_state_to_encoder(tiny_state, encoder_config(tiny.config.to_dict()))
+        bert_state_to_encoder(state, encoder_config(tiny.config.to_dict()))
 
 
 def test_pretraining_names_and_legacy_layer_norm_names_load(tiny: BertModel,
