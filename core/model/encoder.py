@@ -91,14 +91,14 @@ class MultiHeadAttention(nn.Module):
         q = self.w_q(x).view(B, L, self.n_heads, self.d_k).transpose(1, 2)  # (B, h, L, d_k)
         k = self.w_k(x).view(B, L, self.n_heads, self.d_k).transpose(1, 2)  # (B, h, L, d_k)
         v = self.w_v(x).view(B, L, self.n_heads, self.d_k).transpose(1, 2)  # (B, h, L, d_k)
-        probs = attention(q, k, v, mask)  # (B, h, L, L)
+        probs = attention(q, k, mask)  # (B, h, L, L)
         heads = probs @ v  # (B, h, L, d_k)
         concat = heads.transpose(1, 2).reshape(B, L, d)  # (B, L, d): Concat(head_1, ..., head_h)
         return self.w_o(concat), probs  # (B, L, d), (B, h, L, L)
 
 
-def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-    """softmax(Q Kᵀ / √d_k), the weights of Attention(Q, K, V) (Vaswani et al., eq. 1).
+def attention(q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """softmax(Q Kᵀ / √d_k): the weights Attention(Q, K, V) gives the values V (Vaswani et al., eq. 1).
 
     Dividing by √d_k keeps the dot products' spread independent of the width, so softmax does
     not saturate into one-hot weights with vanishing gradients. The probabilities are returned
