@@ -1,1 +1,2 @@
-"""BERT's input embedding layer and the mathematics around it: tokenizers, checkpoints, training, PCA, measures."""
+"""BERT's input embedding layer, its encoder, and the mathematics around them: tokenizers, checkpoints, training,
+PCA, measures."""

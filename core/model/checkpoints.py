@@ -1,10 +1,10 @@
-"""BERT checkpoints, read safely and mapped onto `BertEmbedding`.
+"""BERT checkpoints, read safely and mapped onto `BertEmbedding` and the `Encoder`.
 
-A BERT checkpoint names its embedding tables the Hugging Face way
-(`bert.embeddings.word_embeddings.weight`, ...); the explorer's module names them the way the
-listing does (`tok_embed.weight`, ...). One explicit mapping translates between the two and
-checks everything on the way, so a wrong file fails with a sentence that names the key and both
-shapes instead of a stack trace from deep inside `load_state_dict`.
+A BERT checkpoint names its weights the Hugging Face way (`bert.embeddings.word_embeddings.weight`,
+`encoder.layer.0.attention.self.query.weight`, ...); the explorer's modules name them the way the
+listing and the papers do (`tok_embed.weight`, `layers.0.attn.w_q.weight`, ...). One explicit
+mapping for each translates between the two and checks everything on the way, so a wrong file
+fails with a sentence that names the key and both shapes instead of a stack trace.
 
 Files come from strangers (uploads), so pickles are only ever opened with
 `torch.load(..., weights_only=True)`: a checkpoint that needs more than tensors is refused,
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -25,6 +26,7 @@ import torch
 from safetensors import safe_open
 
 from core.model.embedding import BertEmbedding
+from core.model.encoder import Encoder, EncoderConfig
 
 BERT_EPS = 1e-12  # LayerNorm eps of every BERT checkpoint (PyTorch's default is 1e-5)
 
@@ -55,6 +57,38 @@ TABLE_ROWS = {
     "pos_embed.weight": "max_position_embeddings",
     "seg_embed.weight": "type_vocab_size",
 }
+
+# Hugging Face's name inside encoder layer i (after "bert." and "encoder.layer.{i}.") -> ours
+# inside the Encoder's `layers.{i}`; this is the whole mapping of the encoder
+ENCODER_RENAMES = {
+    "attention.self.query.weight": "attn.w_q.weight",
+    "attention.self.query.bias": "attn.w_q.bias",
+    "attention.self.key.weight": "attn.w_k.weight",
+    "attention.self.key.bias": "attn.w_k.bias",
+    "attention.self.value.weight": "attn.w_v.weight",
+    "attention.self.value.bias": "attn.w_v.bias",
+    "attention.output.dense.weight": "attn.w_o.weight",
+    "attention.output.dense.bias": "attn.w_o.bias",
+    "attention.output.LayerNorm.weight": "norm1.weight",
+    "attention.output.LayerNorm.bias": "norm1.bias",
+    "intermediate.dense.weight": "ffn.w_1.weight",
+    "intermediate.dense.bias": "ffn.w_1.bias",
+    "output.dense.weight": "ffn.w_2.weight",
+    "output.dense.bias": "ffn.w_2.bias",
+    "output.LayerNorm.weight": "norm2.weight",
+    "output.LayerNorm.bias": "norm2.bias",
+}
+_ENCODER_KEY = re.compile(r"encoder\.layer\.(\d+)\.(.+)")
+
+# config.json's name -> EncoderConfig's; a BERT config states them all
+ENCODER_SIZES = {
+    "num_hidden_layers": "n_layers",
+    "hidden_size": "d_model",
+    "num_attention_heads": "n_heads",
+    "intermediate_size": "d_ff",
+}
+# what the Encoder implements, as config.json says it (and what it says when it says nothing)
+ENCODER_KINDS = {"hidden_act": "gelu", "position_embedding_type": "absolute"}
 
 
 def minilm_dir() -> Path:
@@ -112,11 +146,8 @@ def load_bert_embedding(path: str | Path) -> BertEmbedding:
     if path.is_dir():
         config = _read_config(path / "config.json")
         path = _checkpoint_in(path)
-    eps = config.get("layer_norm_eps", BERT_EPS)
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)):
-        raise ValueError(f"config.json's layer_norm_eps is {eps!r}; it must be a number.")
     state = read_state_dict(path, include=lambda key: _embedding_name(key) is not None)
-    return bert_state_to_embedding(state, float(eps), config=config)
+    return bert_state_to_embedding(state, _config_eps(config), config=config)
 
 
 def bert_state_to_embedding(
@@ -187,6 +218,123 @@ def _load_preset() -> BertEmbedding:
     return load_bert_embedding(minilm_dir()).requires_grad_(False)
 
 
+def load_bert_encoder(folder: str | Path) -> Encoder:
+    """The encoder layers of the BERT checkpoint in ``folder``: config.json for the shape,
+    model.safetensors for the weights.
+
+    Only safetensors are read (with `safe_open`, and only the encoder's keys), never a pickle:
+    the encoder comes from the installed package, which ships one. Returns the module in eval
+    mode, in float32.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ValueError(f"{folder} is not a folder; the encoder is read from a checkpoint folder "
+                         f"holding config.json and model.safetensors.")
+    if not (folder / "config.json").is_file():
+        raise ValueError(f"{folder} has no config.json; it states the encoder's number of layers and heads.")
+    config = encoder_config(_read_config(folder / "config.json"))
+    path = folder / "model.safetensors"
+    if not path.is_file():
+        raise ValueError(f"{folder} has no model.safetensors; the encoder's weights are read from "
+                         f"safetensors only, never from a pickle.")
+    state = read_state_dict(path, include=lambda key: _encoder_name(key) is not None)
+    return bert_state_to_encoder(state, config)
+
+
+def encoder_config(config: Mapping[str, Any]) -> EncoderConfig:
+    """The Encoder's shape from a parsed config.json, refusing a model it would compute wrongly."""
+    for field, implemented in ENCODER_KINDS.items():
+        if config.get(field, implemented) != implemented:
+            raise ValueError(f"config.json's {field} is {config[field]!r}; this encoder implements "
+                             f"BERT's {implemented!r} only.")
+    missing = [field for field in ENCODER_SIZES if field not in config]
+    if missing:
+        raise ValueError(f"config.json does not state {', '.join(missing)}; the encoder's shape needs them.")
+    sizes = {ours: _config_size(config, field, 0) for field, ours in ENCODER_SIZES.items()}
+    return EncoderConfig(**sizes, eps=_config_eps(config))
+
+
+def bert_state_to_encoder(state: Mapping[str, torch.Tensor], config: EncoderConfig) -> Encoder:
+    """The mapping itself: Hugging Face's encoder names and shapes in, a checked `Encoder` out.
+
+    Every weight of every one of ``config.n_layers`` layers must be there, in the shape the
+    module holds it; a key inside a layer that the mapping does not know is refused (a part this
+    encoder lacks would be silently left out). Keys outside the encoder (embeddings, pooler) are
+    ignored, so a whole model's state dict works. Returns the module in eval mode, in float32,
+    with its own copy of every weight.
+    """
+    by_name = {ours: hf for hf, ours in ENCODER_RENAMES.items()}
+    tensors: dict[str, tuple[str, torch.Tensor]] = {}
+    for key, tensor in state.items():
+        found = _encoder_name(key)
+        if found is None:
+            continue
+        layer, name = found
+        if name not in ENCODER_RENAMES:
+            raise ValueError(f"{key} is not part of a BERT encoder layer, which holds only "
+                             f"{', '.join(ENCODER_RENAMES)}; is this a BERT checkpoint?")
+        if layer >= config.n_layers:
+            raise ValueError(f"{key} belongs to layer {layer}, but the encoder has {config.n_layers} layers "
+                             f"(0 to {config.n_layers - 1}).")
+        ours = f"layers.{layer}.{ENCODER_RENAMES[name]}"
+        if ours in tensors:
+            raise ValueError(f"{tensors[ours][0]} and {key} are the same weight; keep only one.")
+        tensors[ours] = (key, tensor)
+
+    # the module's own parameters are the expected shapes; on "meta" they take no memory
+    with torch.device("meta"):
+        module = Encoder(config)
+    weights = {}
+    for ours, parameter in module.state_dict().items():
+        if ours not in tensors:
+            layer, _, name = ours.removeprefix("layers.").partition(".")
+            raise ValueError(f"encoder.layer.{layer}.{by_name[name]} is missing from the checkpoint; each of "
+                             f"the encoder's {config.n_layers} layers needs all of {', '.join(ENCODER_RENAMES)}.")
+        key, tensor = tensors[ours]
+        _check_values(key, tensor, what="encoder weights")
+        if tuple(tensor.shape) != tuple(parameter.shape):
+            raise ValueError(f"{key} has shape {tuple(tensor.shape)} but the model expects {tuple(parameter.shape)}.")
+        # a copy, so the module never shares memory with the caller's tensors or a mapped file
+        weights[ours] = tensor.detach().to(torch.float32, copy=True)
+    module.load_state_dict(weights, assign=True)
+    return module.eval()
+
+
+_ENCODER_LOCK = threading.Lock()
+
+
+def bert_encoder() -> Encoder:
+    """MiniLM's six encoder layers (12 heads, width 384), shared by every session.
+
+    Read once per process and never changed: in eval mode, its parameters not requiring grad.
+    It pairs with `bert_preset` (the same checkpoint's embedding layer).
+    """
+    # without the lock, two sessions opening at once would both read the checkpoint
+    with _ENCODER_LOCK:
+        return _load_encoder()
+
+
+@functools.cache
+def _load_encoder() -> Encoder:
+    return load_bert_encoder(minilm_dir()).requires_grad_(False)
+
+
+def _encoder_name(key: str) -> tuple[int, str] | None:
+    """(layer, the key's name inside that layer), or None for keys outside the encoder.
+
+    Accepts a `BertModel`'s keys ("encoder.layer.0....") and a pretraining model's
+    ("bert.encoder.layer.0...."), and the legacy LayerNorm names `gamma` and `beta`.
+    """
+    match = _ENCODER_KEY.fullmatch(key.removeprefix("bert."))
+    if match is None:
+        return None
+    name = match[2]
+    for legacy, current in LEGACY_NAMES.items():
+        if name.endswith(legacy):
+            name = name.removesuffix(legacy) + current
+    return int(match[1]), name
+
+
 def _embedding_name(key: str) -> str | None:
     """The key's name inside the embedding layer, or None for keys outside it (encoder, heads).
 
@@ -228,12 +376,12 @@ def _rename(state: Mapping[str, torch.Tensor]) -> dict[str, tuple[str, torch.Ten
     return tensors
 
 
-def _check_values(key: str, tensor: torch.Tensor) -> None:
-    """Refuse tables that are not finite floating-point numbers, before they reach a plot."""
+def _check_values(key: str, tensor: torch.Tensor, what: str = "embedding tables") -> None:
+    """Refuse tables (or weights) that are not finite floating-point numbers, before they reach a plot."""
     if not isinstance(tensor, torch.Tensor):
         raise ValueError(f"{key} is a {type(tensor).__name__}, not a tensor.")
     if not tensor.is_floating_point():
-        raise ValueError(f"{key} holds {tensor.dtype} values; embedding tables hold floating-point numbers.")
+        raise ValueError(f"{key} holds {tensor.dtype} values; {what} hold floating-point numbers.")
     # in float32, because that is what the layer will hold: 1e300 in float64 is infinite there
     check_numbers(tensor.float(), key=key)
 
@@ -279,6 +427,14 @@ def _config_size(config: Mapping[str, Any], field: str, implied: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"config.json's {field} is {value!r}; it must be a whole number of at least 1.")
     return value
+
+
+def _config_eps(config: Mapping[str, Any]) -> float:
+    """LayerNorm's eps from config.json, else BERT's."""
+    eps = config.get("layer_norm_eps", BERT_EPS)
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps > 0:
+        raise ValueError(f"config.json's layer_norm_eps is {eps!r}; it must be a positive number.")
+    return float(eps)
 
 
 def _read_config(path: Path) -> dict[str, Any]:
