@@ -15,6 +15,7 @@ import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from core.serving.wording import MAX_MARKS, folded, mixed, stacked, visible
 from core.view.options import Refused
 
 MAX_PROMPT = 120  # characters
@@ -40,32 +41,49 @@ _APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'"})  # a phone's curly 
 _JOINERS = frozenset("-'")
 _BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
-NOT_A_PROMPT = f"A prompt is text of 1 to {MAX_PROMPT} characters, without control characters."
+NOT_A_PROMPT = f"A prompt is text of 1 to {MAX_PROMPT} visible characters on one line, without control characters."
 NOT_A_WORD = (f"An answer is one word of up to {MAX_WORD} characters: letters, digits, hyphens and apostrophes, "
               "starting with a letter or a digit (no spaces, no symbols).")
+INVISIBLE = ("This answer shows nothing once its invisible characters are left out: an answer is a word the room "
+             "can read, of letters or digits.")
+STACKED = (f"This answer piles marks on a letter: a letter may carry up to {MAX_MARKS} accents or vowel signs, "
+           "each once.")
+MIXED = ("This answer mixes alphabets, as a word passing for another does (Latin with one Cyrillic letter): "
+         "write a word in one alphabet; Latin may go with Chinese, Japanese or Korean.")
 
 
 def checked_prompt(text: object) -> str:
-    """The prompt as a class is shown it: stripped, NFC, 1..MAX_PROMPT characters, no control ones."""
+    """The prompt as a class is shown it: stripped, NFC, without invisible characters (the zero-width
+    ones would make a prompt look like another), 1..MAX_PROMPT characters on one line. NFC, not NFKC:
+    a prompt may mean its compatibility characters ("½ a word")."""
     if not isinstance(text, str) or len(text) > 4 * MAX_PROMPT:  # refused before any work on a huge text
         raise Refused(NOT_A_PROMPT)
-    prompt = unicodedata.normalize("NFC", text).strip()
+    if any(c in _BIDI for c in text):  # refused, not dropped: they reorder what the room reads
+        raise Refused(NOT_A_PROMPT)
+    prompt = unicodedata.normalize("NFC", visible(text)).strip()
     if not 1 <= len(prompt) <= MAX_PROMPT or any(
-            unicodedata.category(c) in ("Cc", "Cs") or c in _BIDI for c in prompt):
+            unicodedata.category(c) in ("Cc", "Cs", "Zl", "Zp") for c in prompt):
         raise Refused(NOT_A_PROMPT)
     return prompt
 
 
 def checked_word(text: object) -> str:
-    """The word as it is counted: stripped, NFC, case-folded; `Refused` (never repeating what was
-    sent) unless 1..MAX_WORD letters (any script's, with marks), digits, hyphens and apostrophes."""
+    """The word as it is counted and hidden: its one spelling (`wording.folded`), stripped;
+    `Refused` with a sentence (never repeating what was sent) unless 1..MAX_WORD letters (any
+    script's, with marks), digits, hyphens and apostrophes that show something, carry no pile of
+    marks and keep to one script (see `wording`)."""
     if not isinstance(text, str) or len(text) > 4 * MAX_WORD:
         raise Refused(NOT_A_WORD)
-    word = unicodedata.normalize("NFC", text.strip().translate(_APOSTROPHES)).casefold()
-    word = unicodedata.normalize("NFC", word)  # case-folding may decompose
+    word = folded(text.translate(_APOSTROPHES)).strip()
+    if not word and text.strip():
+        raise Refused(INVISIBLE)
+    if stacked(word):  # said before its length: a pile of marks is what is wrong with it
+        raise Refused(STACKED)
     if not 1 <= len(word) <= MAX_WORD or unicodedata.category(word[0])[0] not in "LN" or not all(
             unicodedata.category(c)[0] in "LNM" or c in _JOINERS for c in word):
         raise Refused(NOT_A_WORD)
+    if mixed(word):
+        raise Refused(MIXED)
     return word
 
 
