@@ -259,6 +259,20 @@ def test_under_review_first_only_approved_words_are_drawn():
     assert a_round({"queen": 3, "prince": 2}, approved={"prince"}).drawn() == (("queen", 3), ("prince", 2))
 
 
+def test_a_hidden_word_hides_its_look_alikes_in_every_list_but_approval_stays_exact():
+    # built directly: "kіng" (a Cyrillic і) is refused at answer time, yet a skeleton groups it all the same
+    round_ = a_round({"king": 3, "kіng": 2, "сор": 2, "cop": 1, "kind": 1}, hidden={"king", "cop"})
+    assert round_.drawn() == (("kind", 1),)
+    assert [(word["word"], word["hidden"]) for word in round_.message(lecturer=True)["words"]] == [
+        ("king", True), ("kіng", True), ("сор", True), ("cop", True), ("kind", False)]  # the lecturer sees why
+    assert "kіng" not in json.dumps(round_.message(lecturer=False))
+    assert [row.split(",")[2] for row in csv_of(round_).splitlines()[1:]] == ["true"] * 4 + ["false"]
+    # review first: approving "cop" approves no look-alike, which no one has read
+    review = a_round({"сор": 2, "cop": 1}, approved={"cop"}, review=True)
+    assert review.drawn() == (("cop", 1),)
+    assert a_round({"сор": 2, "cop": 1}, hidden={"сор"}).drawn() == ()  # either way round
+
+
 def test_csv_has_every_word_with_its_moderation_and_no_cell_starts_a_formula():
     round_ = a_round({"=cmd|' /c calc'!a0": 4, "+sum": 3, "-2": 2, "@x": 2, "\tx": 1, "\rx": 1, 'say "hi", then': 1,
                       "queen": 5}, hidden={"@x"}, approved={"queen"})  # built directly: checked_word refuses these
@@ -338,6 +352,25 @@ def test_hiding_and_approving_words_before_or_after_they_are_answered(room):
     assert room.lecture("approve", lecturer, secret, "queen", True).drawn() == (("queen", 1),)
     assert room.lecture("approve", lecturer, secret, "rude", True).drawn() == (("queen", 1),)  # hidden stays hidden
     assert room.lecture("review", lecturer, secret, None, False).drawn() == (("prince", 1), ("queen", 1))
+
+
+def test_hide_on_king_hides_it_however_it_is_spelled_and_its_look_alikes(room):
+    lecturer, class_id, secret = lecture(room)
+    room.lecture("ask", lecturer, secret, "Type a word.")
+    assert room.lecture("hide", lecturer, secret, "King\ufe0f", True).hidden == {"king"}  # hidden as it is counted
+    room.lecture("hide", lecturer, secret, "cop", True)
+    pages = students(room, class_id, 6)
+    sent = ("king\ufe0f", "king\u034f", "ｋｉｎｇ", "k\u200ding", "сор", "queen")
+    for index, (student, word) in enumerate(zip(pages, sent, strict=True)):
+        room.answer(student, f"page-{index}", "10.9.2.2", word, 1)
+    with pytest.raises(Refused) as refused:  # a Latin word with a Cyrillic і: refused, never counted
+        room.answer(pages[0], "page-0", "10.9.2.2", "kіng", 1)
+    assert str(refused.value) == MIXED
+    now = kept(room, class_id)
+    assert dict(now.counts) == {"king": 4, "сор": 1, "queen": 1}
+    assert now.drawn() == (("queen", 1),)
+    assert {word["word"] for word in now.message(lecturer=True)["words"] if word["hidden"]} == {"king", "сор", "cop"}
+    assert room.lecture("hide", lecturer, secret, "cop", False).drawn() == (("queen", 1), ("сор", 1))
 
 
 def test_at_most_max_moderated_words_are_hidden(room, monkeypatch):

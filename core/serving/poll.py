@@ -15,7 +15,7 @@ import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from core.serving.wording import MAX_MARKS, folded, mixed, stacked, visible
+from core.serving.wording import MAX_MARKS, folded, mixed, skeleton, stacked, visible
 from core.view.options import Refused
 
 MAX_PROMPT = 120  # characters
@@ -109,8 +109,8 @@ class Round:
     open: bool  # answers taken
     review: bool  # review first: only approved words are drawn
     counts: Mapping[str, int]  # every distinct word answered -> how many gave it (hidden too)
-    hidden: frozenset[str]
-    approved: frozenset[str]
+    hidden: frozenset[str]  # as the lecturer's Hide names them (checked_word); their look-alikes are hidden too
+    approved: frozenset[str]  # exactly these
     answers: int  # answers taken this round
     students: int  # distinct students who answered this round
     version: int  # strictly increases on every change of the class's poll
@@ -122,8 +122,17 @@ class Round:
         return tuple(sorted(words.items(), key=lambda item: (-item[1], item[0])))
 
     @functools.cached_property
+    def _hidden_looks(self) -> frozenset[str]:
+        return frozenset(map(skeleton, self.hidden))
+
+    def is_hidden(self, word: str) -> bool:
+        """Whether `word` is hidden: it, or a word it looks like (its skeleton), was hidden. Approval
+        stays exact: under review first a look-alike of an approved word is a word no one has read."""
+        return word in self.hidden or bool(self.hidden) and skeleton(word) in self._hidden_looks
+
+    @functools.cached_property
     def _visible(self) -> tuple[tuple[str, int], ...]:
-        return tuple((word, count) for word, count in self._tally if count and word not in self.hidden
+        return tuple((word, count) for word, count in self._tally if count and not self.is_hidden(word)
                      and (not self.review or word in self.approved))
 
     def drawn(self) -> tuple[tuple[str, int], ...]:
@@ -140,7 +149,7 @@ class Round:
                 "drawn": [[word, count] for word, count in self.drawn()]}
         if lecturer:
             sent.update(review=self.review, answers=self.answers, students=self.students,
-                        words=[{"word": word, "count": count, "hidden": word in self.hidden,
+                        words=[{"word": word, "count": count, "hidden": self.is_hidden(word),
                                 "approved": word in self.approved} for word, count in self._tally])
         return sent
 
@@ -160,7 +169,7 @@ def csv_of(round: Round) -> str:  # noqa: A002 - the interface's name
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(["word", "count", "hidden", "approved"])
     for word, count in round._tally:
-        writer.writerow([_cell(word), count, str(word in round.hidden).lower(), str(word in round.approved).lower()])
+        writer.writerow([_cell(word), count, str(round.is_hidden(word)).lower(), str(word in round.approved).lower()])
     return out.getvalue()
 
 
