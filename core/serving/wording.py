@@ -39,7 +39,7 @@ DEFAULT_IGNORABLE = (
     (0xFFF0, 0xFFF8),  # reserved
     (0x1BCA0, 0x1BCA3),  # shorthand format controls
     (0x1D173, 0x1D17A),  # musical symbol beams and phrases
-    (0xE0000, 0xE0FFF),  # tags, variation selectors 17-256, and the reserved rest of the plane's block
+    (0xE0000, 0xE0FFF),  # tags, variation selectors 17-256 and the reserved code points between (7 rows there)
 )
 _IGNORABLE = frozenset(chr(point) for first, last in DEFAULT_IGNORABLE for point in range(first, last + 1))
 
@@ -50,8 +50,8 @@ _HIGHLY_RESTRICTIVE = (frozenset({"LATIN", "HAN", "HIRAGANA", "KATAKANA"}), froz
                        frozenset({"LATIN", "HAN", "BOPOMOFO"}))
 # TR39 5.4 forbids more than 4 nonspacing marks in a row and the same one twice. Four is enough for
 # real words: Vietnamese has at most 2 on a letter (ệ: circumflex and dot below), Hindi 3 (ज़ें in
-# चीज़ें: nukta, vowel sign, anusvara), a Tibetan stack 3 or 4; and a word of MAX_WORD characters then
-# holds at most 24, where a pile of marks over one letter (Zalgo) runs into lines of text above it.
+# चीज़ें: nukta, vowel sign, anusvara), a Tibetan stack 3 or 4; a word of 30 characters then carries
+# at most 24, four to a letter, where a pile over one letter (Zalgo) runs into the lines above it.
 MAX_MARKS = 4
 
 
@@ -122,10 +122,14 @@ def _prototypes() -> dict[str, str]:
                 neighbours.setdefault(ends[1], set()).add(ends[0])
     prototypes: dict[str, str] = {}
     for character, others in neighbours.items():
-        if len(character) == 1:
-            (other, *more) = others
-            prototypes[character] = (character if more else other if len(neighbours[other]) > 1 or len(other) > 1
-                                     else min(character, other))
+        if len(character) > 1:
+            continue  # a prototype of several characters (`rn`): only single characters are replaced
+        if len(others) > 1:
+            prototypes[character] = character  # the centre of its star
+        else:
+            (other,) = others
+            centre = len(neighbours[other]) > 1 or len(other) > 1
+            prototypes[character] = other if centre else min(character, other)
     while True:  # a prototype's own characters map to themselves, as TR39's table is idempotent
         again = {character: _replaced(prototype, prototypes) for character, prototype in prototypes.items()}
         if again == prototypes:
