@@ -20,7 +20,16 @@ import pytest
 import core.serving.classroom as classroom
 import core.serving.poll as poll
 from core.serving.classroom import ENDED, NOT_FOLLOWING, NOT_LECTURER, Classroom, Forbidden, Gone, Reconnecting
-from core.serving.classrounds import ENOUGH, MODERATED, NOT_ASKED, NOT_OPEN, OTHER_ROUND, POLL_SECONDS, ROUND_FULL
+from core.serving.classrounds import (
+    ENOUGH,
+    LOOKS_HIDDEN,
+    MODERATED,
+    NOT_ASKED,
+    NOT_OPEN,
+    OTHER_ROUND,
+    POLL_SECONDS,
+    ROUND_FULL,
+)
 from core.serving.classstore import RECONNECTING, Full, RedisStore
 from core.serving.poll import (
     INVISIBLE,
@@ -370,6 +379,9 @@ def test_hide_on_king_hides_it_however_it_is_spelled_and_its_look_alikes(room):
     assert dict(now.counts) == {"king": 4, "сор": 1, "queen": 1}
     assert now.drawn() == (("queen", 1),)
     assert {word["word"] for word in now.message(lecturer=True)["words"] if word["hidden"]} == {"king", "сор", "cop"}
+    with pytest.raises(Refused) as refused:  # Show on a look-alike would change nothing: the sentence says why
+        room.lecture("hide", lecturer, secret, "сор", False)
+    assert str(refused.value) == LOOKS_HIDDEN and kept(room, class_id) == now
     assert room.lecture("hide", lecturer, secret, "cop", False).drawn() == (("queen", 1), ("сор", 1))
 
 
