@@ -20,22 +20,35 @@ import pytest
 import core.serving.classroom as classroom
 import core.serving.poll as poll
 from core.serving.classroom import ENDED, NOT_FOLLOWING, NOT_LECTURER, Classroom, Forbidden, Gone, Reconnecting
-from core.serving.classrounds import ENOUGH, MODERATED, NOT_ASKED, NOT_OPEN, OTHER_ROUND, POLL_SECONDS, ROUND_FULL
+from core.serving.classrounds import (
+    ENOUGH,
+    LOOKS_HIDDEN,
+    MODERATED,
+    NOT_ASKED,
+    NOT_OPEN,
+    OTHER_ROUND,
+    POLL_SECONDS,
+    ROUND_FULL,
+)
 from core.serving.classstore import RECONNECTING, Full, RedisStore
 from core.serving.poll import (
+    INVISIBLE,
     MAX_ANSWERS,
     MAX_DRAWN,
     MAX_PROMPT,
     MAX_WORD,
+    MIXED,
     NO_ROUND,
     NOT_A_PROMPT,
     NOT_A_WORD,
     PROMPTS,
+    STACKED,
     Round,
     checked_prompt,
     checked_word,
     csv_of,
 )
+from core.serving.wording import MAX_MARKS, skeleton
 from core.view.options import Refused
 from tests import test_classroom
 from tests.clocks import Clock
@@ -120,6 +133,98 @@ def test_markup_or_a_formula_is_never_a_word_and_never_echoed(markup):
     assert markup not in str(refused.value) and "<" not in str(refused.value)
 
 
+# --- words a moderator can trust: one spelling, nothing invisible, no spoof ------------------------------
+
+# one of each kind Unicode calls default-ignorable (drawn as nothing), and a format character that is not
+INVISIBLES = ["\ufe0f", "\ufe00", "\U000e0100", "\u034f", "\u200d", "\u200c", "\u200b", "\u2060", "\u2064", "\ufeff",
+              "\u00ad", "\u180b", "\u180e", "\u3164", "\uffa0", "\u115f", "\u1160", "\u17b4", "\U000e0001",
+              "\U000e0067", "\U000e007f", "\u202e", "\u2066", "\u0600"]
+
+
+@pytest.mark.parametrize("invisible", INVISIBLES)
+def test_an_invisible_character_anywhere_in_a_word_is_left_out(invisible):
+    assert checked_word("king" + invisible) == checked_word(invisible + "ki" + invisible + "ng") == "king"
+
+
+def test_a_word_is_counted_in_its_one_spelling_nfkc_and_case_folded():
+    assert checked_word("ｋｉｎｇ") == checked_word("KING") == "king"  # fullwidth letters are letters
+    assert checked_word("ﬁsh") == "fish" and checked_word("Ǆ") == "dž" and checked_word("①") == "1"
+    assert checked_word("ΣΊΣΥΦΟΣ") == checked_word("σίσυφος") == "σίσυφοσ"  # case folded: one sigma
+    assert checked_word("e\u034f\u0301") == "\u00e9"  # the joiner that kept the accent apart is gone: é
+
+
+@pytest.mark.parametrize("word", ["straße", "ελλάδα", "Ελλάδα", "москва", "Москва", "日本語", "tiếng", "Việt",
+                                  "नमस्ते", "चीज़ें", "don't", "co-op", "العربية", "עברית", "ภาษาไทย", "한국어",
+                                  "東京タワー", "ひらがなとカタカナ", "ok漢字かなカナ", "abc한국어", "中文ㄅㄆ", "3d",
+                                  "über", "བསྒྲུབས", "ordinateur", "mère", "ǆungla"])
+def test_real_words_in_any_script_are_taken_and_spelled_once(word):
+    assert checked_word(checked_word(word)) == checked_word(word)  # the lecturer's Hide sends it back as listed
+    assert checked_word(word) == checked_word(word.upper())
+
+
+def test_real_words_in_other_scripts_keep_their_letters():
+    sent = ("Straße", "ΕΛΛΆΔΑ", "МОСКВА", "日本語", "TIẾNG", "नमस्ते", "Don't", "CO-OP")
+    assert [checked_word(word) for word in sent] == ["strasse", "ελλάδα", "москва", "日本語", "tiếng", "नमस्ते", "don't",
+                                                      "co-op"]
+
+
+@pytest.mark.parametrize("empty", ["\u3164", "\u3164" * 3, "\uffa0", "\u115f\u1160", "\u200b", "\ufe0f", "\u034f",
+                                   "\u3164\u200d\u3164", "\U000e0067\U000e0062", " \u00ad "])
+def test_a_word_that_shows_nothing_is_refused_with_a_sentence(empty):
+    with pytest.raises(Refused) as refused:
+        checked_word(empty)
+    assert str(refused.value) == INVISIBLE
+    assert empty.strip() not in str(refused.value)
+
+
+@pytest.mark.parametrize("piled", ["e" + "".join(map(chr, range(0x0300, 0x031B))),  # 27 marks on one letter
+                                   "king" + "".join(map(chr, range(0x0300, 0x031B))), "a\u0300\u0301\u0302\u0303\u0304",
+                                   "e\u0301\u0301", "ko\u0308\u0308nig", "z" + "\u0336" * 2])
+def test_a_pile_of_marks_on_a_letter_is_refused_with_a_sentence(piled):
+    with pytest.raises(Refused) as refused:
+        checked_word(piled)
+    assert str(refused.value) == STACKED and str(MAX_MARKS) in STACKED
+
+
+def test_up_to_four_different_marks_on_a_letter_are_taken():
+    assert MAX_MARKS == 4  # TR39 5.4: more than 4 nonspacing marks in a row is refused
+    assert checked_word("a\u0300\u0301\u0302\u0303") == "\u00e0\u0301\u0302\u0303"  # NFC composes the first
+    assert checked_word("ệ") == "ệ" and checked_word("a\u0323\u0302\u0301") == "ậ\u0301"
+
+
+@pytest.mark.parametrize("spoof", ["kіng", "kinɡ\u0456", "pаypal", "gοοd", "ϲat", "queеn", "kiнg", "аpple1",
+                                   "日本語ab中文б", "한국어ひらがな"])
+def test_a_word_mixing_scripts_as_a_spoof_does_is_refused_with_a_sentence(spoof):
+    with pytest.raises(Refused) as refused:
+        checked_word(spoof)
+    assert str(refused.value) == MIXED and spoof not in MIXED
+
+
+def test_look_alikes_share_a_skeleton_and_other_words_do_not():
+    assert skeleton("king") == skeleton("kіng") == skeleton(checked_word("ｋｉｎｇ")) == "king"  # Cyrillic і
+    assert skeleton("cop") == skeleton("сор") and skeleton("scope") == skeleton("ѕсоре")  # whole words of Cyrillic
+    assert skeleton("modern") == skeleton("rnodern")  # TR39's own: m looks like r n
+    assert skeleton("king") != skeleton("kind") and skeleton("cop") != skeleton("cap")
+    assert len({skeleton(word) for word in ("king", "kind", "queen", "prince", "москва", "ελλάδα")}) == 6
+
+
+@pytest.mark.parametrize(("invisible", "prompt"), [
+    ("\u200b", "Type\u200b a word."), ("\ufeff", "\ufeffType a word."), ("\u2060", "Type a\u2060 word.\u2060"),
+    ("\u3164", "Type a word.\u3164"), ("\u00ad", "Type a wo\u00adrd."), ("\ufe0f", "Type a word.\ufe0f")])
+def test_a_prompt_leaves_out_invisible_characters(invisible, prompt):
+    assert checked_prompt(prompt) == "Type a word."
+
+
+def test_a_prompt_is_one_line_of_visible_text_and_keeps_its_compatibility_characters():
+    assert checked_prompt("Type ½ a word, in ｆｕｌｌ width.") == "Type ½ a word, in ｆｕｌｌ width."  # NFC, not NFKC
+    assert checked_prompt("Type a word\u00a0next to king.") == "Type a word\u00a0next to king."
+    for bad in ("line\u2028separator", "paragraph\u2029separator", "next\u0085line", "\u200b", "\u200b\u2060\ufeff",
+                "\u3164 \u3164", "left\u2066isolate", "arabic\u061cmark"):
+        with pytest.raises(Refused) as refused:
+            checked_prompt(bad)
+        assert str(refused.value) == NOT_A_PROMPT
+
+
 # --- a round: the tally, moderation, what a page is sent -----------------------------------------------
 
 
@@ -161,6 +266,20 @@ def test_under_review_first_only_approved_words_are_drawn():
     round_ = a_round({"queen": 3, "prince": 2, "rude": 1}, approved={"prince", "rude"}, hidden={"rude"}, review=True)
     assert round_.drawn() == (("prince", 2),)  # approved and not hidden
     assert a_round({"queen": 3, "prince": 2}, approved={"prince"}).drawn() == (("queen", 3), ("prince", 2))
+
+
+def test_a_hidden_word_hides_its_look_alikes_in_every_list_but_approval_stays_exact():
+    # built directly: "kіng" (a Cyrillic і) is refused at answer time, yet a skeleton groups it all the same
+    round_ = a_round({"king": 3, "kіng": 2, "сор": 2, "cop": 1, "kind": 1}, hidden={"king", "cop"})
+    assert round_.drawn() == (("kind", 1),)
+    assert [(word["word"], word["hidden"]) for word in round_.message(lecturer=True)["words"]] == [
+        ("king", True), ("kіng", True), ("сор", True), ("cop", True), ("kind", False)]  # the lecturer sees why
+    assert "kіng" not in json.dumps(round_.message(lecturer=False))
+    assert [row.split(",")[2] for row in csv_of(round_).splitlines()[1:]] == ["true"] * 4 + ["false"]
+    # review first: approving "cop" approves no look-alike, which no one has read
+    review = a_round({"сор": 2, "cop": 1}, approved={"cop"}, review=True)
+    assert review.drawn() == (("cop", 1),)
+    assert a_round({"сор": 2, "cop": 1}, hidden={"сор"}).drawn() == ()  # either way round
 
 
 def test_csv_has_every_word_with_its_moderation_and_no_cell_starts_a_formula():
@@ -242,6 +361,28 @@ def test_hiding_and_approving_words_before_or_after_they_are_answered(room):
     assert room.lecture("approve", lecturer, secret, "queen", True).drawn() == (("queen", 1),)
     assert room.lecture("approve", lecturer, secret, "rude", True).drawn() == (("queen", 1),)  # hidden stays hidden
     assert room.lecture("review", lecturer, secret, None, False).drawn() == (("prince", 1), ("queen", 1))
+
+
+def test_hide_on_king_hides_it_however_it_is_spelled_and_its_look_alikes(room):
+    lecturer, class_id, secret = lecture(room)
+    room.lecture("ask", lecturer, secret, "Type a word.")
+    assert room.lecture("hide", lecturer, secret, "King\ufe0f", True).hidden == {"king"}  # hidden as it is counted
+    room.lecture("hide", lecturer, secret, "cop", True)
+    pages = students(room, class_id, 6)
+    sent = ("king\ufe0f", "king\u034f", "ｋｉｎｇ", "k\u200ding", "сор", "queen")
+    for student, word in zip(pages, sent, strict=True):
+        room.answer(student, word, 1)
+    with pytest.raises(Refused) as refused:  # a Latin word with a Cyrillic і: refused, never counted
+        room.answer(pages[0], "kіng", 1)
+    assert str(refused.value) == MIXED
+    now = kept(room, class_id)
+    assert dict(now.counts) == {"king": 4, "сор": 1, "queen": 1}
+    assert now.drawn() == (("queen", 1),)
+    assert {word["word"] for word in now.message(lecturer=True)["words"] if word["hidden"]} == {"king", "сор", "cop"}
+    with pytest.raises(Refused) as refused:  # Show on a look-alike would change nothing: the sentence says why
+        room.lecture("hide", lecturer, secret, "сор", False)
+    assert str(refused.value) == LOOKS_HIDDEN and kept(room, class_id) == now
+    assert room.lecture("hide", lecturer, secret, "cop", False).drawn() == (("queen", 1), ("сор", 1))
 
 
 def test_at_most_max_moderated_words_are_hidden(room, monkeypatch):

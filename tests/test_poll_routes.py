@@ -69,12 +69,13 @@ def test_a_round_is_asked_answered_heard_and_drawn(app_url, lesson):
     assert redraw(app_url, lecturer, counted["version"]).get("values", {}).get("embed-plot") is None  # drawn already
 
 
-def test_hiding_a_word_takes_it_off_every_plane(app_url, lesson):
+def test_hiding_a_word_takes_it_and_its_look_alikes_off_every_plane(app_url, lesson):
     lecturer, secret, student, lecturer_stream, _ = lesson
     number = poll(app_url, "ask", lecturer, secret=secret, prompt="A word?").json()["poll"]["round"]
-    for word in ("queen", "prince"):
+    for word in ("queen", "prince", "ѕсоре"):  # the last in Cyrillic letters only: a word that looks like scope
         assert poll(app_url, "answer", student, word=word, round=number).status_code == 200
-    lecturer_stream.until(lambda m: m["poll"]["answers"] == 2)
+    lecturer_stream.until(lambda m: m["poll"]["answers"] == 3)
+    assert poll(app_url, "hide", lecturer, secret=secret, word="scope", on=True).status_code == 200
     hidden = poll(app_url, "hide", lecturer, secret=secret, word="prince", on=True)
     assert hidden.status_code == 200, hidden.text
     assert [word for word, _ in hidden.json()["poll"]["drawn"]] == ["queen"]
@@ -179,6 +180,40 @@ def test_a_flood_of_answers_from_one_page_is_refused_with_a_sentence(app_url, pa
     from ui.classroutes import CLASSROOM
 
     assert eventually(lambda: CLASSROOM.rounds.round(class_id).answers == len(ok)), CLASSROOM.rounds.round(class_id)
+
+
+def test_a_students_tabs_share_its_seat_and_its_words_and_its_classmates_behind_one_address_answer(
+        app_url, pages, started, opened):  # noqa: F811
+    """Tabs of one browser keep one seat (the stream's first message gives it, the page keeps it for
+    its other tabs): whatever number of them answer, the student's words count at most 3, and a
+    classmate behind the same school address still has its answer taken."""
+    from tests.test_class_routes import Stream
+
+    lecturer = pages()
+    answer = started(lecturer)
+    secret, class_id = answer["secret"], answer["class"]
+    first, *others = [pages() for _ in range(4)]
+    seat = opened(first.key, class_id).next()["seat"]
+    streams = [Stream(app_url, {"key": tab.key, "class": class_id, "seat": seat}) for tab in others]
+    try:
+        assert {stream.next()["seat"] for stream in streams} == {seat}
+        number = poll(app_url, "ask", lecturer, secret=secret, prompt="Type a word.").json()["poll"]["round"]
+        statuses = [poll(app_url, "answer", tab, word=word, round=number, address="203.0.113.9").status_code
+                    for word, tab in zip(("queen", "prince", "crown"), (first, *others), strict=False)]
+        fourth = poll(app_url, "answer", others[-1], word="throne", round=number, address="203.0.113.9")
+        assert statuses == [200] * 3 and fourth.status_code == 400
+        assert fourth.json()["error"] == "You have sent 3 words for this question, as many as one student may."
+        streams[0].until(lambda m: m["own"] == ["queen", "prince", "crown"])  # each tab shows the student's words
+        classmate = pages()
+        opened(classmate.key, class_id).next()
+        taken = poll(app_url, "answer", classmate, word="throne", round=number, address="203.0.113.9")
+        assert taken.status_code == 200 and taken.json()["own"] == ["throne"]
+        lecturer_counts = opened(lecturer.key, class_id)
+        counts = lecturer_counts.until(lambda m: m.get("connected") == 5)
+        assert (counts["connected"], counts["students"]) == (5, 2)  # five pages, two students
+    finally:
+        for stream in streams:
+            stream.close()
 
 
 def test_a_round_ends_with_its_class(app_url, lesson):

@@ -33,6 +33,7 @@ ENOUGH = f"You have sent {WORDS_PER_STUDENT} words for this question, as many as
 ROUND_FULL = f"This question has {MAX_ANSWERS:,} answers, as many as one question takes."
 MODERATED = f"At most {MAX_MODERATED:,} words of a round can be hidden, and as many approved."
 NO_SEAT = "This page has no seat in the class; reload the page."
+LOOKS_HIDDEN = "This word is hidden because it looks like a word you hid: Show that word, and both are shown."
 
 
 class Rounds:
@@ -56,6 +57,9 @@ class Rounds:
         return seats.get(seat, ()) if isinstance(seat, str) and number >= self.round(class_id).number else ()
 
     def change(self, class_id: str, op: str, text: str, flag: bool, limit: int) -> Round:
+        heard = self.round(class_id)
+        if op == "hide" and not flag and text not in heard.hidden and heard.is_hidden(text):
+            raise Refused(LOOKS_HIDDEN)  # Show on it would change nothing: the word it looks like hides it
         changed = self.room.reach(self.room.store.change_round, class_id, op, text, flag, limit)
         if changed == "gone":
             self.room.lesson(class_id)  # says why: it ended, or is lost

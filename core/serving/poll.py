@@ -15,6 +15,7 @@ import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from core.serving.wording import MAX_MARKS, folded, mixed, skeleton, stacked, visible
 from core.view.options import Refused
 
 MAX_PROMPT = 120  # characters
@@ -40,32 +41,49 @@ _APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'"})  # a phone's curly 
 _JOINERS = frozenset("-'")
 _BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
-NOT_A_PROMPT = f"A prompt is text of 1 to {MAX_PROMPT} characters, without control characters."
+NOT_A_PROMPT = f"A prompt is text of 1 to {MAX_PROMPT} visible characters on one line, without control characters."
 NOT_A_WORD = (f"An answer is one word of up to {MAX_WORD} characters: letters, digits, hyphens and apostrophes, "
               "starting with a letter or a digit (no spaces, no symbols).")
+INVISIBLE = ("This answer shows nothing once its invisible characters are left out: an answer is a word the room "
+             "can read, of letters or digits.")
+STACKED = (f"This answer piles marks on a letter: a letter may carry up to {MAX_MARKS} accents or vowel signs, "
+           "each once.")
+MIXED = ("This answer mixes alphabets, as a word passing for another does (Latin with one Cyrillic letter): "
+         "write a word in one alphabet; Latin may go with Chinese, Japanese or Korean.")
 
 
 def checked_prompt(text: object) -> str:
-    """The prompt as a class is shown it: stripped, NFC, 1..MAX_PROMPT characters, no control ones."""
+    """The prompt as a class is shown it: stripped, NFC, without invisible characters (the zero-width
+    ones would make a prompt look like another), 1..MAX_PROMPT characters on one line. NFC, not NFKC:
+    a prompt may mean its compatibility characters ("½ a word")."""
     if not isinstance(text, str) or len(text) > 4 * MAX_PROMPT:  # refused before any work on a huge text
         raise Refused(NOT_A_PROMPT)
-    prompt = unicodedata.normalize("NFC", text).strip()
+    if any(c in _BIDI for c in text):  # refused, not dropped: they reorder what the room reads
+        raise Refused(NOT_A_PROMPT)
+    prompt = unicodedata.normalize("NFC", visible(text)).strip()
     if not 1 <= len(prompt) <= MAX_PROMPT or any(
-            unicodedata.category(c) in ("Cc", "Cs") or c in _BIDI for c in prompt):
+            unicodedata.category(c) in ("Cc", "Cs", "Zl", "Zp") for c in prompt):
         raise Refused(NOT_A_PROMPT)
     return prompt
 
 
 def checked_word(text: object) -> str:
-    """The word as it is counted: stripped, NFC, case-folded; `Refused` (never repeating what was
-    sent) unless 1..MAX_WORD letters (any script's, with marks), digits, hyphens and apostrophes."""
+    """The word as it is counted and hidden: its one spelling (`wording.folded`), stripped;
+    `Refused` with a sentence (never repeating what was sent) unless 1..MAX_WORD letters (any
+    script's, with marks), digits, hyphens and apostrophes that show something, carry no pile of
+    marks and keep to one script (see `wording`)."""
     if not isinstance(text, str) or len(text) > 4 * MAX_WORD:
         raise Refused(NOT_A_WORD)
-    word = unicodedata.normalize("NFC", text.strip().translate(_APOSTROPHES)).casefold()
-    word = unicodedata.normalize("NFC", word)  # case-folding may decompose
+    word = folded(text.translate(_APOSTROPHES)).strip()
+    if not word and text.strip():
+        raise Refused(INVISIBLE)
+    if stacked(word):  # said before its length: a pile of marks is what is wrong with it
+        raise Refused(STACKED)
     if not 1 <= len(word) <= MAX_WORD or unicodedata.category(word[0])[0] not in "LN" or not all(
             unicodedata.category(c)[0] in "LNM" or c in _JOINERS for c in word):
         raise Refused(NOT_A_WORD)
+    if mixed(word):
+        raise Refused(MIXED)
     return word
 
 
@@ -91,8 +109,8 @@ class Round:
     open: bool  # answers taken
     review: bool  # review first: only approved words are drawn
     counts: Mapping[str, int]  # every distinct word answered -> how many gave it (hidden too)
-    hidden: frozenset[str]
-    approved: frozenset[str]
+    hidden: frozenset[str]  # as the lecturer's Hide names them (checked_word); their look-alikes are hidden too
+    approved: frozenset[str]  # exactly these
     answers: int  # answers taken this round
     students: int  # distinct students who answered this round
     version: int  # strictly increases on every change of the class's poll
@@ -104,8 +122,17 @@ class Round:
         return tuple(sorted(words.items(), key=lambda item: (-item[1], item[0])))
 
     @functools.cached_property
+    def _hidden_looks(self) -> frozenset[str]:
+        return frozenset(map(skeleton, self.hidden))
+
+    def is_hidden(self, word: str) -> bool:
+        """Whether `word` is hidden: it, or a word it looks like (its skeleton), was hidden. Approval
+        stays exact: under review first a look-alike of an approved word is a word no one has read."""
+        return word in self.hidden or bool(self.hidden) and skeleton(word) in self._hidden_looks
+
+    @functools.cached_property
     def _visible(self) -> tuple[tuple[str, int], ...]:
-        return tuple((word, count) for word, count in self._tally if count and word not in self.hidden
+        return tuple((word, count) for word, count in self._tally if count and not self.is_hidden(word)
                      and (not self.review or word in self.approved))
 
     def drawn(self) -> tuple[tuple[str, int], ...]:
@@ -122,7 +149,7 @@ class Round:
                 "drawn": [[word, count] for word, count in self.drawn()]}
         if lecturer:
             sent.update(review=self.review, answers=self.answers, students=self.students,
-                        words=[{"word": word, "count": count, "hidden": word in self.hidden,
+                        words=[{"word": word, "count": count, "hidden": self.is_hidden(word),
                                 "approved": word in self.approved} for word, count in self._tally])
         return sent
 
@@ -142,7 +169,7 @@ def csv_of(round: Round) -> str:  # noqa: A002 - the interface's name
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(["word", "count", "hidden", "approved"])
     for word, count in round._tally:
-        writer.writerow([_cell(word), count, str(word in round.hidden).lower(), str(word in round.approved).lower()])
+        writer.writerow([_cell(word), count, str(round.is_hidden(word)).lower(), str(word in round.approved).lower()])
     return out.getvalue()
 
 
