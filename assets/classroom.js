@@ -429,12 +429,14 @@
     } else if (!state) {
       html = `<span id="class-status">⚠️ ${escapeHtml(problem)}</span>`;
     } else if (state.role === "lecturer") {
-      // a student's tabs share a seat: pages past the students are extra tabs, said so the lecturer knows
+      // a student's tabs share a seat: when pages outnumber the students, the lecturer is told how many
+      // students they are (a line no longer than it was otherwise: it must not cover the column)
       const students = state.students || 0;
-      const extra = state.connected > students ? ` (${state.connected - students} more pages than students)` : "";
-      html = `<span id="class-status">Class: <b id="class-connected">${state.connected}</b> connected, `
-        + `<b id="class-following">${state.following}</b> following, `
-        + `<b id="class-students">${students}</b> ${students === 1 ? "student" : "students"}${extra}</span>`;
+      const seats = students && students < state.connected
+        ? ` (<b id="class-students" title="A student's tabs share one seat">${students}</b> `
+          + `${students === 1 ? "student" : "students"})` : "";
+      html = `<span id="class-status">Class: <b id="class-connected">${state.connected}</b> connected${seats}, `
+        + `<b id="class-following">${state.following}</b> following</span>`;
     } else if (state.following) {
       html = `<span id="class-status">Following the lecturer (<span id="class-step">${
         escapeHtml(step(state))}</span>)</span>`;

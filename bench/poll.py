@@ -37,6 +37,7 @@ WORDS = ("queen", "prince", "princess", "crown", "throne", "castle", "royal", "k
 PROMPT = "Type a word you would put next to king."
 SPREAD = 0.7  # seconds within which a student's page asks its plot again, at random (classroom.js SPREAD_MS)
 SCHOOL, ELSEWHERE = "203.0.113.7", "198.51.100.9"  # the class's one network address, and the typist's
+FLOODER_WORDS = ("noise", "static", "babble", "racket")  # what each of the one student's tabs sends: one too many
 
 
 class Student(Page):
@@ -102,10 +103,11 @@ async def typist(page: Page, seconds: float, latencies: list[float], seed: int) 
     await asyncio.wait([task], timeout=60)
 
 
-async def run(url: str, students: int, spread: float, keys: int, say) -> dict:
+async def run(url: str, students: int, spread: float, keys: int, say, flooder: int = 0) -> dict:
     lecturer, typing = Student(url), Page(url)
     pupils = [Student(url) for _ in range(students)]
-    pages = [lecturer, typing, *pupils]
+    flooding = [Student(url) for _ in range(flooder)]  # one student's tabs: they share its seat, as a browser's do
+    pages = [lecturer, typing, *pupils, *flooding]
     for page in pages:  # as the server sees them behind a school's router, and a visitor elsewhere (the
         # server trusts its loopback peer's X-Forwarded-For)
         page.http.headers["X-Forwarded-For"] = ELSEWHERE if page is typing else SCHOOL
@@ -118,13 +120,27 @@ async def run(url: str, students: int, spread: float, keys: int, say) -> dict:
             async with gate:
                 await page.open()
 
-        await asyncio.gather(*(opened(page) for page in pages))
+        await asyncio.gather(opened(lecturer), opened(typing))
         class_id = await lecturer.start()
+
+        async def joined(page: Page) -> None:  # the student link, as the lecturer gave it
+            async with gate:
+                await page.open(f"class={class_id}")
+
+        await asyncio.gather(*(joined(page) for page in [*pupils, *flooding]))
         lecturer.listen(class_id)
         for page in pupils:
             page.listen(class_id)
         until = asyncio.get_running_loop().time() + 120
-        while not all(p.followed or p.errors for p in pupils) and asyncio.get_running_loop().time() < until:
+        if flooding:  # the first tab's seat, which the browser's other tabs read from its localStorage
+            flooding[0].listen(class_id)
+            while flooding[0].seat is None and not flooding[0].errors and asyncio.get_running_loop().time() < until:
+                await asyncio.sleep(0.05)
+            for page in flooding[1:]:
+                page.seat = flooding[0].seat
+                page.listen(class_id)
+        while not all(p.followed or p.errors for p in [*pupils, *flooding]) and \
+                asyncio.get_running_loop().time() < until:
             await asyncio.sleep(0.05)
         say(f"  {students + 2} pages opened, {sum(bool(p.followed) for p in pupils)} students follow "
             f"({now() - began:.0f} s)")
@@ -141,7 +157,7 @@ async def run(url: str, students: int, spread: float, keys: int, say) -> dict:
         rng = random.Random(0)
         acks: list[tuple[float, float, dict]] = []  # (sent, acknowledged, answer)
 
-        async def answer(page: Student, word: str, at: float) -> None:
+        async def answer(page: Student, word: str, at: float, kept: list) -> None:
             await asyncio.sleep(at)
             sent = now()
             try:
@@ -149,16 +165,19 @@ async def run(url: str, students: int, spread: float, keys: int, say) -> dict:
             except (httpx.HTTPError, ValueError) as error:
                 page.error("answer", error)
                 return
-            acks.append((sent, now(), said))
+            kept.append((sent, now(), said))
 
         beside: list[float] = []
+        flooded: list[tuple[float, float, dict]] = []  # the one student's tabs' answers
         flood_began = now()
         await asyncio.gather(typist(typing, max(seconds, spread + 2), beside, 1),
-                             *(answer(page, WORDS[i % len(WORDS)], rng.uniform(0, spread))
-                               for i, page in enumerate(pupils)))
+                             *(answer(page, WORDS[i % len(WORDS)], rng.uniform(0, spread), acks)
+                               for i, page in enumerate(pupils)),
+                             *(answer(page, word, rng.uniform(0, spread), flooded)
+                               for page in flooding for word in FLOODER_WORDS))
         taken = [a for a in acks if "poll" in a[2]]
         last = max((acked for _, acked, _ in taken), default=flood_began)
-        total = len(taken)
+        total = len(taken) + sum("poll" in a[2] for a in flooded)  # every answer the round took
         # the lecturer's stream counting every acknowledged answer, and its redraw drawing them all
         deadline = now() + 30
         while now() < deadline and not any(m.get("answers", 0) >= total and m["at"] >= flood_began
@@ -171,7 +190,11 @@ async def run(url: str, students: int, spread: float, keys: int, say) -> dict:
             await asyncio.sleep(0.02)
         drawn = next((at for at, a in lecturer.redraws if sum((class_words(a) or {}).values()) >= total), None)
         counted = max((m.get("answers", 0) for m in lecturer.polls), default=0)
+        words = {w["word"]: w["count"] for w in (lecturer.polls[-1].get("words") or [])} if lecturer.polls else {}
         found.update(
+            flooder=flooder, flooder_sent=len(flooded), classmates_taken=len(taken),
+            flooder_taken=sum("poll" in a[2] for a in flooded),
+            flooder_counted=sum(words.get(word, 0) for word in FLOODER_WORDS),
             sent=len(acks), acknowledged=total,
             refused=[a[2].get("error") or str(a[2])[:200] for a in acks if "poll" not in a[2]][:3],
             counted=counted, students_counted=max((m.get("students", 0) for m in lecturer.polls), default=0),
@@ -184,12 +207,13 @@ async def run(url: str, students: int, spread: float, keys: int, say) -> dict:
     return found
 
 
-def measure(students: int = 100, spread: float = 5.0, keys: int = 60, say=lambda line: print(line, flush=True)) -> dict:
+def measure(students: int = 100, spread: float = 5.0, keys: int = 60, say=lambda line: print(line, flush=True),
+            flooder: int = 0) -> dict:
     """The whole measure on a launched app (bench/appserver.py)."""
     from bench.appserver import launched_app
 
     with launched_app() as (url, _):
-        return asyncio.run(run(url, students, spread, keys, say))
+        return asyncio.run(run(url, students, spread, keys, say, flooder))
 
 
 def report(found: dict) -> list[tuple[str, tuple[str, ...], list[tuple[str, ...]]]]:
@@ -207,6 +231,11 @@ def report(found: dict) -> list[tuple[str, tuple[str, ...], list[tuple[str, ...]
            second(found["to_stream"]), second(found["to_plane"]),
            "yes" if found["to_plane"] is not None and found["to_plane"] <= WITHIN else "no",
            str(found["redraws"]))]),
+        (f"one student's {found['flooder']} tabs from the class link, behind the classmates' address, sharing its "
+         f"seat as a browser's tabs do: each sends {len(FLOODER_WORDS)} words in the same seconds",
+         ("tabs", "answers sent", "taken", "its words counted", "classmates' answers taken"),
+         [(str(found["flooder"]), str(found["flooder_sent"]), str(found["flooder_taken"]),
+           str(found["flooder_counted"]), f"{found['classmates_taken']} of {found['sent']}")]),
         ("a typist beside the round: key-to-answer on the page's route (5 keys/s, a page outside the class), "
          "alone and while the answers come; ratio: beside / alone",
          ("typist", "keys", "p50", "p95", "max"),
@@ -224,12 +253,14 @@ def main() -> int:
     parser.add_argument("--spread", type=float, default=5.0, help="seconds over which the students answer")
     parser.add_argument("--keys", type=int, default=60, help="keys the typist types alone (at 5 a second)")
     parser.add_argument("--quick", action="store_true", help="30 students, 30 keys")
+    parser.add_argument("--flooder", type=int, default=150,
+                        help="one student's tabs answering beside the class, sharing its seat (0: none)")
     args = parser.parse_args()
     students, keys = (30, 30) if args.quick else (args.students, args.keys)
     print(f"python -m bench.poll: {students} students answering within {args.spread:g} s, a typist "
           f"({keys} keys alone); {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d')}", flush=True)
     try:
-        found = measure(students, args.spread, keys)
+        found = measure(students, args.spread, keys, flooder=args.flooder)
     except (RuntimeError, CallFailed, httpx.HTTPError) as error:
         print(f"the measure could not run: {error}", file=sys.stderr)
         return 1

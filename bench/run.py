@@ -657,6 +657,26 @@ def poll(quick: bool) -> list[Target]:
                    times(beside / alone), "—", None)]
 
 
+# 13c. a stranger's loop of class starts beside a student typing
+
+
+def flood(quick: bool) -> list[Target]:
+    """One tab posts `class/start` 3,000 times (1,000 with --quick), 20 at a time, while a student
+    elsewhere types at 5 keys/s (bench/class_flood.py). Targets: the student's key-to-answer p95
+    during the loop within 1.5x of alone; the server's thread count flat."""
+    from bench.class_flood import measure, report
+
+    found = on_the_app("13c", report, measure, 1000 if quick else 3000, 20, 40 if quick else 60)
+    phases = {p["phase"]: p for p in found["phases"]}
+    alone = percentile([k for name, p in phases.items() if name != "flood" for k in p["keys"]], 0.95)
+    during = percentile(phases["flood"]["keys"], 0.95)
+    threads = phases["flood"]["threads"]
+    return [Target("class starts in a loop: a student's key p95 beside it", ms(during), f"{ms(alone)} (alone)",
+                   times(during / alone), "≤ 1.5×", during <= 1.5 * alone),
+            Target("class starts in a loop: the server's threads", f"{threads[1]}", f"{threads[0]} (before)",
+                   "—", "flat", threads[1] <= threads[0] + 2)]
+
+
 # 14. a class whose store goes away
 
 
@@ -738,6 +758,7 @@ MEASURES: dict[str, Callable[[bool], list[Target]]] = {
     "first_load": first_load,
     "class": class_follow,
     "poll": poll,
+    "flood": flood,
     "outage": outage,
     "keystroke": keystroke,
     "answers": answers,

@@ -12,6 +12,7 @@ tests/test_scaleout.py.
 
 from __future__ import annotations
 
+import re
 import time
 from urllib.parse import parse_qs, urlsplit
 
@@ -140,8 +141,17 @@ def test_f5_keeps_a_student_following_and_the_lecturer_leading(open_page):
     settle(lecturer)  # its own plot drawn first: that is what the student's is compared with
     shows_the_same(student, lecturer)
 
+    seat = f"() => localStorage.getItem('embedding-explorer-seat:{class_id}')"
+    kept = student.evaluate(seat)
+    assert kept and re.fullmatch(r"[\w-]{16}\.[\w-]{22}", kept)  # the browser's seat in the class, signed
     student.reload()
     student.wait_for_function(f"() => ({BANNER})().includes('Following the lecturer (step 1)')", timeout=60_000)
+    assert student.evaluate(seat) == kept  # F5 keeps the seat: the same student
+    second_tab = open_page(f"class={class_id}")  # another tab of the same browser: the same student too
+    lecturer.wait_for_function("() => document.getElementById('class-status').innerText === "
+                               "'Class: 2 connected (1 student), 2 following'", timeout=60_000)
+    assert second_tab.evaluate(seat) == kept
+    second_tab.close()
     lecturer.reload()  # the secret stays in this tab's session storage: it leads again
     lecturer.wait_for_function("() => document.getElementById('class-connected') !== null", timeout=60_000)
     settle(lecturer)
