@@ -270,7 +270,7 @@ def _detail(page, view: View, session: Session, tokens: tuple[str, ...] | None) 
                                  palette=palette(view.theme))
         return {page.layernorm_plot: figure_json(found.figure), page.layernorm_info: found.summary}
     return {page.similarity_plot: figure_json(similarity_detail(session, a, b, flipped, presenter=view.presenting,
-                                                                palette=palette(view.theme)))}
+                                                                palette=palette(view.theme), layer=view.layer))}
 
 
 def background_json(view: View, session: Session) -> str:

@@ -21,9 +21,10 @@ import torch
 from cachetools import LRUCache
 
 from core.tables.session import Session
+from core.view.options import ENCODER_MODEL
 from core.view.state import View
 
-MODEL = "MiniLM-L6: a 6-layer BERT distilled and tuned for sentence similarity (it has no [MASK] head)"
+MODEL = ENCODER_MODEL
 NEEDS_BERT = ("The encoder's layers need BERT's tables: MiniLM-L6's encoder reads BERT's vectors; "
               "choose Tables → BERT.")
 NEEDS_POSITIONS = ("The encoder's layers need BERT's own position table: MiniLM-L6's encoder was trained on it; "

@@ -60,8 +60,10 @@ PANELS = MappingProxyType({"tour": "Tour", "view": "View", "tables": "Tables", "
 THEMES = MappingProxyType({"light": "Light", "projector": "Projector: dark, high-contrast colours, large type"})
 
 TOUR_STEPS = 7  # core.view.tour.STEPS has this many (a test checks they agree)
-# MiniLM-L6's encoder layers (core.model.checkpoints.bert_encoder has this many: a test checks they agree)
+# MiniLM-L6's encoder layers (core.model.checkpoints.bert_encoder has this many: a test checks they agree), and
+# what the page says of the model wherever its layers show
 ENCODER_LAYERS = 6
+ENCODER_MODEL = "MiniLM-L6: a 6-layer BERT distilled and tuned for sentence similarity (it has no [MASK] head)"
 
 # whole-number inputs: inclusive ranges; every message quotes these
 LIMITS = MappingProxyType({
