@@ -188,8 +188,9 @@ class Tab:
                 BUDGET.check_client(self, held)
             tokens = session.encode(view.sentence_a, view.sentence_b).tokens
             view, notes = follow(() if whole else self.tokens, tokens, view)
-            view, cannot = reached(view, session)  # a layer only BERT's own tables give
-            notes += cannot
+            if view.layer:  # a layer only BERT's own tables give (at layer 0, a keystroke runs nothing of it)
+                view, cannot = reached(view, session)
+                notes += cannot
             step = Change(self.view, view, current, session, tokens, notes, self.tokens, self.revision + 1)
             out = compute(step)
             self.view, self.session, self.tokens, self.revision = view, session, tokens, step.revision
