@@ -155,3 +155,12 @@ def test_the_layer_group_has_its_own_colour_readable_on_its_plot(palette):
     assert contrast(palette.layer, palette.background) >= 4.5
     assert palette.layer not in palette.colours.values() and palette.layer != palette.class_ink
     assert (LIGHT.layer, PROJECTOR.layer) == ("#332288", "#A99CFF")
+
+
+def test_a_layer_view_s_script_says_it_draws_the_embedding_layer_alone(bert):
+    from core.drawing.code import recipe, script
+
+    said = script(recipe(View(source="bert", layer=4), bert))
+    assert "# The page draws layer 4 of MiniLM-L6: a 6-layer BERT distilled" in said
+    assert "this script draws the embedding layer alone" in said
+    assert "The page draws layer" not in script(recipe(View(source="bert"), bert))
