@@ -83,3 +83,13 @@ def test_the_similarity_view_at_layer_k_draws_exactly_the_cosines_of_hidden_stat
     vectors = states.hidden_states[k][0].numpy().astype(np.float64)
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     assert z.shape == (12, 12) and np.abs(z - unit @ unit.T).max() < 1e-5
+
+
+def test_the_api_s_view_answers_the_layer_group_s_points_as_the_page_draws_them(app_url, api):
+    answer = api.predict(f"{PAIR}&source=bert&layer=4", api_name="/view")
+    drawn = {trace["name"]: trace for trace in figure(Page(app_url, f"{PAIR}&source=bert&layer=4")
+                                                      .opened["embed-plot"])["data"]}
+    order = decode(drawn["layer 4"]["customdata"])[:, 1].astype(int)  # each point's position
+    points = np.column_stack([decode(drawn["layer 4"]["x"]), decode(drawn["layer 4"]["y"])])[np.argsort(order)]
+    assert np.allclose(answer["points"]["layer 4"], points, atol=1e-6) and answer["notes"] == []
+    assert "layer 4" not in api.predict(f"{PAIR}&layer=4", api_name="/view")["points"]
