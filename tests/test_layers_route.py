@@ -13,7 +13,7 @@ import torch
 
 from core.drawing.figures import LAYER_PATH
 from core.model.checkpoints import bert_encoder
-from core.plane.layers import EXPLAINED, NEEDS_BERT
+from core.plane.layers import EXPLAINED, NEEDS_BERT, NEEDS_UNTRAINED
 from core.tables.presets import bert_source
 from tests.appapi import Page, decode, figure, trace_names
 
@@ -93,3 +93,14 @@ def test_the_api_s_view_answers_the_layer_group_s_points_as_the_page_draws_them(
     points = np.column_stack([decode(drawn["layer 4"]["x"]), decode(drawn["layer 4"]["y"])])[np.argsort(order)]
     assert np.allclose(answer["points"]["layer 4"], points, atol=1e-6) and answer["notes"] == []
     assert "layer 4" not in api.predict(f"{PAIR}&layer=4", api_name="/view")["points"]
+
+
+def test_a_training_sets_the_layer_to_0_saying_why_and_a_reset_enables_it_again(app_url):
+    page = Page(app_url, f"{PAIR}&source=bert&layer=2")
+    merged, steps = page.train(steps=3)
+    assert steps and page.tab.session.trained is not None and page.tab.view.layer == 0
+    assert NEEDS_UNTRAINED in merged.notice
+    assert merged["encoder-layer"]["interactive"] is False and merged["encoder-layer"]["info"] == NEEDS_UNTRAINED
+    assert not [name for name in trace_names(page.shown["embed-plot"]) if name.startswith("layer")]
+    again = page.send(reset=True)
+    assert again["encoder-layer"]["interactive"] is True and page.send(layer=2).notice == ""
