@@ -28,9 +28,9 @@ MODEL = ENCODER_MODEL
 NEEDS_BERT = ("The encoder's layers need BERT's tables: MiniLM-L6's encoder reads BERT's vectors; "
               "choose Tables → BERT.")
 NEEDS_POSITIONS = ("The encoder's layers need BERT's own position table: MiniLM-L6's encoder was trained on it; "
-                   "choose Tables → Positions → the source's own.")
+                   "choose Tables → Position table → the source's own.")
 NEEDS_UNTRAINED = ("The encoder's layers read BERT's tables as they come, and training changed them: MiniLM-L6's "
-                   "encoder was never trained on these; press Reset in the Train tab to read them again.")
+                   "encoder was never trained on these; press Train → Reset tables to read them again.")
 # what the layer control says while the tables can be read
 EXPLAINED = (f"0: the embedding layer's output, as above; K: each token after encoder layer K, with its path "
              f"from 0 (the output is hidden state 0). {MODEL}.")
