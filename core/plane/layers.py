@@ -32,8 +32,8 @@ NEEDS_POSITIONS = ("The encoder's layers need BERT's own position table: MiniLM-
 NEEDS_UNTRAINED = ("The encoder's layers read BERT's tables as they come, and training changed them: MiniLM-L6's "
                    "encoder was never trained on these; press Train → Reset tables to read them again.")
 # what the layer control says while the tables can be read
-EXPLAINED = (f"0: the embedding layer's output, as above; K: each token after encoder layer K, with its path "
-             f"from 0 (the output is hidden state 0). {MODEL}.")
+EXPLAINED = (f"0: the embedding layer's output, the page without the encoder; K: each token after encoder layer K, "
+             f"with its path from 0 (the output is hidden state 0). {MODEL}.")
 KEPT_BYTES = 32 * 2**20  # hidden states kept at once: a 512-token pair's seven states are 5.5 MiB
 
 
