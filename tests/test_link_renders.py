@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 import app
 from core.drawing import shared
 from core.drawing.wire import expand
+from core.plane.layers import reached
 from core.serving.tabs import Tab
 from core.view.options import COMPONENTS, LIMITS, MAX_LOOKUP_CHARS, PANELS, VIEWS
 from core.view.share import to_query
@@ -103,14 +104,16 @@ def check_drawn(values: dict, tab: Tab, link: View, link_notes: tuple[str, ...] 
     """The page shows `link` on its screen (`narrow`: a phone's), saying exactly its notes: never
     "The link's view could not be opened", which would show the default view instead. A link
     names token positions of its own sentences: a selected token past their end is let go with a
-    note, flips past it without one (`core.serving.tabs.follow`)."""
+    note, flips past it without one (`core.serving.tabs.follow`); an encoder layer tables other than
+    BERT's cannot give is layer 0, with a note (`core.plane.layers.reached`)."""
     notes, traces, shown = notes_of(values), drawn(values), tab.view
     length = len(tab.tokens)
     token = link.token if link.token is None or link.token < length else None
     let_go = [] if token == link.token else [
         f"Token {link.token} is past the end of the sentences (0 to {length - 1}), so it was let go."]
-    assert notes == [*link_notes, *let_go]
-    assert shown == link.with_(narrow=narrow, token=token, flips=frozenset(i for i in link.flips if i < length))
+    layered, cannot = reached(link, tab.session)
+    assert notes == [*link_notes, *let_go, *cannot]
+    assert shown == layered.with_(narrow=narrow, token=token, flips=frozenset(i for i in link.flips if i < length))
     assert set(shown.groups) <= set(traces), (shown.groups, traces)
     query = json.loads(values["address"])["query"]
     assert query == to_query(shown)[0]  # the address bar holds what is drawn

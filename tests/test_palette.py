@@ -45,7 +45,9 @@ def _texts(palette):
             "note": palette.note_ink, "title": palette.title_ink, "count": palette.label_count,
             # the side charts': γ's line, their notes, their rules, the positions path's numbers
             "strong": palette.strong, "chart ink": palette.chart_ink, "rule": palette.rule,
-            "last position": palette.position_scale[-1][1]}
+            "last position": palette.position_scale[-1][1],
+            # the encoder layer's group and its labels (core/plane/layers.py)
+            "layer": palette.layer}
 
 
 @pytest.mark.parametrize("name", list(_texts(PROJECTOR)))

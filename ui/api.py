@@ -30,7 +30,7 @@ from core.drawing.wire import expand, plotted_points, table_rows
 from core.model.training import Corpus, TrainConfig
 from core.serving.tabs import TABS, Tab
 from core.view import share, tour
-from core.view.options import CORPORA, LIMITS, MAX_QUERY, Refused, choice, whole
+from core.view.options import COMPONENTS, CORPORA, LIMITS, MAX_QUERY, Refused, choice, whole
 from core.view.state import View
 from ui import render
 from ui.admission import Busy, visitor_of_request, work_of
@@ -68,7 +68,8 @@ def answer_of(tab: Tab, notes: tuple[str, ...], page) -> dict:
         "query": share.to_query(view)[0],
         "notes": list(notes),
         "tokens": [row[:4] for row in table_rows(figure)],  # token, id, position, segment
-        "points": plotted_points(figure, also=tuple(NEIGHBOURS.values())),
+        "points": plotted_points(figure, also=tuple(NEIGHBOURS.values()),
+                                 groups=(*COMPONENTS, *([f"layer {view.layer}"] if view.layer else []))),
         "neighbours": {"token": drawn[page.near_token], "output": drawn[page.near_output]},
         "search": drawn[page.search_hits],
         "summary": text_of(drawn[page.info]),
@@ -82,7 +83,8 @@ def declare(page) -> None:
     async def view(query: str, request: gr.Request) -> dict:
         """What the page shows for a link's query (the address bar's text after "?", e.g.
         "source=bert&a=The+king+spoke.&token=2"): "points", each group's points as plotted, in token
-        order ({group: [[x, y], …]}; the selected token's neighbours under their own names);
+        order ({group: [[x, y], …]}; at layer=K the tokens after encoder layer K under "layer K"; the
+        selected token's neighbours under their own names);
         "tokens" ([token, id, position, segment] each); "neighbours" of the selected token by token
         and by output vector ([rank, word, cosine]); the search's matches; the summary line; and
         "notes", what the link asked for but could not have."""

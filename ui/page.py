@@ -110,6 +110,7 @@ class Page:
     address: gr.HTML
     # ui/viewpanel.py: what to draw, in which plane; the link and exports
     groups: gr.CheckboxGroup
+    layer: gr.Slider  # View.layer: the encoder's depth, set only on BERT's own tables
     labels: gr.Checkbox
     arrows: gr.Checkbox
     shift: gr.Checkbox

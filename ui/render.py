@@ -26,6 +26,7 @@ from core.model.listing import run_listing
 from core.model.lookup import walk_through
 from core.plane.basis import background, vocabulary_basis
 from core.plane.classwords import Answers
+from core.plane.layers import EXPLAINED, unreadable
 from core.plane.pipeline import Exploration, explore_view, flipped_tokens
 from core.plane.search import SearchResult, search
 from core.serving.classroom import Follower
@@ -111,7 +112,7 @@ def outputs(page, step: Change, *, asked: Iterable[str] = (), whole: bool = Fals
     view, session = step.view, step.session
     changed = set(view.differs(step.old_view))
     redrawn = frozenset().union(*(FIELDS[name].redraws for name in changed))  # as the fields declare
-    write = set(FIELDS) if whole else (changed - set(asked)) | ({"token"} & set(asked))
+    write = set(FIELDS) if whole else (changed - set(asked)) | (FITTED & set(asked))
     out = fields(page, view, write, step.tokens)
     if step.tokens != step.old_tokens and page.token not in out and (listed or view.token is not None):
         # the picker never lists tokens that are gone: with a token selected, the new list; otherwise an
@@ -139,6 +140,7 @@ def outputs(page, step: Change, *, asked: Iterable[str] = (), whole: bool = Fals
         out[page.background_json] = background_json(view, session)
     if tables:
         out.update(table_panels(page, session))
+        out.update(layer_control(page, view, session))
     if whole or step.old_session.training is not session.training or "theme" in changed:
         out.update(training(page, session, view.theme))
     if view.shown == "listing" and (whole or LISTING in redrawn):
@@ -154,6 +156,17 @@ def outputs(page, step: Change, *, asked: Iterable[str] = (), whole: bool = Fals
     if whole or changed:
         out[page.address] = address(view, push=whole or bool(changed - TYPED), key=key)
     return out
+
+
+# fields the tab may change from what a person set (core.serving.tabs.Tab.apply): the selection follows its token,
+# a layer the tables cannot give becomes 0; their widgets are written back even when set
+FITTED = frozenset({"token", "layer"})
+
+
+def layer_control(page, view: View, session: Session) -> dict:
+    """The layer slider: its value, and whether it can be set on these tables (disabled, saying why, when not)."""
+    why = unreadable(session)
+    return {page.layer: gr.update(value=view.layer, interactive=why is None, info=EXPLAINED if why is None else why)}
 
 
 # fields changed a character at a time: their history entry is rewritten, so Back skips each keystroke
@@ -257,7 +270,7 @@ def _detail(page, view: View, session: Session, tokens: tuple[str, ...] | None) 
                                  palette=palette(view.theme))
         return {page.layernorm_plot: figure_json(found.figure), page.layernorm_info: found.summary}
     return {page.similarity_plot: figure_json(similarity_detail(session, a, b, flipped, presenter=view.presenting,
-                                                                palette=palette(view.theme)))}
+                                                                palette=palette(view.theme), layer=view.layer))}
 
 
 def background_json(view: View, session: Session) -> str:

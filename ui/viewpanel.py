@@ -1,4 +1,5 @@
-"""The View panel: what to draw, in which plane, for whom (presenter mode, the theme); sharing or exporting it.
+"""The View panel: what to draw (the groups, the encoder layer), in which plane, for whom (presenter mode,
+the theme); sharing or exporting it.
 
 Its settings are view fields (the page sends each widget's value: `ui.page.wire`); its work —
 a refit, a link, the exports — is answered on the page's route (`ui.route.Live.work`).
@@ -11,12 +12,13 @@ import gradio as gr
 from core.drawing.captions import plain
 from core.drawing.export import export_view
 from core.plane.basis import vocabulary_basis
+from core.plane.layers import NEEDS_BERT
 from core.plane.pipeline import fit_sentence_basis
 from core.process.offload import OffloadError
 from core.view.options import BASES, COMPONENTS, LIMITS, THEMES, Refused
 from core.view.share import to_query
 from ui import ondemand, render
-from ui.assets import number, radio, written_by_page
+from ui.assets import number, radio, slider, written_by_page
 from ui.files import Downloads, links_html, new_folder
 from ui.route import JOBS, MAX_ADDRESS, OFFLOAD, only_true
 
@@ -25,6 +27,8 @@ def layout(page) -> None:
     with ondemand.tab(page, "panel", "view"):
         page.groups = gr.CheckboxGroup(list(COMPONENTS), value=list(COMPONENTS), label="Groups to plot",
                                        elem_id="groups")
+        # disabled, saying why, on tables the encoder cannot read (ui.render.layer_control); as built: a fresh page's
+        page.layer = slider("encoder-layer", "layer", 0, "Encoder layer", interactive=False, info=NEEDS_BERT)
         page.labels = gr.Checkbox(True, label="Show labels", info="where they fit; hover any point",
                                   elem_id="show-labels")
         page.arrows = gr.Checkbox(False, label="Show the addition tip to tail", elem_id="show-arrows",

@@ -104,7 +104,7 @@ SIMILARITY_MIN_PX, SIMILARITY_MAX_PX = 480, 900
 
 
 def similarity_figure(tokens: Sequence[str], matrix: np.ndarray, *, presenter: bool = False,
-                      palette: Palette = LIGHT) -> dict:
+                      palette: Palette = LIGHT, title: str = "Cosine similarity") -> dict:
     """An (L, L) cosine matrix as a heatmap, tokens along both axes, first token at the top.
 
     Colours: ColorBrewer's RdBu reversed (``SIMILARITY_SCALE``), so +1 is red, 0 white,
@@ -127,7 +127,7 @@ def similarity_figure(tokens: Sequence[str], matrix: np.ndarray, *, presenter: b
     # a cell per pair big enough to read its colour from the back of a room: the chart grows
     # with the sentence, from 480 px up to 900
     height = min(SIMILARITY_MAX_PX, max(SIMILARITY_MIN_PX, 160 + 24 * length))
-    layout = _layout(style, palette, height, "Cosine similarity", margin={"l": 80, "r": 10, "t": 40, "b": 80})
+    layout = _layout(style, palette, height, title, margin={"l": 80, "r": 10, "t": 40, "b": 80})
     if not length:
         layout.update(xaxis={"visible": False}, yaxis={"visible": False},
                       annotations=[_note("no tokens yet", style)])

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from core.tables.origin import MARKERS, PRESET_MAXLEN, PRESETS, SPARE_ROWS, Layer, Upload  # noqa: F401 - re-exported
-from core.view.options import COMPONENTS, PARTS
+from core.view.options import COMPONENTS, ENCODER_MODEL, PARTS
 from core.view.state import View
 
 if TYPE_CHECKING:
@@ -206,6 +206,9 @@ class _Script:
                      self.drawing(), self.neighbours(), self.background(), self.plot()]
         body = [line for lines in sections if lines for line in (*lines, "")]
         notes = [line for note in self.recipe.notes for line in comment(f"The link: {note}")]
+        if self.recipe.view.layer and self.recipe.view.source == "bert":  # said until the script runs the encoder
+            notes += comment(f"The page draws layer {self.recipe.view.layer} of {ENCODER_MODEL}, in a plane fitted "
+                             "with its hidden states; this script draws the embedding layer alone, in its own plane.")
         head = ['"""Embedding Explorer\'s view as code: BERT\'s input embedding layer, its five groups, one PCA '
                 'plane."""', "", *self._imports(), ""]
         return "\n".join([*head, *notes, *([""] if notes else []), *body]).rstrip() + "\n"

@@ -17,9 +17,11 @@ from core.drawing.charts import collapse_figure, layernorm_figure, positions_fig
 from core.drawing.palette import LIGHT, Palette
 from core.model.measures import RepeatedToken, cosine_matrix, layernorm_stats, repeated_tokens
 from core.model.projection import PCAProjection
+from core.plane.layers import hidden_states, unreadable
 from core.plane.pipeline import explore
 from core.tables.presets import sinusoidal_table
 from core.tables.session import Session
+from core.view.options import ENCODER_MODEL
 
 PATH_POSITIONS = 64  # positions drawn at least: a path needs a few dozen steps to show its shape
 # a position whose vector is this many times the median position's length is left out of the
@@ -118,9 +120,14 @@ def layernorm_detail(
 
 def similarity_detail(
     session: Session, a: str, b: str, flipped: Mapping[int, str] | None = None, *, presenter: bool = False,
-    palette: Palette = LIGHT,
+    palette: Palette = LIGHT, layer: int = 0,
 ) -> dict:
-    """Cosine similarity of every pair of output vectors, token × token."""
+    """Cosine similarity of every pair of output vectors, token × token; at `layer` K > 0, of the
+    tokens after encoder layer K (`core.plane.layers`: on tables the encoder reads, else the outputs)."""
     result = explore(session, a, b, groups=[], flipped=flipped)
-    matrix = cosine_matrix(np.asarray(result.vectors["output"]))
-    return similarity_figure(result.encoding.tokens, matrix, presenter=presenter, palette=palette)
+    vectors, title = result.vectors["output"], "Cosine similarity"
+    if layer and unreadable(session) is None:
+        vectors = hidden_states(session, result.encoding.ids, result.scene.segment_ids)[layer]
+        title = f"Cosine similarity after layer {layer} of {ENCODER_MODEL.split(':')[0]}"
+    matrix = cosine_matrix(np.asarray(vectors))
+    return similarity_figure(result.encoding.tokens, matrix, presenter=presenter, palette=palette, title=title)

@@ -24,10 +24,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 import plotly.graph_objects as go
 
-from core.drawing.labels import LABEL_PRIORITY, legible, wanted
-from core.drawing.palette import LIGHT, Palette
+from core.drawing.labels import LABEL_PRIORITY, group_texts, legible, wanted
+from core.drawing.palette import LAYER_MARKER, LAYER_MARKER_3D, LIGHT, Palette
 from core.drawing.wire import pile_names, token_columns
 from core.plane.scene import CONTINUATION, GROUPS, SPECIAL, WORD, Scene, segment_name, symbols
+from core.view.options import ENCODER_MODEL
 
 SYMBOL_NOTE = "◆ [CLS] / [SEP]    ○ ## word piece"
 # the plot's type, and its labels': Arial, or a face with its widths (Liberation Sans on Linux,
@@ -42,6 +43,9 @@ SELECTED = "selected token"
 BACKGROUND = "vocabulary"
 # a class's answers (core/plane/classwords.py): one trace per group they are placed in
 CLASS_TRACES = {"token": "class", "sum": "class · sum", "output": "class · output"}
+# the encoder's layers (core/plane/layers.py): the tokens after layer K are the group "layer K", and each
+# token's way there from the output, hidden state 0, a thin line through every layer before it
+LAYER_PATH = "path: output (hidden state 0) → layer {}"
 CLASS_LARGEST = 4  # a word's marker grows with its count (area ∝ count) to this many times its base size
 
 
@@ -90,6 +94,7 @@ FACTORS = (2, 5, 10, 20, 50, 100, 200, 500, 1000)
 MAGNIFIABLE = ("position", "segment")  # never token, sum or output: the addition path runs through them
 NOTE_CHARS = 40  # a note's lines are at most this long: a phone's plot (≈ 370 px) holds 40 characters
 PANEL_TITLES = {1: "token + position + segment = sum", 2: "after LayerNorm: output, its own scale"}
+LAYERS_TITLE = "after LayerNorm: output = hidden state 0,<br>and the layers after it; their own scale"
 PANEL_GAP = 0.1  # between the two panels, a share of the figure's width
 
 # ColorBrewer Set2: soft halos that do not compete with the groups' saturated Okabe–Ito colours
@@ -165,6 +170,8 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, s
              for group in groups]
     if scene.previous is not None and groups:
         data += _movement(scene, groups, panel, factors)
+    if scene.hidden is not None:  # with the output, in its panel: each is a LayerNorm's output
+        data += _hidden_traces(scene, columns, scale, _AXES[2 if split else 1], palette, webgl=webgl)
     if arrows and {"token", "position", "segment", "sum"} <= set(groups):
         data.append(_addition_path(scene, scale, to_output="output" in groups and not split))
     if shift and scene.shift_from is not None and "sum" in groups:
@@ -206,10 +213,11 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, s
             if scene.neighbourhood is not None else {}
         colours = {**palette.colours, **{trace: palette.colours[kind] for kind, trace in stars.items()},
                    **({} if layer is None else {layer["name"]: layer["marker"]["color"]}),
+                   **({} if scene.hidden is None else {scene.hidden.name: palette.layer}),
                    **dict.fromkeys(CLASS_TRACES.values(), palette.class_ink)}
         meta["labels"] = wanted(scene, columns.order, groups, piles, size=scale.text, colours=colours, named=named,
                                 stars=stars, layer=layer, compact=shared is not None,
-                                answers=_class_labels(scene.answers))
+                                answers=_class_labels(scene.answers), hidden=_hidden_labels(scene, columns))
     if palette is not LIGHT:  # the page's labels: their halo and count in the theme's colours (assets/labels.js)
         meta["ink"] = {"halo": palette.label_halo, "count": palette.label_count, "ring": palette.ring}
     if meta:
@@ -243,13 +251,15 @@ def _extent(points: np.ndarray) -> float:
 def _split(scene: Scene, groups: Sequence[str], panels: str) -> bool:
     """Whether the output gets a panel of its own."""
     parts = [g for g in groups if g != "output"]
-    if panels == "one" or scene.exact or "output" not in groups or not parts:
+    # the output and the encoder's layers after it: each a LayerNorm's output, of one scale
+    hidden = [] if scene.hidden is None else [np.reshape(scene.hidden.points, (-1, scene.dims))]
+    if panels == "one" or scene.exact or not ("output" in groups or hidden) or not parts:
         return False
     if panels == "split":
         return True
     measured = scene.points if scene.previous is None else scene.previous  # as _magnified: the layout before training
     inner = _extent(np.concatenate([measured[g] for g in parts]))
-    outer = _extent(measured["output"])
+    outer = _extent(np.concatenate([measured[g] for g in groups if g == "output"] + hidden))
     small, large = sorted((inner, outer))
     return large > 0 and large > SPLIT_ABOVE * small
 
@@ -704,6 +714,53 @@ def _movement(scene: Scene, groups: list[str], panel: Mapping[str, int],
     return traces
 
 
+def _hidden_traces(scene: Scene, columns: _TokenColumns, scale: _Scale, axes: Mapping[str, str], palette: Palette,
+                   *, webgl: bool = False) -> list[dict]:
+    """The tokens after encoder layer K as a group of their own ("layer K": its colour and marker), and
+    each token's path from the output (hidden state 0) through every layer before K, thin and faint.
+    Every vertex of a path is hovered with the layer it is after; the group's points as the others'."""
+    hidden, order = scene.hidden, columns.order
+    points = np.asarray(hidden.points)[:, order]  # (K + 1, L, dims), in drawing order
+    three = scene.dims == 3
+    kind = "scatter3d" if three else "scattergl" if webgl else "scatter"
+    steps = ["output (LayerNorm) = hidden state 0",
+             *(f"after layer {k} of {hidden.layers}" for k in range(1, hidden.layer + 1)), ""]
+    said = [f"<b>{token}</b> · {step}" if step else "" for token in columns.hovertext for step in steps]
+    path = {"type": kind, "name": LAYER_PATH.format(hidden.layer), "legendgroup": hidden.name,
+            **_polylines(list(points)), **axes, "mode": "lines" if three else "lines+markers",
+            "line": {"color": palette.layer_path, "width": scale.line * (2 if three else 1)},
+            "hovertext": said, "hovertemplate": "%{hovertext}<extra></extra>"}
+    if not three:  # a small dot on each layer the path passes; none under the drawn layer's own marker
+        dots = np.tile(np.array([*[max(3, scale.marker // 2)] * hidden.layer, 0, 0], dtype=np.uint8), len(order))
+        path["marker"] = {"color": palette.layer_path, "size": dots}
+    marker = LAYER_MARKER_3D if three else LAYER_MARKER
+    symbol = ["diamond" if shape == SPECIAL else f"{marker}-open" if shape == CONTINUATION else marker
+              for shape in columns.symbol]
+    customdata = columns.customdata.copy()
+    customdata[:, 3] = np.asarray(hidden.norms)[order]
+    group = _points_trace(
+        hidden.name, points[-1], webgl=webgl, axes=axes, colour=palette.layer,
+        marker={"symbol": symbol, "size": (round(scale.marker * 0.75) if three else scale.marker) + 1,
+                "line": {"color": palette.layer, "width": scale.line}},
+        hovertext=pile_names(columns.hovertext, customdata[:, 1].astype(int).tolist(), _piles(points[-1])),
+        customdata=customdata,
+        hovertemplate=(f"<b>%{{hovertext}}</b> · after layer {hidden.layer} of {hidden.layers}<br>"
+                       "id %{customdata[0]} · position %{customdata[1]} · segment %{customdata[2]}<br>"
+                       "‖vector‖ = %{customdata[3]:.3f}<extra></extra>"),
+    )
+    group["legendgroup"] = hidden.name
+    return [path, group]
+
+
+def _hidden_labels(scene: Scene, columns: _TokenColumns) -> dict[str, list[str]]:
+    """The layer group's label texts, by trace name, in drawing order (`core.drawing.labels.wanted`)."""
+    if scene.hidden is None:
+        return {}
+    names = [scene.tokens[i] for i in columns.order]
+    return {scene.hidden.name: group_texts([html.escape(name, quote=False) for name in names],
+                                           _piles(np.asarray(scene.hidden.points[-1])[columns.order]))}
+
+
 def class_notes(scene: Scene) -> list[str]:
     """What the plot says of a class's words it does not draw: those the table cannot place, and
     those past the most frequent ones the round draws (escaped, wrapped for a phone's plot)."""
@@ -741,6 +798,9 @@ def _annotations(scene: Scene, scale: _Scale = NORMAL, *, shift: bool = False,
     if shift and scene.segment_shift is not None:
         key.append(_wrapped(f"segment shift |seg[1] − seg[0]| = {scene.segment_shift:.3f} in the full space"))
     key += class_notes(scene)
+    if scene.hidden is not None:
+        key.append(_wrapped(f"{scene.hidden.name}: each token after encoder layer {scene.hidden.layer} of "
+                            f"{ENCODER_MODEL}"))
     if scene.points and key:
         notes.append({"text": "<br>".join(key), "xref": "paper", "yref": "paper", "x": 1,
                       "y": 0, "xanchor": "right", "yanchor": "bottom", "showarrow": False, "align": "right",
@@ -749,7 +809,7 @@ def _annotations(scene: Scene, scale: _Scale = NORMAL, *, shift: bool = False,
     magnified = [f"{group} ×{factors[group][0]}" for group in MAGNIFIABLE if group in factors]
     for number, domain in ((1, (0.0, (1 - PANEL_GAP) / 2)), (2, ((1 + PANEL_GAP) / 2, 1.0))) if split else (
             (1, (0.0, 1.0)),):
-        lines = [PANEL_TITLES[number]] if split else []
+        lines = [PANEL_TITLES[number] if number == 1 or scene.hidden is None else LAYERS_TITLE] if split else []
         if number == 1 and magnified:
             lines.append(_wrapped(f"{', '.join(magnified)}: magnified about their centres"))
         if lines:
@@ -796,6 +856,8 @@ def _spec_3d(scene: Scene, *, labels: bool, arrows: bool, shift: bool, presenter
         trace["textfont"] = {"size": scale.text, "color": palette.colours[group]}
         data.append(trace)
     extent = _extent(np.concatenate([scene.points[g] for g in groups])) if groups else 0.0
+    if scene.hidden is not None:
+        data += _hidden_traces(scene, columns, scale, {}, palette)
     if scene.previous is not None and groups:
         before = np.concatenate([scene.previous[g] for g in groups])
         after = np.concatenate([scene.points[g] for g in groups])

@@ -73,7 +73,8 @@ def group_texts(names: Sequence[str], piles: Sequence[Sequence[int]]) -> list[st
 def wanted(scene: Scene, order: np.ndarray, groups: Sequence[str], piles: Mapping[str, Sequence[Sequence[int]]],
            *, size: int, colours: Mapping[str, str], named: Collection[str] = (),
            stars: Mapping[str, str] | None = None, layer: dict | None = None, compact: bool = False,
-           answers: Mapping[str, Sequence[str]] | None = None) -> dict:
+           answers: Mapping[str, Sequence[str]] | None = None,
+           hidden: Mapping[str, Sequence[str]] | None = None) -> dict:
     """The figure's labels for the page to place (``layout.meta.labels``).
 
     Order: a class's answers, then the words a tour step's text names and the selected token
@@ -93,6 +94,8 @@ def wanted(scene: Scene, order: np.ndarray, groups: Sequence[str], piles: Mappin
         by trace name: the room goes to them first, and the `MUST_ANSWERS` most given must be
         written (a projector that dropped "queen ×2" for the step's star "queen" on the same spot
         hid the round's answer from the room).
+    hidden: the encoder layer's trace and its points' labels (its tokens, escaped, in drawing order
+        `order`): room right after the token group, the selected token's must be written.
 
     Returns ``{"size": px, "order": [trace, …], "colours": {trace: colour}, "texts": {trace:
     [str, …]}, "must": {trace: [point, …]}}``: the traces whose points want a label, in the order
@@ -134,8 +137,16 @@ def wanted(scene: Scene, order: np.ndarray, groups: Sequence[str], piles: Mappin
     texts.update(answers)
     for trace, said in answers.items():
         must[trace] = list(range(min(len(said), MUST_ANSWERS)))
+    hidden = hidden or {}
+    texts.update(hidden)
+    for trace, said in hidden.items():  # the selected token's, unless it shares a point labelled once
+        at = [j for j, i in enumerate(order) if i == picked and said[j]]
+        if at:
+            must[trace] = at
     first = [group for group in ranked if group == "segment"]
-    order_of = [*answers, *first, *stars.values(), *searched, *(group for group in ranked if group != "segment")]
+    rest = [group for group in ranked if group != "segment"]
+    at = rest.index("token") + 1 if "token" in rest else 0
+    order_of = [*answers, *first, *stars.values(), *searched, *rest[:at], *hidden, *rest[at:]]
     return {"size": size, "order": order_of, "colours": {trace: colours[trace] for trace in order_of},
             "texts": texts, "must": must}
 

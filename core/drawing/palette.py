@@ -50,6 +50,9 @@ class Palette:
     ring: str  # the selected token's ring
     class_fill: str  # a class's words (core/plane/classwords.py): the one colour the groups leave free
     class_ink: str  # their outline and labels
+    # the tokens after encoder layer K (core/plane/layers.py), their labels, and their faint paths from layer 0
+    layer: str = "#332288"  # Paul Tol's indigo: darker than the token blue, apart from the output's purple
+    layer_path: str = "rgba(51,34,136,0.35)"
     label_halo: str = "#fff"  # the outline round each label the page writes (assets/labels.js)
     label_count: str = "#666"  # "12 of 30 labelled", under the plot
     # the side charts (core/drawing/charts.py)
@@ -99,9 +102,14 @@ PROJECTOR = Palette(
     title_ink="#e0e0e0", ring="#f2f2f2",
     class_fill="rgba(240,228,66,0.55)", class_ink="#F0E442",
     label_halo=_PROJECTOR_GROUND, label_count="#c8c8c8",
+    layer="#A99CFF", layer_path="rgba(169,156,255,0.4)",  # the indigo, lightened: 8.0:1 on the ground
     strong="#f2f5fa", chart_ink="#e0e0e0", rule="#aaaaaa",
     position_scale=((0.0, "#7F2704"), (0.5, "#F16913"), (1.0, "#FDD0A2")),
 )
+
+# the layer group's marker, a shape no other group draws (a [CLS]/[SEP] keeps its diamond, a ## piece is open);
+# plotly's 3-D scene has no hexagon, so there it is a square
+LAYER_MARKER, LAYER_MARKER_3D = "hexagon", "square"
 
 PALETTES = MappingProxyType({palette.name: palette for palette in (LIGHT, PROJECTOR)})
 

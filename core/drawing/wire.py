@@ -180,14 +180,16 @@ def table_rows(figure: dict) -> list[list]:
             for i, token in enumerate(columns["tokens"])]
 
 
-def plotted_points(figure: dict, also: Sequence[str] = ()) -> dict[str, list[list[float]]]:
+def plotted_points(figure: dict, also: Sequence[str] = (), groups: Sequence[str] = COMPONENTS
+                   ) -> dict[str, list[list[float]]]:
     """Each group's points as a whole figure (`expand`) plots them, in token order ({group:
     [[x, y], …]}: a segment's point for each of its tokens), and the traces named in `also` (the
-    selected token's neighbours) as drawn: what the public API answers for a view."""
+    selected token's neighbours) as drawn: what the public API answers for a view. `groups`: the
+    traces of a point per token (the five, and an encoder layer's "layer K")."""
     points = {}
     for trace in figure["data"]:
         name = trace.get("name")
-        if name not in (*COMPONENTS, *also) or "x" not in trace:
+        if name not in (*groups, *also) or "x" not in trace:
             continue
         xyz = np.column_stack([_untyped(trace[axis]).astype(np.float64) for axis in "xyz" if axis in trace])
         if name in also:

@@ -1,8 +1,8 @@
 """From two sentences to everything one picture shows, as plain data.
 
-This is the explorer's pipeline in one place — tokenizer → embedding components → one PCA
-basis → `Scene` — so the UI callback only formats what comes back, and tests and benchmarks
-run exactly what a user sees.
+This is the explorer's pipeline in one place — tokenizer → embedding components [→ the
+encoder's hidden states, `core.plane.layers`] → one PCA basis → `Scene` — so the UI callback
+only formats what comes back, and tests and benchmarks run exactly what a user sees.
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ from core.model.tokenizer import CLS, SEP, UNK, Encoding
 from core.model.training import Corpus
 from core.plane.basis import SPECTRUM, SPECTRUM_ROWS, vocabulary_basis
 from core.plane.classwords import Answers, place
+from core.plane.layers import hidden_states, unreadable
 from core.plane.neighbours import Neighbour, in_table, outputs_in_table
-from core.plane.scene import Neighbourhood, Scene
+from core.plane.scene import HiddenStates, Neighbourhood, Scene
 from core.tables.session import Session
-from core.view.options import LIMITS, Refused
+from core.view.options import ENCODER_LAYERS, LIMITS, Refused
 from core.view.state import View
 
 MAX_NEIGHBOURS = LIMITS["k"][1]  # the view's own limit: a link, the slider and the API say the same
@@ -64,6 +65,7 @@ def explore(
     components: int = 2,
     categories: Mapping[str, Sequence[str]] | None = None,
     answers: Answers | None = None,
+    layer: int = 0,
 ) -> Exploration:
     """Tokenize, embed and project; raises ValueError with a readable message on bad input.
 
@@ -76,6 +78,10 @@ def explore(
     categories: word categories to colour ({"animals": ["cat", …], …}), e.g. the built-in
         corpus's (``core.model.training.Corpus.builtin().categories``) while training on it.
     answers: a class's words to place in the plane (`core.plane.classwords`), drawn as the group "class".
+    layer: the encoder's depth to draw (0: none): each token after encoder layer K, with its path
+        from the output (hidden state 0), on tables MiniLM-L6's encoder reads (`core.plane.layers`;
+        on others nothing more is drawn and the encoder never runs). The plane is then fitted to
+        the groups shown and every hidden state, 0 to 6, so it is the same plane at every K > 0.
 
     With d_model = 2 there is nothing to project: the scene holds the vectors' exact
     coordinates (``Scene.exact``), whatever the plane or the number of components.
@@ -88,6 +94,8 @@ def explore(
         raise ValueError(f"the number of neighbours is {k!r}; choose 0 (none) to {MAX_NEIGHBOURS}.")
     if isinstance(components, bool) or components not in (2, 3):
         raise ValueError(f"the view has {components!r} components; choose 2 (the plane) or 3 (PC1–PC3).")
+    if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer <= ENCODER_LAYERS:
+        raise ValueError(f"the layer is {layer!r}; choose 0 (the embedding layer) to {ENCODER_LAYERS}.")
 
     encoding = session.encode(a, b)
     model = session.model
@@ -108,13 +116,17 @@ def explore(
     norms = {g: np.linalg.norm(v, axis=1) for g, v in vectors.items()}
 
     projection, plane, previous, shift_from, neighbourhood, neighbours = None, "", None, None, None, None
-    placed = None
+    placed, hidden = None, None
     exact = model.config.d_model == 2
     if shown:
         # the plane is the untrained tables' (see _plane), and they are drawn faintly in it too:
         # how far training moved each point
         before = vectors if session.trained is None else _vectors(session.source.model, ids, segments)
-        projection, plane, basis_note = _plane(session, [before[g] for g in shown], components)
+        # the encoder's states only where it reads these tables: at layer 0, or on others, it never runs
+        states = hidden_states(session, encoding.ids, segment_ids) if layer and unreadable(session) is None else None
+        # every state 0 to 6 in the plane's fit, whichever K is drawn: moving K moves points, never the axes
+        fitted = [before[g] for g in shown] + ([] if states is None else list(states))
+        projection, plane, basis_note = _plane(session, fitted, components)
         notes.append(basis_note)
         points = {g: projection.transform(vectors[g]) for g in shown}
         if session.trained is not None:
@@ -129,6 +141,10 @@ def explore(
             notes.append(note)
         if answers is not None and answers.drawn:
             placed = place(session, answers, projection, shown)
+        if states is not None:
+            drawn = projection.transform(states[:layer + 1].reshape(-1, states.shape[-1]))
+            hidden = HiddenStates(layer, len(states) - 1, drawn.reshape(layer + 1, len(encoding), -1),
+                                  np.linalg.norm(states[layer], axis=1))
     else:
         dims = 2 if exact else components
         points, explained, origin = {}, (0.0,) * dims, np.zeros(dims)
@@ -157,6 +173,7 @@ def explore(
         segment_shift=_segment_shift(model),
         categories=_categories(encoding.tokens, categories) if categories else None,
         answers=placed,
+        hidden=hidden,
     )
     # rounded as one array: per-cell round(float(...)) was a sixth of a 512-token update
     rounded = np.round(np.column_stack([norms[g] for g in COMPONENTS]).astype(np.float64), 3).tolist()
@@ -178,7 +195,7 @@ def explore_view(view: View, session: Session, tokens: tuple[str, ...] | None = 
     categories = builtin_categories() if session.trained is not None else None
     return explore(session, view.sentence_a, view.sentence_b, view.groups, selected=view.token, k=view.k,
                    flipped=flipped, components=view.dims, categories=categories,
-                   answers=answers if view.answers else None)
+                   answers=answers if view.answers else None, layer=view.layer)
 
 
 @functools.cache

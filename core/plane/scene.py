@@ -54,6 +54,27 @@ class ClassWords:
 
 
 @dataclass(frozen=True)
+class HiddenStates:
+    """The tokens after each encoder layer up to the one drawn, in the scene's plane (`core.plane.layers`).
+
+    ``points`` is (layer + 1, L, dims): 0 the embedding layer's output (hidden state 0, the
+    "output" group's vectors), k each token after encoder layer k; the last row is the group
+    drawn as "layer K", the rows before it each token's path. ``norms`` (L,): the full vectors'
+    norms after the drawn layer.
+    """
+
+    layer: int  # K, the layer drawn: 1 to `layers`
+    layers: int  # the encoder's layers (MiniLM-L6: 6)
+    points: np.ndarray
+    norms: np.ndarray
+
+    @property
+    def name(self) -> str:
+        """The group's name, in the legend and the figure's traces: "layer 4"."""
+        return f"layer {self.layer}"
+
+
+@dataclass(frozen=True)
 class Scene:
     """Everything one picture shows, as plain data (no torch).
 
@@ -89,6 +110,7 @@ class Scene:
     # each token's word category ("animals", …; "" for none) while training on a corpus that has them
     categories: tuple[str, ...] | None = None
     answers: ClassWords | None = None  # a class's words, drawn as the group "class"
+    hidden: HiddenStates | None = None  # the tokens after encoder layer K and their paths there (K > 0)
 
     @property
     def dims(self) -> int:
@@ -131,6 +153,11 @@ class Scene:
             raise ValueError(f"the class's words have points of shapes "
                              f"{[np.shape(p) for p in self.answers.points.values()]}, expected "
                              f"({len(self.answers.words)}, {dims})")
+        if self.hidden is not None and (np.shape(self.hidden.points) != (self.hidden.layer + 1, length, dims)
+                                        or not 1 <= self.hidden.layer <= self.hidden.layers):
+            raise ValueError(f"the hidden states have points of shape {np.shape(self.hidden.points)} at layer "
+                             f"{self.hidden.layer} of {self.hidden.layers}, expected ({self.hidden.layer + 1}, "
+                             f"{length}, {dims})")
         if self.selected is not None and not 0 <= self.selected < length:
             raise ValueError(f"the selected token {self.selected} is not one of the {length} tokens")
         if self.previous is not None and {g: np.shape(p) for g, p in self.previous.items()} != {

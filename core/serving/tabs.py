@@ -17,6 +17,7 @@ from typing import TypeVar
 
 from cachetools import FIFOCache, LRUCache
 
+from core.plane.layers import reached
 from core.plane.pipeline import fit_sentence_basis
 from core.process.memory import BUDGET, Budget, private
 from core.tables.session import Session
@@ -187,6 +188,9 @@ class Tab:
                 BUDGET.check_client(self, held)
             tokens = session.encode(view.sentence_a, view.sentence_b).tokens
             view, notes = follow(() if whole else self.tokens, tokens, view)
+            if view.layer:  # a layer only BERT's own tables give (at layer 0, a keystroke runs nothing of it)
+                view, cannot = reached(view, session)
+                notes += cannot
             step = Change(self.view, view, current, session, tokens, notes, self.tokens, self.revision + 1)
             out = compute(step)
             self.view, self.session, self.tokens, self.revision = view, session, tokens, step.revision

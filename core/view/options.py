@@ -60,6 +60,10 @@ PANELS = MappingProxyType({"tour": "Tour", "view": "View", "tables": "Tables", "
 THEMES = MappingProxyType({"light": "Light", "projector": "Projector: dark, high-contrast colours, large type"})
 
 TOUR_STEPS = 7  # core.view.tour.STEPS has this many (a test checks they agree)
+# MiniLM-L6's encoder layers (core.model.checkpoints.bert_encoder has this many: a test checks they agree), and
+# what the page says of the model wherever its layers show
+ENCODER_LAYERS = 6
+ENCODER_MODEL = "MiniLM-L6: a 6-layer BERT distilled and tuned for sentence similarity (it has no [MASK] head)"
 
 # whole-number inputs: inclusive ranges; every message quotes these
 LIMITS = MappingProxyType({
@@ -80,6 +84,7 @@ LIMITS = MappingProxyType({
     "steps": (1, 2000),  # training steps in one press of Train
     "lookup_dim": (1, 16),  # the lookup walk-through's table width
     "dims": (2, 3),  # the plane, or the rotatable PC1–PC3 view
+    "layer": (0, ENCODER_LAYERS),  # 0: the embedding layer's output; K: after encoder layer K (BERT's tables only)
 })
 
 MAX_TEXT = 10_000  # characters in one sentence: enough to fill 2,048 positions, refused beyond

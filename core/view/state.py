@@ -2,7 +2,7 @@
 
 Everything a person can set on the page is a field here — the sentences, the table source
 and every random-table setting, the position table, the groups and toggles, the plane and
-its background, the freezes, the selected token, the flipped segments, the open tabs, the
+its background, the encoder layer, the freezes, the selected token, the flipped segments, the open tabs, the
 tour step, presenter mode, the theme, and the inputs of the two documents' walk-throughs. The page is
 rendered from a `View`; a link is a `View` written as a query string (`core.view.share`); a tour
 step is a `View` (`core.view.tour`); the server keeps one per browser tab (`core.serving.tabs`). Nothing
@@ -162,6 +162,10 @@ class View:
     lookup_grad: bool = declare(True, Flag(), link="lookup_grad", widget="lookup_grad", redraws={LOOKUP})
     # in a class: the round's answers drawn as the group "class" (core/plane/classwords.py)
     answers: bool = declare(True, Flag(), link="answers", widget="answers", redraws={PLANE})
+    # the encoder's depth drawn: 0 the embedding layer's output (the page without the encoder), K the
+    # tokens after MiniLM-L6's encoder layer K, their paths and the similarity view with them. Only on
+    # BERT's own tables (core/plane/layers.py); any other tables show layer 0 and say why
+    layer: int = declare(0, Whole(), link="layer", widget="layer", redraws={PLANE, DETAIL})
 
     def __post_init__(self) -> None:
         for name, declared in FIELDS.items():  # each value checked once, as its declaration says

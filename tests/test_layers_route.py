@@ -1,0 +1,106 @@
+"""The encoder's layers through the launched app's route, as the page's script asks for them: a link's
+`layer=K` on BERT's tables draws the group "layer K" and the paths; on the random tables it opens at layer
+0 and says why; the slider is disabled there, and a layer set anyway is put back with the same sentence;
+`?layer=K&view=similarity` draws exactly the cosines of hidden state K."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from core.drawing.figures import LAYER_PATH
+from core.model.checkpoints import bert_encoder
+from core.plane.layers import EXPLAINED, NEEDS_BERT, NEEDS_UNTRAINED
+from core.tables.presets import bert_source
+from tests.appapi import Page, decode, figure, trace_names
+
+RIVER, MONEY = "the%20bank%20of%20the%20river", "money%20in%20the%20bank"
+PAIR = f"a={RIVER}&b={MONEY}"
+
+
+def test_layer_6_on_bert_s_tables_draws_the_layer_6_group_and_every_token_s_path(app_url):
+    page = Page(app_url, f"{PAIR}&source=bert&layer=6")
+    names = trace_names(page.opened["embed-plot"])
+    assert names[:5] == ["token", "position", "segment", "sum", "output"]
+    assert {"layer 6", LAYER_PATH.format(6)} <= set(names)
+    drawn = {trace["name"]: trace for trace in figure(page.opened["embed-plot"])["data"]}
+    assert len(decode(drawn["layer 6"]["x"])) == 12  # [CLS] the bank of the river [SEP] money in the bank [SEP]
+    assert np.isnan(decode(drawn[LAYER_PATH.format(6)]["x"]).astype(np.float64)).sum() == 12  # a line a token
+    assert page.opened.notice == "" and page.tab.view.layer == 6
+    slider = page.opened["encoder-layer"]  # settable here, and named honestly
+    assert slider["value"] == 6 and slider["interactive"] is True and slider["info"] == EXPLAINED
+    assert "MiniLM-L6: a 6-layer BERT distilled and tuned for sentence similarity (it has no [MASK] head)" in EXPLAINED
+    assert "layer=6" in json.loads(page.opened["address"])["query"]
+    # moving K moves the group, in the same axes
+    moved = page.send(layer=2)
+    assert "layer 2" in trace_names(moved["embed-plot"]) and "layer 6" not in trace_names(moved["embed-plot"])
+
+
+def test_a_link_s_layer_on_the_random_tables_opens_at_layer_0_saying_why_and_draws_none(app_url):
+    page = Page(app_url, f"{PAIR}&layer=3")
+    assert page.opened.notice == f"{NEEDS_BERT} Showing layer 0 (the embedding layer's output), not layer 3."
+    assert not [name for name in trace_names(page.opened["embed-plot"]) if name.startswith(("layer", "path"))]
+    assert page.tab.view.layer == 0 and "layer=" not in json.loads(page.opened["address"])["query"]
+    # the slider is as the page is built: at 0, disabled, saying why (so the opening need not write it)
+    import app
+
+    slider = app.demo.explorer.layer
+    assert (slider.value, slider.interactive, slider.info) == (0, False, NEEDS_BERT)
+
+
+def test_a_layer_set_on_tables_without_an_encoder_is_put_back_with_the_sentence_and_bert_enables_it(app_url):
+    page = Page(app_url, PAIR)
+    before = page.fingerprint()
+    out = page.send(layer=4)
+    assert NEEDS_BERT in out.notice and out.value("encoder-layer") == 0 and page.tab.view.layer == 0
+    assert page.fingerprint() == before
+    assert "layer" not in [name.split(" ")[0] for name in trace_names(page.shown["embed-plot"])]
+    enabled = page.send(source="bert")
+    assert enabled["encoder-layer"]["interactive"] is True and enabled["encoder-layer"]["info"] == EXPLAINED
+    back = page.send(source="glove")  # at layer 0 a source change says nothing of layers, and disables it
+    assert back["encoder-layer"]["interactive"] is False and back["encoder-layer"]["info"] == NEEDS_BERT
+
+
+@pytest.mark.parametrize("hostile", ["7", "-1", "2.5", "six"])
+def test_a_hostile_layer_in_a_link_is_ignored_with_a_sentence(app_url, hostile):
+    page = Page(app_url, f"{PAIR}&source=bert&layer={hostile}")
+    assert f"Ignored layer={hostile}: " in page.opened.notice and "0 to 6" in page.opened.notice
+    assert page.tab.view.layer == 0
+
+
+@pytest.mark.parametrize("k", [3, 6])
+def test_the_similarity_view_at_layer_k_draws_exactly_the_cosines_of_hidden_state_k(app_url, k):
+    page = Page(app_url, f"{PAIR}&source=bert&layer={k}&view=similarity")
+    z = decode(figure(page.opened["similarity-plot"])["data"][0]["z"]).astype(np.float64)
+    bert = bert_source()
+    encoding = bert.tokenizer.encode("the bank of the river", "money in the bank")
+    from core.model.encoder import encode
+
+    states = encode(bert.model, bert_encoder(), torch.tensor([encoding.ids]), torch.tensor([encoding.segment_ids]))
+    vectors = states.hidden_states[k][0].numpy().astype(np.float64)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    assert z.shape == (12, 12) and np.abs(z - unit @ unit.T).max() < 1e-5
+
+
+def test_the_api_s_view_answers_the_layer_group_s_points_as_the_page_draws_them(app_url, api):
+    answer = api.predict(f"{PAIR}&source=bert&layer=4", api_name="/view")
+    drawn = {trace["name"]: trace for trace in figure(Page(app_url, f"{PAIR}&source=bert&layer=4")
+                                                      .opened["embed-plot"])["data"]}
+    order = decode(drawn["layer 4"]["customdata"])[:, 1].astype(int)  # each point's position
+    points = np.column_stack([decode(drawn["layer 4"]["x"]), decode(drawn["layer 4"]["y"])])[np.argsort(order)]
+    assert np.allclose(answer["points"]["layer 4"], points, atol=1e-6) and answer["notes"] == []
+    assert "layer 4" not in api.predict(f"{PAIR}&layer=4", api_name="/view")["points"]
+
+
+def test_a_training_sets_the_layer_to_0_saying_why_and_a_reset_enables_it_again(app_url):
+    page = Page(app_url, f"{PAIR}&source=bert&layer=2")
+    merged, steps = page.train(steps=3)
+    assert steps and page.tab.session.trained is not None and page.tab.view.layer == 0
+    assert NEEDS_UNTRAINED in merged.notice
+    assert merged["encoder-layer"]["interactive"] is False and merged["encoder-layer"]["info"] == NEEDS_UNTRAINED
+    assert not [name for name in trace_names(page.shown["embed-plot"]) if name.startswith("layer")]
+    again = page.send(reset=True)
+    assert again["encoder-layer"]["interactive"] is True and page.send(layer=2).notice == ""
