@@ -7,9 +7,9 @@ One launched app (`python app.py`, one process as a Space runs it). A student's 
 tab of a stranger's address posts `explorer/class/start` --calls times, --at-once at a time (each
 start ends the class the tab led before, so a loop of them would churn classes under every other
 bound), in --windows windows, each followed by as long with the student alone: its key-to-answer
-latency beside the loop and alone, side by side. Beside them: the server's threads and its CPU. The target (issue: "a
-lecture hall behind one address"): the student's p95 during the flood within 1.5× of alone, and
-the server's thread count flat. Times are measured, never asserted.
+latency beside the loop and alone, side by side. Beside them: the server's threads and its CPU.
+Targets (bench/run.py, measure `flood`): the student's p95 beside the loop within 1.5× of alone,
+and the server's thread count flat. Times are measured, never asserted.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ it on a 128-token pair of MiniLM's, side by side in one process, the runs interl
 shuffled order and the medians compared (ratio = ours / baseline). transformers is timed as it
 loads by default (fused sdpa attention, no probabilities) and with eager attention returning
 its probabilities, as ours does. Before any of that, the process's RSS is read before and after
-`bert_encoder()` loads the six layers: what the weights add, once (the issue's budget: 60 MB).
+`bert_encoder()` loads the six layers: what the weights add, once (the budget: 60 MB).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from core.model.encoder import encode
 from core.model.tokenizer import WordPieceTokenizer
 
 TOKENS = 128
-BUDGET_MB = 60  # what the issue allows the encoder's weights to add to the process
+BUDGET_MB = 60  # what the encoder's weights may add to the process
 # two sentences long enough that the pair is cut to TOKENS
 SENTENCE_A = "a student types a sentence and the explorer shows how each word moves through the layers " * 6
 SENTENCE_B = "the lecturer follows the path of the word bank from the river to the money in the vault " * 6

@@ -178,7 +178,7 @@ def cosines(wordpiece: WordPieceTokenizer, a: str, b: str, together: bool) -> li
 
 
 def test_bank_by_the_river_and_bank_for_money_drift_apart(wordpiece: WordPieceTokenizer) -> None:
-    """The issue's claim, each sentence read alone: the layers move the two senses apart."""
+    """Each sentence read alone, the layers move the two senses of "bank" apart."""
     cos = cosines(wordpiece, RIVER, MONEY, together=False)
     assert cos[0] - cos[6] > 0.1
     assert cos[0] == pytest.approx(0.966, abs=1e-3) and cos[6] == pytest.approx(0.853, abs=1e-3)
