@@ -177,7 +177,8 @@ async def run(url: str, students: int, spread: float, keys: int, say, flooder: i
                                for page in flooding for word in FLOODER_WORDS))
         taken = [a for a in acks if "poll" in a[2]]
         last = max((acked for _, acked, _ in taken), default=flood_began)
-        total = len(taken) + sum("poll" in a[2] for a in flooded)  # every answer the round took
+        # every answer the round counts: the classmates', and the one student's words once each
+        total = len(taken) + max((len(a[2].get("own") or ()) for a in flooded), default=0)
         # the lecturer's stream counting every acknowledged answer, and its redraw drawing them all
         deadline = now() + 30
         while now() < deadline and not any(m.get("answers", 0) >= total and m["at"] >= flood_began
