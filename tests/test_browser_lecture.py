@@ -23,7 +23,7 @@ from PIL import Image
 
 from core.drawing.palette import contrast, luminance, rgb
 from core.view.tour import STEPS
-from tests.browser import COORDINATES, LABELS, PLOT, label_faults, open_accordion, overlap, settle
+from tests.browser import COORDINATES, LABELS, PLOT, label_faults, open_accordion, overlap, settle, wait_for_text
 from tests.test_browser_class import classes_end, counts, start_class  # noqa: F401 (its fixture)
 from tests.test_browser_poll import CLASS_TRACE, HAS, core_points, send
 from tests.test_tour import named_in
@@ -214,6 +214,17 @@ def test_a_lecture_every_tour_step_is_readable(open_page):
                            timeout=60_000)
     settle(page)
     assert page.locator("#tour-step").input_value() == str(len(STEPS)) and f"step={len(STEPS)}" in page.url
+    # a screen reader hears the step reached, its title and text: one sentence a second at most, the latest
+    page.evaluate("() => { window.saidSteps = []; const region = document.getElementById('tour-said');"
+                  " new MutationObserver(() => window.saidSteps.push([performance.now(), region.textContent]))"
+                  ".observe(region, {childList: true, characterData: true, subtree: true}); }")
+    for _ in range(3):
+        page.locator("#tour-previous").click()
+    reached = STEPS[len(STEPS) - 4]
+    wait_for_text(page, "#tour-said", f"Step {len(STEPS) - 3} of {len(STEPS)}: {reached.title}", timeout=60_000)
+    said = page.evaluate("() => window.saidSteps")
+    assert [text.startswith(f"Step {len(STEPS) - 3} of") for _, text in said][-1:] == [True], said
+    assert all(later - earlier >= 990 for (earlier, _), (later, _) in zip(said, said[1:], strict=False)), said
     page.get_by_role("tab", name="Tables").click()
     page.locator("#upload-table .upload-zone").wait_for(state="visible")
     assert _upload_faults(page) == []
