@@ -235,11 +235,6 @@ class RedisStore:
     # ARGV: time, round number, seat, word, words a seat may send, answers a round takes, a seat's burst,
     # its answers a second; KEYS[7] the seat's bucket (tokens, when), taken only when it has one
     _ANSWER = _ROUND + """
-    local function tokens(bucket, size, per_second)
-        local kept = redis.call('HMGET', bucket, 'tokens', 'at')
-        local since = math.max(0, tonumber(ARGV[1]) - tonumber(kept[2] or ARGV[1]))
-        return math.min(size, tonumber(kept[1] or size) + since * per_second)
-    end
     local poll = redis.call('HMGET', KEYS[2], 'number', 'open', 'answers')
     if not poll[1] then return {'missing', ''} end
     local sent = redis.call('HGET', KEYS[4], ARGV[3]) or ''
@@ -250,7 +245,9 @@ class RedisStore:
     if #words >= tonumber(ARGV[5]) then return {'enough', sent} end
     if tonumber(poll[3]) >= tonumber(ARGV[6]) then return {'full', sent} end
     local burst, rate = tonumber(ARGV[7]), tonumber(ARGV[8])
-    local left = tokens(KEYS[7], burst, rate)
+    local kept = redis.call('HMGET', KEYS[7], 'tokens', 'at')
+    local since = math.max(0, tonumber(ARGV[1]) - tonumber(kept[2] or ARGV[1]))
+    local left = math.min(burst, tonumber(kept[1] or burst) + since * rate)
     if left < 1 then return {'soon', sent, tostring((1 - left) / rate)} end
     sent = keep(ARGV[3], sent, ARGV[4])
     live()
@@ -259,7 +256,7 @@ class RedisStore:
     return {'ok', sent}
     """
 
-    # ARGV: time, number, the version heard, {page key: [words]} (JSON), words a page may send, answers a
+    # ARGV: time, number, the version heard, {seat: [words]} (JSON), words a seat may send, answers a
     # round takes; then, to put the round back when the store has none: its number, prompt, open, review,
     # hidden and approved words (JSON), or nothing
     _REPLAY = _ROUND + """
