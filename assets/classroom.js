@@ -282,7 +282,8 @@
         + '<div class="poll-buttons"><button id="poll-ask" class="class-button" type="button">Ask the class</button>'
         + '<button id="poll-close" class="class-button" type="button">Close the answers</button>'
         + '<button id="poll-clear" class="class-button" type="button">Clear</button></div>'
-        + '<p id="poll-status" role="status"></p><p id="poll-problem" class="class-problem" role="alert"></p>'
+        + '<p id="poll-status"></p><p id="poll-heard" class="offscreen" role="status" aria-live="polite"></p>'
+        + '<p id="poll-problem" class="class-problem" role="alert"></p>'
         + '<ul id="poll-words" class="poll-words" aria-label="The class\'s words"></ul>'
         + '<div class="poll-buttons"><button id="poll-csv" class="class-button" type="button">Download CSV</button>'
         + '<button id="poll-png" class="class-button" type="button">Download PNG</button></div></section>';
@@ -294,8 +295,13 @@
     document.getElementById("poll-review").checked = Boolean(round.review);
     const counts = `${round.answers || 0} answer${round.answers === 1 ? "" : "s"} from ${round.students || 0} `
       + `student${round.students === 1 ? "" : "s"}`;
-    text(document.getElementById("poll-status"), !asked ? "No question asked yet."
-      : `“${round.prompt}”: ${round.open ? "answers open" : "answers closed"} · ${counts}`);
+    const status = !asked ? "No question asked yet."
+      : `“${round.prompt}”: ${round.open ? "answers open" : "answers closed"} · ${counts}`;
+    const shown = document.getElementById("poll-status");
+    if (shown.textContent !== status) { // the counts as news, at the page's pace (assets/announce.js)
+      text(shown, status);
+      window.embeddingSay.later(document.getElementById("poll-heard"), status);
+    }
     text(document.getElementById("poll-problem"), pollSaid ? `⚠️ ${pollSaid}` : "");
     const list = document.getElementById("poll-words");
     const items = (round.words || []).map((word) => {
@@ -417,7 +423,8 @@
     if (!element) { // its line says the class (a live region); a student's round has a part of its own
       element = document.createElement("div");
       element.id = "class-banner";
-      element.innerHTML = '<div id="class-line" class="class-line" role="status"></div>';
+      element.innerHTML = '<div id="class-line" class="class-line"></div>'
+        + '<p id="class-said" class="offscreen" role="status" aria-live="polite"></p>';
       document.body.appendChild(element);
     }
     const line = element.querySelector("#class-line");
@@ -448,6 +455,9 @@
     if (line.dataset.written !== html) {
       line.innerHTML = html;
       line.dataset.written = html;
+      // the line as news, at the page's pace (assets/announce.js): a hundred students joining are
+      // heard as the latest count, not a hundred
+      window.embeddingSay.later(element.querySelector("#class-said"), line.textContent);
     }
     studentPoll(element);
   }

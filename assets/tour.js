@@ -12,33 +12,17 @@
 
   // A step reached is said to a screen reader: its title and text, in a polite live region
   // (#tour-said), whatever moved the tour (Next and Previous leave the focus on the button, a
-  // lecturer's lesson moves a follower's page on its own). At most one a second, the latest: steps
-  // passed through faster are not read out one by one. The region is made with the buttons, before
-  // anything is said in it, as a screen reader must see a live region before its text changes.
-  const SAY_MS = 1000;
+  // lecturer's lesson moves a follower's page on its own), at the page's pace for news
+  // (assets/announce.js): steps passed through faster are not read out one by one. The region is
+  // made with the buttons, before anything is said in it.
   let region = null;
   let said = null; // the step last said
-  let saidAt = -Infinity;
-  let saying = null; // the timer of the step waiting its turn
-  function regionMade() {
-    if (!region) {
-      region = Object.assign(document.createElement("p"), { id: "tour-said", className: "offscreen" });
-      region.setAttribute("role", "status");
-      region.setAttribute("aria-live", "polite");
-      document.body.append(region);
-    }
-    return region;
-  }
   function announce() {
     if (!step) said = null; // off the tour: coming back to the same step is news again
     if (!step || step === said || !region) return;
-    clearTimeout(saying);
-    saying = setTimeout(() => {
-      said = step;
-      saidAt = performance.now();
-      const html = new DOMParser().parseFromString(text, "text/html").body;
-      region.textContent = [...html.children].map((part) => part.textContent.trim()).join(" ");
-    }, Math.max(0, saidAt + SAY_MS - performance.now()));
+    said = step;
+    const html = new DOMParser().parseFromString(text, "text/html").body;
+    window.embeddingSay.later(region, [...html.children].map((part) => part.textContent.trim()).join(" "));
   }
 
   function sync() {
@@ -65,7 +49,7 @@
     // the screen, so its text and its plot are seen together. In presenter mode the control column
     // scrolls on its own (to the class's controls): a step starts with its text at the column's top
     attach(element) {
-      regionMade();
+      region = window.embeddingSay.region("tour-said");
       const toStep = () => {
         if (matchMedia("(max-width: 600px)").matches) element.querySelector(".tour-buttons").scrollIntoView({ block: "start" });
         else document.getElementById("control-column").scrollTop = 0;

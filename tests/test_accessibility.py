@@ -3,7 +3,8 @@ views at a laptop's and a phone's size, over every tour step in presenter mode a
 theme, and over a class's
 banners; the plane and a side chart explored by keyboard alone, their live region and the plane's
 text alternative read as a screen reader reads them; a focus ring on every Tab stop at 3:1 or
-more against what surrounds it; no animated transition for who asks for none; 200% zoom.
+more against what surrounds it, in forced colours too; no animated transition for who asks for none;
+200% and 400% zoom.
 
 axe runs inside the page (axe-playwright-python carries axe-core; nothing is fetched).
 """
@@ -247,9 +248,39 @@ def contrast(a: list[float], b: list[float]) -> float:
     return (high + 0.05) / (low + 0.05)
 
 
-@pytest.mark.parametrize("query", ["", "panel=train&view=similarity"], ids=["tour", "train-similarity"])
-def test_every_tab_stop_shows_a_focus_ring_at_three_to_one(open_page, query):
+# the five groups' drawn fills, by group: each trace's first point as the browser paints it
+GROUP_FILLS = f"""() => {{ const gd = {PLOT}; const groups = ['token', 'position', 'segment', 'sum', 'output'];
+    const traces = [...gd.querySelectorAll('.scatterlayer .trace')];
+    return Object.fromEntries(gd._fullData.map((t, i) => [t.name, traces[i]]).filter(([name, node]) =>
+        groups.includes(name) && node && node.querySelector('.point'))
+        .map(([name, node]) => [name, getComputedStyle(node.querySelector('.point')).fill]));
+}}"""
+RING = """() => { const r = document.querySelector('#embed-plot .plane-ring'), s = getComputedStyle(r);
+    const bg = document.querySelector('#embed-plot .js-plotly-plot .main-svg .bg');
+    const rgb = (text) => (text.match(/[\\d.]+/g) || []).map(Number).slice(0, 3);
+    return {hidden: r.hidden, colour: rgb(s.borderTopColor), width: parseFloat(s.borderTopWidth),
+            ground: rgb(getComputedStyle(bg).fill)}; }"""
+
+
+def forced_colours(page) -> None:
+    """A dark high-contrast theme (Windows' forced colours): the theme's colours replace the page's,
+    where the page does not keep its own. The plot keeps its five groups' fills (an SVG's colours
+    are the data's), the ring its dark ring and white halo on the plot."""
+    page.emulate_media(forced_colors="active", color_scheme="dark")
+    fills = page.evaluate(GROUP_FILLS)
+    assert len(fills) == 5 and len(set(fills.values())) == 5, fills
+    page.evaluate(f"() => {PLOT}.focus()")
+    page.keyboard.press("ArrowRight")
+    ring = page.evaluate(RING)
+    assert not ring["hidden"] and ring["width"] >= 2 and contrast(ring["colour"], ring["ground"]) >= 3, ring
+
+
+@pytest.mark.parametrize("query, forced", [("", False), ("panel=train&view=similarity", False), ("", True)],
+                         ids=["tour", "train-similarity", "forced-colours"])
+def test_every_tab_stop_shows_a_focus_ring_at_three_to_one(open_page, query, forced):
     page = open_page(query)
+    if forced:
+        forced_colours(page)
     page.locator("#sentence-a textarea").focus()
     seen, problems = [], []
     for _ in range(45):
@@ -288,10 +319,33 @@ def test_no_animated_transition_for_who_asks_for_none(browser, app_url):
     assert max(durations["reduce"]) <= 0.001
 
 
-def test_the_page_works_at_200_percent_zoom(browser, app_url):
-    """A 1440 × 900 laptop at 200%: 720 × 450 CSS pixels. Nothing runs past the screen's edge (no
-    scrolling sideways), the plot takes the width, and the tour runs by keyboard."""
-    context = browser.new_context(viewport={"width": 720, "height": 450}, device_scale_factor=2)
+# a control whose text does not fit it: a button's text running past its box, a picker's chosen
+# entry wider than the picker (less its arrow)
+CUT = """() => { const measure = document.createElement('canvas').getContext('2d');
+    const past = (e) => {
+        const box = e.getBoundingClientRect(), walk = document.createTreeWalker(e, NodeFilter.SHOW_TEXT);
+        for (let node = walk.nextNode(); node; node = walk.nextNode()) {
+            if (!node.textContent.trim() || node.parentElement.closest('.icon')) continue;  // gradio's ▼
+            const range = document.createRange(); range.selectNodeContents(node);
+            const text = range.getBoundingClientRect();
+            if (text.left < box.left - 1 || text.right > box.right + 1) return true;
+        }
+        return false; };
+    return [...document.querySelectorAll('.gradio-container button, .gradio-container select')]
+        .filter(e => e.getClientRects().length && !e.closest('.visually-hidden, [aria-hidden="true"], .offscreen'))
+        .filter(e => { if (e.tagName !== 'SELECT') return past(e);
+            const style = getComputedStyle(e); measure.font = `${style.fontSize} ${style.fontFamily}`;
+            return measure.measureText(e.selectedOptions[0]?.text || '').width > e.clientWidth - 24; })
+        .map(e => e.id || e.textContent.trim().slice(0, 20)); }"""
+
+
+@pytest.mark.parametrize("zoom", [2, 4], ids=["200%", "400%"])
+def test_the_page_works_at_200_and_400_percent_zoom(browser, app_url, zoom):
+    """A 1440 × 900 laptop at 200%: 720 × 450 CSS pixels; a 1280 × 1024 screen at 400%: 320 × 256,
+    WCAG's reflow width. Nothing runs past the screen's edge (no scrolling sideways), no control's
+    text is cut, the plot takes the width, and the tour runs by keyboard."""
+    width, height = (720, 450) if zoom == 2 else (320, 256)
+    context = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=zoom)
     context.add_init_script(COUNT_REQUESTS)
     try:
         page = context.new_page()
@@ -302,13 +356,14 @@ def test_the_page_works_at_200_percent_zoom(browser, app_url):
                     && getComputedStyle(e).position !== 'fixed'
                     && !e.closest('.visually-hidden, [aria-hidden="true"]'))  // gradio's unseen tab measures
             .map(e => e.id || e.className).slice(0, 5)""")
-        assert wide == [] and page.evaluate("() => document.documentElement.scrollWidth") <= 720
-        assert page.locator("#embed-plot").bounding_box()["width"] >= 0.75 * 720
+        assert wide == [] and page.evaluate("() => document.documentElement.scrollWidth") <= width
+        assert page.locator("#embed-plot").bounding_box()["width"] >= 0.75 * width
+        assert page.evaluate(CUT) == []
         page.locator("#sentence-b textarea").focus()
         tab_to(page, "e.id === 'tour-next'", 12)
         page.keyboard.press("Enter")
         wait_for_text(page, "#tour-text", "Step 1 of", timeout=60_000)
         box = page.locator("#tour-next").bounding_box()
-        assert box["x"] >= 0 and box["x"] + box["width"] <= 720
+        assert box["x"] >= 0 and box["x"] + box["width"] <= width
     finally:
         context.close()

@@ -1,5 +1,6 @@
 """The page in a real Chromium: it loads with a plot, and typing updates the plot's data."""
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -97,15 +98,37 @@ def test_bert_preset_changes_the_plot(page):
     page.wait_for_function("() => document.querySelector('#tables-info')?.innerText.includes('30,522 × 384')")
 
 
+# every change of the page's live regions, with when it came: what a screen reader is told
+HEARD = """() => { window.heard = [];
+    new MutationObserver((changes) => { for (const change of changes) {
+        const node = change.target.nodeType === 1 ? change.target : change.target.parentElement;
+        const region = node && node.closest('[aria-live], [role=status], [role=alert]');
+        const said = region && region.textContent.trim();
+        const last = window.heard.at(-1);
+        if (said && !(last && last.id === region.id && last.text === said))
+            window.heard.push({t: performance.now(), id: region.id, text: said});
+    } }).observe(document.body, {subtree: true, childList: true, characterData: true}); }"""
+
+
 def test_freeze_token_train_and_the_loss_curve_appears(page):
+    """A training, and what a screen reader hears while a person types and trains: at most one
+    sentence a second, the latest (a training's steps are not read out one by one)."""
     wait_for_plot(page)
     page.get_by_role("tab", name="Train").click()
     page.locator("#freeze-token input").check()
     wait_for_text(page, "#param-status", "frozen: token")
-    page.locator("#train-steps input").fill("20")
+    page.evaluate(HEARD)
+    page.locator("#sentence-a textarea").type(" by the river bank", delay=30)
+    page.locator("#train-steps input").fill("400")
     page.locator("#train-button").click()
     # the curve may be drawn while training runs (a busy machine): the end is the summary
-    wait_for_text(page, "#train-summary", "Trained 20 steps", timeout=60_000)
+    wait_for_text(page, "#train-summary", "Trained 400 steps", timeout=60_000)
+    page.wait_for_function("() => document.getElementById('train-said').textContent.includes('Trained 400 steps')",
+                           timeout=10_000)  # the last line is heard, after the ones before it
+    heard = page.evaluate("() => window.heard")
+    assert [h for h in heard if h["id"] == "train-said"], heard
+    gaps = [round(b["t"] - a["t"]) for a, b in itertools.pairwise(heard)]
+    assert all(gap >= 950 for gap in gaps), (gaps, heard)  # one a second at most, across the page
     page.wait_for_function(
         "() => { const p = document.querySelector('#loss-plot .js-plotly-plot'); return p && p.data.length === 1; }",
         timeout=60_000,

@@ -49,9 +49,17 @@ def layout(page) -> None:
                         [page.steps, page.corpus], elem_id="train-button", variant="primary", size="lg")
         page.button("Reset tables", "() => window.embeddingExplorer.set({reset: true})", elem_id="reset-button")
         # written by the page's script as each step's event comes, not handed to gradio: a busy
-        # page would fold the steps' lines into the last
-        page.trained = written_by_page("train-summary", elem_classes=["prose"])
+        # page would fold the steps' lines into the last. Heard as news (assets/announce.js): at
+        # most a line a second, the latest, never one per step
+        page.trained = written_by_page("train-summary", script=TRAINING_HEARD[0], then=TRAINING_HEARD[1],
+                                       elem_classes=["prose"])
         page.losses = chart("loss-plot")
+
+
+# the live region a training's lines are heard in, made when the page loads; each line written is said in it
+TRAINING_HEARD = ("window.embeddingSay.region('train-said');",
+                  "const line = new DOMParser().parseFromString(value || '', 'text/html').body.textContent.trim();"
+                  " if (line) window.embeddingSay.later(window.embeddingSay.region('train-said'), line);")
 
 
 def wire(page) -> None:
