@@ -37,7 +37,9 @@
       said = step;
       saidAt = performance.now();
       const html = new DOMParser().parseFromString(text, "text/html").body;
-      region.textContent = [...html.children].map((part) => part.textContent.trim()).join(" ");
+      // each part a sentence: the title is bold, not punctuated, and would run into the text that follows
+      region.textContent = [...html.children].map((part) => part.textContent.trim()).filter(Boolean)
+        .map((part) => (/[.!?:;…]$/.test(part) ? part : `${part}.`)).join(" ");
     }, Math.max(0, saidAt + SAY_MS - performance.now()));
   }
 
