@@ -16,8 +16,9 @@ install-dev:
 	$(PYTHON) -m pip install -q -r requirements-dev.txt
 
 # system programs from Debian's packages, installed in one apt-get run when missing: chromium for the browser
-# tests, haproxy and redis-server for `make class` and its tests; installing needs root (CI and Spaces builders are)
-SYSTEM_PACKAGES = chromium haproxy redis-server
+# tests, haproxy and redis-server for `make class` and its tests, npm for the tests' virtual screen reader
+# (tests/screenreader.py fetches it); installing needs root (CI and Spaces builders are)
+SYSTEM_PACKAGES = chromium haproxy redis-server npm
 MISSING = $(strip $(foreach p,$(SYSTEM_PACKAGES),$(if $(shell command -v $(p) 2>/dev/null || ls /usr/bin/$(p) /usr/sbin/$(p) 2>/dev/null),,$(p))))
 system-packages:
 	@[ -z "$(MISSING)" ] || \

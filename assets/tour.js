@@ -22,7 +22,9 @@
     if (!step || step === said || !region) return;
     said = step;
     const html = new DOMParser().parseFromString(text, "text/html").body;
-    window.embeddingSay.later(region, [...html.children].map((part) => part.textContent.trim()).join(" "));
+    // each part a sentence: the title is bold, not punctuated, and would run into the text that follows
+    window.embeddingSay.later(region, [...html.children].map((part) => part.textContent.trim()).filter(Boolean)
+      .map((part) => (/[.!?:;…]$/.test(part) ? part : `${part}.`)).join(" "));
   }
 
   function sync() {

@@ -108,7 +108,7 @@ def test_students_follow_the_lecturers_next_and_one_who_wandered_comes_back(open
         assert "step=1" in student.url and f"class={class_id}" in student.url
         # the step's text came too, not only the plot, and a screen reader hears it: its title and text
         wait_for_text(student, "#tour-text", "Step 1 of", timeout=60_000)
-        wait_for_text(student, "#tour-said", f"Step 1 of 7: {tour.step(1).title} {tour.step(1).text[:40]}",
+        wait_for_text(student, "#tour-said", f"Step 1 of 7: {tour.step(1).title}. {tour.step(1).text[:40]}",
                       timeout=60_000)
     settle(wanderer)
     assert wanderer.evaluate(COORDINATES) == own  # left as the student made it
