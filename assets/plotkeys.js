@@ -128,6 +128,22 @@
     return [xaxis._offset + xaxis.l2p(trace.x[i]), yaxis._offset + yaxis.l2p(trace.y[i])];
   }
 
+  // where the point of `position` in `group` is drawn and its axes' ranges (a 3-D scene's: its pixels on the
+  // plane), for the plane heard (assets/sound.js): {position, group, x, y, xRange, yRange}, or null
+  function placed(position, group) {
+    const found = pointOf(position, group);
+    if (!found) return null;
+    const [trace, index] = found;
+    if (trace.type === "scatter3d") {
+      const [x, y] = pixel(trace, index);
+      return { position, group, x, y, xRange: [0, host.clientWidth], yRange: [host.clientHeight, 0] };
+    }
+    const xaxis = host._fullLayout[trace.xaxis.replace("x", "xaxis")];
+    const yaxis = host._fullLayout[trace.yaxis.replace("y", "yaxis")];
+    return { position, group, x: trace.x[index], y: trace.y[index], xRange: xaxis.range.map(Number),
+      yRange: yaxis.range.map(Number) };
+  }
+
   // the selected token's position, read from its rings (the figure's own), or null. A repeated word's
   // tokens share their token point: the output points tell them apart, else the address does
   function selectedPosition() {
@@ -201,7 +217,9 @@
     Object.assign(ring.style, { left: `${host.offsetLeft + x - size / 2}px`, top: `${host.offsetTop + y - size / 2}px`,
       width: `${size}px`, height: `${size}px` });
     if (trace.type !== "scatter3d" && Plotly()) hover(host, trace, index);
-    if (speak) say(spoken(at.position, at.group) + (ring.hidden ? " (outside the zoomed view)" : ""));
+    if (!speak) return;
+    say(spoken(at.position, at.group) + (ring.hidden ? " (outside the zoomed view)" : ""));
+    document.dispatchEvent(new CustomEvent("embedding-explorer:reached", { detail: placed(at.position, at.group) }));
   }
 
   // plotly's hover label on a point, as the mouse would show it (on the point's own subplot). A
@@ -553,5 +571,9 @@
       describing = setTimeout(describe, DESCRIBE_AFTER_MS);
     },
     describe, // for tests: the description now, not after the pause
+    // where the keys are ({position, group}, or null), and the drawn points of a group's tokens in sentence
+    // order, each `placed`: the plane heard (assets/sound.js) plays them, tests read them
+    at: () => (at ? { ...at } : null),
+    placed: (group) => (read() ? plane.tokens.map((t) => placed(t.position, group)).filter(Boolean) : []),
   };
 })();

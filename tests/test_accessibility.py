@@ -1,10 +1,9 @@
 """The page for every student, in a real Chromium: axe-core's WCAG 2.2 A/AA rules over the page's
 views at a laptop's and a phone's size, over every tour step in presenter mode and in the projector
-theme, and over a class's
-banners; the plane and a side chart explored by keyboard alone, their live region and the plane's
-text alternative read as a screen reader reads them; a focus ring on every Tab stop at 3:1 or
-more against what surrounds it, in forced colours too; no animated transition for who asks for none;
-200% and 400% zoom.
+theme, and over a class's banners; the plane and a side chart explored by keyboard alone, their live
+region and the plane's text alternative read as a screen reader reads them; the plane heard, its Web
+Audio spied on; a focus ring on every Tab stop at 3:1 or more against what surrounds it, in forced
+colours too; no animated transition for who asks for none; 200% and 400% zoom.
 
 axe runs inside the page (axe-playwright-python carries axe-core; nothing is fetched).
 """
@@ -160,6 +159,9 @@ def test_the_plane_by_keyboard_alone(open_page):
     description = page.evaluate(DESCRIPTION)
     assert "5 groups: token, position, segment" in description and "% of the variance" in description
 
+    # sound is off unless asked for (?sound=1): the keys make no audio context (assets/sound.js makes one lazily)
+    page.evaluate("() => { window.__contexts = 0; const Native = window.AudioContext; window.AudioContext = "
+                  "class extends Native { constructor(...a) { super(...a); window.__contexts += 1; } }; }")
     page.keyboard.press("ArrowRight")  # the first key shows where the ring starts
     assert page.evaluate(ANNOUNCED).startswith("[CLS], position 0, segment A, token; nearest in the plot: ")
     page.keyboard.press("ArrowRight")
@@ -187,7 +189,202 @@ def test_the_plane_by_keyboard_alone(open_page):
     page.keyboard.press("Escape")
     assert page.locator("#embed-plot .plane-ring").is_hidden()
     assert page.evaluate("() => document.activeElement.matches('#embed-plot .plane-host')"), "Tab moves on from here"
+    page.keyboard.press("p")
+    assert page.evaluate("() => window.__contexts") == 0, "no sound without ?sound=1"
     assert page.errors == []
+
+
+# the plane heard (assets/sound.js), spied on before the page's scripts run: every audio context made, every
+# oscillator (its frequency, its starts and stops with when they were called, when it ended) and every stereo
+# panner (its place), in the order made (one of each a tone), and when Escape was pressed
+AUDIO_SPY = """
+window.__sound = { contexts: 0, oscillators: [], panners: [], escapes: [] };
+(() => {
+  const spy = window.__sound;
+  const Native = window.AudioContext;
+  window.AudioContext = class extends Native { constructor(...args) { super(...args); spy.contexts += 1; } };
+  const made = BaseAudioContext.prototype;
+  const createOscillator = made.createOscillator, createStereoPanner = made.createStereoPanner;
+  const watched = (param, record, key) => {
+    const set = param.setValueAtTime;
+    param.setValueAtTime = function (value, when) { record[key] = value; return set.call(this, value, when); };
+  };
+  made.createOscillator = function () {
+    const node = createOscillator.call(this);
+    const record = { frequency: null, starts: [], stops: [], ended: null };
+    spy.oscillators.push(record);
+    watched(node.frequency, record, 'frequency');
+    const start = node.start, stop = node.stop;
+    node.start = function (when) {
+      record.starts.push([when ?? 0, performance.now()]);
+      return start.apply(this, arguments);
+    };
+    node.stop = function (when) {
+      record.stops.push([when ?? null, performance.now()]);
+      return stop.apply(this, arguments);
+    };
+    node.addEventListener('ended', () => { record.ended = performance.now(); });
+    return node;
+  };
+  made.createStereoPanner = function () {
+    const node = createStereoPanner.call(this);
+    const record = { pan: null };
+    spy.panners.push(record);
+    watched(node.pan, record, 'pan');
+    return node;
+  };
+  window.addEventListener('keydown', (event) => { if (event.key === 'Escape') spy.escapes.push(performance.now()); },
+                          true);
+})();
+"""
+TONES = "() => window.__sound.oscillators.map((o, i) => [o.frequency, window.__sound.panners[i].pan])"
+# where the ring is, read off the drawn figure: the point's x and y and its axes' drawn ranges
+RINGED = """() => {
+    const at = window.embeddingExplorerKeys.at();
+    const gd = document.querySelector('#embed-plot .js-plotly-plot');
+    const trace = gd._fullData.find(t => t.name === at.group && t.visible === true);
+    const token = gd._fullData.find(t => t.name === 'token').customdata.find(c => c[1] === at.position);
+    const i = at.group === 'segment' ? trace.customdata.findIndex(c => c[0] === token[2])
+        : trace.customdata.findIndex(c => c[1] === at.position);
+    const range = (axis) => gd._fullLayout[trace[axis].replace(axis[0], axis)].range.map(Number);
+    return [trace.x[i], trace.y[i], range('xaxis'), range('yaxis')];
+}"""
+# the page hidden and shown again, as a browser does when its tab is left: when it was hidden
+HIDE = """() => {
+    const at = performance.now();
+    Object.defineProperty(document, 'visibilityState', { value: 'hidden', configurable: true });
+    document.dispatchEvent(new Event('visibilitychange'));
+    delete document.visibilityState;
+    return at;
+}"""
+# the token group's points, in sentence order: [x, y] and the axes' ranges
+TOKEN_POINTS = """() => {
+    const gd = document.querySelector('#embed-plot .js-plotly-plot');
+    const trace = gd._fullData.find(t => t.name === 'token');
+    const order = trace.customdata.map((c, i) => [c[1], i]).sort((a, b) => a[0] - b[0]).map(([, i]) => i);
+    const range = (axis) => gd._fullLayout[trace[axis].replace(axis[0], axis)].range.map(Number);
+    return [order.map(i => [trace.x[i], trace.y[i]]), range('xaxis'), range('yaxis')];
+}"""
+
+
+def ranks(values: list[float]) -> list[float]:
+    """Each value's rank from 1, ties given their mean rank."""
+    order = sorted(range(len(values)), key=values.__getitem__)
+    out = [0.0] * len(values)
+    start = 0
+    while start < len(order):
+        end = start
+        while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
+            end += 1
+        for k in range(start, end + 1):
+            out[order[k]] = (start + end) / 2 + 1
+        start = end + 1
+    return out
+
+
+def spearman(a: list[float], b: list[float]) -> float:
+    """Spearman's rank correlation: Pearson's of the ranks."""
+    ra, rb = ranks(a), ranks(b)
+    ma, mb = sum(ra) / len(ra), sum(rb) / len(rb)
+    cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb, strict=True))
+    spread = (sum((x - ma) ** 2 for x in ra) * sum((y - mb) ** 2 for y in rb)) ** 0.5
+    return cov / spread if spread else 0.0
+
+
+def share(value: float, span: list[float]) -> float:
+    """Where `value` lies in the drawn range `span`, 0 at its start and 1 at its end."""
+    return min(1.0, max(0.0, (value - span[0]) / (span[1] - span[0])))
+
+
+def test_the_plane_heard(browser, app_url):
+    """With ?sound=1 nothing sounds until a key on the plot asks: not the page opening, not typing
+    (p and g in a textbox), not a redraw. Then each point the arrows reach is one tone, higher for a
+    higher point and further right for a point further right; P plays the sentence's tokens in order,
+    G each of the group's spots once from left to right, Escape stops every tone scheduled; and with
+    the switch turned off (axe finds nothing in its tab) the arrows sound nothing."""
+    from tests.browser import new_context, open_at
+
+    context = new_context(browser, (1440, 900))
+    context.add_init_script(AUDIO_SPY)
+    try:
+        page = open_at(browser, app_url, f"sound=1&{KING}", context=context)
+        plane = page.locator("#embed-plot .plane-host")
+        page.wait_for_function("() => document.querySelector('#embed-plot .plane-host')"
+                               ".getAttribute('aria-label').includes('P plays')")
+        box = page.locator("#sentence-a textarea")
+        box.focus()
+        page.keyboard.press("End")
+        page.keyboard.type(" a pig gap", delay=40)
+        page.wait_for_function(f"() => {PLOT}._fullData.find(t => t.name === 'token').x.length > 9", timeout=30_000)
+        settle(page)
+        assert page.evaluate("() => [window.__sound.contexts, window.__sound.oscillators.length]") == [0, 0]
+
+        plane.focus()
+        walk = ["ArrowRight"] * 5 + ["ArrowDown"] + ["ArrowLeft"] * 3 + ["ArrowDown"] * 2 + ["ArrowRight"] * 4 + \
+            ["ArrowDown", "ArrowLeft", "ArrowLeft", "End", "ArrowUp", "Home"]
+        points = []
+        for key in walk:
+            page.keyboard.press(key)
+            points.append(page.evaluate(RINGED))
+        tones = page.evaluate(TONES)
+        assert len(tones) == len(walk) >= 10, "one tone a point reached"
+        heights = [share(y, yrange) for _, y, _, yrange in points]
+        sides = [share(x, xrange) for x, _, xrange, _ in points]
+        assert spearman([f for f, _ in tones], heights) >= 0.8
+        assert spearman([p for _, p in tones], sides) >= 0.8
+        assert all(220 <= f <= 880 and -1 <= p <= 1 for f, p in tones)
+
+        page.keyboard.press("Escape")  # the ring put away: P plays the token group
+        before = len(page.evaluate(TONES))
+        page.keyboard.press("p")
+        page.keyboard.press("Escape")  # at once: the phrase has only begun
+        phrase = page.evaluate(TONES)[before:]
+        spots, xrange, yrange = page.evaluate(TOKEN_POINTS)
+        assert len(phrase) == len(spots), "a tone for each token"
+        assert spearman([f for f, _ in phrase], [share(y, yrange) for _, y in spots]) >= 0.95, "in sentence order"
+        # the audio itself stops: every tone has ended well before the phrase would have (150 ms a token)
+        page.wait_for_function("() => window.__sound.oscillators.every(o => o.ended !== null)", timeout=10_000)
+        spy = page.evaluate("() => window.__sound")
+        escape = spy["escapes"][-1]
+        played = spy["oscillators"][before:]
+        starts = [o["starts"][0][0] for o in played]
+        assert all(b > a for a, b in zip(starts, starts[1:], strict=False)), "one after the other"
+        stopped = [o for o in played if any(when is None and called >= escape for when, called in o["stops"])]
+        ended_before = [o for o in played if o["ended"] is not None and o["ended"] < escape]
+        assert len(stopped) + len(ended_before) == len(played) and len(stopped) >= len(played) // 2
+        assert all(called < escape for o in spy["oscillators"] for _, called in o["starts"]), "nothing starts after"
+        assert max(o["ended"] for o in played) - escape < min(1000, 150 * (len(played) - 1) - 200)
+
+        page.keyboard.press("ArrowRight")  # the ring back, on the token group: G plays its spots left to right
+        before = len(page.evaluate(TONES))
+        page.keyboard.press("g")
+        hidden = page.evaluate(HIDE)  # the page hidden (another tab, a closed laptop) stops the phrase too
+        group = page.evaluate(TONES)[before:]
+        played = page.evaluate("() => window.__sound.oscillators")[before:]
+        assert all(any(when is None and called >= hidden for when, called in o["stops"])
+                   or (o["ended"] is not None and o["ended"] < hidden) for o in played)
+        distinct = sorted({(x, y) for x, y in spots})
+        assert len(group) == len(distinct) < len(spots), "a repeated word's tokens share a spot"
+        assert [p for _, p in group] == sorted(p for _, p in group), "from left to right"
+        by_x = [share(y, yrange) for _, y in sorted(distinct)]
+        assert spearman([f for f, _ in group], by_x) >= 0.95
+
+        page.get_by_role("tab", name="View").click()
+        page.locator("#sound input").wait_for()
+        assert page.locator("#sound input").is_checked()
+        assert violations(page) == []
+        page.locator("#sound input").uncheck()
+        settle(page)
+        assert "sound" not in page.evaluate("() => location.search")
+        assert "P plays" not in plane.get_attribute("aria-label")
+        before = len(page.evaluate(TONES))
+        plane.focus()
+        for key in ("ArrowRight", "ArrowRight", "ArrowDown", "p", "g"):
+            page.keyboard.press(key)
+        assert len(page.evaluate(TONES)) == before, "sound off: silence"
+        assert page.errors == []
+    finally:
+        context.close()
 
 
 def test_the_plane_s_text_alternative_names_the_step_s_words_and_follows_typing(open_page):

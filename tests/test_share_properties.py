@@ -77,6 +77,7 @@ FIELDS = {
     "lookup_grad": st.booleans(),
     "answers": st.booleans(),
     "layer": whole("layer"),  # a link carries any layer; the tab shows it only on BERT's tables (core/plane/layers.py)
+    "sound": st.booleans(),
 }
 views = st.fixed_dictionaries(FIELDS).map(lambda values: View(**values))
 

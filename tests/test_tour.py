@@ -98,12 +98,13 @@ def test_the_message_quotes_the_number():
 
 def test_a_jump_and_a_move_land_on_the_step_s_own_view():
     """The picker's jump and Next/Previous share one landing: the step's view on the page's
-    screen, presenter mode kept, whatever the page showed before."""
-    wandered = View(sentence_a="my own words", source="bert", presenter=True, narrow=True)
+    screen, presenter mode and sound kept, whatever the page showed before."""
+    wandered = View(sentence_a="my own words", source="bert", presenter=True, sound=True, narrow=True)
     for number, tour_step in enumerate(STEPS, 1):
         landed = went(wandered, number)
-        assert landed == tour_step.view.with_(presenter=True).seen_as(wandered)
-        assert landed.step == number and landed.presenter and landed.sentence_a == tour_step.view.sentence_a
+        assert landed == tour_step.view.with_(presenter=True, sound=True).seen_as(wandered)
+        assert landed.step == number and landed.presenter and landed.sound
+        assert landed.sentence_a == tour_step.view.sentence_a
         assert went(View(), number) == tour_step.view  # what ?step=N opens
         assert moved(View(step=number), 1) == went(View(), min(number + 1, len(STEPS)))
     assert moved(View(), 1) == went(View(), 1) and moved(View(), -3) == went(View(), 1)

@@ -122,6 +122,7 @@ class Page:
     presenter: gr.Checkbox
     theme: gr.Radio  # View.theme: light, or the projector's dark page
     answers: gr.Checkbox  # a class's words in the plane (View.answers)
+    sound: gr.Checkbox  # the plane heard as the keys move (View.sound, assets/sound.js)
     share_link: gr.Textbox
     share_notes: gr.Markdown
     export_links: gr.HTML

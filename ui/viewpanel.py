@@ -1,5 +1,5 @@
 """The View panel: what to draw (the groups, the encoder layer), in which plane, for whom (presenter mode,
-the theme); sharing or exporting it.
+the theme, the plane heard); sharing or exporting it.
 
 Its settings are view fields (the page sends each widget's value: `ui.page.wire`); its work —
 a refit, a link, the exports — is answered on the page's route (`ui.route.Live.work`).
@@ -21,6 +21,11 @@ from ui import ondemand, render
 from ui.assets import number, radio, slider, written_by_page
 from ui.files import Downloads, links_html, new_folder
 from ui.route import JOBS, MAX_ADDRESS, OFFLOAD, only_true
+
+# the switch's description, which names the sound keys (assets/sound.js says them on the plot when on)
+SOUND_INFO = ("the plane heard as the arrow keys move over it: pitch is height, left and right is stereo, "
+              "each group its own timbre; with the plot focused, P plays the tokens in order, G the ring's group, "
+              "Escape stops")
 
 
 def layout(page) -> None:
@@ -51,6 +56,8 @@ def layout(page) -> None:
         page.theme = radio("theme", THEMES, "light", "Theme")  # the projector's implies presenter mode's type
         page.answers = gr.Checkbox(True, label="Class answers", elem_id="show-answers",
                                    info="in a class: the words students sent, where the table puts them")
+        # the plane heard as the keys move over it (assets/sound.js); nothing sounds until a key asks
+        page.sound = gr.Checkbox(False, label="Sound", elem_id="sound", info=SOUND_INFO)
         with gr.Row():
             # the page's link is made of its own address (which only it knows behind a proxy) and the view's query
             page.button("Link to this view", "() => window.embeddingExplorer.set({link: location.origin + "
@@ -68,6 +75,7 @@ def layout(page) -> None:
 def wire(page) -> None:
     page.browser(page.presenter.change, "(on) => window.embeddingExplorer.presenter(on)", page.presenter)
     page.browser(page.theme.change, "(theme) => window.embeddingExplorer.theme(theme)", page.theme)
+    page.browser(page.sound.change, "(on) => window.embeddingExplorerSound.on(on)", page.sound)
     page.live.work("refit", lambda tab, _: refit(page, tab), check=only_true("refit"))
     page.live.work("link", lambda tab, address: share(page, tab, address), check=page_address)
     page.live.work("export", lambda tab, _: export(page, tab), check=only_true("export"))

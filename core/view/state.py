@@ -3,7 +3,7 @@
 Everything a person can set on the page is a field here — the sentences, the table source
 and every random-table setting, the position table, the groups and toggles, the plane and
 its background, the encoder layer, the freezes, the selected token, the flipped segments, the open tabs, the
-tour step, presenter mode, the theme, and the inputs of the two documents' walk-throughs. The page is
+tour step, presenter mode, the theme, sound, and the inputs of the two documents' walk-throughs. The page is
 rendered from a `View`; a link is a `View` written as a query string (`core.view.share`); a tour
 step is a `View` (`core.view.tour`); the server keeps one per browser tab (`core.serving.tabs`). Nothing
 else holds a copy, so a link, a tour step and the page cannot disagree.
@@ -166,6 +166,9 @@ class View:
     # tokens after MiniLM-L6's encoder layer K, their paths and the similarity view with them. Only on
     # BERT's own tables (core/plane/layers.py); any other tables show layer 0 and say why
     layer: int = declare(0, Whole(), link="layer", widget="layer", redraws={PLANE, DETAIL})
+    # the plane heard (assets/sound.js): a point the keys reach sounds, its height as pitch, its side as
+    # stereo place, its group as timbre. A person's way of reading the page, so kept across tour steps (ROOM)
+    sound: bool = declare(False, Flag(), link="sound", widget="sound", redraws=set())
 
     def __post_init__(self) -> None:
         for name, declared in FIELDS.items():  # each value checked once, as its declaration says
@@ -224,5 +227,5 @@ class View:
 FIELDS = declarations(View)  # name -> its declaration (core.view.fields.Field), in field order
 _FIELDS = tuple(f.name for f in fields(View))  # every field, declared or not (tests/test_fields.py checks)
 SCREEN = tuple(name for name, declared in FIELDS.items() if declared.link is None)  # the screen's: never in a link
-# how a lecture hall reads the page: in a link, but no part of a lesson or a tour step
-ROOM = ("presenter", "theme")
+# how a lecture hall (or one person in it) reads the page: in a link, but no part of a lesson or a tour step
+ROOM = ("presenter", "theme", "sound")
