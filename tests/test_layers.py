@@ -259,6 +259,21 @@ def test_a_selected_token_s_attention_is_drawn_from_its_layer_k_point_to_each_to
     assert "12 heads" in said
 
 
+@pytest.mark.parametrize("dims", [2, 3])
+def test_the_attention_s_lines_share_the_layer_group_s_panel_and_turn_with_the_3d_view(bert, dims):
+    run = explore(bert, RIVER, MONEY, layer=2, selected=10, components=dims)
+    figure = embedding_spec(run.scene, panels="split")
+    group = next(trace for trace in figure["data"] if trace["name"] == "layer 2")
+    lines = [trace for trace in figure["data"] if trace["name"] == ATTENTION.format(2)]
+    assert len(lines) == len(run.scene.hidden.attention.keys)
+    points = np.asarray(run.scene.hidden.points[-1], dtype=np.float32)
+    for trace, key in zip(lines, run.scene.hidden.attention.keys, strict=True):
+        assert trace["type"] == group["type"] and trace.get("xaxis") == group.get("xaxis") and \
+            trace.get("yaxis") == group.get("yaxis")
+        ends = np.column_stack([trace[axis] for axis in "xyz"[:dims]])[[0, -1]]
+        assert np.array_equal(ends, points[[10, key]])
+
+
 def test_no_attention_is_drawn_or_said_at_layer_0_without_a_token_or_on_other_tables(bert, forward_passes):
     for run in (explore(bert, RIVER, MONEY, selected=2), explore(bert, RIVER, MONEY, layer=3),
                 explore(Session.create(), RIVER, MONEY, layer=3, selected=2)):
