@@ -6,8 +6,8 @@
 //    Enter selects the token as a click on its point does; Escape puts the ring away;
 //  - the plane's text alternative (its description): which groups, how many tokens, the variance
 //    the plane keeps, where the groups lie, where the words the tour's step names lie to each
-//    other, and a class's words. Written once drawing pauses, so typing pays a timer per figure
-//    and nothing more;
+//    other, a class's words, and whom a selected token attends to at layer K. Written once drawing
+//    pauses, so typing pays a timer per figure and nothing more;
 //  - the other charts (the side views', the loss curve) are Tab stops too: the arrows move
 //    plotly's own hover label from point to point (cell to cell in a heatmap), and the live region
 //    reads what it says, which no table on the page lists.
@@ -17,6 +17,9 @@
   const GROUPS = ["token", "position", "segment", "sum", "output"]; // the plot's traces, in the order they add up
   const NEAREST = { token: "nearest by token vector", output: "nearest by output vector" }; // core/drawing/figures.py NEIGHBOURS
   const RING = "selected token"; // core/drawing/figures.py SELECTED: the selected token's ring
+  const ATTENTION = /^attention · layer \d+$/; // core/drawing/figures.py ATTENTION: a line a token attended to
+  // each line's hover (`_attention_traces`): "king attends to queen: 0.31 (layer 3, mean of 12 heads)"
+  const ATTENDS = /^(.*) attends to (.*): ([\d.]+) \((layer \d+), (.*)\)$/;
   const MARKERS = ["[CLS]", "[SEP]"]; // tokens that are not words: never named as one
   // a class's words, a trace for each group they are placed in (core/drawing/figures.py CLASS_TRACES)
   const CLASS = { token: "class", sum: "class · sum", output: "class · output" };
@@ -168,6 +171,16 @@
   function neighbours(group) {
     const trace = NEAREST[group] && host._fullData.find((t) => t.name === NEAREST[group]);
     return trace ? Array.from(trace.hovertext || [], plain) : [];
+  }
+
+  // whom the selected token attends to most at layer K, as its lines' hovers say it, in a sentence ("" for none)
+  function attention() {
+    const said = host._fullData.filter((t) => ATTENTION.test(t.name) && t.hovertext)
+      .map((t) => plain(t.hovertext[0]).match(ATTENDS)).filter(Boolean);
+    if (!said.length) return "";
+    const [, query, , , layer, heads] = said[0];
+    return `At ${layer} ${query} attends most to ${listed(said.map((m) => `${m[2]} ${m[3]}`))} (${heads}),`
+      + " drawn as lines from it.";
   }
 
   // --------------------------------------------------------------------- the keys on the plane
@@ -401,6 +414,8 @@
       sentences.push(`Selected: ${token.name} (position ${selected})`
         + near.map(([group, names]) => `; ${NEAREST[group]}: ${names.slice(0, 5).join(", ")}`).join("") + ".");
     }
+    const attends = attention(); // with or without neighbours (k = 0 draws no ring)
+    if (attends) sentences.push(attends);
     // the plot's own notes, its key's shapes in words (core/drawing/figures.py SYMBOL_NOTE); a line that starts in
     // lower case goes on from the one before (a long note is wrapped), any other starts a note of its own
     const notes = (layout.annotations || []).map((note) => plain(String(note.text || "")).split("<br>")

@@ -52,7 +52,8 @@ def tab_to(page, test: str, presses: int) -> int:
 
 @pytest.mark.parametrize("viewport", [(1440, 900), (390, 844)], ids=["1440x900", "390x844"])
 def test_axe_finds_nothing_in_the_page_s_views(open_page, viewport):
-    """The default page, tour steps 3 and 5, the Train tab and a selected token."""
+    """The default page, tour steps 3 and 5, the Train tab and a selected token at encoder layer 3, whose
+    attention the neighbours' panel lists and the plot's text alternative says."""
     found = {}
     page = open_page(viewport=viewport)
     found["default"] = violations(page)
@@ -64,7 +65,16 @@ def test_axe_finds_nothing_in_the_page_s_views(open_page, viewport):
     page.locator("#train-button").wait_for()
     settle(page)
     found["train"] = violations(page)
-    found["selected token"] = violations(open_page(f"{KING}&token=2", viewport))
+    # a selected token at encoder layer 3: its neighbours, and whom it attends to, listed and drawn as lines
+    page = open_page(f"{KING}&source=bert&layer=3&token=2", viewport)
+    wait_for_text(page, "#neighbours-attention", "At layer 3, king attends most to: ")
+    listed = page.locator("#neighbours-attention").inner_text().split(": ", 1)[1].split(" (mean over")[0]
+    first = listed.split(", ")[0]  # "[CLS] 0.76": the plot's description names the same first
+    page.wait_for_function(f"() => ({DESCRIPTION})().includes('At layer 3 king attends most to ' + {first!r})")
+    assert "(mean of 12 heads), drawn as lines from it." in page.evaluate(DESCRIPTION)
+    assert page.evaluate(f"() => {PLOT}.data.filter(t => t.name === 'attention · layer 3').length") == \
+        len(listed.split(", "))
+    found["selected token at layer 3"] = violations(page)
     assert found == dict.fromkeys(found, [])
 
 

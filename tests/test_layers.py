@@ -1,6 +1,7 @@
 """The encoder's layers in the plane (core/plane/layers.py): which tables MiniLM-L6's encoder reads, one
-plane at every layer, each token's path ending on its drawn point, one forward pass per tokens, and the
-similarity view of the chosen layer's vectors."""
+plane at every layer, each token's path ending on its drawn point, one forward pass per tokens, the
+similarity view of the chosen layer's vectors, and whom a selected token attends to in layer K (its
+weights Hugging Face's, its lines from its layer-K point to theirs)."""
 
 from __future__ import annotations
 
@@ -10,16 +11,17 @@ import numpy as np
 import pytest
 import torch
 
+from core.drawing.captions import attention_text
 from core.drawing.details import similarity_detail
-from core.drawing.figures import LAYER_PATH, embedding_spec
+from core.drawing.figures import ATTENTION, LAYER_PATH, embedding_spec
 from core.drawing.palette import LIGHT, PALETTES, PROJECTOR, contrast
 from core.drawing.wire import figure_json
 from core.model import encoder as encoder_module
-from core.model.checkpoints import bert_encoder
+from core.model.checkpoints import bert_encoder, minilm_dir
 from core.model.encoder import encode
 from core.model.measures import cosine_matrix
 from core.plane import layers
-from core.plane.layers import NEEDS_BERT, NEEDS_POSITIONS, NEEDS_UNTRAINED, reached, unreadable
+from core.plane.layers import FLOOR, NEEDS_BERT, NEEDS_POSITIONS, NEEDS_UNTRAINED, TOP, attended, reached, unreadable
 from core.plane.pipeline import explore
 from core.tables.session import Session
 from core.view.options import ENCODER_LAYERS, LIMITS
@@ -164,3 +166,120 @@ def test_a_layer_view_s_script_says_it_draws_the_embedding_layer_alone(bert):
     assert "# The page draws layer 4 of MiniLM-L6: a 6-layer BERT distilled" in said
     assert "this script draws the embedding layer alone" in said
     assert "The page draws layer" not in script(recipe(View(source="bert"), bert))
+
+
+@pytest.fixture(scope="module")
+def hugging_face_attention(bert) -> np.ndarray:
+    """Transformers' own MiniLM-L6 on RIVER / MONEY: each layer's attention, every head, (6, 12, L, L)."""
+    from transformers import BertModel
+
+    model = BertModel.from_pretrained(str(minilm_dir()), local_files_only=True, attn_implementation="eager").eval()
+    encoding = bert.encode(RIVER, MONEY)
+    with torch.no_grad():
+        out = model(input_ids=torch.tensor([encoding.ids]), token_type_ids=torch.tensor([encoding.segment_ids]),
+                    output_attentions=True)
+    return torch.cat(out.attentions).numpy().astype(np.float64)  # (layers, heads, L, L)
+
+
+def test_the_kept_attention_is_hugging_face_s_mean_over_heads_and_its_rows_sum_to_1(bert, hugging_face_attention):
+    encoding = bert.encode(RIVER, MONEY)
+    passed = layers.forward(bert, encoding.ids, encoding.segment_ids)
+    assert hugging_face_attention.shape[:2] == (ENCODER_LAYERS, passed.heads) == (6, 12)
+    expected = hugging_face_attention.mean(axis=1)  # (layers, L, L)
+    assert passed.attentions.shape == expected.shape == (ENCODER_LAYERS, 12, 12)
+    assert np.abs(passed.attentions - expected).max() < 1e-5
+    assert np.abs(passed.attentions.sum(axis=-1) - 1).max() < 1e-5
+    assert not passed.attentions.flags.writeable
+    # one pass holds both, counted in bytes where it is kept
+    assert layers._size((None, passed)) == passed.states.nbytes + passed.attentions.nbytes
+
+
+@pytest.mark.parametrize("k", [1, 3, 6])
+@pytest.mark.parametrize("position", [0, 2, 8])  # [CLS], bank (of the river), bank (in the money)
+def test_attended_lists_the_heaviest_of_hugging_face_s_row_for_the_token_in_layer_k(bert, hugging_face_attention, k,
+                                                                                    position):
+    encoding = bert.encode(RIVER, MONEY)
+    row = hugging_face_attention[k - 1, :, position].mean(axis=0)  # (L,): the query's weights, mean of the heads
+    listed = attended(layers.forward(bert, encoding.ids, encoding.segment_ids), k, position)
+    keys, weights = [key for key, _ in listed], np.array([weight for _, weight in listed])
+    assert np.abs(weights - row[keys]).max() < 1e-5
+    assert 1 <= len(listed) <= TOP and len(set(keys)) == len(keys)
+    assert list(weights) == sorted(weights, reverse=True) and (weights[1:] >= FLOOR).all()
+    rest = np.delete(row, keys)  # no token left out weighs more than one listed
+    assert rest.max() <= weights.min() + 1e-6
+    assert len(listed) == TOP or rest.max() < FLOOR + 1e-6
+
+
+def test_attended_keeps_the_heaviest_under_the_floor_and_refuses_what_is_not_there(bert):
+    encoding = bert.encode(RIVER, MONEY)
+    passed = layers.forward(bert, encoding.ids, encoding.segment_ids)
+    row = passed.attentions[2, 4]
+    assert attended(passed, 3, 4, floor=1.0) == ((int(row.argmax()), float(row.max())),)
+    assert len(attended(passed, 3, 4, top=2, floor=0.0)) == 2
+    for layer, position in ((0, 1), (7, 1), (3, 12), (3, -1), (True, 1)):
+        with pytest.raises(ValueError):
+            attended(passed, layer, position)
+
+
+def _layer_points(figure: dict, k: int) -> dict[int, np.ndarray]:
+    """The layer-K group's drawn points by token position."""
+    group = next(trace for trace in figure["data"] if trace["name"] == f"layer {k}")
+    positions = np.asarray(group["customdata"])[:, 1].astype(int)
+    xy = np.column_stack([group["x"], group["y"]])
+    return dict(zip(positions.tolist(), xy, strict=True))
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_a_selected_token_s_attention_is_drawn_from_its_layer_k_point_to_each_token_listed(bert, k):
+    run = explore(bert, RIVER, MONEY, layer=k, selected=2)
+    attention = run.scene.hidden.attention
+    encoding = bert.encode(RIVER, MONEY)
+    assert attention.query == 2 and attention.heads == 12
+    assert tuple(zip(attention.keys, attention.weights, strict=True)) == attended(
+        layers.forward(bert, encoding.ids, encoding.segment_ids), k, 2)
+    figure = embedding_spec(run.scene)
+    drawn = _layer_points(figure, k)
+    lines = [trace for trace in figure["data"] if trace["name"] == ATTENTION.format(k)]
+    assert len(lines) == len(attention.keys) >= 1
+    assert [trace["showlegend"] for trace in lines] == [True] + [False] * (len(lines) - 1)
+    for trace, key, weight in zip(lines, attention.keys, attention.weights, strict=True):
+        xy = np.column_stack([trace["x"], trace["y"]])
+        assert np.array_equal(xy[0], drawn[2]) and np.array_equal(xy[-1], drawn[key])
+        whom = "itself" if key == 2 else run.scene.tokens[key]
+        assert trace["hovertext"][0] == f"bank attends to {whom}: {weight:.2f} (layer {k}, mean of 12 heads)"
+    # the heavier, the wider and the more opaque
+    for drawn_by in (lambda trace: trace["line"]["width"], lambda trace: trace["opacity"]):
+        assert [drawn_by(trace) for trace in lines] == sorted(map(drawn_by, lines), reverse=True)
+    assert lines[0]["line"]["width"] > lines[-1]["line"]["width"] or attention.weights[0] - attention.weights[-1] < 0.01
+    # the line under the neighbours names the same tokens and weights
+    said = attention_text(run.scene)
+    listed = ", ".join(f"{'itself' if key == 2 else run.scene.tokens[key]} {weight:.2f}"
+                       for key, weight in zip(attention.keys, attention.weights, strict=True))
+    assert said.replace("\\", "").startswith(f"At layer {k}, **bank** attends most to: {listed} (mean over MiniLM")
+    assert "12 heads" in said
+
+
+@pytest.mark.parametrize("dims", [2, 3])
+def test_the_attention_s_lines_share_the_layer_group_s_panel_and_turn_with_the_3d_view(bert, dims):
+    run = explore(bert, RIVER, MONEY, layer=2, selected=10, components=dims)
+    figure = embedding_spec(run.scene, panels="split")
+    group = next(trace for trace in figure["data"] if trace["name"] == "layer 2")
+    lines = [trace for trace in figure["data"] if trace["name"] == ATTENTION.format(2)]
+    assert len(lines) == len(run.scene.hidden.attention.keys)
+    points = np.asarray(run.scene.hidden.points[-1], dtype=np.float32)
+    for trace, key in zip(lines, run.scene.hidden.attention.keys, strict=True):
+        assert trace["type"] == group["type"] and trace.get("xaxis") == group.get("xaxis") and \
+            trace.get("yaxis") == group.get("yaxis")
+        ends = np.column_stack([trace[axis] for axis in "xyz"[:dims]])[[0, -1]]
+        assert np.array_equal(ends, points[[10, key]])
+
+
+def test_no_attention_is_drawn_or_said_at_layer_0_without_a_token_or_on_other_tables(bert, forward_passes):
+    for run in (explore(bert, RIVER, MONEY, selected=2), explore(bert, RIVER, MONEY, layer=3),
+                explore(Session.create(), RIVER, MONEY, layer=3, selected=2)):
+        assert run.scene.hidden is None or run.scene.hidden.attention is None
+        assert not [t for t in embedding_spec(run.scene)["data"] if t["name"].startswith("attention")]
+        assert attention_text(run.scene) == ""
+    # selecting a token reads the same forward pass the layer drew
+    explore(bert, RIVER, MONEY, layer=4, selected=5)
+    assert len(forward_passes) == 1

@@ -1,17 +1,20 @@
 """The encoder's layers through the launched app's route, as the page's script asks for them: a link's
 `layer=K` on BERT's tables draws the group "layer K" and the paths; on the random tables it opens at layer
 0 and says why; the slider is disabled there, and a layer set anyway is put back with the same sentence;
-`?layer=K&view=similarity` draws exactly the cosines of hidden state K."""
+`?layer=K&view=similarity` draws exactly the cosines of hidden state K; `?layer=K&token=N` draws and lists
+whom token N attends to most in layer K."""
 
 from __future__ import annotations
 
+import html
 import json
+import re
 
 import numpy as np
 import pytest
 import torch
 
-from core.drawing.figures import LAYER_PATH
+from core.drawing.figures import ATTENTION, LAYER_PATH
 from core.model.checkpoints import bert_encoder
 from core.plane.layers import EXPLAINED, NEEDS_BERT, NEEDS_UNTRAINED
 from core.tables.presets import bert_source
@@ -104,3 +107,41 @@ def test_a_training_sets_the_layer_to_0_saying_why_and_a_reset_enables_it_again(
     assert not [name for name in trace_names(page.shown["embed-plot"]) if name.startswith("layer")]
     again = page.send(reset=True)
     assert again["encoder-layer"]["interactive"] is True and page.send(layer=2).notice == ""
+
+
+def _attention_lines(plot, k: int) -> tuple[list[np.ndarray], dict[int, np.ndarray]]:
+    """The attention traces' lines ((vertices, 2) each) and the layer-K group's points by position, as drawn."""
+    drawn = figure(plot)["data"]
+    group = next(trace for trace in drawn if trace["name"] == f"layer {k}")
+    points = np.column_stack([decode(group["x"]), decode(group["y"])])
+    by_position = dict(zip(decode(group["customdata"])[:, 1].astype(int).tolist(), points, strict=True))
+    lines = [np.column_stack([decode(t["x"]), decode(t["y"])]) for t in drawn if t["name"] == ATTENTION.format(k)]
+    return lines, by_position
+
+
+def test_a_link_s_token_at_layer_3_draws_and_lists_whom_it_attends_to_and_at_layer_0_neither(app_url):
+    page = Page(app_url, f"{PAIR}&source=bert&layer=3&token=2")
+    lines, points = _attention_lines(page.opened["embed-plot"], 3)
+    said = page.opened.value("neighbours-attention")
+    listed = re.fullmatch(r"At layer 3, \*\*bank\*\* attends most to: (.*) \(mean over MiniLM\\-L6's 12 heads; "
+                          r"\\\[CLS\\\] and \\\[SEP\\\] count like any token\\: .*\)\.", said)
+    assert listed, said
+    named = [entry.rsplit(" ", 1) for entry in listed[1].split(", ")]
+    assert 1 <= len(lines) == len(named) <= 5
+    tokens = ["[CLS]", "the", "bank", "of", "the", "river", "[SEP]", "money", "in", "the", "bank", "[SEP]"]
+    hovers = [t["hovertext"][0] for t in figure(page.opened["embed-plot"])["data"] if t["name"] == ATTENTION.format(3)]
+    for line, (name, weight), hover in zip(lines, named, hovers, strict=True):
+        assert np.array_equal(line[0], points[2])  # from the selected token's layer-3 point
+        ends = [i for i, point in points.items() if np.array_equal(point, line[-1])]  # to the attended one's
+        name = name.replace("\\", "")  # as written: Markdown's escapes gone
+        assert ends and name in {"itself" if i == 2 else tokens[i] for i in ends}
+        assert hover == f"bank attends to {html.escape(name, quote=False)}: {weight} (layer 3, mean of 12 heads)"
+    assert page.opened["neighbours-panel"]["open"] is True
+    # at layer 0 the selection's lines and line go; with no token, too
+    down = page.send(layer=0)
+    assert not [n for n in trace_names(down["embed-plot"]) if n.startswith("attention")]
+    assert down.value("neighbours-attention") == ""
+    up = page.send(layer=3, token=None)
+    assert "layer 3" in trace_names(up["embed-plot"])
+    assert not [n for n in trace_names(up["embed-plot"]) if n.startswith("attention")]
+    assert up.get("neighbours-attention", "") == ""

@@ -79,6 +79,7 @@ class Page:
     flip: gr.Button
     near_token: gr.Dataframe
     near_output: gr.Dataframe
+    attention: gr.Markdown  # at layer K, whom the selected token attends to most
     search_panel: gr.Accordion
     search: gr.Textbox
     regex: gr.Checkbox

@@ -66,6 +66,8 @@ def layout(page) -> None:
             page.near_output = gr.Dataframe(
                 headers=NEIGHBOUR_HEADERS, interactive=False, elem_id="neighbours-output", max_height=300,
                 label="Nearest by output vector (same position and segment, after LayerNorm)")
+        # at layer K: whom the selected token attends to most there (the plot draws them as lines)
+        page.attention = gr.Markdown(elem_id="neighbours-attention")
     with gr.Accordion("Search the vocabulary", open=False, elem_id="search-panel") as page.search_panel, \
             ondemand.content(page, page.search_panel):
         with gr.Row():

@@ -14,7 +14,15 @@ from collections.abc import Iterable
 
 import gradio as gr
 
-from core.drawing.captions import parameter_status, plain, search_text, summary, tour_text, training_summary
+from core.drawing.captions import (
+    attention_text,
+    parameter_status,
+    plain,
+    search_text,
+    summary,
+    tour_text,
+    training_summary,
+)
 from core.drawing.charts import collapse_figure, loss_spec, variance_bars
 from core.drawing.code import reads_corpus, recipe, script
 from core.drawing.details import layernorm_detail, positions_detail, similarity_detail
@@ -227,6 +235,7 @@ def _plane(page, view: View, session: Session, tokens: tuple[str, ...] | None, a
         page.info: summary(result, session),
         page.near_token: listed[0],
         page.near_output: listed[1],
+        page.attention: attention_text(result.scene),
         page.variance: variance_bars(spectrum, shown=view.dims, title=title),
         page.search_hits: [] if found is None else [[hit.word, hit.id] for hit in found.hits],
         page.search_info: search_text(found),

@@ -1,5 +1,6 @@
 """What the page says in words about a view: the line under the plot, the tables' line, the search's
-line, the parameters and a training's summary, the tour's text, and the page's own Markdown.
+line, a selected token's attention, the parameters and a training's summary, the tour's text, and the
+page's own Markdown.
 
 Text that comes from a user or a link (sentences, tokens, notes quoting them) is shown as plain
 text: `plain` escapes it before it meets Markdown, and HTML is escaped. `ui.render` puts these
@@ -13,9 +14,11 @@ import html
 import re
 
 from core.plane.pipeline import Exploration
+from core.plane.scene import Scene
 from core.plane.search import SearchResult
 from core.tables.session import Session
 from core.view import tour
+from core.view.options import ENCODER_MODEL
 
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>&:])")
 
@@ -38,6 +41,24 @@ def search_text(found: SearchResult | None) -> str:
         near = ", ".join(f"{plain(word)} ({cosine:.2f})" for word, cosine in found.neighbours)
         line += f" Nearest to **{plain(found.hits[0].word)}** by cosine in the full space: {near}."
     return line
+
+
+MARKERS_SAID = "[CLS] and [SEP] count like any token: much of a layer's attention goes to them"
+
+
+def attention_text(scene: Scene) -> str:
+    """The selected token's line beside its neighbours at layer K (Markdown; "" with none): whom it
+    attends to most in layer K, by the mean of the layer's heads, as the plot's lines draw it."""
+    hidden = scene.hidden
+    attention = None if hidden is None else hidden.attention
+    if attention is None:
+        return ""
+    query = scene.tokens[attention.query]
+    listed = ", ".join(f"{'itself' if key == attention.query else plain(scene.tokens[key])} {weight:.2f}"
+                       for key, weight in zip(attention.keys, attention.weights, strict=True))
+    model = ENCODER_MODEL.split(":")[0]
+    return (f"At layer {hidden.layer}, **{plain(query)}** attends most to: {listed} (mean over {plain(model)}'s "
+            f"{attention.heads} heads; {plain(MARKERS_SAID)}).")
 
 
 def parameter_status(session: Session) -> str:

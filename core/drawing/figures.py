@@ -46,6 +46,9 @@ CLASS_TRACES = {"token": "class", "sum": "class · sum", "output": "class · out
 # the encoder's layers (core/plane/layers.py): the tokens after layer K are the group "layer K", and each
 # token's way there from the output, hidden state 0, a thin line through every layer before it
 LAYER_PATH = "path: output (hidden state 0) → layer {}"
+# with a token selected at layer K, a line from it to each token it attends to most there (its layer-K points),
+# one trace a line (its width and opacity are its weight's), all one legend entry
+ATTENTION = "attention · layer {}"
 CLASS_LARGEST = 4  # a word's marker grows with its count (area ∝ count) to this many times its base size
 
 
@@ -171,6 +174,8 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, s
     if scene.previous is not None and groups:
         data += _movement(scene, groups, panel, factors)
     if scene.hidden is not None:  # with the output, in its panel: each is a LayerNorm's output
+        # the attention's lines first: the layer's points are drawn over their ends
+        data += _attention_traces(scene, scale, _AXES[2 if split else 1], palette)
         data += _hidden_traces(scene, columns, scale, _AXES[2 if split else 1], palette, webgl=webgl)
     if arrows and {"token", "position", "segment", "sum"} <= set(groups):
         data.append(_addition_path(scene, scale, to_output="output" in groups and not split))
@@ -752,6 +757,37 @@ def _hidden_traces(scene: Scene, columns: _TokenColumns, scale: _Scale, axes: Ma
     return [path, group]
 
 
+def _attention_traces(scene: Scene, scale: _Scale, axes: Mapping[str, str], palette: Palette) -> list[dict]:
+    """A line from the selected token's layer-K point to each token it attends to most in layer K (the
+    mean of the layer's heads, `core.plane.scene.Attention`), each as wide and as opaque as its weight,
+    with a dot at its middle where its hover says who attends to whom and how much; [CLS], [SEP] and
+    the token itself (a line of no length) among them. None without a selected token or a layer."""
+    attention = None if scene.hidden is None else scene.hidden.attention
+    if attention is None:
+        return []
+    points = np.asarray(scene.hidden.points[-1], dtype=np.float32)  # (L, dims): the layer-K group's points
+    name, three = ATTENTION.format(scene.hidden.layer), scene.dims == 3
+    query = html.escape(scene.tokens[attention.query], quote=False)
+    traces = []
+    for number, (key, weight) in enumerate(zip(attention.keys, attention.weights, strict=True)):
+        start, end = points[attention.query], points[key]
+        whom = "itself" if key == attention.query else html.escape(scene.tokens[key], quote=False)
+        said = (f"{query} attends to {whom}: {weight:.2f} (layer {scene.hidden.layer}, "
+                f"mean of {attention.heads} heads)")
+        trace = {"type": "scatter3d" if three else "scatter", "name": name, "legendgroup": name,
+                 "showlegend": number == 0,
+                 **{axis: np.stack([start[i], (start[i] + end[i]) / 2, end[i]]) for i, axis in
+                    enumerate("xyz"[:scene.dims])}, **axes,
+                 "mode": "lines" if three else "lines+markers", "opacity": round(0.3 + 0.7 * weight, 3),
+                 "line": {"color": palette.layer, "width": round(scale.line * (1 + 6 * weight) * (2 if three else 1),
+                                                                 2)},
+                 "hovertext": [said] * 3, "hovertemplate": "%{hovertext}<extra></extra>"}
+        if not three:
+            trace["marker"] = {"color": palette.layer, "size": np.array([0, scale.marker // 2 + 1, 0], np.uint8)}
+        traces.append(trace)
+    return traces
+
+
 def _hidden_labels(scene: Scene, columns: _TokenColumns) -> dict[str, list[str]]:
     """The layer group's label texts, by trace name, in drawing order (`core.drawing.labels.wanted`)."""
     if scene.hidden is None:
@@ -857,6 +893,7 @@ def _spec_3d(scene: Scene, *, labels: bool, arrows: bool, shift: bool, presenter
         data.append(trace)
     extent = _extent(np.concatenate([scene.points[g] for g in groups])) if groups else 0.0
     if scene.hidden is not None:
+        data += _attention_traces(scene, scale, {}, palette)
         data += _hidden_traces(scene, columns, scale, {}, palette)
     if scene.previous is not None and groups:
         before = np.concatenate([scene.previous[g] for g in groups])

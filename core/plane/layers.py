@@ -1,13 +1,15 @@
-"""The encoder's layers in the plane: which tables MiniLM-L6's encoder can read, and their hidden states.
+"""The encoder's layers in the plane: which tables MiniLM-L6's encoder can read, their hidden states and attention.
 
 The encoder (`core.model.encoder`) was trained on the outputs of BERT's own embedding layer, so it
 reads only those: the source "bert" with its learned positions, untrained (`unreadable` says why
 not for any other tables; GloVe's 50-d rows, an upload, a random layer or tables training changed
 are not what its weights expect, and running it on them would draw numbers no model makes).
-`hidden_states` runs the embedding layer and the six encoder layers once per (tables, tokens,
-segments) in inference mode, kept in a cache bounded in bytes, so moving the layer slider or
-opening the similarity view reads the same forward pass. `reached` is how a tab's view meets its
-tables: a layer they cannot give becomes 0, with a note saying why.
+`forward` runs the embedding layer and the six encoder layers once per (tables, tokens, segments)
+in inference mode and keeps every hidden state with each layer's attention (the mean over its 12
+heads: 12 times smaller than every head) in a cache bounded in bytes, so moving the layer slider,
+selecting a token (`attended`: whom it attends to) or opening the similarity view reads the same
+forward pass. `reached` is how a tab's view meets its tables: a layer they cannot give becomes 0,
+with a note saying why.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -34,7 +37,10 @@ NEEDS_UNTRAINED = ("The encoder's layers read BERT's tables as they come, and tr
 # what the layer control says while the tables can be read
 EXPLAINED = (f"0: the embedding layer's output, the page without the encoder; K: each token after encoder layer K, "
              f"with its path from 0 (the output is hidden state 0). {MODEL}.")
-KEPT_BYTES = 32 * 2**20  # hidden states kept at once: a 512-token pair's seven states are 5.5 MiB
+# forward passes kept at once: a 512-token pair's seven states are 5.5 MiB, its six attentions 6 MiB
+KEPT_BYTES = 32 * 2**20
+TOP = 5  # tokens `attended` lists at most
+FLOOR = 0.05  # and none with less of the selected token's attention than this, but the first
 
 
 def unreadable(session: Session) -> str | None:
@@ -58,7 +64,21 @@ def reached(view: View, session: Session) -> tuple[View, tuple[str, ...]]:
     return view.with_(layer=0), (f"{why} Showing layer 0 (the embedding layer's output), not layer {view.layer}.",)
 
 
-def _size(entry: tuple[weakref.ref, np.ndarray]) -> int:
+class Forward(NamedTuple):
+    """One forward pass of a sentence pair through MiniLM-L6, as `forward` keeps it (read-only arrays)."""
+
+    states: np.ndarray  # (layers + 1, L, d) float32: 0 the embedding layer's output, k after encoder layer k
+    # (layers, L, L) float32: row i of entry k - 1 is how token i spread its attention over the tokens
+    # in encoder layer k, the mean over the layer's heads (each row sums to 1)
+    attentions: np.ndarray
+    heads: int  # how many heads each layer's mean is over (MiniLM-L6: 12)
+
+    @property
+    def nbytes(self) -> int:
+        return self.states.nbytes + self.attentions.nbytes
+
+
+def _size(entry: tuple[weakref.ref, Forward]) -> int:
     return entry[1].nbytes
 
 
@@ -66,10 +86,10 @@ _KEPT: LRUCache = LRUCache(maxsize=KEPT_BYTES, getsizeof=_size)
 _LOCK = threading.Lock()
 
 
-def hidden_states(session: Session, ids: Sequence[int], segments: Sequence[int]) -> np.ndarray:
-    """Every hidden state of these tokens, (layers + 1, L, d) float32: 0 the embedding layer's
-    output (the page's "output" group), k after encoder layer k. The session's tables must be readable
-    (`unreadable` is None): a programming error otherwise, raised as ValueError."""
+def forward(session: Session, ids: Sequence[int], segments: Sequence[int]) -> Forward:
+    """These tokens through the embedding layer and the encoder, once: every hidden state and each
+    layer's attention, the mean over its heads. The session's tables must be readable (`unreadable`
+    is None): a programming error otherwise, raised as ValueError."""
     why = unreadable(session)
     if why is not None:
         raise ValueError(why)
@@ -83,13 +103,40 @@ def hidden_states(session: Session, ids: Sequence[int], segments: Sequence[int])
     if found is not None and found[0]() is model:
         return found[1]
     x, seg = torch.tensor([list(ids)]), torch.tensor([list(segments)])  # (1, L)
-    out = encode(model, bert_encoder(), x, seg)  # inference mode
+    encoder = bert_encoder()
+    out = encode(model, encoder, x, seg)  # inference mode; attention averaged over heads
     states = torch.cat(out.hidden_states).numpy()  # (N + 1, L, d)
-    states.setflags(write=False)  # shared by every tab that reads the same tokens
+    attentions = torch.cat(out.attentions).numpy()  # (N, L, L)
+    for shared in (states, attentions):
+        shared.setflags(write=False)  # shared by every tab that reads the same tokens
+    passed = Forward(states, attentions, encoder.config.n_heads)
     with _LOCK:
-        if states.nbytes <= KEPT_BYTES:
-            _KEPT[named] = (weakref.ref(model), states)
-    return states
+        if passed.nbytes <= KEPT_BYTES:
+            _KEPT[named] = (weakref.ref(model), passed)
+    return passed
+
+
+def hidden_states(session: Session, ids: Sequence[int], segments: Sequence[int]) -> np.ndarray:
+    """Every hidden state of these tokens, (layers + 1, L, d) float32: 0 the embedding layer's
+    output (the page's "output" group), k after encoder layer k (`forward`'s states)."""
+    return forward(session, ids, segments).states
+
+
+def attended(passed: Forward, layer: int, position: int, top: int = TOP,
+             floor: float = FLOOR) -> tuple[tuple[int, float], ...]:
+    """Whom the token at `position` attends to most in encoder layer `layer` (1 to 6), by the mean of
+    the layer's heads: ((position, weight), …), heaviest first, at most `top`, none under `floor`
+    but the heaviest (a token whose attention is spread thin still names where most of it goes).
+    [CLS] and [SEP] are listed like any token, and so is the token itself: much attention goes there."""
+    layers = len(passed.attentions)
+    if isinstance(layer, bool) or not isinstance(layer, int) or not 1 <= layer <= layers:
+        raise ValueError(f"the layer is {layer!r}; attention is computed in layers 1 to {layers}.")
+    length = passed.attentions.shape[1]
+    if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position < length:
+        raise ValueError(f"token {position!r} is not one of the {length} tokens.")
+    row = passed.attentions[layer - 1, position]  # (L,): a query's weights over the keys
+    order = np.argsort(-row, kind="stable")[:max(1, top)]  # ties: the earlier token first
+    return tuple((int(i), float(row[i])) for n, i in enumerate(order) if n == 0 or row[i] >= floor)
 
 
 def forget() -> None:

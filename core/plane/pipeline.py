@@ -20,9 +20,9 @@ from core.model.tokenizer import CLS, SEP, UNK, Encoding
 from core.model.training import Corpus
 from core.plane.basis import SPECTRUM, SPECTRUM_ROWS, vocabulary_basis
 from core.plane.classwords import Answers, place
-from core.plane.layers import hidden_states, unreadable
+from core.plane.layers import attended, forward, unreadable
 from core.plane.neighbours import Neighbour, in_table, outputs_in_table
-from core.plane.scene import HiddenStates, Neighbourhood, Scene
+from core.plane.scene import Attention, HiddenStates, Neighbourhood, Scene
 from core.tables.session import Session
 from core.view.options import ENCODER_LAYERS, LIMITS, Refused
 from core.view.state import View
@@ -82,6 +82,7 @@ def explore(
         from the output (hidden state 0), on tables MiniLM-L6's encoder reads (`core.plane.layers`;
         on others nothing more is drawn and the encoder never runs). The plane is then fitted to
         the groups shown and every hidden state, 0 to 6, so it is the same plane at every K > 0.
+        With a token `selected`, the tokens it attends to most in layer K (`scene.hidden.attention`).
 
     With d_model = 2 there is nothing to project: the scene holds the vectors' exact
     coordinates (``Scene.exact``), whatever the plane or the number of components.
@@ -123,7 +124,8 @@ def explore(
         # how far training moved each point
         before = vectors if session.trained is None else _vectors(session.source.model, ids, segments)
         # the encoder's states only where it reads these tables: at layer 0, or on others, it never runs
-        states = hidden_states(session, encoding.ids, segment_ids) if layer and unreadable(session) is None else None
+        passed = forward(session, encoding.ids, segment_ids) if layer and unreadable(session) is None else None
+        states = None if passed is None else passed.states
         # every state 0 to 6 in the plane's fit, whichever K is drawn: moving K moves points, never the axes
         fitted = [before[g] for g in shown] + ([] if states is None else list(states))
         projection, plane, basis_note = _plane(session, fitted, components)
@@ -143,8 +145,12 @@ def explore(
             placed = place(session, answers, projection, shown)
         if states is not None:
             drawn = projection.transform(states[:layer + 1].reshape(-1, states.shape[-1]))
+            attention = None
+            if _is_index(selected, len(encoding)):  # whom it attends to in layer K, the same forward pass's
+                keys, weights = zip(*attended(passed, layer, selected), strict=True)
+                attention = Attention(selected, keys, weights, passed.heads)
             hidden = HiddenStates(layer, len(states) - 1, drawn.reshape(layer + 1, len(encoding), -1),
-                                  np.linalg.norm(states[layer], axis=1))
+                                  np.linalg.norm(states[layer], axis=1), attention)
     else:
         dims = 2 if exact else components
         points, explained, origin = {}, (0.0,) * dims, np.zeros(dims)

@@ -54,6 +54,17 @@ class ClassWords:
 
 
 @dataclass(frozen=True)
+class Attention:
+    """Whom the selected token attends to most in the drawn encoder layer (`core.plane.layers.attended`):
+    the tokens at ``keys``, heaviest first, with the mean over the layer's ``heads`` of its weights."""
+
+    query: int  # the selected token's index, whose row of the attention this is
+    keys: tuple[int, ...]  # the attended tokens' indices ([CLS], [SEP] and the token itself among them)
+    weights: tuple[float, ...]  # each one's share of the query's attention, 0 to 1
+    heads: int  # how many heads the weights are the mean of
+
+
+@dataclass(frozen=True)
 class HiddenStates:
     """The tokens after each encoder layer up to the one drawn, in the scene's plane (`core.plane.layers`).
 
@@ -67,6 +78,7 @@ class HiddenStates:
     layers: int  # the encoder's layers (MiniLM-L6: 6)
     points: np.ndarray
     norms: np.ndarray
+    attention: Attention | None = None  # a selected token's most attended tokens in layer K
 
     @property
     def name(self) -> str:
@@ -158,6 +170,11 @@ class Scene:
             raise ValueError(f"the hidden states have points of shape {np.shape(self.hidden.points)} at layer "
                              f"{self.hidden.layer} of {self.hidden.layers}, expected ({self.hidden.layer + 1}, "
                              f"{length}, {dims})")
+        attention = None if self.hidden is None else self.hidden.attention
+        if attention is not None and (not all(0 <= i < length for i in (attention.query, *attention.keys))
+                                      or len(attention.keys) != len(attention.weights)):
+            raise ValueError(f"the attention names tokens {attention.query} and {list(attention.keys)} with "
+                             f"{len(attention.weights)} weights; there are {length} tokens")
         if self.selected is not None and not 0 <= self.selected < length:
             raise ValueError(f"the selected token {self.selected} is not one of the {length} tokens")
         if self.previous is not None and {g: np.shape(p) for g, p in self.previous.items()} != {
