@@ -169,7 +169,13 @@
     if (selected) text += ", selected";
     const vocabulary = selected ? neighbours(group) : [];
     if (vocabulary.length) return `${text}; ${NEAREST[group]}: ${vocabulary.slice(0, 3).join(", ")}`;
-    // the nearest other tokens as the plot draws them (the same spot first)
+    const names = nearby(position, group);
+    return names.length ? `${text}; nearest in the plot: ${names.join(", ")}` : text;
+  }
+
+  // the names of the two other tokens drawn nearest the token at `position` in `group` (the same spot first),
+  // its point [trace, index] found already or not
+  function nearby(position, group, [trace, index] = pointOf(position, group)) {
     const here = coordinates(trace, index);
     const near = [];
     for (let i = 0; i < trace.customdata.length; i += 1) {
@@ -179,11 +185,10 @@
     near.sort((a, b) => a[0] - b[0]);
     // a word the sentence has twice is named with its position
     const twice = (name) => plane.tokens.filter((t) => t.name === name).length > 1;
-    const names = [...new Set(near.slice(0, 2).map(([, other]) => {
+    return [...new Set(near.slice(0, 2).map(([, other]) => {
       const { name } = plane.tokens.find((t) => t.position === other);
       return twice(name) ? `${name} (${other})` : name;
     }))];
-    return names.length ? `${text}; nearest in the plot: ${names.slice(0, 2).join(", ")}` : text;
   }
 
   function show(speak) {
@@ -193,6 +198,12 @@
       return;
     }
     const [trace, index] = found;
+    ringOn(trace, index);
+    if (speak) say(spoken(at.position, at.group) + (ring.hidden ? " (outside the zoomed view)" : ""));
+  }
+
+  // the ring, and plotly's hover label, on the point `index` of `trace`; false when it is zoomed out of view
+  function ringOn(trace, index) {
     const [x, y] = pixel(trace, index);
     const width = host.clientWidth;
     const height = host.clientHeight;
@@ -201,7 +212,7 @@
     Object.assign(ring.style, { left: `${host.offsetLeft + x - size / 2}px`, top: `${host.offsetTop + y - size / 2}px`,
       width: `${size}px`, height: `${size}px` });
     if (trace.type !== "scatter3d" && Plotly()) hover(host, trace, index);
-    if (speak) say(spoken(at.position, at.group) + (ring.hidden ? " (outside the zoomed view)" : ""));
+    return !ring.hidden;
   }
 
   // plotly's hover label on a point, as the mouse would show it (on the point's own subplot). A
@@ -225,7 +236,13 @@
   }
 
   function onKey(event) {
-    if (event.target !== host || event.altKey || event.ctrlKey || event.metaKey || !read()) return;
+    if (event.target !== host || event.altKey || event.ctrlKey || event.metaKey) return;
+    if (event.key === "s" && window.embeddingExplorerTree) { // the plane's structure (assets/plottree.js)
+      event.preventDefault();
+      window.embeddingExplorerTree.focus();
+      return;
+    }
+    if (!read()) return;
     const { tokens, groups } = plane;
     if (!tokens.length || !groups.length) return;
     if (event.key === "Escape") {
@@ -322,24 +339,35 @@
     return "";
   }
 
+  // the plane's axis titles, and the share of the variance they keep together (null if they do not say)
+  function variance() {
+    const layout = host._fullLayout;
+    const three = plane.groups.some((group) => plane.traces[group].type === "scatter3d");
+    const axes = three ? ["xaxis", "yaxis", "zaxis"].map((name) => layout.scene[name]) : [layout.xaxis, layout.yaxis];
+    const titles = axes.map((axis) => (axis && axis.title && axis.title.text) || "");
+    const shares = titles.map((title) => Number((title.match(/([\d.]+)%/) || [])[1]));
+    const kept = shares.every((share) => share >= 0) ? shares.reduce((sum, share) => sum + share, 0) : null;
+    return { three, titles, kept };
+  }
+
+  // a point's panel axes (the outputs may have a panel of their own)
+  const axesOf = (trace) => [host._fullLayout[trace.xaxis.replace("x", "xaxis")],
+    host._fullLayout[trace.yaxis.replace("y", "yaxis")]];
+
   function describe() {
     describing = 0;
     plane = null;
     if (!host || !host._fullLayout || !read() || !description) return;
     const layout = host._fullLayout;
     const { traces, groups, tokens } = plane;
-    const three = groups.some((group) => traces[group].type === "scatter3d");
     const sentences = [];
     if (!groups.length) {
       description.textContent = "The embedding plane shows no group: tick one in the View tab, or in the plot's legend.";
       return;
     }
-    const axes = three ? ["xaxis", "yaxis", "zaxis"].map((name) => layout.scene[name]) : [layout.xaxis, layout.yaxis];
-    const titles = axes.map((axis) => (axis && axis.title && axis.title.text) || "");
-    const shares = titles.map((title) => Number((title.match(/([\d.]+)%/) || [])[1]));
+    const { three, titles, kept } = variance();
     let plane2d = three ? "A rotatable 3-D view of the embedding vectors" : "The embedding plane";
-    if (shares.every((share) => share >= 0)) {
-      const kept = shares.reduce((sum, share) => sum + share, 0);
+    if (kept !== null) {
       plane2d += `, a PCA projection keeping ${kept.toFixed(1)}% of the variance (${titles.join(", ")})`;
     } else if (titles[0]) {
       plane2d += ` (${titles.join(", ")})`;
@@ -353,8 +381,7 @@
       const where = groups.map((group) => {
         const trace = traces[group];
         const mean = (values) => values.reduce((sum, value) => sum + value, 0) / values.length;
-        const xaxis = layout[trace.xaxis.replace("x", "xaxis")];
-        const yaxis = layout[trace.yaxis.replace("y", "yaxis")];
+        const [xaxis, yaxis] = axesOf(trace);
         return `${group} at the ${region(xaxis, yaxis, mean(Array.from(trace.x)), mean(Array.from(trace.y)))}`;
       });
       sentences.push(`Where each group lies: ${where.join("; ")}.`);
@@ -519,7 +546,8 @@
       host.setAttribute("role", "application");
       host.setAttribute("aria-roledescription", "plot");
       host.setAttribute("aria-label", "The embedding plane. Arrow keys move a ring from token to token (left and "
-        + "right along the sentence, up and down across the groups), Enter selects its token, Escape puts it away.");
+        + "right along the sentence, up and down across the groups), Enter selects its token, Escape puts it away. "
+        + "S goes to the plane's structure, a tree of its groups and tokens (also the next Tab stop).");
       host.setAttribute("aria-describedby", "plot-description");
       const frame = host.parentElement;
       frame.classList.add("plane-frame");
@@ -535,6 +563,7 @@
       host.addEventListener("blur", () => { ring.hidden = true; });
       host.addEventListener("pointerdown", () => { if (at) leave(); }); // the mouse takes over
       watchCharts();
+      if (window.embeddingExplorerTree) window.embeddingExplorerTree.attach(host, frame); // assets/plottree.js
     },
     // a figure drawn (assets/explorer.js `plot`): the ring follows its token, a selection made by
     // Enter is said once it shows, and the description is written once drawing pauses
@@ -551,7 +580,17 @@
       }
       clearTimeout(describing);
       describing = setTimeout(describe, DESCRIBE_AFTER_MS);
+      if (window.embeddingExplorerTree) window.embeddingExplorerTree.drawn();
     },
     describe, // for tests: the description now, not after the pause
+    // what the plane's structure (assets/plottree.js) reads the drawn plane with, and shows its points with
+    GROUPS, NEAREST, CLASS, MARKERS, DESCRIBE_AFTER_MS,
+    read() { return host && read(); },
+    pointOf, coordinates, distance, region, nearby, selectedPosition, neighbours, variance, axesOf,
+    plain, segmentName, listed, ringOn, say,
+    ringOff() {
+      if (ring) ring.hidden = true;
+      if (Plotly() && host && host._fullLayout) Plotly().Fx.unhover(host);
+    },
   };
 })();
