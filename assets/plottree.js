@@ -170,7 +170,8 @@
           text = `${word}, the class's word${count ? ` (${count} ${count === "1" ? "answer" : "answers"})` : ""}`;
         } else {
           const [word, note] = said.split(" · ");
-          text = note === "found" ? `${word}, found by the search` : `${word}, the search's ${note || "match"}`;
+          text = note === "found" ? `${word}, found by the search`
+            : `${word}, ${(note || "").replace(": cosine", ", cosine")}, shown by the search`;
         }
         if (!found.has(nearest[1])) found.set(nearest[1], []);
         found.get(nearest[1]).push({ key: `${kind}:${i}`, text, point: [trace, i], children: null });
