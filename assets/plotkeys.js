@@ -3,7 +3,9 @@
 //    sentence, ↑ ↓ across the groups of the same token (token, position, segment, sum, output: the
 //    order they are added in), Home and End to the first and last token; a polite live region says
 //    what the ring is on ("king, position 2, segment A, sum; nearest in the plot: queen, prince").
-//    Enter selects the token as a click on its point does; Escape puts the ring away;
+//    Enter selects the token as a click on its point does; Escape puts the ring away; `s` goes to the
+//    plane's structure, a tree of its groups and tokens (assets/plottree.js, which reads the plane with
+//    what `window.embeddingExplorerKeys` shares);
 //  - the plane's text alternative (its description): which groups, how many tokens, the variance
 //    the plane keeps, where the groups lie, where the words the tour's step names lie to each
 //    other, and a class's words. Written once drawing pauses, so typing pays a timer per figure
