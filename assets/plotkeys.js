@@ -178,16 +178,20 @@
   // the names of the two other tokens drawn nearest the token at `position` in `group` (the same spot first),
   // its point [trace, index] found already or not
   function nearby(position, group, [trace, index] = pointOf(position, group)) {
-    const here = coordinates(trace, index);
-    const near = [];
+    const { x, y, z } = trace;
+    const near = []; // the two nearest, [distance², position], nearest first: a scan (the tree asks for every token)
     for (let i = 0; i < trace.customdata.length; i += 1) {
       const other = trace.customdata[i][1];
-      if (other !== position) near.push([distance(here, coordinates(trace, i)), other]);
+      if (other === position) continue;
+      const apart = (x[i] - x[index]) ** 2 + (y[i] - y[index]) ** 2 + (z ? (z[i] - z[index]) ** 2 : 0);
+      if (near.length < 2 || apart < near[1][0]) {
+        near.splice(near.length && apart < near[0][0] ? 0 : near.length < 2 ? near.length : 1, 0, [apart, other]);
+        near.length = Math.min(near.length, 2);
+      }
     }
-    near.sort((a, b) => a[0] - b[0]);
     // a word the sentence has twice is named with its position
     const twice = (name) => plane.tokens.filter((t) => t.name === name).length > 1;
-    return [...new Set(near.slice(0, 2).map(([, other]) => {
+    return [...new Set(near.map(([, other]) => {
       const { name } = plane.tokens.find((t) => t.position === other);
       return twice(name) ? `${name} (${other})` : name;
     }))];

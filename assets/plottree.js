@@ -61,13 +61,18 @@
     const k = keys();
     const plane = k.read();
     stale = false;
-    if (!plane || !host._fullLayout) return { key: "plane", text: "Embedding plane: nothing is drawn yet", children: null };
+    if (!plane || !host._fullLayout) {
+      return { key: "plane", text: "Embedding plane: nothing is drawn yet", point: null, children: null };
+    }
     const groups = groupsOf(plane);
     const { three, kept } = groups.length ? k.variance() : { three: false, kept: null };
     const names = groups.map((group) => group.name);
-    let text = `Embedding plane: ${plane.tokens.length} tokens in ${groups.length === 1 ? "one group" : `${groups.length} groups`}`
-      + (groups.length ? ` (${names.join(", ")})` : "");
-    if (kept !== null) text += `; a ${three ? "3-D PCA view" : "PCA plane"} keeping ${kept.toFixed(1)}% of the variance`;
+    const counted = groups.length === 1 ? "one group" : `${groups.length} groups`;
+    let text = `Embedding plane: ${plane.tokens.length} tokens in ${counted}`;
+    if (groups.length) text += ` (${names.join(", ")})`;
+    if (kept !== null) {
+      text += `; a ${three ? "3-D PCA view" : "PCA plane"} keeping ${kept.toFixed(1)}% of the variance`;
+    }
     if (!groups.length) text += "; tick a group in the View tab, or in the plot's legend";
     const centres = groups.map(({ trace }) => [0, 1, 2].slice(0, trace.z ? 3 : 2)
       .map((axis) => mean(Array.from({ length: trace.x.length }, (_, i) => k.coordinates(trace, i)[axis]))));
@@ -91,9 +96,11 @@
       const [xaxis, yaxis] = k.axesOf(trace);
       const panel = host._fullLayout.xaxis2 && trace.xaxis === "x2" ? " of its own panel" : "";
       parts.push(`in the ${k.region(xaxis, yaxis, centres[g][0], centres[g][1])}${panel}`);
-      const span = (axis, values) => (Math.max(...values) - Math.min(...values)) / Math.abs(axis.range[1] - axis.range[0] || 1);
+      const span = (axis, values) => (Math.max(...values) - Math.min(...values))
+        / Math.abs(axis.range[1] - axis.range[0] || 1);
       const share = count > 1 ? Math.max(span(xaxis, Array.from(trace.x)), span(yaxis, Array.from(trace.y))) : 0;
-      if (count > 1) parts.push(`${SPREAD.find(([most]) => share < most)[1]}, over ${Math.round(100 * share)}% of the plot`);
+      const [, spread] = SPREAD.find(([most]) => share < most);
+      if (count > 1) parts.push(`${spread}, over ${Math.round(100 * share)}% of the plot`);
     }
     let nearest = null;
     groups.forEach((other, o) => {
@@ -121,12 +128,14 @@
       const point = pointIn(group, token.position);
       if (!point) return [];
       const key = `t:${group.name}:${token.position}`;
-      let text = `${token.name}, position ${token.position}, segment ${k.segmentName(token.segment)}, ${where(...point)}`;
+      let text = `${token.name}, position ${token.position}, segment ${k.segmentName(token.segment)}, `
+        + where(...point);
       if (selected === token.position) text += ", selected";
       const near = k.nearby(token.position, group.name, point);
       if (near.length) text += `; nearest in the plot: ${near.join(", ")}`;
       const stars = selected === token.position ? starsOf(group.name) : [];
-      if (stars.length) text += `; by cosine: ${stars.slice(0, 3).map((star) => `${star.word} ${star.cosine}`).join(", ")}`;
+      const cosines = stars.slice(0, 3).map((star) => `${star.word} ${star.cosine}`);
+      if (stars.length) text += `; by cosine: ${cosines.join(", ")}`;
       const children = [...stars.map((star) => ({ key: `${key}:star:${star.index}`, point: star.point,
         text: `${star.word}, cosine ${star.cosine}, ${k.NEAREST[group.name]}`, children: null })),
       ...(around.get(token.position) || []).map((item) => ({ ...item, key: `${key}:${item.key}` }))];
@@ -189,7 +198,8 @@
       li.setAttribute("role", "treeitem");
       li.dataset.key = node.key;
       li.tabIndex = -1;
-      const row = Object.assign(document.createElement("span"), { className: "tree-row", id: `plot-tree-${serial += 1}` });
+      serial += 1;
+      const row = Object.assign(document.createElement("span"), { className: "tree-row", id: `plot-tree-${serial}` });
       li.setAttribute("aria-labelledby", row.id);
       li.append(row);
       items.set(node.key, li);
@@ -197,7 +207,9 @@
     return li;
   }
 
-  const set = (element, name, value) => { if (element.getAttribute(name) !== value) element.setAttribute(name, value); };
+  const set = (element, name, value) => {
+    if (element.getAttribute(name) !== value) element.setAttribute(name, value);
+  };
 
   // the nodes into `list` (the tree or a group), the elements of the same keys kept: the focused one
   // is never taken out of the page (that would lose the focus)
