@@ -24,7 +24,6 @@
   const open = new Set(["plane"]); // the keys of the open items
   let focusedKey = "plane"; // the item with tabindex=0
   let focusedPath = []; // its place: the index at each level below the plane
-  let stale = true; // a figure was drawn since the tree was built
   let building = 0; // the timer of the next build
   let left = 0; // when the tree last lost the focus
   let selecting = null; // the position Enter selected, until a figure shows it selected
@@ -60,7 +59,6 @@
   function build() {
     const k = keys();
     const plane = k.read();
-    stale = false;
     if (!plane || !host._fullLayout) {
       return { key: "plane", text: "Embedding plane: nothing is drawn yet", point: null, children: null };
     }
@@ -372,7 +370,8 @@
       tree.addEventListener("focusin", (event) => {
         const li = event.target.closest("[role=treeitem]");
         if (!li) return;
-        if (!tree.contains(event.relatedTarget) && stale) rebuild(); // coming in: the tree as drawn now
+        // coming in: the tree as the plot is now (a figure drawn, or a group hidden from the legend, meanwhile)
+        if (!tree.contains(event.relatedTarget)) rebuild();
         const found = find(li.dataset.key);
         if (!found) return;
         roving(...found);
@@ -388,7 +387,6 @@
     // a figure drawn: followed at once while the tree is in use, else once drawing pauses
     drawn() {
       if (!tree) return;
-      stale = true;
       clearTimeout(building);
       if (tree.contains(document.activeElement) || Date.now() - left < RECENT_MS) rebuild();
       else building = setTimeout(rebuild, keys().DESCRIBE_AFTER_MS);

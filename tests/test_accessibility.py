@@ -226,6 +226,10 @@ def test_the_plane_s_structure_is_a_tree_to_walk_by_keyboard(open_page):
     assert first["name"].startswith(f"Embedding plane: {tokens} tokens in 5 groups (token, position, segment, sum, "
                                     "output); a PCA plane keeping ")
     assert first["name"].endswith("% of the variance")
+    page.keyboard.press("End")  # the last item shown: the last group (closed)
+    assert page.evaluate(FOCUSED_ITEM)["name"].startswith("Output vectors: ")
+    page.keyboard.press("Home")
+    assert page.evaluate(FOCUSED_ITEM) == first
 
     page.keyboard.press("ArrowRight")  # the plane is open: to its first group
     groups = [page.evaluate(FOCUSED_ITEM)]
