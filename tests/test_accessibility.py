@@ -288,7 +288,11 @@ def test_the_plane_s_structure_is_a_tree_to_walk_by_keyboard(open_page):
     page.keyboard.press("ArrowDown")
     names = [item["name"] for item in page.evaluate(TREE_ITEMS)]
     assert not [name for name in names if "<" in name or "&lt;" in name or "&amp;" in name], names
-    assert {item["level"] for item in page.evaluate(TREE_ITEMS)} == {1, 2, 3, 4}
+    items = page.evaluate(TREE_ITEMS)
+    assert {item["level"] for item in items} == {1, 2, 3, 4}
+    assert [item for item in items if item["tabbable"]] == [item for item in items if item["focused"]], "roving"
+    # an open item's name is its own line, not its branch's lines too
+    assert page.get_by_role("treeitem", name=groups[0]["name"], exact=True).get_attribute("aria-expanded") == "true"
     assert page.get_by_role("treeitem", level=4).count() == page.evaluate(
         f"() => {PLOT}._fullData.find(t => t.name === 'nearest by token vector').x.length")
     assert violations(page) == []
