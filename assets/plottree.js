@@ -4,7 +4,7 @@
 // place, the tokens drawn nearest it, its cosines where the figure carries them), and what is drawn
 // around a token (its neighbour stars, a class's words, a search's matches). A sighted person reads
 // these off the plot; the tree says them in words, and the plot's ring shows the item focused.
-// It is the Tab stop after the plane (`s` on the plane comes here too); → opens and enters, ← closes
+// It is the Tab stop after the plane and its tool bar (`s` on the plane comes here too); → opens and enters, ← closes
 // and goes up, ↓ ↑ Home End move among the items shown, Enter selects a token, Escape goes back to
 // the plane. Only the items of open branches are built, and the tree is built again after a figure
 // only while it has the focus (or had it a moment ago), else once drawing pauses: typing pays a
