@@ -3,7 +3,9 @@
 //    sentence, ↑ ↓ across the groups of the same token (token, position, segment, sum, output: the
 //    order they are added in), Home and End to the first and last token; a polite live region says
 //    what the ring is on ("king, position 2, segment A, sum; nearest in the plot: queen, prince").
-//    Enter selects the token as a click on its point does; Escape puts the ring away;
+//    Enter selects the token as a click on its point does; Escape puts the ring away; `s` goes to the
+//    plane's structure, a tree of its groups and tokens (assets/plottree.js, which reads the plane with
+//    what `window.embeddingExplorerKeys` shares);
 //  - the plane's text alternative (its description): which groups, how many tokens, the variance
 //    the plane keeps, where the groups lie, where the words the tour's step names lie to each
 //    other, a class's words, and whom a selected token attends to at layer K. Written once drawing
@@ -198,21 +200,30 @@
     if (selected) text += ", selected";
     const vocabulary = selected ? neighbours(group) : [];
     if (vocabulary.length) return `${text}; ${NEAREST[group]}: ${vocabulary.slice(0, 3).join(", ")}`;
-    // the nearest other tokens as the plot draws them (the same spot first)
-    const here = coordinates(trace, index);
-    const near = [];
+    const names = nearby(position, group);
+    return names.length ? `${text}; nearest in the plot: ${names.join(", ")}` : text;
+  }
+
+  // the names of the two other tokens drawn nearest the token at `position` in `group` (the same spot first),
+  // its point [trace, index] found already or not
+  function nearby(position, group, [trace, index] = pointOf(position, group)) {
+    const { x, y, z } = trace;
+    const near = []; // the two nearest, [distance², position], nearest first: a scan (the tree asks for every token)
     for (let i = 0; i < trace.customdata.length; i += 1) {
       const other = trace.customdata[i][1];
-      if (other !== position) near.push([distance(here, coordinates(trace, i)), other]);
+      if (other === position) continue;
+      const apart = (x[i] - x[index]) ** 2 + (y[i] - y[index]) ** 2 + (z ? (z[i] - z[index]) ** 2 : 0);
+      if (near.length < 2 || apart < near[1][0]) {
+        near.splice(near.length && apart < near[0][0] ? 0 : near.length < 2 ? near.length : 1, 0, [apart, other]);
+        near.length = Math.min(near.length, 2);
+      }
     }
-    near.sort((a, b) => a[0] - b[0]);
     // a word the sentence has twice is named with its position
     const twice = (name) => plane.tokens.filter((t) => t.name === name).length > 1;
-    const names = [...new Set(near.slice(0, 2).map(([, other]) => {
+    return [...new Set(near.map(([, other]) => {
       const { name } = plane.tokens.find((t) => t.position === other);
       return twice(name) ? `${name} (${other})` : name;
     }))];
-    return names.length ? `${text}; nearest in the plot: ${names.slice(0, 2).join(", ")}` : text;
   }
 
   function show(speak) {
@@ -222,6 +233,14 @@
       return;
     }
     const [trace, index] = found;
+    ringOn(trace, index);
+    if (!speak) return;
+    say(spoken(at.position, at.group) + (ring.hidden ? " (outside the zoomed view)" : ""));
+    document.dispatchEvent(new CustomEvent("embedding-explorer:reached", { detail: placed(at.position, at.group) }));
+  }
+
+  // the ring, and plotly's hover label, on the point `index` of `trace`; false when it is zoomed out of view
+  function ringOn(trace, index) {
     const [x, y] = pixel(trace, index);
     const width = host.clientWidth;
     const height = host.clientHeight;
@@ -230,9 +249,7 @@
     Object.assign(ring.style, { left: `${host.offsetLeft + x - size / 2}px`, top: `${host.offsetTop + y - size / 2}px`,
       width: `${size}px`, height: `${size}px` });
     if (trace.type !== "scatter3d" && Plotly()) hover(host, trace, index);
-    if (!speak) return;
-    say(spoken(at.position, at.group) + (ring.hidden ? " (outside the zoomed view)" : ""));
-    document.dispatchEvent(new CustomEvent("embedding-explorer:reached", { detail: placed(at.position, at.group) }));
+    return !ring.hidden;
   }
 
   // plotly's hover label on a point, as the mouse would show it (on the point's own subplot). A
@@ -256,7 +273,13 @@
   }
 
   function onKey(event) {
-    if (event.target !== host || event.altKey || event.ctrlKey || event.metaKey || !read()) return;
+    if (event.target !== host || event.altKey || event.ctrlKey || event.metaKey) return;
+    if (event.key === "s" && window.embeddingExplorerTree) { // the plane's structure (assets/plottree.js)
+      event.preventDefault();
+      window.embeddingExplorerTree.focus();
+      return;
+    }
+    if (!read()) return;
     const { tokens, groups } = plane;
     if (!tokens.length || !groups.length) return;
     if (event.key === "Escape") {
@@ -353,24 +376,35 @@
     return "";
   }
 
+  // the plane's axis titles, and the share of the variance they keep together (null if they do not say)
+  function variance() {
+    const layout = host._fullLayout;
+    const three = plane.groups.some((group) => plane.traces[group].type === "scatter3d");
+    const axes = three ? ["xaxis", "yaxis", "zaxis"].map((name) => layout.scene[name]) : [layout.xaxis, layout.yaxis];
+    const titles = axes.map((axis) => (axis && axis.title && axis.title.text) || "");
+    const shares = titles.map((title) => Number((title.match(/([\d.]+)%/) || [])[1]));
+    const kept = shares.every((share) => share >= 0) ? shares.reduce((sum, share) => sum + share, 0) : null;
+    return { three, titles, kept };
+  }
+
+  // a point's panel axes (the outputs may have a panel of their own)
+  const axesOf = (trace) => [host._fullLayout[trace.xaxis.replace("x", "xaxis")],
+    host._fullLayout[trace.yaxis.replace("y", "yaxis")]];
+
   function describe() {
     describing = 0;
     plane = null;
     if (!host || !host._fullLayout || !read() || !description) return;
     const layout = host._fullLayout;
     const { traces, groups, tokens } = plane;
-    const three = groups.some((group) => traces[group].type === "scatter3d");
     const sentences = [];
     if (!groups.length) {
       description.textContent = "The embedding plane shows no group: tick one in the View tab, or in the plot's legend.";
       return;
     }
-    const axes = three ? ["xaxis", "yaxis", "zaxis"].map((name) => layout.scene[name]) : [layout.xaxis, layout.yaxis];
-    const titles = axes.map((axis) => (axis && axis.title && axis.title.text) || "");
-    const shares = titles.map((title) => Number((title.match(/([\d.]+)%/) || [])[1]));
+    const { three, titles, kept } = variance();
     let plane2d = three ? "A rotatable 3-D view of the embedding vectors" : "The embedding plane";
-    if (shares.every((share) => share >= 0)) {
-      const kept = shares.reduce((sum, share) => sum + share, 0);
+    if (kept !== null) {
       plane2d += `, a PCA projection keeping ${kept.toFixed(1)}% of the variance (${titles.join(", ")})`;
     } else if (titles[0]) {
       plane2d += ` (${titles.join(", ")})`;
@@ -384,8 +418,7 @@
       const where = groups.map((group) => {
         const trace = traces[group];
         const mean = (values) => values.reduce((sum, value) => sum + value, 0) / values.length;
-        const xaxis = layout[trace.xaxis.replace("x", "xaxis")];
-        const yaxis = layout[trace.yaxis.replace("y", "yaxis")];
+        const [xaxis, yaxis] = axesOf(trace);
         return `${group} at the ${region(xaxis, yaxis, mean(Array.from(trace.x)), mean(Array.from(trace.y)))}`;
       });
       sentences.push(`Where each group lies: ${where.join("; ")}.`);
@@ -552,7 +585,8 @@
       host.setAttribute("role", "application");
       host.setAttribute("aria-roledescription", "plot");
       host.setAttribute("aria-label", "The embedding plane. Arrow keys move a ring from token to token (left and "
-        + "right along the sentence, up and down across the groups), Enter selects its token, Escape puts it away.");
+        + "right along the sentence, up and down across the groups), Enter selects its token, Escape puts it away. "
+        + "S goes to the plane's structure, a tree of its groups and tokens (also the next Tab stop).");
       host.setAttribute("aria-describedby", "plot-description");
       const frame = host.parentElement;
       frame.classList.add("plane-frame");
@@ -568,6 +602,7 @@
       host.addEventListener("blur", () => { ring.hidden = true; });
       host.addEventListener("pointerdown", () => { if (at) leave(); }); // the mouse takes over
       watchCharts();
+      if (window.embeddingExplorerTree) window.embeddingExplorerTree.attach(host, frame); // assets/plottree.js
     },
     // a figure drawn (assets/explorer.js `plot`): the ring follows its token, a selection made by
     // Enter is said once it shows, and the description is written once drawing pauses
@@ -584,11 +619,21 @@
       }
       clearTimeout(describing);
       describing = setTimeout(describe, DESCRIBE_AFTER_MS);
+      if (window.embeddingExplorerTree) window.embeddingExplorerTree.drawn();
     },
     describe, // for tests: the description now, not after the pause
     // where the keys are ({position, group}, or null), and the drawn points of a group's tokens in sentence
     // order, each `placed`: the plane heard (assets/sound.js) plays them, tests read them
     at: () => (at ? { ...at } : null),
     placed: (group) => (read() ? plane.tokens.map((t) => placed(t.position, group)).filter(Boolean) : []),
+    // what the plane's structure (assets/plottree.js) reads the drawn plane with, and shows its points with
+    GROUPS, NEAREST, CLASS, MARKERS, DESCRIBE_AFTER_MS,
+    read() { return host && read(); },
+    pointOf, coordinates, distance, region, nearby, selectedPosition, neighbours, variance, axesOf,
+    plain, segmentName, listed, ringOn, say,
+    ringOff() {
+      if (ring) ring.hidden = true;
+      if (Plotly() && host && host._fullLayout) Plotly().Fx.unhover(host);
+    },
   };
 })();

@@ -10,6 +10,7 @@ axe runs inside the page (axe-playwright-python carries axe-core; nothing is fet
 
 from __future__ import annotations
 
+import re
 from urllib.parse import quote
 
 import pytest
@@ -395,6 +396,139 @@ def test_the_plane_heard(browser, app_url):
         assert page.errors == []
     finally:
         context.close()
+
+
+# every item of the plane's structure as the page has it: its level, name (the text it is labelled by),
+# whether it is open, and whether it has the focus
+TREE_ITEMS = """() => [...document.querySelectorAll('#plot-tree [role=treeitem]')].map(e => ({
+    level: Number(e.getAttribute('aria-level')), expanded: e.getAttribute('aria-expanded'),
+    name: document.getElementById(e.getAttribute('aria-labelledby')).textContent,
+    focused: e === document.activeElement, tabbable: e.tabIndex === 0}))"""
+FOCUSED_ITEM = f"() => ({TREE_ITEMS})().find(item => item.focused) || null"
+# the token trace's drawn points by position: [x, y]
+DRAWN = f"""() => {{ const t = {PLOT}._fullData.find(t => t.name === 'token');
+    return Object.fromEntries(Array.from(t.customdata, (row, i) => [row[1], [t.x[i], t.y[i]]])); }}"""
+
+
+def test_the_plane_s_structure_is_a_tree_to_walk_by_keyboard(open_page):
+    """The Tab stop after the plane is a WAI-ARIA tree: the plane, its groups, each group's tokens in
+    sentence order (where each is drawn), a selected token's neighbours with their cosines; the
+    arrows walk it, Escape goes back to the plane and `s` comes again; axe finds nothing in it open;
+    Enter selects a token; typing a new word, the tree follows."""
+    page = open_page(f"{KING}&token=2", (1440, 900))
+    page.locator("#sentence-b textarea").focus()
+    tab_to(page, "e.matches('#embed-plot .plane-host')", 20)
+    assert "structure" in page.locator("#embed-plot .plane-host").get_attribute("aria-label")
+    between = []  # the plot's own tool bar, then the tree
+    while len(between) < 20 and not page.evaluate("() => document.activeElement.closest('#plot-tree') !== null"):
+        page.keyboard.press("Tab")
+        between.append(page.evaluate("() => document.activeElement.matches('#embed-plot .modebar-btn')"))
+    assert between[-1] is False and all(between[:-1]), "the Tab stop after the plane and its tool bar"
+    tree = page.locator("#plot-tree")
+    assert tree.get_attribute("role") == "tree" and tree.get_attribute("aria-label")
+    items = page.evaluate(TREE_ITEMS)
+    assert [item["tabbable"] for item in items].count(True) == 1
+    first = page.evaluate(FOCUSED_ITEM)
+    tokens = page.evaluate(f"() => {PLOT}._fullData.find(t => t.name === 'token').x.length")
+    assert first["level"] == 1 and first["expanded"] == "true"
+    assert first["name"].startswith(f"Embedding plane: {tokens} tokens in 5 groups (token, position, segment, sum, "
+                                    "output); a PCA plane keeping ")
+    assert first["name"].endswith("% of the variance")
+    page.keyboard.press("End")  # the last item shown: the last group (closed)
+    assert page.evaluate(FOCUSED_ITEM)["name"].startswith("Output vectors: ")
+    page.keyboard.press("Home")
+    assert page.evaluate(FOCUSED_ITEM) == first
+
+    page.keyboard.press("ArrowRight")  # the plane is open: to its first group
+    groups = [page.evaluate(FOCUSED_ITEM)]
+    for _ in range(5):  # one more than there are: the last stays
+        page.keyboard.press("ArrowDown")
+        groups.append(page.evaluate(FOCUSED_ITEM))
+    assert [item["level"] for item in groups] == [2] * 6 and groups[-1] == groups[-2]
+    assert [item["name"].split(":")[0] for item in groups[:5]] == [
+        "Token vectors", "Position vectors", "Segment vectors", "Sum vectors", "Output vectors"]
+    assert all(re.search(r": \d+ points?, .*\bin the (centre|(top|middle|bottom) (left|centre|right))\b.*"
+                         r"; nearest group: [a-z]+$", item["name"]) for item in groups[:5]), groups
+    for _ in range(4):
+        page.keyboard.press("ArrowUp")
+    assert page.evaluate(FOCUSED_ITEM)["name"].startswith("Token vectors")
+    page.keyboard.press("ArrowRight")  # opens the group
+    assert page.evaluate(FOCUSED_ITEM)["expanded"] == "true"
+    page.keyboard.press("ArrowRight")  # to its first token
+    walked = [page.evaluate(FOCUSED_ITEM)]
+    for _ in range(tokens - 1):
+        page.keyboard.press("ArrowDown")
+        walked.append(page.evaluate(FOCUSED_ITEM))
+    assert [item["level"] for item in walked] == [3] * tokens
+    words = page.evaluate("() => [...document.querySelectorAll('.token-table tbody tr')]"
+                          ".map(row => row.cells[0].textContent)")
+    assert [item["name"].split(", position ")[0] for item in walked] == words
+    drawn = page.evaluate(DRAWN)
+    for position, item in enumerate(walked):
+        assert f", position {position}, " in item["name"]
+        at = re.search(r", at x (\S+), y ([^,;]+)", item["name"]).groups()
+        x, y = (float(value.replace("−", "-")) for value in at)
+        assert abs(x - drawn[str(position)][0]) < 0.006 and abs(y - drawn[str(position)][1]) < 0.006
+    assert "; nearest in the plot: " in walked[3]["name"]
+    # the ring is on the focused token's point
+    ring = page.locator("#embed-plot .plane-ring").bounding_box()
+    x, y = point_on_screen(page, "token", words[-1])
+    assert abs(ring["x"] + ring["width"] / 2 - x) < 2 and abs(ring["y"] + ring["height"] / 2 - y) < 2
+
+    # the selected token (king) has its neighbour stars under it, with their cosines
+    for _ in range(tokens - 3):
+        page.keyboard.press("ArrowUp")
+    king = page.evaluate(FOCUSED_ITEM)
+    assert king["name"].startswith("king, position 2, ") and ", selected" in king["name"]
+    assert "; by cosine: " in king["name"] and king["expanded"] == "false"
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    star = page.evaluate(FOCUSED_ITEM)
+    near = page.evaluate(f"() => {{ const t = {PLOT}._fullData.find(t => t.name === 'nearest by token vector');"
+                         " return [t.hovertext[0], t.customdata[0]]; }")
+    assert star["level"] == 4 and star["name"] == f"{near[0]}, cosine {near[1]:.2f}, nearest by token vector"
+    assert f"by cosine: {near[0]} {near[1]:.2f}" in king["name"]
+    assert page.evaluate("() => document.querySelector('#embed-plot .plane-ring').hidden") is False
+    page.keyboard.press("ArrowLeft")  # to the token
+    page.keyboard.press("ArrowLeft")  # closes it
+    assert page.evaluate(FOCUSED_ITEM)["expanded"] == "false"
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowDown")
+    names = [item["name"] for item in page.evaluate(TREE_ITEMS)]
+    assert not [name for name in names if "<" in name or "&lt;" in name or "&amp;" in name], names
+    items = page.evaluate(TREE_ITEMS)
+    assert {item["level"] for item in items} == {1, 2, 3, 4}
+    assert [item for item in items if item["tabbable"]] == [item for item in items if item["focused"]], "roving"
+    # an open item's name is its own line, not its branch's lines too
+    assert page.get_by_role("treeitem", name=groups[0]["name"], exact=True).get_attribute("aria-expanded") == "true"
+    assert page.get_by_role("treeitem", level=4).count() == page.evaluate(
+        f"() => {PLOT}._fullData.find(t => t.name === 'nearest by token vector').x.length")
+    assert violations(page) == []
+
+    page.keyboard.press("Escape")
+    assert page.evaluate("() => document.activeElement.matches('#embed-plot .plane-host')")
+    page.keyboard.press("s")
+    assert page.evaluate(FOCUSED_ITEM)["level"] == 4, "the tree keeps its place"
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("ArrowLeft")  # up to the token group
+    page.keyboard.press("ArrowRight")
+    for _ in range(6):
+        page.keyboard.press("ArrowDown")
+    assert page.evaluate(FOCUSED_ITEM)["name"].startswith("queen, position 6, ")
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => new URLSearchParams(location.search).get('token') === '6'", timeout=30_000)
+    page.wait_for_function(f"() => ({FOCUSED_ITEM})()?.name.includes('queen, position 6, ') "
+                           f"&& ({FOCUSED_ITEM})().name.includes(', selected')", timeout=30_000)
+
+    # typing: the tree, left, follows once drawing pauses
+    box = page.locator("#sentence-a textarea")
+    box.focus()
+    page.keyboard.press("End")
+    page.keyboard.type(" A bird sang.", delay=40)
+    page.wait_for_function(f"() => ({TREE_ITEMS})().some(item => item.level === 3 && item.name.startsWith('bird, '))",
+                           timeout=30_000)
+    assert page.errors == []
 
 
 def test_the_plane_s_text_alternative_names_the_step_s_words_and_follows_typing(open_page):

@@ -759,6 +759,25 @@ def test_search_labels_do_not_pile_up(open_page):
     # the link's search box is open, not folded away while its crosses show
     box = page.locator("#vocab-search textarea, #vocab-search input").first
     assert box.is_visible() and box.input_value() == "monarch"
+    # the plane's structure puts each match under the sentence's word drawn nearest it (a click opens an item)
+    page.locator("#embed-plot .plane-host").focus()
+    page.keyboard.press("s")
+    tree = page.locator("#plot-tree")
+    tree.get_by_role("treeitem", name="Token vectors", exact=False).locator(".tree-row").first.click()
+    nearest = page.evaluate("""() => {
+        const gd = PLOT, search = gd._fullData.find(t => t.name === 'search');
+        const token = gd._fullData.find(t => t.name === 'token');
+        const words = [...document.querySelectorAll('.token-table tbody tr')].map(row => row.cells[0].textContent);
+        const word = (i) => words[token.customdata[i][1]];
+        const apart = (i) => Math.hypot(token.x[i] - search.x[0], token.y[i] - search.y[0]);
+        const i = [...token.x.keys()].filter(i => /^[a-z]+$/.test(word(i))).sort((a, b) => apart(a) - apart(b))[0];
+        return `${word(i)}, position ${token.customdata[i][1]}, `; }""".replace("PLOT", PLOT))
+    item = tree.get_by_role("treeitem", level=3).filter(has_text=nearest).first
+    assert item.get_attribute("aria-expanded") == "false"
+    item.locator(".tree-row").first.click()
+    matches = [name.strip() for name in item.get_by_role("treeitem", level=4).all_inner_texts()]
+    assert "monarch, found by the search" in matches
+    assert all(name.endswith(", found by the search") or ", near monarch, cosine 0." in name for name in matches)
 
 
 def test_on_a_phone_each_step_s_text_and_its_plot_are_on_one_screen(browser, app_url):
