@@ -4,6 +4,7 @@ import csv
 import io
 import json
 import re
+from html.parser import HTMLParser
 
 import numpy as np
 import plotly
@@ -125,10 +126,83 @@ def test_html_opens_offline_with_the_figure(view):
     assert re.search(r'"toImageButtonOptions": ?\{"scale": ?3\}', page)
 
 
+class _Tables(HTMLParser):
+    """Each table of a page: its id, caption and rows, every row's cells' text (header cells too)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: list[dict] = []
+        self.cell: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.tables.append({"id": dict(attrs).get("id"), "caption": "", "rows": [], "in": None})
+        elif self.tables and tag in ("caption", "thead", "tbody"):
+            self.tables[-1]["in"] = tag
+        elif self.tables and tag == "tr":
+            self.tables[-1]["rows"].append((self.tables[-1]["in"], []))
+        elif self.tables and tag in ("th", "td"):
+            self.cell = []
+
+    def handle_endtag(self, tag):
+        if tag in ("th", "td") and self.cell is not None:
+            self.tables[-1]["rows"][-1][1].append("".join(self.cell))
+            self.cell = None
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell.append(data)
+        elif self.tables and self.tables[-1]["in"] == "caption":
+            self.tables[-1]["caption"] += data
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["one-panel", "output-apart"])
+def test_html_lists_every_drawn_point_in_a_table(view, split):
+    """Under the plot, `table#plot-table`: a row per point of the five groups as drawn (a segment's
+    one point for its tokens), each token's word, its coordinates within a thousandth of its group's
+    spread, and the two points drawn nearest it on its own panel, named "word (group)"."""
+    scene, _ = view
+    spec = embedding_spec(scene, panels="split" if split else "one")
+    parser = _Tables()
+    parser.feed(figure_html(spec, scene.tokens))
+    (table,) = [found for found in parser.tables if found["id"] == "plot-table"]
+    header, *body = [cells for part, cells in table["rows"]]
+    assert header == ["token", "position", "segment", "group", "x", "y", "nearest in the plot"]
+    assert [part for part, _ in table["rows"]] == ["thead"] + ["tbody"] * len(body)
+    drawn = [trace for trace in spec["data"] if trace["name"] in COMPONENTS]
+    assert len(body) == sum(len(trace["x"]) for trace in drawn) == 4 * len(scene.tokens) + len(set(scene.segment_ids))
+    kept = sum(float(t.split("·")[1].split("%")[0]) for t in (spec["layout"]["xaxis"]["title"]["text"],
+                                                             spec["layout"]["yaxis"]["title"]["text"]))
+    assert table["caption"] == (f"The plane's points: {len(scene.tokens)} tokens in 5 groups, "
+                                f"a PCA plane keeping {kept:.1f}% of the variance")
+    panel_of = {}
+    for trace in drawn:
+        rows = [row for row in body if row[3] == trace["name"]]
+        xy = np.column_stack([trace["x"], trace["y"]]).astype(np.float64)
+        spread = np.ptp(xy, axis=0).max()
+        if trace["name"] == "segment":
+            assert [row[0] for row in rows] == [f"segment {'AB'[s]}" for s in sorted(set(scene.segment_ids))]
+        else:
+            order = np.argsort(np.asarray(trace["customdata"])[:, 1])  # the rows go in the sentence's order
+            xy = xy[order]
+            assert [row[0] for row in rows] == list(scene.tokens)
+            assert [int(row[1]) for row in rows] == list(scene.positions)
+        table_xy = np.array([[float(row[4]), float(row[5])] for row in rows])
+        assert np.abs(table_xy - xy).max() <= 0.001 * spread
+        panel_of[trace["name"]] = trace.get("xaxis", "x")
+    assert (panel_of["output"] == "x2") is split
+    for row in body:  # two neighbours, each on the row's own panel
+        near = row[6].split("), ")
+        assert len(near) == 2
+        groups = [name.rsplit("(", 1)[1].rstrip(")") for name in near]
+        assert all(panel_of[group] == panel_of[row[3]] for group in groups), row
+
+
 def test_html_cannot_be_broken_out_of_by_a_token():
     scene = _scene_with_tokens(("</script><script>alert(1)</script>",))
     page = figure_html(embedding_spec(scene))
     assert "<script>alert(1)" not in page
+    assert "<th scope=\"row\">&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;</th>" in page
 
 
 def test_export_files_writes_three_files(view, tmp_path):
@@ -138,7 +212,7 @@ def test_export_files_writes_three_files(view, tmp_path):
     assert [p.name for p in paths] == ["cat-sat.csv", "cat-sat.safetensors", "cat-sat.html"]
     assert paths[0].read_bytes() == coordinates_csv(scene).encode("utf-8")
     assert np.array_equal(load(paths[1].read_bytes())["output"], vectors["output"])
-    assert paths[2].read_bytes() == figure_html(spec).encode("utf-8")
+    assert paths[2].read_bytes() == figure_html(spec, scene.tokens).encode("utf-8")
 
 
 @pytest.mark.parametrize("stem", ["", "../x", "a/b", ".hidden", "x" * 101, None])
