@@ -226,6 +226,12 @@
 
   function onKey(event) {
     if (event.target !== host || event.altKey || event.ctrlKey || event.metaKey || !read()) return;
+    // T: the drawn points as a table (assets/plottable.js), the focus on it
+    if ((event.key === "t" || event.key === "T") && window.embeddingPlotTable) {
+      event.preventDefault();
+      window.embeddingPlotTable.show(true);
+      return;
+    }
     const { tokens, groups } = plane;
     if (!tokens.length || !groups.length) return;
     if (event.key === "Escape") {
@@ -519,7 +525,8 @@
       host.setAttribute("role", "application");
       host.setAttribute("aria-roledescription", "plot");
       host.setAttribute("aria-label", "The embedding plane. Arrow keys move a ring from token to token (left and "
-        + "right along the sentence, up and down across the groups), Enter selects its token, Escape puts it away.");
+        + "right along the sentence, up and down across the groups), Enter selects its token, Escape puts it away; "
+        + "T shows the points as a table.");
       host.setAttribute("aria-describedby", "plot-description");
       const frame = host.parentElement;
       frame.classList.add("plane-frame");

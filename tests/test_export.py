@@ -20,6 +20,7 @@ from core.drawing.export import (
     vectors_safetensors,
 )
 from core.drawing.figures import ADDITION_PATH, embedding_spec
+from core.drawing.plottable import rows
 from core.model.embedding import COMPONENTS
 from core.plane.pipeline import _vectors, explore
 from core.plane.scene import Scene
@@ -196,6 +197,27 @@ def test_html_lists_every_drawn_point_in_a_table(view, split):
         assert len(near) == 2
         groups = [name.rsplit("(", 1)[1].rstrip(")") for name in near]
         assert all(panel_of[group] == panel_of[row[3]] for group in groups), row
+
+
+def test_the_table_lists_an_encoder_layer_s_group_but_no_other_trace(view):
+    """A "layer K" group is listed as the five are; the vocabulary, the rings, the stars and the paths are
+    not, nor a group hidden from the legend."""
+    scene, _ = view
+    spec = embedding_spec(scene, arrows=True)
+    output = next(trace for trace in spec["data"] if trace["name"] == "output")
+    others = [{**output, "name": name} for name in ("layer 3", "vocabulary", "selected token", "path: output → layer 3",
+                                                    "nearest by token vector")]
+    hidden = {**next(trace for trace in spec["data"] if trace["name"] == "sum"), "visible": "legendonly"}
+    data = [trace for trace in spec["data"] if trace["name"] != "sum"] + [hidden, *others]
+    listed = rows({**spec, "data": data}, scene.tokens)
+    length = len(scene.tokens)
+    assert [row["group"] for row in listed] == ["token"] * length + ["position"] * length + ["segment"] * 2 + \
+        ["output"] * length + ["layer 3"] * length
+    outputs = {row["position"]: row["name"] for row in listed if row["group"] == "output"}
+    layer = [row for row in listed if row["group"] == "layer 3"]
+    assert [row["token"] for row in layer] == list(scene.tokens)
+    # drawn on its output's spot (a copy here): that point is the nearest, the output row listed first
+    assert [row["nearest"][0] for row in layer] == [outputs[row["position"]] for row in layer]
 
 
 def test_html_cannot_be_broken_out_of_by_a_token():

@@ -59,11 +59,12 @@ def rows(spec: dict, tokens: Sequence[str] | None = None) -> list[dict]:
     """The table's rows, group by group in the plot's order, tokens in the sentence's: each a dict of
     token, position (-1 for a segment's point, `shared` by its tokens), segment, group, x, y (z), as drawn, the panel
     it is drawn in, and `nearest`, the other rows drawn nearest it ("word (group)")."""
-    found = []
+    found, seen = [], set()
     for trace in spec.get("data", []):
-        if not is_group(trace.get("name")) or trace.get("visible", True) is not True or "x" not in trace:
+        name = trace.get("name")
+        if not is_group(name) or name in seen or trace.get("visible", True) is not True or "x" not in trace:
             continue
-        name = trace["name"]
+        seen.add(name)
         xyz = np.column_stack([_values(trace[axis]) for axis in "xyz" if axis in trace])
         data = np.asarray(trace.get("customdata"), dtype=np.float64)
         hover = list(trace.get("hovertext") or [""] * len(xyz))
@@ -81,10 +82,14 @@ def rows(spec: dict, tokens: Sequence[str] | None = None) -> list[dict]:
             points.append({"token": word, "position": position, "segment": segment_name(segment), "group": name,
                            "shared": shared, "xyz": point, "panel": panel})
         points.sort(key=lambda row: (row["position"], row["segment"]))
-        spread = _spread(xyz)
+        digits = decimals(_spread(xyz))  # a group of one point (a segment's): its panel's spread, below
         for row in points:
-            row["digits"] = decimals(spread)
+            row["digits"], row["alone"] = digits, len(points) < 2
         found += points
+    for row in found:
+        if row["alone"]:
+            panel = np.array([other["xyz"] for other in found if other["panel"] == row["panel"]])
+            row["digits"] = decimals(_spread(panel))
     _nearest(found)
     return found
 
