@@ -317,10 +317,11 @@ def test_the_page_works_at_200_percent_zoom(browser, app_url):
 # the plane's points as the table lists them (assets/plottable.js): each row's cells' text
 TABLE_ROWS = ("() => [...document.querySelectorAll('#plot-table tbody tr')].map(r => "
               "[...r.cells].map(c => c.textContent))")
-# the points the plot draws of the five groups, as plotly holds them: each group's name, its points' coordinates
-# and each point's position (a segment's: its row)
-DRAWN = f"""() => {PLOT}._fullData.filter(t => ['token', 'position', 'segment', 'sum', 'output'].includes(t.name)
-    && t.visible === true).map(t => [t.name, Array.from(t.x, Number), Array.from(t.y, Number),
+# the points the plot draws of the five groups (and an encoder layer's), as plotly holds them: each group's name,
+# its points' coordinates and each point's position (a segment's: its row)
+DRAWN = f"""() => {PLOT}._fullData.filter(t => (['token', 'position', 'segment', 'sum', 'output'].includes(t.name)
+    || /^layer \\d+$/.test(t.name)) && t.visible === true)
+    .map(t => [t.name, Array.from(t.x, Number), Array.from(t.y, Number),
     Array.from(t.customdata, d => Number(t.name === 'segment' ? d[0] : d[1]))])"""
 
 
@@ -390,13 +391,16 @@ def test_the_plane_s_points_as_a_table_by_its_switch_and_by_t(open_page):
     assert page.errors == []
 
 
-def test_the_plane_s_table_never_widens_a_phone_s_page(open_page):
-    """Presenter mode's type on a phone (390 × 844): the shown table scrolls in its own frame, a Tab stop."""
-    page = open_page(f"{KING}&presenter=1", (390, 844))
+def test_the_plane_s_table_lists_a_layer_s_group_and_never_widens_a_phone_s_page(open_page):
+    """BERT's tables at encoder layer 6, in presenter mode's type on a phone (390 × 844): the table lists
+    the "layer 6" group's points as the five groups', and scrolls in its own frame, a Tab stop."""
+    page = open_page(f"{KING}&source=bert&layer=6&presenter=1", (390, 844))
     page.get_by_role("button", name="Table", exact=True).click()
     region = page.locator("#plot-table-region")
     assert region.is_visible() and region.get_attribute("tabindex") == "0"
     table_matches_plot(page)
+    groups = [row[3] for row in page.evaluate(TABLE_ROWS)]
+    assert groups.count("layer 6") == groups.count("token") == 9
     box = region.bounding_box()
     assert box["x"] >= 0 and box["x"] + box["width"] <= 390
     assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
