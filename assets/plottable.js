@@ -13,7 +13,6 @@
   const LAYER = /^layer \d+$/; // an encoder layer's group (core/plane/scene.py Hidden.name)
   const HEADERS = ["token", "position", "segment", "group", "x", "y"];
   const NEAREST = "nearest in the plot";
-  const NEAREST_COUNT = 2;
   const BUILD_AFTER_MS = 500; // the table waits for drawing to pause this long (as the description does)
   const REGION = "The plane's points as a table";
 
@@ -113,20 +112,30 @@
       if (!panels.has(row.panel)) panels.set(row.panel, []);
       panels.get(row.panel).push(row);
     }
+    // every pair of a panel's points compared (a 512-token sentence's 2,049 points: 4 million pairs), over
+    // flat coordinates: the nearest two kept as they come, a tie keeping the earlier row
     for (const members of panels.values()) {
-      members.forEach((row, i) => {
-        const best = []; // [distance, index], the nearest first; a tie keeps the earlier row
-        members.forEach((other, j) => {
-          if (i === j) return;
-          const apart = Math.hypot(...row.xyz.map((value, k) => value - other.xyz[k]));
-          if (!Number.isFinite(apart)) return;
-          let at = best.length;
-          while (at > 0 && best[at - 1][0] > apart) at -= 1;
-          if (at < NEAREST_COUNT) best.splice(at, 0, [apart, j]);
-          if (best.length > NEAREST_COUNT) best.pop();
-        });
-        row.nearest = best.map(([, j]) => members[j].name);
-      });
+      const dims = members[0].xyz.length;
+      const flat = new Float64Array(members.length * dims);
+      members.forEach((row, i) => flat.set(row.xyz, i * dims));
+      for (let i = 0; i < members.length; i += 1) {
+        let first = -1, second = -1, near1 = Infinity, near2 = Infinity;
+        for (let j = 0; j < members.length; j += 1) {
+          if (i === j) continue;
+          let apart = 0;
+          for (let k = 0; k < dims; k += 1) {
+            const d = flat[i * dims + k] - flat[j * dims + k];
+            apart += d * d;
+          }
+          if (!(apart < near2)) continue; // not nearer than the second (nor a point not drawn: NaN)
+          if (apart < near1) {
+            [second, near2, first, near1] = [first, near1, j, apart];
+          } else {
+            [second, near2] = [j, apart];
+          }
+        }
+        members[i].nearest = [first, second].filter((j) => j >= 0).map((j) => members[j].name);
+      }
     }
   }
 
