@@ -272,3 +272,30 @@ def test_the_html_writes_its_labels_as_the_page_does(view, browser, tmp_path):
         assert label_faults(page, plot) == []
     finally:
         page.close()
+
+
+@pytest.mark.browser
+def test_the_page_s_script_writes_the_same_table_from_the_drawn_figure(view, browser, tmp_path):
+    """The page's table (assets/plottable.js), run on the exported figure as Chromium draws it, is the
+    file's own (core/drawing/plottable.py) cell for cell: the two writers of one table agree."""
+    from core.drawing.export import LABELS_JS
+
+    scene, _ = view
+    path = tmp_path / "figure.html"
+    path.write_text(figure_html(embedding_spec(scene, panels="split"), scene.tokens))
+    page = browser.new_page(viewport={"width": 1200, "height": 800})
+    cells = """(selector) => ({caption: document.querySelector(`${selector} caption`).textContent,
+        rows: [...document.querySelectorAll(`${selector} tr`)].map(r => [...r.cells].map(c => c.textContent))})"""
+    try:
+        page.goto(path.as_uri())
+        page.wait_for_function("() => document.getElementById('embedding-figure')?._fullData", timeout=60_000)
+        written = page.evaluate(cells, "#plot-table")
+        page.evaluate("() => document.querySelector('.plot-table-region').remove()")
+        page.add_script_tag(content=(LABELS_JS.parent / "plottable.js").read_text())
+        page.evaluate("""() => { const plot = document.getElementById('embedding-figure');
+            window.embeddingPlotTable.attach(plot); window.embeddingPlotTable.drawn(null);
+            window.embeddingPlotTable.show(false); }""")
+        assert page.evaluate(cells, "#plot-table") == written
+        assert len(written["rows"]) == 1 + 4 * len(scene.tokens) + 2
+    finally:
+        page.close()

@@ -4,7 +4,8 @@ One row per point the figure draws of the five groups (and an encoder layer's gr
 position, segment, group, its coordinates as drawn (rounded to a thousandth of its group's spread),
 and the two points drawn nearest it on the same panel. The exported page (core/drawing/export.py)
 carries it as markup, readable without a script; the page builds the same table in the browser from
-the figure it drew (assets/plottable.js), whose rules these are: a change here is a change there.
+the figure it drew (assets/plottable.js), whose rules these are: a change here is a change there
+(tests/test_export.py runs the page's script on an exported figure and compares the two, cell for cell).
 """
 
 from __future__ import annotations
