@@ -218,9 +218,14 @@
       });
       host.after(tools, region);
     },
-    // a figure drawn (assets/explorer.js `plot`): a shown table is written again once drawing pauses
+    // a figure drawn (assets/explorer.js `plot`), or a group hidden or shown from the legend: a shown
+    // table is written again once drawing pauses
     drawn(figureMeta) {
       if (figureMeta !== undefined) meta = figureMeta;
+      if (host && host.on && !host.__tableListening) { // a group hidden or shown from the legend: drawn anew
+        host.on("plotly_restyle", () => window.embeddingPlotTable.drawn());
+        host.__tableListening = true;
+      }
       stale = true;
       if (!region || region.hidden) return;
       clearTimeout(building);

@@ -369,6 +369,11 @@ def test_the_plane_s_points_as_a_table_by_its_switch_and_by_t(open_page):
     assert words == ["[CLS]", "the", "king", "spoke", "to", "the", "queen", ".", "[SEP]"]
     assert page.locator("#plot-table tbody th[scope=row]").count() == len(page.evaluate(TABLE_ROWS))
     assert violations(page) == []
+    page.locator("#embed-plot .legend .traces", has_text="sum").click()  # a group hidden from the legend
+    page.wait_for_function(f"() => !({TABLE_ROWS})().some(r => r[3] === 'sum')", timeout=10_000)
+    table_matches_plot(page)
+    page.locator("#embed-plot .legend .traces", has_text="sum").click()
+    page.wait_for_function(f"() => ({TABLE_ROWS})().some(r => r[3] === 'sum')", timeout=10_000)
     switch.click()
     assert switch.get_attribute("aria-pressed") == "false" and region.is_hidden()
 
