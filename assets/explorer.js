@@ -18,7 +18,8 @@
 //  - presenter mode's large type across the whole page, and the projector theme's dark page;
 //  - PNG export at three times the screen's resolution.
 // A class (following the lecturer's page) is assets/classroom.js; the plots by keyboard and screen
-// reader, assets/plotkeys.js (told where the plane is and of each figure drawn: `keys`).
+// reader, assets/plotkeys.js, and the drawn points as a table, assets/plottable.js (each told where
+// the plane is and of each figure drawn: `keys`, `table`).
 (() => {
   const BACKGROUND = "vocabulary";
   // the groups drawn one point per token (a segment's point is shared by all of its tokens)
@@ -139,6 +140,7 @@
     }
   });
   const keys = () => window.embeddingExplorerKeys; // assets/plotkeys.js
+  const table = () => window.embeddingPlotTable; // assets/plottable.js: the drawn points as a table
   // presenter mode keeps its control column where the row opens on the page (assets/style.css):
   // that place, measured again whenever the page's size changes (the sentences' row may grow)
   const columnPlace = new ResizeObserver(() => {
@@ -332,6 +334,7 @@
     if (!host.__labelsListening) labels.show(host, shown.labels);
     host.dataset.drawn = shown.revision;
     keys().drawn(shown.meta);
+    table().drawn(shown.meta);
     if (!listening && host.on) {
       host.on("plotly_restyle", rememberHidden);
       host.on("plotly_click", onClick);
@@ -615,6 +618,7 @@
       boxes.observe(host);
       handOver = fireHandOver;
       keys().attach(element);
+      table().attach(element);
       if (!opened) open();
       if (shown) plot();
       flush();

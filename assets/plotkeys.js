@@ -280,6 +280,12 @@
       return;
     }
     if (!read()) return;
+    // T: the drawn points as a table (assets/plottable.js), the focus on it
+    if ((event.key === "t" || event.key === "T") && window.embeddingPlotTable) {
+      event.preventDefault();
+      window.embeddingPlotTable.show(true);
+      return;
+    }
     const { tokens, groups } = plane;
     if (!tokens.length || !groups.length) return;
     if (event.key === "Escape") {
@@ -586,7 +592,8 @@
       host.setAttribute("aria-roledescription", "plot");
       host.setAttribute("aria-label", "The embedding plane. Arrow keys move a ring from token to token (left and "
         + "right along the sentence, up and down across the groups), Enter selects its token, Escape puts it away. "
-        + "S goes to the plane's structure, a tree of its groups and tokens (also the next Tab stop).");
+        + "S goes to the plane's structure, a tree of its groups and tokens (also the next Tab stop); "
+        + "T shows the points as a table.");
       host.setAttribute("aria-describedby", "plot-description");
       const frame = host.parentElement;
       frame.classList.add("plane-frame");

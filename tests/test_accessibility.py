@@ -1,9 +1,10 @@
 """The page for every student, in a real Chromium: axe-core's WCAG 2.2 A/AA rules over the page's
 views at a laptop's and a phone's size, over every tour step in presenter mode and in the projector
 theme, and over a class's banners; the plane and a side chart explored by keyboard alone, their live
-region and the plane's text alternative read as a screen reader reads them; the plane heard, its Web
-Audio spied on; a focus ring on every Tab stop at 3:1 or more against what surrounds it, in forced
-colours too; no animated transition for who asks for none; 200% and 400% zoom.
+region and the plane's text alternative read as a screen reader reads them; the plane's structure
+as a tree; the plane's points as a table; the plane heard, its Web Audio spied on; a focus ring on
+every Tab stop at 3:1 or more against what surrounds it, in forced colours too; no animated
+transition for who asks for none; 200% and 400% zoom.
 
 axe runs inside the page (axe-playwright-python carries axe-core; nothing is fetched).
 """
@@ -708,3 +709,102 @@ def test_the_page_works_at_200_and_400_percent_zoom(browser, app_url, zoom):
         assert box["x"] >= 0 and box["x"] + box["width"] <= width
     finally:
         context.close()
+
+
+# the plane's points as the table lists them (assets/plottable.js): each row's cells' text
+TABLE_ROWS = ("() => [...document.querySelectorAll('#plot-table tbody tr')].map(r => "
+              "[...r.cells].map(c => c.textContent))")
+# the points the plot draws of the five groups (and an encoder layer's), as plotly holds them: each group's name,
+# its points' coordinates and each point's position (a segment's: its row)
+DRAWN = f"""() => {PLOT}._fullData.filter(t => (['token', 'position', 'segment', 'sum', 'output'].includes(t.name)
+    || /^layer \\d+$/.test(t.name)) && t.visible === true)
+    .map(t => [t.name, Array.from(t.x, Number), Array.from(t.y, Number),
+    Array.from(t.customdata, d => Number(t.name === 'segment' ? d[0] : d[1]))])"""
+
+
+def table_matches_plot(page) -> list[str]:
+    """The table against the drawn figure: a row per drawn point, group by group in sentence order,
+    each point's coordinates within 1% of its group's extent. Returns the token group's words."""
+    table, drawn = page.evaluate(TABLE_ROWS), page.evaluate(DRAWN)
+    assert len(table) == sum(len(xs) for _, xs, _, _ in drawn) > 0
+    assert [row[3] for row in table] == [name for name, xs, _, _ in drawn for _ in xs]
+    everything = [[x for _, xs, _, _ in drawn for x in xs], [y for _, _, ys, _ in drawn for y in ys]]
+    for name, xs, ys, keys in drawn:
+        rows = [row for row in table if row[3] == name]
+        order = sorted(range(len(xs)), key=keys.__getitem__)
+        # a group of one point (one segment) is measured against all the drawn points
+        extent = max(max(values) - min(values) for values in ([xs, ys] if len(xs) > 1 else everything))
+        for row, i in zip(rows, order, strict=True):
+            if name != "segment":
+                assert int(row[1]) == keys[i]
+            assert abs(float(row[4]) - xs[i]) <= 0.01 * extent and abs(float(row[5]) - ys[i]) <= 0.01 * extent, row
+            assert len(row[6].split("), ")) == 2, row  # the two points drawn nearest it
+    return [row[0] for row in table if row[3] == "token"]
+
+
+def test_the_plane_s_points_as_a_table_by_its_switch_and_by_t(open_page):
+    """The "Table" switch beside the plot shows table#plot-table and hides it again; `t` on the plane
+    shows it and puts the focus on it; it lists every drawn point as the plot draws it, follows
+    typing, and axe finds nothing with it shown."""
+    page = open_page(KING, (1440, 900))
+    switch = page.get_by_role("button", name="Table", exact=True)
+    region = page.locator("#plot-table-region")
+    assert switch.get_attribute("aria-pressed") == "false" and region.is_hidden()
+    plane = page.locator("#embed-plot .plane-host")
+    assert "t shows the points as a table" in plane.get_attribute("aria-label").lower()
+    switch.click()
+    assert switch.get_attribute("aria-pressed") == "true" and region.is_visible()
+    assert region.get_attribute("role") == "region" and region.get_attribute("aria-label")
+    headers = page.evaluate("() => [...document.querySelectorAll('#plot-table thead th[scope=col]')]"
+                            ".map(c => c.textContent)")
+    assert headers == ["token", "position", "segment", "group", "x", "y", "nearest in the plot"]
+    page.wait_for_function(f"() => ({DESCRIPTION})().includes('% of the variance')")
+    kept = page.evaluate(DESCRIPTION).split("keeping ")[1].split("%")[0]  # as the text alternative says it
+    caption = page.locator("#plot-table caption").inner_text()
+    assert caption == f"The plane's points: 9 tokens in 5 groups, a PCA plane keeping {kept}% of the variance"
+    words = table_matches_plot(page)
+    assert words == ["[CLS]", "the", "king", "spoke", "to", "the", "queen", ".", "[SEP]"]
+    assert page.locator("#plot-table tbody th[scope=row]").count() == len(page.evaluate(TABLE_ROWS))
+    assert violations(page) == []
+    page.locator("#embed-plot .legend .traces", has_text="sum").click()  # a group hidden from the legend
+    page.wait_for_function(f"() => !({TABLE_ROWS})().some(r => r[3] === 'sum')", timeout=10_000)
+    table_matches_plot(page)
+    page.locator("#embed-plot .legend .traces", has_text="sum").click()
+    page.wait_for_function(f"() => ({TABLE_ROWS})().some(r => r[3] === 'sum')", timeout=10_000)
+    switch.click()
+    assert switch.get_attribute("aria-pressed") == "false" and region.is_hidden()
+
+    plane.focus()
+    page.keyboard.press("t")
+    assert region.is_visible() and page.evaluate("() => document.activeElement.id") == "plot-table"
+    page.keyboard.press("Escape")  # back to the plane it came from
+    assert page.evaluate("() => document.activeElement.matches('#embed-plot .plane-host')")
+
+    box = page.locator("#sentence-a textarea")
+    box.focus()
+    page.keyboard.press("End")
+    page.keyboard.type(" A bird sang", delay=40)
+    page.wait_for_function(f"""() => {{ const rows = ({TABLE_ROWS})();
+        return rows.some(r => r[0] === 'bird' && r[3] === 'token')
+            && rows.length === ({DRAWN})().reduce((n, t) => n + t[1].length, 0); }}""", timeout=30_000)
+    settle(page)
+    words = table_matches_plot(page)
+    assert words.count("bird") == 1 and "sang" in words and len(words) == 12
+    assert page.errors == []
+
+
+def test_the_plane_s_table_lists_a_layer_s_group_and_never_widens_a_phone_s_page(open_page):
+    """BERT's tables at encoder layer 6, in presenter mode's type on a phone (390 × 844): the table lists
+    the "layer 6" group's points as the five groups', and scrolls in its own frame, a Tab stop."""
+    page = open_page(f"{KING}&source=bert&layer=6&presenter=1", (390, 844))
+    page.get_by_role("button", name="Table", exact=True).click()
+    region = page.locator("#plot-table-region")
+    assert region.is_visible() and region.get_attribute("tabindex") == "0"
+    table_matches_plot(page)
+    groups = [row[3] for row in page.evaluate(TABLE_ROWS)]
+    assert groups.count("layer 6") == groups.count("token") == 9
+    box = region.bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= 390
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+    assert page.evaluate("() => document.querySelector('#plot-table').scrollWidth") > box["width"], \
+        "the check must see a table wider than the phone"

@@ -639,6 +639,14 @@ def test_three_d_shows_the_same_points_on_three_axes(open_page):
     assert {"xaxis", "yaxis", "zaxis"} <= set(scene)
     deep = page.evaluate(count)
     assert {name: deep[name] for name in flat if name in deep} == flat
+    # the points as a table (assets/plottable.js): a z column, a row per point of the five groups
+    page.get_by_role("button", name="Table", exact=True).click()
+    headers = page.evaluate("() => [...document.querySelectorAll('#plot-table thead th')].map(c => c.textContent)")
+    assert headers == ["token", "position", "segment", "group", "x", "y", "z", "nearest in the plot"]
+    zs = page.evaluate("() => [...document.querySelectorAll('#plot-table tbody tr')].map(r => r.cells[6].textContent)")
+    assert len(zs) == sum(deep[group] for group in ("token", "position", "segment", "sum", "output"))
+    assert all(math.isfinite(float(z)) for z in zs)
+    assert "a PCA space keeping" in page.locator("#plot-table caption").inner_text()
 
 
 def test_the_listing_s_layer_draws_its_outputs_at_plus_minus_one(open_page):

@@ -4,6 +4,7 @@ import csv
 import io
 import json
 import re
+from html.parser import HTMLParser
 
 import numpy as np
 import plotly
@@ -19,6 +20,7 @@ from core.drawing.export import (
     vectors_safetensors,
 )
 from core.drawing.figures import ADDITION_PATH, embedding_spec
+from core.drawing.plottable import rows
 from core.model.embedding import COMPONENTS
 from core.plane.pipeline import _vectors, explore
 from core.plane.scene import Scene
@@ -125,10 +127,104 @@ def test_html_opens_offline_with_the_figure(view):
     assert re.search(r'"toImageButtonOptions": ?\{"scale": ?3\}', page)
 
 
+class _Tables(HTMLParser):
+    """Each table of a page: its id, caption and rows, every row's cells' text (header cells too)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: list[dict] = []
+        self.cell: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.tables.append({"id": dict(attrs).get("id"), "caption": "", "rows": [], "in": None})
+        elif self.tables and tag in ("caption", "thead", "tbody"):
+            self.tables[-1]["in"] = tag
+        elif self.tables and tag == "tr":
+            self.tables[-1]["rows"].append((self.tables[-1]["in"], []))
+        elif self.tables and tag in ("th", "td"):
+            self.cell = []
+
+    def handle_endtag(self, tag):
+        if tag in ("th", "td") and self.cell is not None:
+            self.tables[-1]["rows"][-1][1].append("".join(self.cell))
+            self.cell = None
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell.append(data)
+        elif self.tables and self.tables[-1]["in"] == "caption":
+            self.tables[-1]["caption"] += data
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["one-panel", "output-apart"])
+def test_html_lists_every_drawn_point_in_a_table(view, split):
+    """Under the plot, `table#plot-table`: a row per point of the five groups as drawn (a segment's
+    one point for its tokens), each token's word, its coordinates within a thousandth of its group's
+    spread, and the two points drawn nearest it on its own panel, named "word (group)"."""
+    scene, _ = view
+    spec = embedding_spec(scene, panels="split" if split else "one")
+    parser = _Tables()
+    parser.feed(figure_html(spec, scene.tokens))
+    (table,) = [found for found in parser.tables if found["id"] == "plot-table"]
+    header, *body = [cells for part, cells in table["rows"]]
+    assert header == ["token", "position", "segment", "group", "x", "y", "nearest in the plot"]
+    assert [part for part, _ in table["rows"]] == ["thead"] + ["tbody"] * len(body)
+    drawn = [trace for trace in spec["data"] if trace["name"] in COMPONENTS]
+    assert len(body) == sum(len(trace["x"]) for trace in drawn) == 4 * len(scene.tokens) + len(set(scene.segment_ids))
+    kept = sum(float(t.split("·")[1].split("%")[0]) for t in (spec["layout"]["xaxis"]["title"]["text"],
+                                                             spec["layout"]["yaxis"]["title"]["text"]))
+    assert table["caption"] == (f"The plane's points: {len(scene.tokens)} tokens in 5 groups, "
+                                f"a PCA plane keeping {kept:.1f}% of the variance")
+    panel_of = {}
+    for trace in drawn:
+        rows = [row for row in body if row[3] == trace["name"]]
+        xy = np.column_stack([trace["x"], trace["y"]]).astype(np.float64)
+        spread = np.ptp(xy, axis=0).max()
+        if trace["name"] == "segment":
+            assert [row[0] for row in rows] == [f"segment {'AB'[s]}" for s in sorted(set(scene.segment_ids))]
+        else:
+            order = np.argsort(np.asarray(trace["customdata"])[:, 1])  # the rows go in the sentence's order
+            xy = xy[order]
+            assert [row[0] for row in rows] == list(scene.tokens)
+            assert [int(row[1]) for row in rows] == list(scene.positions)
+        table_xy = np.array([[float(row[4]), float(row[5])] for row in rows])
+        assert np.abs(table_xy - xy).max() <= 0.001 * spread
+        panel_of[trace["name"]] = trace.get("xaxis", "x")
+    assert (panel_of["output"] == "x2") is split
+    for row in body:  # two neighbours, each on the row's own panel
+        near = row[6].split("), ")
+        assert len(near) == 2
+        groups = [name.rsplit("(", 1)[1].rstrip(")") for name in near]
+        assert all(panel_of[group] == panel_of[row[3]] for group in groups), row
+
+
+def test_the_table_lists_an_encoder_layer_s_group_but_no_other_trace(view):
+    """A "layer K" group is listed as the five are; the vocabulary, the rings, the stars and the paths are
+    not, nor a group hidden from the legend."""
+    scene, _ = view
+    spec = embedding_spec(scene, arrows=True)
+    output = next(trace for trace in spec["data"] if trace["name"] == "output")
+    others = [{**output, "name": name} for name in ("layer 3", "vocabulary", "selected token", "path: output → layer 3",
+                                                    "nearest by token vector")]
+    hidden = {**next(trace for trace in spec["data"] if trace["name"] == "sum"), "visible": "legendonly"}
+    data = [trace for trace in spec["data"] if trace["name"] != "sum"] + [hidden, *others]
+    listed = rows({**spec, "data": data}, scene.tokens)
+    length = len(scene.tokens)
+    assert [row["group"] for row in listed] == ["token"] * length + ["position"] * length + ["segment"] * 2 + \
+        ["output"] * length + ["layer 3"] * length
+    outputs = {row["position"]: row["name"] for row in listed if row["group"] == "output"}
+    layer = [row for row in listed if row["group"] == "layer 3"]
+    assert [row["token"] for row in layer] == list(scene.tokens)
+    # drawn on its output's spot (a copy here): that point is the nearest, the output row listed first
+    assert [row["nearest"][0] for row in layer] == [outputs[row["position"]] for row in layer]
+
+
 def test_html_cannot_be_broken_out_of_by_a_token():
     scene = _scene_with_tokens(("</script><script>alert(1)</script>",))
     page = figure_html(embedding_spec(scene))
     assert "<script>alert(1)" not in page
+    assert "<th scope=\"row\">&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;</th>" in page
 
 
 def test_export_files_writes_three_files(view, tmp_path):
@@ -138,7 +234,7 @@ def test_export_files_writes_three_files(view, tmp_path):
     assert [p.name for p in paths] == ["cat-sat.csv", "cat-sat.safetensors", "cat-sat.html"]
     assert paths[0].read_bytes() == coordinates_csv(scene).encode("utf-8")
     assert np.array_equal(load(paths[1].read_bytes())["output"], vectors["output"])
-    assert paths[2].read_bytes() == figure_html(spec).encode("utf-8")
+    assert paths[2].read_bytes() == figure_html(spec, scene.tokens).encode("utf-8")
 
 
 @pytest.mark.parametrize("stem", ["", "../x", "a/b", ".hidden", "x" * 101, None])
@@ -174,5 +270,32 @@ def test_the_html_writes_its_labels_as_the_page_does(view, browser, tmp_path):
         written = page.evaluate(labels_of(plot))
         assert {"the ×2", "cat", "[CLS]"} <= {label["text"] for label in written}
         assert label_faults(page, plot) == []
+    finally:
+        page.close()
+
+
+@pytest.mark.browser
+def test_the_page_s_script_writes_the_same_table_from_the_drawn_figure(view, browser, tmp_path):
+    """The page's table (assets/plottable.js), run on the exported figure as Chromium draws it, is the
+    file's own (core/drawing/plottable.py) cell for cell: the two writers of one table agree."""
+    from core.drawing.export import LABELS_JS
+
+    scene, _ = view
+    path = tmp_path / "figure.html"
+    path.write_text(figure_html(embedding_spec(scene, panels="split"), scene.tokens))
+    page = browser.new_page(viewport={"width": 1200, "height": 800})
+    cells = """(selector) => ({caption: document.querySelector(`${selector} caption`).textContent,
+        rows: [...document.querySelectorAll(`${selector} tr`)].map(r => [...r.cells].map(c => c.textContent))})"""
+    try:
+        page.goto(path.as_uri())
+        page.wait_for_function("() => document.getElementById('embedding-figure')?._fullData", timeout=60_000)
+        written = page.evaluate(cells, "#plot-table")
+        page.evaluate("() => document.querySelector('.plot-table-region').remove()")
+        page.add_script_tag(content=(LABELS_JS.parent / "plottable.js").read_text())
+        page.evaluate("""() => { const plot = document.getElementById('embedding-figure');
+            window.embeddingPlotTable.attach(plot); window.embeddingPlotTable.drawn(null);
+            window.embeddingPlotTable.show(false); }""")
+        assert page.evaluate(cells, "#plot-table") == written
+        assert len(written["rows"]) == 1 + 4 * len(scene.tokens) + 2
     finally:
         page.close()

@@ -5,7 +5,7 @@ wants the picture in a slide deck that works without a network. Three files, eac
 ordinary format for its job: ``.csv``, the 2-D points as plotted, for a spreadsheet or pandas
 (`coordinates_csv`); ``.safetensors``, the full vectors with the token columns that produced
 them, for numpy or torch, in a format that runs no code when opened (`vectors_safetensors`);
-``.html``, the interactive figure, which opens offline (`figure_html`).
+``.html``, the interactive figure, which opens offline, and its points as a table (`figure_html`).
 
 The file writers read neither torch nor gradio: they take the plain data `core.plane.pipeline`
 produces (a `Scene`, vectors as numpy arrays, a figure dict). `export_view` runs the pipeline
@@ -20,7 +20,7 @@ import io
 import json
 import re
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,8 +29,15 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from safetensors.numpy import save
 
+from core.drawing.plottable import table_html
 from core.plane.scene import GROUPS, Scene
 
+# the table under the plot: a frame of its own that scrolls sideways on a narrow screen, not the page
+TABLE_STYLE = (".plot-table-region { max-width: 100%; overflow: auto; margin: 1em 0; } "
+               ".plot-table { border-collapse: collapse; font: 14px sans-serif; font-variant-numeric: tabular-nums; } "
+               ".plot-table caption { text-align: left; font-weight: 600; padding: 0.3em 0; } "
+               ".plot-table th, .plot-table td { padding: 0.15em 0.6em; border-bottom: 1px solid #ccc; "
+               "text-align: left; }")
 LABELS_JS = Path(__file__).resolve().parents[2] / "assets" / "labels.js"  # the page's label placement
 
 if TYPE_CHECKING:
@@ -97,20 +104,22 @@ def vectors_safetensors(vectors: Mapping[str, np.ndarray], scene: Scene) -> byte
     return save(tensors, metadata=metadata)
 
 
-def figure_html(spec: dict) -> str:
+def figure_html(spec: dict, tokens: Sequence[str] | None = None) -> str:
     """A standalone page of the figure, with plotly.js inlined so it opens without a network.
 
     Megabytes, nearly all of them plotly.js: the price of a file that works on a lecture hall's
     laptop with no connection. The camera button saves a PNG at three times screen resolution,
     sharp enough for a slide. The same figure always gives the same bytes. Its labels
     (``layout.meta.labels``) are placed by the page's own script (assets/labels.js), inlined
-    after the plot, which writes them as the page does.
+    after the plot, which writes them as the page does. Under the plot, its drawn points as a table
+    (`core.drawing.plottable`: markup, read without any script), their words from `tokens` (the
+    scene's) or, without, from the hover texts.
     """
     labels = (spec.get("layout", {}).get("meta") or {}).get("labels")
     place = "" if labels is None else (
         LABELS_JS.read_text() + "\nconst gd = document.getElementById('{plot_id}');\n"
         "window.embeddingLabels.show(gd, gd.layout.meta.labels);")
-    return pio.to_html(
+    page = pio.to_html(
         go.Figure(spec),
         include_plotlyjs=True,
         full_html=True,
@@ -118,6 +127,9 @@ def figure_html(spec: dict) -> str:
         div_id="embedding-figure",  # plotly's default is a random id; a fixed one makes the same view the same file
         post_script=place or None,
     )
+    head, end = page.rsplit("</body>", 1)  # the table after the plot, its style in the page's head
+    head = head.replace("</head>", f"<style>{TABLE_STYLE}</style></head>", 1)
+    return f"{head}{table_html(spec, tokens)}</body>{end}"
 
 
 def export_files(
@@ -139,7 +151,7 @@ def export_files(
     contents = {
         ".csv": coordinates_csv(scene).encode("utf-8"),
         ".safetensors": vectors_safetensors(vectors, scene),
-        ".html": figure_html(spec).encode("utf-8"),
+        ".html": figure_html(spec, scene.tokens).encode("utf-8"),
     }
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
