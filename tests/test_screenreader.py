@@ -2,6 +2,8 @@
 listens to the page while the test presses the keys a student presses, and the tests read what it
 said. Tab from the top of the page reaches the plane, heard with its tokens and the variance it
 keeps; each arrow on it is heard as a phrase of its own, the sentences' tokens in reading order;
+its structure is heard as a tree at three levels, each with its level (the plane, its groups by
+name, the token group's tokens by word);
 Next and Previous are heard with the step's title and text; nothing heard anywhere is markup.
 Two pages in all: the plane's, and the tour's.
 """
@@ -71,6 +73,29 @@ def test_tab_reaches_the_plane_which_is_heard_with_its_tokens_and_the_arrows_tok
         assert len(new) == 1 and new[0].startswith("polite: "), new  # one phrase an arrow, from the live region
         words.append(new[0].removeprefix("polite: ").split(", position ")[0])
     assert words == list(tokens)  # "&" heard as itself
+
+    # the plane's structure, a tree heard at three levels, each with its level: the plane, its groups
+    # by name, the token group's tokens by word in reading order
+    def walk(key: str) -> str:
+        said = len(heard(page))
+        page.keyboard.press(key)
+        new = hear(page, said)[said:]
+        assert len(new) == 1 and new[0].startswith("treeitem, "), (key, new)
+        return new[0].removeprefix("treeitem, ")
+
+    plane = walk("s")
+    assert plane.startswith(f"Embedding plane: {len(tokens)} tokens in {len(GROUPS)} groups") and "level 1" in plane
+    assert f"keeping {kept:.1f}% of the variance" in plane, plane
+    groups = [walk("ArrowRight"), *(walk("ArrowDown") for _ in GROUPS[1:])]
+    assert [g.split(" vectors: ")[0].lower() for g in groups] == list(GROUPS), groups
+    assert all(", level 2, " in g for g in groups), groups
+    for _ in GROUPS[1:]:
+        walk("ArrowUp")
+    page.keyboard.press("ArrowRight")  # the token group opened (a state, not a phrase: said by a reader as it likes)
+    said = [walk("ArrowRight"), *(walk("ArrowDown") for _ in tokens[1:])]
+    assert [s.split(", position ")[0] for s in said] == list(tokens), said
+    assert all(", level 3, " in s for s in said), said
+    assert walk("ArrowLeft").startswith("Token vectors: ")  # back up a level
     assert markup_in(heard(page)) == []
     assert page.errors == []
 
