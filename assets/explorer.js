@@ -539,7 +539,7 @@
   }
   // the outputs this script writes (ui/page.py Page.written), whether or not their setters are there yet
   const WRITTEN = new Set(["embed-info", "variance-bars", "notice", "address", "export-links", "background-data",
-    "tour-text", "positions-plot", "layernorm-plot", "similarity-plot", "listing-plot", "loss-plot"]);
+    "tour-text", "positions-plot", "layernorm-plot", "similarity-plot", "listing-plot", "loss-plot", "context-plot"]);
   // a chart of the page (ui/assets.py chart): drawn from its figure's JSON in a div of its own; "" removes
   // it. A chart without that div is not shown (assets/style.css): nothing drawn is no empty box nor Tab stop
   async function chart(element, json) {

@@ -592,7 +592,7 @@
       host.setAttribute("aria-roledescription", "plot");
       host.setAttribute("aria-label", "The embedding plane. Arrow keys move a ring from token to token (left and "
         + "right along the sentence, up and down across the groups), Enter selects its token, Escape puts it away. "
-        + "S goes to the plane's structure, a tree of its groups and tokens (also the next Tab stop); "
+        + "S goes to the plane's structure, a tree of its groups and tokens (Tab reaches it after the plot's tools); "
         + "T shows the points as a table.");
       host.setAttribute("aria-describedby", "plot-description");
       const frame = host.parentElement;

@@ -27,7 +27,7 @@
     return context.measureText(text).width;
   }
 
-  // the step's text (#tour-text's HTML): its heading "Step N of 7: title" and its paragraphs, each a
+  // the step's text (#tour-text's HTML): its heading "Step N of 8: title" and its paragraphs, each a
   // list of runs {text, face}
   function read(html) {
     const body = new DOMParser().parseFromString(html, "text/html").body;

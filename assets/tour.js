@@ -1,6 +1,6 @@
 // The Tour panel's buttons, step picker and slide buttons (ui/tourpanel.py): what a press does, and
 // the picker and the slide buttons kept to the step the page shows. Their one source is the step's
-// text as the server writes it into #tour-text ("Step N of 7: …", core/drawing/captions.py
+// text as the server writes it into #tour-text ("Step N of 8: …", core/drawing/captions.py
 // tour_text): Next, Previous, the picker, a link, Back and Forward and a class's lesson all reach the
 // page as that text, so none of them has to tell the picker, and the picker never shows a step the
 // text does not. Off the tour the picker shows its neutral first entry and the slide buttons hide.

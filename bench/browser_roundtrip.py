@@ -1,6 +1,6 @@
 """From a key press in the browser to the plot showing it, against an echo in the same page.
 
-    python -m bench.browser_roundtrip [--characters 30] [--warm-up 3] [--sizes 16,128]
+    python -m bench.browser_roundtrip [--characters 30] [--warm-up 3] [--sizes 16,128] [--aids]
 
 What a student feels while typing is the whole round trip: the key event, the page sending
 the sentences (one POST to its route, ui/route.py), the server's update, the answer's trip back,
@@ -404,12 +404,52 @@ def typing_pace(page, echo_page, rounds: int = PACE_ROUNDS) -> dict:
                                                                                      strict=True)]}
 
 
-def measure(characters: int = 30, warm_up: int = 3, sizes: tuple[int, ...] = SIZES) -> list[dict]:
+# the table of the plane's points (assets/plottable.js) holds the typed text's last word
+TABLE_HAS = "(word) => [...document.querySelectorAll('#plot-table tbody th')].some(c => c.textContent.trim() === word)"
+
+
+def aided_pace(page, echo_page, rounds: int = PACE_ROUNDS) -> dict:
+    """The typist of `typing_pace` on three pages taking turns: the bare echo page, the app's page,
+    and the app's page with what a blind student turns on: the plane heard (`?sound=1`) and the
+    points' table shown (its switch pressed). The app's pages are timed to the plot drawn with the
+    final text, as `typing_pace`'s; the aided page's table is timed too, to when its rows name the
+    final text's last word (it is written once drawing pauses, so it follows the plot)."""
+    aided = page.context.new_page()
+    aided.goto(page.url.split("?")[0] + "?sound=1")
+    aided.evaluate(HELPERS)
+    show(aided, "plot", plot_key(*pair(16)))
+    aided.locator(".plane-table-switch").click()
+    aided.locator("#plot-table").wait_for(state="visible", timeout=TIMEOUT_MS)
+    a, b = pair(16)
+    last = PACE_TEXT.split()[-1]
+    found: dict = {"echo": [], "plot": [], "aided": [], "table": [], "final": True}
+    try:
+        for number in range(rounds):
+            start = str(number)
+            echo_page.locator("#bench-echo-in textarea").fill(start)
+            found["echo"].append(typed(echo_page, "echo", "#bench-echo-in textarea", PACE_TEXT, start + PACE_TEXT))
+            set_pair(page, a, b)
+            found["plot"].append(typed(page, "plot", "#sentence-a textarea", PACE_TEXT, plot_key(a + PACE_TEXT, b)))
+            set_pair(aided, a, b)
+            aided.wait_for_function(f"(w) => !({TABLE_HAS})(w)", arg=last, timeout=TIMEOUT_MS)
+            found["aided"].append(typed(aided, "plot", "#sentence-a textarea", PACE_TEXT, plot_key(a + PACE_TEXT, b)))
+            aided.wait_for_function(TABLE_HAS, arg=last, timeout=TIMEOUT_MS)
+            found["table"].append(aided.evaluate("() => (performance.now() - window.__roundtrip.keyAt) / 1e3"))
+            found["final"] &= aided.locator("#sentence-a textarea").input_value() == a + PACE_TEXT
+    finally:
+        aided.close()
+    medians = {kind: statistics.median(values) for kind, values in found.items() if isinstance(values, list)}
+    return {**medians, "rounds": rounds, "final": found["final"],
+            "ratios": [p / e for p, e in zip(found["aided"], found["echo"], strict=True)]}
+
+
+def measure(characters: int = 30, warm_up: int = 3, sizes: tuple[int, ...] = SIZES, aids: bool = False) -> list[dict]:
     """Median and p90 seconds, echo and plot, for each pair size, and a typist's pace, in one page
-    of one browser."""
+    of one browser; with `aids`, the typist's pace with the plane heard and its table shown too."""
     def each(page, callbacks) -> list[dict]:
         pairs = [measure_pair(page, callbacks, n, characters, warm_up) for n in sizes]
-        return [*pairs, {"pace": beside_bare_echo(page, typing_pace)}]
+        return [*pairs, {"pace": beside_bare_echo(page, typing_pace)},
+                *([{"aided": beside_bare_echo(page, aided_pace)}] if aids else [])]
 
     return in_page(echo_demo(), HELPERS, each)
 
@@ -438,8 +478,15 @@ def report(results: list[dict]) -> list[tuple[str, tuple[str, ...], list[tuple[s
     def at(seconds: float | None) -> str:
         return "—" if seconds is None else f"{seconds * 1e3:.0f}"
 
-    rows, parts, paces = [], [], []
+    rows, parts, paces, aided = [], [], [], []
     for r in results:
+        if "aided" in r:
+            pace = r["aided"]
+            aided.append((f"{len(PACE_TEXT)} keys at {1000 // PACE_DELAY_MS} keys/s, median of {pace['rounds']}",
+                          f"{pace['echo']:.2f}", f"{pace['plot']:.2f}", f"{pace['aided']:.2f}",
+                          f"{pace['aided'] / pace['echo']:.2f}×", " ".join(f"{r:.2f}×" for r in pace["ratios"]),
+                          f"{pace['table']:.2f}", "yes" if pace["final"] else "NO"))
+            continue
         if "pace" in r:
             pace = r["pace"]
             paces.append((f"{len(PACE_TEXT)} keys at {1000 // PACE_DELAY_MS} keys/s, median of {pace['rounds']}",
@@ -474,6 +521,13 @@ def report(results: list[dict]) -> list[tuple[str, tuple[str, ...], list[tuple[s
             ("typing", "echo page", "plot", "plot / echo", "each round", "final plot = final text"),
             paces,
         ),
+        *([(
+            "the same typist with the plane heard (?sound=1) and its points' table shown, seconds: the bare echo "
+            "page, the app's plain page, the aided page's plot, and when its table names the final word",
+            ("typing", "echo page", "plain plot", "aided plot", "aided / echo", "each round", "aided table",
+             "final text"),
+            aided,
+        )] if aided else []),
     ]
 
 
@@ -497,9 +551,11 @@ def main() -> None:
     parser.add_argument("--warm-up", type=int, default=3, help="characters typed first, untimed")
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)),
                         help="pair sizes in tokens, comma-separated ('' for the typist's pace alone)")
+    parser.add_argument("--aids", action="store_true",
+                        help="the typist's pace with the plane heard and its points' table shown, too")
     args = parser.parse_args()
     sizes = tuple(int(n) for n in args.sizes.split(",") if n)
-    for title, header, rows in report(measure(args.characters, args.warm_up, sizes)):
+    for title, header, rows in report(measure(args.characters, args.warm_up, sizes, args.aids)):
         table(title, header, rows)
 
 

@@ -420,11 +420,12 @@ def test_the_plane_s_structure_is_a_tree_to_walk_by_keyboard(open_page):
     page.locator("#sentence-b textarea").focus()
     tab_to(page, "e.matches('#embed-plot .plane-host')", 20)
     assert "structure" in page.locator("#embed-plot .plane-host").get_attribute("aria-label")
-    between = []  # the plot's own tool bar, then the tree
+    between = []  # the plot's own tool bar and its Table switch, then the tree
     while len(between) < 20 and not page.evaluate("() => document.activeElement.closest('#plot-tree') !== null"):
         page.keyboard.press("Tab")
-        between.append(page.evaluate("() => document.activeElement.matches('#embed-plot .modebar-btn')"))
-    assert between[-1] is False and all(between[:-1]), "the Tab stop after the plane and its tool bar"
+        between.append(page.evaluate("() => document.activeElement.matches("
+                                     "'#embed-plot .modebar-btn, #embed-plot .plane-table-switch')"))
+    assert between[-1] is False and all(between[:-1]), "the Tab stop after the plane, its tool bar and Table"
     tree = page.locator("#plot-tree")
     assert tree.get_attribute("role") == "tree" and tree.get_attribute("aria-label")
     items = page.evaluate(TREE_ITEMS)

@@ -108,8 +108,8 @@ def test_students_follow_the_lecturers_next_and_one_who_wandered_comes_back(open
         assert "step=1" in student.url and f"class={class_id}" in student.url
         # the step's text came too, not only the plot, and a screen reader hears it: its title and text
         wait_for_text(student, "#tour-text", "Step 1 of", timeout=60_000)
-        wait_for_text(student, "#tour-said", f"Step 1 of 7: {tour.step(1).title}. {tour.step(1).text[:40]}",
-                      timeout=60_000)
+        wait_for_text(student, "#tour-said",
+                      f"Step 1 of {len(tour.STEPS)}: {tour.step(1).title}. {tour.step(1).text[:40]}", timeout=60_000)
     settle(wanderer)
     assert wanderer.evaluate(COORDINATES) == own  # left as the student made it
     assert "violin" in wanderer.locator("#sentence-a textarea").input_value()
@@ -121,12 +121,13 @@ def test_students_follow_the_lecturers_next_and_one_who_wandered_comes_back(open
     wait_for_text(lecturer, "#tour-text", "Step 4 of", timeout=60_000)
     settle(lecturer)
     assert "step=4" in lecturer.url
-    wait_for_text(lecturer, "#tour-said", f"Step 4 of 7: {tour.step(4).title}", timeout=60_000)  # the one it chose
+    # the one it chose
+    wait_for_text(lecturer, "#tour-said", f"Step 4 of {len(tour.STEPS)}: {tour.step(4).title}", timeout=60_000)
     for student in (follower, other):
         shows_the_same(student, lecturer)
         student.wait_for_function(f"() => ({BANNER})().includes('step 4')", timeout=60_000)
         wait_for_text(student, "#tour-text", "Step 4 of", timeout=60_000)
-        wait_for_text(student, "#tour-said", f"Step 4 of 7: {tour.step(4).title}", timeout=60_000)
+        wait_for_text(student, "#tour-said", f"Step 4 of {len(tour.STEPS)}: {tour.step(4).title}", timeout=60_000)
         assert "step=4" in student.url and student.locator("#tour-step").input_value() == "4"
 
     wanderer.locator("#class-follow").click()

@@ -201,7 +201,7 @@ def test_a_lecture_every_tour_step_is_readable(open_page):
     page.keyboard.press("Tab")
     assert page.evaluate("() => document.activeElement.id") == "tour-step"
     page.keyboard.press("3")
-    page.wait_for_function("() => document.querySelector('#tour-text').innerText.includes('Step 3 of 7')",
+    page.wait_for_function("() => document.querySelector('#tour-text').innerText.includes('Step 3 of 8')",
                            timeout=60_000)
     settle(page)
     assert page.evaluate(COORDINATES) == drawn_by_next[3]
@@ -432,7 +432,7 @@ def _assert_the_step_s_slide_opens_offline(page, browser, folder: Path, step) ->
         offline = context.new_page()
         offline.set_content(f"<!doctype html><body style='margin:0'>{svg}</body>")
         texts = offline.evaluate("() => [...document.querySelectorAll('svg text')].map(t => t.textContent)")
-        assert step.title in texts and "Step 6 of 7" in texts
+        assert step.title in texts and f"Step 6 of {len(STEPS)}" in texts
         markers = offline.evaluate("() => [...document.querySelectorAll('svg .scatterlayer .point')]"
                                    ".filter(p => p.getBoundingClientRect().width > 0).length")
         assert markers >= 2000, f"{markers} markers drawn: the plot's points (and the vocabulary behind them)"

@@ -146,7 +146,7 @@ def test_links_keep_their_parameters_and_order():
         "step", "a", "b", "source", "tokenizer", "vocab", "d", "maxlen", "segments", "seed", "positions", "freeze",
         "groups", "labels", "arrows", "shift", "basis", "background", "token", "k", "flip", "dims", "search", "regex",
         "view", "panel", "presenter", "theme", "listing_seed", "listing_bug", "lookup", "lookup_dim", "lookup_grad",
-        "answers", "layer", "sound"]
+        "answers", "layer", "sound", "read"]
     assert SCREEN == ("narrow",)
 
 

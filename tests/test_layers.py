@@ -283,3 +283,59 @@ def test_no_attention_is_drawn_or_said_at_layer_0_without_a_token_or_on_other_ta
     # selecting a token reads the same forward pass the layer drew
     explore(bert, RIVER, MONEY, layer=4, selected=5)
     assert len(forward_passes) == 1
+
+
+def test_read_apart_each_sentence_is_hugging_face_s_reading_of_it_alone_put_back_in_the_pair_s_order(bert):
+    """`read=apart`: sentence A's tokens are transformers' states for ``[CLS] A [SEP]`` and sentence
+    B's for ``[CLS] B [SEP]`` (its own [CLS] left out), each within 1e-5 at every depth; a token's
+    attention stays within its own sentence; the pair's reading is a different one."""
+    from transformers import BertModel
+
+    model = BertModel.from_pretrained(str(minilm_dir()), local_files_only=True, attn_implementation="eager").eval()
+
+    def alone(sentence: str) -> tuple[np.ndarray, np.ndarray]:
+        encoding = bert.encode(sentence, "")
+        with torch.no_grad():
+            out = model(input_ids=torch.tensor([encoding.ids]), token_type_ids=torch.zeros(1, len(encoding.ids),
+                        dtype=torch.long), output_hidden_states=True, output_attentions=True)
+        return (torch.cat(out.hidden_states).numpy(), torch.cat(out.attentions).numpy().mean(axis=1))
+
+    encoding = bert.encode(RIVER, MONEY)
+    split = layers.apart_at(encoding.tokens, "apart")
+    assert encoding.tokens[split - 1] == "[SEP]" and split == len(bert.encode(RIVER, "").ids)
+    passed = layers.forward(bert, encoding.ids, encoding.segment_ids, split)
+    (a_states, a_attention), (b_states, b_attention) = alone(RIVER), alone(MONEY)
+    assert np.abs(passed.states[:, :split] - a_states).max() < 1e-5
+    assert np.abs(passed.states[:, split:] - b_states[:, 1:]).max() < 1e-5
+    assert np.abs(passed.attentions[:, :split, :split] - a_attention).max() < 1e-5
+    assert np.abs(passed.attentions[:, split:, split:] - b_attention[:, 1:, 1:]).max() < 1e-5
+    assert not passed.attentions[:, :split, split:].any() and not passed.attentions[:, split:, :split].any()
+    together = layers.forward(bert, encoding.ids, encoding.segment_ids)
+    assert np.abs(together.states[1:, split:] - passed.states[1:, split:]).max() > 0.1
+    assert layers.apart_at(encoding.tokens, "pair") is None and layers.apart_at(bert.encode(RIVER, "").tokens,
+                                                                                "apart") is None
+
+
+@pytest.mark.parametrize("reading", ["pair", "apart"])
+def test_a_selected_word_s_other_places_are_its_cosines_at_every_depth_and_charted(bert, reading):
+    """The selected bank's cosine with the other bank, after each layer, is that of the hidden states
+    the reading gives; the chart draws them over layers 0 to 6 and marks the layer drawn. Read
+    apart, the two banks drift apart (the tour's Context step says so); a marker has no chart."""
+    from core.drawing.charts import context_spec
+
+    run = explore(bert, RIVER, MONEY, layer=4, reading=reading, selected=2, k=0)
+    banks = [i for i, token in enumerate(run.scene.tokens) if token == "bank"]
+    assert banks[0] == 2 and len(banks) == 2
+    states = layers.hidden_states(bert, run.encoding.ids, run.scene.segment_ids,
+                                  layers.apart_at(run.scene.tokens, reading))
+    expected = [float(cosine_matrix(states[k])[2, banks[1]]) for k in range(7)]
+    (other, cosines), = run.scene.hidden.same
+    assert other == banks[1] and np.allclose(cosines, expected, atol=1e-5)
+    if reading == "apart":
+        assert cosines[0] - cosines[-1] > 0.08  # context moves the two banks apart
+    spec = context_spec(run.scene.tokens, 2, run.scene.hidden.same, 4, apart=reading == "apart")
+    (line,) = spec["data"]
+    assert list(line["x"]) == list(range(7)) and np.allclose(line["y"], cosines, atol=1e-6)
+    assert line["marker"]["size"][4] > line["marker"]["size"][0]  # the layer drawn
+    assert ("each sentence read on" in spec["layout"]["title"]["text"]) == (reading == "apart")
+    assert explore(bert, RIVER, MONEY, layer=4, reading=reading, selected=0, k=0).scene.hidden.same == ()

@@ -532,13 +532,13 @@ def test_next_starts_the_tour_at_step_one(live):
     view = tour.STEPS[0].view
     assert (showing(live, "sentence-a"), showing(live, "sentence-b")) == (view.sentence_a, view.sentence_b)
     assert showing(live, "groups") == list(view.groups) and showing(live, "table-source") == view.source
-    assert "Step 1 of 7" in out.value("tour-text") and tour.STEPS[0].title in out.value("tour-text")
+    assert f"Step 1 of {len(tour.STEPS)}" in out.value("tour-text") and tour.STEPS[0].title in out.value("tour-text")
 
 
 def test_previous_on_the_first_step_stays_there(live):
     live.send(move=1)
     out = live.send(move=-1)
-    assert out.value("tour-text").startswith("Step 1 of 7")
+    assert out.value("tour-text").startswith(f"Step 1 of {len(tour.STEPS)}")
     assert showing(live, "sentence-a") == tour.STEPS[0].view.sentence_a
 
 
@@ -563,6 +563,9 @@ def test_walking_the_tour_sets_each_step(live):
             assert "of the vocabulary" in axis_titles(shown["embed-plot"])[0]
         elif number == 7:
             assert shown["token-table"]["data"][1][-1] == pytest.approx(RANDOM_OUTPUT_NORM, rel=1e-2)
+        elif number == 8:  # BERT's tables through the encoder, each sentence read on its own
+            assert "layer 6" in names(shown["embed-plot"])
+            assert "each sentence read on" in json.loads(showing(live, "context-plot"))["layout"]["title"]["text"]
     last = live.send(move=1)  # past the end: stays on the last step
     assert last.value("tour-text").startswith(f"Step {len(tour.STEPS)} of {len(tour.STEPS)}")
 

@@ -93,7 +93,7 @@ def test_sets_are_kept_in_their_canonical_order():
         ({"k": -1}, "k is -1; allowed values are 0 to 50"),
         ({"k": 51}, "k is 51"),
         ({"k": 2.5}, "k must be a whole number"),
-        ({"step": 0}, "step is 0; allowed values are 1 to 7"),
+        ({"step": 0}, "step is 0; allowed values are 1 to 8"),
         ({"step": True}, "step must be a whole number"),
         ({"sentence_a": "x" * (MAX_TEXT + 1)}, "Sentence A has 10,001 characters; at most 10,000"),
         ({"sentence_b": 3}, "Sentence B must be text"),
@@ -186,7 +186,7 @@ def test_each_bad_parameter_is_ignored_alone_and_named():
     view, notes = from_query(params).view, from_query(params).notes
     assert view == View(sentence_a="hi", basis="vocabulary", presenter=True)
     assert len(notes) == 9
-    assert notes[0] == "Ignored step=99: step is 99; allowed values are 1 to 7."
+    assert notes[0] == "Ignored step=99: step is 99; allowed values are 1 to 8."
     assert notes[1] == "Ignored positions=rotary: it is not one of the choices; allowed: learned, random, sinusoidal."
     assert "Ignored groups=token,colour: 'colour' is not one of token, position, segment, sum, output" in notes[2]
     assert notes[3] == "Ignored labels=maybe: it must be 1 or 0 (also true/false, yes/no, on/off)."

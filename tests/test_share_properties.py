@@ -18,6 +18,7 @@ from core.view.options import (
     PANELS,
     PARTS,
     POSITIONS,
+    READINGS,
     SHAREABLE_SOURCES,
     THEMES,
     TOKENIZERS,
@@ -78,6 +79,7 @@ FIELDS = {
     "answers": st.booleans(),
     "layer": whole("layer"),  # a link carries any layer; the tab shows it only on BERT's tables (core/plane/layers.py)
     "sound": st.booleans(),
+    "reading": st.sampled_from(list(READINGS)),
 }
 views = st.fixed_dictionaries(FIELDS).map(lambda values: View(**values))
 

@@ -20,12 +20,13 @@ TITLES = (
     "LayerNorm",
     "Random vs pretrained",
     "Train and freeze",
+    "Context",
 )
 # a sentence ends at . ! or ? followed by a space or the end of the text
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
 
 
-def test_seven_steps_in_order_numbered_from_one():
+def test_eight_steps_in_order_numbered_from_one():
     assert 6 <= len(STEPS) <= 8 and len(STEPS) == TOUR_STEPS
     assert tuple(s.title for s in STEPS) == TITLES
     for number, tour_step in enumerate(STEPS, 1):
@@ -51,7 +52,7 @@ def test_each_step_has_its_own_link(tour_step):
 
 
 def test_the_steps_set_what_the_lessons_need():
-    first, lookup, positions, segments, norm, pretrained, training = (s.view for s in STEPS)
+    first, lookup, positions, segments, norm, pretrained, training, context = (s.view for s in STEPS)
     assert first.groups == ("token",) and lookup.groups == ("token",)
     assert lookup.source == "random"
     # no addition path yet: it needs the segment group, which step 4 adds
@@ -63,6 +64,9 @@ def test_the_steps_set_what_the_lessons_need():
     assert pretrained.background == 2000
     assert training.source == "random" and training.frozen == {"position"}
     assert "position" in training.groups
+    # the encoder's layers read BERT's own tables; each sentence on its own, so each bank takes in its own
+    assert context.source == "bert" and context.layer == 6 and context.reading == "apart"
+    assert wordpiece().encode(context.sentence_a, context.sentence_b).tokens[context.token] == "bank"
     # every step leaves the rest of the page as a fresh one has it: no flips, no presenter mode
     for tour_step in STEPS:
         assert tour_step.view.flips == frozenset() and not tour_step.view.presenter
@@ -84,14 +88,14 @@ def test_step_6_selects_king_in_bert_s_encoding():
     assert "queen" in tokens
 
 
-@pytest.mark.parametrize("bad", [0, 8, 9, -1, 2.5, "3", None, True])
+@pytest.mark.parametrize("bad", [0, 9, 10, -1, 2.5, "3", None, True])
 def test_a_step_that_does_not_exist_is_named(bad):
-    with pytest.raises(Refused, match=r"tour step .* does not exist; steps are 1 to 7\."):
+    with pytest.raises(Refused, match=r"tour step .* does not exist; steps are 1 to 8\."):
         step(bad)
 
 
 def test_the_message_quotes_the_number():
-    with pytest.raises(Refused, match=r"^tour step 9 does not exist; steps are 1 to 7\.$"):
+    with pytest.raises(Refused, match=r"^tour step 9 does not exist; steps are 1 to 8\.$"):
         step(9)
     assert step(3.0) is STEPS[2]  # number boxes send floats
 

@@ -255,9 +255,51 @@ def test_step_7_frozen_positions_stay_and_trained_words_gather(walk):
         assert min(_apart(point, dot) for dot in dots) < 0.5
 
 
+def test_step_8_context_moves_the_two_banks_apart(walk):
+    """"Reading each sentence on its own, the bank of the river and the bank that was robbed start
+    from one token row (cosine 0.99 in the chart under the plot) and drift apart layer by layer …, to
+    0.85 after layer 6: their paths end further apart on the plot than they start. Read as one pair
+    …, both banks take in both sentences and stay at 0.95." The chart's cosines are the ones the
+    text quotes; the paths as drawn; the pair's reading in the full space."""
+    import re
+
+    from core.plane import layers
+    from core.tables.session import Session
+
+    step, page = STEPS[7], walk(8)
+    quoted = [float(number) for number in re.findall(r"\b0\.\d\d\b", step.text)]
+    assert len(quoted) == 3
+    page.wait_for_function("() => document.querySelector('#context-plot .js-plotly-plot')?._fullData", timeout=60_000)
+    chart = page.evaluate("() => { const gd = document.querySelector('#context-plot .js-plotly-plot');"
+                          " return {y: Array.from(gd._fullData[0].y), title: gd._fullLayout.title.text}; }")
+    assert round(chart["y"][0], 2) == quoted[0] and round(chart["y"][6], 2) == quoted[1]
+    assert "each sentence read on" in chart["title"] and chart["y"][6] < chart["y"][0]
+    # the paths as drawn: each bank's from hidden state 0 to layer 6, in pixels
+    tokens, group = _tokens(8), page.evaluate(DRAWN, "layer 6")
+    path = page.evaluate(DRAWN, "path: output (hidden state 0) → layer 6")
+    lines, line = [], []
+    for point in path["at"]:
+        if point is None:
+            lines.append(line)
+            line = []
+        else:
+            line.append(point)
+    positions = [round(row[1]) for row in group["customdata"]]  # the paths are drawn in the group's order
+    ends = {position: (drawn[0], drawn[-1]) for position, drawn in zip(positions, lines, strict=True)}
+    first, second = _indexes(tokens, "bank")
+    assert _apart(ends[first][1], ends[second][1]) > 2 * _apart(ends[first][0], ends[second][0])
+    assert "bank" in _labelled(page, "layer 6")
+    # read as one pair, in the full space
+    bert = Session.create(source="bert")
+    encoding = bert.encode(step.view.sentence_a, step.view.sentence_b)
+    states = layers.hidden_states(bert, encoding.ids, encoding.segment_ids)[-1]
+    pair = float(states[first] @ states[second] / math.hypot(*states[first]) / math.hypot(*states[second]))
+    assert round(pair, 2) == quoted[2]
+
+
 def test_a_step_link_shows_what_pressing_next_shows(walk, browser, app_url):
-    """Each step's link, the seven loaded side by side (each page a session of its own), draws what
-    pressing Next up to that step drew (the walk's first sight of each, before step 7's training)."""
+    """Each step's link, the eight loaded side by side (each page a session of its own), draws what
+    pressing Next up to that step drew (the walk's first sight of each; step 8's after step 7's training)."""
     page = walk(len(STEPS))
     assert page.errors == [] and page.evaluate(ERROR_BADGES) == 0
     contexts: list = []

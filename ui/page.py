@@ -80,6 +80,7 @@ class Page:
     near_token: gr.Dataframe
     near_output: gr.Dataframe
     attention: gr.Markdown  # at layer K, whom the selected token attends to most
+    context: gr.HTML  # at layer K, the selected word's cosine with its other places, per layer (a chart)
     search_panel: gr.Accordion
     search: gr.Textbox
     regex: gr.Checkbox
@@ -112,6 +113,7 @@ class Page:
     # ui/viewpanel.py: what to draw, in which plane; the link and exports
     groups: gr.CheckboxGroup
     layer: gr.Slider  # View.layer: the encoder's depth, set only on BERT's own tables
+    reading: gr.Radio  # View.reading: the pair as one sequence, or each sentence on its own
     labels: gr.Checkbox
     arrows: gr.Checkbox
     shift: gr.Checkbox
@@ -158,7 +160,8 @@ class Page:
 
     def laid_out(self) -> None:
         """Name the lists of outputs, once every panel has added its components."""
-        charts = [self.positions_plot, self.layernorm_plot, self.similarity_plot, self.listing_plot, self.losses]
+        charts = [self.positions_plot, self.layernorm_plot, self.similarity_plot, self.listing_plot, self.losses,
+                  self.context]
         self.written = frozenset({self.plot, self.info, self.variance, self.notice, self.address, self.export_links,
                                   self.background_json, self.tour_text, self.trained, *charts})
         self.detail_outputs = [self.positions_plot, self.repeated, self.layernorm_plot, self.layernorm_info,

@@ -13,7 +13,7 @@ import gradio as gr
 from core.plane.pipeline import TABLE_HEADERS
 from core.view.options import MAX_SEARCH, MAX_TEXT
 from ui import ondemand, render
-from ui.assets import EXAMPLES, slider, written_by_page
+from ui.assets import EXAMPLES, chart, slider, written_by_page
 from ui.route import only_true
 
 NEIGHBOUR_HEADERS = ["#", "token", "cosine"]
@@ -50,6 +50,8 @@ def layout_sentences(page) -> None:
 def layout(page) -> None:
     page.plot = gr.HTML("", elem_id="embed-plot", html_template='<div class="plane-host"></div>', js_on_load=PLOT_JS)
     page.info = written_by_page("embed-info", elem_classes=["prose"])
+    # at layer K, a selected word's cosine with its other places, layer by layer ("" hides it)
+    page.context = chart("context-plot")
     # closed until a token is selected (ui/render.py opens it), so its controls' code loads then (ui/ondemand.py)
     with gr.Accordion("Nearest neighbours and segments of one token", open=False,
                       elem_id="neighbours-panel") as page.neighbours, ondemand.content(page, page.neighbours):

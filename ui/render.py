@@ -23,7 +23,7 @@ from core.drawing.captions import (
     tour_text,
     training_summary,
 )
-from core.drawing.charts import collapse_figure, loss_spec, variance_bars
+from core.drawing.charts import collapse_figure, context_spec, loss_spec, variance_bars
 from core.drawing.code import reads_corpus, recipe, script
 from core.drawing.details import layernorm_detail, positions_detail, similarity_detail
 from core.drawing.figures import background_trace, embedding_spec
@@ -236,10 +236,21 @@ def _plane(page, view: View, session: Session, tokens: tuple[str, ...] | None, a
         page.near_token: listed[0],
         page.near_output: listed[1],
         page.attention: attention_text(result.scene),
+        page.context: context_json(result.scene, view),
         page.variance: variance_bars(spectrum, shown=view.dims, title=title),
         page.search_hits: [] if found is None else [[hit.word, hit.id] for hit in found.hits],
         page.search_info: search_text(found),
     }
+
+
+def context_json(scene, view: View) -> str:
+    """The selected word's cosine with its other places per layer, as a chart's JSON ("" = none)."""
+    hidden = scene.hidden
+    if hidden is None or not hidden.same:
+        return ""
+    return figure_json(context_spec(scene.tokens, scene.selected, hidden.same, hidden.layer,
+                                    apart=hidden.apart is not None, presenter=view.presenting,
+                                    palette=palette(view.theme)))
 
 
 def answers_of(member, view: View) -> Answers | None:
@@ -279,7 +290,8 @@ def _detail(page, view: View, session: Session, tokens: tuple[str, ...] | None) 
                                  palette=palette(view.theme))
         return {page.layernorm_plot: figure_json(found.figure), page.layernorm_info: found.summary}
     return {page.similarity_plot: figure_json(similarity_detail(session, a, b, flipped, presenter=view.presenting,
-                                                                palette=palette(view.theme), layer=view.layer))}
+                                                                palette=palette(view.theme), layer=view.layer,
+                                                                reading=view.reading))}
 
 
 def background_json(view: View, session: Session) -> str:

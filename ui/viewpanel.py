@@ -15,7 +15,7 @@ from core.plane.basis import vocabulary_basis
 from core.plane.layers import NEEDS_BERT
 from core.plane.pipeline import fit_sentence_basis
 from core.process.offload import OffloadError
-from core.view.options import BASES, COMPONENTS, LIMITS, THEMES, Refused
+from core.view.options import BASES, COMPONENTS, LIMITS, READINGS, THEMES, Refused
 from core.view.share import to_query
 from ui import ondemand, render
 from ui.assets import number, radio, slider, written_by_page
@@ -34,6 +34,7 @@ def layout(page) -> None:
                                        elem_id="groups")
         # disabled, saying why, on tables the encoder cannot read (ui.render.layer_control); as built: a fresh page's
         page.layer = slider("encoder-layer", "layer", 0, "Encoder layer", interactive=False, info=NEEDS_BERT)
+        page.reading = radio("encoder-reading", READINGS, "pair", "The encoder reads")
         page.labels = gr.Checkbox(True, label="Show labels", info="where they fit; hover any point",
                                   elem_id="show-labels")
         page.arrows = gr.Checkbox(False, label="Show the addition tip to tail", elem_id="show-arrows",

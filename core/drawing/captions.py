@@ -131,8 +131,9 @@ def tour_text(number: int | None) -> str:
     """The step's text as HTML (`#tour-text` is a gr.HTML: see `markdown`)."""
     if number is None:
         return markdown(
-            f"**A guided tour in {len(tour.STEPS)} steps**, from tokens to a trained table. Each step sets the "
-            "sentences, tables and toggles, and explains what the plot shows. Press **Next** to begin."
+            f"**A guided tour in {len(tour.STEPS)} steps**, from tokens to a trained table and into the encoder. "
+            "Each step sets the sentences, tables and toggles, and explains what the plot shows. "
+            "Press **Next** to begin."
         )
     step = tour.step(number)
     return markdown(f"**Step {number} of {len(tour.STEPS)}: {step.title}**\n\n{step.text}")

@@ -1,4 +1,4 @@
-"""The smaller figures beside the main plane: variance, similarity, positions, LayerNorm, loss.
+"""The smaller figures beside the main plane: variance, similarity, positions, LayerNorm, loss, context.
 
 Like ``core.drawing.figures``, each function takes plain numbers (no torch, no gradio) and returns
 a plain plotly figure dict, ``{"data": [...], "layout": {...}}``, with numbers as float32
@@ -454,3 +454,32 @@ def loss_spec(losses: Sequence[float], steps: int | None = None, palette: Palett
     if steps is not None and steps > 0:
         layout = {**layout, "xaxis": {**LOSS_LAYOUT["xaxis"], "range": [0, max(int(steps), len(y)) + 1]}}
     return {"data": [trace], "layout": layout}
+
+
+def context_spec(tokens: Sequence[str], selected: int, same: Sequence[tuple[int, Sequence[float]]], drawn: int,
+                 *, apart: bool, presenter: bool = False, palette: Palette = LIGHT) -> dict:
+    """How far context moves one word's uses apart: the selected token's cosine with each other place
+    of the same word after every encoder layer (0: the embedding layer's output), a line each, the
+    layer the plane draws marked. `same` is `core.plane.scene.HiddenStates.same`; `apart`: each
+    sentence was read on its own (the title says so: it changes what the cosines mean)."""
+    style = _STYLES[presenter]
+    word = _escape(tokens[selected])
+    dashes = ("solid", "dash", "dot")
+    data = []
+    for n, (other, cosines) in enumerate(same):
+        y = np.asarray(cosines, dtype=np.float32)
+        layers = np.arange(len(y), dtype=np.int32)
+        data.append({"type": "scatter", "x": layers, "y": y, "mode": "lines+markers",
+                     "name": f"{word} ({selected}) · {word} ({other})",
+                     "line": {"color": palette.layer, "width": style.line + 0.5, "dash": dashes[n % len(dashes)]},
+                     "marker": {"color": palette.layer, "size": [style.marker + 5 if k == drawn else style.marker
+                                                                   for k in range(len(y))]},
+                     "hovertemplate": f"after layer %{{x}}: cosine %{{y:.3f}}<extra>{word} ({other})</extra>"})
+    title = f"{word} and its other place{'s' if len(same) > 1 else ''}: cosine per layer"
+    title += " · each sentence read on its own" if apart else " · the pair read as one sequence"
+    layout = _layout(style, palette, 230, _wrap(title, 70),
+                     xaxis={"title": {"text": "encoder layer (0: the embedding layer's output)"}, "dtick": 1,
+                            "range": [-0.3, (len(same[0][1]) - 1 if same else 6) + 0.3]},
+                     yaxis={"title": {"text": "cosine"}, "tickformat": ".2f"},
+                     showlegend=len(same) > 1, margin={"l": 60, "r": 10, "t": 50, "b": 45})
+    return {"data": data, "layout": layout}

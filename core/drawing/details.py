@@ -17,7 +17,7 @@ from core.drawing.charts import collapse_figure, layernorm_figure, positions_fig
 from core.drawing.palette import LIGHT, Palette
 from core.model.measures import RepeatedToken, cosine_matrix, layernorm_stats, repeated_tokens
 from core.model.projection import PCAProjection
-from core.plane.layers import hidden_states, unreadable
+from core.plane.layers import apart_at, hidden_states, unreadable
 from core.plane.pipeline import explore
 from core.tables.presets import sinusoidal_table
 from core.tables.session import Session
@@ -120,14 +120,17 @@ def layernorm_detail(
 
 def similarity_detail(
     session: Session, a: str, b: str, flipped: Mapping[int, str] | None = None, *, presenter: bool = False,
-    palette: Palette = LIGHT, layer: int = 0,
+    palette: Palette = LIGHT, layer: int = 0, reading: str = "pair",
 ) -> dict:
     """Cosine similarity of every pair of output vectors, token × token; at `layer` K > 0, of the
-    tokens after encoder layer K (`core.plane.layers`: on tables the encoder reads, else the outputs)."""
+    tokens after encoder layer K (`core.plane.layers`: on tables the encoder reads, else the outputs),
+    read as the pair or each sentence on its own (`reading`)."""
     result = explore(session, a, b, groups=[], flipped=flipped)
     vectors, title = result.vectors["output"], "Cosine similarity"
     if layer and unreadable(session) is None:
-        vectors = hidden_states(session, result.encoding.ids, result.scene.segment_ids)[layer]
-        title = f"Cosine similarity after layer {layer} of {ENCODER_MODEL.split(':')[0]}"
+        vectors = hidden_states(session, result.encoding.ids, result.scene.segment_ids,
+                                apart_at(result.encoding.tokens, reading))[layer]
+        title = (f"Cosine similarity after layer {layer} of {ENCODER_MODEL.split(':')[0]}"
+                 + (", each sentence read on its own" if reading == "apart" else ""))
     matrix = cosine_matrix(np.asarray(vectors))
     return similarity_figure(result.encoding.tokens, matrix, presenter=presenter, palette=palette, title=title)

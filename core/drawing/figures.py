@@ -728,9 +728,12 @@ def _hidden_traces(scene: Scene, columns: _TokenColumns, scale: _Scale, axes: Ma
     points = np.asarray(hidden.points)[:, order]  # (K + 1, L, dims), in drawing order
     three = scene.dims == 3
     kind = "scatter3d" if three else "scattergl" if webgl else "scatter"
-    steps = ["output (LayerNorm) = hidden state 0",
-             *(f"after layer {k} of {hidden.layers}" for k in range(1, hidden.layer + 1)), ""]
-    said = [f"<b>{token}</b> · {step}" if step else "" for token in columns.hovertext for step in steps]
+    after = [f"after layer {k} of {hidden.layers}" for k in range(1, hidden.layer + 1)]
+    # read apart, sentence B's tokens start from their own reading's hidden state 0, not the pair's output
+    starts = ["hidden state 0 of sentence B read on its own" if hidden.apart is not None and index >= hidden.apart
+              else "output (LayerNorm) = hidden state 0" for index in order]
+    said = [f"<b>{token}</b> · {step}" if step else "" for token, start in zip(columns.hovertext, starts, strict=True)
+            for step in (start, *after, "")]
     path = {"type": kind, "name": LAYER_PATH.format(hidden.layer), "legendgroup": hidden.name,
             **_polylines(list(points)), **axes, "mode": "lines" if three else "lines+markers",
             "line": {"color": palette.layer_path, "width": scale.line * (2 if three else 1)},

@@ -86,40 +86,71 @@ _KEPT: LRUCache = LRUCache(maxsize=KEPT_BYTES, getsizeof=_size)
 _LOCK = threading.Lock()
 
 
-def forward(session: Session, ids: Sequence[int], segments: Sequence[int]) -> Forward:
+def forward(session: Session, ids: Sequence[int], segments: Sequence[int], apart: int | None = None) -> Forward:
     """These tokens through the embedding layer and the encoder, once: every hidden state and each
     layer's attention, the mean over its heads. The session's tables must be readable (`unreadable`
-    is None): a programming error otherwise, raised as ValueError."""
+    is None): a programming error otherwise, raised as ValueError.
+
+    `apart`: where sentence B starts (the token after the first [SEP]). The pair is then read as
+    two sequences, ``[CLS] A [SEP]`` and ``[CLS] B [SEP]``, each from position 0 with segment A, as
+    a sentence encoder reads one sentence, and their states are put back in the pair's order (B's
+    own [CLS] left out). A token attends only to its own sentence: its row holds its sentence's
+    weights (B's tokens' share of their own [CLS] is not among the pair's tokens). Hidden state 0 of
+    B's tokens is then not the page's output: they sit at other positions, in segment A."""
     why = unreadable(session)
     if why is not None:
         raise ValueError(why)
-    from core.model.checkpoints import bert_encoder
-    from core.model.encoder import encode
-
     model = session.model
-    named = (id(model), tuple(ids), tuple(segments))
+    named = (id(model), tuple(ids), tuple(segments), apart)
     with _LOCK:
         found = _KEPT.get(named)
     if found is not None and found[0]() is model:
         return found[1]
-    x, seg = torch.tensor([list(ids)]), torch.tensor([list(segments)])  # (1, L)
-    encoder = bert_encoder()
-    out = encode(model, encoder, x, seg)  # inference mode; attention averaged over heads
-    states = torch.cat(out.hidden_states).numpy()  # (N + 1, L, d)
-    attentions = torch.cat(out.attentions).numpy()  # (N, L, L)
+    if apart is None or not 0 < apart < len(ids):
+        states, attentions, heads = _encoded(model, list(ids), list(segments))
+    else:
+        a, b = _encoded(model, list(ids[:apart]), list(segments[:apart])), _encoded(
+            model, [ids[0], *ids[apart:]], [0] * (len(ids) - apart + 1))
+        states = np.concatenate([a[0], b[0][:, 1:]], axis=1)
+        attentions = np.zeros((len(a[1]), len(ids), len(ids)), dtype=np.float32)
+        attentions[:, :apart, :apart] = a[1]
+        attentions[:, apart:, apart:] = b[1][:, 1:, 1:]
+        heads = a[2]
     for shared in (states, attentions):
         shared.setflags(write=False)  # shared by every tab that reads the same tokens
-    passed = Forward(states, attentions, encoder.config.n_heads)
+    passed = Forward(states, attentions, heads)
     with _LOCK:
         if passed.nbytes <= KEPT_BYTES:
             _KEPT[named] = (weakref.ref(model), passed)
     return passed
 
 
-def hidden_states(session: Session, ids: Sequence[int], segments: Sequence[int]) -> np.ndarray:
+def _encoded(model, ids: list[int], segments: list[int]) -> tuple[np.ndarray, np.ndarray, int]:
+    """One sequence through the embedding layer and the encoder: states (N + 1, L, d), attention
+    means (N, L, L), and how many heads each mean is over."""
+    from core.model.checkpoints import bert_encoder
+    from core.model.encoder import encode
+
+    encoder = bert_encoder()
+    out = encode(model, encoder, torch.tensor([ids]), torch.tensor([segments]))  # inference mode
+    return (torch.cat(out.hidden_states).numpy(), torch.cat(out.attentions).numpy(),  # (N + 1, L, d), (N, L, L)
+            encoder.config.n_heads)
+
+
+def apart_at(tokens: Sequence[str], reading: str) -> int | None:
+    """Where sentence B starts when the encoder reads each sentence on its own (`forward`'s
+    `apart`); None when it reads the pair as one sequence, or there is no sentence B."""
+    if reading != "apart" or "[SEP]" not in tokens:
+        return None
+    start = list(tokens).index("[SEP]") + 1
+    return start if start < len(tokens) else None
+
+
+def hidden_states(session: Session, ids: Sequence[int], segments: Sequence[int],
+                  apart: int | None = None) -> np.ndarray:
     """Every hidden state of these tokens, (layers + 1, L, d) float32: 0 the embedding layer's
-    output (the page's "output" group), k after encoder layer k (`forward`'s states)."""
-    return forward(session, ids, segments).states
+    output (the page's "output" group; read apart, not B's), k after encoder layer k (`forward`'s states)."""
+    return forward(session, ids, segments, apart).states
 
 
 def attended(passed: Forward, layer: int, position: int, top: int = TOP,

@@ -20,11 +20,11 @@ from core.model.tokenizer import CLS, SEP, UNK, Encoding
 from core.model.training import Corpus
 from core.plane.basis import SPECTRUM, SPECTRUM_ROWS, vocabulary_basis
 from core.plane.classwords import Answers, place
-from core.plane.layers import attended, forward, unreadable
+from core.plane.layers import apart_at, attended, forward, unreadable
 from core.plane.neighbours import Neighbour, in_table, outputs_in_table
 from core.plane.scene import Attention, HiddenStates, Neighbourhood, Scene
 from core.tables.session import Session
-from core.view.options import ENCODER_LAYERS, LIMITS, Refused
+from core.view.options import ENCODER_LAYERS, LIMITS, READINGS, Refused
 from core.view.state import View
 
 MAX_NEIGHBOURS = LIMITS["k"][1]  # the view's own limit: a link, the slider and the API say the same
@@ -66,6 +66,7 @@ def explore(
     categories: Mapping[str, Sequence[str]] | None = None,
     answers: Answers | None = None,
     layer: int = 0,
+    reading: str = "pair",
 ) -> Exploration:
     """Tokenize, embed and project; raises ValueError with a readable message on bad input.
 
@@ -83,6 +84,8 @@ def explore(
         on others nothing more is drawn and the encoder never runs). The plane is then fitted to
         the groups shown and every hidden state, 0 to 6, so it is the same plane at every K > 0.
         With a token `selected`, the tokens it attends to most in layer K (`scene.hidden.attention`).
+    reading: "pair" (the encoder reads the page's one sequence) or "apart" (each sentence on its
+        own, `core.plane.layers.forward`'s `apart`): what the layers take in.
 
     With d_model = 2 there is nothing to project: the scene holds the vectors' exact
     coordinates (``Scene.exact``), whatever the plane or the number of components.
@@ -97,6 +100,8 @@ def explore(
         raise ValueError(f"the view has {components!r} components; choose 2 (the plane) or 3 (PC1–PC3).")
     if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer <= ENCODER_LAYERS:
         raise ValueError(f"the layer is {layer!r}; choose 0 (the embedding layer) to {ENCODER_LAYERS}.")
+    if reading not in READINGS:
+        raise ValueError(f"the reading is {reading!r}; choose {' or '.join(map(repr, READINGS))}.")
 
     encoding = session.encode(a, b)
     model = session.model
@@ -124,7 +129,9 @@ def explore(
         # how far training moved each point
         before = vectors if session.trained is None else _vectors(session.source.model, ids, segments)
         # the encoder's states only where it reads these tables: at layer 0, or on others, it never runs
-        passed = forward(session, encoding.ids, segment_ids) if layer and unreadable(session) is None else None
+        apart = apart_at(encoding.tokens, reading)
+        passed = (forward(session, encoding.ids, segment_ids, apart) if layer and unreadable(session) is None
+                  else None)
         states = None if passed is None else passed.states
         # every state 0 to 6 in the plane's fit, whichever K is drawn: moving K moves points, never the axes
         fitted = [before[g] for g in shown] + ([] if states is None else list(states))
@@ -145,12 +152,13 @@ def explore(
             placed = place(session, answers, projection, shown)
         if states is not None:
             drawn = projection.transform(states[:layer + 1].reshape(-1, states.shape[-1]))
-            attention = None
+            attention, same = None, ()
             if _is_index(selected, len(encoding)):  # whom it attends to in layer K, the same forward pass's
                 keys, weights = zip(*attended(passed, layer, selected), strict=True)
                 attention = Attention(selected, keys, weights, passed.heads)
+                same = _same_word(encoding, states, selected)
             hidden = HiddenStates(layer, len(states) - 1, drawn.reshape(layer + 1, len(encoding), -1),
-                                  np.linalg.norm(states[layer], axis=1), attention)
+                                  np.linalg.norm(states[layer], axis=1), attention, apart, same)
     else:
         dims = 2 if exact else components
         points, explained, origin = {}, (0.0,) * dims, np.zeros(dims)
@@ -192,6 +200,18 @@ def explore(
     return Exploration(encoding, scene, rows, notes, vectors, projection, neighbours)
 
 
+def _same_word(encoding, states: np.ndarray, selected: int) -> tuple[tuple[int, tuple[float, ...]], ...]:
+    """The selected token's cosine with every other place of the same word (its id, not a marker),
+    at each depth: ((position, (cosine after 0, 1, …, N layers)), …), at most three places."""
+    if encoding.special_mask[selected]:
+        return ()
+    others = [i for i, token_id in enumerate(encoding.ids)
+              if token_id == encoding.ids[selected] and i != selected][:3]
+    unit = states / np.maximum(np.linalg.norm(states, axis=-1, keepdims=True), 1e-12)  # (N + 1, L, d)
+    return tuple((i, tuple(float(c) for c in np.einsum("nd,nd->n", unit[:, selected], unit[:, i])))
+                 for i in others)
+
+
 def explore_view(view: View, session: Session, tokens: tuple[str, ...] | None = None,
                  answers: Answers | None = None) -> Exploration:
     """The pipeline's result for a tab's view (the one call the plane and the exports share);
@@ -201,7 +221,7 @@ def explore_view(view: View, session: Session, tokens: tuple[str, ...] | None = 
     categories = builtin_categories() if session.trained is not None else None
     return explore(session, view.sentence_a, view.sentence_b, view.groups, selected=view.token, k=view.k,
                    flipped=flipped, components=view.dims, categories=categories,
-                   answers=answers if view.answers else None, layer=view.layer)
+                   answers=answers if view.answers else None, layer=view.layer, reading=view.reading)
 
 
 @functools.cache

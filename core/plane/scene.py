@@ -79,6 +79,12 @@ class HiddenStates:
     points: np.ndarray
     norms: np.ndarray
     attention: Attention | None = None  # a selected token's most attended tokens in layer K
+    # where sentence B starts when each sentence was read on its own (core.plane.layers.forward): B's
+    # hidden state 0 is then its own reading's, not the output drawn for the pair; None for the pair
+    apart: int | None = None
+    # the selected token's cosine with each other place of the same word, at every depth 0 to `layers`:
+    # ((position, (cosine at 0, …, at 6)), …): how far context moves one word's two uses apart
+    same: tuple[tuple[int, tuple[float, ...]], ...] = ()
 
     @property
     def name(self) -> str:

@@ -40,6 +40,9 @@ BASES = MappingProxyType({
     "vocabulary": "whole vocabulary",
     "frozen": "frozen (keep while typing)",
 })
+# how the encoder reads the two sentences (core/plane/layers.py): as the page's one sequence, or each on its own
+# as a sentence encoder reads one sentence ([CLS] sentence [SEP]): only then does each take in its own context alone
+READINGS = MappingProxyType({"pair": "the pair, as one sequence", "apart": "each sentence on its own"})
 TOKENIZERS = MappingProxyType({"wordpiece": "WordPiece (BERT, 30,522 pieces)", "word": "Word-level (Counter)"})
 CORPORA = MappingProxyType({"builtin": "Built-in corpus: 6 word categories", "mine": "My sentences A and B"})
 # the main column's tabs: the plane and the side views beside it
@@ -59,7 +62,7 @@ PANELS = MappingProxyType({"tour": "Tour", "view": "View", "tables": "Tables", "
 # plot dark too and its type at presenter size
 THEMES = MappingProxyType({"light": "Light", "projector": "Projector: dark, high-contrast colours, large type"})
 
-TOUR_STEPS = 7  # core.view.tour.STEPS has this many (a test checks they agree)
+TOUR_STEPS = 8  # core.view.tour.STEPS has this many (a test checks they agree)
 # MiniLM-L6's encoder layers (core.model.checkpoints.bert_encoder has this many: a test checks they agree), and
 # what the page says of the model wherever its layers show
 ENCODER_LAYERS = 6

@@ -43,6 +43,7 @@ from core.view.options import (
     PANELS,
     PARTS,
     POSITIONS,
+    READINGS,
     SOURCES,
     THEMES,
     TOKENIZERS,
@@ -169,6 +170,9 @@ class View:
     # the plane heard (assets/sound.js): a point the keys reach sounds, its height as pitch, its side as
     # stereo place, its group as timbre. A person's way of reading the page, so kept across tour steps (ROOM)
     sound: bool = declare(False, Flag(), link="sound", widget="sound", redraws=set())
+    # how the encoder reads the sentences (options.READINGS): the pair as one sequence, where each token
+    # takes in both sentences, or each sentence on its own, where a word takes in its own sentence alone
+    reading: str = declare("pair", Choice(READINGS), link="read", widget="reading", redraws={PLANE, DETAIL})
 
     def __post_init__(self) -> None:
         for name, declared in FIELDS.items():  # each value checked once, as its declaration says

@@ -1,11 +1,12 @@
-"""The guided tour: seven steps through the embedding layer, for a lecture or a first visit.
+"""The guided tour: seven steps through the embedding layer and one past it, for a lecture or a first visit.
 
 Each step *is* a `View`: pressing *Next* shows exactly that view, and so does the link
 ``?step=N`` (`core.view.share` reads a step as the base its other parameters change). A step sets
 every input and toggle at once, so a lecturer who wandered off between steps is put back on
 the path. The steps follow the order the layer is built in — tokens, the lookup, positions,
-segments, LayerNorm — and end on the two documents' closing point: relatedness between
-words is something a table learns, not something a lookup has.
+segments, LayerNorm — and reach the two documents' closing point: relatedness between
+words is something a table learns, not something a lookup has. The last looks past the
+embedding layer, into the encoder: context moves one word's two uses apart.
 
 Every step keeps the Tour panel open, so its text and *Next*/*Previous* stay in view; each
 text claims only what its view shows: a distance is one on the plot as drawn, or said to hold in
@@ -121,6 +122,17 @@ STEPS: tuple[TourStep, ...] = (
         "The *Code* tab above the plot then gives all of it, the training included, as a Python script to run.",
         _step(7, sentence_a="the cat and the dog slept", sentence_b="my aunt visited my uncle",
               groups=("token", "position"), frozen=frozenset({"position"})),
+    ),
+    TourStep(
+        "Context",
+        "After the embedding layer come the encoder's layers, here MiniLM-L6's six: each mixes every token's "
+        "vector with the tokens around it. "
+        "Reading each sentence on its own, the *bank* of the river and the *bank* that was robbed start from one "
+        "token row (cosine 0.99 in the chart under the plot) and drift apart layer by layer as each takes in its "
+        "own sentence, to 0.85 after layer 6: their paths end further apart on the plot than they start. "
+        "Read as one pair (View → The encoder reads), both banks take in both sentences and stay at 0.95.",
+        _step(8, sentence_a="the river bank was muddy", sentence_b="the bank was robbed", source="bert",
+              groups=("output",), layer=6, reading="apart", token=3, k=0),  # "bank" of the river, its chart
     ),
 )
 
