@@ -477,7 +477,7 @@ def context_spec(tokens: Sequence[str], selected: int, same: Sequence[tuple[int,
                      "hovertemplate": f"after layer %{{x}}: cosine %{{y:.3f}}<extra>{word} ({other})</extra>"})
     title = f"{word} and its other place{'s' if len(same) > 1 else ''}: cosine per layer"
     title += " · each sentence read on its own" if apart else " · the pair read as one sequence"
-    layout = _layout(style, palette, 230, _wrap(title, 70),
+    layout = _layout(style, palette, 230, _wrap(title, 80 if presenter else 100),
                      xaxis={"title": {"text": "encoder layer (0: the embedding layer's output)"}, "dtick": 1,
                             "range": [-0.3, (len(same[0][1]) - 1 if same else 6) + 0.3]},
                      yaxis={"title": {"text": "cosine"}, "tickformat": ".2f"},
