@@ -4,7 +4,8 @@ ui/classroutes.py, assets/classroom.js).
 The lecture as it happens: the lecturer starts a class from the Tour panel and hands out the
 student link; three students open it; one wanders off by typing; the lecturer presses Next, then
 jumps to a step with the step picker.
-The two who follow show what the lecturer's page shows, point for point; the one who wandered
+The two who follow show what the lecturer's page shows, point for point (a virtual screen reader
+on one hears the step's title and text: tests/screenreader.py); the one who wandered
 keeps their own view until they press "Follow the lecturer again". The lecturer's page counts
 them all along. The same through the class server (two workers and Redis) is in
 tests/test_scaleout.py.
@@ -20,6 +21,7 @@ import pytest
 
 from core.view import tour
 from tests.browser import COORDINATES, settle, wait_for_text
+from tests.screenreader import hear, heard, listen, screen_reader  # noqa: F401 (its fixture)
 
 pytestmark = pytest.mark.browser
 
@@ -80,7 +82,7 @@ def shows_the_same(student, lecturer, timeout_s: float = 60) -> None:
             return
 
 
-def test_students_follow_the_lecturers_next_and_one_who_wandered_comes_back(open_page):
+def test_students_follow_the_lecturers_next_and_one_who_wandered_comes_back(open_page, screen_reader):  # noqa: F811
     lecturer = open_page()
     link = start_class(lecturer)
     class_id = parse_qs(urlsplit(link).query)["class"][0]
@@ -99,9 +101,15 @@ def test_students_follow_the_lecturers_next_and_one_who_wandered_comes_back(open
     settle(wanderer)  # the banner changes as the page sends the words; the plot comes after
     own = wanderer.evaluate(COORDINATES)
 
+    listen(follower, screen_reader)  # a blind student following: what a screen reader says on its page
+    heard_before = len(heard(follower))
     lecturer.locator("#tour-next").click()
     settle(lecturer)
     assert "step=1" in lecturer.url
+    said = [phrase for phrase in hear(follower, heard_before, "polite: Step 1 of", timeout=60)[heard_before:]
+            if phrase.startswith("polite: Step ")]
+    assert said and said[0].startswith(f"polite: Step 1 of {len(tour.STEPS)}: {tour.step(1).title}. BERT reads")
+    assert not any(mark in phrase for phrase in heard(follower) for mark in ("<", "&lt;", "&amp;", "class="))
     for student in (follower, other):
         shows_the_same(student, lecturer)
         student.wait_for_function(f"() => ({BANNER})().includes('step 1')", timeout=60_000)
