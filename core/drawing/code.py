@@ -905,11 +905,12 @@ class _Script:
         from core.drawing.palette import palette
 
         colours = palette(self.view.theme)
-        named = dict(colours.colours) | ({f"layer {self.hidden}": colours.layer} if self.hidden else {})
         return [f"# the {self.view.theme} theme, as the page draws it: the plot's ground and each group's colour",
                 f'figure.update_layout(template="{colours.plotly}", paper_bgcolor="{colours.background}", '
                 f'plot_bgcolor="{colours.background}")',
-                f"colours = {named!r}",
+                f"colours = {dict(colours.colours)!r}",
+                *([f'colours["layer {self.hidden}"] = "{colours.layer}"  # the encoder\'s layer']
+                  if self.hidden else []),
                 "for trace in figure.data:  # the points and their names",
                 "    if trace.name in colours:",
                 "        trace.update(marker_color=colours[trace.name], textfont_color=colours[trace.name])"]
