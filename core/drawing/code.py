@@ -2,7 +2,8 @@
 
 A student who has seen the plot asks how to get the numbers themselves. `script(recipe)` writes
 the path from PyTorch to the picture for one view, in the order of the first source document:
-the tokenizer, the `Embedding` module with its four tables, the five groups, the plane, the plot.
+the tokenizer, the `Embedding` module with its four tables, the five groups, the plane, the plot;
+at an encoder layer K, MiniLM-L6's encoder too, written out, so the page's layer is computed, not read.
 It imports PyTorch, NumPy, scikit-learn, Plotly and the table's own package, never this app; run
 with ``--json``, it prints each plotted group's points in token order, as the page plots them.
 
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 LINE = 116  # characters a line of a script holds at most (the project's ruff allows 120)
 ATTRIBUTES = dict(zip(PARTS, ("tok_embed", "pos_embed", "seg_embed", "norm"), strict=True))
 NEAREST = {"token": "nearest by token vector", "output": "nearest by output vector"}  # core.drawing.figures' traces
+LAYER_PATH = "path: output (hidden state 0) → layer {}"  # core.drawing.figures' trace of each token's way to layer K
 BACKGROUND = "vocabulary"  # core.drawing.figures' name of the vocabulary behind the tokens
 CORPUS_FILE = "corpus.txt"  # the built-in corpus a trained view's script reads, beside it (assets/corpus.txt)
 COUNT_LINE = r'rb"\s*\d+[ \t]+\d+\s*"'  # core.tables.uploads: a word2vec file's first line counts its rows
@@ -86,7 +88,7 @@ def recipe(view: View, session: Session, notes: Iterable[str] = ()) -> Recipe:
     from core.plane.pipeline import explore, flipped_tokens
 
     result = explore(session, view.sentence_a, view.sentence_b, view.groups, k=0,
-                     flipped=flipped_tokens(view, session, None), components=view.dims)
+                     flipped=flipped_tokens(view, session, None), components=view.dims, layer=view.layer)
     split, factors = drawing(result.scene)
     frozen = None
     if session.basis == "frozen" and session.frozen_basis is not None:
@@ -196,27 +198,30 @@ class _Script:
         self.corpora: dict[tuple[str, ...], str] = {}
         # a function `encode(a, b)` when more than A and B is encoded (a corpus, a frozen plane's pair)
         self.encoder = bool(self.runs) or isinstance(frozen, Fitted)
+        # the encoder's layer drawn (0: none): only BERT's own untrained tables, as core.plane.layers reads them
+        readable = self.layer.source == "bert" and self.layer.positions == "learned" and not self.runs
+        self.hidden = int(view.layer) if view.layer and readable and self.groups else 0
+        # the page fits a sentence's plane (and the 3-D view's) to every hidden state too, the same at every K
+        self.fits_states = bool(self.hidden) and (self.dims == 3 or view.basis == "sentence")
 
     def need(self, *imports: str) -> None:
         self.imports.update(imports)
 
     def text(self) -> str:
         sections = [self.constants(), self.tokenizer(), self.module()]  # in this order: each names what the next use
-        sections += [self.tables() + (["", *self.training()] if self.runs else []) + self.vectors(), self.plane(),
-                     self.drawing(), self.neighbours(), self.background(), self.plot()]
+        sections += [self.tables() + (["", *self.training()] if self.runs else []) + self.vectors(), self.states(),
+                     self.plane(), self.drawing(), self.neighbours(), self.background(), self.plot()]
         body = [line for lines in sections if lines for line in (*lines, "")]
         notes = [line for note in self.recipe.notes for line in comment(f"The link: {note}")]
-        if self.recipe.view.layer and self.recipe.view.source == "bert":  # said until the script runs the encoder
-            notes += comment(f"The page draws layer {self.recipe.view.layer} of {ENCODER_MODEL}, in a plane fitted "
-                             "with its hidden states; this script draws the embedding layer alone, in its own plane.")
-        head = ['"""Embedding Explorer\'s view as code: BERT\'s input embedding layer, its five groups, one PCA '
-                'plane."""', "", *self._imports(), ""]
+        shown = (f"BERT's embedding layer, then {ENCODER_MODEL.split(':')[0]}'s encoder to layer {self.hidden}"
+                 if self.hidden else "BERT's input embedding layer, its five groups")
+        head = [f'"""Embedding Explorer\'s view as code: {shown}, one PCA plane."""', "", *self._imports(), ""]
         return "\n".join([*head, *notes, *([""] if notes else []), *body]).rstrip() + "\n"
 
     def _imports(self) -> list[str]:
         """The imports as isort (and ruff) order them: the standard library's, then the others;
         in each, `import x` before `from x import y`, by module."""
-        standard = {"collections", "copy", "itertools", "json", "pathlib", "re", "sys"}
+        standard = {"collections", "copy", "itertools", "json", "math", "pathlib", "re", "sys"}
 
         def module(line: str) -> str:
             return line.split()[1]
@@ -256,6 +261,8 @@ class _Script:
                       f"FROZEN_A = {literal(self.frozen.sentence_a)}", f"FROZEN_B = {literal(self.frozen.sentence_b)}"]
             if self.frozen.groups != COMPONENTS:
                 lines.append(f"FROZEN_GROUPS = {list(self.frozen.groups)!r}")
+        if self.hidden:
+            lines.append(f"LAYER = {self.hidden}  # the encoder layer drawn: each token after it, and its path there")
         if self.selected:
             lines += [f"TOKEN = {int(view.token)}  # the selected token's position",
                       f"K = {int(view.k)}  # how many of its nearest neighbours are shown"]
@@ -403,6 +410,42 @@ class _Script:
                 "        total = token + position + segment  # (L, d)",
                 '        return {"token": token, "position": position, "segment": segment, "sum": total, '
                 '"output": self.norm(total)}',
+                "", *self._encoder_layer()]
+
+    def _encoder_layer(self) -> list[str]:
+        """An encoder layer as the papers write it (`core.model.encoder`'s maths, compact), when a layer is drawn."""
+        if not self.hidden:
+            return []
+        self.need("import math", "from torch.nn import functional as F")
+        return ["",
+                "class EncoderLayer(nn.Module):",
+                '    """One layer of the encoder (Vaswani et al., 2017, §3.1): multi-head self-attention, then a '
+                "feed-forward",
+                "    block, each wrapped as LayerNorm(x + Sublayer(x)); BERT's feed-forward uses GELU for ReLU.\"\"\"",
+                "",
+                "    def __init__(self, d_model=384, n_heads=12, d_ff=1536, eps=1e-12):",
+                "        super().__init__()",
+                "        self.n_heads = n_heads",
+                "        self.w_q = nn.Linear(d_model, d_model)  # W^Q of every head, side by side",
+                "        self.w_k = nn.Linear(d_model, d_model)  # W^K",
+                "        self.w_v = nn.Linear(d_model, d_model)  # W^V",
+                "        self.w_o = nn.Linear(d_model, d_model)  # W^O: the heads' outputs mixed back together",
+                "        self.norm1 = nn.LayerNorm(d_model, eps=eps)",
+                "        self.w_1 = nn.Linear(d_model, d_ff)  # the feed-forward block: d -> d_ff -> d",
+                "        self.w_2 = nn.Linear(d_ff, d_model)",
+                "        self.norm2 = nn.LayerNorm(d_model, eps=eps)",
+                "",
+                "    def forward(self, x):  # x: (L, d), every token of the pair",
+                "        L, d = x.shape",
+                "        # each head reads its own d / h wide slice of the projections: (h, L, d_k)",
+                "        q, k, v = (w(x).view(L, self.n_heads, -1).transpose(0, 1) for w in (self.w_q, self.w_k, "
+                "self.w_v))",
+                "        d_k = d // self.n_heads",
+                "        weights = (q @ k.transpose(1, 2) * (1 / math.sqrt(d_k))).softmax(dim=-1)  # softmax(QKᵀ/√d_k)",
+                "        heads = (weights @ v).transpose(0, 1).reshape(L, d)  # Concat(head_1, ..., head_h)",
+                "        x = self.norm1(x + self.w_o(heads))  # attention mixes the tokens; the residual keeps each",
+                "        return self.norm2(x + self.w_2(F.gelu(self.w_1(x))))  # then each token alone (exact GELU, "
+                "erf)",
                 ""]
 
     def tables(self) -> list[str]:
@@ -610,6 +653,35 @@ class _Script:
             lines[-1] += "  # (L, d) each"
         return lines
 
+    def states(self) -> list[str]:
+        """The encoder's hidden states of the pair, from the checkpoint the tables came from (`state`)."""
+        if not self.hidden:
+            return []
+        self.need("import numpy as np")
+        runs = "encoder" if self.fits_states else "encoder[:LAYER]"
+        why = ("all six: the page fits its plane to every one, so the plane is the same whichever layer is drawn"
+               if self.fits_states else "only as far as the layer drawn: this plane is not fitted to them")
+        lines = ["# the encoder: MiniLM-L6's six layers, from the same checkpoint; each of our names, its name there",
+                 'names = {"w_q": "attention.self.query", "w_k": "attention.self.key", "w_v": "attention.self.value",',
+                 '         "w_o": "attention.output.dense", "norm1": "attention.output.LayerNorm", '
+                 '"w_1": "intermediate.dense",',
+                 '         "w_2": "output.dense", "norm2": "output.LayerNorm"}',
+                 "encoder = [EncoderLayer() for _ in range(6)]",
+                 "for i, layer in enumerate(encoder):",
+                 '    layer.load_state_dict({f"{ours}.{kind}": state[f"encoder.layer.{i}.{theirs}.{kind}"]',
+                 '                           for ours, theirs in names.items() for kind in ("weight", "bias")})',
+                 *comment("the hidden states: 0 is the embedding layer's output (the output group), k each token "
+                          f"after encoder layer k; {why}"),
+                 "with torch.no_grad():",
+                 '    hidden = [model(ids, seg)["output"]]',
+                 f"    for layer in {runs}:",
+                 "        hidden.append(layer(hidden[-1]))",
+                 "states = np.stack([h.numpy() for h in hidden])  # (layers + 1, L, d)"]
+        if self.view.token is not None:
+            lines += comment(f"(the page also draws the selected token's attention in layer {self.hidden}, a line "
+                             "to each token it attends to most: not written here)")
+        return lines
+
     def plane(self) -> list[str]:
         if not self.groups:
             return []
@@ -652,8 +724,14 @@ class _Script:
                 if dims == 2 and view.basis == "frozen":
                     lines = ["# the plane: the one kept when it was frozen, one PCA of every vector shown,",
                              f"# {signs}"]
-                lines.append(f'pca = PCA({axes}, svd_solver="full").fit(np.concatenate(list({fitted}.values()))'
-                             ".astype(np.float64))")
+                if self.fits_states:
+                    lines = ["# the plane: one PCA of every vector shown and every hidden state, 0 to 6 (the page "
+                             "fits it so: moving", f"# the layer moves points, never the axes); {signs}",
+                             f'pca = PCA({axes}, svd_solver="full").fit(np.concatenate([*groups.values(), *states])'
+                             ".astype(np.float64))"]
+                else:
+                    lines.append(f'pca = PCA({axes}, svd_solver="full").fit(np.concatenate(list({fitted}.values()))'
+                                 ".astype(np.float64))")
                 mean = "pca.mean_"
             lines += [f"largest = pca.components_[{list(range(axes))}, np.abs(pca.components_).argmax(axis=1)]",
                       f"mean, axes = {mean}, pca.components_ * np.sign(largest)[:, None]"]
@@ -661,6 +739,10 @@ class _Script:
             lines.append(f"axes = np.vstack([axes, np.zeros(({dims - axes}, {self.width}))])  # no room for more "
                          "axes: an empty one")
         lines.append("points = {name: (vectors - mean) @ axes.T for name, vectors in groups.items()}")
+        if self.hidden:
+            lines += [f"path = (states[:LAYER + 1] - mean) @ axes.T  # (LAYER + 1, L, {dims}): each token from "
+                      "hidden state 0 to LAYER",
+                      f'points["layer {self.hidden}"] = path[-1]  # the tokens after layer LAYER: a group of its own']
         if self.runs:
             lines.append("was = {name: (vectors - mean) @ axes.T for name, vectors in before.items()}  # before "
                          "training")
@@ -748,7 +830,10 @@ class _Script:
     # ---- the plot
 
     def plot(self) -> list[str]:
-        split = self.recipe.drawn.split and "output" in self.groups and len(self.groups) > 1 and self.dims == 2
+        # the outputs' panel holds the encoder's layer too: each a LayerNorm's output, of one scale
+        split = self.recipe.drawn.split and ("output" in self.groups or self.hidden) and self.dims == 2 \
+            and any(group != "output" for group in self.groups)
+        second = '"output" in name or name.startswith("layer")' if self.hidden else '"output" in name'
         text = "labels.get(name, tokens)" if self.behind or self.selected else "tokens"
         lines = [] if self.groups else ["points = {}  # no group is ticked: nothing to draw"]
         if self.dims == 3:
@@ -763,7 +848,7 @@ class _Script:
                       "the page",
                       "for name, xy in points.items():",
                       f'    figure.add_scatter(x=xy[:, 0], y=xy[:, 1], name=name, text={text}, mode="markers+text",',
-                      '                       row=1, col=2 if "output" in name else 1)']
+                      f"                       row=1, col=2 if {second} else 1)"]
         else:
             self.need("from plotly.subplots import make_subplots")
             lines += ["figure = make_subplots()  # the plot: a trace a group, each point named by its token",
@@ -777,17 +862,42 @@ class _Script:
                       f"    figure.add_scatter{'3d' if self.dims == 3 else ''}({across}, name=f\"{{name}}, before\",",
                       f"    {' ' * (len('figure.add_scatter') + (3 if self.dims == 3 else 0))}mode=\"markers\", "
                       f"opacity=0.3{where})"]
+        if self.hidden:
+            lines += self._paths(split)
         if self.behind:
             lines += [f'figure.update_traces(selector={{"name": "{BACKGROUND}"}}, mode="markers",  # faint, behind',
                       '                     marker={"size": 3, "color": "rgba(110, 110, 110, 0.3)"})']
         if self.view.theme != "light":
             lines += self.theme()
         self.need("import sys", "import json")
+        printed = "{name: xy.tolist() for name, xy in points.items()}"
+        if self.hidden:  # and the paths, (LAYER + 1, L, dims), under their trace's name
+            printed = f"{{**{printed}, path_name: path.tolist()}}"
         return [*lines,
                 "if \"--json\" in sys.argv:  # each group's points, in token order, as the page plots them",
-                "    print(json.dumps({name: xy.tolist() for name, xy in points.items()}))",
+                f"    print(json.dumps({printed}))",
                 "else:",
                 "    figure.show()"]
+
+    def _paths(self, split: bool) -> list[str]:
+        """Each token's path from the output to layer K, one thin line a token, every vertex hovered with
+        the layer it is after; the layer's points hovered with it, as the page hovers them."""
+        three = self.dims == 3
+        axes = "x=drawn[:, 0], y=drawn[:, 1], z=drawn[:, 2]" if three else "x=drawn[:, 0], y=drawn[:, 1]"
+        where = ", row=1, col=2" if split else ""
+        indent = " " * len(f"figure.add_scatter{'3d' if three else ''}(")
+        return [f'path_name = "{LAYER_PATH.format(self.hidden)}"  # as the page names the paths\' trace',
+                'steps = ["output (LayerNorm) = hidden state 0", *(f"after layer {k} of 6" for k in range(1, LAYER '
+                '+ 1)), ""]',
+                "gap = np.full_like(path[:1], np.nan)  # a gap after each token's path ends its line",
+                "drawn = np.concatenate([path, gap]).transpose(1, 0, 2).reshape(-1, path.shape[-1])  # token by "
+                "token",
+                f"figure.add_scatter{'3d' if three else ''}({axes}, name=path_name,",
+                f"{indent}mode=\"{'lines' if three else 'lines+markers'}\", line_width=1, opacity=0.5{where},",
+                f"{indent}"
+                'hovertext=[f"{token} · {step}" for token in tokens for step in steps], hoverinfo="text")',
+                f'figure.update_traces(selector={{"name": "layer {self.hidden}"}},  # hovered with its layer',
+                f'                     hovertemplate="%{{text}} · after layer {self.hidden} of 6<extra></extra>")']
 
 
     def theme(self) -> list[str]:
@@ -799,6 +909,8 @@ class _Script:
                 f'figure.update_layout(template="{colours.plotly}", paper_bgcolor="{colours.background}", '
                 f'plot_bgcolor="{colours.background}")',
                 f"colours = {dict(colours.colours)!r}",
+                *([f'colours["layer {self.hidden}"] = "{colours.layer}"  # the encoder\'s layer']
+                  if self.hidden else []),
                 "for trace in figure.data:  # the points and their names",
                 "    if trace.name in colours:",
                 "        trace.update(marker_color=colours[trace.name], textfont_color=colours[trace.name])"]
