@@ -190,7 +190,8 @@ def test_the_default_views_script_is_short_reads_like_the_listing_and_passes_ruf
 
 # the encoder's layers on BERT's tables, at three depths (the last in the projector's theme, whose colours the
 # script writes): the script runs MiniLM-L6's encoder itself
-LAYERED = {k: f"source=bert&layer={k}&{'theme=projector&' if k == 6 else ''}"
+# layer 3 with each sentence read on its own (`read=apart`), layer 6 in the projector's theme
+LAYERED = {k: f"source=bert&layer={k}&{'read=apart&' if k == 3 else ''}{'theme=projector&' if k == 6 else ''}"
            + urlencode({"a": "the bank of the river", "b": "money in the bank"}, quote_via=quote) for k in (1, 3, 6)}
 # what a script may import: the standard library's modules it uses and the installed packages, never the app
 IMPORTABLE = {"json", "math", "sys", "re", "collections", "copy", "itertools", "pathlib", "numpy", "torch",
@@ -227,10 +228,11 @@ def test_a_layer_views_script_runs_the_encoder_and_lands_on_the_pages_layer_and_
     # at layer 0 the script draws the embedding layer alone, as it did before the encoder
     plain = fetched(app_url, LAYERED[1].replace("layer=1", "layer=0"))[2]
     assert "EncoderLayer" not in plain and "LAYER" not in plain and imported(plain) <= IMPORTABLE
+    assert ("read on its own" in texts[1]) and not any("read on its own" in text for text in texts[::2])
     results = run_all(texts)
     worst = {k: compare(got, page, 1e-5, f"layer {k}") for k, got, page in zip(LAYERED, results, pages, strict=True)}
-    # the plane is the same at every K: the groups' points do not move with the layer
-    for got in results[1:]:
+    # the plane is the same at every K: the groups' points do not move with the layer (read as one pair)
+    for got in results[2:]:
         for group in COMPONENTS:
             assert np.allclose(got["points"][group], results[0]["points"][group], atol=1e-9), group
     print("the largest difference from the page's points, by layer:", {k: f"{e:.1e}" for k, e in worst.items()})

@@ -88,7 +88,8 @@ def recipe(view: View, session: Session, notes: Iterable[str] = ()) -> Recipe:
     from core.plane.pipeline import explore, flipped_tokens
 
     result = explore(session, view.sentence_a, view.sentence_b, view.groups, k=0,
-                     flipped=flipped_tokens(view, session, None), components=view.dims, layer=view.layer)
+                     flipped=flipped_tokens(view, session, None), components=view.dims, layer=view.layer,
+                     reading=view.reading)
     split, factors = drawing(result.scene)
     frozen = None
     if session.basis == "frozen" and session.frozen_basis is not None:
@@ -672,11 +673,26 @@ class _Script:
                  '                           for ours, theirs in names.items() for kind in ("weight", "bias")})',
                  *comment("the hidden states: 0 is the embedding layer's output (the output group), k each token "
                           f"after encoder layer k; {why}"),
-                 "with torch.no_grad():",
-                 '    hidden = [model(ids, seg)["output"]]',
-                 f"    for layer in {runs}:",
-                 "        hidden.append(layer(hidden[-1]))",
-                 "states = np.stack([h.numpy() for h in hidden])  # (layers + 1, L, d)"]
+                 "", "", "def read(ids, seg):",
+                 '    """A sequence\'s hidden states, (layers + 1, L, d)."""',
+                 "    with torch.no_grad():",
+                 '        hidden = [model(ids, seg)["output"]]',
+                 f"        for layer in {runs}:",
+                 "            hidden.append(layer(hidden[-1]))",
+                 "    return np.stack([h.numpy() for h in hidden])", "", ""]
+        if self.view.reading == "apart":
+            lines += [*comment("each sentence read on its own, as a sentence encoder reads one: [CLS] A [SEP] and "
+                               "[CLS] B [SEP], each from position 0 in segment A; B's states put back after A's, "
+                               "its own [CLS] left out (B's hidden state 0 is then not the pair's output)"),
+                      'split = tokens.index("[SEP]") + 1  # where sentence B starts',
+                      "if split < len(tokens):",
+                      "    alone = torch.cat([ids[:1], ids[split:]])  # [CLS] B [SEP]",
+                      "    states = np.concatenate([read(ids[:split], seg[:split]),",
+                      "                             read(alone, torch.zeros_like(alone))[:, 1:]], axis=1)",
+                      "else:",
+                      "    states = read(ids, seg)  # no sentence B: one reading"]
+        else:
+            lines.append("states = read(ids, seg)  # (layers + 1, L, d): the pair read as one sequence")
         if self.view.token is not None:
             lines += comment(f"(the page also draws the selected token's attention in layer {self.hidden}, a line "
                              "to each token it attends to most: not written here)")
