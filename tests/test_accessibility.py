@@ -407,7 +407,7 @@ TREE_ITEMS = """() => [...document.querySelectorAll('#plot-tree [role=treeitem]'
     focused: e === document.activeElement, tabbable: e.tabIndex === 0}))"""
 FOCUSED_ITEM = f"() => ({TREE_ITEMS})().find(item => item.focused) || null"
 # the token trace's drawn points by position: [x, y]
-DRAWN = f"""() => {{ const t = {PLOT}._fullData.find(t => t.name === 'token');
+TOKEN_POINTS_AT = f"""() => {{ const t = {PLOT}._fullData.find(t => t.name === 'token');
     return Object.fromEntries(Array.from(t.customdata, (row, i) => [row[1], [t.x[i], t.y[i]]])); }}"""
 
 
@@ -465,7 +465,7 @@ def test_the_plane_s_structure_is_a_tree_to_walk_by_keyboard(open_page):
     words = page.evaluate("() => [...document.querySelectorAll('.token-table tbody tr')]"
                           ".map(row => row.cells[0].textContent)")
     assert [item["name"].split(", position ")[0] for item in walked] == words
-    drawn = page.evaluate(DRAWN)
+    drawn = page.evaluate(TOKEN_POINTS_AT)
     for position, item in enumerate(walked):
         assert f", position {position}, " in item["name"]
         at = re.search(r", at x (\S+), y ([^,;]+)", item["name"]).groups()
