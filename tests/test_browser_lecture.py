@@ -260,7 +260,8 @@ def _class_labelled(page) -> list[str]:
 def test_a_lecturer_drives_the_lecture_with_a_laptop_and_a_phone_following(open_page, phones, browser, tmp_path):
     """The lecture as a lecturer gives it, on a 1920×1080 projector in presenter mode: a class
     started on step 1, a laptop and a phone following, every step reached by Next, a round of
-    answers on step 6, Train on step 7, and back by Previous. At every step the room sees the
+    answers on step 6, Train on step 7, Next to step 8 (Context, through the encoder), and back by
+    Previous. At every step the room sees the
     figure fill its box (step 6 as its link draws it), every named word and every class answer
     labelled with its count, every point inside the axes or counted in a note, and the step's
     controls (Next, *Ask the class*, the loss curve) on one screen with the plot, none under the
@@ -280,7 +281,7 @@ def test_a_lecturer_drives_the_lecture_with_a_laptop_and_a_phone_following(open_
     counts(lecturer, 2, 2)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     places, step6 = set(), None
-    for number, step in enumerate(STEPS, 1):
+    for number, step in enumerate(STEPS[:7], 1):  # to Train and freeze; the Context step after its training
         _next(lecturer, number)
         for follower in (laptop, phone):
             follower.wait_for_function(
@@ -366,11 +367,23 @@ def test_a_lecturer_drives_the_lecture_with_a_laptop_and_a_phone_following(open_
     assert _class_labelled(lecturer) == [], "after Train: class answers unlabelled"
     assert _on_one_screen(phone) == [], "the phone's plot after Train"
 
-    # and back by Previous: step 6 as it was drawn with the class's answers
+    # step 8, Context: on from the trained step 7 by Next, as a lecturer goes on, BERT's tables through the encoder
     lecturer.get_by_role("tab", name="Tour").click()
-    lecturer.locator("#tour-previous").click()
-    lecturer.wait_for_function("() => document.querySelector('#tour-text').innerText.includes('Step 6 of')",
-                               timeout=60_000)
+    _next(lecturer, 8)
+    for follower in (laptop, phone):
+        follower.wait_for_function("() => document.querySelector('#tour-text').innerText.includes('Step 8 of')",
+                                   timeout=60_000)
+    lecturer.screenshot(path=str(ARTIFACTS / "lecture-1920x1080-step8.png"))
+    assert _on_one_screen(lecturer, "#tour-next", "#tour-previous", "#tour-text") == [], "step 8"
+    box = lecturer.locator("#tour-next").bounding_box()
+    assert {(round(box["x"]), round(box["y"]))} == places, "step 8: Next moved"
+    _assert_the_plane_reads(lecturer, 8, STEPS[7])
+
+    # and back by Previous: step 6 as it was drawn with the class's answers
+    for number in (7, 6):
+        lecturer.locator("#tour-previous").click()
+        lecturer.wait_for_function(f"() => document.querySelector('#tour-text').innerText.includes('Step {number} of')",
+                                   timeout=60_000)
     settle(lecturer)
     assert _axes_within(lecturer.evaluate(DRAWN), step6) == [], "step 6 by Previous differs from step 6 by Next"
     _assert_the_plane_reads(lecturer, 6, STEPS[5])

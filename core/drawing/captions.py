@@ -98,8 +98,19 @@ def summary(result: Exploration, session: Session) -> str:
     )
     if session.trained is not None:
         line += " · faint points: before training, in the plane they had then"
-    return "".join(f"<p>{part}</p>" for part in (line, tables_line(session),
+    return "".join(f"<p>{part}</p>" for part in (line, tables_line(session), *layers_line(scene),
                                                  *(f"⚠️ {html.escape(note)}" for note in result.notes)))
+
+
+def layers_line(scene) -> tuple[str, ...]:
+    """What the group "layer K" is, under the plot (the plot's own note only names it): the model,
+    honestly, and how it read the sentences."""
+    hidden = scene.hidden
+    if hidden is None:
+        return ()
+    name, what = ENCODER_MODEL.split(": ", 1)
+    read = "each sentence read on its own" if hidden.apart is not None else "the pair read as one sequence"
+    return (f"<strong>Layer {hidden.layer} of {html.escape(name)}</strong>: {html.escape(what)}; {read}.",)
 
 
 # what the tables are, under the plot: a student must not take a random layer's picture for BERT's

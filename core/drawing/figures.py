@@ -838,8 +838,9 @@ def _annotations(scene: Scene, scale: _Scale = NORMAL, *, shift: bool = False,
         key.append(_wrapped(f"segment shift |seg[1] − seg[0]| = {scene.segment_shift:.3f} in the full space"))
     key += class_notes(scene)
     if scene.hidden is not None:
-        key.append(_wrapped(f"{scene.hidden.name}: each token after encoder layer {scene.hidden.layer} of "
-                            f"{ENCODER_MODEL}"))
+        # short on a phone's plot; what the model is, whole, is the line under the plot (captions.layers_line)
+        key.append(_wrapped(f"{scene.hidden.name}: each token after layer {scene.hidden.layer} of "
+                            f"{ENCODER_MODEL.split(':')[0]}, a distilled BERT"))
     if scene.points and key:
         notes.append({"text": "<br>".join(key), "xref": "paper", "yref": "paper", "x": 1,
                       "y": 0, "xanchor": "right", "yanchor": "bottom", "showarrow": False, "align": "right",

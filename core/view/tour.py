@@ -125,12 +125,12 @@ STEPS: tuple[TourStep, ...] = (
     ),
     TourStep(
         "Context",
-        "After the embedding layer come the encoder's layers, here MiniLM-L6's six: each mixes every token's "
-        "vector with the tokens around it. "
-        "Reading each sentence on its own, the *bank* of the river and the *bank* that was robbed start from one "
-        "token row (cosine 0.99 in the chart under the plot) and drift apart layer by layer as each takes in its "
-        "own sentence, to 0.85 after layer 6: their paths end further apart on the plot than they start. "
-        "Read as one pair (View → The encoder reads), both banks take in both sentences and stay at 0.95.",
+        "Past the embedding layer, each of MiniLM-L6's six encoder layers mixes every token's vector with the "
+        "tokens around it. "
+        "Read each sentence on its own: the *bank* of the river and the *bank* that was robbed start from one token "
+        "row (cosine 0.99, charted under the plot) and drift apart, to 0.85 after layer 6; their paths end further "
+        "apart than they start. "
+        "Read as one pair (View → The encoder reads), both banks stay at 0.95.",
         _step(8, sentence_a="the river bank was muddy", sentence_b="the bank was robbed", source="bert",
               groups=("output",), layer=6, reading="apart", token=3, k=0),  # "bank" of the river, its chart
     ),
