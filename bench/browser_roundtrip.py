@@ -1,6 +1,6 @@
 """From a key press in the browser to the plot showing it, against an echo in the same page.
 
-    python -m bench.browser_roundtrip [--characters 30] [--warm-up 3] [--sizes 16,128] [--aids]
+    python -m bench.browser_roundtrip [--characters 30] [--warm-up 3] [--sizes 16,128] [--aids] [--layer]
 
 What a student feels while typing is the whole round trip: the key event, the page sending
 the sentences (one POST to its route, ui/route.py), the server's update, the answer's trip back,
@@ -408,18 +408,20 @@ def typing_pace(page, echo_page, rounds: int = PACE_ROUNDS) -> dict:
 TABLE_HAS = "(word) => [...document.querySelectorAll('#plot-table tbody th')].some(c => c.textContent.trim() === word)"
 
 
-def aided_pace(page, echo_page, rounds: int = PACE_ROUNDS) -> dict:
+def aided_pace(page, echo_page, rounds: int = PACE_ROUNDS, query: str = "sound=1", table: bool = True) -> dict:
     """The typist of `typing_pace` on three pages taking turns: the bare echo page, the app's page,
-    and the app's page with what a blind student turns on: the plane heard (`?sound=1`) and the
-    points' table shown (its switch pressed). The app's pages are timed to the plot drawn with the
-    final text, as `typing_pace`'s; the aided page's table is timed too, to when its rows name the
-    final text's last word (it is written once drawing pauses, so it follows the plot)."""
+    and the app's page opened with `query`: by default what a blind student turns on, the plane heard
+    (`?sound=1`) and the points' table shown (its switch pressed, `table`); or BERT's tables through
+    the encoder (`source=bert&layer=6`). The app's pages are timed to the plot drawn with the final
+    text, as `typing_pace`'s; a shown table is timed too, to when its rows name the final text's
+    last word (it is written once drawing pauses, so it follows the plot)."""
     aided = page.context.new_page()
-    aided.goto(page.url.split("?")[0] + "?sound=1")
+    aided.goto(page.url.split("?")[0] + "?" + query)
     aided.evaluate(HELPERS)
     show(aided, "plot", plot_key(*pair(16)))
-    aided.locator(".plane-table-switch").click()
-    aided.locator("#plot-table").wait_for(state="visible", timeout=TIMEOUT_MS)
+    if table:
+        aided.locator(".plane-table-switch").click()
+        aided.locator("#plot-table").wait_for(state="visible", timeout=TIMEOUT_MS)
     a, b = pair(16)
     last = PACE_TEXT.split()[-1]
     found: dict = {"echo": [], "plot": [], "aided": [], "table": [], "final": True}
@@ -431,25 +433,32 @@ def aided_pace(page, echo_page, rounds: int = PACE_ROUNDS) -> dict:
             set_pair(page, a, b)
             found["plot"].append(typed(page, "plot", "#sentence-a textarea", PACE_TEXT, plot_key(a + PACE_TEXT, b)))
             set_pair(aided, a, b)
-            aided.wait_for_function(f"(w) => !({TABLE_HAS})(w)", arg=last, timeout=TIMEOUT_MS)
+            if table:
+                aided.wait_for_function(f"(w) => !({TABLE_HAS})(w)", arg=last, timeout=TIMEOUT_MS)
             found["aided"].append(typed(aided, "plot", "#sentence-a textarea", PACE_TEXT, plot_key(a + PACE_TEXT, b)))
-            aided.wait_for_function(TABLE_HAS, arg=last, timeout=TIMEOUT_MS)
-            found["table"].append(aided.evaluate("() => (performance.now() - window.__roundtrip.keyAt) / 1e3"))
+            if table:
+                aided.wait_for_function(TABLE_HAS, arg=last, timeout=TIMEOUT_MS)
+                found["table"].append(aided.evaluate("() => (performance.now() - window.__roundtrip.keyAt) / 1e3"))
             found["final"] &= aided.locator("#sentence-a textarea").input_value() == a + PACE_TEXT
     finally:
         aided.close()
-    medians = {kind: statistics.median(values) for kind, values in found.items() if isinstance(values, list)}
-    return {**medians, "rounds": rounds, "final": found["final"],
+    medians = {kind: statistics.median(values) for kind, values in found.items() if isinstance(values, list) and values}
+    return {**medians, "query": query, "rounds": rounds, "final": found["final"],
             "ratios": [p / e for p, e in zip(found["aided"], found["echo"], strict=True)]}
 
 
-def measure(characters: int = 30, warm_up: int = 3, sizes: tuple[int, ...] = SIZES, aids: bool = False) -> list[dict]:
+def measure(characters: int = 30, warm_up: int = 3, sizes: tuple[int, ...] = SIZES, aids: bool = False,
+            layer: bool = False) -> list[dict]:
     """Median and p90 seconds, echo and plot, for each pair size, and a typist's pace, in one page
-    of one browser; with `aids`, the typist's pace with the plane heard and its table shown too."""
+    of one browser; with `aids`, the typist's pace with the plane heard and its table shown too;
+    with `layer`, on BERT's tables at encoder layer 6 too."""
     def each(page, callbacks) -> list[dict]:
         pairs = [measure_pair(page, callbacks, n, characters, warm_up) for n in sizes]
-        return [*pairs, {"pace": beside_bare_echo(page, typing_pace)},
-                *([{"aided": beside_bare_echo(page, aided_pace)}] if aids else [])]
+        extra = [({"aided": beside_bare_echo(page, aided_pace)} if kind == "aids" else
+                  {"aided": beside_bare_echo(page, lambda p, e: aided_pace(p, e, query="source=bert&layer=6",
+                                                                        table=False))})
+                 for kind, asked in (("aids", aids), ("layer", layer)) if asked]
+        return [*pairs, {"pace": beside_bare_echo(page, typing_pace)}, *extra]
 
     return in_page(echo_demo(), HELPERS, each)
 
@@ -482,10 +491,10 @@ def report(results: list[dict]) -> list[tuple[str, tuple[str, ...], list[tuple[s
     for r in results:
         if "aided" in r:
             pace = r["aided"]
-            aided.append((f"{len(PACE_TEXT)} keys at {1000 // PACE_DELAY_MS} keys/s, median of {pace['rounds']}",
-                          f"{pace['echo']:.2f}", f"{pace['plot']:.2f}", f"{pace['aided']:.2f}",
+            aided.append((f"?{pace['query']}: {len(PACE_TEXT)} keys at {1000 // PACE_DELAY_MS} keys/s, median of "
+                          f"{pace['rounds']}", f"{pace['echo']:.2f}", f"{pace['plot']:.2f}", f"{pace['aided']:.2f}",
                           f"{pace['aided'] / pace['echo']:.2f}×", " ".join(f"{r:.2f}×" for r in pace["ratios"]),
-                          f"{pace['table']:.2f}", "yes" if pace["final"] else "NO"))
+                          f"{pace['table']:.2f}" if "table" in pace else "—", "yes" if pace["final"] else "NO"))
             continue
         if "pace" in r:
             pace = r["pace"]
@@ -522,10 +531,10 @@ def report(results: list[dict]) -> list[tuple[str, tuple[str, ...], list[tuple[s
             paces,
         ),
         *([(
-            "the same typist with the plane heard (?sound=1) and its points' table shown, seconds: the bare echo "
-            "page, the app's plain page, the aided page's plot, and when its table names the final word",
-            ("typing", "echo page", "plain plot", "aided plot", "aided / echo", "each round", "aided table",
-             "final text"),
+            "the same typist on a page opened otherwise (?sound=1 with its points' table shown: the plane heard; "
+            "?source=bert&layer=6: through the encoder), seconds: the bare echo page, the app's plain page, that "
+            "page's plot, and when its table names the final word",
+            ("typing", "echo page", "plain plot", "its plot", "its / echo", "each round", "its table", "final text"),
             aided,
         )] if aided else []),
     ]
@@ -553,9 +562,10 @@ def main() -> None:
                         help="pair sizes in tokens, comma-separated ('' for the typist's pace alone)")
     parser.add_argument("--aids", action="store_true",
                         help="the typist's pace with the plane heard and its points' table shown, too")
+    parser.add_argument("--layer", action="store_true", help="the typist's pace on BERT's tables at layer 6, too")
     args = parser.parse_args()
     sizes = tuple(int(n) for n in args.sizes.split(",") if n)
-    for title, header, rows in report(measure(args.characters, args.warm_up, sizes, args.aids)):
+    for title, header, rows in report(measure(args.characters, args.warm_up, sizes, args.aids, args.layer)):
         table(title, header, rows)
 
 
