@@ -185,6 +185,39 @@
       + " drawn as lines from it.";
   }
 
+  // at layer K, a token selected: where its path took it on the plot, and how its cosine with its
+  // word's other places changed (the chart under the plot, core/drawing/charts.py context_spec). The
+  // selected token is the one its attention lines start from (with k = 0 no ring is drawn)
+  function moved() {
+    const group = host._fullData.find((t) => /^layer \d+$/.test(t.name) && t.visible === true);
+    const path = host._fullData.find((t) => t.name.startsWith("path: "));
+    const line = host._fullData.find((t) => ATTENTION.test(t.name));
+    if (!group || !path || !line) return "";
+    const index = Array.from(group.x).findIndex((_, i) => distance(coordinates(group, i), coordinates(line, 0)) < 1e-6);
+    if (index < 0) return "";
+    const starts = [0]; // the paths, in the group's order, each ended by a gap
+    Array.from(path.x).forEach((x, i) => { if (x === null || Number.isNaN(Number(x))) starts.push(i + 1); });
+    const position = group.customdata[index][1];
+    const token = plane.tokens.find((t) => t.position === position);
+    if (!token || starts[index] === undefined) return "";
+    const [xaxis, yaxis] = axesOf(path);
+    const [before, after] = [region(xaxis, yaxis, ...coordinates(path, starts[index])),
+      region(xaxis, yaxis, ...coordinates(group, index))];
+    let text = before === after
+      ? `${token.name} (position ${position}) stayed in the ${after} of the plot from hidden state 0 to ${group.name}`
+      : `${token.name} (position ${position}) moved from the ${before} of the plot at hidden state 0 to the ${after}`
+        + ` after ${group.name}`;
+    const chart = document.querySelector("#context-plot .js-plotly-plot");
+    const depth = Number(group.name.split(" ")[1]);
+    const others = (chart && chart._fullData ? chart._fullData : []).map((t) => {
+      const other = /\((\d+)\)$/.exec(String(t.name || ""));
+      return other && t.y && t.y.length > depth ? `with ${token.name} at position ${other[1]} went from `
+        + `${Number(t.y[0]).toFixed(2)} to ${Number(t.y[depth]).toFixed(2)}` : null;
+    }).filter(Boolean);
+    if (others.length) text += `; its cosine ${listed(others)} (the chart under the plot)`;
+    return `${text}.`;
+  }
+
   // --------------------------------------------------------------------- the keys on the plane
 
   // what the live region says of the point the keys are on
@@ -455,6 +488,8 @@
     }
     const attends = attention(); // with or without neighbours (k = 0 draws no ring)
     if (attends) sentences.push(attends);
+    const went = three ? "" : moved();
+    if (went) sentences.push(went);
     // the plot's own notes, its key's shapes in words (core/drawing/figures.py SYMBOL_NOTE); a line that starts in
     // lower case goes on from the one before (a long note is wrapped), any other starts a note of its own
     const notes = (layout.annotations || []).map((note) => plain(String(note.text || "")).split("<br>")

@@ -291,6 +291,11 @@ def test_step_8_context_moves_the_two_banks_apart(walk):
     first, second = _indexes(tokens, "bank")
     assert _apart(ends[first][1], ends[second][1]) > 2 * _apart(ends[first][0], ends[second][0])
     assert "bank" in _labelled(page, "layer 6")
+    # and a screen reader is told the same: where the selected bank moved, and the chart's cosines
+    page.evaluate("() => window.embeddingExplorerKeys.describe()")
+    said = page.locator("#plot-description").text_content()
+    assert f"bank (position {first}) " in said and "layer 6" in said, said
+    assert f"its cosine with bank at position {second} went from {quoted[0]:.2f} to {quoted[1]:.2f}" in said, said
     # read as one pair, in the full space
     bert = Session.create(source="bert")
     encoding = bert.encode(step.view.sentence_a, step.view.sentence_b)
