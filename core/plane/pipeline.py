@@ -207,9 +207,12 @@ def _same_word(encoding, states: np.ndarray, selected: int) -> tuple[tuple[int, 
         return ()
     others = [i for i, token_id in enumerate(encoding.ids)
               if token_id == encoding.ids[selected] and i != selected][:3]
-    unit = states / np.maximum(np.linalg.norm(states, axis=-1, keepdims=True), 1e-12)  # (N + 1, L, d)
-    return tuple((i, tuple(float(c) for c in np.einsum("nd,nd->n", unit[:, selected], unit[:, i])))
-                 for i in others)
+    if not others:
+        return ()
+    picked = states[:, [selected, *others]]  # (N + 1, 1 + places, d): only the tokens compared
+    unit = picked / np.maximum(np.linalg.norm(picked, axis=-1, keepdims=True), 1e-12)
+    cosines = np.einsum("nd,npd->pn", unit[:, 0], unit[:, 1:])  # (places, N + 1)
+    return tuple((i, tuple(float(c) for c in row)) for i, row in zip(others, cosines, strict=True))
 
 
 def explore_view(view: View, session: Session, tokens: tuple[str, ...] | None = None,
