@@ -135,7 +135,7 @@
       const full = target._fullLayout;
       if (!plotly || !full || !contentRect.width || !contentRect.height) continue;
       if (Math.abs(full.width - contentRect.width) > 1 || Math.abs(full.height - contentRect.height) > 1) {
-        if (target === host) plot(); else plotly.Plots.resize(target);
+        if (target === host) plot(true); else plotly.Plots.resize(target);
       }
     }
   });
@@ -320,18 +320,32 @@
     plot();
     return [];
   }
+  // the plane is drawn by moving its points when only they changed (assets/move.js), else whole by
+  // plotly; once moves pause, plotly draws the last figure whole (its hover and autorange its own)
+  const SETTLE_MS = 300;
+  let settling = 0;
   let listening = false;
-  async function plot() {
+  async function plot(whole = false) {
     const Plotly = await plotlyReady;
     if (!shown || !host || !Plotly) return;
-    // the labels are placed (assets/labels.js) once plotly has drawn the figure they belong to
+    clearTimeout(settling);
+    // the labels are placed (assets/labels.js) once the figure they belong to is drawn
     const labels = window.embeddingLabels;
     labels.use(host, shown.labels);
     host.__ink = (shown.meta && shown.meta.ink) || null;  // the theme's colours for the labels' layer
     host.dataset.plotted = shown.revision; // the revision being drawn, and (below) the one drawn whole
     const data = withHidden(withBackground(withOwn(shown.data)));
-    await Plotly.react(host, data, await heldLayout(data, shown.layout, shown.config), shown.config);
-    if (!host.__labelsListening) labels.show(host, shown.labels);
+    if (!whole && !holding && window.embeddingMove.move(host, data, shown.layout)) {
+      labels.draw(host);
+      host.dataset.moved = shown.revision; // moved, to be drawn whole
+      settling = setTimeout(() => plot(true), SETTLE_MS);
+    } else {
+      delete host.dataset.moved;
+      const layout = await heldLayout(data, shown.layout, shown.config);
+      window.embeddingMove.drawn(host, data, layout);
+      await Plotly.react(host, data, layout, shown.config);
+      if (!host.__labelsListening) labels.show(host, shown.labels);
+    }
     host.dataset.drawn = shown.revision;
     keys().drawn(shown.meta);
     table().drawn(shown.meta);

@@ -126,8 +126,13 @@ HELPERS = """() => {
     div.remove();
     return seconds;
   };
-  // resolves once the page has nothing left to do (the last update's drawing included)
-  window.__idle = () => new Promise(done => requestIdleCallback(() => done(), {timeout: 2000}));
+  // resolves once the page has nothing left to do (the last update's drawing included: a plot
+  // drawn by moving its points is drawn whole once moves pause, assets/explorer.js `plot`)
+  const moved = () => document.querySelector('#embed-plot [data-moved]');
+  window.__idle = async () => {
+    for (let waited = 0; moved() && waited < 2000; waited += 20) await new Promise(done => setTimeout(done, 20));
+    await new Promise(done => requestIdleCallback(() => done(), {timeout: 2000}));
+  };
   window.__caretToEnd = (selector) => {
     const box = document.querySelector(selector);
     box.focus();

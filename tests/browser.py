@@ -107,10 +107,11 @@ def ready(page) -> None:
 
 
 # resolves once the page has gone idle twice with a frame drawn between, with nothing in flight,
-# no request begun or ended and nothing in the document changed meanwhile (fails after `timeout`
-# ms). An action's event is sent within a task or a frame of the action (gradio's dispatch), an
-# answer's follow-up as the answer is read, and what gradio renders from a value (a table's rows)
-# within frames of it, so each falls inside a look and the page is looked at again
+# no request begun or ended, nothing in the document changed meanwhile and no plane waiting to be
+# drawn whole (fails after `timeout` ms). An action's event is sent within a task or a frame of the
+# action (gradio's dispatch), an answer's follow-up as the answer is read, and what gradio renders
+# from a value (a table's rows) within frames of it, so each falls inside a look and the page is
+# looked at again
 SETTLED = """(timeout) => new Promise((done, fail) => {
     const idle = () => new Promise(next => requestIdleCallback(next, {timeout: 250}));
     const frame = () => new Promise(next => requestAnimationFrame(next));
@@ -125,7 +126,9 @@ SETTLED = """(timeout) => new Promise((done, fail) => {
             await idle();
             await frame();
             await idle();
-            if (window.__inflight <= 0 && window.__changes === seen && !changed) {
+            // (a plane drawn by moving its points waits to be drawn whole: assets/explorer.js `plot`)
+            if (window.__inflight <= 0 && window.__changes === seen && !changed
+                && !document.querySelector('#embed-plot [data-moved]')) {
                 observer.disconnect();
                 return done(true);
             }

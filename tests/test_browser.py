@@ -40,6 +40,82 @@ def test_typing_a_new_word_puts_it_in_the_plot(page):
     assert "teacher" in plot_tokens(page)
 
 
+# the plane as drawn: each group's drawn points (their place, shape and paint) and the axes' titles
+DRAWN = """(gd) => ({
+    points: Object.fromEntries([...gd.querySelectorAll('.scatterlayer .trace')].map((g) => [
+        g.__data__[0].trace.name, [...g.querySelectorAll('path.point')].map((p) => {
+            const [x, y] = p.getAttribute('transform').slice(10, -1).split(',').map(Number);
+            const style = getComputedStyle(p);
+            return [x, y, p.getAttribute('d'), style.fill, style.stroke, style.opacity, style.fillOpacity];
+        })])),
+    titles: [...gd.querySelectorAll('.g-xtitle text, .g-ytitle text')].map((t) => t.textContent),
+})"""
+# a keystroke's figure drawn by moving the points (assets/move.js), as it is drawn before it is drawn
+# whole; and the same figure drawn by plotly itself from the traces the page holds, on the same axes,
+# in a plot of its own: {moved, whole, tokens (the output group's hover texts)}, or null once settled
+MOVED_AND_WHOLE = f"""async () => {{
+    const gd = document.querySelector('#embed-plot .js-plotly-plot');
+    if (!gd.dataset.moved) return null;
+    const drawn = {DRAWN};
+    const moved = drawn(gd);
+    const tokens = gd.data.find((t) => t.name === 'output').hovertext.slice();
+    const div = document.createElement('div');
+    const full = gd._fullLayout;
+    div.style.cssText = `position: fixed; left: -5000px; top: 0; width: ${{full.width}}px; height: ${{full.height}}px`;
+    document.body.appendChild(div);
+    // the moved plot's axes exactly: their ranges, and the margins that put them where they are drawn
+    const [xa, ya] = [full.xaxis, full.yaxis];
+    const layout = {{...gd.layout, width: full.width, height: full.height, autosize: false, margin: {{l: xa._offset,
+        r: full.width - xa._offset - xa._length, t: ya._offset, b: full.height - ya._offset - ya._length,
+        autoexpand: false}}}};
+    for (const name of ['xaxis', 'yaxis']) {{
+        const {{scaleanchor, scaleratio, constrain, ...axis}} = layout[name];
+        layout[name] = {{...axis, range: full[name].range.slice(), autorange: false, automargin: false}};
+    }}
+    await Plotly.newPlot(div, gd.data.map((t) => ({{...t}})), layout, {{staticPlot: false, responsive: false}});
+    const whole = drawn(div);
+    Plotly.purge(div);
+    div.remove();
+    return {{moved, whole, tokens}};
+}}"""
+
+
+def test_a_keystroke_moves_the_drawn_points_where_plotly_would_draw_them(page):
+    """Typing draws each figure by moving plotly's point nodes (assets/move.js) when only the points
+    changed: what is drawn then equals what plotly draws whole from the same traces on the same axes
+    (every point's place within 0.02 px, its symbol's path, fill, stroke and opacity; the axes'
+    titles), new tokens and word pieces included; once typing pauses plotly draws it whole again."""
+    wait_for_plot(page)
+    box = page.locator("#sentence-a textarea")
+    box.click()
+    page.keyboard.press("End")
+    page.keyboard.type(" and quizzically", delay=40)  # word pieces: a symbol the first figure lacks
+    seen = None
+    for _ in range(6):  # a figure caught between its move and its whole drawing
+        page.wait_for_function("() => document.querySelector('#embed-plot .js-plotly-plot').dataset.moved",
+                               timeout=30_000)
+        seen = page.evaluate(MOVED_AND_WHOLE)
+        if seen:
+            break
+        page.keyboard.type("s", delay=40)
+    assert seen, "no keystroke's figure was drawn by moving its points"
+    moved, whole = seen["moved"], seen["whole"]
+    assert moved["titles"] == whole["titles"]
+    assert sorted(moved["points"]) == sorted(whole["points"])
+    for name, points in whole["points"].items():
+        assert len(moved["points"][name]) == len(points), name
+        for a, b in zip(moved["points"][name], points, strict=True):
+            assert abs(a[0] - b[0]) <= 0.02 and abs(a[1] - b[1]) <= 0.02, (name, a, b)
+            assert a[2:] == b[2:], (name, a, b)
+    assert any("##" in token for token in seen["tokens"]), seen["tokens"]
+    # drawn whole once typing pauses: plotly's own hover data holds every point again
+    page.wait_for_function("() => !document.querySelector('#embed-plot .js-plotly-plot').dataset.moved",
+                           timeout=30_000)
+    counts = page.evaluate("""() => { const gd = document.querySelector('#embed-plot .js-plotly-plot');
+        return gd.data.map((t, i) => [t.name, gd.calcdata[i].length, (t.hovertext || []).length]); }""")
+    assert all(drawn == given for name, drawn, given in counts if name == "output"), counts
+
+
 def test_markup_typed_as_a_sentence_stays_text(page):
     wait_for_plot(page)
     page.evaluate("window.__pwned = false")

@@ -27,8 +27,8 @@ ASSETS = Path(__file__).resolve().parents[1] / "assets"
 EXAMPLES = json.loads((ASSETS / "examples.json").read_text(encoding="utf-8"))
 PLOTLY_JS = Path(plotly.__path__[0]) / "package_data" / "plotly.min.js"
 PLOTLY_PATH = f"explorer/plotly-{plotly.__version__}.js"  # relative to the page: its version names it, for caching
-SCRIPTS = ("announce.js", "labels.js", "explorer.js", "classroom.js", "plotkeys.js", "plottree.js", "plottable.js",
-           "sound.js", "tour.js", "slide.js")
+SCRIPTS = ("announce.js", "labels.js", "move.js", "explorer.js", "classroom.js", "plotkeys.js", "plottree.js",
+           "plottable.js", "sound.js", "tour.js", "slide.js")
 
 # the script of an output the page writes (a gr.HTML): it gives the page's script its setter, which
 # sets the component's value as gradio would and runs `then`

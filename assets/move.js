@@ -1,0 +1,168 @@
+// The main plane redrawn by moving what changed, when only points moved.
+// A keystroke changes the plane's points (a refit turns the plane a little, a new token adds a
+// point) and the axes' titles, nothing else: the same traces, legend, notes and axes. Plotly
+// redraws a figure whole (its defaults, every axis, the legend and every point's style again:
+// 60 ms at 128 tokens on a 2-core laptop, where moving 514 drawn points takes 2 ms), so a figure
+// that differs from the one drawn only in its marker traces' points (x, y, hover texts, custom
+// data, symbols, sizes) and the axes' titles is drawn here by moving plotly's own point nodes:
+// each point's node placed at the new coordinates on the axes as drawn, a node made for a new
+// point from one plotly drew with the same symbol and size, the nodes of points gone removed.
+// What reads the drawn plot (the labels, assets/plotkeys.js, the table) reads the moved figure:
+// its traces (`gd._fullData`) hold the new points. A figure that would need more (a new trace, a
+// changed legend or note, a 3-D scene, a point past the axes as drawn, a symbol not drawn yet) is
+// not moved (`move` returns false) and plotly draws it whole; and when the moves pause, plotly
+// draws the last one whole (assets/explorer.js `settle`), so its hover, autorange and click are plotly's
+// own again. The checks come first: a figure is moved entirely or not at all.
+(() => {
+  const MOVED = new Set(["x", "y", "hovertext", "customdata", "text"]); // a marker trace's per-point keys
+  const MOVED_MARKER = new Set(["symbol", "size"]); // its marker's, when they are per point
+  const DTYPES = { f4: Float32Array, f8: Float64Array, i1: Int8Array, u1: Uint8Array, i2: Int16Array,
+    u2: Uint16Array, i4: Int32Array, u4: Uint32Array };
+  const decoded = (value) => {
+    if (!value || typeof value !== "object" || !("bdata" in value)) return value;
+    const bytes = Uint8Array.from(atob(value.bdata), (c) => c.charCodeAt(0));
+    return new DTYPES[value.dtype](bytes.buffer);
+  };
+  const perPoint = (value) => Array.isArray(value) || ArrayBuffer.isView(value)
+    || (value && typeof value === "object" && "bdata" in value);
+  // a trace that may move: plain 2-D markers (no lines or text drawn), every point styled alike but
+  // for its symbol and size, not the vocabulary's background (sent once, never moved)
+  const movable = (trace) => (trace.type || "scatter") === "scatter" && trace.mode === "markers"
+    && trace.name !== "vocabulary" && !perPoint(trace.opacity)
+    && Object.entries(trace.marker || {}).every(([name, value]) => MOVED_MARKER.has(name) || !perPoint(value)
+      && !(value && typeof value === "object" && Object.values(value).some(perPoint)));
+
+  // what must stay the same for a trace to be moved: all of it but its points
+  function traceKey(trace) {
+    if (!movable(trace)) return JSON.stringify(trace);
+    const kept = {};
+    for (const [name, value] of Object.entries(trace)) if (!MOVED.has(name)) kept[name] = value;
+    if (trace.marker) {
+      kept.marker = {};
+      for (const [name, value] of Object.entries(trace.marker)) {
+        kept.marker[name] = MOVED_MARKER.has(name) && perPoint(value) ? "per point" : value;
+      }
+    }
+    return JSON.stringify(kept);
+  }
+  // what must stay the same for a layout: all of it but the axes' titles' texts
+  function layoutKey(layout) {
+    const kept = {};
+    for (const [name, value] of Object.entries(layout)) {
+      kept[name] = /^[xy]axis\d*$/.test(name) && value && value.title
+        ? { ...value, title: { ...value.title, text: "" } } : value;
+    }
+    return JSON.stringify(kept);
+  }
+
+  // what plotly drew whole last: each trace as given and its key, the layout's key
+  function drawn(gd, data, layout) {
+    gd.__drawnWhole = { data: data.slice(), keys: data.map(traceKey), layout: layoutKey(layout) };
+  }
+
+  // the drawn point nodes of each trace, by trace index (a trace hidden by its legend entry has none)
+  function pointNodes(gd) {
+    const nodes = new Map();
+    for (const group of gd.querySelectorAll(".scatterlayer .trace")) {
+      const cd = group.__data__ && group.__data__[0];
+      const points = group.querySelector(".points");
+      if (cd && cd.trace && points) nodes.set(cd.trace.index, points);
+    }
+    return nodes;
+  }
+  const valueAt = (value, i) => (perPoint(value) ? value[i] : value);
+  // a node of each shape a trace's points have been drawn with (plotly's symbol, `mx` when symbols
+  // are per point, and radius, `mrc`), kept while the trace is styled alike (its key): a point of a
+  // shape plotly never drew in it is drawn whole once, and moved from then on
+  const SHAPES = 256;
+  function shapesOf(gd, key, group) {
+    const kept = gd.__shapes || (gd.__shapes = new Map());
+    let shapes = kept.get(key);
+    if (!shapes) {
+      if (kept.size >= SHAPES) kept.clear();
+      shapes = new Map();
+      kept.set(key, shapes);
+    }
+    for (const node of group.children) {
+      const d = node.__data__;
+      const shape = d && `${d.mx}|${d.mrc}`;
+      if (shape && !shapes.has(shape)) shapes.set(shape, node.cloneNode(false)).get(shape).__data__ = { ...d };
+    }
+    return shapes;
+  }
+
+  // `gd` made to show `data` and `layout` by moving points; false (and nothing changed) when it cannot be
+  function move(gd, data, layout) {
+    const whole = gd.__drawnWhole;
+    const full = gd._fullLayout;
+    if (!whole || !full || !gd._fullData || data.length !== whole.data.length || full._has("gl3d")
+      || layoutKey(layout) !== whole.layout) return false;
+    const nodes = pointNodes(gd);
+    const plans = [];
+    for (let t = 0; t < data.length; t += 1) {
+      const trace = data[t];
+      if (trace === whole.data[t]) continue;
+      if (traceKey(trace) !== whole.keys[t]) return false;
+      const fullTrace = gd._fullData[t];
+      const x = decoded(trace.x), y = decoded(trace.y);
+      if (!fullTrace || !x || !y || x.length !== y.length) return false;
+      const xa = full[fullTrace.xaxis.replace("x", "xaxis")], ya = full[fullTrace.yaxis.replace("y", "yaxis")];
+      const group = nodes.get(t);
+      const plan = { t, trace, x, y, fullTrace, group, at: [], shapes: [] };
+      if (group) { // drawn: each point's pixel on the axes as drawn, and a drawn node of its shape
+        const templates = shapesOf(gd, whole.keys[t], group);
+        const marker = trace.marker || {};
+        const sizes = decoded(marker.size), symbols = decoded(marker.symbol);
+        for (let i = 0; i < x.length; i += 1) {
+          const px = xa.c2p(x[i]), py = ya.c2p(y[i]);
+          if (!Number.isFinite(px) || !Number.isFinite(py) || px < 0 || px > xa._length || py < 0 || py > ya._length) {
+            return false;
+          }
+          // plotly keeps a point's symbol (mx) when symbols are per point, and its radius (mrc)
+          const shape = templates.get(`${perPoint(symbols) ? symbols[i] : undefined}|${valueAt(sizes, i) / 2}`);
+          if (!shape) return false;
+          plan.at.push([Math.round(px * 100) / 100, Math.round(py * 100) / 100]);
+          plan.shapes.push(shape);
+        }
+      }
+      plans.push(plan);
+    }
+    for (const plan of plans) place(gd, plan);
+    for (const name of Object.keys(layout)) {
+      if (!/^[xy]axis\d*$/.test(name) || !layout[name] || !layout[name].title) continue;
+      const text = layout[name].title.text || "";
+      const title = gd.querySelector(`.g-${name.replace("axis", "")}title text`);
+      if (title && title.textContent !== text) title.textContent = text;
+      for (const given of [full, gd.layout]) if (given[name] && given[name].title) given[name].title.text = text;
+    }
+    return true;
+  }
+
+  // one trace's points put where its plan says, in its traces and its drawn nodes
+  function place(gd, { t, trace, x, y, fullTrace, group, at, shapes }) {
+    const given = { ...trace, x, y };
+    gd.data[t] = given;
+    Object.assign(fullTrace, { x, y, _length: x.length });
+    for (const name of ["hovertext", "customdata", "text"]) if (name in trace) fullTrace[name] = trace[name];
+    if (trace.marker && fullTrace.marker) {
+      for (const name of MOVED_MARKER) if (perPoint(trace.marker[name])) fullTrace.marker[name] = decoded(trace.marker[name]);
+    }
+    if (!group) return;
+    const old = [...group.children];
+    at.forEach(([px, py], i) => {
+      let node = old[i];
+      const shape = shapes[i];
+      if (!node || node.__data__.mx !== shape.__data__.mx || node.__data__.mrc !== shape.__data__.mrc) {
+        const fresh = shape.cloneNode(false);
+        fresh.__data__ = { ...shape.__data__ };
+        if (node) node.replaceWith(fresh); else group.appendChild(fresh);
+        node = fresh;
+      }
+      Object.assign(node.__data__, { i, x: x[i], y: y[i] });
+      node.setAttribute("transform", `translate(${px},${py})`);
+    });
+    for (let i = at.length; i < old.length; i += 1) old[i].remove();
+  }
+
+  window.embeddingMove = { move, drawn };
+})();
