@@ -170,6 +170,20 @@ def attended(passed: Forward, layer: int, position: int, top: int = TOP,
     return tuple((int(i), float(row[i])) for n, i in enumerate(order) if n == 0 or row[i] >= floor)
 
 
+def nearest_at(states: np.ndarray, layer: int, position: int, k: int,
+               leave_out: Sequence[int] = ()) -> tuple[tuple[int, float], ...]:
+    """The tokens of the pair nearest the token at `position` after encoder layer `layer`, by the cosine of
+    their layer-`layer` vectors (`states`, as `forward` keeps them): ((position, cosine), …), highest first,
+    at most `k`; the token itself and `leave_out` (the markers) never listed, ties to the earlier token.
+    In float64: the lists a page, an export and a script give are the same to the last digit shown."""
+    vectors = np.asarray(states[layer], dtype=np.float64)  # (L, d)
+    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    cosines = unit @ unit[position]
+    others = np.setdiff1d(np.arange(len(vectors)), [position, *leave_out])
+    order = others[np.argsort(-cosines[others], kind="stable")][:k]
+    return tuple((int(i), float(np.clip(cosines[i], -1.0, 1.0))) for i in order)
+
+
 def forget() -> None:
     """Let go of every kept forward pass (the tests start each from none)."""
     with _LOCK:
