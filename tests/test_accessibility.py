@@ -79,6 +79,17 @@ def test_axe_finds_nothing_in_the_page_s_views(open_page, viewport):
     word, cosine = near.split("): ", 1)[1].split(", ")[0].rsplit(" ", 1)  # "queen (6)", "0.512"
     assert page.evaluate(DESCRIPTION).count("; nearest after layer 3, by the cosine of layer-3 vectors: "
                                             f"{word} {float(cosine):.2f}") == 1
+    # and the plane's structure lists them under king in the group "layer 3" (End: the last group)
+    page.evaluate("() => window.embeddingExplorerTree.focus()")
+    for key in ("End", "ArrowRight", "ArrowRight", "ArrowDown", "ArrowDown"):
+        page.keyboard.press(key)
+    king = page.evaluate(FOCUSED_ITEM)
+    assert king["name"].startswith("king, position 2, ") and f"; by cosine: {word} {float(cosine):.2f}" in king["name"]
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    assert page.evaluate(FOCUSED_ITEM) | {"focused": None} == {
+        "level": 4, "expanded": None, "name": f"{word}, cosine {float(cosine):.2f}, nearest after layer 3",
+        "focused": None, "tabbable": True}
     assert "(mean of 12 heads), drawn as lines from it." in page.evaluate(DESCRIPTION)
     assert page.evaluate(f"() => {PLOT}.data.filter(t => t.name === 'attention · layer 3').length") == \
         len(listed.split(", "))
