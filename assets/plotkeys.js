@@ -8,7 +8,8 @@
 //    what `window.embeddingExplorerKeys` shares);
 //  - the plane's text alternative (its description): which groups, how many tokens, the variance
 //    the plane keeps, where the groups lie, where the words the tour's step names lie to each
-//    other, a class's words, and whom a selected token attends to at layer K. Written once drawing
+//    other, a class's words, a selected token's neighbours (at layer K the pair's tokens nearest it
+//    there) and whom it attends to at layer K. Written once drawing
 //    pauses, so typing pays a timer per figure and nothing more;
 //  - the other charts (the side views', the loss curve) are Tab stops too: the arrows move
 //    plotly's own hover label from point to point (cell to cell in a heatmap), and the live region

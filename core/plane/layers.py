@@ -9,7 +9,7 @@ in inference mode and keeps every hidden state with each layer's attention (the 
 heads: 12 times smaller than every head) in a cache bounded in bytes, so moving the layer slider,
 selecting a token (`attended`: whom it attends to) or opening the similarity view reads the same
 forward pass. `reached` is how a tab's view meets its tables: a layer they cannot give becomes 0,
-with a note saying why.
+with a note saying why. `nearest_at`: a selected token's neighbours at layer K, the pair's tokens.
 """
 
 from __future__ import annotations

@@ -84,7 +84,8 @@ def explore(
         from the output (hidden state 0), on tables MiniLM-L6's encoder reads (`core.plane.layers`;
         on others nothing more is drawn and the encoder never runs). The plane is then fitted to
         the groups shown and every hidden state, 0 to 6, so it is the same plane at every K > 0.
-        With a token `selected`, the tokens it attends to most in layer K (`scene.hidden.attention`).
+        With a token `selected`, the tokens it attends to most in layer K (`scene.hidden.attention`), and
+        its k neighbours are the pair's tokens nearest it after layer K, not the vocabulary's (`_layer_neighbours`).
     reading: "pair" (the encoder reads the page's one sequence) or "apart" (each sentence on its
         own, `core.plane.layers.forward`'s `apart`): what the layers take in.
 
