@@ -5,6 +5,8 @@ neighbours saying "after layer K"; at layer 0 the vocabulary's neighbours as bef
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -112,3 +114,18 @@ def test_in_the_3d_view_the_layer_s_neighbours_and_ring_turn_with_it(bert):
     assert np.array_equal(np.column_stack([stars[a] for a in "xyz"]), points[list(run.scene.neighbourhood.tokens)])
     (ring,) = [t for t in figure["data"] if t["name"] == SELECTED]
     assert np.array_equal(np.column_stack([ring[a] for a in "xyz"])[-1], points[8])
+
+
+def test_the_html_export_stars_the_same_tokens_with_the_same_cosines(bert, tmp_path):
+    """The exported figure is the page's: at layer K its stars are the pair's nearest tokens after layer K."""
+    from core.drawing.export import export_view
+    from core.view.state import View
+
+    view = View(sentence_a=RIVER, sentence_b=ROBBED, source="bert", layer=6, reading="apart", token=3, k=3)
+    run = explore(bert, RIVER, ROBBED, selected=3, k=3, layer=6, reading="apart")
+    files = export_view(tmp_path / "export", view, bert)
+    page = Path(next(path for path in files if path.endswith(".html"))).read_text(encoding="utf-8")
+    assert '"name":"nearest after layer 6"' in page and '"name":"nearest by token vector"' not in page
+    for label in run.scene.neighbourhood.labels[LAYER]:
+        assert f'"{label}"' in page
+    assert "nearest to bank after layer 6" in page
