@@ -8,7 +8,8 @@
 //    what `window.embeddingExplorerKeys` shares);
 //  - the plane's text alternative (its description): which groups, how many tokens, the variance
 //    the plane keeps, where the groups lie, where the words the tour's step names lie to each
-//    other, a class's words, and whom a selected token attends to at layer K. Written once drawing
+//    other, a class's words, a selected token's neighbours (at layer K the pair's tokens nearest it
+//    there) and whom it attends to at layer K. Written once drawing
 //    pauses, so typing pays a timer per figure and nothing more;
 //  - the other charts (the side views', the loss curve) are Tab stops too: the arrows move
 //    plotly's own hover label from point to point (cell to cell in a heatmap), and the live region
@@ -18,6 +19,10 @@
 (() => {
   const GROUPS = ["token", "position", "segment", "sum", "output"]; // the plot's traces, in the order they add up
   const NEAREST = { token: "nearest by token vector", output: "nearest by output vector" }; // core/drawing/figures.py NEIGHBOURS
+  // at layer K the selected token's nearest tokens of the pair there (core/drawing/figures.py LAYER_NEAR), in the
+  // group "layer K" (core/plane/scene.py HiddenStates.name)
+  const LAYER_NEAR = /^nearest after layer (\d+)$/;
+  const nearestName = (group) => NEAREST[group] || (/^layer \d+$/.test(group) ? `nearest after ${group}` : null);
   const RING = "selected token"; // core/drawing/figures.py SELECTED: the selected token's ring
   const ATTENTION = /^attention · layer \d+$/; // core/drawing/figures.py ATTENTION: a line a token attended to
   // each line's hover (`_attention_traces`): "king attends to queen: 0.31 (layer 3, mean of 12 heads)"
@@ -169,10 +174,24 @@
     return null;
   }
 
-  // the selected token's vocabulary neighbours in `group` ("nearest by token vector"), by name
+  // the selected token's vocabulary neighbours in `group` ("nearest by token vector"), by name; at layer K
+  // (`group` "layer K") its nearest tokens there, each with its cosine ("river (2) 0.65")
   function neighbours(group) {
-    const trace = NEAREST[group] && host._fullData.find((t) => t.name === NEAREST[group]);
-    return trace ? Array.from(trace.hovertext || [], plain) : [];
+    const name = nearestName(group);
+    const trace = name && host._fullData.find((t) => t.name === name);
+    if (!trace) return [];
+    return Array.from(trace.hovertext || [], (word, i) => (LAYER_NEAR.test(name) && trace.customdata
+      ? `${plain(word)} ${Number(trace.customdata[i]).toFixed(2)}` : plain(word)));
+  }
+
+  // every list of the selected token's neighbours drawn: [[its trace's name, its names], …]; at layer K the
+  // name says what the cosines are of ("nearest after layer 3, by the cosine of layer-3 vectors")
+  function nearestLists() {
+    const layer = host._fullData.find((t) => LAYER_NEAR.test(t.name));
+    const groups = [...Object.keys(NEAREST), ...(layer ? [`layer ${layer.name.match(LAYER_NEAR)[1]}`] : [])];
+    return groups.map((group) => [group, neighbours(group)]).filter(([, names]) => names.length)
+      .map(([group, names]) => [NEAREST[group] || `${nearestName(group)}, by the cosine of ${group.replace(" ", "-")}`
+        + " vectors", names]);
   }
 
   // whom the selected token attends to most at layer K, as its lines' hovers say it, in a sentence ("" for none)
@@ -482,9 +501,8 @@
     const selected = selectedPosition();
     if (selected !== null) {
       const token = tokens.find((t) => t.position === selected);
-      const near = Object.keys(NEAREST).map((group) => [group, neighbours(group)]).filter(([, names]) => names.length);
       sentences.push(`Selected: ${token.name} (position ${selected})`
-        + near.map(([group, names]) => `; ${NEAREST[group]}: ${names.slice(0, 5).join(", ")}`).join("") + ".");
+        + nearestLists().map(([name, names]) => `; ${name}: ${names.slice(0, 5).join(", ")}`).join("") + ".");
     }
     const attends = attention(); // with or without neighbours (k = 0 draws no ring)
     if (attends) sentences.push(attends);
@@ -654,9 +672,8 @@
       if (at && document.activeElement === host && read()) show(false);
       if (selecting !== null && read() && selectedPosition() === selecting) {
         const token = plane.tokens.find((t) => t.position === selecting);
-        const near = Object.keys(NEAREST).map((group) => [group, neighbours(group)]).filter(([, names]) => names.length);
         say(`${token.name} selected; its neighbours are listed under the plot`
-          + near.map(([group, names]) => `; ${NEAREST[group]}: ${names.slice(0, 3).join(", ")}`).join(""));
+          + nearestLists().map(([name, names]) => `; ${name}: ${names.slice(0, 3).join(", ")}`).join(""));
         selecting = null;
       }
       clearTimeout(describing);
@@ -669,7 +686,7 @@
     at: () => (at ? { ...at } : null),
     placed: (group) => (read() ? plane.tokens.map((t) => placed(t.position, group)).filter(Boolean) : []),
     // what the plane's structure (assets/plottree.js) reads the drawn plane with, and shows its points with
-    GROUPS, NEAREST, CLASS, MARKERS, DESCRIBE_AFTER_MS,
+    GROUPS, NEAREST, CLASS, MARKERS, DESCRIBE_AFTER_MS, nearestName,
     read() { return host && read(); },
     pointOf, coordinates, distance, region, nearby, selectedPosition, neighbours, variance, axesOf,
     plain, segmentName, listed, ringOn, say,

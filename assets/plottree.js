@@ -135,17 +135,19 @@
       const cosines = stars.slice(0, 3).map((star) => `${star.word} ${star.cosine}`);
       if (stars.length) text += `; by cosine: ${cosines.join(", ")}`;
       const children = [...stars.map((star) => ({ key: `${key}:star:${star.index}`, point: star.point,
-        text: `${star.word}, cosine ${star.cosine}, ${k.NEAREST[group.name]}`, children: null })),
+        text: `${star.word}, cosine ${star.cosine}, ${k.nearestName(group.name)}`, children: null })),
       ...(around.get(token.position) || []).map((item) => ({ ...item, key: `${key}:${item.key}` }))];
       return [{ key, text, point, position: token.position,
         children: children.length ? (open.has(key) ? children : []) : null }];
     });
   }
 
-  // the selected token's vocabulary neighbours in a group, the stars: {word, cosine, index, point}
+  // the selected token's vocabulary neighbours in a group, the stars: {word, cosine, index, point}; in the
+  // group "layer K", its nearest tokens of the pair after layer K (their cosines are of layer-K vectors)
   function starsOf(group) {
     const k = keys();
-    const trace = k.NEAREST[group] && host._fullData.find((t) => t.name === k.NEAREST[group] && t.visible === true);
+    const name = k.nearestName(group);
+    const trace = name && host._fullData.find((t) => t.name === name && t.visible === true);
     if (!trace || !trace.customdata) return [];
     return Array.from(trace.hovertext || [], (word, i) => ({
       word: k.plain(String(word)), cosine: Number(trace.customdata[i]).toFixed(2), index: i, point: [trace, i] }));
@@ -278,9 +280,11 @@
     if (focused) follow(here[0]);
     if (selecting !== null && keys().selectedPosition() === selecting) {
       const token = keys().read().tokens.find((t) => t.position === selecting);
-      if (token) {
+      if (token) { // at layer K its neighbours are the pair's tokens there, under it in the group "layer K"
+        const layer = groupsOf(keys().read()).find((group) => LAYER.test(group.name));
+        const stars = layer ? starsOf(layer.name) : [];
         keys().say(`${token.name} selected; its neighbours by cosine are the items under it in the `
-          + "token and output groups");
+          + (stars.length ? `${layer.name} group` : "token and output groups"));
       }
       selecting = null;
     }

@@ -70,9 +70,26 @@ def test_axe_finds_nothing_in_the_page_s_views(open_page, viewport):
     # a selected token at encoder layer 3: its neighbours, and whom it attends to, listed and drawn as lines
     page = open_page(f"{KING}&source=bert&layer=3&token=2", viewport)
     wait_for_text(page, "#neighbours-attention", "At layer 3, king attends most to: ")
-    listed = page.locator("#neighbours-attention").inner_text().split(": ", 1)[1].split(" (mean over")[0]
+    said = page.locator("#neighbours-attention").inner_text()
+    listed = said.split("At layer 3, king attends most to: ", 1)[1].split(" (mean over")[0]
     first = listed.split(", ")[0]  # "[CLS] 0.76": the plot's description names the same first
     page.wait_for_function(f"() => ({DESCRIPTION})().includes('At layer 3 king attends most to ' + {first!r})")
+    # its neighbours are the pair's tokens after layer 3, listed with their cosines, and the description says them
+    near = said.split("Nearest to king after layer 3, by the cosine of the pair's layer-3 vectors", 1)[1]
+    word, cosine = near.split("): ", 1)[1].split(", ")[0].rsplit(" ", 1)  # "queen (6)", "0.512"
+    assert page.evaluate(DESCRIPTION).count("; nearest after layer 3, by the cosine of layer-3 vectors: "
+                                            f"{word} {float(cosine):.2f}") == 1
+    # and the plane's structure lists them under king in the group "layer 3" (End: the last group)
+    page.evaluate("() => window.embeddingExplorerTree.focus()")
+    for key in ("End", "ArrowRight", "ArrowRight", "ArrowDown", "ArrowDown"):
+        page.keyboard.press(key)
+    king = page.evaluate(FOCUSED_ITEM)
+    assert king["name"].startswith("king, position 2, ") and f"; by cosine: {word} {float(cosine):.2f}" in king["name"]
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    assert page.evaluate(FOCUSED_ITEM) | {"focused": None} == {
+        "level": 4, "expanded": None, "name": f"{word}, cosine {float(cosine):.2f}, nearest after layer 3",
+        "focused": None, "tabbable": True}
     assert "(mean of 12 heads), drawn as lines from it." in page.evaluate(DESCRIPTION)
     assert page.evaluate(f"() => {PLOT}.data.filter(t => t.name === 'attention · layer 3').length") == \
         len(listed.split(", "))

@@ -88,7 +88,9 @@ def plotted(plot: str | dict, background: str = "") -> dict[str, np.ndarray]:
     for trace in figure["data"]:
         name = trace.get("name")
         layer = re.fullmatch(r"layer (\d)", name or "")
-        if name not in (*COMPONENTS, *NEAREST) and layer is None and not (name or "").startswith("path: "):
+        stars = re.fullmatch(r"nearest after layer \d", name or "")  # at layer K: the nearest tokens there
+        if name not in (*COMPONENTS, *NEAREST) and layer is None and stars is None and \
+                not (name or "").startswith("path: "):
             continue
         xyz = np.column_stack([decode(trace[axis]).astype(np.float64) for axis in "xyz" if axis in trace])
         if name.startswith("path: "):  # a line a token, in the layer group's drawing order, each ended by a gap
@@ -101,7 +103,7 @@ def plotted(plot: str | dict, background: str = "") -> dict[str, np.ndarray]:
             ordered[order] = lines
             points[name] = ordered.transpose(1, 0, 2)
             continue
-        if name in NEAREST:
+        if name in NEAREST or stars is not None:
             points[name] = xyz
             continue
         data = decode(trace.get("customdata")) if "customdata" in trace else None
@@ -191,7 +193,9 @@ def test_the_default_views_script_is_short_reads_like_the_listing_and_passes_ruf
 # the encoder's layers on BERT's tables, at three depths (the last in the projector's theme, whose colours the
 # script writes): the script runs MiniLM-L6's encoder itself
 # layer 3 with each sentence read on its own (`read=apart`), layer 6 in the projector's theme
+# layers 3 and 6 with a token selected: its neighbours are the pair's tokens nearest it after layer K
 LAYERED = {k: f"source=bert&layer={k}&{'read=apart&' if k == 3 else ''}{'theme=projector&' if k == 6 else ''}"
+           f"{'' if k == 1 else 'token=3&k=4&'}"
            + urlencode({"a": "the bank of the river", "b": "money in the bank"}, quote_via=quote) for k in (1, 3, 6)}
 # what a script may import: the standard library's modules it uses and the installed packages, never the app
 IMPORTABLE = {"json", "math", "sys", "re", "collections", "copy", "itertools", "pathlib", "numpy", "torch",
@@ -223,6 +227,7 @@ def test_a_layer_views_script_runs_the_encoder_and_lands_on_the_pages_layer_and_
         assert lint.returncode == 0, lint.stdout
         page = page_of(app_url, query)[0]
         assert f"layer {k}" in page and page[code.LAYER_PATH.format(k)].shape[:2] == (k + 1, len(page["token"]))
+        assert (code.LAYER_NEAR.format(k) in page) == (k != 1) and not set(code.NEAREST.values()) & set(page)
         texts.append(text)
         pages.append(page)
     # at layer 0 the script draws the embedding layer alone, as it did before the encoder

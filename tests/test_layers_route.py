@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from core.drawing.figures import ATTENTION, LAYER_PATH
+from core.drawing.figures import ATTENTION, LAYER_NEAR, LAYER_PATH, NEIGHBOURS, SELECTED
 from core.model.checkpoints import bert_encoder
 from core.plane.layers import EXPLAINED, NEEDS_BERT, NEEDS_UNTRAINED
 from core.tables.presets import bert_source
@@ -122,7 +122,7 @@ def _attention_lines(plot, k: int) -> tuple[list[np.ndarray], dict[int, np.ndarr
 def test_a_link_s_token_at_layer_3_draws_and_lists_whom_it_attends_to_and_at_layer_0_neither(app_url):
     page = Page(app_url, f"{PAIR}&source=bert&layer=3&token=2")
     lines, points = _attention_lines(page.opened["embed-plot"], 3)
-    said = page.opened.value("neighbours-attention")
+    said = page.opened.value("neighbours-attention").split("\n\n")[-1]  # after its layer-3 neighbours
     listed = re.fullmatch(r"At layer 3, \*\*bank\*\* attends most to: (.*) \(mean over MiniLM\\-L6's 12 heads; "
                           r"\\\[CLS\\\] and \\\[SEP\\\] count like any token\\: .*\)\.", said)
     assert listed, said
@@ -145,3 +145,36 @@ def test_a_link_s_token_at_layer_3_draws_and_lists_whom_it_attends_to_and_at_lay
     assert "layer 3" in trace_names(up["embed-plot"])
     assert not [n for n in trace_names(up["embed-plot"]) if n.startswith("attention")]
     assert up.get("neighbours-attention", "") == ""
+
+
+def test_a_link_s_token_at_layer_k_stars_its_nearest_tokens_on_their_drawn_layer_k_points_and_lists_them(app_url):
+    """`?layer=K&token=N&k=…`: the selected token's neighbours are the pair's tokens nearest it after layer K,
+    starred on the layer-K points the page draws, its own layer-K point ringed; the list under the
+    neighbours says "after layer K" with their cosines, the vocabulary's tables are empty; layer 0 as before."""
+    page = Page(app_url, f"{PAIR}&source=bert&layer=5&token=2&k=4&read=apart")
+    drawn = figure(page.opened["embed-plot"])["data"]
+    _, points = _attention_lines(page.opened["embed-plot"], 5)
+    (stars,) = [t for t in drawn if t["name"] == LAYER_NEAR.format(5)]
+    starred = np.column_stack([decode(stars["x"]), decode(stars["y"])])
+    named = [re.fullmatch(r"(.*) \((\d+)\)", html.unescape(text)) for text in stars["hovertext"]]
+    assert len(starred) == len(named) == 4 and all(named)
+    tokens = ["[CLS]", "the", "bank", "of", "the", "river", "[SEP]", "money", "in", "the", "bank", "[SEP]"]
+    for point, found in zip(starred, named, strict=True):
+        position = int(found[2])
+        assert found[1] == tokens[position] and position not in (0, 2, 6, 11)  # neither itself nor a marker
+        assert np.array_equal(point, points[position])  # on that token's drawn layer-5 point
+    cosines = decode(stars["customdata"]).astype(np.float64)
+    assert list(cosines) == sorted(cosines, reverse=True)
+    rings = np.concatenate([np.column_stack([decode(t["x"]), decode(t["y"])]) for t in drawn if t["name"] == SELECTED])
+    assert any(np.array_equal(ring, points[2]) for ring in rings)  # its own layer-5 point ringed
+    said = page.opened.value("neighbours-attention").split("\n\n")[0].replace("\\", "")
+    assert said.startswith("Nearest to **bank** after layer 5, by the cosine of the pair's layer-5 vectors")
+    for found, cosine in zip(named, cosines, strict=True):
+        assert f"{found[0]} {cosine:.3f}" in said
+    assert not [t for t in drawn if t["name"] in NEIGHBOURS.values()]
+    assert page.opened["neighbours-token"]["data"] == [] and page.opened["neighbours-output"]["data"] == []
+    # at layer 0 the vocabulary's neighbours come back, and nothing says "after layer"
+    down = page.send(layer=0)
+    names = trace_names(down["embed-plot"])
+    assert set(NEIGHBOURS.values()) <= set(names) and LAYER_NEAR.format(5) not in names
+    assert len(down["neighbours-token"]["data"]) == 4 and down.value("neighbours-attention") == ""

@@ -25,7 +25,7 @@ from starlette.routing import Route
 
 from core.drawing.captions import text_of
 from core.drawing.code import CORPUS_FILE, recipe, script
-from core.drawing.figures import NEIGHBOURS
+from core.drawing.figures import LAYER_NEAR, NEIGHBOURS
 from core.drawing.wire import expand, plotted_points, table_rows
 from core.model.training import Corpus, TrainConfig
 from core.serving.tabs import TABS, Tab
@@ -68,7 +68,8 @@ def answer_of(tab: Tab, notes: tuple[str, ...], page) -> dict:
         "query": share.to_query(view)[0],
         "notes": list(notes),
         "tokens": [row[:4] for row in table_rows(figure)],  # token, id, position, segment
-        "points": plotted_points(figure, also=tuple(NEIGHBOURS.values()),
+        "points": plotted_points(figure, also=(*NEIGHBOURS.values(), *([LAYER_NEAR.format(view.layer)]
+                                                                        if view.layer else [])),
                                  groups=(*COMPONENTS, *([f"layer {view.layer}"] if view.layer else []))),
         "neighbours": {"token": drawn[page.near_token], "output": drawn[page.near_output]},
         "search": drawn[page.search_hits],

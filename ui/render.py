@@ -16,6 +16,7 @@ import gradio as gr
 
 from core.drawing.captions import (
     attention_text,
+    layer_neighbours_text,
     parameter_status,
     plain,
     search_text,
@@ -235,7 +236,9 @@ def _plane(page, view: View, session: Session, tokens: tuple[str, ...] | None, a
         page.info: summary(result, session),
         page.near_token: listed[0],
         page.near_output: listed[1],
-        page.attention: attention_text(result.scene),
+        # at layer K: its nearest tokens there, then whom it attends to
+        page.attention: "\n\n".join(filter(None, (layer_neighbours_text(result.scene),
+                                                   attention_text(result.scene)))),
         page.context: context_json(result.scene, view),
         page.variance: variance_bars(spectrum, shown=view.dims, title=title),
         page.search_hits: [] if found is None else [[hit.word, hit.id] for hit in found.hits],

@@ -14,7 +14,7 @@ import html
 import re
 
 from core.plane.pipeline import Exploration
-from core.plane.scene import Scene
+from core.plane.scene import LAYER, Scene
 from core.plane.search import SearchResult
 from core.tables.session import Session
 from core.view import tour
@@ -59,6 +59,21 @@ def attention_text(scene: Scene) -> str:
     model = ENCODER_MODEL.split(":")[0]
     return (f"At layer {hidden.layer}, **{plain(query)}** attends most to: {listed} (mean over {plain(model)}'s "
             f"{attention.heads} heads; {plain(MARKERS_SAID)}).")
+
+
+def layer_neighbours_text(scene: Scene) -> str:
+    """The selected token's nearest tokens of the pair after layer K, as the plot's open stars draw them
+    (Markdown; "" at layer 0 or without them): at layer K the lists by token and output vector are empty,
+    as the vocabulary has no layer-K vectors."""
+    hidden, near = scene.hidden, scene.neighbourhood
+    if hidden is None or near is None or LAYER not in near.labels:
+        return ""
+    k = hidden.layer
+    listed = ", ".join(f"{plain(label)} {cosine:.3f}" for label, cosine in
+                       zip(near.labels[LAYER], near.cosines[LAYER], strict=True))
+    return (f"Nearest to **{plain(scene.tokens[near.selected])}** after layer {k}, by the cosine of the pair's "
+            f"layer-{k} vectors (the token itself and {plain('[CLS]/[SEP]')} left out): {listed}. After an encoder "
+            f"layer the neighbours are the pair's tokens: the vocabulary's rows have no layer-{k} vectors.")
 
 
 def parameter_status(session: Session) -> str:

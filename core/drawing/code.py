@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 LINE = 116  # characters a line of a script holds at most (the project's ruff allows 120)
 ATTRIBUTES = dict(zip(PARTS, ("tok_embed", "pos_embed", "seg_embed", "norm"), strict=True))
 NEAREST = {"token": "nearest by token vector", "output": "nearest by output vector"}  # core.drawing.figures' traces
+LAYER_NEAR = "nearest after layer {}"  # core.drawing.figures' trace of the nearest tokens after layer K
 LAYER_PATH = "path: output (hidden state 0) → layer {}"  # core.drawing.figures' trace of each token's way to layer K
 BACKGROUND = "vocabulary"  # core.drawing.figures' name of the vocabulary behind the tokens
 CORPUS_FILE = "corpus.txt"  # the built-in corpus a trained view's script reads, beside it (assets/corpus.txt)
@@ -204,6 +205,8 @@ class _Script:
         self.hidden = int(view.layer) if view.layer and readable and self.groups else 0
         # the page fits a sentence's plane (and the 3-D view's) to every hidden state too, the same at every K
         self.fits_states = bool(self.hidden) and (self.dims == 3 or view.basis == "sentence")
+        if self.hidden:  # at layer K its neighbours are the pair's tokens there, whichever groups are drawn
+            self.selected = view.token is not None and view.k > 0
 
     def need(self, *imports: str) -> None:
         self.imports.update(imports)
@@ -794,6 +797,8 @@ class _Script:
         kinds = [kind for kind in NEAREST if kind in self.groups]
         if not self.selected:
             return []
+        if self.hidden:
+            return self._layer_neighbours()
         self.need("import numpy as np")
         layer = self.drawn_by
         markers = ('[wordpiece.token_to_id(marker) for marker in ("[UNK]", "[CLS]", "[SEP]")]'
@@ -818,6 +823,22 @@ class _Script:
                 '    near[kind] = others[np.argsort(-cosine[others], kind="stable")[:K]]  # ties: the lower id first',
                 f'    points[f"nearest by {{kind}} vector"] = {point}',
                 f'    labels[f"nearest by {{kind}} vector"] = {self._names("near[kind]")}']
+
+    def _layer_neighbours(self) -> list[str]:
+        """At layer K, the selected token's nearest tokens of the pair by their layer-K vectors, on their layer-K
+        points (core.plane.pipeline `_layer_neighbours`)."""
+        name = LAYER_NEAR.format(self.hidden)
+        return ["# the selected token's nearest tokens of the pair after layer LAYER, by the cosine of their "
+                "layer-LAYER vectors",
+                "# (the vocabulary's rows have no such vectors), drawn on their layer-LAYER points; it and the "
+                "markers left out",
+                "unit = states[LAYER].astype(np.float64)",
+                "unit /= np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)",
+                "cosine = unit @ unit[TOKEN]",
+                'others = [i for i, token in enumerate(tokens) if i != TOKEN and token not in ("[CLS]", "[SEP]")]',
+                "near = sorted(others, key=lambda i: -cosine[i])[:K]  # ties: the earlier token first",
+                f'points["{name}"] = path[-1][near]',
+                f'labels = {{"{name}": [f"{{tokens[i]}} ({{i}}) {{cosine[i]:.3f}}" for i in near]}}']
 
     def background(self) -> list[str]:
         if not self.behind:
@@ -849,7 +870,7 @@ class _Script:
         # the outputs' panel holds the encoder's layer too: each a LayerNorm's output, of one scale
         split = self.recipe.drawn.split and ("output" in self.groups or self.hidden) and self.dims == 2 \
             and any(group != "output" for group in self.groups)
-        second = '"output" in name or name.startswith("layer")' if self.hidden else '"output" in name'
+        second = '"output" in name or "layer" in name' if self.hidden else '"output" in name'
         text = "labels.get(name, tokens)" if self.behind or self.selected else "tokens"
         lines = [] if self.groups else ["points = {}  # no group is ticked: nothing to draw"]
         if self.dims == 3:

@@ -27,7 +27,7 @@ import plotly.graph_objects as go
 from core.drawing.labels import LABEL_PRIORITY, group_texts, legible, wanted
 from core.drawing.palette import LAYER_MARKER, LAYER_MARKER_3D, LIGHT, Palette
 from core.drawing.wire import pile_names, token_columns
-from core.plane.scene import CONTINUATION, GROUPS, SPECIAL, WORD, Scene, segment_name, symbols
+from core.plane.scene import CONTINUATION, GROUPS, LAYER, SPECIAL, WORD, Scene, segment_name, symbols
 from core.view.options import ENCODER_MODEL
 
 SYMBOL_NOTE = "◆ [CLS] / [SEP]    ○ ## word piece"
@@ -39,6 +39,9 @@ ADDITION_PATH = "addition path"
 MOVEMENT = "before training"
 SEGMENT_SHIFT = "segment shift"
 NEIGHBOURS = {"token": "nearest by token vector", "output": "nearest by output vector"}
+# at an encoder layer K, the selected token's nearest tokens of the pair by their layer-K vectors, starred where
+# their layer-K points are (`core.plane.pipeline._layer_neighbours`)
+LAYER_NEAR = "nearest after layer {}"
 SELECTED = "selected token"
 BACKGROUND = "vocabulary"
 # a class's answers (core/plane/classwords.py): one trace per group they are placed in
@@ -181,8 +184,8 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, s
         data.append(_addition_path(scene, scale, to_output="output" in groups and not split))
     if shift and scene.shift_from is not None and "sum" in groups:
         data += _segment_shift(scene, scale, palette)
-    if scene.neighbourhood is not None:
-        data += _neighbourhood(scene, groups, scale, panel, palette)
+    if scene.neighbourhood is not None or _ringed_layer(scene):
+        data += _neighbourhood(scene, groups, scale, panel, palette, layer_panel=2 if split else 1)
     if scene.answers is not None:
         data += _class_traces(scene.answers, scale, panel, palette)
 
@@ -214,8 +217,8 @@ def embedding_spec(scene: Scene, *, labels: bool = True, arrows: bool = False, s
                     | {"mode": "markers"})
     meta = {} if shared is None else {"columns": shared}  # meta: plotly keeps it and draws nothing of it
     if labels:
-        stars = {kind: NEIGHBOURS[kind] for kind, _, _ in _neighbours(scene.neighbourhood, groups)} \
-            if scene.neighbourhood is not None else {}
+        # the layer's stars are on its labelled points: their names are in their hover and the lists
+        stars = {kind: NEIGHBOURS[kind] for kind, _, _ in _neighbours(scene, groups) if kind != LAYER}
         colours = {**palette.colours, **{trace: palette.colours[kind] for kind, trace in stars.items()},
                    **({} if layer is None else {layer["name"]: layer["marker"]["color"]}),
                    **({} if scene.hidden is None else {scene.hidden.name: palette.layer}),
@@ -561,26 +564,30 @@ def _segment_shift(scene: Scene, scale: _Scale, palette: Palette) -> list[dict]:
 
 
 def _neighbourhood(scene: Scene, groups: list[str], scale: _Scale, panel: Mapping[str, int],
-                   palette: Palette) -> list[dict]:
+                   palette: Palette, *, layer_panel: int = 1) -> list[dict]:
     """The selected token ringed, and its nearest vocabulary entries as stars (their names are
-    labels: `core.drawing.labels.wanted`; hover names them all)."""
-    near = scene.neighbourhood
+    labels: `core.drawing.labels.wanted`; hover names them all). At layer K its layer-K point is
+    ringed too, and its nearest tokens there are open stars around their layer-K points."""
     traces = []
-    for kind, points, hover in _neighbours(near, groups):
+    for kind, points, hover in _neighbours(scene, groups):
+        marker = ({"symbol": "star-open", "size": scale.marker * 2 + 4, "color": palette.layer,
+                   "line": {"width": scale.line + 1}} if kind == LAYER else
+                  {"symbol": "star", "size": scale.marker + 2, "color": "white",
+                   "line": {"color": palette.colours[kind], "width": scale.line + 1}})
         traces.append({
             "type": "scatter",
-            "name": NEIGHBOURS[kind],
-            "legendgroup": NEIGHBOURS[kind],
+            "name": near_name(scene, kind),
+            "legendgroup": near_name(scene, kind),
             "x": np.asarray(points[:, 0], dtype=np.float32),
             "y": np.asarray(points[:, 1], dtype=np.float32),
-            **_AXES[panel[kind]],
+            **_AXES[layer_panel if kind == LAYER else panel[kind]],
             "mode": "markers",
-            "marker": {"symbol": "star", "size": scale.marker + 2, "color": "white",
-                       "line": {"color": palette.colours[kind], "width": scale.line + 1}},
+            "marker": marker,
             **hover,
         })
-    for number in sorted({panel[g] for g in groups if g in RINGED}):
-        points = _rings(scene, [g for g in groups if g in RINGED and panel[g] == number], near.selected)
+    ringed = {**{g: panel[g] for g in groups if g in RINGED}, **({LAYER: layer_panel} if _ringed_layer(scene) else {})}
+    for number in sorted(set(ringed.values())):
+        points = _rings(scene, [g for g, at in ringed.items() if at == number], scene.picked)
         traces.append({
             "type": "scatter",
             "name": SELECTED,
@@ -598,6 +605,16 @@ def _neighbourhood(scene: Scene, groups: list[str], scale: _Scale, panel: Mappin
 
 
 RINGED = ("token", "output")  # the groups whose selected point is ringed: those neighbours are found for
+
+
+def _ringed_layer(scene: Scene) -> bool:
+    """Whether the selected token's layer-K point is ringed: at layer K, with any k (its attention is drawn)."""
+    return scene.hidden is not None and scene.picked is not None
+
+
+def near_name(scene: Scene, kind: str) -> str:
+    """The trace of the selected token's neighbours of a kind: "nearest by token vector", "nearest after layer 3"."""
+    return LAYER_NEAR.format(scene.hidden.layer) if kind == LAYER else NEIGHBOURS[kind]
 
 
 def class_names(answers) -> list[str]:
@@ -656,24 +673,29 @@ def _class_traces(answers, scale: _Scale, panel: Mapping[str, int], palette: Pal
     return traces
 
 
-def _neighbours(near, groups: Sequence[str]) -> list[tuple[str, np.ndarray, dict]]:
+def _neighbours(scene: Scene, groups: Sequence[str]) -> list[tuple[str, np.ndarray, dict]]:
     """Each drawn group's nearest entries: (group, their points, their hover: escaped names,
-    cosines and the template)."""
-    found = []
+    cosines and the template); at layer K (kind `LAYER`) the selected token's nearest tokens there."""
+    near, found = scene.neighbourhood, []
+    if near is None:
+        return found
     for kind, points in near.points.items():
-        if kind in groups and len(points):
+        if (kind in groups or (kind == LAYER and scene.hidden is not None)) and len(points):
+            said = (f"nearest to {html.escape(scene.tokens[near.selected], quote=False)} after layer "
+                    f"{scene.hidden.layer}<br>cosine of their layer-{scene.hidden.layer} vectors"
+                    if kind == LAYER else f"{NEIGHBOURS[kind]}<br>cosine")
             found.append((kind, np.asarray(points), {
                 "customdata": np.asarray(near.cosines[kind], dtype=np.float32),
                 "hovertext": [html.escape(label, quote=False) for label in near.labels[kind]],
-                "hovertemplate": f"<b>%{{hovertext}}</b> · {NEIGHBOURS[kind]}<br>cosine %{{customdata:.3f}}"
-                                 "<extra></extra>",
+                "hovertemplate": f"<b>%{{hovertext}}</b> · {said} %{{customdata:.3f}}<extra></extra>",
             }))
     return found
 
 
 def _rings(scene: Scene, groups: Sequence[str], selected: int) -> np.ndarray:
-    """The selected token's points in these groups, to draw a ring around each."""
-    return np.concatenate([np.asarray(scene.points[g])[[selected]] for g in groups]).astype(np.float32)
+    """The selected token's points in these groups (`LAYER`: its layer-K point), to draw a ring around each."""
+    return np.concatenate([np.asarray(scene.hidden.points[-1] if g == LAYER else scene.points[g])[[selected]]
+                           for g in groups]).astype(np.float32)
 
 
 def _polylines(vertices: list[np.ndarray]) -> dict[str, np.ndarray]:
@@ -917,16 +939,15 @@ def _spec_3d(scene: Scene, *, labels: bool, arrows: bool, shift: bool, presenter
                      "line": {"color": palette.colours["segment"], "width": scale.line * 3, "dash": "dot"},
                      "hoverinfo": "skip"})
         data.append(_cones(SEGMENT_SHIFT, [lines[0]], [lines[1]], palette.colours["segment"], extent))
-    near = scene.neighbourhood
-    if near is not None:
-        for kind, points, hover in _neighbours(near, groups):
-            data.append(_trace_3d(NEIGHBOURS[kind], points, marker={"symbol": "diamond-open", "size": size + 2,
-                                                                     "color": palette.colours[kind]},
-                                  mode="markers+text", text=list(map(legible, hover["hovertext"])),
-                                  textfont={"size": scale.text, "color": palette.colours[kind]}, **hover))
+    for kind, points, hover in _neighbours(scene, groups):
+        colour = palette.layer if kind == LAYER else palette.colours[kind]
+        data.append(_trace_3d(near_name(scene, kind), points, marker={"symbol": "diamond-open", "size": size + 2,
+                                                                       "color": colour},
+                              mode="markers+text", text=list(map(legible, hover["hovertext"])),
+                              textfont={"size": scale.text, "color": colour}, **hover))
     if scene.answers is not None:
         data += _class_traces(scene.answers, scale, {}, palette)
-    rings = [g for g in groups if g in RINGED]
+    rings = [g for g in groups if g in RINGED] + ([LAYER] if _ringed_layer(scene) else [])
     if scene.picked is not None and rings:
         data.append(_trace_3d(SELECTED, _rings(scene, rings, scene.picked),
                               marker={"symbol": "circle-open", "size": size * 3, "color": palette.ring},

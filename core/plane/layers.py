@@ -9,7 +9,7 @@ in inference mode and keeps every hidden state with each layer's attention (the 
 heads: 12 times smaller than every head) in a cache bounded in bytes, so moving the layer slider,
 selecting a token (`attended`: whom it attends to) or opening the similarity view reads the same
 forward pass. `reached` is how a tab's view meets its tables: a layer they cannot give becomes 0,
-with a note saying why.
+with a note saying why. `nearest_at`: a selected token's neighbours at layer K, the pair's tokens.
 """
 
 from __future__ import annotations
@@ -168,6 +168,20 @@ def attended(passed: Forward, layer: int, position: int, top: int = TOP,
     row = passed.attentions[layer - 1, position]  # (L,): a query's weights over the keys
     order = np.argsort(-row, kind="stable")[:max(1, top)]  # ties: the earlier token first
     return tuple((int(i), float(row[i])) for n, i in enumerate(order) if n == 0 or row[i] >= floor)
+
+
+def nearest_at(states: np.ndarray, layer: int, position: int, k: int,
+               leave_out: Sequence[int] = ()) -> tuple[tuple[int, float], ...]:
+    """The tokens of the pair nearest the token at `position` after encoder layer `layer`, by the cosine of
+    their layer-`layer` vectors (`states`, as `forward` keeps them): ((position, cosine), …), highest first,
+    at most `k`; the token itself and `leave_out` (the markers) never listed, ties to the earlier token.
+    In float64: the lists a page, an export and a script give are the same to the last digit shown."""
+    vectors = np.asarray(states[layer], dtype=np.float64)  # (L, d)
+    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    cosines = unit @ unit[position]
+    others = np.setdiff1d(np.arange(len(vectors)), [position, *leave_out])
+    order = others[np.argsort(-cosines[others], kind="stable")][:k]
+    return tuple((int(i), float(np.clip(cosines[i], -1.0, 1.0))) for i in order)
 
 
 def forget() -> None:

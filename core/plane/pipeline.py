@@ -20,9 +20,9 @@ from core.model.tokenizer import CLS, SEP, UNK, Encoding
 from core.model.training import Corpus
 from core.plane.basis import SPECTRUM, SPECTRUM_ROWS, vocabulary_basis
 from core.plane.classwords import Answers, place
-from core.plane.layers import apart_at, attended, forward, unreadable
+from core.plane.layers import apart_at, attended, forward, nearest_at, unreadable
 from core.plane.neighbours import Neighbour, in_table, outputs_in_table
-from core.plane.scene import Attention, HiddenStates, Neighbourhood, Scene
+from core.plane.scene import LAYER, Attention, HiddenStates, Neighbourhood, Scene
 from core.tables.session import Session
 from core.view.options import ENCODER_LAYERS, LIMITS, READINGS, Refused
 from core.view.state import View
@@ -43,7 +43,8 @@ class Exploration:
     notes: tuple[str, ...]  # plain sentences: truncation, unknown words, projection caveats
     vectors: Mapping[str, np.ndarray]  # group -> (L, d) float32: every vector, full width
     projection: PCAProjection | None  # the plane drawn in (None when no group is ticked)
-    # the selected token's nearest vocabulary entries: kind ("token"/"output") -> (word, cosine)
+    # the selected token's nearest vocabulary entries: kind ("token"/"output") -> (word, cosine); at an
+    # encoder layer K, "layer" -> the pair's nearest tokens after it, ("bank (8)", cosine of layer-K vectors)
     neighbours: Mapping[str, tuple[tuple[str, float], ...]] | None = None
 
 
@@ -83,7 +84,8 @@ def explore(
         from the output (hidden state 0), on tables MiniLM-L6's encoder reads (`core.plane.layers`;
         on others nothing more is drawn and the encoder never runs). The plane is then fitted to
         the groups shown and every hidden state, 0 to 6, so it is the same plane at every K > 0.
-        With a token `selected`, the tokens it attends to most in layer K (`scene.hidden.attention`).
+        With a token `selected`, the tokens it attends to most in layer K (`scene.hidden.attention`), and
+        its k neighbours are the pair's tokens nearest it after layer K, not the vocabulary's (`_layer_neighbours`).
     reading: "pair" (the encoder reads the page's one sequence) or "apart" (each sentence on its
         own, `core.plane.layers.forward`'s `apart`): what the layers take in.
 
@@ -144,7 +146,8 @@ def explore(
         origin = projection.origin()
         plot_message = projection.message_
         shift_from = _shift_from(model, projection, points, segment_ids, reference, flipped) if "sum" in shown else None
-        if selected is not None and k:  # k = 0: the selection's addition path, without neighbours
+        # k = 0: the selection's addition path, without neighbours; at layer K the neighbours are the layer's
+        if selected is not None and k and states is None:
             neighbourhood, neighbours, note = _neighbours(session, encoding, vectors, segment_ids, projection,
                                                           selected, k)
             notes.append(note)
@@ -159,6 +162,9 @@ def explore(
                 same = _same_word(encoding, states, selected)
             hidden = HiddenStates(layer, len(states) - 1, drawn.reshape(layer + 1, len(encoding), -1),
                                   np.linalg.norm(states[layer], axis=1), attention, apart, same)
+            if selected is not None and k:
+                neighbourhood, neighbours, note = _layer_neighbours(encoding, states, hidden, selected, k)
+                notes.append(note)
     else:
         dims = 2 if exact else components
         points, explained, origin = {}, (0.0,) * dims, np.zeros(dims)
@@ -429,3 +435,28 @@ def _neighbours(
     )
     listed = {kind: tuple((names[n.id], round(n.cosine, 3)) for n in near) for kind, near in found.items()}
     return neighbourhood, listed, ""
+
+
+def _layer_neighbours(encoding: Encoding, states: np.ndarray, hidden: HiddenStates, selected: int,
+                      k: int) -> tuple[Neighbourhood | None, dict | None, str]:
+    """The selected token's k nearest tokens of the pair after encoder layer K, by the cosine of their
+    layer-K vectors, at their layer-K points: what the similarity view compares at that layer. The
+    vocabulary has no layer-K vectors (the encoder reads sentences, not rows of a table), and its
+    output vectors held against a layer-K state mostly name the word's own forms whatever the
+    context (README, "Decisions worth knowing"). The token itself and the markers are left out."""
+    if not _is_index(selected, len(encoding)):
+        return None, None, f"Token {selected!r} is not in this sentence pair, so no neighbours are shown."
+    markers = [i for i, special in enumerate(encoding.special_mask) if special]
+    found = nearest_at(states, hidden.layer, selected, k, markers)
+    if not found:
+        return None, None, ""
+    indices = tuple(i for i, _ in found)
+    labels = tuple(f"{encoding.tokens[i]} ({i})" for i in indices)
+    neighbourhood = Neighbourhood(
+        selected=selected,
+        points={LAYER: np.asarray(hidden.points[-1])[list(indices)]},
+        labels={LAYER: labels},
+        cosines={LAYER: np.asarray([c for _, c in found], dtype=np.float32)},
+        tokens=indices,
+    )
+    return neighbourhood, {LAYER: tuple((label, round(c, 3)) for label, (_, c) in zip(labels, found, strict=True))}, ""

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 GROUPS = ("token", "position", "segment", "sum", "output")  # display order
+LAYER = "layer"  # the neighbourhood's kind at an encoder layer K: tokens of the pair, by their layer-K vectors
 
 # one marker shape per kind of token, the same in every group. plotly's numeric codes
 # cost a digit per point in the JSON instead of a word; the open circle keeps its name
@@ -25,13 +26,17 @@ class Neighbourhood:
     """A selected token and its nearest vocabulary entries, placed in the scene's plane.
 
     ``points`` maps "token" and/or "output" to the neighbours' own vectors of that kind,
-    projected: (k, dims) each, with ``labels`` (k,) and cosine similarities (k,).
+    projected: (k, dims) each, with ``labels`` (k,) and cosine similarities (k,). At an encoder
+    layer K the one kind is "layer" (`LAYER`): the tokens of the pair nearest the selected one
+    after layer K, at their layer-K points, by the cosine of their layer-K vectors; ``tokens``
+    holds their indices in the scene.
     """
 
     selected: int  # the selected token's index in the scene
     points: Mapping[str, np.ndarray]
     labels: Mapping[str, tuple[str, ...]]
     cosines: Mapping[str, np.ndarray]
+    tokens: tuple[int, ...] = ()  # kind "layer": the neighbours' indices among the scene's tokens
 
 
 @dataclass(frozen=True)
