@@ -396,11 +396,13 @@ class Live:
                 if isinstance(value, str):
                     values[component.elem_id] = value
             elif not (isinstance(value, dict) and value == {"__type__": "update"}):  # gr.skip(): left as it is
-                value = for_browser(component, value)
+                # compared as given, before gradio's postprocess: a value postprocesses alike each time, and
+                # a table's postprocess (a search for polars among the installed modules, every call) cost a
+                # keystroke more than fitting its plane, for the empty neighbour tables it sent nothing for
                 mark = digest(value)
                 if mark is None or channel.sent.get(component.elem_id) != mark:
                     channel.sent[component.elem_id] = mark
-                    values[component.elem_id] = value
+                    values[component.elem_id] = for_browser(component, value)
         return values
 
     def built_first(self, tab: Tab, change: Callable[[View], View]) -> None:

@@ -126,8 +126,11 @@ def _apply(view: View, changes: dict, notes: list[str]) -> tuple[View, tuple[str
     return view, tuple(notes)
 
 
+_FRESH = View()  # a fresh page's view, built once: every keystroke's link is written against it
+
+
 def _base(step: int | None) -> View:
-    return tour.step(step).view if step is not None else View()
+    return tour.step(step).view if step is not None else _FRESH
 
 
 def _last(raw: object) -> str | None:
