@@ -335,14 +335,25 @@
     host.__ink = (shown.meta && shown.meta.ink) || null;  // the theme's colours for the labels' layer
     host.dataset.plotted = shown.revision; // the revision being drawn, and (below) the one drawn whole
     const data = withHidden(withBackground(withOwn(shown.data)));
-    if (!whole && !holding && window.embeddingMove.move(host, data, shown.layout)) {
+    const mover = window.embeddingMove;
+    const moved = !whole && !holding && mover.move(host, data, shown.layout);
+    if (moved === true) {
       labels.draw(host);
       host.dataset.moved = shown.revision; // moved, to be drawn whole
       settling = setTimeout(() => plot(true), SETTLE_MS);
     } else {
-      delete host.dataset.moved;
-      const layout = await heldLayout(data, shown.layout, shown.config);
-      window.embeddingMove.drawn(host, data, layout);
+      // a point moved past the axes while typing: drawn whole with room for the next keys' moves,
+      // and drawn whole again, plainly, once they pause
+      let layout = await heldLayout(data, shown.layout, shown.config);
+      if (moved === mover.PAST) {
+        layout = mover.headroom(host, data, layout);
+        host.dataset.moved = shown.revision;
+        settling = setTimeout(() => plot(true), SETTLE_MS);
+      } else {
+        delete host.dataset.moved;
+      }
+      mover.roomy(host, layout !== shown.layout && moved === mover.PAST);
+      mover.drawn(host, data, shown.layout); // the figure's own layout: the next keystroke's is compared with it
       await Plotly.react(host, data, layout, shown.config);
       if (!host.__labelsListening) labels.show(host, shown.labels);
     }

@@ -25,10 +25,13 @@
   };
   const perPoint = (value) => Array.isArray(value) || ArrayBuffer.isView(value)
     || (value && typeof value === "object" && "bdata" in value);
-  // a trace that may move: plain 2-D markers (no lines or text drawn), every point styled alike but
-  // for its symbol and size, not the vocabulary's background (sent once, never moved)
-  const movable = (trace) => (trace.type || "scatter") === "scatter" && trace.mode === "markers"
-    && trace.name !== "vocabulary" && !perPoint(trace.opacity)
+  // a trace that may move: 2-D markers, or straight lines through its points with or without
+  // markers (a path per run of points, broken where a point is null), no text or fill drawn, every
+  // point styled alike but for its symbol and size; not the vocabulary's background (sent once)
+  const MODES = new Set(["markers", "lines", "lines+markers"]);
+  const movable = (trace) => (trace.type || "scatter") === "scatter" && MODES.has(trace.mode)
+    && trace.name !== "vocabulary" && !perPoint(trace.opacity) && !trace.fill && !trace.connectgaps
+    && (!trace.line || !trace.line.shape || trace.line.shape === "linear")
     && Object.entries(trace.marker || {}).every(([name, value]) => MOVED_MARKER.has(name) || !perPoint(value)
       && !(value && typeof value === "object" && Object.values(value).some(perPoint)));
 
@@ -60,16 +63,17 @@
     gd.__drawnWhole = { data: data.slice(), keys: data.map(traceKey), layout: layoutKey(layout) };
   }
 
-  // the drawn point nodes of each trace, by trace index (a trace hidden by its legend entry has none)
-  function pointNodes(gd) {
+  // the drawn nodes of each trace, by trace index: its points' group and its lines' (a trace hidden by its
+  // legend entry has none)
+  function drawnNodes(gd) {
     const nodes = new Map();
     for (const group of gd.querySelectorAll(".scatterlayer .trace")) {
       const cd = group.__data__ && group.__data__[0];
-      const points = group.querySelector(".points");
-      if (cd && cd.trace && points) nodes.set(cd.trace.index, points);
+      if (cd && cd.trace) nodes.set(cd.trace.index, { points: group.querySelector(".points"), lines: group.querySelector(".lines") });
     }
     return nodes;
   }
+  const pixels = (value) => Math.round(value * 100) / 100; // as plotly writes a point's place
   const valueAt = (value, i) => (perPoint(value) ? value[i] : value);
   // a node of each shape a trace's points have been drawn with (plotly's symbol, `mx` when symbols
   // are per point, and radius, `mrc`), kept while the trace is styled alike (its key): a point of a
@@ -91,41 +95,24 @@
     return shapes;
   }
 
-  // `gd` made to show `data` and `layout` by moving points; false (and nothing changed) when it cannot be
+  // `gd` made to show `data` and `layout` by moving points: true; or, with nothing changed, PAST when a
+  // point would lie past the axes as drawn, false when anything else stops it
+  const PAST = "past";
   function move(gd, data, layout) {
     const whole = gd.__drawnWhole;
     const full = gd._fullLayout;
     if (!whole || !full || !gd._fullData || data.length !== whole.data.length || full._has("gl3d")
       || layoutKey(layout) !== whole.layout) return false;
-    const nodes = pointNodes(gd);
+    const nodes = drawnNodes(gd);
     const plans = [];
     for (let t = 0; t < data.length; t += 1) {
       const trace = data[t];
       if (trace === whole.data[t]) continue;
       if (traceKey(trace) !== whole.keys[t]) return false;
-      const fullTrace = gd._fullData[t];
-      const x = decoded(trace.x), y = decoded(trace.y);
-      if (!fullTrace || !x || !y || x.length !== y.length) return false;
-      const xa = full[fullTrace.xaxis.replace("x", "xaxis")], ya = full[fullTrace.yaxis.replace("y", "yaxis")];
-      const group = nodes.get(t);
-      const plan = { t, trace, x, y, fullTrace, group, at: [], shapes: [] };
-      if (group) { // drawn: each point's pixel on the axes as drawn, and a drawn node of its shape
-        const templates = shapesOf(gd, whole.keys[t], group);
-        const marker = trace.marker || {};
-        const sizes = decoded(marker.size), symbols = decoded(marker.symbol);
-        for (let i = 0; i < x.length; i += 1) {
-          const px = xa.c2p(x[i]), py = ya.c2p(y[i]);
-          if (!Number.isFinite(px) || !Number.isFinite(py) || px < 0 || px > xa._length || py < 0 || py > ya._length) {
-            return false;
-          }
-          // plotly keeps a point's symbol (mx) when symbols are per point, and its radius (mrc)
-          const shape = templates.get(`${perPoint(symbols) ? symbols[i] : undefined}|${valueAt(sizes, i) / 2}`);
-          if (!shape) return false;
-          plan.at.push([Math.round(px * 100) / 100, Math.round(py * 100) / 100]);
-          plan.shapes.push(shape);
-        }
-      }
-      plans.push(plan);
+      const plan = planned(gd, trace, gd._fullData[t], nodes.get(t), whole.keys[t]);
+      if (!plan) return false;
+      if (plan.past) return PAST;
+      plans.push({ t, trace, ...plan });
     }
     for (const plan of plans) place(gd, plan);
     for (const name of Object.keys(layout)) {
@@ -138,8 +125,47 @@
     return true;
   }
 
+  // where a trace's points go on the axes as drawn ({x, y, fullTrace, drawn, at, shapes, runs}), or null
+  // when they cannot be moved there: a point past the axes, a shape not drawn yet, a run of one point
+  function planned(gd, trace, fullTrace, drawn, key) {
+    const full = gd._fullLayout;
+    const x = decoded(trace.x), y = decoded(trace.y);
+    if (!fullTrace || !x || !y || x.length !== y.length) return null;
+    const plan = { x, y, fullTrace, drawn, at: [], shapes: [], runs: [] };
+    if (!drawn) return plan; // hidden: its traces change, nothing is drawn
+    const xa = full[fullTrace.xaxis.replace("x", "xaxis")], ya = full[fullTrace.yaxis.replace("y", "yaxis")];
+    const marked = trace.mode.includes("markers"), lined = trace.mode.includes("lines");
+    const templates = marked && drawn.points ? shapesOf(gd, key, drawn.points) : null;
+    const marker = trace.marker || {};
+    const sizes = decoded(marker.size), symbols = decoded(marker.symbol);
+    let run = [];
+    for (let i = 0; i <= x.length; i += 1) {
+      const gap = i === x.length || x[i] === null || y[i] === null || Number.isNaN(x[i]) || Number.isNaN(y[i]);
+      if (gap) { // a line is drawn through each run of points between gaps
+        if (lined && run.length === 1) return null;
+        if (run.length) plan.runs.push(run);
+        run = [];
+        continue;
+      }
+      const px = xa.c2p(x[i]), py = ya.c2p(y[i]);
+      if (!Number.isFinite(px) || !Number.isFinite(py)) return null;
+      if (px < 0 || px > xa._length || py < 0 || py > ya._length) return { past: true };
+      const at = [pixels(px), pixels(py)];
+      run.push(at);
+      if (!marked) continue;
+      // plotly keeps a point's symbol (mx) when symbols are per point, and its radius (mrc)
+      const shape = templates && templates.get(`${perPoint(symbols) ? symbols[i] : undefined}|${valueAt(sizes, i) / 2}`);
+      if (!shape) return null;
+      plan.at.push({ i, at });
+      plan.shapes.push(shape);
+    }
+    if (lined && (!drawn.lines || !drawn.lines.querySelector("path.js-line"))) return null;
+    if (!lined) plan.runs = [];
+    return plan;
+  }
+
   // one trace's points put where its plan says, in its traces and its drawn nodes
-  function place(gd, { t, trace, x, y, fullTrace, group, at, shapes }) {
+  function place(gd, { t, trace, x, y, fullTrace, drawn, at, shapes, runs }) {
     const given = { ...trace, x, y };
     gd.data[t] = given;
     Object.assign(fullTrace, { x, y, _length: x.length });
@@ -147,22 +173,67 @@
     if (trace.marker && fullTrace.marker) {
       for (const name of MOVED_MARKER) if (perPoint(trace.marker[name])) fullTrace.marker[name] = decoded(trace.marker[name]);
     }
-    if (!group) return;
-    const old = [...group.children];
-    at.forEach(([px, py], i) => {
-      let node = old[i];
-      const shape = shapes[i];
-      if (!node || node.__data__.mx !== shape.__data__.mx || node.__data__.mrc !== shape.__data__.mrc) {
-        const fresh = shape.cloneNode(false);
-        fresh.__data__ = { ...shape.__data__ };
-        if (node) node.replaceWith(fresh); else group.appendChild(fresh);
-        node = fresh;
-      }
-      Object.assign(node.__data__, { i, x: x[i], y: y[i] });
-      node.setAttribute("transform", `translate(${px},${py})`);
-    });
-    for (let i = at.length; i < old.length; i += 1) old[i].remove();
+    if (!drawn) return;
+    if (drawn.points) {
+      const group = drawn.points;
+      const old = [...group.children];
+      at.forEach(({ i, at: [px, py] }, n) => {
+        let node = old[n];
+        const shape = shapes[n];
+        if (!node || node.__data__.mx !== shape.__data__.mx || node.__data__.mrc !== shape.__data__.mrc) {
+          const fresh = shape.cloneNode(false);
+          fresh.__data__ = { ...shape.__data__ };
+          if (node) node.replaceWith(fresh); else group.appendChild(fresh);
+          node = fresh;
+        }
+        Object.assign(node.__data__, { i, x: x[i], y: y[i] });
+        node.setAttribute("transform", `translate(${px},${py})`);
+      });
+      for (let n = at.length; n < old.length; n += 1) old[n].remove();
+    }
+    if (runs.length) { // a path per run, made from the first one plotly drew
+      const old = [...drawn.lines.querySelectorAll("path.js-line")];
+      runs.forEach((run, n) => {
+        let line = old[n];
+        if (!line) line = drawn.lines.appendChild(old[0].cloneNode(false));
+        line.setAttribute("d", `M${run.map(([px, py]) => `${px},${py}`).join("L")}`);
+      });
+      for (let n = runs.length; n < old.length; n += 1) old[n].remove();
+    }
   }
 
-  window.embeddingMove = { move, drawn };
+  // `layout` with room for the next keystrokes' points: each axis's range over the points of `data`
+  // widened by HEADROOM of its span on each side (plotly's own autorange leaves about 5%), for a figure
+  // drawn whole because a point moved past the axes. A zoom of the person's own is kept (plotly's
+  // uirevision); the figure drawn whole once typing pauses has plotly's autorange again
+  const HEADROOM = 0.15;
+  function headroom(gd, data, layout) {
+    const full = gd._fullLayout;
+    const zoomed = Object.keys(full || {}).some((name) => /^[xy]axis\d*$/.test(name) && full[name].autorange === false);
+    if (!full || (zoomed && !gd.__headroom)) return layout;
+    const extents = {};
+    for (const trace of data) {
+      if (trace.visible === false || trace.visible === "legendonly" || !trace.x || !trace.y) continue;
+      for (const [letter, values] of [["x", decoded(trace.x)], ["y", decoded(trace.y)]]) {
+        const name = `${letter}axis${(trace[`${letter}axis`] || letter).slice(1)}`;
+        const extent = extents[name] || (extents[name] = [Infinity, -Infinity]);
+        for (const value of values) {
+          if (value === null || !Number.isFinite(+value)) continue;
+          if (+value < extent[0]) extent[0] = +value;
+          if (+value > extent[1]) extent[1] = +value;
+        }
+      }
+    }
+    const out = { ...layout };
+    for (const [name, [low, high]] of Object.entries(extents)) {
+      if (!out[name] || !(high > low)) continue;
+      const room = (high - low) * HEADROOM;
+      out[name] = { ...out[name], range: [low - room, high + room], autorange: false };
+    }
+    return out;
+  }
+  // a figure drawn whole: with headroom or not (a later one without it lets a person's zoom be theirs again)
+  const roomy = (gd, given) => { gd.__headroom = given; };
+
+  window.embeddingMove = { move, drawn, headroom, roomy, PAST };
 })();

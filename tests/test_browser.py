@@ -40,13 +40,20 @@ def test_typing_a_new_word_puts_it_in_the_plot(page):
     assert "teacher" in plot_tokens(page)
 
 
-# the plane as drawn: each group's drawn points (their place, shape and paint) and the axes' titles
+# the plane as drawn: each trace's drawn points (their place, shape and paint), its lines (their
+# vertices and paint) and the axes' titles
 DRAWN = """(gd) => ({
     points: Object.fromEntries([...gd.querySelectorAll('.scatterlayer .trace')].map((g) => [
         g.__data__[0].trace.name, [...g.querySelectorAll('path.point')].map((p) => {
             const [x, y] = p.getAttribute('transform').slice(10, -1).split(',').map(Number);
             const style = getComputedStyle(p);
             return [x, y, p.getAttribute('d'), style.fill, style.stroke, style.opacity, style.fillOpacity];
+        })])),
+    lines: Object.fromEntries([...gd.querySelectorAll('.scatterlayer .trace')].map((g) => [
+        g.__data__[0].trace.name, [...g.querySelectorAll('path.js-line')].map((p) => {
+            const style = getComputedStyle(p);
+            const vertices = p.getAttribute('d').match(/-?[0-9.]+/g).map(Number);
+            return [vertices, style.stroke, style.strokeWidth, style.opacity];
         })])),
     titles: [...gd.querySelectorAll('.g-xtitle text, .g-ytitle text')].map((t) => t.textContent),
 })"""
@@ -63,14 +70,23 @@ MOVED_AND_WHOLE = f"""async () => {{
     const full = gd._fullLayout;
     div.style.cssText = `position: fixed; left: -5000px; top: 0; width: ${{full.width}}px; height: ${{full.height}}px`;
     document.body.appendChild(div);
-    // the moved plot's axes exactly: their ranges, and the margins that put them where they are drawn
-    const [xa, ya] = [full.xaxis, full.yaxis];
-    const layout = {{...gd.layout, width: full.width, height: full.height, autosize: false, margin: {{l: xa._offset,
-        r: full.width - xa._offset - xa._length, t: ya._offset, b: full.height - ya._offset - ya._length,
-        autoexpand: false}}}};
-    for (const name of ['xaxis', 'yaxis']) {{
-        const {{scaleanchor, scaleratio, constrain, ...axis}} = layout[name];
-        layout[name] = {{...axis, range: full[name].range.slice(), autorange: false, automargin: false}};
+    // the moved plot's axes exactly: their ranges, and the margins and domains that put each panel's
+    // axes where they are drawn (each axis held to its range, nothing constrained)
+    const names = Object.keys(full).filter((n) => /^[xy]axis\\d*$/.test(n) && full[n]._length);
+    const ends = (letter) => {{
+        const axes = names.filter((n) => n[0] === letter).map((n) => full[n]);
+        return [Math.min(...axes.map((a) => a._offset)), Math.max(...axes.map((a) => a._offset + a._length))];
+    }};
+    const [left, right] = ends('x'), [top, bottom] = ends('y');
+    const layout = {{...gd.layout, width: full.width, height: full.height, autosize: false, margin: {{l: left,
+        r: full.width - right, t: top, b: full.height - bottom, autoexpand: false}}}};
+    for (const name of names) {{
+        const a = full[name];
+        const domain = name[0] === 'x'
+            ? [(a._offset - left) / (right - left), (a._offset + a._length - left) / (right - left)]
+            : [(bottom - a._offset - a._length) / (bottom - top), (bottom - a._offset) / (bottom - top)];
+        const {{scaleanchor, scaleratio, constrain, ...axis}} = layout[name] || {{}};
+        layout[name] = {{...axis, domain, range: a.range.slice(), autorange: false, automargin: false}};
     }}
     await Plotly.newPlot(div, gd.data.map((t) => ({{...t}})), layout, {{staticPlot: false, responsive: false}});
     const whole = drawn(div);
@@ -80,11 +96,14 @@ MOVED_AND_WHOLE = f"""async () => {{
 }}"""
 
 
-def test_a_keystroke_moves_the_drawn_points_where_plotly_would_draw_them(page):
+@pytest.mark.parametrize("query", ["", "source=bert&layer=3"], ids=["random", "bert-layer-3"])
+def test_a_keystroke_moves_the_drawn_points_where_plotly_would_draw_them(open_page, query):
     """Typing draws each figure by moving plotly's point nodes (assets/move.js) when only the points
     changed: what is drawn then equals what plotly draws whole from the same traces on the same axes
-    (every point's place within 0.02 px, its symbol's path, fill, stroke and opacity; the axes'
-    titles), new tokens and word pieces included; once typing pauses plotly draws it whole again."""
+    (every point's place within 0.02 px, its symbol's path, fill, stroke and opacity; each line's
+    vertices and paint, the paths through the encoder's layers among them; the axes' titles), new
+    tokens and word pieces included; once typing pauses plotly draws it whole again."""
+    page = open_page(query)
     wait_for_plot(page)
     box = page.locator("#sentence-a textarea")
     box.click()
@@ -107,6 +126,14 @@ def test_a_keystroke_moves_the_drawn_points_where_plotly_would_draw_them(page):
         for a, b in zip(moved["points"][name], points, strict=True):
             assert abs(a[0] - b[0]) <= 0.02 and abs(a[1] - b[1]) <= 0.02, (name, a, b)
             assert a[2:] == b[2:], (name, a, b)
+    assert sorted(moved["lines"]) == sorted(whole["lines"])
+    for name, lines in whole["lines"].items():
+        assert len(moved["lines"][name]) == len(lines), name
+        for (a, *paint_a), (b, *paint_b) in zip(moved["lines"][name], lines, strict=True):
+            assert len(a) == len(b) and max(abs(u - v) for u, v in zip(a, b, strict=True)) <= 0.02, (name, a, b)
+            assert paint_a == paint_b, name
+    if "layer" in query:
+        assert any(lines for name, lines in moved["lines"].items() if name.startswith("path")), moved["lines"]
     assert any("##" in token for token in seen["tokens"]), seen["tokens"]
     # drawn whole once typing pauses: plotly's own hover data holds every point again
     page.wait_for_function("() => !document.querySelector('#embed-plot .js-plotly-plot').dataset.moved",

@@ -758,7 +758,10 @@ def _hidden_traces(scene: Scene, columns: _TokenColumns, scale: _Scale, axes: Ma
             for step in (start, *after, "")]
     path = {"type": kind, "name": LAYER_PATH.format(hidden.layer), "legendgroup": hidden.name,
             **_polylines(list(points)), **axes, "mode": "lines" if three else "lines+markers",
-            "line": {"color": palette.layer_path, "width": scale.line * (2 if three else 1)},
+            # every vertex kept (plotly drops those nearly in line): a keystroke moves the drawn path's
+            # vertices where plotly would draw them (assets/move.js)
+            "line": {"color": palette.layer_path, "width": scale.line * (2 if three else 1),
+                     **({} if three else {"simplify": False})},
             "hovertext": said, "hovertemplate": "%{hovertext}<extra></extra>"}
     if not three:  # a small dot on each layer the path passes; none under the drawn layer's own marker
         dots = np.tile(np.array([*[max(3, scale.marker // 2)] * hidden.layer, 0, 0], dtype=np.uint8), len(order))
