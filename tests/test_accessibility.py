@@ -56,7 +56,8 @@ def tab_to(page, test: str, presses: int) -> int:
 @pytest.mark.parametrize("viewport", [(1440, 900), (390, 844)], ids=["1440x900", "390x844"])
 def test_axe_finds_nothing_in_the_page_s_views(open_page, viewport):
     """The default page, tour steps 3 and 5, the Train tab and a selected token at encoder layer 3, whose
-    attention the neighbours' panel lists and the plot's text alternative says."""
+    attention the neighbours' panel lists and the plot's text alternative says, and whose path through
+    the layers the keys walk (`walk_a_path`), the ring left on one of its vertices."""
     found = {}
     page = open_page(viewport=viewport)
     found["default"] = violations(page)
@@ -86,8 +87,9 @@ def test_axe_finds_nothing_in_the_page_s_views(open_page, viewport):
 
 def test_axe_finds_nothing_on_any_tour_step_in_presenter_mode_and_in_the_projector_theme(open_page):
     """The tour with the keyboard alone: Tab to Next, then Enter for each step, the focus kept on Next;
-    then the View tab's theme set to the projector's (its controls checked in the dark), and the tour
-    walked back with Previous, every step checked again: one page, both themes."""
+    the last step's chart on the screen beside the plane; then the View tab's theme set to the
+    projector's (its controls checked in the dark), and the tour walked back with Previous, every
+    step checked again: one page, both themes."""
     page = open_page("presenter=1", (1920, 1080))
     page.locator("#sentence-b textarea").focus()
     tab_to(page, "e.id === 'tour-next'", 8)
@@ -99,6 +101,14 @@ def test_axe_finds_nothing_on_any_tour_step_in_presenter_mode_and_in_the_project
         settle(page)
         assert page.evaluate(ACTIVE) == "tour-next"
         found[number] = violations(page)
+    # the Context step's chart (a selected bank's cosine per layer) in view beside the plane, not under it
+    page.wait_for_function("() => document.querySelector('#context-plot .js-plotly-plot')?._fullData", timeout=60_000)
+    settle(page)
+    chart, plane = (page.locator(selector).bounding_box() for selector in ("#context-plot", "#embed-plot .plane-host"))
+    assert chart["height"] > 200 and chart["y"] >= 0 and chart["y"] + chart["height"] <= 1080, chart
+    assert chart["x"] >= plane["x"] + plane["width"] and chart["x"] + chart["width"] <= 1920, (chart, plane)
+    column = page.locator("#control-column").bounding_box()
+    assert column["y"] + column["height"] <= chart["y"], "the control column stops above the chart"
     page.get_by_role("tab", name="View").click()
     page.locator("#theme").get_by_label("Projector", exact=False).check()
     settle(page)
