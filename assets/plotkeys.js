@@ -703,8 +703,8 @@
       host.setAttribute("role", "application");
       host.setAttribute("aria-roledescription", "plot");
       host.setAttribute("aria-label", "The embedding plane. Arrow keys move a ring from token to token (left and "
-        + "right along the sentence, up and down across the groups and on along a token's path through the encoder's "
-        + "layers), Enter selects its token, Escape puts it away. "
+        + "right along the sentence, up and down across the groups and, with an encoder layer shown, on along the "
+        + "token's path through the layers), Enter selects its token, Escape puts it away. "
         + "S goes to the plane's structure, a tree of its groups and tokens (Tab reaches it after the plot's tools); "
         + "T shows the points as a table.");
       host.setAttribute("aria-describedby", "plot-description");
