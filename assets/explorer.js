@@ -141,13 +141,20 @@
   });
   const keys = () => window.embeddingExplorerKeys; // assets/plotkeys.js
   const table = () => window.embeddingPlotTable; // assets/plottable.js: the drawn points as a table
-  // presenter mode keeps its control column where the row opens on the page (assets/style.css):
-  // that place, measured again whenever the page's size changes (the sentences' row may grow)
+  // presenter mode keeps its control column where the row opens on the page (assets/style.css), and
+  // draws the chart under the plot at layer K at the column's foot: that place, and the column's
+  // left edge and width, measured again whenever the page's size changes (the sentences' row may grow)
   const columnPlace = new ResizeObserver(() => {
     const row = document.getElementById("main-row");
+    const column = document.getElementById("control-column");
     if (!row) return;
-    const top = `${Math.max(0, Math.round(row.getBoundingClientRect().top + scrollY))}px`;
-    if (document.body.style.getPropertyValue("--column-top") !== top) document.body.style.setProperty("--column-top", top);
+    const box = column ? column.getBoundingClientRect() : null;
+    const place = { "--column-top": `${Math.max(0, Math.round(row.getBoundingClientRect().top + scrollY))}px`,
+      ...(box && box.width ? { "--column-left": `${Math.round(box.left)}px`, "--column-width": `${Math.round(box.width)}px` }
+        : {}) };
+    for (const [name, value] of Object.entries(place)) {
+      if (document.body.style.getPropertyValue(name) !== value) document.body.style.setProperty(name, value);
+    }
   });
 
   // the background goes first, so it is drawn behind the tokens (it is SVG: core/drawing/figures.py

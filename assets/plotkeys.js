@@ -1,8 +1,9 @@
 // The plots by keyboard and screen reader, which plotly's charts are not by themselves:
 //  - the main plane (#embed-plot) is one Tab stop. ← → move a ring from token to token along the
 //    sentence, ↑ ↓ across the groups of the same token (token, position, segment, sum, output: the
-//    order they are added in), Home and End to the first and last token; a polite live region says
-//    what the ring is on ("king, position 2, segment A, sum; nearest in the plot: queen, prince").
+//    order they are added in) and on, at encoder layer K, along its path (after layer 1 … after layer
+//    K), Home and End to the first and last token; a polite live region says what the ring is on
+//    ("king, position 2, segment A, sum; nearest in the plot: queen, prince").
 //    Enter selects the token as a click on its point does; Escape puts the ring away; `s` goes to the
 //    plane's structure, a tree of its groups and tokens (assets/plottree.js, which reads the plane with
 //    what `window.embeddingExplorerKeys` shares);
@@ -24,6 +25,8 @@
   const LAYER_NEAR = /^nearest after layer (\d+)$/;
   const nearestName = (group) => NEAREST[group] || (/^layer \d+$/.test(group) ? `nearest after ${group}` : null);
   const RING = "selected token"; // core/drawing/figures.py SELECTED: the selected token's ring
+  const LAYER = /^layer (\d+)$/; // core/plane/scene.py HiddenStates.name: the tokens after layer K
+  const PATH = "path: "; // core/drawing/figures.py LAYER_PATH: each token's path to layer K, one polyline a token
   const ATTENTION = /^attention · layer \d+$/; // core/drawing/figures.py ATTENTION: a line a token attended to
   // each line's hover (`_attention_traces`): "king attends to queen: 0.31 (layer 3, mean of 12 heads)"
   const ATTENDS = /^(.*) attends to (.*): ([\d.]+) \((layer \d+), (.*)\)$/;
@@ -95,9 +98,45 @@
     if (traces.segment) { // one point per segment row: every token of the segment shares it
       traces.segment.customdata.forEach((row, i) => points.segment.set(row[0], i));
     }
-    plane = { traces, groups, tokens: tokens.filter(Boolean), points };
+    const path = pathOf(tokens, names);
+    // where the keys stop, ↓ after ↓: the groups, then (at layer K) each layer a token's path passes
+    const stops = [...groups, ...(path ? Array.from({ length: path.depth }, (_, k) => `layer ${k + 1}`) : [])];
+    plane = { traces, groups, tokens: tokens.filter(Boolean), points, path, stops };
     return plane;
   }
+
+  // at layer K, the "layer K" group and its tokens' paths, drawn in the group's order, each K + 1 vertices
+  // (hidden state 0, after layer 1, …, after layer K) ended by a gap: {group, trace, depth, layers, starts, index},
+  // starts and index by position (a path's first vertex, the group's point); null without them. Adds
+  // the group's tokens to `tokens` (the five groups may all be hidden)
+  function pathOf(tokens, names) {
+    const group = host._fullData.find((t) => LAYER.test(t.name) && t.visible === true && t.customdata);
+    const trace = group && host._fullData.find((t) => t.name.startsWith(PATH) && t.visible === true
+      && t.legendgroup === group.name);
+    if (!trace) return null;
+    const depth = Number(LAYER.exec(group.name)[1]);
+    const said = plain(String((trace.hovertext || [])[1] || "")).match(/after layer \d+ of (\d+)/);
+    const starts = new Map();
+    const index = new Map();
+    let start = 0;
+    for (let i = 0; i < group.customdata.length; i += 1) {
+      const [, position, segment] = group.customdata[i];
+      if (start + depth >= trace.x.length) return null; // not one path a token: not a path to walk
+      starts.set(position, start);
+      index.set(position, i);
+      if (!tokens[position]) {
+        tokens[position] = { position, segment, name: names ? plain(names[position]) : nameIn(group.hovertext[i], position) };
+      }
+      start += depth + 2; // its vertices and the gap after them
+    }
+    return { group, trace, depth, layers: said ? Number(said[1]) : depth, starts, index };
+  }
+
+  // the layer a stop's name walks a path at ("layer 3": 3), or null for the groups
+  const layerOf = (stop) => {
+    const found = LAYER.exec(stop || "");
+    return found ? Number(found[1]) : null;
+  };
 
   // a token's name from a hover text, which names every token at its spot: "the (1), the (5)"
   function nameIn(hover, position) {
@@ -106,13 +145,23 @@
     return mine ? mine.slice(0, -` (${position})`.length) : text;
   }
 
-  // the point of the token at `position` in `group`: [its trace, its index], or null
+  // the point of the token at `position` in `group`: [its trace, its index], or null. At layer K, "layer k"
+  // is its path's vertex after layer k (k = 0: hidden state 0), the last the "layer K" group's point
   function pointOf(position, group) {
+    const layer = layerOf(group);
+    if (layer !== null) return vertexOf(position, layer);
     const trace = plane.traces[group];
     const token = plane.tokens.find((t) => t.position === position);
     if (!trace || !token) return null;
     const index = plane.points[group].get(group === "segment" ? token.segment : position);
     return index === undefined ? null : [trace, index];
+  }
+
+  // the vertex of the token at `position`'s path after layer k (0: hidden state 0): [trace, index], or null
+  function vertexOf(position, k) {
+    const { path } = plane;
+    if (!path || !(k >= 0 && k <= path.depth) || !path.starts.has(position)) return null;
+    return k === path.depth ? [path.group, path.index.get(position)] : [path.trace, path.starts.get(position) + k];
   }
 
   const coordinates = (trace, i) => (trace.z ? [trace.x[i], trace.y[i], trace.z[i]] : [trace.x[i], trace.y[i]]);
@@ -242,6 +291,7 @@
   // what the live region says of the point the keys are on
   function spoken(position, group) {
     const token = plane.tokens.find((t) => t.position === position);
+    if (layerOf(group) !== null) return spokenOnPath(token, layerOf(group));
     const [trace, index] = pointOf(position, group);
     let text = `${token.name}, position ${position}, segment ${segmentName(token.segment)}, ${group}`;
     if (group === "segment") {
@@ -256,13 +306,39 @@
     return names.length ? `${text}; nearest in the plot: ${names.join(", ")}` : text;
   }
 
+  // a token's stop on its path: where it is after layer k, how far it has come from where the path starts
+  // (its output point, or, for a sentence read on its own, its own hidden state 0) on the plot, and as the
+  // groups' phrases end ("bank, after layer 3 of 6, position 3, segment A, 0.41 from its output point; …")
+  function spokenOnPath(token, k) {
+    const { position } = token;
+    let text = `${token.name}, after layer ${k} of ${plane.path.layers}, position ${position}, `
+      + `segment ${segmentName(token.segment)}, ${travelled(position, k)}`;
+    if (selectedPosition() === position) text += ", selected";
+    const names = nearby(position, `layer ${k}`);
+    return names.length ? `${text}; nearest in the plot: ${names.join(", ")}` : text;
+  }
+
+  // how far on the plot the token at `position` is after layer k from where its path starts: "0.41 from its output
+  // point" ("… from its hidden state 0" where the path does not start there)
+  function travelled(position, k) {
+    const start = coordinates(...vertexOf(position, 0));
+    const output = pointOf(position, "output");
+    const from = output && distance(coordinates(...output), start) < 1e-6 ? "its output point" : "its hidden state 0";
+    return `${distance(coordinates(...vertexOf(position, k)), start).toFixed(2)} from ${from}`;
+  }
+
   // the names of the two other tokens drawn nearest the token at `position` in `group` (the same spot first),
-  // its point [trace, index] found already or not
+  // its point [trace, index] found already or not. A path's vertices are looked up by their tokens
   function nearby(position, group, [trace, index] = pointOf(position, group)) {
     const { x, y, z } = trace;
+    const layer = layerOf(group);
+    // each other token's [position, its index in x, y, z]: a path's vertex after the same layer, or a group's point
+    const others = layer !== null && plane.path
+      ? [...plane.path.starts.keys()].map((other) => [other, vertexOf(other, layer)])
+        .filter(([, found]) => found && found[0] === trace).map(([other, found]) => [other, found[1]])
+      : Array.from(trace.customdata, (row, i) => [row[1], i]);
     const near = []; // the two nearest, [distance², position], nearest first: a scan (the tree asks for every token)
-    for (let i = 0; i < trace.customdata.length; i += 1) {
-      const other = trace.customdata[i][1];
+    for (const [other, i] of others) {
       if (other === position) continue;
       const apart = (x[i] - x[index]) ** 2 + (y[i] - y[index]) ** 2 + (z ? (z[i] - z[index]) ** 2 : 0);
       if (near.length < 2 || apart < near[1][0]) {
@@ -297,7 +373,8 @@
     const width = host.clientWidth;
     const height = host.clientHeight;
     ring.hidden = !(x >= 0 && y >= 0 && x <= width && y <= height); // zoomed out of view: no ring
-    const size = Math.max(24, 2 * (Array.isArray(trace.marker.size) ? trace.marker.size[index] : trace.marker.size) + 12);
+    const sizes = trace.marker && trace.marker.size; // one size, or one a point (a path's dots: a typed array)
+    const size = Math.max(24, 2 * (Number(typeof sizes === "number" ? sizes : sizes && sizes[index]) || 0) + 12);
     Object.assign(ring.style, { left: `${host.offsetLeft + x - size / 2}px`, top: `${host.offsetTop + y - size / 2}px`,
       width: `${size}px`, height: `${size}px` });
     if (trace.type !== "scatter3d" && Plotly()) hover(host, trace, index);
@@ -338,8 +415,8 @@
       window.embeddingPlotTable.show(true);
       return;
     }
-    const { tokens, groups } = plane;
-    if (!tokens.length || !groups.length) return;
+    const { tokens, stops } = plane;
+    if (!tokens.length || !stops.length) return;
     if (event.key === "Escape") {
       if (!at) return;
       leave();
@@ -356,14 +433,14 @@
     }
     if (!(event.key in MOVES)) return;
     event.preventDefault();
-    const group = at && groups.includes(at.group) ? at.group : groups[0];
+    const group = at && stops.includes(at.group) ? at.group : stops[0];
     const index = tokens.findIndex((t) => t.position === (at ? at.position : selectedPosition() ?? tokens[0].position));
     if (!at) { // the first key shows where the ring starts: the selected token, or the first
       at = { position: tokens[Math.max(index, 0)].position, group };
     } else {
       const [along, across] = MOVES[event.key];
       const next = Math.min(tokens.length - 1, Math.max(0, index + along));
-      const nextGroup = groups[Math.min(groups.length - 1, Math.max(0, groups.indexOf(group) + across))];
+      const nextGroup = stops[Math.min(stops.length - 1, Math.max(0, stops.indexOf(group) + across))];
       at = { position: tokens[Math.max(next, 0)].position, group: nextGroup };
     }
     show(true);
@@ -644,7 +721,8 @@
       host.setAttribute("role", "application");
       host.setAttribute("aria-roledescription", "plot");
       host.setAttribute("aria-label", "The embedding plane. Arrow keys move a ring from token to token (left and "
-        + "right along the sentence, up and down across the groups), Enter selects its token, Escape puts it away. "
+        + "right along the sentence, up and down across the groups and, with an encoder layer shown, on along the "
+        + "token's path through the layers), Enter selects its token, Escape puts it away. "
         + "S goes to the plane's structure, a tree of its groups and tokens (Tab reaches it after the plot's tools); "
         + "T shows the points as a table.");
       host.setAttribute("aria-describedby", "plot-description");
@@ -688,7 +766,7 @@
     // what the plane's structure (assets/plottree.js) reads the drawn plane with, and shows its points with
     GROUPS, NEAREST, CLASS, MARKERS, DESCRIBE_AFTER_MS, nearestName,
     read() { return host && read(); },
-    pointOf, coordinates, distance, region, nearby, selectedPosition, neighbours, variance, axesOf,
+    pointOf, vertexOf, travelled, coordinates, distance, region, nearby, selectedPosition, neighbours, variance, axesOf,
     plain, segmentName, listed, ringOn, say,
     ringOff() {
       if (ring) ring.hidden = true;

@@ -2,7 +2,8 @@
 // which every screen reader knows): the plane (its tokens, groups and kept variance), each group
 // (where it lies, how spread, the group nearest it), each token of a group in sentence order (its
 // place, the tokens drawn nearest it, its cosines where the figure carries them), and what is drawn
-// around a token (its neighbour stars, a class's words, a search's matches). A sighted person reads
+// around a token (its neighbour stars, a class's words, a search's matches; at layer K, its path's
+// vertices, hidden state 0 to after layer K). A sighted person reads
 // these off the plot; the tree says them in words, and the plot's ring shows the item focused.
 // It is the Tab stop after the plane and its tool bar (`s` on the plane comes here too); → opens and enters, ← closes
 // and goes up, ↓ ↑ Home End move among the items shown, Enter selects a token, Escape goes back to
@@ -136,9 +137,23 @@
       if (stars.length) text += `; by cosine: ${cosines.join(", ")}`;
       const children = [...stars.map((star) => ({ key: `${key}:star:${star.index}`, point: star.point,
         text: `${star.word}, cosine ${star.cosine}, ${k.nearestName(group.name)}`, children: null })),
-      ...(around.get(token.position) || []).map((item) => ({ ...item, key: `${key}:${item.key}` }))];
+      ...(around.get(token.position) || []).map((item) => ({ ...item, key: `${key}:${item.key}` })),
+      ...(LAYER.test(group.name) ? pathOf(token, key, plane) : [])];
       return [{ key, text, point, position: token.position,
         children: children.length ? (open.has(key) ? children : []) : null }];
+    });
+  }
+
+  // a token's path through the encoder's layers, the layer group's token's children: each vertex drawn, from
+  // hidden state 0 to after layer K (the token's own point), where it is and how far it has come
+  function pathOf(token, key, plane) {
+    const k = keys();
+    if (!plane.path) return [];
+    return Array.from({ length: plane.path.depth + 1 }, (_, layer) => {
+      const point = k.vertexOf(token.position, layer);
+      const step = layer === 0 ? "hidden state 0" : `after layer ${layer} of ${plane.path.layers}`;
+      return { key: `${key}:path:${layer}`, point, children: null,
+        text: `${token.name}, ${step}, ${where(...point)}${layer ? `, ${k.travelled(token.position, layer)}` : ""}` };
     });
   }
 

@@ -5,7 +5,8 @@
 //    the top, equal rises equal musical steps (a logarithmic scale, as the ear hears pitch);
 //  - its stereo place is its place from left to right (the plot's left edge hard left);
 //  - its timbre is its group's (TIMBRES): token a sine, position a triangle, segment a soft square,
-//    sum a filtered sawtooth, output a sine with its octave.
+//    sum a filtered sawtooth, output a sine with its octave; at encoder layer K, a token's path's
+//    vertices (the ring's "layer 1" … "layer K") a sine with its twelfth.
 // With the plot focused, P plays the sentence's tokens in order, 150 ms apart, in the group the ring
 // is on (the token group when it is put away); G plays every point of that group once, from left to
 // right, so the group's shape is heard as a line of pitches. Escape stops at once, and so does the
@@ -29,7 +30,9 @@
     segment: { wave: "square", gain: 0.3 },
     sum: { wave: "sawtooth", gain: 0.45, lowpass: 1400 },
     output: { partials: [1, 0.5], gain: 0.8 },
+    layer: { partials: [1, 0, 0.35], gain: 0.8 },
   };
+  const LAYER = /^layer \d+$/; // assets/plotkeys.js: a stop on a token's path through the encoder's layers
   const KEYS = { p: "phrase", g: "group" }; // with the plot focused
   const SAID = " Sound is on: each point reached plays a tone, higher for higher points, from the left or the "
     + "right as it lies, each group its own timbre; P plays the sentence's tokens in order, G the ring's group "
@@ -67,12 +70,13 @@
   }
 
   function tone(point, when) {
-    const timbre = TIMBRES[point.group] || TIMBRES.token;
+    const kind = LAYER.test(point.group) ? "layer" : point.group in TIMBRES ? point.group : "token";
+    const timbre = TIMBRES[kind];
     const oscillator = audio.createOscillator();
     if (timbre.partials) {
-      waves[point.group] = waves[point.group]
-        || audio.createPeriodicWave(new Float32Array([0, 0, 0]), new Float32Array([0, ...timbre.partials]));
-      oscillator.setPeriodicWave(waves[point.group]);
+      const zeros = new Float32Array(timbre.partials.length + 1);
+      waves[kind] = waves[kind] || audio.createPeriodicWave(zeros, new Float32Array([0, ...timbre.partials]));
+      oscillator.setPeriodicWave(waves[kind]);
     } else {
       oscillator.type = timbre.wave;
     }

@@ -11,6 +11,7 @@ axe runs inside the page (axe-playwright-python carries axe-core; nothing is fet
 
 from __future__ import annotations
 
+import math
 import re
 from urllib.parse import quote
 
@@ -55,7 +56,8 @@ def tab_to(page, test: str, presses: int) -> int:
 @pytest.mark.parametrize("viewport", [(1440, 900), (390, 844)], ids=["1440x900", "390x844"])
 def test_axe_finds_nothing_in_the_page_s_views(open_page, viewport):
     """The default page, tour steps 3 and 5, the Train tab and a selected token at encoder layer 3, whose
-    attention the neighbours' panel lists and the plot's text alternative says."""
+    attention the neighbours' panel lists and the plot's text alternative says, and whose path through
+    the layers the keys walk (`walk_a_path`), the ring left on one of its vertices."""
     found = {}
     page = open_page(viewport=viewport)
     found["default"] = violations(page)
@@ -94,13 +96,17 @@ def test_axe_finds_nothing_in_the_page_s_views(open_page, viewport):
     assert page.evaluate(f"() => {PLOT}.data.filter(t => t.name === 'attention · layer 3').length") == \
         len(listed.split(", "))
     found["selected token at layer 3"] = violations(page)
+    walk_a_path(page, "king", 2, 3)
+    found["the ring on a path's vertex at layer 3"] = violations(page)  # left after layer 2 of king's path
     assert found == dict.fromkeys(found, [])
+    assert page.errors == []
 
 
 def test_axe_finds_nothing_on_any_tour_step_in_presenter_mode_and_in_the_projector_theme(open_page):
     """The tour with the keyboard alone: Tab to Next, then Enter for each step, the focus kept on Next;
-    then the View tab's theme set to the projector's (its controls checked in the dark), and the tour
-    walked back with Previous, every step checked again: one page, both themes."""
+    the last step's chart on the screen beside the plane; then the View tab's theme set to the
+    projector's (its controls checked in the dark), and the tour walked back with Previous, every
+    step checked again: one page, both themes."""
     page = open_page("presenter=1", (1920, 1080))
     page.locator("#sentence-b textarea").focus()
     tab_to(page, "e.id === 'tour-next'", 8)
@@ -112,6 +118,14 @@ def test_axe_finds_nothing_on_any_tour_step_in_presenter_mode_and_in_the_project
         settle(page)
         assert page.evaluate(ACTIVE) == "tour-next"
         found[number] = violations(page)
+    # the Context step's chart (a selected bank's cosine per layer) in view beside the plane, not under it
+    page.wait_for_function("() => document.querySelector('#context-plot .js-plotly-plot')?._fullData", timeout=60_000)
+    settle(page)
+    chart, plane = (page.locator(selector).bounding_box() for selector in ("#context-plot", "#embed-plot .plane-host"))
+    assert chart["height"] > 200 and chart["y"] >= 0 and chart["y"] + chart["height"] <= 1080, chart
+    assert chart["x"] >= plane["x"] + plane["width"] and chart["x"] + chart["width"] <= 1920, (chart, plane)
+    column = page.locator("#control-column").bounding_box()
+    assert column["y"] + column["height"] <= chart["y"], "the control column stops above the chart"
     page.get_by_role("tab", name="View").click()
     page.locator("#theme").get_by_label("Projector", exact=False).check()
     settle(page)
@@ -173,6 +187,103 @@ def test_axe_finds_nothing_on_a_class_s_banners(open_page):
             CLASSROOM.store.publish(STARTED.pop(), None, None, ended="The test is over.")
     assert found == dict.fromkeys(found, [])
     assert ring == "rgb(255, 255, 255)", "the banner's button shows its focus in white on the dark banner"
+
+
+# where a token's path through the encoder's layers is drawn, read apart from the page's scripts: the path trace's
+# polylines split at their gaps, in the layer group's order; each vertex (hidden state 0, after layer 1, …) as
+# [x, y] and in the window's pixels (as scrolled now), with the token's output point
+PATH_DRAWN = """([position, depth]) => {
+    const gd = document.querySelector('#embed-plot .js-plotly-plot');
+    const group = gd._fullData.find(t => t.name === `layer ${depth}`);
+    const path = gd._fullData.find(t => t.name.startsWith('path: ') && t.name.endsWith(`layer ${depth}`));
+    const lines = [[]];
+    Array.from(path.x).forEach((x, i) => {
+        if (Number.isNaN(Number(x))) lines.push([]); else lines.at(-1).push([x, path.y[i]]);
+    });
+    const line = lines[group.customdata.findIndex(row => row[1] === position)];
+    const box = gd.getBoundingClientRect();
+    const axis = (name) => gd._fullLayout[path[name].replace(name[0], name)];
+    const output = gd._fullData.find(t => t.name === 'output');
+    const o = output.customdata.findIndex(row => row[1] === position);
+    return { vertices: line, output: [output.x[o], output.y[o]],
+             pixels: line.map(([x, y]) => [box.left + axis('xaxis')._offset + axis('xaxis').l2p(x),
+                                           box.top + axis('yaxis')._offset + axis('yaxis').l2p(y)]) };
+}"""
+RING_CENTRE = """() => { const r = document.querySelector('#embed-plot .plane-ring');
+    const b = r.getBoundingClientRect(); return r.hidden ? null : [b.x + b.width / 2, b.y + b.height / 2]; }"""
+HOVER_LABEL = "() => [...document.querySelectorAll('#embed-plot .hoverlayer .hovertext')].map(e => e.textContent)"
+
+
+def walk_a_path(page, word: str, position: int, depth: int) -> None:
+    """At encoder layer `depth`, the ring from `word`'s output point down its path: ↓ reaches each layer's
+    vertex (the ring on it as drawn, plotly's hover label on it, the phrase naming the layer and how far it
+    has come), ← → keep the layer, ↑ climbs back to the output; the plane heard plays each vertex where it is
+    drawn; the tree lists the path's vertices under the token of the layer group and rings each. The ring is
+    left on the vertex after layer `depth` - 1."""
+    drawn = page.evaluate(PATH_DRAWN, [position, depth])
+    assert len(drawn["vertices"]) == depth + 1 and drawn["vertices"][0] == drawn["output"], drawn
+    layers = re.search(r"after layer \d+ of (\d+)", page.evaluate(f"() => {PLOT}._fullData.find(t => "
+                                                          f"t.name === 'layer {depth}').hovertemplate")).group(1)
+    page.evaluate("""() => { window.__reached = []; window.embeddingExplorerSound.on(true);
+        document.addEventListener('embedding-explorer:reached', (e) => window.__reached.push(e.detail)); }""")
+    page.locator("#embed-plot .plane-host").focus()
+    while (page.evaluate("() => window.embeddingExplorerKeys.at()") or {}).get("group") != "output":
+        assert len(page.evaluate("() => window.__reached")) < 8, page.evaluate(ANNOUNCED)
+        page.keyboard.press("ArrowDown")
+    assert page.evaluate(ANNOUNCED).startswith(f"{word}, position {position}, segment A, output")
+    for k in range(1, depth + 2):  # one more than there are: the last stays
+        page.keyboard.press("ArrowDown")
+        at = min(k, depth)
+        said = page.evaluate(ANNOUNCED)
+        apart = math.dist(drawn["vertices"][at], drawn["vertices"][0])
+        assert said.startswith(f"{word}, after layer {at} of {layers}, position {position}, segment A, "
+                               f"{apart:.2f} from its output point"), said
+        centre, (x, y) = page.evaluate(RING_CENTRE), page.evaluate(PATH_DRAWN, [position, depth])["pixels"][at]
+        assert centre and abs(centre[0] - x) < 2 and abs(centre[1] - y) < 2, (k, centre, x, y)
+        page.wait_for_function(f"() => ({HOVER_LABEL})().join().includes('after layer {at} of {layers}')")
+        heard = page.evaluate("() => window.__reached.at(-1)")
+        assert heard["group"] == f"layer {at}", heard
+        assert math.dist([heard["x"], heard["y"]], drawn["vertices"][at]) < 1e-6, heard
+    page.keyboard.press("ArrowRight")
+    assert re.match(rf"\S+, after layer {depth} of {layers}, position {position + 1}, ", page.evaluate(ANNOUNCED))
+    page.keyboard.press("ArrowLeft")
+    for k in range(depth - 1, -1, -1):
+        page.keyboard.press("ArrowUp")
+        said = page.evaluate(ANNOUNCED)
+        assert said.startswith(f"{word}, after layer {k} of" if k else f"{word}, position {position}, segment A, "
+                               "output"), said
+    assert page.errors == [], "the plane heard at a vertex"
+    page.evaluate("() => window.embeddingExplorerSound.on(false)")
+
+    # the tree: the layer group's token opens on its path's vertices, each ringed as it is focused
+    page.keyboard.press("s")
+    page.keyboard.press("Home")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("End")  # the last group: the layer's
+    assert page.evaluate(FOCUSED_ITEM)["name"].startswith(f"Layer {depth} vectors: ")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    for _ in range(position):
+        page.keyboard.press("ArrowDown")
+    token = page.evaluate(FOCUSED_ITEM)
+    assert token["name"].startswith(f"{word}, position {position}, ") and token["expanded"] == "false", token
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    vertices = [page.evaluate(FOCUSED_ITEM)]
+    for k in range(1, depth + 1):
+        page.keyboard.press("ArrowDown")
+        vertices.append(page.evaluate(FOCUSED_ITEM))
+        centre, (x, y) = page.evaluate(RING_CENTRE), page.evaluate(PATH_DRAWN, [position, depth])["pixels"][k]
+        assert centre and abs(centre[0] - x) < 2 and abs(centre[1] - y) < 2, (k, centre, x, y)
+    assert [item["level"] for item in vertices] == [4] * (depth + 1)
+    assert vertices[0]["name"].startswith(f"{word}, hidden state 0, at x ")
+    assert all(item["name"].startswith(f"{word}, after layer {k} of {layers}, at x ")
+               and item["name"].endswith(f", {math.dist(drawn['vertices'][k], drawn['vertices'][0]):.2f} from its "
+                                         "output point") for k, item in enumerate(vertices[1:], 1)), vertices
+    page.keyboard.press("Escape")  # back to the plane, its ring where it was (the output), and down the path again
+    for _ in range(depth - 1):
+        page.keyboard.press("ArrowDown")
+    assert page.evaluate(ANNOUNCED).startswith(f"{word}, after layer {depth - 1} of {layers}, ")
 
 
 def test_the_plane_by_keyboard_alone(open_page):

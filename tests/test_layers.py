@@ -349,4 +349,10 @@ def test_a_selected_word_s_other_places_are_its_cosines_at_every_depth_and_chart
     assert list(line["x"]) == list(range(7)) and np.allclose(line["y"], cosines, atol=1e-6)
     assert line["marker"]["size"][4] > line["marker"]["size"][0]  # the layer drawn
     assert ("each sentence read on" in spec["layout"]["title"]["text"]) == (reading == "apart")
+    # in presenter mode, in the control column beside the plane: short lines, and as tall as the column leaves it
+    narrow = context_spec(run.scene.tokens, 2, run.scene.hidden.same, 4, apart=reading == "apart", presenter=True)
+    lines = narrow["layout"]["title"]["text"].split("<br>")
+    assert max(map(len, lines)) <= 30 and lines[-1] == spec["layout"]["title"]["text"].split(" · ")[-1], lines
+    assert narrow["layout"]["height"] < spec["layout"]["height"] * 1.5
+    assert narrow["layout"]["margin"]["t"] >= 26 * len(lines)
     assert explore(bert, RIVER, MONEY, layer=4, reading=reading, selected=0, k=0).scene.hidden.same == ()

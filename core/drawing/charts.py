@@ -456,6 +456,11 @@ def loss_spec(losses: Sequence[float], steps: int | None = None, palette: Palett
     return {"data": [trace], "layout": layout}
 
 
+# the context chart's height in presenter mode (× 1.5): beside the plane, under the step's text (assets/style.css
+# --context-room: this, and a gap)
+CONTEXT_PRESENTER = 200
+
+
 def context_spec(tokens: Sequence[str], selected: int, same: Sequence[tuple[int, Sequence[float]]], drawn: int,
                  *, apart: bool, presenter: bool = False, palette: Palette = LIGHT) -> dict:
     """How far context moves one word's uses apart: the selected token's cosine with each other place
@@ -476,10 +481,23 @@ def context_spec(tokens: Sequence[str], selected: int, same: Sequence[tuple[int,
                                                                    for k in range(len(y))]},
                      "hovertemplate": f"after layer %{{x}}: cosine %{{y:.3f}}<extra>{word} ({other})</extra>"})
     title = f"{word} and its other place{'s' if len(same) > 1 else ''}: cosine per layer"
-    title += " · each sentence read on its own" if apart else " · the pair read as one sequence"
-    layout = _layout(style, palette, 230, _wrap(title, 80 if presenter else 100),
-                     xaxis={"title": {"text": "encoder layer (0: the embedding layer's output)"}, "dtick": 1,
+    reading = "each sentence read on its own" if apart else "the pair read as one sequence"
+    axis = "encoder layer (0: the embedding layer's output)"
+    margin = {"l": 60, "r": 10, "t": 50, "b": 45}
+    height = 230
+    if presenter:  # in the control column, beside the plane (assets/style.css): a third of the screen wide,
+        # under the step's text (the axes say "cosine" and "layer")
+        title = f"{_wrap(title.split(':')[0], 28)}<br>{reading}"
+        axis = "encoder layer<br>(0: embedding layer output)"
+        margin, height = {"l": 70, "r": 10, "t": 26 * (title.count("<br>") + 1) + 22, "b": 80}, CONTEXT_PRESENTER
+    else:
+        title = _wrap(f"{title} · {reading}", 100)
+    layout = _layout(style, palette, height, title,
+                     xaxis={"title": {"text": axis}, "dtick": 1,
                             "range": [-0.3, (len(same[0][1]) - 1 if same else 6) + 0.3]},
                      yaxis={"title": {"text": "cosine"}, "tickformat": ".2f"},
-                     showlegend=len(same) > 1, margin={"l": 60, "r": 10, "t": 50, "b": 45})
+                     showlegend=len(same) > 1, margin=margin)
+    if presenter:  # its lines down from the top, not about the middle of the margin (into the axes); plotly
+        # anchors a title of several lines by its first line's middle
+        layout["title"].update({"y": 1, "yref": "container", "yanchor": "top", "pad": {"t": style.font + 14}})
     return {"data": data, "layout": layout}

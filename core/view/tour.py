@@ -128,7 +128,7 @@ STEPS: tuple[TourStep, ...] = (
         "Past the embedding layer, each of MiniLM-L6's six encoder layers mixes every token's vector with the "
         "tokens around it. "
         "Read each sentence on its own: the *bank* of the river and the *bank* that was robbed start from one token "
-        "row (cosine 0.99, charted under the plot) and drift apart, to 0.85 after layer 6; their paths end further "
+        "row (cosine 0.99, charted per layer) and drift apart, to 0.85 after layer 6; their paths end further "
         "apart than they start. "
         "Read as one pair (View → The encoder reads), both banks stay at 0.95.",
         _step(8, sentence_a="the river bank was muddy", sentence_b="the bank was robbed", source="bert",
