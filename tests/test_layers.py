@@ -124,6 +124,23 @@ def test_layer_0_and_other_tables_never_run_the_encoder_and_one_pass_serves_ever
     assert len(forward_passes) == 2
 
 
+def test_the_kept_forward_passes_are_counted_in_the_memory_budget_and_let_go_to_make_room(bert, forward_passes):
+    """The cache of forward passes is part of what the process holds for its visitors (core/process/memory.py):
+    the budget's count grows by exactly what a pass keeps, and room made for a table empties the cache."""
+    from core.process.memory import BUDGET
+
+    before = BUDGET.held()
+    states = layers.hidden_states(bert, (101, 2924, 2001, 102), (0, 0, 0, 0))
+    passed = layers.forward(bert, (101, 2924, 2001, 102), (0, 0, 0, 0))
+    assert passed.states is states and passed.nbytes == states.nbytes + passed.attentions.nbytes
+    assert BUDGET.held() - before == passed.nbytes
+    assert sum(layers.kept().values()) == passed.nbytes
+    BUDGET._make_room(1, *BUDGET._holders())
+    assert layers.kept() == {} and BUDGET.held() == before
+    assert layers.forward(bert, (101, 2924, 2001, 102), (0, 0, 0, 0)) is not passed  # computed again
+    assert len(forward_passes) == 2
+
+
 def test_the_states_are_computed_without_autograd_and_kept_read_only(bert):
     states = layers.hidden_states(bert, (101, 2924, 102), (0, 0, 0))
     assert states.shape == (ENCODER_LAYERS + 1, 3, 384) and not states.flags.writeable

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from cachetools import LRUCache
 
+from core.process.memory import BUDGET
 from core.tables.session import Session
 from core.view.options import ENCODER_MODEL
 from core.view.state import View
@@ -37,7 +38,8 @@ NEEDS_UNTRAINED = ("The encoder's layers read BERT's tables as they come, and tr
 # what the layer control says while the tables can be read
 EXPLAINED = (f"0: the embedding layer's output, the page without the encoder; K: each token after encoder layer K, "
              f"with its path from 0 (the output is hidden state 0). {MODEL}.")
-# forward passes kept at once: a 512-token pair's seven states are 5.5 MiB, its six attentions 6 MiB
+# forward passes kept at once: a 512-token pair's seven states are 5.5 MiB, its six attentions 6 MiB; the
+# process's memory budget counts them (`kept`) and empties them first when it needs room
 KEPT_BYTES = 32 * 2**20
 TOP = 5  # tokens `attended` lists at most
 FLOOR = 0.05  # and none with less of the selected token's attention than this, but the first
@@ -84,6 +86,15 @@ def _size(entry: tuple[weakref.ref, Forward]) -> int:
 
 _KEPT: LRUCache = LRUCache(maxsize=KEPT_BYTES, getsizeof=_size)
 _LOCK = threading.Lock()
+
+
+def kept() -> dict[int, int]:
+    """What the kept forward passes hold, by array (its address -> its bytes): the process's memory
+    budget counts it with the visitors' tables, and empties the cache before it parks a tab."""
+    with _LOCK:
+        passes = [found[1] for found in _KEPT.values()]
+    return {array.__array_interface__["data"][0]: array.nbytes
+            for passed in passes for array in (passed.states, passed.attentions)}
 
 
 def forward(session: Session, ids: Sequence[int], segments: Sequence[int], apart: int | None = None) -> Forward:
@@ -185,6 +196,9 @@ def nearest_at(states: np.ndarray, layer: int, position: int, k: int,
 
 
 def forget() -> None:
-    """Let go of every kept forward pass (the tests start each from none)."""
+    """Let go of every kept forward pass (the tests start each from none; the budget, to make room)."""
     with _LOCK:
         _KEPT.clear()
+
+
+BUDGET.kept_by(kept, forget)
