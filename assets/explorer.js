@@ -346,7 +346,7 @@
     const moved = !whole && !holding && mover.move(host, data, shown.layout);
     if (moved === true) {
       labels.draw(host);
-      host.dataset.moved = shown.revision; // moved, to be drawn whole
+      host.dataset.moved = "points"; // drawn by moving its points, to be drawn whole
       settling = setTimeout(() => plot(true), SETTLE_MS);
     } else {
       // a point moved past the axes while typing: drawn whole with room for the next keys' moves,
@@ -354,7 +354,7 @@
       let layout = await heldLayout(data, shown.layout, shown.config);
       if (moved === mover.PAST) {
         layout = mover.headroom(host, data, layout);
-        host.dataset.moved = shown.revision;
+        host.dataset.moved = "room"; // drawn whole with room to move, to be drawn plainly
         settling = setTimeout(() => plot(true), SETTLE_MS);
       } else {
         delete host.dataset.moved;

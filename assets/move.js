@@ -18,10 +18,14 @@
   const MOVED_MARKER = new Set(["symbol", "size"]); // its marker's, when they are per point
   const DTYPES = { f4: Float32Array, f8: Float64Array, i1: Int8Array, u1: Uint8Array, i2: Int16Array,
     u2: Uint16Array, i4: Int32Array, u4: Uint32Array };
+  // a typed array as plotly decodes it: a 2-D one (its shape "rows,columns") as a list of its rows
   const decoded = (value) => {
     if (!value || typeof value !== "object" || !("bdata" in value)) return value;
     const bytes = Uint8Array.from(atob(value.bdata), (c) => c.charCodeAt(0));
-    return new DTYPES[value.dtype](bytes.buffer);
+    const flat = new DTYPES[value.dtype](bytes.buffer);
+    const [rows, columns] = String(value.shape || "").split(",").map(Number);
+    if (!columns) return flat;
+    return Array.from({ length: rows }, (_, i) => flat.subarray(i * columns, (i + 1) * columns));
   };
   const perPoint = (value) => Array.isArray(value) || ArrayBuffer.isView(value)
     || (value && typeof value === "object" && "bdata" in value);
@@ -169,7 +173,7 @@
     const given = { ...trace, x, y };
     gd.data[t] = given;
     Object.assign(fullTrace, { x, y, _length: x.length });
-    for (const name of ["hovertext", "customdata", "text"]) if (name in trace) fullTrace[name] = trace[name];
+    for (const name of ["hovertext", "customdata", "text"]) if (name in trace) fullTrace[name] = decoded(trace[name]);
     if (trace.marker && fullTrace.marker) {
       for (const name of MOVED_MARKER) if (perPoint(trace.marker[name])) fullTrace.marker[name] = decoded(trace.marker[name]);
     }

@@ -214,6 +214,22 @@ RING_CENTRE = """() => { const r = document.querySelector('#embed-plot .plane-ri
 HOVER_LABEL = "() => [...document.querySelectorAll('#embed-plot .hoverlayer .hovertext')].map(e => e.textContent)"
 
 
+def down_to(page, found, most: int = 60) -> None:
+    """↓ in the plane's tree until the focused item is `found` (a test of FOCUSED_ITEM's answer)."""
+    for _ in range(most):
+        if found(page.evaluate(FOCUSED_ITEM)):
+            return
+        page.keyboard.press("ArrowDown")
+    raise AssertionError(f"not reached: the focus is on {page.evaluate(FOCUSED_ITEM)}")
+
+
+def into(page) -> None:
+    """→ into the focused item of the plane's tree: opened if it is closed, then its first child."""
+    if page.evaluate(FOCUSED_ITEM)["expanded"] != "true":
+        page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+
+
 def walk_a_path(page, word: str, position: int, depth: int) -> None:
     """At encoder layer `depth`, the ring from `word`'s output point down its path: ↓ reaches each layer's
     vertex (the ring on it as drawn, plotly's hover label on it, the phrase naming the layer and how far it
@@ -255,20 +271,19 @@ def walk_a_path(page, word: str, position: int, depth: int) -> None:
     assert page.errors == [], "the plane heard at a vertex"
     page.evaluate("() => window.embeddingExplorerSound.on(false)")
 
-    # the tree: the layer group's token opens on its path's vertices, each ringed as it is focused
+    # the tree: the layer group's token opens on its path's vertices, each ringed as it is focused (after its
+    # neighbours' stars when it is selected; what was opened before stays open)
     page.keyboard.press("s")
     page.keyboard.press("Home")
     page.keyboard.press("ArrowRight")
-    page.keyboard.press("End")  # the last group: the layer's
-    assert page.evaluate(FOCUSED_ITEM)["name"].startswith(f"Layer {depth} vectors: ")
-    page.keyboard.press("ArrowRight")
-    page.keyboard.press("ArrowRight")
+    down_to(page, lambda item: item["name"].startswith(f"Layer {depth} vectors: "))
+    into(page)
     for _ in range(position):
         page.keyboard.press("ArrowDown")
     token = page.evaluate(FOCUSED_ITEM)
-    assert token["name"].startswith(f"{word}, position {position}, ") and token["expanded"] == "false", token
-    page.keyboard.press("ArrowRight")
-    page.keyboard.press("ArrowRight")
+    assert token["name"].startswith(f"{word}, position {position}, "), token
+    into(page)
+    down_to(page, lambda item: item["name"].startswith(f"{word}, hidden state 0, "))
     vertices = [page.evaluate(FOCUSED_ITEM)]
     for k in range(1, depth + 1):
         page.keyboard.press("ArrowDown")
