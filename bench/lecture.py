@@ -381,10 +381,18 @@ class Result:
     generator_cpu: float
     rss_mib: float
     others_cpu: float  # CPU seconds of everything else on the machine in the window
+    idle_cpu: float = 0.0  # CPU seconds a second the same server spends with no student (`IDLE_SECONDS`)
 
     @property
     def cpu_per_update(self) -> float:
         return self.server_cpu / max(1, self.tally.updates)
+
+    @property
+    def cpu_above_idle(self) -> float:
+        """Server CPU per update beyond what it spends idle over the same window: gradio's queue wakes
+        a thousand times a second with nothing to do (a bare Blocks app idles at about 55 ms/s on this
+        machine), a cost of the platform that a light class's few updates each carry a large share of."""
+        return max(0.0, self.server_cpu - self.idle_cpu * self.duration) / max(1, self.tally.updates)
 
     def row(self) -> str:
         t = self.tally
@@ -395,6 +403,7 @@ class Result:
         return (
             f"{self.name:<34} {t.keys:>6} {t.updates:>8} {t.updates / self.duration:>7.1f} {len(t.errors):>6}"
             f" {p50 * 1000:>8.0f} {p95 * 1000:>8.0f} {self.cpu_per_update * 1000:>10.1f}"
+            f" {self.idle_cpu * 1000:>8.0f} {self.cpu_above_idle * 1000:>10.1f}"
             f" {self.server_cpu / self.duration / cores:>8.0%} {self.generator_cpu / self.duration:>9.0%}"
             f" {self.rss_mib:>7.0f} {self.others_cpu / self.duration / cores:>7.0%}"
             f" {t.messages / max(1, t.updates):>8.1f}"
@@ -403,8 +412,10 @@ class Result:
 
 HEADER = (
     f"{'setup':<34} {'keys':>6} {'updates':>8} {'upd/s':>7} {'errors':>6} {'p50 ms':>8} {'p95 ms':>8}"
-    f" {'CPU ms/upd':>10} {'server':>8} {'generator':>9} {'RSS MiB':>7} {'others':>7} {'msgs/upd':>8}"
+    f" {'CPU ms/upd':>10} {'idle ms/s':>8} {'above idle':>10} {'server':>8} {'generator':>9} {'RSS MiB':>7}"
+    f" {'others':>7} {'msgs/upd':>8}"
 )
+IDLE_SECONDS = 5.0  # the server measured with no student, after its warm-up, before the class arrives
 
 
 @contextlib.contextmanager
@@ -454,6 +465,10 @@ def measure(setup: str, name: str, students: int, ramp: float, duration: float, 
     results = []
     with serving(setup) as (url, processes):
         warm(url, workers, echo=setup == "echo")
+        time.sleep(1.0)  # the warm-up's last answers and collections done
+        before = cpu_seconds(processes)
+        time.sleep(IDLE_SECONDS)
+        idle = (cpu_seconds(processes) - before) / IDLE_SECONDS
         for crowd, label in ((students, name), (light, f"{name}, {light} students")):
             if not crowd:
                 continue
@@ -474,7 +489,8 @@ def measure(setup: str, name: str, students: int, ramp: float, duration: float, 
             tally = asyncio.run(run_class(url, crowd, ramp, duration, protocol, seed, start, end))
             rss = sum(p.memory_info().rss for p in processes if p.is_running()) / 2**20
             others = max(0.0, marks["all"] - marks["server"] - marks["own"])
-            results.append(Result(label, workers, crowd, duration, tally, marks["server"], marks["own"], rss, others))
+            results.append(Result(label, workers, crowd, duration, tally, marks["server"], marks["own"], rss, others,
+                                  idle))
     return results
 
 
@@ -594,7 +610,9 @@ def main() -> None:
             for error in result.tally.errors[:3]:
                 print(f"  {error}")
     print("  keys: keystrokes typed in the window; p50/p95: key to the first answer showing it; CPU ms/upd:"
-          " server CPU per answered update; server: share of all cores; generator: this script's CPU,"
+          " server CPU per answered update; idle ms/s: the same server's CPU a second with no student, before"
+          " the class; above idle: CPU ms/upd less that idle share of the window; server: share of all cores;"
+          " generator: this script's CPU,"
           " share of one core; others: every other process on the machine, share of all cores;"
           " msgs/upd: event-stream messages a student received per answer")
     capacity(results, args.course, args.utilisation)
