@@ -28,12 +28,10 @@
 
   // the compact figure's shared columns -> whole traces; core/drawing/wire.py `expand` is its twin, and
   // core/drawing/wire.py's docstring describes the columns (both checked against tests/fixtures/wire.json)
-  const DTYPES = { f4: Float32Array, f8: Float64Array, i1: Int8Array, u1: Uint8Array, i2: Int16Array,
-    u2: Uint16Array, i4: Int32Array, u4: Uint32Array };
+  // (a typed array's spec decoded as plotly decodes it: assets/move.js `decoded`), as a plain list
   const untyped = (value) => {
-    if (!value || typeof value !== "object" || !("bdata" in value)) return value;
-    const bytes = Uint8Array.from(atob(value.bdata), (c) => c.charCodeAt(0));
-    return Array.from(new DTYPES[value.dtype](bytes.buffer));
+    const found = window.embeddingMove.decoded(value);
+    return ArrayBuffer.isView(found) ? Array.from(found) : found;
   };
   const MAX_NAMED = 5; // core/drawing/wire.py MAX_NAMED: tokens a hover names at one spot at most
   function pileNames(names, positions, piles) {

@@ -239,5 +239,5 @@
   // a figure drawn whole: with headroom or not (a later one without it lets a person's zoom be theirs again)
   const roomy = (gd, given) => { gd.__headroom = given; };
 
-  window.embeddingMove = { move, drawn, headroom, roomy, PAST };
+  window.embeddingMove = { move, drawn, headroom, roomy, decoded, PAST };
 })();

@@ -20,7 +20,7 @@ from core.drawing.wire import MAX_NAMED, expand, table_rows
 from tests.wire_fixture import compact_of, expanded_of, labels_of, load, scene_of, table_of
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
-SCRIPTS = (ASSETS / "labels.js", ASSETS / "explorer.js")
+SCRIPTS = (ASSETS / "labels.js", ASSETS / "move.js", ASSETS / "explorer.js")  # as the page loads them
 STALE = "the code no longer sends tests/fixtures/wire.json's figure: if that is meant, run python -m tests.wire_fixture"
 
 
@@ -61,7 +61,7 @@ def test_core_wire_reads_the_fixture(fixture):
 
 @pytest.mark.browser
 def test_the_pages_script_reads_the_fixture(browser, fixture):
-    """assets/explorer.js (with assets/labels.js) in a blank page (no app): its expand, its token
+    """assets/explorer.js (with assets/labels.js and assets/move.js) in a blank page (no app): its expand, its token
     table and the labels' texts."""
     page = browser.new_page()
     try:
