@@ -374,4 +374,9 @@ def test_a_selected_word_s_other_places_are_its_cosines_at_every_depth_and_chart
     assert max(map(len, lines)) <= 30 and lines[-1] == spec["layout"]["title"]["text"].split(" · ")[-1], lines
     assert narrow["layout"]["height"] < spec["layout"]["height"] * 1.5
     assert narrow["layout"]["margin"]["t"] >= 26 * len(lines)
+    # on a phone, short lines too: its title and axis fit 390 px
+    phone = context_spec(run.scene.tokens, 2, run.scene.hidden.same, 4, apart=reading == "apart", narrow=True)
+    lines = phone["layout"]["title"]["text"].split("<br>")
+    assert max(map(len, lines)) <= 30 and lines[-1] == spec["layout"]["title"]["text"].split(" · ")[-1], lines
+    assert max(map(len, phone["layout"]["xaxis"]["title"]["text"].split("<br>"))) <= 30
     assert explore(bert, RIVER, MONEY, layer=4, reading=reading, selected=0, k=0).scene.hidden.same == ()

@@ -253,7 +253,7 @@ def context_json(scene, view: View) -> str:
         return ""
     return figure_json(context_spec(scene.tokens, scene.selected, hidden.same, hidden.layer,
                                     apart=hidden.apart is not None, presenter=view.presenting,
-                                    palette=palette(view.theme)))
+                                    narrow=view.narrow, palette=palette(view.theme)))
 
 
 def answers_of(member, view: View) -> Answers | None:

@@ -462,11 +462,12 @@ CONTEXT_PRESENTER = 200
 
 
 def context_spec(tokens: Sequence[str], selected: int, same: Sequence[tuple[int, Sequence[float]]], drawn: int,
-                 *, apart: bool, presenter: bool = False, palette: Palette = LIGHT) -> dict:
+                 *, apart: bool, presenter: bool = False, narrow: bool = False, palette: Palette = LIGHT) -> dict:
     """How far context moves one word's uses apart: the selected token's cosine with each other place
     of the same word after every encoder layer (0: the embedding layer's output), a line each, the
     layer the plane draws marked. `same` is `core.plane.scene.HiddenStates.same`; `apart`: each
-    sentence was read on its own (the title says so: it changes what the cosines mean)."""
+    sentence was read on its own (the title says so: it changes what the cosines mean). `narrow`: a
+    phone's screen, whose one line of title and axis ran past the chart's edge."""
     style = _STYLES[presenter]
     word = _escape(tokens[selected])
     dashes = ("solid", "dash", "dot")
@@ -490,6 +491,10 @@ def context_spec(tokens: Sequence[str], selected: int, same: Sequence[tuple[int,
         title = f"{_wrap(title.split(':')[0], 28)}<br>{reading}"
         axis = "encoder layer<br>(0: embedding layer output)"
         margin, height = {"l": 70, "r": 10, "t": 26 * (title.count("<br>") + 1) + 22, "b": 80}, CONTEXT_PRESENTER
+    elif narrow:  # a phone's 390 px: as in presenter mode, short lines (the axes say "cosine" and "layer")
+        title = f"{_wrap(title.split(':')[0], 28)}<br>{reading}"
+        axis = "encoder layer<br>(0: embedding layer output)"
+        margin, height = {"l": 60, "r": 10, "t": 20 * (title.count("<br>") + 1) + 46, "b": 70}, 286
     else:
         title = _wrap(f"{title} · {reading}", 100)
     layout = _layout(style, palette, height, title,
@@ -497,7 +502,9 @@ def context_spec(tokens: Sequence[str], selected: int, same: Sequence[tuple[int,
                             "range": [-0.3, (len(same[0][1]) - 1 if same else 6) + 0.3]},
                      yaxis={"title": {"text": "cosine"}, "tickformat": ".2f"},
                      showlegend=len(same) > 1, margin=margin)
-    if presenter:  # its lines down from the top, not about the middle of the margin (into the axes); plotly
-        # anchors a title of several lines by its first line's middle
-        layout["title"].update({"y": 1, "yref": "container", "yanchor": "top", "pad": {"t": style.font + 14}})
+    if presenter or narrow:  # its lines down from the top, not about the middle of the margin (into the axes);
+        # plotly anchors a title of several lines by its first line's middle
+        # (on a phone, under the row of plotly's tools a touch shows)
+        layout["title"].update({"y": 1, "yref": "container", "yanchor": "top",
+                                "pad": {"t": style.font + (30 if narrow and not presenter else 14)}})
     return {"data": data, "layout": layout}
