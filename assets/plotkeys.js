@@ -257,19 +257,17 @@
   // word's other places changed (the chart under the plot, core/drawing/charts.py context_spec). The
   // selected token is the one its attention lines start from (with k = 0 no ring is drawn)
   function moved() {
-    const group = host._fullData.find((t) => /^layer \d+$/.test(t.name) && t.visible === true);
-    const path = host._fullData.find((t) => t.name.startsWith("path: "));
     const line = host._fullData.find((t) => ATTENTION.test(t.name));
-    if (!group || !path || !line) return "";
+    if (!plane.path || !line) return "";
+    const { group, trace } = plane.path; // the paths as `read` found them (`pathOf`)
     const index = Array.from(group.x).findIndex((_, i) => distance(coordinates(group, i), coordinates(line, 0)) < 1e-6);
     if (index < 0) return "";
-    const starts = [0]; // the paths, in the group's order, each ended by a gap
-    Array.from(path.x).forEach((x, i) => { if (x === null || Number.isNaN(Number(x))) starts.push(i + 1); });
     const position = group.customdata[index][1];
     const token = plane.tokens.find((t) => t.position === position);
-    if (!token || starts[index] === undefined) return "";
-    const [xaxis, yaxis] = axesOf(path);
-    const [before, after] = [region(xaxis, yaxis, ...coordinates(path, starts[index])),
+    const start = vertexOf(position, 0);
+    if (!token || !start) return "";
+    const [xaxis, yaxis] = axesOf(trace);
+    const [before, after] = [region(xaxis, yaxis, ...coordinates(...start)),
       region(xaxis, yaxis, ...coordinates(group, index))];
     let text = before === after
       ? `${token.name} (position ${position}) stayed in the ${after} of the plot from hidden state 0 to ${group.name}`

@@ -486,15 +486,13 @@ def context_spec(tokens: Sequence[str], selected: int, same: Sequence[tuple[int,
     axis = "encoder layer (0: the embedding layer's output)"
     margin = {"l": 60, "r": 10, "t": 50, "b": 45}
     height = 230
-    if presenter:  # in the control column, beside the plane (assets/style.css): a third of the screen wide,
-        # under the step's text (the axes say "cosine" and "layer")
+    if presenter or narrow:  # in presenter mode's control column beside the plane (assets/style.css), a third
+        # of the screen wide, or on a phone's 390 px: short lines (the axes say "cosine" and "layer")
         title = f"{_wrap(title.split(':')[0], 28)}<br>{reading}"
         axis = "encoder layer<br>(0: embedding layer output)"
-        margin, height = {"l": 70, "r": 10, "t": 26 * (title.count("<br>") + 1) + 22, "b": 80}, CONTEXT_PRESENTER
-    elif narrow:  # a phone's 390 px: as in presenter mode, short lines (the axes say "cosine" and "layer")
-        title = f"{_wrap(title.split(':')[0], 28)}<br>{reading}"
-        axis = "encoder layer<br>(0: embedding layer output)"
-        margin, height = {"l": 60, "r": 10, "t": 20 * (title.count("<br>") + 1) + 46, "b": 70}, 286
+        lines = title.count("<br>") + 1
+        margin, height = (({"l": 70, "r": 10, "t": 26 * lines + 22, "b": 80}, CONTEXT_PRESENTER) if presenter
+                          else ({"l": 60, "r": 10, "t": 20 * lines + 46, "b": 70}, 286))
     else:
         title = _wrap(f"{title} · {reading}", 100)
     layout = _layout(style, palette, height, title,
